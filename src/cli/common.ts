@@ -1,0 +1,49 @@
+import { Option } from "commander";
+import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
+
+/** Exit codes of the llmgw command. */
+export const EXIT = {
+  ok: 0,
+  /** Something failed while running (the log unreachable, a server error). */
+  failure: 1,
+  /** Bad usage: an invalid flag, config or argument; or a command not built yet. */
+  usage: 2,
+} as const;
+
+/** An error the CLI reports as one line, naming what to fix, with an exit code. */
+export class CliError extends Error {
+  override readonly name = "CliError";
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.usage,
+  ) {
+    super(message);
+  }
+}
+
+/** `--nats URL` (env LLMGW_NATS_URL): every command that talks to NATS takes it. */
+export function natsOption(): Option {
+  return new Option("--nats <url>", "NATS server URL(s), comma-separated for a cluster")
+    .env("LLMGW_NATS_URL")
+    .default(DEFAULT_NATS_URL);
+}
+
+/** `--stream NAME` (env LLMGW_STREAM): the log's JetStream stream. */
+export function streamOption(): Option {
+  return new Option("--stream <name>", "JetStream stream holding the log").env("LLMGW_STREAM").default(DEFAULT_STREAM);
+}
+
+/** `--subject-prefix P` (env LLMGW_SUBJECT_PREFIX): the log's subjects are P.> */
+export function prefixOption(): Option {
+  return new Option("--subject-prefix <prefix>", "subject prefix of the log's events")
+    .env("LLMGW_SUBJECT_PREFIX")
+    .default(DEFAULT_PREFIX);
+}
+
+/** Parses a non-negative integer flag, naming the flag when it is not one. */
+export function intArg(flag: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    return Number(value);
+  };
+}

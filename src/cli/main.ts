@@ -1,0 +1,57 @@
+import { Command, CommanderError } from "commander";
+import { LogError } from "../log/index.js";
+import { registerNotBuilt } from "./commands/not-built.js";
+import { CliError, EXIT } from "./common.js";
+
+const program = new Command("llmgw")
+  .description(
+    "Control plane of an LLM-serving GPU fleet, event-sourced on NATS JetStream.\n" +
+      "Every command that talks to NATS takes --nats URL (env LLMGW_NATS_URL, default nats://127.0.0.1:4222).",
+  )
+  .version("0.1.0")
+  .showHelpAfterError()
+  .exitOverride();
+
+// Processes
+registerNotBuilt(program, "dev", "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine", "the main-job issue");
+registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
+registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
+registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
+registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
+registerNotBuilt(program, "certs", "create development certificates (CA, gateway, nodes)", "the main-job issue");
+// Reading the log
+registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
+registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
+registerNotBuilt(program, "explain", "the decisions that touched a replica or a node", "the reconciler issue");
+registerNotBuilt(program, "what-if", "re-run placement over recorded history with another config", "the reconciler issue");
+// Operating
+registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
+registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
+registerNotBuilt(program, "catalog", "apply the model catalog", "the main-job issue");
+registerNotBuilt(program, "cordon", "keep new work off a node", "the main-job issue");
+registerNotBuilt(program, "uncordon", "let a node take work again", "the main-job issue");
+registerNotBuilt(program, "drain", "move everything off a node, make-before-break", "the main-job issue");
+registerNotBuilt(program, "bench", "measure the control plane against the raw limits of its parts", "the benchmarks issue");
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.exitCode = exitCodeFor(err);
+}
+
+function exitCodeFor(err: unknown): number {
+  if (err instanceof CommanderError) {
+    // Commander already printed the message (and the help for usage errors).
+    return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  if (err instanceof CliError) {
+    process.stderr.write(`llmgw: ${err.message}\n`);
+    return err.exitCode;
+  }
+  if (err instanceof LogError) {
+    process.stderr.write(`llmgw: ${err.message}\n`);
+    return EXIT.failure;
+  }
+  process.stderr.write(`llmgw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  return EXIT.failure;
+}

@@ -1,0 +1,84 @@
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
+import { LogError } from "./errors.js";
+import type { Subjects } from "./subjects.js";
+
+/** The kinds of event the log holds (the `body` cases of the envelope). */
+export type EventKind = NonNullable<Event["body"]["case"]>;
+
+/** An event body: one case of the envelope's oneof. */
+export type EventBody = Exclude<Event["body"], { case: undefined }>;
+
+/** The envelope fields a writer fills in besides the body. */
+export type EventInit = MessageInitShape<typeof EventSchema>;
+
+export function newEvent(init: EventInit): Event {
+  return create(EventSchema, init);
+}
+
+export function encodeEvent(event: Event): Uint8Array {
+  return toBinary(EventSchema, event);
+}
+
+/**
+ * Decodes bytes from the log. Unknown fields (written by a newer version)
+ * are kept, not rejected; an event whose body is a kind this version does
+ * not know decodes with `body.case === undefined` and callers skip it.
+ * Bytes that are not an event, or an envelope without an id (which every
+ * writer sets), raise a `malformed` LogError naming the sequence.
+ */
+export function decodeEvent(bytes: Uint8Array, seq?: number): Event {
+  const where = seq === undefined ? "" : ` at sequence ${seq}`;
+  if (bytes.length === 0) {
+    throw new LogError("malformed", `empty message${where}: not an llmgw event`, { seq });
+  }
+  let event: Event;
+  try {
+    event = fromBinary(EventSchema, bytes);
+  } catch (err) {
+    throw new LogError(
+      "malformed",
+      `undecodable message${where} (${bytes.length} bytes): ${(err as Error).message}`,
+      { cause: err, seq },
+    );
+  }
+  if (event.id === "") {
+    throw new LogError("malformed", `message${where} decodes to an event without an id: not an llmgw event`, {
+      seq,
+    });
+  }
+  return event;
+}
+
+/** The subject an event belongs on (DESIGN §2). */
+export function subjectFor(subjects: Subjects, event: Event): string {
+  const body = event.body;
+  switch (body.case) {
+    case "sessionOpened":
+    case "sessionClosed":
+      return subjects.session(body.value.nodeId);
+    case "hardwareChanged":
+    case "usageChanged":
+    case "shardStatus":
+    case "commandResult":
+      return subjects.node(body.value.nodeId);
+    case "gatewayStarted":
+    case "gatewayDraining":
+    case "gatewayStopped":
+      return subjects.gateway(body.value.gatewayId);
+    case "catalogChanged":
+      return subjects.catalog;
+    case "nodeCordoned":
+    case "nodeUncordoned":
+    case "nodeDrainRequested":
+      return subjects.operator(body.value.nodeId);
+    case "reconcilePass":
+      return subjects.reconciler;
+    case undefined:
+      throw new LogError("invalid-argument", `event ${event.id} has no body; nothing to append`);
+    default: {
+      const never: never = body;
+      throw new LogError("invalid-argument", `unknown event kind ${JSON.stringify(never)}`);
+    }
+  }
+}

@@ -1,0 +1,10 @@
+// The log: JetStream plumbing shared by every process. Everything public is named here.
+export { type Appended, type AppendOptions, LogAppender } from "./append.js";
+export { decodeEvent, type EventBody, type EventInit, type EventKind, encodeEvent, newEvent, subjectFor } from "./codec.js";
+export { connectNats, DEFAULT_NATS_URL } from "./connect.js";
+export { isLogError, LogError, type LogErrorCode } from "./errors.js";
+export { Log, type OpenLogOptions, openLog } from "./log.js";
+export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
+export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
+export { DEFAULT_PREFIX, DEFAULT_STREAM, ID_PATTERN, invalidIdReason, Subjects } from "./subjects.js";
+export { AppendWindow } from "./window.js";

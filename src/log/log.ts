@@ -1,0 +1,88 @@
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { type Appended, LogAppender, type AppendOptions } from "./append.js";
+import { connectNats } from "./connect.js";
+import { LogError } from "./errors.js";
+import { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
+import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
+import { Subjects } from "./subjects.js";
+
+export interface OpenLogOptions extends Partial<LogStreamConfig> {
+  /** NATS URL(s), comma-separated. */
+  url: string;
+  /** Connection name, shown by the server (e.g. "llmgw-gateway gw-1"). */
+  clientName: string;
+  /** Create the stream if missing and reconcile its settings (default true). */
+  ensure?: boolean;
+}
+
+/** A connection to the log: its stream, subjects, appender and reader. */
+export class Log {
+  readonly subjects: Subjects;
+  readonly appender: LogAppender;
+
+  constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    readonly stream: string,
+    prefix: string,
+  ) {
+    this.subjects = new Subjects(prefix);
+    this.appender = new LogAppender(js, stream, prefix);
+  }
+
+  append(event: Event, opts?: AppendOptions): Promise<Appended> {
+    return this.appender.append(event, opts);
+  }
+
+  read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
+    return readEvents(this.js, this.jsm, this.stream, opts);
+  }
+
+  /** The stream's last sequence now (0 when empty). */
+  async lastSeq(): Promise<number> {
+    try {
+      return (await this.jsm.streams.info(this.stream)).state.last_seq;
+    } catch (err) {
+      throw LogError.from(err, `reading stream ${this.stream}`);
+    }
+  }
+
+  /** The sequence of the last message on `subject` (0 when there is none). */
+  async lastSubjectSeq(subject: string): Promise<number> {
+    try {
+      const m = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+      return m?.seq ?? 0;
+    } catch (err) {
+      const e = LogError.from(err, `reading the last message of ${subject}`);
+      if (e.code === "not-found") return 0;
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}
+
+/** Connects to NATS and opens (by default creating or checking) the log stream. */
+export async function openLog(opts: OpenLogOptions): Promise<Log> {
+  const cfg = { ...DEFAULT_STREAM_CONFIG, ...stripUndefined(opts) };
+  const nc = await connectNats({ url: opts.url, name: opts.clientName });
+  try {
+    const jsm = await jetstreamManager(nc);
+    if (opts.ensure !== false) await ensureStream(jsm, cfg);
+    const js = jetstream(nc);
+    return new Log(nc, js, jsm, cfg.name, cfg.prefix);
+  } catch (err) {
+    await nc.close();
+    throw LogError.from(err, "opening the log");
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,118 @@
+import {
+  DiscardPolicy,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+  type StreamConfig,
+  type StreamInfo,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import { LogError } from "./errors.js";
+import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
+
+export interface LogStreamConfig {
+  /** Stream name; default "LLMGW". */
+  name: string;
+  /** Subject prefix; the stream takes `<prefix>.>`. Default "llmgw.evt". */
+  prefix: string;
+  /** 1 in development, 3 in production. */
+  replicas: number;
+  /** Window in which a retried publish (same Nats-Msg-Id) is stored once; ≥ 2 min. */
+  duplicateWindowMs: number;
+  /** Oldest events are removed past this age; 0 keeps everything (the default: replay needs history). */
+  maxAgeMs: number;
+  /** Oldest events are removed past this size in bytes; -1 is unlimited. */
+  maxBytes: number;
+}
+
+export const DEFAULT_STREAM_CONFIG: LogStreamConfig = {
+  name: DEFAULT_STREAM,
+  prefix: DEFAULT_PREFIX,
+  replicas: 1,
+  duplicateWindowMs: 2 * 60_000,
+  maxAgeMs: 0,
+  maxBytes: -1,
+};
+
+const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+/**
+ * Creates the log stream, or checks that the existing one is usable and
+ * brings its adjustable settings (replicas, duplicate window, limits) to the
+ * configuration. A stream whose subjects or storage differ is refused rather
+ * than silently changed: it may belong to something else.
+ */
+export async function ensureStream(jsm: JetStreamManager, partial: Partial<LogStreamConfig> = {}): Promise<StreamInfo> {
+  const cfg = { ...DEFAULT_STREAM_CONFIG, ...partial };
+  if (!Number.isInteger(cfg.replicas) || cfg.replicas < 1 || cfg.replicas > 5) {
+    throw new LogError("invalid-argument", `stream replicas must be an integer from 1 to 5, got ${cfg.replicas}`);
+  }
+  if (cfg.duplicateWindowMs < MIN_DUPLICATE_WINDOW_MS) {
+    throw new LogError(
+      "invalid-argument",
+      `duplicate window must be at least 2 minutes (a retried publish must be stored once), got ${cfg.duplicateWindowMs} ms`,
+    );
+  }
+  const subject = `${cfg.prefix}.>`;
+  const wanted: Partial<StreamConfig> & { name: string } = {
+    name: cfg.name,
+    subjects: [subject],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: cfg.replicas,
+    duplicate_window: nanos(cfg.duplicateWindowMs),
+    max_age: cfg.maxAgeMs > 0 ? nanos(cfg.maxAgeMs) : 0,
+    max_bytes: cfg.maxBytes,
+    // A pass or a session carries a whole registration; keep room for big fleets.
+    max_msg_size: 8 * 1024 * 1024,
+  };
+
+  let existing: StreamInfo | undefined;
+  try {
+    existing = await jsm.streams.info(cfg.name);
+  } catch (err) {
+    const e = LogError.from(err, `looking up stream ${cfg.name}`);
+    if (e.code !== "not-found") throw e;
+  }
+
+  if (!existing) {
+    try {
+      return await jsm.streams.add(wanted);
+    } catch (err) {
+      throw LogError.from(err, `creating stream ${cfg.name}`);
+    }
+  }
+
+  const have = existing.config;
+  if (have.storage !== StorageType.File) {
+    throw new LogError(
+      "incompatible-stream",
+      `stream ${cfg.name} exists with ${have.storage} storage; the log needs file storage. Use another --stream name or remove it`,
+    );
+  }
+  if (!have.subjects.includes(subject)) {
+    throw new LogError(
+      "incompatible-stream",
+      `stream ${cfg.name} exists with subjects ${JSON.stringify(have.subjects)}, not "${subject}". Use another --stream name or fix its subjects`,
+    );
+  }
+  const drift =
+    have.num_replicas !== wanted.num_replicas ||
+    have.duplicate_window !== wanted.duplicate_window ||
+    have.max_age !== wanted.max_age ||
+    have.max_bytes !== wanted.max_bytes ||
+    have.max_msg_size !== wanted.max_msg_size;
+  if (!drift) return existing;
+  try {
+    return await jsm.streams.update(cfg.name, {
+      num_replicas: wanted.num_replicas,
+      duplicate_window: wanted.duplicate_window,
+      max_age: wanted.max_age,
+      max_bytes: wanted.max_bytes,
+      max_msg_size: wanted.max_msg_size,
+    } as Partial<StreamConfig>);
+  } catch (err) {
+    throw LogError.from(err, `updating stream ${cfg.name}`);
+  }
+}

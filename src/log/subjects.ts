@@ -1,0 +1,58 @@
+/**
+ * The subject layout of the log (DESIGN §2). One writer family per subject.
+ * Ids that become subject tokens are validated first: a dot, a wildcard or a
+ * space in a node id must never create a new subject.
+ */
+
+export const DEFAULT_STREAM = "LLMGW";
+export const DEFAULT_PREFIX = "llmgw.evt";
+
+/** Letters, digits, `-`, `_`; 1 to 64 characters. */
+export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Why `id` cannot be a subject token, or undefined when it can. */
+export function invalidIdReason(id: string, what = "id"): string | undefined {
+  if (id.length === 0) return `${what} is empty`;
+  if (id.length > 64) return `${what} is ${id.length} characters long; at most 64 are allowed`;
+  if (!ID_PATTERN.test(id)) {
+    return `${what} ${JSON.stringify(id)} may contain only letters, digits, '-' and '_'`;
+  }
+  return undefined;
+}
+
+/** Subjects for one stream prefix. */
+export class Subjects {
+  constructor(readonly prefix: string = DEFAULT_PREFIX) {}
+
+  /** Every event: the stream's subject filter. */
+  get all(): string {
+    return `${this.prefix}.>`;
+  }
+  session(nodeId: string): string {
+    return `${this.prefix}.session.${token(nodeId)}`;
+  }
+  get sessions(): string {
+    return `${this.prefix}.session.*`;
+  }
+  node(nodeId: string): string {
+    return `${this.prefix}.node.${token(nodeId)}`;
+  }
+  gateway(gatewayId: string): string {
+    return `${this.prefix}.gateway.${token(gatewayId)}`;
+  }
+  get catalog(): string {
+    return `${this.prefix}.catalog`;
+  }
+  operator(nodeId: string): string {
+    return `${this.prefix}.operator.${token(nodeId)}`;
+  }
+  get reconciler(): string {
+    return `${this.prefix}.reconciler`;
+  }
+}
+
+function token(id: string): string {
+  const why = invalidIdReason(id);
+  if (why) throw new RangeError(`cannot build a subject: ${why}`);
+  return id;
+}

@@ -1,0 +1,48 @@
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import type { Appended, AppendOptions, LogAppender } from "./append.js";
+
+/**
+ * Pipelined appends with a bounded number in flight. `append` waits for a
+ * free slot before publishing, so a caller that awaits it (for example
+ * before reading the next agent message) is slowed down to what the log
+ * takes, instead of buffering without bound. Appends made from one
+ * connection reach the stream in the order they were started.
+ */
+export class AppendWindow {
+  #inFlight = 0;
+  readonly #waiters: Array<() => void> = [];
+
+  constructor(
+    private readonly appender: LogAppender,
+    readonly max: number,
+  ) {
+    if (!Number.isInteger(max) || max < 1) throw new RangeError(`window size must be a positive integer, got ${max}`);
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * Starts an append once a slot is free. The returned promise resolves when
+   * the slot has been taken and the publish sent; its `acked` resolves with
+   * the ack (or rejects with a LogError).
+   */
+  async start(event: Event, opts?: AppendOptions): Promise<{ acked: Promise<Appended> }> {
+    while (this.#inFlight >= this.max) {
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    this.#inFlight++;
+    const acked = this.appender.append(event, opts).finally(() => {
+      this.#inFlight--;
+      this.#waiters.shift()?.();
+    });
+    return { acked };
+  }
+
+  /** Appends and waits for the ack, holding a slot meanwhile. */
+  async append(event: Event, opts?: AppendOptions): Promise<Appended> {
+    const { acked } = await this.start(event, opts);
+    return acked;
+  }
+}

@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { headers } from "@nats-io/transport-node";
+import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { isLogError, type Log, type LogError, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { sampleEvents } from "../support/sample-events.js";
+
+function cordon(id: string, node = "gpu-a1") {
+  return create(EventSchema, {
+    id,
+    timeUnixMs: Date.now(),
+    writer: { kind: Writer_Kind.TOOL, id: "test" },
+    body: { case: "nodeCordoned", value: { nodeId: node, reason: "test", operator: "t" } },
+  });
+}
+
+describe("log against a real nats-server", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  async function withLog(fn: (log: Log) => Promise<void>) {
+    const log = await openLog({ url: server.url, clientName: "test", name: uniqueStream(), prefix: `t${Math.random().toString(36).slice(2, 8)}.evt` });
+    try {
+      await fn(log);
+    } finally {
+      await log.jsm.streams.delete(log.stream).catch(() => {});
+      await log.close();
+    }
+  }
+
+  it("stores a retried publish once", () =>
+    withLog(async (log) => {
+      const e = cordon("evt-retry-1");
+      const first = await log.append(e);
+      const again = await log.append(e);
+      assert.equal(first.duplicate, false);
+      assert.equal(again.duplicate, true);
+      assert.equal(again.seq, first.seq);
+      assert.equal(await log.lastSeq(), 1);
+    }));
+
+  it("surfaces an expect-last-subject-sequence conflict as the project's error", () =>
+    withLog(async (log) => {
+      const pass = sampleEvents().find((e) => e.body.case === "reconcilePass")!;
+      const a = await log.append(create(EventSchema, { ...pass, id: "pass-a" }), { expectLastSubjectSeq: 0 });
+      // Another writer appends on an unrelated subject: the fence is per subject.
+      await log.append(cordon("unrelated"));
+      const b = await log.append(create(EventSchema, { ...pass, id: "pass-b" }), { expectLastSubjectSeq: a.seq });
+      assert.equal(b.seq, 3);
+      // A stale leader still believing the last pass is `a`.
+      await assert.rejects(
+        log.append(create(EventSchema, { ...pass, id: "pass-c" }), { expectLastSubjectSeq: a.seq }),
+        (err: unknown) => isLogError(err, "wrong-last-sequence"),
+      );
+      assert.equal(await log.lastSubjectSeq(log.subjects.reconciler), 3);
+      assert.equal(await log.lastSeq(), 3);
+    }));
+
+  it("reads a range of the log back in order, by sequence and by time", () =>
+    withLog(async (log) => {
+      const events = sampleEvents();
+      const seqs: number[] = [];
+      for (const e of events) seqs.push((await log.append(e)).seq);
+      assert.deepEqual(seqs, events.map((_, i) => i + 1));
+
+      const all = [];
+      for await (const r of log.read()) all.push(r);
+      assert.deepEqual(all.map((r) => r.event.id), events.map((e) => e.id));
+      assert.deepEqual(all.map((r) => r.seq), seqs);
+      assert.ok(all.every((r) => r.timeMs > 0));
+
+      const middle = [];
+      for await (const r of log.read({ fromSeq: 4, untilSeq: 9 })) middle.push(r.seq);
+      assert.deepEqual(middle, [4, 5, 6, 7, 8, 9]);
+
+      const sessions = [];
+      for await (const r of log.read({ subjects: [log.subjects.sessions] })) sessions.push(r.event.body.case);
+      assert.deepEqual(sessions, ["sessionOpened", "sessionClosed"]);
+
+      const none = [];
+      for await (const r of log.read({ subjects: [`${log.subjects.prefix}.nothing.here`] })) none.push(r);
+      assert.equal(none.length, 0);
+
+      const fromTime = [];
+      for await (const r of log.read({ fromTimeMs: all[5]!.timeMs })) fromTime.push(r.seq);
+      assert.ok(fromTime.length >= events.length - 5 && fromTime.at(-1) === events.length);
+
+      const past = [];
+      for await (const r of log.read({ fromSeq: 100 })) past.push(r);
+      assert.equal(past.length, 0);
+    }));
+
+  it("follows new events until aborted", () =>
+    withLog(async (log) => {
+      await log.append(cordon("f-1"));
+      const ac = new AbortController();
+      const seen: number[] = [];
+      const reading = (async () => {
+        for await (const r of log.read({ follow: true, signal: ac.signal })) {
+          seen.push(r.seq);
+          if (seen.length === 3) ac.abort();
+        }
+      })();
+      await log.append(cordon("f-2"));
+      await log.append(cordon("f-3"));
+      await reading;
+      assert.deepEqual(seen, [1, 2, 3]);
+    }));
+
+  it("reports malformed messages by sequence: stop, or record and continue", () =>
+    withLog(async (log) => {
+      await log.append(cordon("m-1"));
+      const subject = log.subjects.operator("gpu-a1");
+      const h = headers();
+      h.set("Nats-Msg-Id", "garbage-1");
+      await log.js.publish(subject, new TextEncoder().encode("\u00ff\u00ff garbage"), { headers: h });
+      await log.js.publish(subject, new Uint8Array(), { msgID: "empty-1" });
+      await log.append(cordon("m-4"));
+
+      const read: number[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const r of log.read()) read.push(r.seq);
+        })(),
+        (err: unknown) => isLogError(err, "malformed") && (err as LogError).seq === 2 && /sequence 2/.test((err as Error).message),
+      );
+      assert.deepEqual(read, [1]);
+
+      const recorded: number[] = [];
+      const good: number[] = [];
+      for await (const r of log.read({ onMalformed: (err) => recorded.push(err.seq!) })) good.push(r.seq);
+      assert.deepEqual(recorded, [2, 3]);
+      assert.deepEqual(good, [1, 4]);
+    }));
+
+  it("refuses a stream that exists with other subjects", async () => {
+    const name = uniqueStream();
+    const log = await openLog({ url: server.url, clientName: "test", name, prefix: "first.evt" });
+    try {
+      await assert.rejects(
+        openLog({ url: server.url, clientName: "test", name, prefix: "other.evt" }),
+        (err: unknown) => isLogError(err, "incompatible-stream") && /other\.evt/.test((err as Error).message),
+      );
+    } finally {
+      await log.jsm.streams.delete(name).catch(() => {});
+      await log.close();
+    }
+  });
+
+  it("reports an unreachable server as unavailable", async () => {
+    await assert.rejects(
+      openLog({ url: "nats://127.0.0.1:1", clientName: "test", name: uniqueStream() }),
+      (err: unknown) => isLogError(err, "unavailable") && /nats-server/.test((err as Error).message),
+    );
+  });
+});
