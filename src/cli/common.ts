@@ -30,7 +30,9 @@ export function natsOption(): Option {
 
 /** `--stream NAME` (env LLMGW_STREAM): the log's JetStream stream. */
 export function streamOption(): Option {
-  return new Option("--stream <name>", "JetStream stream holding the log").env("LLMGW_STREAM").default(DEFAULT_STREAM);
+  return new Option("--stream <name>", "JetStream stream holding the log")
+    .env("LLMGW_STREAM")
+    .default(DEFAULT_STREAM);
 }
 
 /** `--subject-prefix P` (env LLMGW_SUBJECT_PREFIX): the log's subjects are P.> */
@@ -43,7 +45,8 @@ export function prefixOption(): Option {
 /** Parses a non-negative integer flag, naming the flag when it is not one. */
 export function intArg(flag: string) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value)) throw new CliError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    if (!/^\d+$/.test(value))
+      throw new CliError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
     return Number(value);
   };
 }

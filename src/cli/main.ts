@@ -13,17 +13,37 @@ const program = new Command("llmgw")
   .exitOverride();
 
 // Processes
-registerNotBuilt(program, "dev", "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine", "the main-job issue");
+registerNotBuilt(
+  program,
+  "dev",
+  "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine",
+  "the main-job issue",
+);
 registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
-registerNotBuilt(program, "certs", "create development certificates (CA, gateway, nodes)", "the main-job issue");
+registerNotBuilt(
+  program,
+  "certs",
+  "create development certificates (CA, gateway, nodes)",
+  "the main-job issue",
+);
 // Reading the log
 registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
 registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
-registerNotBuilt(program, "explain", "the decisions that touched a replica or a node", "the reconciler issue");
-registerNotBuilt(program, "what-if", "re-run placement over recorded history with another config", "the reconciler issue");
+registerNotBuilt(
+  program,
+  "explain",
+  "the decisions that touched a replica or a node",
+  "the reconciler issue",
+);
+registerNotBuilt(
+  program,
+  "what-if",
+  "re-run placement over recorded history with another config",
+  "the reconciler issue",
+);
 // Operating
 registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
 registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
@@ -31,7 +51,12 @@ registerNotBuilt(program, "catalog", "apply the model catalog", "the main-job is
 registerNotBuilt(program, "cordon", "keep new work off a node", "the main-job issue");
 registerNotBuilt(program, "uncordon", "let a node take work again", "the main-job issue");
 registerNotBuilt(program, "drain", "move everything off a node, make-before-break", "the main-job issue");
-registerNotBuilt(program, "bench", "measure the control plane against the raw limits of its parts", "the benchmarks issue");
+registerNotBuilt(
+  program,
+  "bench",
+  "measure the control plane against the raw limits of its parts",
+  "the benchmarks issue",
+);
 
 try {
   await program.parseAsync(process.argv);

@@ -44,7 +44,10 @@ export class LogError extends Error {
     const prefix = context ? `${context}: ` : "";
     if (err instanceof JetStreamApiError) {
       const code = err.code;
-      if (code === JetStreamApiCodes.StreamWrongLastSequence || code === JetStreamApiCodes.StreamWrongLastSequenceUnknown) {
+      if (
+        code === JetStreamApiCodes.StreamWrongLastSequence ||
+        code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
+      ) {
         return new LogError("wrong-last-sequence", `${prefix}${err.message}`, { cause: err });
       }
       if (code === JetStreamApiCodes.StreamNotFound || code === JetStreamApiCodes.NoMessageFound) {
@@ -53,7 +56,9 @@ export class LogError extends Error {
       if (err.status === 503) {
         return new LogError("unavailable", `${prefix}${err.message}`, { cause: err });
       }
-      return new LogError("internal", `${prefix}${err.message} (JetStream API error ${code})`, { cause: err });
+      return new LogError("internal", `${prefix}${err.message} (JetStream API error ${code})`, {
+        cause: err,
+      });
     }
     const message = err instanceof Error ? err.message : String(err);
     const name = err instanceof Error ? err.name : "";

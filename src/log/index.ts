@@ -1,6 +1,14 @@
 // The log: JetStream plumbing shared by every process. Everything public is named here.
 export { type Appended, type AppendOptions, LogAppender } from "./append.js";
-export { decodeEvent, type EventBody, type EventInit, type EventKind, encodeEvent, newEvent, subjectFor } from "./codec.js";
+export {
+  decodeEvent,
+  type EventBody,
+  type EventInit,
+  type EventKind,
+  encodeEvent,
+  newEvent,
+  subjectFor,
+} from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";

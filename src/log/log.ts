@@ -1,7 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { type Appended, LogAppender, type AppendOptions } from "./append.js";
+import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import { connectNats } from "./connect.js";
 import { LogError } from "./errors.js";
 import { type LogRecord, type ReadOptions, readEvents } from "./reader.js";

@@ -42,10 +42,16 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
  * configuration. A stream whose subjects or storage differ is refused rather
  * than silently changed: it may belong to something else.
  */
-export async function ensureStream(jsm: JetStreamManager, partial: Partial<LogStreamConfig> = {}): Promise<StreamInfo> {
+export async function ensureStream(
+  jsm: JetStreamManager,
+  partial: Partial<LogStreamConfig> = {},
+): Promise<StreamInfo> {
   const cfg = { ...DEFAULT_STREAM_CONFIG, ...partial };
   if (!Number.isInteger(cfg.replicas) || cfg.replicas < 1 || cfg.replicas > 5) {
-    throw new LogError("invalid-argument", `stream replicas must be an integer from 1 to 5, got ${cfg.replicas}`);
+    throw new LogError(
+      "invalid-argument",
+      `stream replicas must be an integer from 1 to 5, got ${cfg.replicas}`,
+    );
   }
   if (cfg.duplicateWindowMs < MIN_DUPLICATE_WINDOW_MS) {
     throw new LogError(

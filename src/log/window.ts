@@ -16,7 +16,8 @@ export class AppendWindow {
     private readonly appender: LogAppender,
     readonly max: number,
   ) {
-    if (!Number.isInteger(max) || max < 1) throw new RangeError(`window size must be a positive integer, got ${max}`);
+    if (!Number.isInteger(max) || max < 1)
+      throw new RangeError(`window size must be a positive integer, got ${max}`);
   }
 
   get inFlight(): number {

@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 
 const live = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
@@ -110,7 +110,9 @@ class ServerProcess implements NatsServer {
   }
 
   async start(): Promise<void> {
-    const proc = spawn(natsServerBinary(), ["-c", this.spec.configFile], { stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(natsServerBinary(), ["-c", this.spec.configFile], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     this.#proc = proc;
     live.add(proc);
     proc.on("exit", () => live.delete(proc));

@@ -63,7 +63,8 @@ describe("3-node JetStream cluster", () => {
         const st = await log.jsm.streams.info(stream);
         const replicas = st.cluster?.replicas ?? [];
         if (replicas.length === 2 && replicas.every((r) => r.current)) break;
-        if (Date.now() > deadline) assert.fail(`restarted server did not catch up: ${JSON.stringify(st.cluster)}`);
+        if (Date.now() > deadline)
+          assert.fail(`restarted server did not catch up: ${JSON.stringify(st.cluster)}`);
         await new Promise((r) => setTimeout(r, 250));
       }
     } finally {

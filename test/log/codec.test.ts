@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, equals, toBinary } from "@bufbuild/protobuf";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import { decodeEvent, encodeEvent, type EventKind, isLogError, Subjects, subjectFor } from "../../src/log/index.js";
+import {
+  decodeEvent,
+  type EventKind,
+  encodeEvent,
+  isLogError,
+  Subjects,
+  subjectFor,
+} from "../../src/log/index.js";
 import { sampleEvents } from "../support/sample-events.js";
 
 const ALL_KINDS: EventKind[] = [
@@ -45,7 +52,12 @@ describe("event codec", () => {
     assert.equal(back.id, e.id);
     assert.equal(back.body.case, "sessionOpened");
     // An unknown body kind (a new oneof member) decodes with no case.
-    const future = new Uint8Array([...toBinary(EventSchema, create(EventSchema, { id: "f-1" })), 0xba, 0x06, 0x00]);
+    const future = new Uint8Array([
+      ...toBinary(EventSchema, create(EventSchema, { id: "f-1" })),
+      0xba,
+      0x06,
+      0x00,
+    ]);
     const f = decodeEvent(future, 8);
     assert.equal(f.id, "f-1");
     assert.equal(f.body.case, undefined);

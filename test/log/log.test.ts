@@ -26,7 +26,12 @@ describe("log against a real nats-server", () => {
   });
 
   async function withLog(fn: (log: Log) => Promise<void>) {
-    const log = await openLog({ url: server.url, clientName: "test", name: uniqueStream(), prefix: `t${Math.random().toString(36).slice(2, 8)}.evt` });
+    const log = await openLog({
+      url: server.url,
+      clientName: "test",
+      name: uniqueStream(),
+      prefix: `t${Math.random().toString(36).slice(2, 8)}.evt`,
+    });
     try {
       await fn(log);
     } finally {
@@ -52,7 +57,9 @@ describe("log against a real nats-server", () => {
       const a = await log.append(create(EventSchema, { ...pass, id: "pass-a" }), { expectLastSubjectSeq: 0 });
       // Another writer appends on an unrelated subject: the fence is per subject.
       await log.append(cordon("unrelated"));
-      const b = await log.append(create(EventSchema, { ...pass, id: "pass-b" }), { expectLastSubjectSeq: a.seq });
+      const b = await log.append(create(EventSchema, { ...pass, id: "pass-b" }), {
+        expectLastSubjectSeq: a.seq,
+      });
       assert.equal(b.seq, 3);
       // A stale leader still believing the last pass is `a`.
       await assert.rejects(
@@ -68,12 +75,21 @@ describe("log against a real nats-server", () => {
       const events = sampleEvents();
       const seqs: number[] = [];
       for (const e of events) seqs.push((await log.append(e)).seq);
-      assert.deepEqual(seqs, events.map((_, i) => i + 1));
+      assert.deepEqual(
+        seqs,
+        events.map((_, i) => i + 1),
+      );
 
       const all = [];
       for await (const r of log.read()) all.push(r);
-      assert.deepEqual(all.map((r) => r.event.id), events.map((e) => e.id));
-      assert.deepEqual(all.map((r) => r.seq), seqs);
+      assert.deepEqual(
+        all.map((r) => r.event.id),
+        events.map((e) => e.id),
+      );
+      assert.deepEqual(
+        all.map((r) => r.seq),
+        seqs,
+      );
       assert.ok(all.every((r) => r.timeMs > 0));
 
       const middle = [];
@@ -129,7 +145,10 @@ describe("log against a real nats-server", () => {
         (async () => {
           for await (const r of log.read()) read.push(r.seq);
         })(),
-        (err: unknown) => isLogError(err, "malformed") && (err as LogError).seq === 2 && /sequence 2/.test((err as Error).message),
+        (err: unknown) =>
+          isLogError(err, "malformed") &&
+          (err as LogError).seq === 2 &&
+          /sequence 2/.test((err as Error).message),
       );
       assert.deepEqual(read, [1]);
 

@@ -11,11 +11,13 @@ import {
   SessionClosed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventKind } from "../../src/log/index.js";
 
 const gib = 1024;
 
-export function h100Registration(nodeId: string, running: Array<{ shard: string; replica: string; gpus: number[] }> = []) {
+export function h100Registration(
+  nodeId: string,
+  running: Array<{ shard: string; replica: string; gpus: number[] }> = [],
+) {
   return {
     nodeId,
     agentVersion: "1.8.2",
@@ -46,100 +48,193 @@ export function h100Registration(nodeId: string, running: Array<{ shard: string;
 const writer = { kind: Writer_Kind.GATEWAY, id: "gw-1" };
 const t0 = 1_780_000_000_000;
 
-
 /** Builds one event of each kind, in a plausible order. */
 export function sampleEvents(): Event[] {
   const mk = (i: number, body: Event["body"], kind = writer) =>
     create(EventSchema, { id: `sample-${i}`, timeUnixMs: t0 + i * 1000, writer: kind, body });
   const reg = h100Registration("gpu-a1", [{ shard: "r1.0.g1", replica: "r1", gpus: [0, 1, 2, 3] }]);
   return [
-    mk(0, { case: "gatewayStarted", value: { gatewayId: "gw-1", listenAddress: "0.0.0.0:8443", version: "0.1.0", leaseTtlMs: 10_000 } }),
-    mk(1, {
-      case: "catalogChanged",
+    mk(0, {
+      case: "gatewayStarted",
+      value: { gatewayId: "gw-1", listenAddress: "0.0.0.0:8443", version: "0.1.0", leaseTtlMs: 10_000 },
+    }),
+    mk(
+      1,
+      {
+        case: "catalogChanged",
+        value: {
+          appliedBy: "ops",
+          catalog: {
+            models: [
+              {
+                name: "llama-3.3-70b",
+                replicas: 2,
+                profiles: [
+                  {
+                    name: "tp4",
+                    shards: 1,
+                    gpusPerShard: 4,
+                    memoryPerGpuMb: 72 * gib,
+                    gpuProduct: "H100",
+                    engineArgs: ["--tensor-parallel-size", "4"],
+                    engineEnv: { VLLM_USE_V1: "1" },
+                  },
+                ],
+              },
+            ],
+          },
+        },
+      },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(2, {
+      case: "sessionOpened",
+      value: { nodeId: "gpu-a1", sessionId: "s-1", gatewayId: "gw-1", registration: reg, identity: "mtls" },
+    }),
+    mk(3, {
+      case: "hardwareChanged",
+      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 2, registration: reg },
+    }),
+    mk(4, {
+      case: "usageChanged",
       value: {
-        appliedBy: "ops",
-        catalog: {
-          models: [
+        nodeId: "gpu-a1",
+        sessionId: "s-1",
+        sessionSeq: 3,
+        gpuMemoryUsedMb: [72 * gib, 72 * gib, 72 * gib, 72 * gib, 0, 0, 0, 0],
+        newProblems: [],
+      },
+    }),
+    mk(5, {
+      case: "shardStatus",
+      value: {
+        nodeId: "gpu-a1",
+        sessionId: "s-1",
+        sessionSeq: 4,
+        status: { replicaId: "r1", shardId: "r1.0.g1", state: ShardStatus_State.RUNNING },
+      },
+    }),
+    mk(6, {
+      case: "commandResult",
+      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 5, result: { commandId: "c-1", ok: true } },
+    }),
+    mk(
+      7,
+      { case: "nodeCordoned", value: { nodeId: "gpu-a1", reason: "firmware update", operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      8,
+      { case: "nodeUncordoned", value: { nodeId: "gpu-a1", operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      9,
+      { case: "nodeDrainRequested", value: { nodeId: "gpu-a1", reason: "RMA", operator: "bob" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      10,
+      {
+        case: "reconcilePass",
+        value: {
+          leaderId: "rec-1",
+          leaseRevision: 7,
+          observedSeq: 9,
+          nowUnixMs: t0 + 10_000,
+          trigger: "events",
+          decisions: [
             {
-              name: "llama-3.3-70b",
-              replicas: 2,
-              profiles: [
-                {
-                  name: "tp4",
-                  shards: 1,
-                  gpusPerShard: 4,
-                  memoryPerGpuMb: 72 * gib,
-                  gpuProduct: "H100",
-                  engineArgs: ["--tensor-parallel-size", "4"],
-                  engineEnv: { VLLM_USE_V1: "1" },
+              explanation: "placed r2 on gpu-a2 (score 0.50); runners-up gpu-a3 (0.50)",
+              kind: {
+                case: "replicaPlaced",
+                value: {
+                  replicaId: "r2",
+                  model: "llama-3.3-70b",
+                  profile: "tp4",
+                  policy: "binpack",
+                  shards: [
+                    {
+                      shardId: "r2.0.g1",
+                      rank: 0,
+                      nodeId: "gpu-a2",
+                      sessionId: "s-2",
+                      gpuIndices: [0, 1, 2, 3],
+                    },
+                  ],
+                  chosen: { nodeIds: ["gpu-a2"], score: 0.5 },
+                  runnersUp: [{ nodeIds: ["gpu-a3"], score: 0.5 }],
                 },
-              ],
+              },
+            },
+            {
+              explanation: "0/3 nodes fit: 2 too few healthy GPUs, 1 cordoned",
+              kind: {
+                case: "replicaPending",
+                value: {
+                  replicaId: "r3",
+                  model: "llama-3.3-70b",
+                  nodesConsidered: 3,
+                  nodesFit: 0,
+                  ruledOut: [
+                    { reason: "too few healthy GPUs", nodes: 2 },
+                    { reason: "cordoned", nodes: 1 },
+                  ],
+                },
+              },
+            },
+            {
+              explanation: "gpu-a4 silent for 30s",
+              kind: {
+                case: "nodeLiveness",
+                value: {
+                  nodeId: "gpu-a4",
+                  liveness: Liveness.SUSPECT,
+                  sessionId: "s-4",
+                  disconnectedSinceUnixMs: t0,
+                },
+              },
+            },
+          ],
+          commands: [
+            {
+              commandId: "c-2",
+              nodeId: "gpu-a2",
+              sessionId: "s-2",
+              attempt: 1,
+              deadlineUnixMs: t0 + 70_000,
+              action: {
+                case: "start",
+                value: {
+                  commandId: "c-2",
+                  shardId: "r2.0.g1",
+                  replicaId: "r2",
+                  model: "llama-3.3-70b",
+                  profile: "tp4",
+                  gpuIndices: [0, 1, 2, 3],
+                  worldSize: 1,
+                },
+              },
             },
           ],
         },
       },
-    }, { kind: Writer_Kind.OPERATOR, id: "api-1" }),
-    mk(2, { case: "sessionOpened", value: { nodeId: "gpu-a1", sessionId: "s-1", gatewayId: "gw-1", registration: reg, identity: "mtls" } }),
-    mk(3, { case: "hardwareChanged", value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 2, registration: reg } }),
-    mk(4, { case: "usageChanged", value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 3, gpuMemoryUsedMb: [72 * gib, 72 * gib, 72 * gib, 72 * gib, 0, 0, 0, 0], newProblems: [] } }),
-    mk(5, {
-      case: "shardStatus",
-      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 4, status: { replicaId: "r1", shardId: "r1.0.g1", state: ShardStatus_State.RUNNING } },
-    }),
-    mk(6, { case: "commandResult", value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 5, result: { commandId: "c-1", ok: true } } }),
-    mk(7, { case: "nodeCordoned", value: { nodeId: "gpu-a1", reason: "firmware update", operator: "alice" } }, { kind: Writer_Kind.OPERATOR, id: "api-1" }),
-    mk(8, { case: "nodeUncordoned", value: { nodeId: "gpu-a1", operator: "alice" } }, { kind: Writer_Kind.OPERATOR, id: "api-1" }),
-    mk(9, { case: "nodeDrainRequested", value: { nodeId: "gpu-a1", reason: "RMA", operator: "bob" } }, { kind: Writer_Kind.OPERATOR, id: "api-1" }),
-    mk(10, {
-      case: "reconcilePass",
+      { kind: Writer_Kind.RECONCILER, id: "rec-1" },
+    ),
+    mk(11, {
+      case: "sessionClosed",
       value: {
-        leaderId: "rec-1",
-        leaseRevision: 7,
-        observedSeq: 9,
-        nowUnixMs: t0 + 10_000,
-        trigger: "events",
-        decisions: [
-          {
-            explanation: "placed r2 on gpu-a2 (score 0.50); runners-up gpu-a3 (0.50)",
-            kind: {
-              case: "replicaPlaced",
-              value: {
-                replicaId: "r2",
-                model: "llama-3.3-70b",
-                profile: "tp4",
-                policy: "binpack",
-                shards: [{ shardId: "r2.0.g1", rank: 0, nodeId: "gpu-a2", sessionId: "s-2", gpuIndices: [0, 1, 2, 3] }],
-                chosen: { nodeIds: ["gpu-a2"], score: 0.5 },
-                runnersUp: [{ nodeIds: ["gpu-a3"], score: 0.5 }],
-              },
-            },
-          },
-          {
-            explanation: "0/3 nodes fit: 2 too few healthy GPUs, 1 cordoned",
-            kind: {
-              case: "replicaPending",
-              value: { replicaId: "r3", model: "llama-3.3-70b", nodesConsidered: 3, nodesFit: 0, ruledOut: [{ reason: "too few healthy GPUs", nodes: 2 }, { reason: "cordoned", nodes: 1 }] },
-            },
-          },
-          { explanation: "gpu-a4 silent for 30s", kind: { case: "nodeLiveness", value: { nodeId: "gpu-a4", liveness: Liveness.SUSPECT, sessionId: "s-4", disconnectedSinceUnixMs: t0 } } },
-        ],
-        commands: [
-          {
-            commandId: "c-2",
-            nodeId: "gpu-a2",
-            sessionId: "s-2",
-            attempt: 1,
-            deadlineUnixMs: t0 + 70_000,
-            action: {
-              case: "start",
-              value: { commandId: "c-2", shardId: "r2.0.g1", replicaId: "r2", model: "llama-3.3-70b", profile: "tp4", gpuIndices: [0, 1, 2, 3], worldSize: 1 },
-            },
-          },
-        ],
+        nodeId: "gpu-a1",
+        sessionId: "s-1",
+        gatewayId: "gw-1",
+        reason: SessionClosed_Reason.DISCONNECTED,
+        detail: "stream ended",
       },
-    }, { kind: Writer_Kind.RECONCILER, id: "rec-1" }),
-    mk(11, { case: "sessionClosed", value: { nodeId: "gpu-a1", sessionId: "s-1", gatewayId: "gw-1", reason: SessionClosed_Reason.DISCONNECTED, detail: "stream ended" } }),
-    mk(12, { case: "gatewayDraining", value: { gatewayId: "gw-1", deadlineUnixMs: t0 + 30_000, openSessions: 0 } }),
+    }),
+    mk(12, {
+      case: "gatewayDraining",
+      value: { gatewayId: "gw-1", deadlineUnixMs: t0 + 30_000, openSessions: 0 },
+    }),
     mk(13, { case: "gatewayStopped", value: { gatewayId: "gw-1", reason: "SIGTERM" } }),
   ];
 }
