@@ -8,7 +8,7 @@ import { startCluster, uniqueStream } from "../harness/nats.js";
 function event(i: number) {
   return create(EventSchema, {
     id: `c-${i}`,
-    timeUnixMs: Date.now(),
+    timeUnixMs: BigInt(Date.now()),
     writer: { kind: Writer_Kind.TOOL, id: "cluster-test" },
     body: { case: "nodeCordoned", value: { nodeId: `gpu-${i % 16}`, reason: `r${i}`, operator: "t" } },
   });

@@ -69,7 +69,7 @@ describe("event codec", () => {
       ["empty", new Uint8Array()],
       ["truncated", good.subarray(0, Math.floor(good.length / 2))],
       ["garbage", new TextEncoder().encode("this is not protobuf \u0000\u00ff\u00fe")],
-      ["no id", toBinary(EventSchema, create(EventSchema, { timeUnixMs: 5 }))],
+      ["no id", toBinary(EventSchema, create(EventSchema, { timeUnixMs: 5n }))],
     ];
     for (const [name, bytes] of cases) {
       assert.throws(

@@ -10,7 +10,7 @@ import { sampleEvents } from "../support/sample-events.js";
 function cordon(id: string, node = "gpu-a1") {
   return create(EventSchema, {
     id,
-    timeUnixMs: Date.now(),
+    timeUnixMs: BigInt(Date.now()),
     writer: { kind: Writer_Kind.TOOL, id: "test" },
     body: { case: "nodeCordoned", value: { nodeId: node, reason: "test", operator: "t" } },
   });

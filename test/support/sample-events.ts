@@ -11,6 +11,7 @@ import {
   SessionClosed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
+import type { EventInit } from "../../src/log/index.js";
 
 const gib = 1024;
 
@@ -25,8 +26,8 @@ export function h100Registration(
       index: i,
       uuid: `GPU-${nodeId}-${i}`,
       product: "NVIDIA H100 80GB HBM3",
-      memoryTotalMb: 80 * gib,
-      memoryUsedMb: 0,
+      memoryTotalMb: BigInt(80 * gib),
+      memoryUsedMb: 0n,
       problems: [],
     })),
     fabrics: [
@@ -50,8 +51,8 @@ const t0 = 1_780_000_000_000;
 
 /** Builds one event of each kind, in a plausible order. */
 export function sampleEvents(): Event[] {
-  const mk = (i: number, body: Event["body"], kind = writer) =>
-    create(EventSchema, { id: `sample-${i}`, timeUnixMs: t0 + i * 1000, writer: kind, body });
+  const mk = (i: number, body: EventInit["body"], kind = writer) =>
+    create(EventSchema, { id: `sample-${i}`, timeUnixMs: BigInt(t0 + i * 1000), writer: kind, body });
   const reg = h100Registration("gpu-a1", [{ shard: "r1.0.g1", replica: "r1", gpus: [0, 1, 2, 3] }]);
   return [
     mk(0, {
@@ -74,7 +75,7 @@ export function sampleEvents(): Event[] {
                     name: "tp4",
                     shards: 1,
                     gpusPerShard: 4,
-                    memoryPerGpuMb: 72 * gib,
+                    memoryPerGpuMb: BigInt(72 * gib),
                     gpuProduct: "H100",
                     engineArgs: ["--tensor-parallel-size", "4"],
                     engineEnv: { VLLM_USE_V1: "1" },
@@ -93,15 +94,15 @@ export function sampleEvents(): Event[] {
     }),
     mk(3, {
       case: "hardwareChanged",
-      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 2, registration: reg },
+      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 2n, registration: reg },
     }),
     mk(4, {
       case: "usageChanged",
       value: {
         nodeId: "gpu-a1",
         sessionId: "s-1",
-        sessionSeq: 3,
-        gpuMemoryUsedMb: [72 * gib, 72 * gib, 72 * gib, 72 * gib, 0, 0, 0, 0],
+        sessionSeq: 3n,
+        gpuMemoryUsedMb: [72n * 1024n, 72n * 1024n, 72n * 1024n, 72n * 1024n, 0n, 0n, 0n, 0n],
         newProblems: [],
       },
     }),
@@ -110,13 +111,13 @@ export function sampleEvents(): Event[] {
       value: {
         nodeId: "gpu-a1",
         sessionId: "s-1",
-        sessionSeq: 4,
+        sessionSeq: 4n,
         status: { replicaId: "r1", shardId: "r1.0.g1", state: ShardStatus_State.RUNNING },
       },
     }),
     mk(6, {
       case: "commandResult",
-      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 5, result: { commandId: "c-1", ok: true } },
+      value: { nodeId: "gpu-a1", sessionId: "s-1", sessionSeq: 5n, result: { commandId: "c-1", ok: true } },
     }),
     mk(
       7,
@@ -139,9 +140,9 @@ export function sampleEvents(): Event[] {
         case: "reconcilePass",
         value: {
           leaderId: "rec-1",
-          leaseRevision: 7,
-          observedSeq: 9,
-          nowUnixMs: t0 + 10_000,
+          leaseRevision: 7n,
+          observedSeq: 9n,
+          nowUnixMs: BigInt(t0 + 10_000),
           trigger: "events",
           decisions: [
             {
@@ -191,7 +192,7 @@ export function sampleEvents(): Event[] {
                   nodeId: "gpu-a4",
                   liveness: Liveness.SUSPECT,
                   sessionId: "s-4",
-                  disconnectedSinceUnixMs: t0,
+                  disconnectedSinceUnixMs: BigInt(t0),
                 },
               },
             },
@@ -202,7 +203,7 @@ export function sampleEvents(): Event[] {
               nodeId: "gpu-a2",
               sessionId: "s-2",
               attempt: 1,
-              deadlineUnixMs: t0 + 70_000,
+              deadlineUnixMs: BigInt(t0 + 70_000),
               action: {
                 case: "start",
                 value: {
@@ -233,7 +234,7 @@ export function sampleEvents(): Event[] {
     }),
     mk(12, {
       case: "gatewayDraining",
-      value: { gatewayId: "gw-1", deadlineUnixMs: t0 + 30_000, openSessions: 0 },
+      value: { gatewayId: "gw-1", deadlineUnixMs: BigInt(t0 + 30_000), openSessions: 0 },
     }),
     mk(13, { case: "gatewayStopped", value: { gatewayId: "gw-1", reason: "SIGTERM" } }),
   ];
