@@ -1,0 +1,87 @@
+/**
+ * Conversions from decoded protobuf messages to the projection's plain data.
+ * int64 fields arrive as bigint; the state holds numbers (MiB and ms fit
+ * easily in a double).
+ */
+import type { Fabric, Gpu, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
+import { ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
+import type { Model, Profile } from "../gen/llmgw/v1/events_pb.js";
+import type {
+  FabricState,
+  GpuState,
+  ModelSpec,
+  ProfileSpec,
+  RegisteredShard,
+  ShardReportedState,
+} from "./state.js";
+
+export function gpuFrom(g: Gpu): GpuState {
+  return {
+    index: g.index,
+    uuid: g.uuid,
+    product: g.product,
+    memoryTotalMb: Number(g.memoryTotalMb),
+    memoryUsedMb: Number(g.memoryUsedMb),
+    problems: [...g.problems],
+  };
+}
+
+export function fabricFrom(f: Fabric): FabricState {
+  return { name: f.name, kind: f.kind, gpuIndices: [...f.gpuIndices] };
+}
+
+export function shardStateName(s: ShardStatus_State): ShardReportedState {
+  switch (s) {
+    case ShardStatus_State.UNSPECIFIED:
+      return "unspecified";
+    case ShardStatus_State.STARTING:
+      return "starting";
+    case ShardStatus_State.RUNNING:
+      return "running";
+    case ShardStatus_State.DRAINING:
+      return "draining";
+    case ShardStatus_State.STOPPED:
+      return "stopped";
+    case ShardStatus_State.FAILED:
+      return "failed";
+    default:
+      // A state added by a newer agent: known to be something, not what.
+      return "unspecified";
+  }
+}
+
+export function registeredShardFrom(r: RunningShard): RegisteredShard {
+  return {
+    shardId: r.shardId,
+    replicaId: r.replicaId,
+    model: r.model,
+    profile: r.profile,
+    gpuIndices: [...r.gpuIndices],
+    state: shardStateName(r.state),
+  };
+}
+
+/** Sorted copy of a string map, so serialized state does not depend on map order in the message. */
+export function sortedRecord(m: { [k: string]: string }): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(m).sort()) out[k] = m[k] as string;
+  return out;
+}
+
+export function profileFrom(p: Profile): ProfileSpec {
+  return {
+    name: p.name,
+    shards: p.shards,
+    gpusPerShard: p.gpusPerShard,
+    memoryPerGpuMb: Number(p.memoryPerGpuMb),
+    gpuProduct: p.gpuProduct,
+    fabricKind: p.fabricKind,
+    nodeLabels: sortedRecord(p.nodeLabels),
+    engineArgs: [...p.engineArgs],
+    engineEnv: sortedRecord(p.engineEnv),
+  };
+}
+
+export function modelFrom(m: Model): ModelSpec {
+  return { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+}

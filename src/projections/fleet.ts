@@ -1,0 +1,35 @@
+/** The fleet projection: inventory and replicas folded together from one log. */
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { evolveInventory, initialInventory } from "./inventory.js";
+import type { EventMeta, Projection } from "./projection.js";
+import { evolveReplicas, initialReplicas } from "./replicas.js";
+import type { FleetState } from "./state.js";
+
+export const FLEET_SCHEMA_VERSION = 1;
+
+export function initialFleet(): FleetState {
+  return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };
+}
+
+export function evolveFleet(state: FleetState, event: Event, meta: EventMeta): FleetState {
+  // Replicas first: they judge "current session" by the inventory before this event.
+  state.replicas = evolveReplicas(state.replicas, event, meta, state.inventory);
+  state.inventory = evolveInventory(state.inventory, event, meta);
+  state.seq = meta.seq;
+  state.timeMs = meta.timeMs;
+  return state;
+}
+
+export const fleetProjection: Projection<FleetState> = {
+  name: "fleet",
+  schemaVersion: FLEET_SCHEMA_VERSION,
+  initialState: initialFleet,
+  evolve: evolveFleet,
+};
+
+/** Folds a list of events from the initial state (tests, replay of a fixture). */
+export function foldFleet(records: Iterable<{ event: Event; seq: number; timeMs: number }>): FleetState {
+  let s = initialFleet();
+  for (const r of records) s = evolveFleet(s, r.event, { seq: r.seq, timeMs: r.timeMs });
+  return s;
+}

@@ -1,0 +1,7 @@
+// Projections: pure folds of the log. Everything public is named here.
+export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
+export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
+export type { EventMeta, Projection } from "./projection.js";
+export { evolveReplicas, initialReplicas } from "./replicas.js";
+export { canonicalJson } from "./serialize.js";
+export * from "./state.js";

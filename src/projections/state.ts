@@ -1,0 +1,247 @@
+/**
+ * The projected state of the fleet: plain data only, so that it serializes
+ * to JSON deterministically (same log → byte-identical state) and a snapshot
+ * restores exactly. Records are keyed by id; their key order is the order in
+ * which ids first appeared in the log, which is itself deterministic.
+ */
+
+// ---------------------------------------------------------------- inventory
+
+/** Liveness of a node. `suspect` and `lost` are decided by the reconciler, never by a clock. */
+export type NodeLiveness = "connected" | "disconnected" | "suspect" | "lost";
+
+export interface GpuState {
+  index: number;
+  uuid: string;
+  product: string;
+  memoryTotalMb: number;
+  /** Memory in use by anything on the card (ours or foreign), MiB, as last reported. */
+  memoryUsedMb: number;
+  /** Health problems of this GPU; any keeps it out of placement. */
+  problems: string[];
+}
+
+export interface FabricState {
+  name: string;
+  kind: string;
+  gpuIndices: number[];
+}
+
+export interface SessionState {
+  sessionId: string;
+  gatewayId: string;
+  /** Sequence of the session-opened event. */
+  openedSeq: number;
+  openedAtMs: number;
+  /** "mtls" or "insecure-dev". */
+  identity: string;
+  /** Shards the node said it runs when this session opened (the adoption input). */
+  registeredShards: RegisteredShard[];
+}
+
+export interface RegisteredShard {
+  shardId: string;
+  replicaId: string;
+  model: string;
+  profile: string;
+  gpuIndices: number[];
+  /** ShardStatus state name as the agent reported it: "running", "starting", ... */
+  state: ShardReportedState;
+}
+
+export interface NodeState {
+  nodeId: string;
+  agentVersion: string;
+  labels: Record<string, string>;
+  gpus: GpuState[];
+  fabrics: FabricState[];
+  /**
+   * Problems reported per node (heartbeats). Not attributable to one GPU, so
+   * they keep every GPU of the node out of placement (the conservative
+   * direction) until the node registers again with its own health view.
+   */
+  nodeProblems: string[];
+  /** The current session, or null when the node has none open. */
+  session: SessionState | null;
+  /** The newest session ever opened for the node (current or closed). */
+  lastSessionId: string;
+  liveness: NodeLiveness;
+  /** Since when the node has had no session (ms), or null while connected. */
+  disconnectedSinceMs: number | null;
+  /** Why the last session ended ("disconnected", "silent", "gateway-lost", ...); "" while connected. */
+  lastCloseReason: string;
+  cordoned: boolean;
+  cordonReason: string;
+  /** An operator asked to drain it: replicas move off (make-before-break); it stays cordoned. */
+  draining: boolean;
+  firstSeenSeq: number;
+  /** Sequence of the last event that changed this node. */
+  lastChangeSeq: number;
+}
+
+export type GatewayStatus = "running" | "draining" | "stopped" | "lost";
+
+export interface GatewayState {
+  gatewayId: string;
+  status: GatewayStatus;
+  listenAddress: string;
+  version: string;
+  leaseTtlMs: number;
+  startedSeq: number;
+  lastChangeSeq: number;
+}
+
+export interface InventoryState {
+  nodes: Record<string, NodeState>;
+  gateways: Record<string, GatewayState>;
+}
+
+// ----------------------------------------------------------------- replicas
+
+export interface ProfileSpec {
+  name: string;
+  shards: number;
+  gpusPerShard: number;
+  memoryPerGpuMb: number;
+  /** Substring of the GPU product name; "" = any. */
+  gpuProduct: string;
+  /** Fabric kind the shards' nodes must share; "" = none needed. */
+  fabricKind: string;
+  nodeLabels: Record<string, string>;
+  engineArgs: string[];
+  engineEnv: Record<string, string>;
+}
+
+export interface ModelSpec {
+  name: string;
+  replicas: number;
+  /** In order of preference. */
+  profiles: ProfileSpec[];
+}
+
+export interface CatalogState {
+  models: ModelSpec[];
+  /** Sequence of the catalog-changed event in force (0: none yet). Optimistic concurrency uses it. */
+  seq: number;
+  appliedBy: string;
+}
+
+/** ShardStatus states in lower case, plus "pending" for a placed shard with no report yet. */
+export type ShardReportedState =
+  | "pending"
+  | "unspecified"
+  | "starting"
+  | "running"
+  | "draining"
+  | "stopped"
+  | "failed";
+
+/** What the reconciler wants of a shard. */
+export type ShardDesired = "running" | "draining" | "stopped";
+
+export interface ShardState {
+  shardId: string;
+  rank: number;
+  nodeId: string;
+  /** The session the shard was placed or adopted on; commands go to it. */
+  sessionId: string;
+  gpuIndices: number[];
+  state: ShardReportedState;
+  desired: ShardDesired;
+  /** True when it was adopted from a registration rather than started by a pass. */
+  adopted: boolean;
+  lastError: string;
+  exitCode: number;
+  /** Sequence of the last report or decision about this shard. */
+  lastChangeSeq: number;
+}
+
+/**
+ * - pending: wanted, not placed (no fit, backoff or cooldown).
+ * - placed: shards assigned and start commands sent; not all running yet.
+ * - running: every shard reports running.
+ * - draining: being replaced or scaled down; shards drain then stop.
+ */
+export type ReplicaPhase = "pending" | "placed" | "running" | "draining";
+
+export interface ReplicaState {
+  replicaId: string;
+  model: string;
+  /** The profile it was placed with; "" while never placed. */
+  profile: string;
+  phase: ReplicaPhase;
+  createdSeq: number;
+  shards: ShardState[];
+  /** The replica this one replaces (drain, lost node), or "". */
+  replaces: string;
+  /** The replica replacing this one, or "". */
+  replacedBy: string;
+  /** The explanation of the last pending decision, or "". */
+  pendingReason: string;
+  /** Why it is draining, or "". */
+  drainReason: string;
+  /** Starts after failures (crash loops back off). */
+  restarts: number;
+  /** No new start before this time (ms); 0 = none. */
+  backoffUntilMs: number;
+  lastChangeSeq: number;
+}
+
+export type CommandKind = "start" | "stop" | "drain";
+
+export interface CommandState {
+  commandId: string;
+  kind: CommandKind;
+  nodeId: string;
+  sessionId: string;
+  shardId: string;
+  replicaId: string;
+  attempt: number;
+  issuedSeq: number;
+  /** A result is expected by then (ms). */
+  deadlineMs: number;
+}
+
+export interface CooldownState {
+  model: string;
+  nodeId: string;
+  failures: number;
+  untilMs: number;
+}
+
+export interface PassState {
+  seq: number;
+  leaderId: string;
+  observedSeq: number;
+  nowMs: number;
+}
+
+export interface ReplicasState {
+  catalog: CatalogState;
+  replicas: Record<string, ReplicaState>;
+  /** Commands sent and not yet answered. */
+  commands: Record<string, CommandState>;
+  /** Failures of a model on a node, keyed `<model>@<node>`, counted from shard reports. */
+  failures: Record<string, number>;
+  /** Model/node pairs placement avoids, keyed `<model>@<node>`. */
+  cooldowns: Record<string, CooldownState>;
+  /** The last reconcile pass folded, or null. */
+  lastPass: PassState | null;
+  passes: number;
+}
+
+// -------------------------------------------------------------------- fleet
+
+/** Everything projected from the log: what the reconciler, the API and replay read. */
+export interface FleetState {
+  /** Last sequence folded (0: nothing yet). */
+  seq: number;
+  /** Stream time of the last event folded (ms; 0: nothing yet). */
+  timeMs: number;
+  inventory: InventoryState;
+  replicas: ReplicasState;
+}
+
+export function cooldownKey(model: string, nodeId: string): string {
+  return `${model}@${nodeId}`;
+}
