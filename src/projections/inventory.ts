@@ -109,6 +109,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
         openedAtMs: meta.timeMs,
         identity: v.identity,
         registeredShards: (v.registration?.runningShards ?? []).map(registeredShardFrom),
+        adoptionSeq: 0,
       };
       n.lastSessionId = v.sessionId;
       n.liveness = "connected";
@@ -219,6 +220,9 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
             continue;
           n.liveness = l;
           n.lastChangeSeq = meta.seq;
+        } else if (k.case === "shardsAdopted") {
+          const n = state.nodes[k.value.nodeId];
+          if (n?.session && n.session.sessionId === k.value.sessionId) n.session.adoptionSeq = meta.seq;
         } else if (k.case === "sessionsExpired") {
           const g = state.gateways[k.value.gatewayId];
           if (g) {

@@ -37,6 +37,12 @@ export interface SessionState {
   identity: string;
   /** Shards the node said it runs when this session opened (the adoption input). */
   registeredShards: RegisteredShard[];
+  /**
+   * Sequence of the pass whose ShardsAdopted decision handled this session's
+   * registration (adopting, stopping or forgetting its shards); 0 until then.
+   * Adoption runs once per session, before anything is placed on the node.
+   */
+  adoptionSeq: number;
 }
 
 export interface RegisteredShard {
