@@ -128,7 +128,7 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
 
   async #manifest(projection: string, seq: number): Promise<Manifest> {
     const e = await this.kv.get(this.#manifestKey(projection, seq));
-    if (!e || e.operation !== "PUT") throw new Error("manifest is gone");
+    if (e?.operation !== "PUT") throw new Error("manifest is gone");
     const m = JSON.parse(new TextDecoder().decode(e.value)) as Manifest;
     if (typeof m !== "object" || m === null || m.format !== FORMAT || typeof m.schemaVersion !== "number") {
       throw new Error(`manifest has an unknown format (${JSON.stringify(m?.format)})`);
@@ -192,7 +192,7 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
     const parts: Uint8Array[] = [];
     for (let n = 0; n < m.chunks; n++) {
       const e = await this.kv.get(this.#chunkKey(m.projection, m.seq, n));
-      if (!e || e.operation !== "PUT") throw new Error(`chunk ${n} of ${m.chunks} is missing`);
+      if (e?.operation !== "PUT") throw new Error(`chunk ${n} of ${m.chunks} is missing`);
       parts.push(e.value);
     }
     const text = await gunzipAsync(Buffer.concat(parts));
