@@ -1,6 +1,11 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerApi } from "./commands/api.js";
+import { registerCatalog } from "./commands/catalog.js";
+import { registerNodeIntent } from "./commands/node-intent.js";
+import { registerNodes } from "./commands/nodes.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReplicas } from "./commands/replicas.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -21,7 +26,7 @@ registerNotBuilt(
 );
 registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
-registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
+registerApi(program);
 registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
 registerNotBuilt(
   program,
@@ -45,12 +50,12 @@ registerNotBuilt(
   "the reconciler issue",
 );
 // Operating
-registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
-registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
-registerNotBuilt(program, "catalog", "apply the model catalog", "the main-job issue");
-registerNotBuilt(program, "cordon", "keep new work off a node", "the main-job issue");
-registerNotBuilt(program, "uncordon", "let a node take work again", "the main-job issue");
-registerNotBuilt(program, "drain", "move everything off a node, make-before-break", "the main-job issue");
+registerNodes(program);
+registerReplicas(program);
+registerCatalog(program);
+registerNodeIntent(program, "cordon");
+registerNodeIntent(program, "uncordon");
+registerNodeIntent(program, "drain");
 registerNotBuilt(
   program,
   "bench",

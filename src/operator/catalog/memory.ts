@@ -5,13 +5,23 @@
  * memory on the card.
  */
 
-const UNITS: Record<string, number> = { mib: 1, mi: 1, gib: 1024, gi: 1024, tib: 1024 * 1024, ti: 1024 * 1024 };
+const UNITS: Record<string, number> = {
+  mib: 1,
+  mi: 1,
+  gib: 1024,
+  gi: 1024,
+  tib: 1024 * 1024,
+  ti: 1024 * 1024,
+};
 const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$/;
 
 /** MiB for a memory size like "72GiB", or an error message naming what is wrong. */
 export function parseMemory(text: string): { mb: number } | { error: string } {
   const m = PATTERN.exec(text);
-  if (!m) return { error: `expected a size with a binary unit like "72GiB" or "512MiB", got ${JSON.stringify(text)}` };
+  if (!m)
+    return {
+      error: `expected a size with a binary unit like "72GiB" or "512MiB", got ${JSON.stringify(text)}`,
+    };
   const [, num, unit] = m as unknown as [string, string, string];
   const factor = UNITS[unit.toLowerCase()];
   if (factor === undefined) {

@@ -12,9 +12,7 @@ export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 const LABEL_KEY = /^[A-Za-z0-9._/-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
-const name = z
-  .string()
-  .regex(NAME_PATTERN, "must be 1 to 64 characters: letters, digits, '.', '_' or '-'");
+const name = z.string().regex(NAME_PATTERN, "must be 1 to 64 characters: letters, digits, '.', '_' or '-'");
 
 const positiveInt = (max: number) =>
   z.number().int("must be a whole number").min(1, "must be at least 1").max(max, `must be at most ${max}`);
@@ -40,7 +38,10 @@ export const profileSchema = z.strictObject({
     .regex(/^[A-Za-z0-9._-]{0,64}$/, "must be up to 64 letters, digits, '.', '_' or '-'")
     .default(""),
   nodeLabels: z
-    .record(z.string().regex(LABEL_KEY, "label keys are 1 to 128 of letters, digits, '.', '_', '/', '-'"), z.string().max(256))
+    .record(
+      z.string().regex(LABEL_KEY, "label keys are 1 to 128 of letters, digits, '.', '_', '/', '-'"),
+      z.string().max(256),
+    )
     .default({}),
   engineArgs: z.array(z.string().max(4096)).max(256).default([]),
   engineEnv: z

@@ -13,7 +13,7 @@ export interface FieldIssue {
   message: string;
 }
 
-export type CatalogResult = { ok: true; catalog: CatalogFile } | { ok: false, issues: FieldIssue[] };
+export type CatalogResult = { ok: true; catalog: CatalogFile } | { ok: false; issues: FieldIssue[] };
 
 export type CatalogFormat = "yaml" | "json";
 
@@ -40,7 +40,10 @@ export function parseCatalogText(text: string, format: CatalogFormat): CatalogRe
     // Aliases are bounded so a small file cannot expand into a huge one.
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (err) {
-    return { ok: false, issues: [{ path: "", message: `invalid YAML: ${firstLine((err as Error).message)}` }] };
+    return {
+      ok: false,
+      issues: [{ path: "", message: `invalid YAML: ${firstLine((err as Error).message)}` }],
+    };
   }
   return validateCatalog(data);
 }
@@ -48,12 +51,18 @@ export function parseCatalogText(text: string, format: CatalogFormat): CatalogRe
 /** Validates parsed data: the schema plus the checks across fields. */
 export function validateCatalog(data: unknown): CatalogResult {
   if (data === null || data === undefined) {
-    return { ok: false, issues: [{ path: "", message: "the catalog is empty; write `models: []` to serve nothing" }] };
+    return {
+      ok: false,
+      issues: [{ path: "", message: "the catalog is empty; write `models: []` to serve nothing" }],
+    };
   }
   const parsed = catalogFileSchema.safeParse(data);
   // Cross-field checks run on the raw data even when the schema failed, so
   // a duplicate name is reported together with a wrong type elsewhere.
-  const issues = [...(parsed.success ? [] : parsed.error.issues.flatMap((i) => fromZod(data, i))), ...crossFieldIssues(data)];
+  const issues = [
+    ...(parsed.success ? [] : parsed.error.issues.flatMap((i) => fromZod(data, i))),
+    ...crossFieldIssues(data),
+  ];
   if (issues.length > 0 || !parsed.success) return { ok: false, issues: dedupe(issues) };
   return { ok: true, catalog: parsed.data };
 }
@@ -70,12 +79,23 @@ function crossFieldIssues(data: unknown): FieldIssue[] {
     if (typeof name === "string") {
       const first = firstModel.get(name);
       if (first === undefined) firstModel.set(name, i);
-      else issues.push({ path: `${at}.name`, message: `duplicate model name ${JSON.stringify(name)} (also models[${first}])` });
+      else
+        issues.push({
+          path: `${at}.name`,
+          message: `duplicate model name ${JSON.stringify(name)} (also models[${first}])`,
+        });
     }
     const profiles = m["profiles"];
     const replicas = m["replicas"];
-    if (typeof replicas === "number" && replicas > 0 && (profiles === undefined || (Array.isArray(profiles) && profiles.length === 0))) {
-      issues.push({ path: `${at}.profiles`, message: `a model with ${replicas} replicas needs at least one profile` });
+    if (
+      typeof replicas === "number" &&
+      replicas > 0 &&
+      (profiles === undefined || (Array.isArray(profiles) && profiles.length === 0))
+    ) {
+      issues.push({
+        path: `${at}.profiles`,
+        message: `a model with ${replicas} replicas needs at least one profile`,
+      });
     }
     if (!Array.isArray(profiles)) return;
     const firstProfile = new Map<string, number>();
@@ -86,7 +106,11 @@ function crossFieldIssues(data: unknown): FieldIssue[] {
       if (typeof pname === "string") {
         const first = firstProfile.get(pname);
         if (first === undefined) firstProfile.set(pname, j);
-        else issues.push({ path: `${pat}.name`, message: `duplicate profile name ${JSON.stringify(pname)} in this model (also profiles[${first}])` });
+        else
+          issues.push({
+            path: `${pat}.name`,
+            message: `duplicate profile name ${JSON.stringify(pname)} in this model (also profiles[${first}])`,
+          });
       }
       const shards = p["shards"];
       const fabric = p["fabricKind"];
