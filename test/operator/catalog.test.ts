@@ -94,7 +94,7 @@ describe("catalog file", () => {
   });
 
   it("names wrong types and missing fields", () => {
-    const issues = issuesOf("models:\n  - name: [1]\n    replicas: "3"\n    profiles:\n      - shards: 1\n");
+    const issues = issuesOf("models:\n  - name: [1]\n    replicas: '3'\n    profiles:\n      - shards: 1\n");
     const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
     assert.match(byPath["models[0].name"] ?? "", /expected string, received array/);
     assert.match(byPath["models[0].replicas"] ?? "", /expected number, received string/);
