@@ -60,7 +60,9 @@ export function filterFleet(state: FleetState, filter: FleetFilter): FleetState 
   out.replicas.replicas = pick(out.replicas.replicas, (id) => replicaIds.has(id));
   out.replicas.commands = pick(
     out.replicas.commands,
-    (_, c) => replicaIds.has(c.replicaId) && (filter.nodeId === undefined || c.nodeId === filter.nodeId),
+    (_, c) =>
+      (filter.replicaId === undefined || c.replicaId === filter.replicaId) &&
+      (filter.nodeId === undefined || c.nodeId === filter.nodeId),
   );
   const models = new Set(replicas.map((r) => r.model));
   const keepPair = (p: { model: string; nodeId: string }) =>
