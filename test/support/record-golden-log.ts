@@ -3,7 +3,7 @@
  * mean to change what every future version must replay: the recorded bytes
  * stand for events written by versions already deployed.
  *
- *   node --import tsx test/support/record-golden-log.ts --confirm-new-golden-log
+ *   node --import tsx test/support/record-golden-log.ts --confirm-new-golden-log [--replay-only]
  *
  * It writes test/fixtures/golden-log.bin from the builder in golden-log.ts,
  * appends it to a fresh stream on a nats-server it starts, runs
@@ -34,7 +34,8 @@ if (!process.argv.includes("--confirm-new-golden-log")) {
 }
 
 mkdirSync(FIXTURES, { recursive: true });
-writeFileSync(GOLDEN_LOG, encodeFixture(buildGoldenLog()));
+// --replay-only keeps the recorded events and re-records what they replay to.
+if (!process.argv.includes("--replay-only")) writeFileSync(GOLDEN_LOG, encodeFixture(buildGoldenLog()));
 const server = await startServer();
 try {
   const stream = uniqueStream("GOLDEN");
