@@ -1,6 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerEvents } from "./commands/events.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReplay } from "./commands/replay.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -30,8 +32,8 @@ registerNotBuilt(
   "the main-job issue",
 );
 // Reading the log
-registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
-registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
+registerEvents(program);
+registerReplay(program);
 registerNotBuilt(
   program,
   "explain",
