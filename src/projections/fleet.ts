@@ -9,7 +9,7 @@ import type { FleetState } from "./state.js";
  * Version 2: stop/drain commands of a pass that also removes or fails their
  * replica keep the replica's id (version 1 recorded "").
  */
-export const FLEET_SCHEMA_VERSION = 2;
+export const FLEET_SCHEMA_VERSION = 3;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };
