@@ -1,6 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerCerts } from "./commands/certs.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerSim } from "./commands/sim.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -22,13 +24,8 @@ registerNotBuilt(
 registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
-registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
-registerNotBuilt(
-  program,
-  "certs",
-  "create development certificates (CA, gateway, nodes)",
-  "the main-job issue",
-);
+registerSim(program);
+registerCerts(program);
 // Reading the log
 registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
 registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");

@@ -377,20 +377,23 @@ export class SimAgent {
     switch (m.msg.case) {
       case "start":
         this.counters.commandsReceived++;
-        return this.onStart(m.msg.value);
+        this.onStart(m.msg.value);
+        return;
       case "stop":
         this.counters.commandsReceived++;
-        return this.onStop(m.msg.value);
+        this.onStop(m.msg.value);
+        return;
       case "drain":
         this.counters.commandsReceived++;
-        return this.onDrain(m.msg.value);
+        this.onDrain(m.msg.value);
+        return;
       case "ack":
       case "reconnect":
       case undefined:
         return;
       default: {
         const never: never = m.msg;
-        return never;
+        throw new Error(`unhandled control message ${JSON.stringify(never)}`);
       }
     }
   }
@@ -466,7 +469,7 @@ export class SimAgent {
         return;
       default: {
         const never: never = shard.fault;
-        return never;
+        throw new Error(`unhandled fault ${String(never)}`);
       }
     }
   }

@@ -66,8 +66,8 @@ export async function createCerts(opts: CertsOptions): Promise<CertsReport> {
       force: opts.force ?? false,
     });
     if (gateway.action === "kept") {
-      const san = gateway.existing?.subjectAltName ?? "";
-      const missing = hosts.filter((h) => !san.includes(isIP(h) ? `IP Address:${h}` : `DNS:${h}`));
+      const san = new Set((gateway.existing?.subjectAltName ?? "").split(", ").map(canonicalSan));
+      const missing = hosts.filter((h) => !san.has(canonicalSan(isIP(h) ? `IP Address:${h}` : `DNS:${h}`)));
       if (missing.length > 0)
         warnings.push(
           `gateway.pem kept but lacks ${missing.join(", ")}: run again with --force to re-issue it`,
@@ -211,6 +211,13 @@ async function install(tmpKey: string, key: string, tmpCert: string, cert: strin
   await chmod(tmpKey, 0o600);
   await rename(tmpKey, key);
   await rename(tmpCert, cert);
+}
+
+/** One SAN entry as `DNS:name` or `IP:address`, with IPv6 compressed (node prints it expanded). */
+function canonicalSan(entry: string): string {
+  const ip = /^IP Address:(.*)$/.exec(entry)?.[1];
+  if (ip === undefined) return entry;
+  return `IP:${isIP(ip) === 6 ? new URL(`http://[${ip}]`).hostname : ip}`;
 }
 
 function serverExt(hosts: string[]): string {
