@@ -40,6 +40,11 @@ export class Outbox<T> implements AsyncIterable<T> {
         this.close();
         return Promise.resolve({ value: undefined, done: true });
       },
+      // The transport throws into the request iterable when the call fails; nothing more will be read.
+      throw: (err?: unknown) => {
+        this.close();
+        return Promise.reject(err);
+      },
     };
   }
 }
