@@ -1,54 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  type AgentMessage,
-  type ShardStatus,
-  ShardStatus_State as State,
-} from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
-import { type AgentStream, FakeGateway, waitFor } from "../support/fake-gateway.js";
-
-/** Fast timings for tests; assertions wait for conditions, never for durations. */
-const FAST: SimConfigInput = {
-  insecureDev: true,
-  heartbeatMs: 50,
-  startDelayMs: 150,
-  drainMs: 100,
-  reconnectMinMs: 50,
-  reconnectMaxMs: 200,
-  seed: 7,
-};
-
-async function withFleet(
-  config: SimConfigInput,
-  fn: (fleet: SimFleet, gw: FakeGateway) => Promise<void>,
-): Promise<void> {
-  const gw = await FakeGateway.start();
-  const fleet = new SimFleet({ ...FAST, gateways: [gw.url], ...config });
-  try {
-    await fleet.start();
-    await fn(fleet, gw);
-  } finally {
-    await fleet.stop();
-    await gw.close();
-  }
-}
-
-export const statuses = (s: AgentStream, shardId?: string): ShardStatus[] =>
-  s.messages.flatMap((m) =>
-    m.msg.case === "shard" && (shardId === undefined || m.msg.value.shardId === shardId) ? [m.msg.value] : [],
-  );
-export const results = (s: AgentStream) =>
-  s.messages.flatMap((m) => (m.msg.case === "result" ? [m.msg.value] : []));
-export const heartbeats = (s: AgentStream) =>
-  s.messages.flatMap((m) => (m.msg.case === "heartbeat" ? [m.msg.value] : []));
-const lastHeartbeatAfter = (s: AgentStream, index: number) =>
-  s.messages.slice(index).findLast((m: AgentMessage) => m.msg.case === "heartbeat");
-
-function registered(gw: FakeGateway, nodeId: string): AgentStream | undefined {
-  const s = gw.latest(nodeId);
-  return s?.register ? s : undefined;
-}
+import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { waitFor } from "../support/fake-gateway.js";
+import { heartbeats, nextHeartbeat, registered, results, statuses, withFleet } from "../support/sim.js";
 
 describe("simulated agents against a real Connect server (h2c)", () => {
   it("register realistic hardware, fabrics in groups of nodes, and heartbeat", () =>
@@ -92,7 +46,7 @@ describe("simulated agents against a real Connect server (h2c)", () => {
 
   it("starts a shard: ok, STARTING, then RUNNING with ~90 % of the GPUs' memory; drains and stops", () =>
     withFleet({ nodes: 1 }, async (fleet, gw) => {
-      const s = await waitFor("registration", () => registered(gw, "node-1"));
+      const s = await registered(gw, "node-1");
       const start = gw.command("node-1", {
         case: "start",
         value: {
@@ -111,11 +65,7 @@ describe("simulated agents against a real Connect server (h2c)", () => {
         [State.STARTING, State.RUNNING],
       );
       assert.equal(statuses(s, "sh-1")[0]!.replicaId, "llama-70b-0");
-      const after = s.messages.length;
-      const hb = await waitFor("a heartbeat after RUNNING", () => {
-        const m = lastHeartbeatAfter(s, after);
-        return m?.msg.case === "heartbeat" ? m.msg.value : undefined;
-      });
+      const hb = await nextHeartbeat(s);
       const used = hb.gpuMemoryUsedMb.map(Number);
       for (const i of [0, 1, 2, 3]) {
         assert.ok(used[i]! > 0.85 * 81559 && used[i]! <= 81559, `GPU ${i} uses ${used[i]} MiB`);
@@ -140,11 +90,7 @@ describe("simulated agents against a real Connect server (h2c)", () => {
       const stop = gw.command("node-1", { case: "stop", value: { shardId: "sh-2" } });
       await waitFor("sh-2 STOPPED", () => statuses(s, "sh-2").some((x) => x.state === State.STOPPED));
       assert.ok(results(s).some((r) => r.commandId === stop && r.ok));
-      const mark = s.messages.length;
-      const hb2 = await waitFor("a heartbeat after the stop", () => {
-        const m = lastHeartbeatAfter(s, mark);
-        return m?.msg.case === "heartbeat" ? m.msg.value : undefined;
-      });
+      const hb2 = await nextHeartbeat(s);
       assert.deepEqual(hb2.gpuMemoryUsedMb, Array(8).fill(0n));
 
       // Unknown shards are refused with a reason.
@@ -163,7 +109,7 @@ describe("simulated agents against a real Connect server (h2c)", () => {
 
   it("drains until the deadline when it comes before the drain time", () =>
     withFleet({ nodes: 1, drainMs: 600_000 }, async (_fleet, gw) => {
-      const s = await waitFor("registration", () => registered(gw, "node-1"));
+      const s = await registered(gw, "node-1");
       gw.command("node-1", { case: "start", value: { shardId: "sh-d", replicaId: "r", gpuIndices: [0] } });
       await waitFor("RUNNING", () => statuses(s, "sh-d").some((x) => x.state === State.RUNNING));
       gw.command("node-1", {

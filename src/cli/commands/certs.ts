@@ -33,10 +33,8 @@ export function registerCerts(program: Command): void {
       if (opts.nodes !== undefined || ids.length === 0)
         ids.push(...nodeIds(opts.nodes ?? 4, opts.nodePrefix));
       for (const id of ids) {
-        if (!/^[A-Za-z0-9_-]{1,64}$/.test(id))
-          throw new CliError(
-            `invalid --node/--node-prefix: node id ${JSON.stringify(id)} must match [A-Za-z0-9_-]{1,64}`,
-          );
+        const why = invalidNodeIdReason(id);
+        if (why) throw new CliError(`invalid --node/--node-prefix: ${why}`);
       }
       let report: Awaited<ReturnType<typeof createCerts>>;
       try {
