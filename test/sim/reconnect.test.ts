@@ -21,7 +21,10 @@ describe("reconnects and restarts", () => {
       onA.send({ msg: { case: "reconnect", value: { reason: "gateway draining", retryAfterMs: 300 } } });
       const onB = await registered(b, "node-1");
       assert.equal(onB.register!.nodeId, "node-1");
-      await waitFor("connected on B", () => fleet.node("node-1")!.url === b.url && fleet.node("node-1")!.connected);
+      await waitFor(
+        "connected on B",
+        () => fleet.node("node-1")!.url === b.url && fleet.node("node-1")!.connected,
+      );
       assert.equal(b.of("node-1").length, 1);
     } finally {
       await fleet.stop();
@@ -42,7 +45,13 @@ describe("reconnects and restarts", () => {
       const s = await registered(gw, "node-1");
       gw.command("node-1", {
         case: "start",
-        value: { shardId: "sh-k", replicaId: "r-k", model: "llama-70b", profile: "tp4", gpuIndices: [4, 5, 6, 7] },
+        value: {
+          shardId: "sh-k",
+          replicaId: "r-k",
+          model: "llama-70b",
+          profile: "tp4",
+          gpuIndices: [4, 5, 6, 7],
+        },
       });
       await waitFor("RUNNING", () => statuses(s, "sh-k").some((x) => x.state === State.RUNNING));
       fleet.restartNode("node-1", { keepShards: true });
