@@ -338,6 +338,9 @@ export class SimAgent {
     }
     const s = this.session;
     if (!s?.registered || this.partitioned) return;
+    // The gateway is not reading (HTTP/2 flow control): a heartbeat queued behind
+    // unsent ones says nothing new, so the queue does not grow with time.
+    if (s.outbox.pending > 0) return;
     if (faults.has("xid") && !this.xidFired && s.heartbeats >= this.config.xidAfterHeartbeats) this.fireXid();
     s.heartbeats++;
     const sent = this.send({

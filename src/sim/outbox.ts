@@ -7,6 +7,11 @@ export class Outbox<T> implements AsyncIterable<T> {
   private waiting: ((r: IteratorResult<T>) => void) | undefined;
   private closed = false;
 
+  /** Items pushed but not yet taken by the transport. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
   push(item: T): boolean {
     if (this.closed) return false;
     const w = this.waiting;

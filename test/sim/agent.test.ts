@@ -120,4 +120,10 @@ describe("simulated agents against a real Connect server (h2c)", () => {
         statuses(s, "sh-d").some((x) => x.state === State.STOPPED),
       );
     }));
+
+  it("speaks the gRPC protocol too", () =>
+    withFleet({ nodes: 1, protocol: "grpc" }, async (_fleet, gw) => {
+      const s = await registered(gw, "node-1");
+      await nextHeartbeat(s);
+    }));
 });
