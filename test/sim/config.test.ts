@@ -64,20 +64,25 @@ describe("sim configuration", () => {
 
 describe("llmgw sim command", () => {
   it("exits 2 on an invalid flag, naming the flag and what it expects", async () => {
+    // A few through the real command (each costs a process start); the schema's
+    // field-by-field messages are covered in-process above.
     const cases: [string[], RegExp][] = [
       [["--nodes", "abc"], /invalid --nodes: expected an integer/],
       [["--fault", "meltdown"], /invalid --fault: .*unknown fault/],
-      [["--fault-rate", "1.5"], /invalid --fault-rate: expected a number from 0 to 1/],
-      [["--gateway", "ftp://gw"], /invalid --gateway/],
-      [["--restart-mode", "sometimes"], /invalid --restart-mode: expected keep or empty/],
-      [["--label", "novalue"], /invalid --label/],
+      [
+        ["--fault-rate", "1.5", "--restart-mode", "sometimes"],
+        /invalid --fault-rate: expected a number from 0 to 1[^]*invalid --restart-mode: expected keep or empty/,
+      ],
       [["--insecure-dev", "--gateway", "https://127.0.0.1:1"], /invalid --gateway: .*not http:\/\//],
+      [["--label", "novalue"], /invalid --label/],
     ];
-    for (const [args, message] of cases) {
-      const r = await runCli(["sim", ...args]);
-      assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
-      assert.match(r.stderr, message);
-    }
+    await Promise.all(
+      cases.map(async ([args, message]) => {
+        const r = await runCli(["sim", ...args]);
+        assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+        assert.match(r.stderr, message);
+      }),
+    );
   });
 
   it("exits 2 naming the missing certificate and how to make it", async () => {
