@@ -71,7 +71,7 @@ describe("llmgw sim command", () => {
       [["--fault", "meltdown"], /invalid --fault: .*unknown fault/],
       [
         ["--fault-rate", "1.5", "--restart-mode", "sometimes"],
-        /invalid --fault-rate: expected a number from 0 to 1[^]*invalid --restart-mode: expected keep or empty/,
+        /invalid --fault-rate: expected a number from 0 to 1[\s\S]*invalid --restart-mode: expected keep or empty/,
       ],
       [["--insecure-dev", "--gateway", "https://127.0.0.1:1"], /invalid --gateway: .*not http:\/\//],
       [["--label", "novalue"], /invalid --label/],
