@@ -1,8 +1,10 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReplay } from "./commands/replay.js";
+import { registerSim } from "./commands/sim.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -24,13 +26,8 @@ registerNotBuilt(
 registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
-registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
-registerNotBuilt(
-  program,
-  "certs",
-  "create development certificates (CA, gateway, nodes)",
-  "the main-job issue",
-);
+registerSim(program);
+registerCerts(program);
 // Reading the log
 registerEvents(program);
 registerReplay(program);
