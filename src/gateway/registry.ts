@@ -12,7 +12,10 @@ export class SessionRegistry {
   add(s: AgentSession): void {
     this.#byId.set(s.sessionId, s);
     let set = this.#byNode.get(s.nodeId);
-    if (!set) this.#byNode.set(s.nodeId, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.#byNode.set(s.nodeId, set);
+    }
     set.add(s);
   }
 
