@@ -41,6 +41,11 @@ export interface TestAgentOptions {
    * ok, a function decides per command.
    */
   autoAnswer?: boolean | ((cmd: ReceivedCommand) => { ok: boolean; error?: string });
+  /**
+   * For protocol tests: send this as the first message instead of the
+   * registration, or nothing at all with `null`.
+   */
+  firstMessage?: MessageInitShape<typeof AgentMessageSchema> | null;
 }
 
 export class TestAgent {
@@ -83,7 +88,8 @@ export class TestAgent {
   /** Opens the stream and sends the registration without waiting for anything. */
   static open(opts: TestAgentOptions): TestAgent {
     const a = new TestAgent(opts);
-    a.send({ msg: { case: "register", value: opts.registration } });
+    if (opts.firstMessage === undefined) a.send({ msg: { case: "register", value: opts.registration } });
+    else if (opts.firstMessage !== null) a.send(opts.firstMessage);
     return a;
   }
 
