@@ -60,6 +60,7 @@ export class TestAgent {
   readonly #sessions: Http2SessionManager;
   readonly #waiters = new Set<() => void>();
   #end: ConnectError | undefined | null = null;
+  #paused: Promise<void> | undefined;
 
   private constructor(readonly opts: TestAgentOptions) {
     const nodeOptions = opts.tls ? { ca: opts.tls.ca, cert: opts.tls.cert, key: opts.tls.key } : {};
@@ -74,6 +75,7 @@ export class TestAgent {
           this.received.push(m);
           this.#answer(m);
           this.#notify();
+          if (this.#paused) await Promise.race([this.#paused, aborted(this.#abort.signal)]);
         }
         this.#end = undefined;
       } catch (err) {
@@ -193,6 +195,14 @@ export class TestAgent {
     return r;
   }
 
+  /**
+   * Stops taking messages off the stream (an agent stuck elsewhere): HTTP/2
+   * flow control then pushes back on the gateway.
+   */
+  pauseReading(): void {
+    this.#paused = new Promise<void>(() => {});
+  }
+
   /** Drops the stream and the connection at once. */
   abort(): void {
     this.#abort.abort();
@@ -212,6 +222,13 @@ export class TestAgent {
     this.#waiters.clear();
     for (const f of w) f();
   }
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
 }
 
 function isCommand(m: ControlMessage["msg"]): m is ReceivedCommand {
