@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
+import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSim } from "./commands/sim.js";
@@ -23,7 +24,7 @@ registerNotBuilt(
   "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine",
   "the main-job issue",
 );
-registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
+registerGateway(program);
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerSim(program);
