@@ -99,6 +99,18 @@ export class SimAgent {
     this.problems = this.hardware.gpus.map(() => []);
   }
 
+  /**
+   * Engines that were already running on the machine before this agent
+   * process started (the agent persists nothing; it finds them on the host).
+   * They are reported running in the first registration. Call before start().
+   */
+  preload(shards: ReadonlyArray<Omit<SimShard, "state" | "fault">>): void {
+    for (const s of shards) {
+      const gpus = s.gpuIndices.filter((i) => i >= 0 && i < this.hardware.gpus.length);
+      this.shards.set(s.shardId, { ...s, gpuIndices: gpus, state: State.RUNNING, fault: undefined });
+    }
+  }
+
   /** Starts connecting; returns at once (the agent reconnects on its own until stopped). */
   start(): void {
     if (!this.stopped) return;

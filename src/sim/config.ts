@@ -52,6 +52,22 @@ const Schema = z
     restartMode: z.enum(["keep", "empty"]).default("keep"),
     restartEveryMs: ms(86_400_000).default(0),
     seed: z.int().min(0).max(0xffffffff).optional(),
+    runningShards: z
+      .record(
+        z.string(),
+        z.array(
+          z
+            .object({
+              shardId: z.string().min(1).max(256),
+              replicaId: z.string().min(1).max(256),
+              model: z.string().max(256),
+              profile: z.string().max(256),
+              gpuIndices: z.array(z.int().min(0).max(1023)),
+            })
+            .strict(),
+        ),
+      )
+      .default({}),
   })
   .strict();
 
@@ -89,6 +105,8 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   restartMode: "keep or empty",
   restartEveryMs: "an integer number of milliseconds ≥ 0 (0: never)",
   seed: "an integer from 0 to 4294967295",
+  runningShards:
+    "node id → list of { shardId, replicaId, model, profile, gpuIndices } already running when the agents start",
 };
 
 export type SimConfigInput = z.input<typeof Schema>;

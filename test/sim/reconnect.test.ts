@@ -83,3 +83,38 @@ describe("reconnects and restarts", () => {
       assert.throws(() => fleet.restartNode("node-9"), /no simulated node "node-9"/);
     }));
 });
+
+describe("engines already running when the agent starts", () => {
+  it("registers them as running shards, with their memory, and honours a stop", () =>
+    withFleet(
+      {
+        nodes: 2,
+        runningShards: {
+          "node-1": [
+            {
+              shardId: "sh-p",
+              replicaId: "r-p",
+              model: "llama-3.3-70b",
+              profile: "tp4",
+              gpuIndices: [0, 1, 2, 3],
+            },
+          ],
+        },
+      },
+      async (_fleet, gw) => {
+        const one = await registered(gw, "node-1");
+        const reg = one.register!;
+        assert.deepEqual(
+          reg.runningShards.map((r) => [r.shardId, r.replicaId, r.state, [...r.gpuIndices]]),
+          [["sh-p", "r-p", State.RUNNING, [0, 1, 2, 3]]],
+        );
+        assert.ok(Number(reg.gpus[0]!.memoryUsedMb) > 0);
+        assert.equal(Number(reg.gpus[4]!.memoryUsedMb), 0);
+        // The other node found nothing running, and says so.
+        const two = await registered(gw, "node-2");
+        assert.equal(two.register!.runningShards.length, 0);
+        gw.command("node-1", { case: "stop", value: { commandId: "c-stop", shardId: "sh-p" } });
+        await waitFor("STOPPED", () => statuses(one, "sh-p").some((x) => x.state === State.STOPPED));
+      },
+    ));
+});

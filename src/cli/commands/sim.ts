@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import {
   DEFAULT_GATEWAY_PORT,
@@ -228,8 +229,15 @@ export function registerSim(program: Command): void {
         .argParser(intArg("--duration-ms")),
     )
     .option("--verbose", "print every connection, command and status")
+    .option(
+      "--running-shards <file>",
+      "JSON file: node id → shards already running on that machine when its agent starts ({shardId, replicaId, model, profile, gpuIndices})",
+    )
     .action(async (opts: Record<string, unknown>) => {
-      await runSim(toConfig(opts), {
+      const input = toConfig(opts);
+      if (typeof opts["runningShards"] === "string")
+        input.runningShards = await readRunningShards(opts["runningShards"]);
+      await runSim(input, {
         summaryMs: opts["summaryMs"] as number,
         durationMs: opts["durationMs"] as number,
         verbose: opts["verbose"] === true,
@@ -351,5 +359,19 @@ function describe(e: SimEvent): string {
       const never: never = e;
       return JSON.stringify(never);
     }
+  }
+}
+
+async function readRunningShards(file: string): Promise<SimConfigInput["runningShards"]> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new CliError(`invalid --running-shards: cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as SimConfigInput["runningShards"];
+  } catch (err) {
+    throw new CliError(`invalid --running-shards: ${file} is not JSON: ${(err as Error).message}`);
   }
 }
