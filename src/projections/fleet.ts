@@ -5,7 +5,8 @@ import type { EventMeta, Projection } from "./projection.js";
 import { evolveReplicas, initialReplicas } from "./replicas.js";
 import type { FleetState } from "./state.js";
 
-export const FLEET_SCHEMA_VERSION = 1;
+/** 2: replicas record when their drain started (drainStartedMs). */
+export const FLEET_SCHEMA_VERSION = 2;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };
