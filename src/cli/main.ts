@@ -1,6 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerExplain } from "./commands/explain.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -32,18 +34,8 @@ registerNotBuilt(
 // Reading the log
 registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
 registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
-registerNotBuilt(
-  program,
-  "explain",
-  "the decisions that touched a replica or a node",
-  "the reconciler issue",
-);
-registerNotBuilt(
-  program,
-  "what-if",
-  "re-run placement over recorded history with another config",
-  "the reconciler issue",
-);
+registerExplain(program);
+registerWhatIf(program);
 // Operating
 registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
 registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
