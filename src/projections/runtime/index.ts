@@ -1,0 +1,11 @@
+// The projection runtime: follows the log, folds, snapshots. Everything public is named here.
+export { isProjectionError, ProjectionError, type ProjectionErrorCode } from "./errors.js";
+export {
+  DEFAULT_SNAPSHOT_BUCKET,
+  type KvSnapshotOptions,
+  KvSnapshotStore,
+  openKvSnapshotStore,
+} from "./kv-snapshots.js";
+export { type ProjectionMetrics, projectionMetrics } from "./metrics.js";
+export { ProjectionRuntime, type ProjectionRuntimeOptions, type RuntimeStatus } from "./runtime.js";
+export type { LoadOptions, ProjectionId, Snapshot, SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
