@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { CliError, EXIT } from "./common.js";
 
@@ -19,7 +20,7 @@ registerNotBuilt(
   "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine",
   "the main-job issue",
 );
-registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
+registerGateway(program);
 registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
