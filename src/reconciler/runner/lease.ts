@@ -74,7 +74,8 @@ export class Lease {
       );
     }
     const margin = opts.safetyMarginMs ?? Math.max(Math.floor(ttlMs / 5), 1);
-    if (margin >= ttlMs) throw new Error(`lease safety margin ${margin} ms must be below the TTL ${ttlMs} ms`);
+    if (margin >= ttlMs)
+      throw new Error(`lease safety margin ${margin} ms must be below the TTL ${ttlMs} ms`);
     return new Lease(kv, opts.key, opts.holderId, ttlMs, margin);
   }
 
@@ -160,7 +161,7 @@ export class Lease {
   /** Who holds the lease now according to the bucket, or null. */
   async holder(): Promise<{ holder: string; revision: number } | null> {
     const e = await this.kv.get(this.key);
-    if (!e || e.operation !== "PUT") return null;
+    if (e?.operation !== "PUT") return null;
     try {
       const v = JSON.parse(new TextDecoder().decode(e.value)) as Partial<LeaseValue>;
       return { holder: String(v.holder ?? ""), revision: e.revision };

@@ -7,7 +7,7 @@
  * the set is re-listed periodically; a watch on the bucket makes additions
  * and explicit deletes visible at once.
  */
-import type { JetStreamClient } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { Logger } from "pino";
 
@@ -85,7 +85,7 @@ export class LiveGateways {
       await kv.status();
       return kv;
     } catch (err) {
-      if (/stream not found/i.test(String((err as Error).message))) return null;
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
       throw err;
     }
   }

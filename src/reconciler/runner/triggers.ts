@@ -34,7 +34,7 @@ export class PassTriggers {
   #nextTickAt: number;
   #holdUntil = 0;
   #timer: NodeJS.Timeout | undefined;
-  #waiter: ((t: Trigger) => void) | null = null;
+  #waiter: ((t: Trigger | null) => void) | null = null;
   #closed = false;
 
   constructor(
@@ -81,8 +81,11 @@ export class PassTriggers {
     this.#arm();
   }
 
-  /** Resolves with the reason of the next due pass; the reasons it covers are consumed. */
-  next(): Promise<Trigger> {
+  /**
+   * Resolves with the reason of the next due pass (the reasons it covers are
+   * consumed), or with null when interrupted.
+   */
+  next(): Promise<Trigger | null> {
     if (this.#waiter) throw new Error("only one waiter at a time");
     return new Promise((resolve) => {
       this.#waiter = resolve;
@@ -90,20 +93,29 @@ export class PassTriggers {
     });
   }
 
-  /** Wakes a waiter with nothing (used on shutdown): it resolves with "tick" and callers check their own state. */
-  close(): void {
-    this.#closed = true;
+  /** Resolves a pending `next()` with null, consuming nothing (leadership changed). */
+  interrupt(): void {
     if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
     const w = this.#waiter;
     this.#waiter = null;
-    w?.("tick");
+    w?.(null);
+  }
+
+  /** Interrupts and never fires again (shutdown). */
+  close(): void {
+    this.#closed = true;
+    this.interrupt();
   }
 
   #due(): Due {
     const candidates: Due[] = [{ trigger: "tick", at: this.#nextTickAt }];
     if (this.#immediate !== null) candidates.push({ trigger: this.#immediate, at: 0 });
     if (this.#firstEventAt !== null) {
-      const at = Math.min(this.#lastEventAt + this.opts.debounceMs, this.#firstEventAt + this.opts.maxDelayMs);
+      const at = Math.min(
+        this.#lastEventAt + this.opts.debounceMs,
+        this.#firstEventAt + this.opts.maxDelayMs,
+      );
       candidates.push({ trigger: "events", at });
     }
     if (this.#deadlineWallMs !== null) {
