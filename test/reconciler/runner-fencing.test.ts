@@ -110,11 +110,11 @@ describe("reconciler runner: fencing by the log", () => {
       made++;
       return {
         decisions: [
-          {
+          create(DecisionSchema, {
             explanation: `probe ${made}`,
             kind: { case: "replicaPending", value: { replicaId: "probe", model: "m" } },
-          },
-        ] as never,
+          }),
+        ],
         commands: [],
         truncated: false,
         nextDeadlineMs: null,
