@@ -1,0 +1,2 @@
+// The reconciler: decide (pure), placement (pure), explanations (pure).
+export * from "./decide/index.js";
