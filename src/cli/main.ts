@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReconciler } from "./commands/reconciler.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -21,7 +22,7 @@ registerNotBuilt(
   "the main-job issue",
 );
 registerGateway(program);
-registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
+registerReconciler(program);
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
 registerNotBuilt(

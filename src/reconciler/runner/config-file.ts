@@ -33,9 +33,10 @@ export function parseConfig<S extends z.ZodType>(
   }
   const result = schema.safeParse({ ...raw, ...overrides });
   if (!result.success) {
-    const issue = result.error.issues[0];
-    const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(top level)";
-    throw new ConfigFileError(`${file}: invalid reconciler config: ${field}: ${issue?.message ?? "invalid"}`);
+    const problems = result.error.issues
+      .map((i) => `${i.path.length > 0 ? i.path.join(".") : "(top level)"}: ${i.message}`)
+      .join("; ");
+    throw new ConfigFileError(`${file}: invalid reconciler config: ${problems}`);
   }
   return result.data;
 }
