@@ -386,7 +386,7 @@ export class AgentSession {
       stop.addEventListener("abort", onStop, { once: true });
     });
     try {
-      return await Promise.race([it.next(), expired]);
+      return await Promise.race([it.next().catch(asAgentFault), expired]);
     } finally {
       clearTimeout(timer);
       if (onStop) stop.removeEventListener("abort", onStop);
@@ -414,6 +414,24 @@ export class AgentSession {
     }
     this.#logger.info({ reason: label, detail: c.detail }, "session closed");
   }
+}
+
+/**
+ * Bytes the agent sent that do not decode are its fault: InvalidArgument,
+ * not the Internal the protocol layer reports them as.
+ */
+function asAgentFault(err: unknown): never {
+  const ce = ConnectError.from(err);
+  if (ce.code === Code.Internal && /^parse binary|envelope/.test(ce.rawMessage)) {
+    throw new ConnectError(
+      `undecodable message from the agent: ${ce.rawMessage}`,
+      Code.InvalidArgument,
+      undefined,
+      undefined,
+      ce,
+    );
+  }
+  throw ce;
 }
 
 function ack(messageId: string): ControlMessage {
