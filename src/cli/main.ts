@@ -1,8 +1,12 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerCerts } from "./commands/certs.js";
+import { registerEvents } from "./commands/events.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReconciler } from "./commands/reconciler.js";
+import { registerReplay } from "./commands/replay.js";
+import { registerSim } from "./commands/sim.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -24,16 +28,11 @@ registerNotBuilt(
 registerGateway(program);
 registerReconciler(program);
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
-registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
-registerNotBuilt(
-  program,
-  "certs",
-  "create development certificates (CA, gateway, nodes)",
-  "the main-job issue",
-);
+registerSim(program);
+registerCerts(program);
 // Reading the log
-registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
-registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
+registerEvents(program);
+registerReplay(program);
 registerNotBuilt(
   program,
   "explain",

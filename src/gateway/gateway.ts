@@ -9,7 +9,7 @@ import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
 import { GatewayLease } from "./lease.js";
 import { GatewayMetrics, serveMetrics } from "./metrics.js";
-import { Publisher, sleep } from "./publisher.js";
+import { atMost, Publisher } from "./publisher.js";
 import { SessionRegistry } from "./registry.js";
 import { CommandRelay } from "./relay.js";
 import { type AgentServer, startAgentServer } from "./server.js";
@@ -246,10 +246,7 @@ export class Gateway implements SessionHost {
 
   async #waitForSessions(until: number): Promise<void> {
     while (this.#live.size > 0 && Date.now() < until) {
-      await Promise.race([
-        Promise.all([...this.#live].map((s) => s.finished)),
-        sleep(Math.max(0, until - Date.now())),
-      ]);
+      await atMost(Promise.all([...this.#live].map((s) => s.finished)), Math.max(0, until - Date.now()));
     }
   }
 
@@ -259,7 +256,7 @@ export class Gateway implements SessionHost {
     this.#shutdown.abort();
     await this.#server?.close(500);
     this.#stopFollowing.abort();
-    await Promise.race([Promise.allSettled(this.#followers), sleep(1_000)]);
+    await atMost(Promise.allSettled(this.#followers), 1_000);
     if (this.#lease) {
       try {
         await this.publisher.append(

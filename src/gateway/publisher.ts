@@ -85,3 +85,19 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", done, { once: true });
   });
 }
+
+/** Waits for `p`, but no longer than `ms`; leaves no timer behind. */
+export async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  const stop = new AbortController();
+  try {
+    await Promise.race([
+      p.then(
+        () => undefined,
+        () => undefined,
+      ),
+      sleep(ms, stop.signal),
+    ]);
+  } finally {
+    stop.abort();
+  }
+}

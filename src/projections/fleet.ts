@@ -5,7 +5,11 @@ import type { EventMeta, Projection } from "./projection.js";
 import { evolveReplicas, initialReplicas } from "./replicas.js";
 import type { FleetState } from "./state.js";
 
-export const FLEET_SCHEMA_VERSION = 1;
+/**
+ * Version 2: stop/drain commands of a pass that also removes or fails their
+ * replica keep the replica's id (version 1 recorded "").
+ */
+export const FLEET_SCHEMA_VERSION = 3;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

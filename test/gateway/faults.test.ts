@@ -203,4 +203,47 @@ describe("gateway: NATS restarted under connected agents", () => {
       await log.close();
     }
   });
+
+  it("closes streams with Unavailable when the log stays unreachable past the limit", async () => {
+    const stream = uniqueStream("GWDOWN");
+    const prefix = `t${rand()}.evt`;
+    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    const agents: TestAgent[] = [];
+    try {
+      gw = await startTestGateway({
+        nats: server.url,
+        stream,
+        prefix,
+        certs,
+        publishTimeoutMs: 500,
+        logUnavailableLimitMs: 1_500,
+        heartbeatTimeoutMs: 60_000,
+      });
+      for (const node of ["gpu-down-1", "gpu-down-2"]) {
+        agents.push(
+          await TestAgent.connect({
+            baseUrl: gw.url,
+            tls: { ca: certs.ca, ...certs.client(node) },
+            registration: h100Registration(node),
+          }),
+        );
+      }
+      await server.stop();
+      // One agent has something to record, the other is idle: both go.
+      agents[0]!.shardStatus({ shardId: "s", state: ShardStatus_State.FAILED, error: "CUDA out of memory" });
+      for (const a of agents) {
+        const err = await a.ended;
+        assert.equal(codeOf(err), "Unavailable", String(err));
+      }
+      const rejected = await gw.metrics.disconnects.get();
+      assert.equal(rejected.values.find((v) => v.labels.reason === "LOG_UNAVAILABLE")?.value, 2);
+    } finally {
+      for (const a of agents) a.abort();
+      if (!server.running) await server.restart();
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
 });

@@ -158,24 +158,33 @@ describe("gateway: one agent stream through the real log", () => {
   }
 
   it("records an agent running nothing as an empty running-shards list", () =>
-    withGateway(async (gw, log) => {
-      const agent = await TestAgent.connect({
-        baseUrl: gw.url,
-        tls: agentTls("gpu-idle-1"),
-        registration: h100Registration("gpu-idle-1", []),
-      });
-      try {
-        const records = await readAll(log);
-        const opened = records.find((r) => r.event.body.case === "sessionOpened")?.event.body;
-        assert.ok(opened?.case === "sessionOpened");
-        assert.equal(opened.value.nodeId, "gpu-idle-1");
-        assert.ok(opened.value.registration, "the registration is in the event");
-        assert.deepEqual(opened.value.registration.runningShards, []);
-        assert.equal(opened.value.registration.gpus.length, 8);
-      } finally {
-        agent.abort();
-      }
-    }));
+    withGateway(
+      async (gw, log) => {
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          tls: agentTls("gpu-idle-1"),
+          registration: h100Registration("gpu-idle-1", []),
+        });
+        try {
+          const records = await readAll(log);
+          const opened = records.find((r) => r.event.body.case === "sessionOpened")?.event.body;
+          assert.ok(opened?.case === "sessionOpened");
+          assert.equal(opened.value.nodeId, "gpu-idle-1");
+          assert.ok(opened.value.registration, "the registration is in the event");
+          assert.deepEqual(opened.value.registration.runningShards, []);
+          assert.equal(opened.value.registration.gpus.length, 8);
+          // The Prometheus endpoint shows the open stream.
+          assert.ok(gw.metricsUrl);
+          const text = await (await fetch(gw.metricsUrl)).text();
+          assert.match(text, /^llmgw_gateway_open_streams 1$/m);
+          assert.match(text, /^llmgw_gateway_events_published_total\{kind="sessionOpened"\} 1$/m);
+          assert.match(text, /llmgw_gateway_publish_latency_seconds_bucket/);
+        } finally {
+          agent.abort();
+        }
+      },
+      { metricsListen: "127.0.0.1:0" },
+    ));
 
   it("appends usage only past the threshold or on a new problem; silence closes the session", () =>
     withGateway(
