@@ -2,11 +2,13 @@ import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
+import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSim } from "./commands/sim.js";
+import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -33,18 +35,8 @@ registerCerts(program);
 // Reading the log
 registerEvents(program);
 registerReplay(program);
-registerNotBuilt(
-  program,
-  "explain",
-  "the decisions that touched a replica or a node",
-  "the reconciler issue",
-);
-registerNotBuilt(
-  program,
-  "what-if",
-  "re-run placement over recorded history with another config",
-  "the reconciler issue",
-);
+registerExplain(program);
+registerWhatIf(program);
 // Operating
 registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
 registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
