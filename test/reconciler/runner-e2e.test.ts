@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { Liveness } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { foldFleet } from "../../src/projections/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
@@ -65,6 +66,18 @@ describe("reconciler end to end: gateway, agents, log", {
       agents.set(node, agent);
       return agent;
     };
+    // Agents heartbeat like real ones; a silenced one stops.
+    const silenced = new Set<TestAgent>();
+    const beat = setInterval(() => {
+      for (const a of agents.values()) {
+        if (silenced.has(a)) continue;
+        try {
+          a.heartbeat({});
+        } catch {
+          // a closed stream
+        }
+      }
+    }, 300);
     const startsTo = (node: string): Start[] =>
       (agents.get(node)?.commands() ?? []).flatMap((c) => (c.case === "start" ? [c.value] : []));
     try {
@@ -82,7 +95,8 @@ describe("reconciler end to end: gateway, agents, log", {
         prefix,
         leaseBucket: `rl_${rand()}`,
         gatewaysBucket: leaseBucket,
-        config: { suspectAfterMs: 1000, lostAfterMs: 2500, commandTimeoutMs: 5000 },
+        // Spread: one replica per node, so a lost node leaves room on the other.
+        config: { policy: "spread", suspectAfterMs: 1000, lostAfterMs: 2500, commandTimeoutMs: 5000 },
       });
       connect("gpu-a1");
       connect("gpu-a2");
@@ -137,18 +151,29 @@ describe("reconciler end to end: gateway, agents, log", {
 
       // A node going silent: suspect, lost, re-placed; when it returns, duplicates are stopped.
       const silent = other(node);
-      const before = startsTo(silent);
+      const before = [...new Map(startsTo(silent).map((s) => [s.shardId, s])).values()];
+      silenced.add(agents.get(silent)!);
       agents.get(silent)!.abort();
       await eventually(
         async () =>
           passesOf(await readAll(log)).some((p) =>
-            p.pass.decisions.some((d) => d.kind.case === "nodeLiveness" && d.kind.value.nodeId === silent),
+            p.pass.decisions.some(
+              (d) =>
+                d.kind.case === "nodeLiveness" &&
+                d.kind.value.nodeId === silent &&
+                d.kind.value.liveness === Liveness.LOST,
+            ),
           ),
         { what: `${silent} suspect then lost` },
       );
-      await eventually(async () => startsTo(node).length > 0 || empty.commands().length > 0, {
-        what: "the silent node's replicas re-placed",
-      });
+      const movedReplicas = new Set(before.map((b) => b.replicaId));
+      await eventually(
+        async () =>
+          empty
+            .commands()
+            .some((c: ReceivedCommand) => c.case === "start" && movedReplicas.has(c.value.replicaId)),
+        { what: `the replicas of lost ${silent} re-placed on ${node}` },
+      );
       const returned = connect(
         silent,
         before.map((s) => ({
@@ -161,9 +186,16 @@ describe("reconciler end to end: gateway, agents, log", {
       );
       await eventually(async () => returned.commands().some((c: ReceivedCommand) => c.case === "stop"), {
         what: `duplicates on ${silent} stopped`,
+      }).catch(async (err) => {
+        const tail = passesOf(await readAll(log)).slice(-4);
+        const seen = tail.map((p) =>
+          p.pass.decisions.map((d) => `${d.kind.case}: ${d.explanation}`).join("\n  "),
+        );
+        throw new Error(`${(err as Error).message}\nlast passes:\n  ${seen.join("\n  --\n  ")}`);
       });
       assert.deepEqual(passViolations(await readAll(log)), []);
     } finally {
+      clearInterval(beat);
       for (const a of agents.values()) a.abort();
       await killAll([rec]);
       await gw?.drain("test over");

@@ -54,7 +54,7 @@ describe("llmgw reconciler processes", () => {
   }
 
   async function addNode(log: Log, f: EventFactory, node: string) {
-    await log.append(f.sessionOpened(node, `s-${node}-${rand()}`, "gw-1", h100Node(node)));
+    return await log.append(f.sessionOpened(node, `s-${node}-${rand()}`, "gw-1", h100Node(node)));
   }
 
   async function leaders(procs: ReconcilerProcess[]) {
@@ -151,14 +151,14 @@ describe("llmgw reconciler processes", () => {
       await eventually(() => paused.logged(/^stepping down/), {
         what: `${paused.id} to step down:\n${paused.output()}`,
       });
-      // Give it the chance to misbehave: more events, then a pass of the new leader after them.
-      await addNode(log, f, "gpu-a3");
+      // Give it the chance to misbehave: more work, then a pass of the new leader after it.
+      await log.append(f.catalog(llamaCatalog(6, 0)));
+      const a3 = await addNode(log, f, "gpu-a3");
       await eventually(
         async () => {
           const ps = passesOf(await readAll(log));
           return (
-            ps.length > 0 &&
-            ps[ps.length - 1]!.pass.leaderId === other.id &&
+            ps.some((p) => p.seq > a3.seq && p.pass.leaderId === other.id) &&
             ps.some((p) => p.pass.commands.some((c) => c.nodeId === "gpu-a3"))
           );
         },
