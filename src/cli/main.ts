@@ -5,6 +5,7 @@ import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
@@ -27,7 +28,7 @@ registerNotBuilt(
   "the main-job issue",
 );
 registerGateway(program);
-registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
+registerReconciler(program);
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerSim(program);
 registerCerts(program);
