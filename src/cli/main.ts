@@ -2,10 +2,18 @@ import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerApi } from "./commands/api.js";
 import { registerCatalog } from "./commands/catalog.js";
+import { registerCerts } from "./commands/certs.js";
+import { registerEvents } from "./commands/events.js";
+import { registerExplain } from "./commands/explain.js";
+import { registerGateway } from "./commands/gateway.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReconciler } from "./commands/reconciler.js";
+import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
+import { registerSim } from "./commands/sim.js";
+import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -24,31 +32,16 @@ registerNotBuilt(
   "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine",
   "the main-job issue",
 );
-registerNotBuilt(program, "gateway", "serve agent streams and relay commands", "the gateway issue");
-registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
+registerGateway(program);
+registerReconciler(program);
 registerApi(program);
-registerNotBuilt(program, "sim", "run a fleet of simulated agents", "the main-job issue");
-registerNotBuilt(
-  program,
-  "certs",
-  "create development certificates (CA, gateway, nodes)",
-  "the main-job issue",
-);
+registerSim(program);
+registerCerts(program);
 // Reading the log
-registerNotBuilt(program, "events", "print the log decoded", "the projections issue");
-registerNotBuilt(program, "replay", "show the fleet at any point of the log", "the projections issue");
-registerNotBuilt(
-  program,
-  "explain",
-  "the decisions that touched a replica or a node",
-  "the reconciler issue",
-);
-registerNotBuilt(
-  program,
-  "what-if",
-  "re-run placement over recorded history with another config",
-  "the reconciler issue",
-);
+registerEvents(program);
+registerReplay(program);
+registerExplain(program);
+registerWhatIf(program);
 // Operating
 registerNodes(program);
 registerReplicas(program);

@@ -3,6 +3,9 @@ import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
 
+/** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
+const OPEN_ATTEMPTS = 10;
+
 /** One event as read from the log. */
 export interface LogRecord {
   /** Stream sequence. */
@@ -50,12 +53,11 @@ export async function* readEvents(
   stream: string,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord> {
-  let lastSeq: number;
-  try {
-    lastSeq = (await jsm.streams.info(stream)).state.last_seq;
-  } catch (err) {
-    throw LogError.from(err, `reading stream ${stream}`);
-  }
+  const lastSeq = await whileElecting(
+    async () => (await jsm.streams.info(stream)).state.last_seq,
+    `reading stream ${stream}`,
+    opts.signal,
+  );
   const fromSeq = Math.max(1, opts.fromSeq ?? 1);
   const stopAt = opts.untilSeq ?? (opts.follow ? Number.POSITIVE_INFINITY : lastSeq);
   if (opts.fromTimeMs === undefined && fromSeq > stopAt) return;
@@ -66,15 +68,15 @@ export async function* readEvents(
     opts.fromTimeMs !== undefined
       ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.fromTimeMs).toISOString() }
       : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq };
-  let consumer: Awaited<ReturnType<JetStreamClient["consumers"]["get"]>>;
-  try {
-    consumer = await js.consumers.get(stream, {
-      ...consumerOpts,
-      ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
-    });
-  } catch (err) {
-    throw LogError.from(err, `opening a reader on ${stream}`);
-  }
+  const consumer = await whileElecting(
+    () =>
+      js.consumers.get(stream, {
+        ...consumerOpts,
+        ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
+      }),
+    `opening a reader on ${stream}`,
+    opts.signal,
+  );
 
   const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
   const onAbort = () => void messages.stop();
@@ -111,5 +113,23 @@ async function consumerPending(consumer: { info(cached?: boolean): Promise<{ num
     return (await consumer.info(true)).num_pending;
   } catch {
     return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
+ * Runs `fn`, retrying while the log is unavailable for a while (about 15 s of
+ * backoff in all). While a cluster elects a new stream leader after a server
+ * died, stream info and consumer creation time out; that is worth waiting
+ * out rather than failing a replay or a follower.
+ */
+async function whileElecting<T>(fn: () => Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const e = LogError.from(err, what);
+      if (e.code !== "unavailable" || attempt >= OPEN_ATTEMPTS || signal?.aborted) throw e;
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
+    }
   }
 }

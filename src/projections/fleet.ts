@@ -5,7 +5,15 @@ import type { EventMeta, Projection } from "./projection.js";
 import { evolveReplicas, initialReplicas } from "./replicas.js";
 import type { FleetState } from "./state.js";
 
-export const FLEET_SCHEMA_VERSION = 1;
+/**
+ * Bumped whenever the state's shape or meaning changes, so older snapshots
+ * are refolded rather than misread:
+ * 2 — stop/drain commands of a pass that also removes or fails their replica
+ *     keep the replica's id (1 recorded "");
+ * 3 — sessions record adoptionSeq;
+ * 4 — replicas record when their drain started (drainStartedMs).
+ */
+export const FLEET_SCHEMA_VERSION = 4;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

@@ -2,6 +2,7 @@
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export type { EventMeta, Projection } from "./projection.js";
+export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
 export { evolveReplicas, initialReplicas } from "./replicas.js";
 export { canonicalJson } from "./serialize.js";
 export * from "./state.js";

@@ -44,6 +44,7 @@ function newReplica(replicaId: string, model: string, seq: number): ReplicaState
     replacedBy: "",
     pendingReason: "",
     drainReason: "",
+    drainStartedMs: 0,
     restarts: 0,
     backoffUntilMs: 0,
     lastChangeSeq: seq,
@@ -148,6 +149,16 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
     nowMs: Number(pass.nowUnixMs),
   };
 
+  // A pass that removes or fails a replica stops its shards in the same pass:
+  // remember whose shards the stop/drain commands name before the decisions
+  // forget them.
+  const ownerBefore = new Map<string, string>();
+  for (const c of pass.commands) {
+    if (c.action.case !== "stop" && c.action.case !== "drain") continue;
+    const owner = replicaOfShard(state, c.nodeId, c.action.value.shardId);
+    if (owner) ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
+  }
+
   // Decisions first: a pass creates and places a replica, then its commands refer to it.
   for (const d of pass.decisions) {
     const k = d.kind;
@@ -228,6 +239,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         if (!r) break;
         r.phase = "draining";
         r.drainReason = k.value.reason;
+        r.drainStartedMs = Number(pass.nowUnixMs);
         if (k.value.replacementId) r.replacedBy = k.value.replacementId;
         for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
         r.lastChangeSeq = meta.seq;
@@ -283,7 +295,10 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
     if (a.case === undefined) continue;
     const kind: CommandKind = a.case;
     const shardId = a.value.shardId;
-    const replicaId = a.case === "start" ? a.value.replicaId : replicaOfShard(state, c.nodeId, shardId);
+    const replicaId =
+      a.case === "start"
+        ? a.value.replicaId
+        : replicaOfShard(state, c.nodeId, shardId) || (ownerBefore.get(`${c.nodeId}/${shardId}`) ?? "");
     state.commands[c.commandId] = {
       commandId: c.commandId,
       kind,

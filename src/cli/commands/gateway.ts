@@ -1,0 +1,173 @@
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { type Command, Option } from "commander";
+import { Gateway, type GatewayConfigInput, GatewayMetrics, parseGatewayConfig } from "../../gateway/index.js";
+import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+
+interface GatewayFlags {
+  id: string;
+  listen: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  clientCa?: string;
+  insecureDev?: boolean;
+  nats: string;
+  stream: string;
+  subjectPrefix: string;
+  heartbeatTimeout: number;
+  registrationTimeout: number;
+  readMaxBytes: number;
+  sendQueue: number;
+  publishWindow: number;
+  publishTimeout: number;
+  logUnavailableLimit: number;
+  usageThresholdMb: number;
+  leaseBucket: string;
+  leaseTtl: number;
+  drainDeadline: number;
+  metricsListen?: string;
+}
+
+const env = (name: string) => `LLMGW_GATEWAY_${name}`;
+
+/** `llmgw gateway`: serve agent streams and relay commands until SIGTERM. */
+export function registerGateway(program: Command): void {
+  program
+    .command("gateway")
+    .description("serve agent streams (Connect over HTTP/2, mTLS) and relay commands")
+    .addOption(
+      new Option("--id <id>", "gateway id (letters, digits, - and _)").env(env("ID")).default(defaultId()),
+    )
+    .addOption(
+      new Option("--listen <host:port>", "agent listener").env(env("LISTEN")).default("127.0.0.1:7443"),
+    )
+    .addOption(new Option("--tls-cert <file>", "server certificate (PEM)").env(env("TLS_CERT")))
+    .addOption(new Option("--tls-key <file>", "server key (PEM)").env(env("TLS_KEY")))
+    .addOption(
+      new Option("--client-ca <file>", "CA that signs agent certificates (PEM)").env(env("CLIENT_CA")),
+    )
+    .addOption(
+      new Option(
+        "--insecure-dev",
+        "h2c on loopback, node identity from the message: local development only",
+      ).env(env("INSECURE_DEV")),
+    )
+    .addOption(natsOption())
+    .addOption(streamOption())
+    .addOption(prefixOption())
+    .addOption(ms("--heartbeat-timeout", "HEARTBEAT_TIMEOUT_MS", "close a stream silent this long", 15_000))
+    .addOption(
+      ms("--registration-timeout", "REGISTRATION_TIMEOUT_MS", "a stream must register within", 10_000),
+    )
+    .addOption(num("--read-max-bytes", "READ_MAX_BYTES", "largest agent message accepted", 1024 * 1024))
+    .addOption(
+      num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
+    )
+    .addOption(num("--publish-window", "PUBLISH_WINDOW", "publishes in flight to JetStream", 256))
+    .addOption(ms("--publish-timeout", "PUBLISH_TIMEOUT_MS", "ack wait of one publish attempt", 5_000))
+    .addOption(
+      ms(
+        "--log-unavailable-limit",
+        "LOG_UNAVAILABLE_LIMIT_MS",
+        "close streams when the log is down this long",
+        30_000,
+      ),
+    )
+    .addOption(
+      num("--usage-threshold-mb", "USAGE_THRESHOLD_MB", "GPU memory move that makes a usage event", 1024),
+    )
+    .addOption(
+      new Option("--lease-bucket <name>", "KV bucket of gateway leases")
+        .env(env("LEASE_BUCKET"))
+        .default("llmgw-gateways"),
+    )
+    .addOption(ms("--lease-ttl", "LEASE_TTL_MS", "lease time-to-live", 15_000))
+    .addOption(ms("--drain-deadline", "DRAIN_DEADLINE_MS", "SIGTERM: exit within", 10_000))
+    .addOption(
+      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
+    )
+    .action(async (flags: GatewayFlags) => {
+      const gw = await Gateway.start(configFrom(flags), {
+        metrics: new GatewayMetrics().withProcessMetrics(),
+      });
+      await new Promise<void>((resolve) => {
+        const onSignal = (sig: NodeJS.Signals) => {
+          process.off("SIGTERM", onSignal);
+          process.off("SIGINT", onSignal);
+          // Past the deadline something is stuck: leave anyway, the lease expires.
+          setTimeout(() => process.exit(1), gw.config.drainDeadlineMs + 2_000).unref();
+          gw.drain(`received ${sig}`).then(resolve, resolve);
+        };
+        process.on("SIGTERM", onSignal);
+        process.on("SIGINT", onSignal);
+      });
+    });
+}
+
+function configFrom(f: GatewayFlags): GatewayConfigInput {
+  const tlsFiles = [f.tlsCert, f.tlsKey, f.clientCa];
+  if (f.insecureDev && tlsFiles.some((x) => x !== undefined)) {
+    throw new CliError("--insecure-dev takes no --tls-cert, --tls-key or --client-ca");
+  }
+  if (!f.insecureDev && tlsFiles.some((x) => x === undefined)) {
+    throw new CliError(
+      "llmgw gateway needs --tls-cert, --tls-key and --client-ca (or --insecure-dev for local development on loopback)",
+    );
+  }
+  const input: GatewayConfigInput = {
+    id: f.id,
+    listen: f.listen,
+    insecureDev: f.insecureDev === true,
+    tls: f.insecureDev
+      ? undefined
+      : {
+          cert: read(f.tlsCert, "--tls-cert"),
+          key: read(f.tlsKey, "--tls-key"),
+          clientCa: read(f.clientCa, "--client-ca"),
+        },
+    nats: f.nats,
+    stream: f.stream,
+    prefix: f.subjectPrefix,
+    heartbeatTimeoutMs: f.heartbeatTimeout,
+    registrationTimeoutMs: f.registrationTimeout,
+    readMaxBytes: f.readMaxBytes,
+    sendQueueMax: f.sendQueue,
+    publishWindow: f.publishWindow,
+    publishTimeoutMs: f.publishTimeout,
+    logUnavailableLimitMs: f.logUnavailableLimit,
+    usageThresholdMb: f.usageThresholdMb,
+    leaseBucket: f.leaseBucket,
+    leaseTtlMs: f.leaseTtl,
+    drainDeadlineMs: f.drainDeadline,
+    metricsListen: f.metricsListen,
+  };
+  try {
+    parseGatewayConfig(input);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  return input;
+}
+
+function read(file: string | undefined, flag: string): string {
+  try {
+    return readFileSync(file ?? "", "utf8");
+  } catch (err) {
+    throw new CliError(`${flag} ${file}: ${(err as Error).message}`);
+  }
+}
+
+function ms(flag: string, envName: string, what: string, def: number): Option {
+  return new Option(`${flag} <ms>`, `${what} (ms)`).env(env(envName)).default(def).argParser(intArg(flag));
+}
+
+function num(flag: string, envName: string, what: string, def: number): Option {
+  return new Option(`${flag} <n>`, what).env(env(envName)).default(def).argParser(intArg(flag));
+}
+
+function defaultId(): string {
+  const h = hostname()
+    .replace(/[^A-Za-z0-9_-]/g, "-")
+    .slice(0, 60);
+  return `gw-${h || "local"}`.slice(0, 64);
+}

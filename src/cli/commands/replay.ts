@@ -1,0 +1,120 @@
+/**
+ * `llmgw replay`: the fleet at any point of the log, folded from the start
+ * or from the nearest earlier snapshot.
+ */
+import { type Command, Option } from "commander";
+import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
+import { DEFAULT_SNAPSHOT_BUCKET, openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
+import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import { ProgressLine } from "../progress.js";
+import { openLogForReading } from "../read-log.js";
+import { renderFleet } from "../render/fleet-text.js";
+import { isoTime, timeArg } from "../time.js";
+
+interface ReplayFlags {
+  nats: string;
+  stream: string;
+  subjectPrefix: string;
+  untilSeq?: number;
+  untilTime?: number;
+  node?: string;
+  replica?: string;
+  json?: boolean;
+  snapshots: boolean;
+  snapshotBucket: string;
+}
+
+export function registerReplay(program: Command): void {
+  program
+    .command("replay")
+    .description("show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons")
+    .addOption(natsOption())
+    .addOption(streamOption())
+    .addOption(prefixOption())
+    .addOption(
+      new Option("--until-seq <n>", "fold up to and including this sequence (default: the end)")
+        .argParser(intArg("--until-seq"))
+        .conflicts("untilTime"),
+    )
+    .addOption(
+      new Option("--until-time <time>", "fold events stored up to this time (ISO 8601 or ms since the epoch)")
+        .argParser(timeArg("--until-time"))
+        .conflicts("untilSeq"),
+    )
+    .option("--node <id>", "only this node and the replicas with a shard on it")
+    .option("--replica <id>", "only this replica and the nodes its shards are on")
+    .option("--json", "canonical JSON of the (filtered) state and the sequence and time it covers")
+    .option("--no-snapshots", "fold the whole log, ignoring snapshots")
+    .addOption(
+      new Option("--snapshot-bucket <name>", "KV bucket holding snapshots")
+        .env("LLMGW_SNAPSHOT_BUCKET")
+        .default(DEFAULT_SNAPSHOT_BUCKET),
+    )
+    .action(async (flags: ReplayFlags) => {
+      await runReplay(flags);
+    });
+}
+
+async function runReplay(flags: ReplayFlags): Promise<void> {
+  const log = await openLogForReading(flags, "llmgw replay");
+  try {
+    const snapshots = flags.snapshots
+      ? await openKvSnapshotStore<FleetState>(log, { bucket: flags.snapshotBucket, create: false })
+      : undefined;
+    const progress = new ProgressLine(process.stderr);
+    const ac = new AbortController();
+    const onSigint = () => ac.abort();
+    process.once("SIGINT", onSigint);
+    let result: Awaited<ReturnType<typeof replay<FleetState>>>;
+    try {
+      result = await replay(log, fleetProjection, {
+        ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
+        ...(flags.untilTime === undefined ? {} : { untilTimeMs: flags.untilTime }),
+        ...(snapshots ? { snapshots } : {}),
+        signal: ac.signal,
+        onProgress: (p) => progress.update(p),
+        onMalformed: (err) => progress.note(`malformed message at sequence ${err.seq}: ${err.message}`),
+      });
+    } finally {
+      process.off("SIGINT", onSigint);
+      progress.done();
+    }
+    if (ac.signal.aborted) throw new CliError(`replay interrupted at sequence ${result.seq}`, 130);
+    if (result.snapshot) progress.note(`started from the snapshot at sequence ${result.snapshot.seq}`);
+    if (flags.untilSeq !== undefined && flags.untilSeq > result.streamLastSeq) {
+      progress.note(`the log ends at sequence ${result.streamLastSeq}; showing the fleet there`);
+    }
+
+    const state = result.state;
+    if (flags.node !== undefined && !state.inventory.nodes[flags.node]) {
+      throw new CliError(
+        `no such node ${JSON.stringify(flags.node)} in the log up to sequence ${result.seq}${known(Object.keys(state.inventory.nodes))}`,
+      );
+    }
+    if (flags.replica !== undefined && !state.replicas.replicas[flags.replica]) {
+      throw new CliError(
+        `no such replica ${JSON.stringify(flags.replica)} in the log up to sequence ${result.seq}${known(Object.keys(state.replicas.replicas))}`,
+      );
+    }
+    const filtered = filterFleet(state, {
+      ...(flags.node === undefined ? {} : { nodeId: flags.node }),
+      ...(flags.replica === undefined ? {} : { replicaId: flags.replica }),
+    });
+    const at = { seq: result.seq, timeMs: result.timeMs };
+    if (flags.json) {
+      process.stdout.write(
+        `${canonicalJson({ seq: at.seq, timeMs: at.timeMs, time: isoTime(at.timeMs), state: filtered })}\n`,
+      );
+    } else {
+      process.stdout.write(renderFleet(filtered, at));
+    }
+  } finally {
+    await log.close();
+  }
+}
+
+function known(ids: string[]): string {
+  if (ids.length === 0) return " (it holds none)";
+  const sorted = ids.sort();
+  return ` (known: ${sorted.slice(0, 10).join(", ")}${sorted.length > 10 ? `, … ${sorted.length - 10} more` : ""})`;
+}

@@ -1,0 +1,36 @@
+/**
+ * Opening the log for a command that only reads it: the stream is never
+ * created or changed, and a missing stream is reported in words that say
+ * what to check.
+ */
+import { isLogError, type Log, openLog } from "../log/index.js";
+import { CliError, EXIT } from "./common.js";
+
+export interface LogFlags {
+  nats: string;
+  stream: string;
+  subjectPrefix: string;
+}
+
+export async function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
+  const log = await openLog({
+    url: flags.nats,
+    clientName,
+    name: flags.stream,
+    prefix: flags.subjectPrefix,
+    ensure: false,
+  });
+  try {
+    await log.lastSeq();
+  } catch (err) {
+    await log.close();
+    if (isLogError(err, "not-found")) {
+      throw new CliError(
+        `there is no stream "${flags.stream}" on ${flags.nats}: nothing was logged there yet, or --stream names another stream`,
+        EXIT.failure,
+      );
+    }
+    throw err;
+  }
+  return log;
+}

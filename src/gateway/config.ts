@@ -1,0 +1,136 @@
+import { z } from "zod";
+import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } from "../log/index.js";
+
+/** host:port, with IPv6 hosts in brackets ("[::1]:7443"). */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export function parseListen(value: string): ListenAddress {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) {
+    throw new RangeError(
+      `listen address must be host:port (e.g. 0.0.0.0:7443 or [::1]:7443), got ${JSON.stringify(value)}`,
+    );
+  }
+  const host = m[1] ?? m[2] ?? "";
+  return { host: host === "" ? "0.0.0.0" : host, port };
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+const pem = z.union([z.string().min(1), z.instanceof(Buffer)]);
+const ms = (def: number) => z.number().int().positive().default(def);
+
+/**
+ * Everything a gateway needs. TLS material is given as PEM contents (the
+ * command reads the files), so tests and embedders need no files.
+ */
+export const GatewayConfigSchema = z
+  .object({
+    /** The gateway's id: a subject token, unique among running gateways. */
+    id: z.string().superRefine((id, ctx) => {
+      const why = invalidIdReason(id, "gateway id");
+      if (why) ctx.addIssue({ code: "custom", message: why });
+    }),
+    /** host:port for agent streams; port 0 picks a free port. */
+    listen: z.string().default("127.0.0.1:7443"),
+    tls: z.object({ cert: pem, key: pem, clientCa: pem }).optional(),
+    /** h2c on loopback, identity taken from the message. Local development only. */
+    insecureDev: z.boolean().default(false),
+    nats: z.string().default(DEFAULT_NATS_URL),
+    stream: z.string().default(DEFAULT_STREAM),
+    prefix: z.string().default(DEFAULT_PREFIX),
+    /** A stream with no message for this long is closed as silent. */
+    heartbeatTimeoutMs: ms(15_000),
+    /** A stream must register within this long after it opens. */
+    registrationTimeoutMs: ms(10_000),
+    /** Largest agent message accepted, bytes. */
+    readMaxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    /** Messages waiting for one agent; past this the agent is too far behind and is disconnected. */
+    sendQueueMax: z.number().int().positive().default(256),
+    /** Publishes in flight to JetStream, across all streams. */
+    publishWindow: z.number().int().positive().default(256),
+    /** Wait this long for one publish ack before retrying it. */
+    publishTimeoutMs: ms(5_000),
+    /** The log unreachable for this long closes streams with Unavailable. */
+    logUnavailableLimitMs: ms(30_000),
+    /** A heartbeat appends a usage event when a GPU's memory use moved by more than this, MiB. */
+    usageThresholdMb: z.number().int().nonnegative().default(1024),
+    /** KV bucket of gateway leases. */
+    leaseBucket: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .default("llmgw-gateways"),
+    leaseTtlMs: ms(15_000),
+    /** SIGTERM: every stream closed and the process gone within this long. */
+    drainDeadlineMs: ms(10_000),
+    /** Told to agents in Reconnect: wait this long before connecting again. */
+    reconnectAfterMs: z.number().int().nonnegative().default(1_000),
+    /** host:port of the Prometheus endpoint; none when absent. */
+    metricsListen: z.string().optional(),
+    version: z.string().default("0.1.0"),
+  })
+  .superRefine((c, ctx) => {
+    let listen: ListenAddress | undefined;
+    try {
+      listen = parseListen(c.listen);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", path: ["listen"], message: (err as Error).message });
+    }
+    if (c.metricsListen !== undefined) {
+      try {
+        parseListen(c.metricsListen);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", path: ["metricsListen"], message: (err as Error).message });
+      }
+    }
+    if (c.insecureDev) {
+      if (c.tls) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["insecureDev"],
+          message: "insecure-dev mode takes no TLS material",
+        });
+      }
+      if (listen && !isLoopback(listen.host)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["listen"],
+          message: `insecure-dev mode serves plain h2c and trusts the node id in the message, so it listens on loopback only; ${c.listen} is not a loopback address`,
+        });
+      }
+    } else if (!c.tls) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tls"],
+        message:
+          "a TLS certificate, key and client CA are required (or explicit insecure-dev mode for local use)",
+      });
+    }
+    if (c.leaseTtlMs < 1_000) {
+      ctx.addIssue({ code: "custom", path: ["leaseTtlMs"], message: "lease TTL must be at least 1 s" });
+    }
+  });
+
+export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
+export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
+
+/** Validates a configuration, naming every problem in one error. */
+export function parseGatewayConfig(input: GatewayConfigInput): GatewayConfig {
+  const r = GatewayConfigSchema.safeParse(input);
+  if (r.success) return r.data;
+  const problems = r.error.issues.map(
+    (i) => `${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`,
+  );
+  throw new RangeError(`invalid gateway configuration: ${problems.join("; ")}`);
+}

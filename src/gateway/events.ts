@@ -1,0 +1,46 @@
+import type { Register } from "../gen/llmgw/v1/agent_pb.js";
+import { type Event, type SessionClosed_Reason, Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
+import { type EventInit, newEvent } from "../log/index.js";
+
+/** An event body as its init shape (plain objects for nested messages). */
+export type BodyInit = NonNullable<EventInit["body"]>;
+
+/** An event written by gateway `gatewayId`, stamped with its clock. */
+export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Event {
+  return newEvent({
+    id,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.GATEWAY, id: gatewayId },
+    body,
+  });
+}
+
+/** Message id of the n-th message of a session (1 = the registration). */
+export function sessionEventId(sessionId: string, seq: number): string {
+  return `${sessionId}-${seq}`;
+}
+
+export function sessionOpened(
+  gatewayId: string,
+  sessionId: string,
+  registration: Register,
+  identity: "mtls" | "insecure-dev",
+): Event {
+  return gatewayEvent(gatewayId, sessionEventId(sessionId, 1), {
+    case: "sessionOpened",
+    value: { nodeId: registration.nodeId, sessionId, gatewayId, registration, identity },
+  });
+}
+
+export function sessionClosed(
+  gatewayId: string,
+  nodeId: string,
+  sessionId: string,
+  reason: SessionClosed_Reason,
+  detail: string,
+): Event {
+  return gatewayEvent(gatewayId, `${sessionId}-closed`, {
+    case: "sessionClosed",
+    value: { nodeId, sessionId, gatewayId, reason, detail },
+  });
+}

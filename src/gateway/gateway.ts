@@ -1,0 +1,282 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type Logger, pino } from "pino";
+import { type AgentMessage, AgentService, type ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
+import { type Log, openLog } from "../log/index.js";
+import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
+import { gatewayEvent } from "./events.js";
+import { follow } from "./follow.js";
+import { GatewayLease } from "./lease.js";
+import { GatewayMetrics, serveMetrics } from "./metrics.js";
+import { atMost, Publisher } from "./publisher.js";
+import { SessionRegistry } from "./registry.js";
+import { CommandRelay } from "./relay.js";
+import { type AgentServer, startAgentServer } from "./server.js";
+import { AgentSession, type SessionHost } from "./session.js";
+import { SessionsWatch } from "./sessions-watch.js";
+
+export interface StartOptions {
+  /** Default: pino to stdout at LLMGW_LOG_LEVEL (info). */
+  logger?: Logger;
+  /** Default: a new registry per gateway. */
+  metrics?: GatewayMetrics;
+}
+
+type State = "starting" | "serving" | "draining" | "stopped";
+
+/**
+ * One gateway: the agent listener, the sessions it holds, the two log
+ * followers (reconciler passes for the relay, session openings for
+ * newest-wins), its lease, and its metrics.
+ */
+export class Gateway implements SessionHost {
+  readonly registry = new SessionRegistry();
+  readonly #live = new Set<AgentSession>();
+  readonly #stopFollowing = new AbortController();
+  readonly #shutdown = new AbortController();
+  #state: State = "starting";
+  #server: AgentServer | undefined;
+  #lease: GatewayLease | undefined;
+  #followers: Promise<void>[] = [];
+  readonly #watch: SessionsWatch;
+  readonly #relay: CommandRelay;
+  #metricsServer: { url: string; server: import("node:http").Server } | undefined;
+  #logWatch: NodeJS.Timeout | undefined;
+  #drained: Promise<void> | undefined;
+
+  private constructor(
+    readonly config: GatewayConfig,
+    readonly log: Log,
+    readonly publisher: Publisher,
+    readonly metrics: GatewayMetrics,
+    readonly logger: Logger,
+  ) {
+    this.#watch = new SessionsWatch(this.registry);
+    this.#relay = new CommandRelay(this.registry, metrics, logger);
+  }
+
+  /** Starts a gateway and resolves once it serves agents. */
+  static async start(input: GatewayConfigInput, opts: StartOptions = {}): Promise<Gateway> {
+    const config = parseGatewayConfig(input);
+    const logger = (opts.logger ?? pino({ level: process.env["LLMGW_LOG_LEVEL"] ?? "info" })).child({
+      gateway: config.id,
+    });
+    const metrics = opts.metrics ?? new GatewayMetrics();
+    const log = await openLog({
+      url: config.nats,
+      clientName: `llmgw-gateway ${config.id}`,
+      name: config.stream,
+      prefix: config.prefix,
+    });
+    const publisher = new Publisher(
+      log,
+      {
+        window: config.publishWindow,
+        timeoutMs: config.publishTimeoutMs,
+        unavailableLimitMs: config.logUnavailableLimitMs,
+      },
+      metrics,
+      logger,
+    );
+    const gw = new Gateway(config, log, publisher, metrics, logger);
+    try {
+      await gw.#start();
+    } catch (err) {
+      await gw.#teardown("failed to start");
+      throw err;
+    }
+    return gw;
+  }
+
+  /** Where agents connect. */
+  get url(): string {
+    return this.#server?.url ?? "";
+  }
+
+  get metricsUrl(): string | undefined {
+    return this.#metricsServer?.url;
+  }
+
+  get draining(): boolean {
+    return this.#state !== "serving";
+  }
+
+  async #start(): Promise<void> {
+    const cfg = this.config;
+    this.#server = await startAgentServer({
+      listen: cfg.listen,
+      tls: cfg.tls,
+      readMaxBytes: cfg.readMaxBytes,
+      shutdownSignal: this.#shutdown.signal,
+      logger: this.logger,
+      routes: (router) =>
+        router.service(AgentService, {
+          connect: (requests, ctx) => this.#openStream(requests, ctx),
+        }),
+    });
+    this.#lease = await GatewayLease.acquire(this.log.nc, {
+      bucket: cfg.leaseBucket,
+      ttlMs: cfg.leaseTtlMs,
+      info: { gatewayId: cfg.id, listen: this.url, version: cfg.version, startedAtMs: Date.now() },
+      logger: this.logger,
+    });
+    // Commands and session openings from here on; sessions held by this
+    // gateway can only open after this point.
+    const fromSeq = (await this.log.lastSeq()) + 1;
+    const signal = this.#stopFollowing.signal;
+    this.#followers = [
+      follow(this.log, {
+        subjects: [this.log.subjects.sessions],
+        fromSeq,
+        signal,
+        logger: this.logger,
+        onRecord: (r) => this.#watch.onRecord(r),
+      }),
+      follow(this.log, {
+        subjects: [this.log.subjects.reconciler],
+        fromSeq,
+        signal,
+        logger: this.logger,
+        onRecord: (r) => this.#relay.onRecord(r),
+      }),
+    ];
+    await this.publisher.append(
+      gatewayEvent(cfg.id, `gw-${cfg.id}-${Date.now()}-started`, {
+        case: "gatewayStarted",
+        value: {
+          gatewayId: cfg.id,
+          listenAddress: this.url,
+          version: cfg.version,
+          leaseTtlMs: cfg.leaseTtlMs,
+        },
+      }),
+    );
+    if (cfg.metricsListen !== undefined)
+      this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen);
+    this.#watchLog();
+    this.#state = "serving";
+    this.logger.info({ url: this.url, metrics: this.metricsUrl }, "gateway listening");
+  }
+
+  #openStream(requests: AsyncIterable<AgentMessage>, ctx: HandlerContext): AsyncIterable<ControlMessage> {
+    if (this.#state !== "serving") {
+      throw new ConnectError(
+        `gateway ${this.config.id} is ${this.#state}; connect to another gateway`,
+        Code.Unavailable,
+      );
+    }
+    const s = new AgentSession(this, ctx);
+    this.#live.add(s);
+    void s.finished.then(() => this.#live.delete(s));
+    return s.run(requests);
+  }
+
+  hold(s: AgentSession): void {
+    this.registry.add(s);
+    this.#watch.check(s);
+    if (this.#state !== "serving")
+      s.reconnect(`gateway ${this.config.id} is shutting down`, this.config.reconnectAfterMs);
+  }
+
+  release(s: AgentSession): void {
+    this.registry.remove(s);
+  }
+
+  /**
+   * The log unreachable past the limit: the gateway can neither record what
+   * agents say nor relay commands, so its agents had better go elsewhere.
+   */
+  #watchLog(): void {
+    let downSince: number | undefined;
+    const status = this.log.nc.status();
+    void (async () => {
+      for await (const s of status) {
+        if (s.type === "disconnect") downSince ??= Date.now();
+        if (s.type === "reconnect") downSince = undefined;
+      }
+    })().catch(() => {});
+    this.#logWatch = setInterval(() => {
+      if (downSince === undefined || Date.now() - downSince < this.config.logUnavailableLimitMs) return;
+      for (const s of this.registry.all()) {
+        const detail = `the log has been unreachable for ${Date.now() - downSince} ms`;
+        s.close(SessionClosed_Reason.LOG_UNAVAILABLE, detail, new ConnectError(detail, Code.Unavailable));
+      }
+    }, 500);
+    this.#logWatch.unref();
+  }
+
+  /**
+   * Graceful shutdown (SIGTERM): accept nothing new, tell every agent to
+   * reconnect elsewhere, close the streams, record draining and stopped, and
+   * be done within the drain deadline.
+   */
+  drain(reason = "gateway shutting down"): Promise<void> {
+    this.#drained ??= this.#drain(reason);
+    return this.#drained;
+  }
+
+  async #drain(reason: string): Promise<void> {
+    const cfg = this.config;
+    const started = Date.now();
+    const deadline = started + cfg.drainDeadlineMs;
+    // Keep the end for the stopped event, the lease and closing NATS.
+    const streamsDeadline = started + Math.max(cfg.drainDeadlineMs * 0.6, cfg.drainDeadlineMs - 3_000);
+    this.#state = "draining";
+    this.#server?.stopAccepting();
+    this.logger.info({ sessions: this.registry.size, deadlineMs: cfg.drainDeadlineMs }, "draining");
+    try {
+      await this.publisher.append(
+        gatewayEvent(cfg.id, `gw-${cfg.id}-${started}-draining`, {
+          case: "gatewayDraining",
+          value: { gatewayId: cfg.id, deadlineUnixMs: BigInt(deadline), openSessions: this.registry.size },
+        }),
+        { limitMs: Math.max(500, (streamsDeadline - Date.now()) / 3) },
+      );
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, "gateway-draining event not appended");
+    }
+    const detail = `gateway ${cfg.id} is shutting down: ${reason}`;
+    for (const s of this.registry.all()) s.reconnect(detail, cfg.reconnectAfterMs);
+    await this.#waitForSessions(streamsDeadline);
+    for (const s of this.#live) s.abort(`drain deadline passed: ${detail}`);
+    await this.#waitForSessions(Math.min(deadline - 500, Date.now() + 1_000));
+    await this.#teardown(reason, deadline);
+  }
+
+  async #waitForSessions(until: number): Promise<void> {
+    while (this.#live.size > 0 && Date.now() < until) {
+      await atMost(Promise.all([...this.#live].map((s) => s.finished)), Math.max(0, until - Date.now()));
+    }
+  }
+
+  async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
+    this.#state = "stopped";
+    clearInterval(this.#logWatch);
+    this.#shutdown.abort();
+    await this.#server?.close(500);
+    this.#stopFollowing.abort();
+    await atMost(Promise.allSettled(this.#followers), 1_000);
+    if (this.#lease) {
+      try {
+        await this.publisher.append(
+          gatewayEvent(this.config.id, `gw-${this.config.id}-${Date.now()}-stopped`, {
+            case: "gatewayStopped",
+            value: { gatewayId: this.config.id, reason },
+          }),
+          { limitMs: Math.max(300, deadline - Date.now() - 700) },
+        );
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message }, "gateway-stopped event not appended");
+      }
+      await this.#lease.release();
+    }
+    if (this.#metricsServer) {
+      const srv = this.#metricsServer.server;
+      await new Promise<void>((resolve) => srv.close(() => resolve()));
+      srv.closeAllConnections();
+    }
+    await this.log.close();
+    this.logger.info({ reason }, "gateway stopped");
+  }
+}

@@ -1,0 +1,64 @@
+import { constants as h2 } from "node:http2";
+import type { TLSSocket } from "node:tls";
+import { type ContextValues, createContextKey, createContextValues } from "@connectrpc/connect";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+
+/** A request as the Node adapter hands it over (HTTP/2 here). */
+export type NodeServerRequest = Parameters<NonNullable<ConnectNodeAdapterOptions["contextValues"]>>[0];
+
+/**
+ * Who is on the other end of a stream, as the TLS layer proved it. The
+ * certificate decides who an agent is, not the message.
+ */
+export type PeerIdentity =
+  /** Plain h2c (insecure development mode): nothing was proved. */
+  | { kind: "plaintext" }
+  /** TLS without a client certificate. */
+  | { kind: "none" }
+  /** A certificate that did not verify against the client CA. */
+  | { kind: "unverified"; reason: string; commonName: string | undefined }
+  | { kind: "verified"; commonName: string };
+
+export const peerKey = createContextKey<PeerIdentity>(
+  { kind: "none" },
+  { description: "llmgw peer identity" },
+);
+
+/**
+ * Ends the HTTP/2 stream under a call. Used when a stream must go but the
+ * handler cannot finish on its own (an agent that stopped reading keeps the
+ * last write blocked by flow control).
+ */
+export const resetKey = createContextKey<() => void>(() => {}, { description: "llmgw stream reset" });
+
+/** The peer's identity from the TLS socket of a request. */
+export function peerFromRequest(req: NodeServerRequest): PeerIdentity {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate !== "function") return { kind: "plaintext" };
+  const cert = socket.getPeerCertificate();
+  if (!cert || Object.keys(cert).length === 0) return { kind: "none" };
+  const cn = firstOf(cert.subject?.CN);
+  if (socket.authorized !== true) {
+    const reason = socket.authorizationError
+      ? String(socket.authorizationError)
+      : "not signed by the client CA";
+    return { kind: "unverified", reason, commonName: cn };
+  }
+  if (cn === undefined)
+    return { kind: "unverified", reason: "the certificate has no CN", commonName: undefined };
+  return { kind: "verified", commonName: cn };
+}
+
+export function contextValuesFor(req: NodeServerRequest): ContextValues {
+  return createContextValues()
+    .set(peerKey, peerFromRequest(req))
+    .set(resetKey, () => {
+      const stream = (req as { stream?: { destroyed: boolean; close(code: number): void } }).stream;
+      if (stream && !stream.destroyed) stream.close(h2.NGHTTP2_CANCEL);
+      else req.destroy();
+    });
+}
+
+function firstOf(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,84 @@
+import { createServer, type Server } from "node:http";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { parseListen } from "./config.js";
+
+/** The gateway's Prometheus metrics, on a registry of its own (several gateways can share a process). */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly openStreams = new Gauge({
+    name: "llmgw_gateway_open_streams",
+    help: "Agent streams with an open session on this gateway",
+    registers: [this.registry],
+  });
+  readonly eventsPublished = new Counter({
+    name: "llmgw_gateway_events_published_total",
+    help: "Events acknowledged by JetStream, by kind",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  readonly publishRetries = new Counter({
+    name: "llmgw_gateway_publish_retries_total",
+    help: "Publishes retried with the same message id after the log did not answer",
+    registers: [this.registry],
+  });
+  readonly publishLatency = new Histogram({
+    name: "llmgw_gateway_publish_latency_seconds",
+    help: "Time from publish to JetStream ack, retries included",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly commandsRelayed = new Counter({
+    name: "llmgw_gateway_commands_relayed_total",
+    help: "Commands from reconciler passes queued to the agent session they address",
+    registers: [this.registry],
+  });
+  readonly commandsDropped = new Counter({
+    name: "llmgw_gateway_commands_dropped_total",
+    help: "Commands not relayed, by reason (not_held: another gateway or an older session holds the node)",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly disconnects = new Counter({
+    name: "llmgw_gateway_disconnects_total",
+    help: "Agent streams ended, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly rejected = new Counter({
+    name: "llmgw_gateway_streams_rejected_total",
+    help: "Streams refused before a session opened, by Connect code",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
+
+  /** Adds the process metrics (CPU, memory, event loop); for a gateway that owns its process. */
+  withProcessMetrics(): this {
+    collectDefaultMetrics({ register: this.registry });
+    return this;
+  }
+}
+
+/** Serves `GET /metrics` on a plain HTTP listener. */
+export async function serveMetrics(
+  metrics: GatewayMetrics,
+  listen: string,
+): Promise<{ url: string; server: Server }> {
+  const { host, port } = parseListen(listen);
+  const server = createServer((req, res) => {
+    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found; try /metrics\n");
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+      (err: Error) => res.writeHead(500, { "content-type": "text/plain" }).end(`${err.message}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address();
+  const bound = typeof addr === "object" && addr ? addr.port : port;
+  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${bound}/metrics`, server };
+}

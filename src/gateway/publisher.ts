@@ -1,0 +1,103 @@
+import type { Logger } from "pino";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { type Appended, AppendWindow, isLogError, type Log, LogError } from "../log/index.js";
+import type { GatewayMetrics } from "./metrics.js";
+
+export interface PublisherOptions {
+  /** Publishes in flight across the gateway. */
+  window: number;
+  /** Ack timeout of one attempt. */
+  timeoutMs: number;
+  /** Give up (with an `unavailable` LogError) once the log has not taken an event for this long. */
+  unavailableLimitMs: number;
+}
+
+/**
+ * The gateway's way into the log: pipelined appends through one bounded
+ * window, each retried with the same message id while the log is
+ * unreachable, so a publish whose ack was lost is stored once.
+ */
+export class Publisher {
+  readonly #window: AppendWindow;
+
+  constructor(
+    log: Log,
+    private readonly opts: PublisherOptions,
+    private readonly metrics: GatewayMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.#window = new AppendWindow(log.appender, opts.window);
+  }
+
+  get inFlight(): number {
+    return this.#window.inFlight;
+  }
+
+  /**
+   * Appends `event`, retrying while the log is unavailable, until
+   * `limitMs` (default: the configured limit) has passed or `signal` aborts.
+   * Errors other than unavailability are not retried.
+   */
+  async append(event: Event, opts: { signal?: AbortSignal; limitMs?: number } = {}): Promise<Appended> {
+    const started = performance.now();
+    const giveUpAt = started + (opts.limitMs ?? this.opts.unavailableLimitMs);
+    let delay = 50;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const timeoutMs = Math.max(100, Math.min(this.opts.timeoutMs, giveUpAt - performance.now()));
+        const r = await this.#window.append(event, { timeoutMs });
+        this.metrics.publishLatency.observe((performance.now() - started) / 1000);
+        this.metrics.eventsPublished.inc({ kind: event.body.case ?? "unknown" });
+        return r;
+      } catch (err) {
+        if (!isLogError(err, "unavailable")) throw err;
+        if (opts.signal?.aborted) throw err;
+        if (performance.now() + delay >= giveUpAt) {
+          throw new LogError(
+            "unavailable",
+            `the log did not take event ${event.id} within ${Math.round(performance.now() - started)} ms (${attempt} attempts): ${err.message}`,
+            { cause: err },
+          );
+        }
+        this.metrics.publishRetries.inc();
+        if (attempt === 1 || attempt % 20 === 0) {
+          this.logger.warn(
+            { event: event.id, attempt, err: err.message },
+            "log unavailable; retrying publish",
+          );
+        }
+        await sleep(delay, opts.signal);
+        delay = Math.min(delay * 2, 1000);
+      }
+    }
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Waits for `p`, but no longer than `ms`; leaves no timer behind. */
+export async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  const stop = new AbortController();
+  try {
+    await Promise.race([
+      p.then(
+        () => undefined,
+        () => undefined,
+      ),
+      sleep(ms, stop.signal),
+    ]);
+  } finally {
+    stop.abort();
+  }
+}

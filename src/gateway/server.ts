@@ -1,0 +1,93 @@
+import * as http2 from "node:http2";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "pino";
+import { parseListen } from "./config.js";
+import { contextValuesFor } from "./identity.js";
+
+export interface AgentServerOptions {
+  listen: string;
+  /** PEM material; without it the server speaks h2c (insecure development mode). */
+  tls: { cert: string | Buffer; key: string | Buffer; clientCa: string | Buffer } | undefined;
+  readMaxBytes: number;
+  routes: (router: ConnectRouter) => void;
+  /** Aborting it aborts every handler's signal. */
+  shutdownSignal: AbortSignal;
+  logger: Logger;
+}
+
+export interface AgentServer {
+  /** Base URL agents connect to (https://host:port or http://host:port). */
+  readonly url: string;
+  /** Accept no new connections; open ones keep running. */
+  stopAccepting(): void;
+  /** Sends GOAWAY on every connection and closes them, destroying what is left after `graceMs`. */
+  close(graceMs: number): Promise<void>;
+}
+
+/**
+ * The HTTP/2 listener of the agent protocol. TLS asks for a client
+ * certificate but does not refuse the handshake without a valid one: the
+ * stream handler refuses it with a Connect code the agent can act on
+ * (Unauthenticated), instead of a TLS alert it cannot tell from a network
+ * fault. gRPC, gRPC-Web and Connect are all served.
+ */
+export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
+  const handler = connectNodeAdapter({
+    routes: opts.routes,
+    readMaxBytes: opts.readMaxBytes,
+    shutdownSignal: opts.shutdownSignal,
+    contextValues: contextValuesFor,
+  });
+  const server = opts.tls
+    ? http2.createSecureServer(
+        {
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          ca: opts.tls.clientCa,
+          requestCert: true,
+          rejectUnauthorized: false,
+          minVersion: "TLSv1.2",
+        },
+        handler,
+      )
+    : http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+    s.on("error", (err) => opts.logger.debug({ err: err.message }, "HTTP/2 session error"));
+  });
+  server.on("tlsClientError", (err) => opts.logger.debug({ err: err.message }, "TLS handshake failed"));
+  server.on("sessionError", (err) => opts.logger.debug({ err: err.message }, "HTTP/2 session error"));
+
+  const { host, port } = parseListen(opts.listen);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  const bound = typeof addr === "object" && addr ? addr.port : port;
+  const url = `${opts.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${bound}`;
+
+  let closed: Promise<void> | undefined;
+  const stopAccepting = () => {
+    if (!closed) closed = new Promise((resolve) => server.close(() => resolve()));
+  };
+  return {
+    url,
+    stopAccepting,
+    async close(graceMs: number) {
+      stopAccepting();
+      for (const s of sessions) if (!s.closed) s.close();
+      const timer = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+      }, graceMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

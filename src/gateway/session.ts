@@ -1,0 +1,444 @@
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import {
+  type AgentMessage,
+  type ControlMessage,
+  ControlMessageSchema,
+  type Register,
+} from "../gen/llmgw/v1/agent_pb.js";
+import { type Event, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
+import { invalidIdReason, isLogError } from "../log/index.js";
+import type { GatewayConfig } from "./config.js";
+import { gatewayEvent, sessionClosed, sessionEventId, sessionOpened } from "./events.js";
+import { peerKey, resetKey } from "./identity.js";
+import type { GatewayMetrics } from "./metrics.js";
+import type { Publisher } from "./publisher.js";
+import { UsageTracker } from "./usage.js";
+import { StreamWriter } from "./writer.js";
+
+/** What a session needs from its gateway. */
+export interface SessionHost {
+  readonly config: GatewayConfig;
+  readonly publisher: Publisher;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly draining: boolean;
+  /** The session is in the log: route commands to it (and close it at once if it is already superseded). */
+  hold(session: AgentSession): void;
+  /** The session ended: route nothing more to it. */
+  release(session: AgentSession): void;
+}
+
+interface Closing {
+  reason: SessionClosed_Reason;
+  detail: string;
+  /** Ends the stream with this error; without one it ends OK after what is queued. */
+  error: ConnectError | undefined;
+}
+
+/** Pending reads are abandoned with this when the session stops reading. */
+const STOPPED = Symbol("stopped");
+/** How long a closing stream may take to finish on its own before it is reset. */
+const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * One agent stream, from the Register to the session-closed event
+ * (DESIGN §3). The handler's generator writes what the session's writer
+ * holds; a reader task turns agent messages into events, one at a time and
+ * only after the previous one is in the log, so a slow log slows the agent
+ * (HTTP/2 flow control) instead of filling memory, and the session's events
+ * are stored in the order the agent sent them.
+ */
+export class AgentSession {
+  nodeId = "";
+  sessionId = "";
+  /** Stream sequence of the session-opened event. */
+  openedSeq = 0;
+  readonly #writer: StreamWriter<ControlMessage>;
+  readonly #stopReading = new AbortController();
+  #closing: Closing | undefined;
+  #seq = 0;
+  #usage: UsageTracker | undefined;
+  #graceTimer: NodeJS.Timeout | undefined;
+  #logger: Logger;
+  readonly #finished: Promise<void>;
+  #markFinished!: () => void;
+
+  constructor(
+    private readonly host: SessionHost,
+    private readonly ctx: HandlerContext,
+  ) {
+    this.#writer = new StreamWriter(host.config.sendQueueMax);
+    this.#logger = host.logger;
+    this.#finished = new Promise((resolve) => {
+      this.#markFinished = resolve;
+    });
+  }
+
+  /** Resolves once the stream has ended and its session-closed event was attempted. */
+  get finished(): Promise<void> {
+    return this.#finished;
+  }
+
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** The handler of one Connect call: yields what is sent to the agent. */
+  async *run(requests: AsyncIterable<AgentMessage>): AsyncGenerator<ControlMessage> {
+    const it = requests[Symbol.asyncIterator]();
+    try {
+      await this.#open(it);
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      this.host.metrics.rejected.inc({ code: Code[ce.code] });
+      this.#logger.info(
+        { code: Code[ce.code], err: ce.rawMessage, node: this.nodeId || undefined },
+        "stream refused",
+      );
+      this.#markFinished();
+      throw ce;
+    }
+    const onAbort = () => this.close(SessionClosed_Reason.DISCONNECTED, "the connection ended", undefined);
+    this.ctx.signal.addEventListener("abort", onAbort, { once: true });
+    this.host.metrics.openStreams.inc();
+    this.host.hold(this);
+    const reading = this.#readLoop(it);
+    try {
+      for await (const m of this.#writer) yield m;
+    } finally {
+      this.ctx.signal.removeEventListener("abort", onAbort);
+      // The stream may end without close() (the client went away mid-write).
+      this.close(SessionClosed_Reason.DISCONNECTED, "the connection ended", undefined);
+      await reading;
+      this.host.release(this);
+      this.host.metrics.openStreams.dec();
+      await this.#appendClosed();
+      clearTimeout(this.#graceTimer);
+      this.#markFinished();
+    }
+  }
+
+  /**
+   * Queues a message for the agent. A full queue means the agent stopped
+   * reading: it is disconnected (SLOW_CONSUMER) rather than buffered for.
+   */
+  send(msg: ControlMessage): boolean {
+    const r = this.#writer.push(msg);
+    if (r === "full") {
+      const detail = `the agent is ${this.#writer.length} messages behind (send queue full); disconnected`;
+      this.close(
+        SessionClosed_Reason.SLOW_CONSUMER,
+        detail,
+        new ConnectError(detail, Code.ResourceExhausted),
+      );
+    }
+    return r === "queued";
+  }
+
+  /** A newer session for this node opened (here or on another gateway). */
+  supersede(byGateway: string): void {
+    const detail = `superseded by a newer session on gateway ${byGateway}`;
+    this.close(SessionClosed_Reason.SUPERSEDED, detail, new ConnectError(detail, Code.Aborted));
+  }
+
+  /** The gateway is draining: tell the agent to reconnect elsewhere, then end the stream. */
+  reconnect(reason: string, retryAfterMs: number): void {
+    if (this.#closing) return;
+    this.#writer.push(
+      create(ControlMessageSchema, { msg: { case: "reconnect", value: { reason, retryAfterMs } } }),
+    );
+    this.close(SessionClosed_Reason.GATEWAY_DRAINING, reason, undefined);
+  }
+
+  /** Ends the stream now, whatever it is doing (drain deadline). */
+  abort(detail: string): void {
+    this.close(SessionClosed_Reason.GATEWAY_DRAINING, detail, new ConnectError(detail, Code.Unavailable));
+    this.#writer.fail(new ConnectError(detail, Code.Unavailable));
+    this.ctx.values.get(resetKey)();
+  }
+
+  close(reason: SessionClosed_Reason, detail: string, error: ConnectError | undefined): void {
+    if (this.#closing) return;
+    this.#closing = { reason, detail, error };
+    this.#stopReading.abort();
+    if (error) this.#writer.fail(error);
+    else this.#writer.end();
+    // The last write may be stuck behind flow control of an agent that stopped reading.
+    this.#graceTimer = setTimeout(() => this.ctx.values.get(resetKey)(), CLOSE_GRACE_MS);
+    this.#graceTimer.unref();
+  }
+
+  async #open(it: AsyncIterator<AgentMessage>): Promise<void> {
+    const cfg = this.host.config;
+    const first = await this.#receive(it, cfg.registrationTimeoutMs, () => {
+      return new ConnectError(
+        `no Register within ${cfg.registrationTimeoutMs} ms of opening the stream`,
+        Code.DeadlineExceeded,
+      );
+    });
+    if (first.done) {
+      throw new ConnectError("the stream ended before a Register", Code.InvalidArgument);
+    }
+    const msg = first.value.msg;
+    if (msg.case !== "register") {
+      throw new ConnectError(
+        `the first message must be a Register, got ${msg.case ?? "an empty message"}`,
+        Code.InvalidArgument,
+      );
+    }
+    const reg = msg.value;
+    const bad = invalidIdReason(reg.nodeId, "node_id");
+    if (bad) throw new ConnectError(bad, Code.InvalidArgument);
+    const identity = this.#identify(reg.nodeId);
+    this.nodeId = reg.nodeId;
+    if (this.host.draining) {
+      throw new ConnectError(`gateway ${cfg.id} is draining; connect to another gateway`, Code.Unavailable);
+    }
+
+    this.sessionId = randomUUID();
+    this.#logger = this.host.logger.child({ node: this.nodeId, session: this.sessionId });
+    this.#seq = 1;
+    this.#usage = new UsageTracker(cfg.usageThresholdMb, reg);
+    try {
+      const r = await this.host.publisher.append(sessionOpened(cfg.id, this.sessionId, reg, identity), {
+        signal: this.ctx.signal,
+      });
+      this.openedSeq = r.seq;
+    } catch (err) {
+      throw new ConnectError(
+        `the log did not take the session; retry (possibly on another gateway): ${(err as Error).message}`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        err,
+      );
+    }
+    this.#writer.push(ack("register"));
+    this.#logger.info(
+      { gpus: reg.gpus.length, runningShards: reg.runningShards.length, identity, seq: this.openedSeq },
+      "session opened",
+    );
+  }
+
+  /** The certificate decides who the agent is, not the message. */
+  #identify(nodeId: string): "mtls" | "insecure-dev" {
+    const peer = this.ctx.values.get(peerKey);
+    switch (peer.kind) {
+      case "plaintext":
+        if (this.host.config.insecureDev) return "insecure-dev";
+        throw new ConnectError("no TLS: the agent's identity cannot be verified", Code.Unauthenticated);
+      case "none":
+        throw new ConnectError(
+          "no client certificate: an agent must present a certificate signed by the client CA whose CN is its node_id",
+          Code.Unauthenticated,
+        );
+      case "unverified":
+        throw new ConnectError(
+          `client certificate${peer.commonName ? ` (CN ${JSON.stringify(peer.commonName)})` : ""} did not verify: ${peer.reason}`,
+          Code.Unauthenticated,
+        );
+      case "verified":
+        if (peer.commonName !== nodeId) {
+          throw new ConnectError(
+            `certificate authorizes node ${JSON.stringify(peer.commonName)}, not ${JSON.stringify(nodeId)}`,
+            Code.PermissionDenied,
+          );
+        }
+        return "mtls";
+      default: {
+        const never: never = peer;
+        throw new ConnectError(`unknown peer identity ${JSON.stringify(never)}`, Code.Internal);
+      }
+    }
+  }
+
+  async #readLoop(it: AsyncIterator<AgentMessage>): Promise<void> {
+    const cfg = this.host.config;
+    const silent = () =>
+      new ConnectError(
+        `no message within the heartbeat timeout (${cfg.heartbeatTimeoutMs} ms)`,
+        Code.DeadlineExceeded,
+      );
+    for (;;) {
+      let r: IteratorResult<AgentMessage>;
+      try {
+        r = await this.#receive(it, cfg.heartbeatTimeoutMs, silent);
+      } catch (err) {
+        if (err === STOPPED) return;
+        const ce = ConnectError.from(err);
+        if (ce.code === Code.DeadlineExceeded && ce.rawMessage.startsWith("no message within")) {
+          this.close(SessionClosed_Reason.SILENT, ce.rawMessage, ce);
+        } else if (this.ctx.signal.aborted || !isProtocolError(ce)) {
+          this.close(SessionClosed_Reason.DISCONNECTED, `the stream failed: ${ce.rawMessage}`, undefined);
+        } else {
+          this.close(SessionClosed_Reason.PROTOCOL_ERROR, ce.rawMessage, ce);
+        }
+        return;
+      }
+      if (r.done) {
+        this.close(SessionClosed_Reason.DISCONNECTED, "the agent closed the stream", undefined);
+        return;
+      }
+      this.#seq++;
+      let out: { event?: Event; acked: boolean };
+      try {
+        out = this.#eventFor(r.value, this.#seq);
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        this.close(SessionClosed_Reason.PROTOCOL_ERROR, ce.rawMessage, ce);
+        return;
+      }
+      if (out.event) {
+        try {
+          await this.host.publisher.append(out.event, { signal: this.#stopReading.signal });
+        } catch (err) {
+          if (this.#stopReading.signal.aborted) return;
+          const detail = `the log did not take the agent's message: ${(err as Error).message}`;
+          if (isLogError(err, "unavailable")) {
+            this.close(
+              SessionClosed_Reason.LOG_UNAVAILABLE,
+              detail,
+              new ConnectError(detail, Code.Unavailable),
+            );
+          } else {
+            this.close(SessionClosed_Reason.PROTOCOL_ERROR, detail, new ConnectError(detail, Code.Internal));
+          }
+          return;
+        }
+      }
+      if (out.acked) this.send(ack(String(this.#seq)));
+    }
+  }
+
+  /** The event a message becomes (if any) and whether the agent gets an ack for it. */
+  #eventFor(m: AgentMessage, seq: number): { event?: Event; acked: boolean } {
+    const gw = this.host.config.id;
+    const id = sessionEventId(this.sessionId, seq);
+    const at = { nodeId: this.nodeId, sessionId: this.sessionId, sessionSeq: BigInt(seq) };
+    const msg = m.msg;
+    switch (msg.case) {
+      case "register":
+        this.#checkReregistration(msg.value);
+        this.#usage?.reset(msg.value);
+        return {
+          event: gatewayEvent(gw, id, { case: "hardwareChanged", value: { ...at, registration: msg.value } }),
+          acked: true,
+        };
+      case "heartbeat": {
+        if (!this.#usage?.observe(msg.value)) return { acked: false };
+        const value = {
+          ...at,
+          gpuMemoryUsedMb: msg.value.gpuMemoryUsedMb,
+          newProblems: msg.value.newProblems,
+        };
+        return { event: gatewayEvent(gw, id, { case: "usageChanged", value }), acked: false };
+      }
+      case "shard":
+        return {
+          event: gatewayEvent(gw, id, { case: "shardStatus", value: { ...at, status: msg.value } }),
+          acked: true,
+        };
+      case "result":
+        return {
+          event: gatewayEvent(gw, id, { case: "commandResult", value: { ...at, result: msg.value } }),
+          acked: true,
+        };
+      case undefined:
+        // A kind this gateway does not know (a newer agent) or an empty
+        // message: it keeps the session alive but is not recorded.
+        this.#logger.debug({ seq }, "message of an unknown kind ignored");
+        return { acked: false };
+      default: {
+        const never: never = msg;
+        throw new ConnectError(`unknown agent message ${JSON.stringify(never)}`, Code.Internal);
+      }
+    }
+  }
+
+  #checkReregistration(reg: Register): void {
+    if (reg.nodeId !== this.nodeId) {
+      throw new ConnectError(
+        `re-registration names node ${JSON.stringify(reg.nodeId)} but this stream is node ${JSON.stringify(this.nodeId)}`,
+        Code.InvalidArgument,
+      );
+    }
+  }
+
+  /**
+   * The next agent message, or a rejection: `timeout()` when nothing came
+   * within `timeoutMs`, STOPPED when the session stopped reading.
+   */
+  async #receive(
+    it: AsyncIterator<AgentMessage>,
+    timeoutMs: number,
+    timeout: () => ConnectError,
+  ): Promise<IteratorResult<AgentMessage>> {
+    const stop = this.#stopReading.signal;
+    if (stop.aborted) throw STOPPED;
+    let timer: NodeJS.Timeout | undefined;
+    let onStop: (() => void) | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(timeout()), timeoutMs);
+      onStop = () => reject(STOPPED);
+      stop.addEventListener("abort", onStop, { once: true });
+    });
+    try {
+      return await Promise.race([it.next().catch(asAgentFault), expired]);
+    } finally {
+      clearTimeout(timer);
+      if (onStop) stop.removeEventListener("abort", onStop);
+    }
+  }
+
+  async #appendClosed(): Promise<void> {
+    const c = this.#closing ?? {
+      reason: SessionClosed_Reason.DISCONNECTED,
+      detail: "the connection ended",
+      error: undefined,
+    };
+    const label = SessionClosed_Reason[c.reason] ?? String(c.reason);
+    this.host.metrics.disconnects.inc({ reason: label });
+    const limitMs = c.reason === SessionClosed_Reason.LOG_UNAVAILABLE ? 1_000 : 5_000;
+    try {
+      await this.host.publisher.append(
+        sessionClosed(this.host.config.id, this.nodeId, this.sessionId, c.reason, c.detail),
+        { limitMs },
+      );
+    } catch (err) {
+      // The lease, and the reconciler's expiry of this gateway's sessions,
+      // cover a close the log never heard of.
+      this.#logger.warn({ err: (err as Error).message }, "session-closed event not appended");
+    }
+    this.#logger.info({ reason: label, detail: c.detail }, "session closed");
+  }
+}
+
+/**
+ * Bytes the agent sent that do not decode are its fault: InvalidArgument,
+ * not the Internal the protocol layer reports them as.
+ */
+function asAgentFault(err: unknown): never {
+  const ce = ConnectError.from(err);
+  if (ce.code === Code.Internal && /^parse binary|envelope/.test(ce.rawMessage)) {
+    throw new ConnectError(
+      `undecodable message from the agent: ${ce.rawMessage}`,
+      Code.InvalidArgument,
+      undefined,
+      undefined,
+      ce,
+    );
+  }
+  throw ce;
+}
+
+function ack(messageId: string): ControlMessage {
+  return create(ControlMessageSchema, { msg: { case: "ack", value: { messageId, ok: true } } });
+}
+
+/** Errors reading the request stream that are the agent's fault rather than a dropped connection. */
+function isProtocolError(e: ConnectError): boolean {
+  return [Code.ResourceExhausted, Code.InvalidArgument, Code.Internal, Code.Unimplemented].includes(e.code);
+}

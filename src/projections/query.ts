@@ -1,0 +1,82 @@
+/**
+ * Read-only questions about a fleet state, shared by replay, the API and
+ * the UI. Pure: they never change the state they are given.
+ */
+import type { FleetState, ReplicaState, ShardState } from "./state.js";
+
+/** A replica's shard that runs (or is placed) on a GPU. */
+export interface GpuShard {
+  replicaId: string;
+  model: string;
+  shard: ShardState;
+}
+
+/**
+ * Which replica shards sit on each GPU of a node, by GPU index. Shards
+ * whose desired state is "stopped" still hold their GPUs until they report
+ * stopped, so they are listed too.
+ */
+export function shardsByGpu(state: FleetState, nodeId: string): Map<number, GpuShard[]> {
+  const out = new Map<number, GpuShard[]>();
+  for (const id of Object.keys(state.replicas.replicas).sort()) {
+    const r = state.replicas.replicas[id] as ReplicaState;
+    for (const s of r.shards) {
+      if (s.nodeId !== nodeId || s.state === "stopped") continue;
+      for (const g of s.gpuIndices) {
+        const list = out.get(g) ?? [];
+        list.push({ replicaId: r.replicaId, model: r.model, shard: s });
+        out.set(g, list);
+      }
+    }
+  }
+  return out;
+}
+
+export interface FleetFilter {
+  /** Only this node and the replicas with a shard on it. */
+  nodeId?: string;
+  /** Only this replica and the nodes its shards are on. */
+  replicaId?: string;
+}
+
+/**
+ * A copy of the state narrowed to a node and/or a replica. The catalog,
+ * gateways and pass bookkeeping are kept whole; nodes, replicas, commands,
+ * failures and cooldowns are narrowed.
+ */
+export function filterFleet(state: FleetState, filter: FleetFilter): FleetState {
+  if (filter.nodeId === undefined && filter.replicaId === undefined) return structuredClone(state);
+  const out = structuredClone(state);
+  const keepReplica = (r: ReplicaState) =>
+    (filter.replicaId === undefined || r.replicaId === filter.replicaId) &&
+    (filter.nodeId === undefined || r.shards.some((s) => s.nodeId === filter.nodeId));
+  const replicas = Object.values(out.replicas.replicas).filter(keepReplica);
+  const replicaIds = new Set(replicas.map((r) => r.replicaId));
+  const nodeIds = new Set<string>();
+  if (filter.nodeId !== undefined) nodeIds.add(filter.nodeId);
+  else for (const r of replicas) for (const s of r.shards) nodeIds.add(s.nodeId);
+
+  out.inventory.nodes = pick(out.inventory.nodes, (id) => nodeIds.has(id));
+  out.replicas.replicas = pick(out.replicas.replicas, (id) => replicaIds.has(id));
+  out.replicas.commands = pick(
+    out.replicas.commands,
+    (_, c) =>
+      (filter.replicaId === undefined || c.replicaId === filter.replicaId) &&
+      (filter.nodeId === undefined || c.nodeId === filter.nodeId),
+  );
+  const models = new Set(replicas.map((r) => r.model));
+  const keepPair = (p: { model: string; nodeId: string }) =>
+    nodeIds.has(p.nodeId) && (filter.replicaId === undefined || models.has(p.model));
+  out.replicas.cooldowns = pick(out.replicas.cooldowns, (_, c) => keepPair(c));
+  out.replicas.failures = pick(out.replicas.failures, (key) => {
+    const at = key.lastIndexOf("@");
+    return keepPair({ model: key.slice(0, at), nodeId: key.slice(at + 1) });
+  });
+  return out;
+}
+
+function pick<T>(rec: Record<string, T>, keep: (key: string, value: T) => boolean): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [k, v] of Object.entries(rec)) if (keep(k, v)) out[k] = v;
+  return out;
+}

@@ -1,0 +1,584 @@
+/**
+ * One simulated GPU node: holds a Connect stream to a gateway, registers,
+ * heartbeats, and runs shards as state machines driven by commands and
+ * timers. It persists nothing: what it knows lives in this object.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  type AgentMessageSchema,
+  type ControlMessage,
+  type DrainShard,
+  RegisterSchema,
+  type StartShard,
+  ShardStatus_State as State,
+  type StopShard,
+} from "../gen/llmgw/v1/agent_pb.js";
+import type { SimConfig } from "./config.js";
+import type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
+import { zeroCounters } from "./events.js";
+import type { NodeFaultPlan } from "./fault-plan.js";
+import { CRASH_ERROR, CRASH_EXIT_CODE, oomError, type ShardFault, xidProblem } from "./faults.js";
+import { type NodeHardware, nodeHardware } from "./hardware.js";
+import { Outbox } from "./outbox.js";
+import type { Rng } from "./rng.js";
+import { connectAgent, type TlsIdentity } from "./transport.js";
+
+type AgentMessageInit = MessageInitShape<typeof AgentMessageSchema>;
+
+export interface SimShard {
+  shardId: string;
+  replicaId: string;
+  model: string;
+  profile: string;
+  gpuIndices: number[];
+  state: State;
+  fault: ShardFault | undefined;
+}
+
+export interface AgentOptions {
+  nodeId: string;
+  /** 0-based place in the fleet: decides fabrics and the first gateway tried. */
+  position: number;
+  config: SimConfig;
+  faults: NodeFaultPlan;
+  rng: Rng;
+  tls: TlsIdentity | undefined;
+  emit: (e: SimEvent) => void;
+}
+
+interface Session {
+  url: string;
+  outbox: Outbox<AgentMessageInit>;
+  registered: boolean;
+  heartbeats: number;
+  abort: AbortController;
+}
+
+type Outcome =
+  | { kind: "reconnect"; retryAfterMs: number; registered: boolean }
+  | { kind: "ended"; reason: string; registered: boolean };
+
+const STATE_NAMES: Record<State, ShardStateName | "unspecified"> = {
+  [State.UNSPECIFIED]: "unspecified",
+  [State.STARTING]: "starting",
+  [State.RUNNING]: "running",
+  [State.DRAINING]: "draining",
+  [State.STOPPED]: "stopped",
+  [State.FAILED]: "failed",
+};
+
+export class SimAgent {
+  readonly nodeId: string;
+  readonly hardware: NodeHardware;
+  readonly counters: AgentCounters = zeroCounters();
+  private readonly config: SimConfig;
+  private readonly shards = new Map<string, SimShard>();
+  private readonly shardTimers = new Map<string, Set<NodeJS.Timeout>>();
+  /** Memory a leaking foreign process holds, per GPU. */
+  private readonly leakedMb: number[];
+  /** Problems per GPU; kept across reconnects because the hardware stays broken. */
+  private readonly problems: string[][];
+  private readonly pendingProblems: string[] = [];
+  private session: Session | undefined;
+  private partitioned = false;
+  private partitionScheduled = false;
+  private xidFired = false;
+  private stopped = true;
+  private restartPending = false;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private partitionTimer: NodeJS.Timeout | undefined;
+  private wake: AbortController | undefined;
+  private running: Promise<void> | undefined;
+  private lastReason = "";
+
+  constructor(private readonly opts: AgentOptions) {
+    this.nodeId = opts.nodeId;
+    this.config = opts.config;
+    this.hardware = nodeHardware(opts.nodeId, opts.position, opts.config);
+    this.leakedMb = this.hardware.gpus.map(() => 0);
+    this.problems = this.hardware.gpus.map(() => []);
+  }
+
+  /**
+   * Engines that were already running on the machine before this agent
+   * process started (the agent persists nothing; it finds them on the host).
+   * They are reported running in the first registration. Call before start().
+   */
+  preload(shards: ReadonlyArray<Omit<SimShard, "state" | "fault">>): void {
+    for (const s of shards) {
+      const gpus = s.gpuIndices.filter((i) => i >= 0 && i < this.hardware.gpus.length);
+      this.shards.set(s.shardId, { ...s, gpuIndices: gpus, state: State.RUNNING, fault: undefined });
+    }
+  }
+
+  /** Starts connecting; returns at once (the agent reconnects on its own until stopped). */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), this.config.heartbeatMs);
+    this.running = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.heartbeatTimer);
+    clearTimeout(this.partitionTimer);
+    for (const id of [...this.shardTimers.keys()]) this.clearShardTimers(id);
+    this.session?.abort.abort();
+    this.wake?.abort();
+    await this.running;
+  }
+
+  /**
+   * Restarts the agent process: the stream drops and a new one registers at
+   * once. `keepShards` is an agent-only restart (engines survive and are
+   * reported running); otherwise the machine came back empty.
+   */
+  restart(opts: { keepShards: boolean }): void {
+    if (!opts.keepShards) {
+      for (const id of [...this.shards.keys()]) this.clearShardTimers(id);
+      this.shards.clear();
+      this.leakedMb.fill(0);
+    }
+    this.counters.restarts++;
+    this.opts.emit({ type: "restarted", nodeId: this.nodeId, keepShards: opts.keepShards });
+    this.restartPending = true;
+    this.session?.abort.abort();
+    this.wake?.abort();
+  }
+
+  get connected(): boolean {
+    return this.session?.registered === true && !this.partitioned;
+  }
+
+  get isPartitioned(): boolean {
+    return this.partitioned;
+  }
+
+  get url(): string | undefined {
+    return this.session?.url;
+  }
+
+  /** Why the last stream ended, for operators. */
+  get lastDisconnectReason(): string {
+    return this.lastReason;
+  }
+
+  shard(id: string): SimShard | undefined {
+    const s = this.shards.get(id);
+    return s && { ...s, gpuIndices: [...s.gpuIndices] };
+  }
+
+  shardList(): SimShard[] {
+    return [...this.shards.keys()].map((id) => this.shard(id)!);
+  }
+
+  /** Memory in use per GPU, in MiB: pre-allocated KV caches of serving shards plus any leak. */
+  memoryUsedMb(): number[] {
+    return this.hardware.gpus.map((g) => {
+      let used = this.leakedMb[g.index] ?? 0;
+      for (const s of this.shards.values()) {
+        if ((s.state === State.RUNNING || s.state === State.DRAINING) && s.gpuIndices.includes(g.index))
+          used += Math.round(g.memoryTotalMb * this.config.kvCacheFraction);
+      }
+      return Math.min(used, g.memoryTotalMb);
+    });
+  }
+
+  // --- connection loop -----------------------------------------------------
+
+  private async run(): Promise<void> {
+    const urls = this.config.gateways;
+    let next = this.opts.position % urls.length;
+    let failures = 0;
+    let first = true;
+    while (!this.stopped) {
+      if (!first) this.counters.reconnects++;
+      first = false;
+      const url = urls[next % urls.length]!;
+      const outcome = await this.connectOnce(url);
+      if (this.stopped) break;
+      this.lastReason = outcome.kind === "reconnect" ? "gateway asked to reconnect" : outcome.reason;
+      this.opts.emit({ type: "disconnected", nodeId: this.nodeId, url, reason: this.lastReason });
+      if (this.restartPending) {
+        // A fresh process: back to its first gateway, no backoff.
+        this.restartPending = false;
+        this.partitioned = false;
+        next = this.opts.position % urls.length;
+        failures = 0;
+        continue;
+      }
+      // On any failure or request, the next gateway in the list.
+      next++;
+      failures = outcome.registered ? 0 : failures + 1;
+      let delay = this.backoff(failures);
+      if (outcome.kind === "reconnect") delay = Math.max(delay, outcome.retryAfterMs);
+      if (this.partitioned) delay = Math.max(delay, this.config.partitionHealMs);
+      await this.sleep(delay);
+      this.partitioned = false;
+    }
+  }
+
+  private backoff(failures: number): number {
+    const { reconnectMinMs: min, reconnectMaxMs: max } = this.config;
+    const ceiling = Math.min(max, min * 2 ** Math.min(failures, 20));
+    // Jitter spreads a fleet that lost its gateway at the same moment.
+    return Math.round(ceiling * (0.5 + this.opts.rng() * 0.5));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopped || this.restartPending || ms <= 0) return Promise.resolve();
+    const wake = new AbortController();
+    this.wake = wake;
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      wake.signal.addEventListener("abort", () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  private async connectOnce(url: string): Promise<Outcome> {
+    const session: Session = {
+      url,
+      outbox: new Outbox(),
+      registered: false,
+      heartbeats: 0,
+      abort: new AbortController(),
+    };
+    this.session = session;
+    this.opts.emit({ type: "connecting", nodeId: this.nodeId, url });
+    const conn = connectAgent(url, this.config.protocol, this.opts.tls);
+    let ackTimedOut = false;
+    const ackTimer = setTimeout(() => {
+      ackTimedOut = true;
+      session.abort.abort();
+    }, this.config.ackTimeoutMs);
+    session.outbox.push({ msg: { case: "register", value: this.registration() } });
+    try {
+      for await (const m of conn.client.connect(session.outbox, { signal: session.abort.signal })) {
+        // A partitioned node hears nothing either.
+        if (this.partitioned) continue;
+        if (m.msg.case === "reconnect") {
+          return {
+            kind: "reconnect",
+            retryAfterMs: m.msg.value.retryAfterMs,
+            registered: session.registered,
+          };
+        }
+        if (m.msg.case === "ack" && !session.registered && m.msg.value.messageId === "register") {
+          if (!m.msg.value.ok) {
+            return { kind: "ended", reason: `registration refused: ${m.msg.value.error}`, registered: false };
+          }
+          clearTimeout(ackTimer);
+          session.registered = true;
+          this.counters.registrations++;
+          this.opts.emit({ type: "registered", nodeId: this.nodeId, url });
+          this.schedulePartition();
+          continue;
+        }
+        if (session.registered) this.onControl(m);
+      }
+      return { kind: "ended", reason: "gateway closed the stream", registered: session.registered };
+    } catch (err) {
+      const reason = ackTimedOut
+        ? `no registration ack within ${this.config.ackTimeoutMs} ms`
+        : this.restartPending
+          ? "agent restarted"
+          : err instanceof Error
+            ? err.message
+            : String(err);
+      return { kind: "ended", reason, registered: session.registered };
+    } finally {
+      clearTimeout(ackTimer);
+      session.outbox.close();
+      session.abort.abort();
+      conn.close();
+      if (this.session === session) this.session = undefined;
+    }
+  }
+
+  private registration() {
+    const used = this.memoryUsedMb();
+    return create(RegisterSchema, {
+      nodeId: this.nodeId,
+      agentVersion: this.config.agentVersion,
+      gpus: this.hardware.gpus.map((g) => ({
+        index: g.index,
+        uuid: g.uuid,
+        product: g.product,
+        memoryTotalMb: BigInt(g.memoryTotalMb),
+        memoryUsedMb: BigInt(used[g.index] ?? 0),
+        problems: [...(this.problems[g.index] ?? [])],
+      })),
+      fabrics: this.hardware.fabrics.map((f) => ({ ...f, gpuIndices: [...f.gpuIndices] })),
+      // Empty means "running nothing", and is sent as such.
+      runningShards: [...this.shards.values()].map((s) => ({
+        shardId: s.shardId,
+        replicaId: s.replicaId,
+        model: s.model,
+        profile: s.profile,
+        gpuIndices: [...s.gpuIndices],
+        state: s.state,
+      })),
+      labels: { ...this.config.labels },
+    });
+  }
+
+  /** Sends on the current stream when registered and reachable; false when the message was lost. */
+  private send(msg: AgentMessageInit): boolean {
+    const s = this.session;
+    if (!s?.registered || this.partitioned) return false;
+    return s.outbox.push(msg);
+  }
+
+  private schedulePartition(): void {
+    if (!this.opts.faults.nodeFaults.has("partition") || this.partitionScheduled) return;
+    this.partitionScheduled = true;
+    this.partitionTimer = setTimeout(() => {
+      // Silent from now on; the stream stays open until the gateway gives up on it.
+      this.partitioned = true;
+      this.opts.emit({ type: "partitioned", nodeId: this.nodeId });
+    }, this.config.partitionAfterMs);
+  }
+
+  private heartbeat(): void {
+    const faults = this.opts.faults.nodeFaults;
+    if (faults.has("leak")) {
+      for (let i = 0; i < this.leakedMb.length; i++) this.leakedMb[i]! += this.config.leakMbPerHeartbeat;
+    }
+    const s = this.session;
+    if (!s?.registered || this.partitioned) return;
+    // The gateway is not reading (HTTP/2 flow control): a heartbeat queued behind
+    // unsent ones says nothing new, so the queue does not grow with time.
+    if (s.outbox.pending > 0) return;
+    if (faults.has("xid") && !this.xidFired && s.heartbeats >= this.config.xidAfterHeartbeats) this.fireXid();
+    s.heartbeats++;
+    const sent = this.send({
+      msg: {
+        case: "heartbeat",
+        value: {
+          gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
+          newProblems: this.pendingProblems.splice(0),
+        },
+      },
+    });
+    if (sent) this.counters.heartbeatsSent++;
+  }
+
+  private fireXid(): void {
+    this.xidFired = true;
+    const gpu = this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)];
+    if (!gpu) return;
+    const problem = xidProblem(gpu.index, gpu.uuid);
+    this.problems[gpu.index]!.push(problem);
+    this.pendingProblems.push(problem);
+    this.opts.emit({ type: "problem", nodeId: this.nodeId, problem });
+    // The engine on a GPU that fell off the bus dies with it.
+    for (const shard of [...this.shards.values()]) {
+      if (shard.gpuIndices.includes(gpu.index)) {
+        this.finish(shard, State.FAILED, {
+          error: `CUDA error: unspecified launch failure (${problem})`,
+          exitCode: 1,
+        });
+      }
+    }
+  }
+
+  // --- commands --------------------------------------------------------------
+
+  private onControl(m: ControlMessage): void {
+    switch (m.msg.case) {
+      case "start":
+        this.counters.commandsReceived++;
+        this.onStart(m.msg.value);
+        return;
+      case "stop":
+        this.counters.commandsReceived++;
+        this.onStop(m.msg.value);
+        return;
+      case "drain":
+        this.counters.commandsReceived++;
+        this.onDrain(m.msg.value);
+        return;
+      case "ack":
+      case "reconnect":
+      case undefined:
+        return;
+      default: {
+        const never: never = m.msg;
+        throw new Error(`unhandled control message ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private result(command: "start" | "stop" | "drain", commandId: string, shardId: string, error?: string) {
+    const ok = error === undefined;
+    this.send({ msg: { case: "result", value: { commandId, ok, error: error ?? "" } } });
+    this.opts.emit({
+      type: "command",
+      nodeId: this.nodeId,
+      command,
+      commandId,
+      shardId,
+      ok,
+      ...(error === undefined ? {} : { error }),
+    });
+  }
+
+  private onStart(cmd: StartShard): void {
+    const existing = this.shards.get(cmd.shardId);
+    if (existing) {
+      // A re-issued start for a shard already here: accepted, and its state repeated.
+      this.result("start", cmd.commandId, cmd.shardId);
+      this.status(existing);
+      return;
+    }
+    const bad = cmd.gpuIndices.find((i) => i >= this.hardware.gpus.length);
+    if (bad !== undefined || cmd.gpuIndices.length === 0) {
+      const why =
+        bad === undefined
+          ? "no GPU indices given"
+          : `GPU index ${bad} does not exist (the node has ${this.hardware.gpus.length})`;
+      this.result("start", cmd.commandId, cmd.shardId, why);
+      return;
+    }
+    const shard: SimShard = {
+      shardId: cmd.shardId,
+      replicaId: cmd.replicaId,
+      model: cmd.model,
+      profile: cmd.profile,
+      gpuIndices: [...cmd.gpuIndices],
+      state: State.STARTING,
+      fault: this.opts.faults.shardFault(),
+    };
+    this.shards.set(shard.shardId, shard);
+    this.result("start", cmd.commandId, cmd.shardId);
+    this.status(shard);
+    const { startDelayMs, failAfterMs, crashAfterMs, gpuMemoryMb, kvCacheFraction } = this.config;
+    switch (shard.fault) {
+      case "hang":
+        return; // Stuck loading weights until someone stops it.
+      case "fail": {
+        const { error, output } = oomError(shard.gpuIndices[0]!, gpuMemoryMb, kvCacheFraction);
+        this.after(shard, Math.min(failAfterMs, startDelayMs), () =>
+          this.finish(shard, State.FAILED, { error, exitCode: 1, output }),
+        );
+        return;
+      }
+      case "crash-loop":
+        this.after(shard, startDelayMs, () => {
+          this.transition(shard, State.RUNNING);
+          this.after(shard, crashAfterMs, () =>
+            this.finish(shard, State.FAILED, {
+              error: CRASH_ERROR,
+              exitCode: CRASH_EXIT_CODE,
+              output: `${CRASH_ERROR}\nAborted (core dumped)`,
+            }),
+          );
+        });
+        return;
+      case undefined:
+        this.after(shard, startDelayMs, () => this.transition(shard, State.RUNNING));
+        return;
+      default: {
+        const never: never = shard.fault;
+        throw new Error(`unhandled fault ${String(never)}`);
+      }
+    }
+  }
+
+  private onStop(cmd: StopShard): void {
+    const shard = this.shards.get(cmd.shardId);
+    if (!shard) {
+      this.result("stop", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
+      return;
+    }
+    this.result("stop", cmd.commandId, cmd.shardId);
+    this.finish(shard, State.STOPPED, { exitCode: 0 });
+  }
+
+  private onDrain(cmd: DrainShard): void {
+    const shard = this.shards.get(cmd.shardId);
+    if (!shard) {
+      this.result("drain", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
+      return;
+    }
+    this.result("drain", cmd.commandId, cmd.shardId);
+    if (shard.state === State.DRAINING) return;
+    this.clearShardTimers(shard.shardId);
+    this.transition(shard, State.DRAINING);
+    const deadline = Number(cmd.deadlineUnixMs);
+    const untilDeadline = deadline > 0 ? Math.max(0, deadline - Date.now()) : Number.POSITIVE_INFINITY;
+    this.after(shard, Math.min(this.config.drainMs, untilDeadline), () =>
+      this.finish(shard, State.STOPPED, { exitCode: 0 }),
+    );
+  }
+
+  // --- shard state -------------------------------------------------------------
+
+  private after(shard: SimShard, ms: number, fn: () => void): void {
+    let timers = this.shardTimers.get(shard.shardId);
+    if (!timers) {
+      timers = new Set();
+      this.shardTimers.set(shard.shardId, timers);
+    }
+    const t = setTimeout(() => {
+      timers.delete(t);
+      // The shard may have been stopped or replaced since.
+      if (this.shards.get(shard.shardId) === shard) fn();
+    }, ms);
+    timers.add(t);
+  }
+
+  private clearShardTimers(shardId: string): void {
+    for (const t of this.shardTimers.get(shardId) ?? []) clearTimeout(t);
+    this.shardTimers.delete(shardId);
+  }
+
+  private transition(shard: SimShard, state: State): void {
+    shard.state = state;
+    this.status(shard);
+  }
+
+  /** The engine exited: the shard leaves the node and its memory is released. */
+  private finish(
+    shard: SimShard,
+    state: State.STOPPED | State.FAILED,
+    exit: { error?: string; exitCode: number; output?: string },
+  ): void {
+    this.clearShardTimers(shard.shardId);
+    this.shards.delete(shard.shardId);
+    shard.state = state;
+    if (state === State.FAILED) this.counters.failures++;
+    this.status(shard, exit);
+  }
+
+  private status(shard: SimShard, exit?: { error?: string; exitCode: number; output?: string }): void {
+    const sent = this.send({
+      msg: {
+        case: "shard",
+        value: {
+          replicaId: shard.replicaId,
+          shardId: shard.shardId,
+          state: shard.state,
+          error: exit?.error ?? "",
+          exitCode: exit?.exitCode ?? 0,
+          lastOutput: exit?.output ?? "",
+        },
+      },
+    });
+    if (sent) this.counters.statusesSent++;
+    const name = STATE_NAMES[shard.state];
+    if (name === "unspecified") return;
+    this.opts.emit({
+      type: "status",
+      nodeId: this.nodeId,
+      shardId: shard.shardId,
+      state: name,
+      sent,
+      ...(exit?.error ? { error: exit.error } : {}),
+    });
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Named faults a simulated node can suffer. Shard faults change what happens
+ * to a started shard; node faults change what the node itself reports.
+ */
+
+export const SHARD_FAULTS = ["fail", "crash-loop", "hang"] as const;
+export const NODE_FAULTS = ["leak", "partition", "xid"] as const;
+export const FAULT_NAMES = [...SHARD_FAULTS, ...NODE_FAULTS] as const;
+
+export type ShardFault = (typeof SHARD_FAULTS)[number];
+export type NodeFault = (typeof NODE_FAULTS)[number];
+export type FaultName = (typeof FAULT_NAMES)[number];
+
+/** Other names operators reach for first. */
+const ALIASES: Record<string, FaultName> = { oom: "fail", crashloop: "crash-loop" };
+
+/** One `--fault` entry: a fault for every node (subject to the fault rate) or for one node. */
+export interface FaultSpec {
+  name: FaultName;
+  node?: string;
+}
+
+/** Parses `name` or `name@node-id`; undefined when the name is not a known fault. */
+export function parseFaultSpec(text: string): FaultSpec | undefined {
+  const at = text.indexOf("@");
+  const rawName = (at < 0 ? text : text.slice(0, at)).trim();
+  const name = ALIASES[rawName] ?? (FAULT_NAMES as readonly string[]).find((n) => n === rawName);
+  if (!name) return undefined;
+  if (at < 0) return { name: name as FaultName };
+  const node = text.slice(at + 1).trim();
+  return node ? { name: name as FaultName, node } : undefined;
+}
+
+export function isShardFault(name: FaultName): name is ShardFault {
+  return (SHARD_FAULTS as readonly string[]).includes(name);
+}
+
+/** What the engine prints when CUDA runs out of memory at start-up (another process holds the card). */
+export function oomError(
+  gpuIndex: number,
+  totalMb: number,
+  kvFraction: number,
+): { error: string; output: string } {
+  const totalGiB = (totalMb / 1024).toFixed(2);
+  const error =
+    `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU ${gpuIndex} has a total ` +
+    `capacity of ${totalGiB} GiB of which 1.21 GiB is free. Process 41377 has ${(Number(totalGiB) - 1.21).toFixed(2)} ` +
+    `GiB memory in use.`;
+  const output = [
+    "INFO Loading model weights took 14.9 GiB",
+    `INFO gpu_memory_utilization=${kvFraction}`,
+    "ERROR Engine core initialization failed.",
+    error,
+  ].join("\n");
+  return { error, output };
+}
+
+/** What a crash-looping engine leaves behind. */
+export const CRASH_ERROR = "engine exited unexpectedly: RuntimeError: NCCL error: unhandled system error";
+export const CRASH_EXIT_CODE = 134;
+
+/** The Xid a failing GPU reports; the GPU must leave service. */
+export function xidProblem(gpuIndex: number, uuid: string): string {
+  return `Xid 79: GPU has fallen off the bus (GPU ${gpuIndex}, ${uuid})`;
+}

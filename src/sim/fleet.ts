@@ -1,0 +1,141 @@
+/**
+ * A fleet of simulated agents in one process: the library behind `llmgw sim`,
+ * and what tests and benchmarks run in-process.
+ */
+import { EventEmitter } from "node:events";
+import { ShardStatus_State as State } from "../gen/llmgw/v1/agent_pb.js";
+import { SimAgent } from "./agent.js";
+import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
+import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
+import { planFaults } from "./fault-plan.js";
+import { nodeIds } from "./ids.js";
+import { seededRng } from "./rng.js";
+import { loadTlsIdentity } from "./transport.js";
+
+export interface FleetSummary {
+  nodes: number;
+  connected: number;
+  partitioned: number;
+  starting: number;
+  running: number;
+  draining: number;
+  /** Shards that failed since the fleet started. */
+  failed: number;
+  reconnects: number;
+}
+
+export class SimFleet {
+  readonly config: SimConfig;
+  private readonly agents = new Map<string, SimAgent>();
+  private readonly emitter = new EventEmitter();
+  private restartTimer: NodeJS.Timeout | undefined;
+  private started = false;
+
+  /** Validates the configuration; throws SimConfigError naming each bad field. */
+  constructor(config: SimConfigInput) {
+    this.config = parseSimConfig(config);
+    // Many listeners (one per waiting test, the CLI) are normal here.
+    this.emitter.setMaxListeners(0);
+  }
+
+  /** Reads every node's certificates (unless insecure), then connects all agents. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    const c = this.config;
+    const rng = seededRng(c.seed);
+    const ids = nodeIds(c.nodes, c.nodePrefix);
+    const tls = c.insecureDev ? [] : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
+    ids.forEach((nodeId, position) => {
+      const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
+      this.agents.set(
+        nodeId,
+        new SimAgent({
+          nodeId,
+          position,
+          config: c,
+          faults: planFaults(c, nodeId, nodeRng),
+          rng: nodeRng,
+          tls: tls[position],
+          emit: (e) => this.emitter.emit("event", e),
+        }),
+      );
+    });
+    for (const [nodeId, shards] of Object.entries(c.runningShards)) this.agents.get(nodeId)?.preload(shards);
+    this.started = true;
+    for (const a of this.agents.values()) a.start();
+    if (c.restartEveryMs > 0 && ids.length > 0) {
+      this.restartTimer = setInterval(() => {
+        const id = ids[Math.floor(rng() * ids.length)]!;
+        this.restartNode(id);
+      }, c.restartEveryMs);
+    }
+  }
+
+  /** Closes every stream and waits for the agents to finish. */
+  async stop(): Promise<void> {
+    clearInterval(this.restartTimer);
+    await Promise.all([...this.agents.values()].map((a) => a.stop()));
+  }
+
+  node(id: string): SimAgent | undefined {
+    return this.agents.get(id);
+  }
+
+  nodes(): SimAgent[] {
+    return [...this.agents.values()];
+  }
+
+  /** Restarts one node; `keepShards` defaults to the configured restart mode. */
+  restartNode(id: string, opts: { keepShards?: boolean } = {}): void {
+    const agent = this.agents.get(id);
+    if (!agent) throw new RangeError(`no simulated node ${JSON.stringify(id)}`);
+    agent.restart({ keepShards: opts.keepShards ?? this.config.restartMode === "keep" });
+  }
+
+  on(listener: (e: SimEvent) => void): () => void {
+    this.emitter.on("event", listener);
+    return () => this.emitter.off("event", listener);
+  }
+
+  counters(): AgentCounters {
+    const sum = zeroCounters();
+    for (const a of this.agents.values()) {
+      for (const k of Object.keys(sum) as (keyof AgentCounters)[]) sum[k] += a.counters[k];
+    }
+    return sum;
+  }
+
+  summary(): FleetSummary {
+    const s: FleetSummary = {
+      nodes: this.agents.size,
+      connected: 0,
+      partitioned: 0,
+      starting: 0,
+      running: 0,
+      draining: 0,
+      failed: 0,
+      reconnects: 0,
+    };
+    for (const a of this.agents.values()) {
+      if (a.connected) s.connected++;
+      if (a.isPartitioned) s.partitioned++;
+      s.failed += a.counters.failures;
+      s.reconnects += a.counters.reconnects;
+      for (const shard of a.shardList()) {
+        if (shard.state === State.STARTING) s.starting++;
+        else if (shard.state === State.RUNNING) s.running++;
+        else if (shard.state === State.DRAINING) s.draining++;
+      }
+    }
+    return s;
+  }
+}
+
+/** The CLI's periodic one-line summary. */
+export function formatSummary(s: FleetSummary): string {
+  const partitioned = s.partitioned > 0 ? ` (${s.partitioned} partitioned)` : "";
+  return (
+    `nodes ${s.connected}/${s.nodes} connected${partitioned} · shards ${s.running} running, ` +
+    `${s.starting} starting, ${s.draining} draining, ${s.failed} failed · ${s.reconnects} reconnects`
+  );
+}

@@ -1,0 +1,249 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import type { Gateway } from "../../src/gateway/index.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { codeOf, TestAgent } from "../support/agent.js";
+import { makeTestCerts, type TestCerts } from "../support/certs.js";
+import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { h100Registration } from "../support/sample-events.js";
+
+describe("gateway: NATS restarted under connected agents", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let certs: TestCerts;
+  before(async () => {
+    server = await startServer();
+    certs = makeTestCerts();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  it("loses no acknowledged event and stores none twice; relaying resumes", async () => {
+    const stream = uniqueStream("GWFAULT");
+    const prefix = `t${rand()}.evt`;
+    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    const agents: TestAgent[] = [];
+    try {
+      gw = await startTestGateway({
+        nats: server.url,
+        stream,
+        prefix,
+        certs,
+        publishTimeoutMs: 1_000,
+        logUnavailableLimitMs: 60_000,
+        heartbeatTimeoutMs: 60_000,
+      });
+      for (let i = 1; i <= 3; i++) {
+        const node = `gpu-fault-${i}`;
+        agents.push(
+          await TestAgent.connect({
+            baseUrl: gw.url,
+            tls: { ca: certs.ca, ...certs.client(node) },
+            registration: h100Registration(node),
+            autoAnswer: true,
+          }),
+        );
+      }
+      // Each agent reports in bursts and remembers what was acked.
+      const acked = new Map<string, number[]>(agents.map((a) => [a.nodeId, []]));
+      let restarted = false;
+      let roundsAfter = 0;
+      const burst = async (a: TestAgent, n: number) => {
+        const seqs: number[] = [];
+        for (let i = 0; i < n; i++) {
+          seqs.push(a.shardStatus({ shardId: `s-${a.sent}`, state: ShardStatus_State.RUNNING }));
+        }
+        for (const s of seqs) {
+          await a.waitForAck(s, 60_000);
+          acked.get(a.nodeId)!.push(s);
+        }
+      };
+      const load = (async () => {
+        while (!restarted || roundsAfter < 3) {
+          await Promise.all(agents.map((a) => burst(a, 20)));
+          if (restarted) roundsAfter++;
+        }
+      })();
+      // Let some traffic flow, then restart the server on the same port and store.
+      await waitForLog(log, (rs) => rs.length > 30, "traffic before the restart");
+      await server.restart();
+      restarted = true;
+      await load;
+
+      // Commands still reach agents after the restart: the relay follower survived.
+      const records = await waitForLog(log, (rs) => rs.length > 0, "the log after the restart");
+      const sessions = new Map<string, string>();
+      for (const r of records) {
+        if (r.event.body.case === "sessionOpened")
+          sessions.set(r.event.body.value.nodeId, r.event.body.value.sessionId);
+      }
+      const target = agents[0]!;
+      await log.append(
+        create(EventSchema, {
+          id: "pass-after-restart",
+          timeUnixMs: BigInt(Date.now()),
+          writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
+          body: {
+            case: "reconcilePass",
+            value: {
+              commands: [
+                {
+                  commandId: "cmd-after",
+                  nodeId: target.nodeId,
+                  sessionId: sessions.get(target.nodeId)!,
+                  action: {
+                    case: "drain",
+                    value: { shardId: "s-1", deadlineUnixMs: BigInt(Date.now() + 60_000) },
+                  },
+                },
+              ],
+            },
+          },
+        }),
+      );
+      await target.waitFor((m) => m.msg.case === "drain", { timeoutMs: 30_000 });
+
+      for (const a of agents) assert.equal(codeOf(await a.close()), "OK");
+      const all = await waitForLog(
+        log,
+        (rs) => rs.filter((r) => r.event.body.case === "sessionClosed").length === agents.length,
+        "every session closed",
+      );
+      // No event id twice, and no (session, seq) twice.
+      const ids = all.map((r) => r.event.id);
+      assert.equal(new Set(ids).size, ids.length, "an event was stored twice");
+      const perSession = new Set<string>();
+      for (const r of all) {
+        const b = r.event.body;
+        if (b.case === "shardStatus" || b.case === "commandResult" || b.case === "usageChanged") {
+          const key = `${b.value.sessionId}/${b.value.sessionSeq}`;
+          assert.ok(!perSession.has(key), `${key} stored twice`);
+          perSession.add(key);
+        }
+      }
+      // Every acknowledged message is in the log.
+      for (const a of agents) {
+        const session = sessions.get(a.nodeId)!;
+        const got = new Set(ids.filter((id) => id.startsWith(`${session}-`)));
+        const seqs = acked.get(a.nodeId)!;
+        assert.ok(seqs.length > 60, `${a.nodeId} got ${seqs.length} acks`);
+        for (const s of seqs)
+          assert.ok(got.has(`${session}-${s}`), `${a.nodeId} message ${s} was acked but is not in the log`);
+      }
+      const closed = all.filter((r) => r.event.body.case === "sessionClosed").map((r) => r.event.body);
+      for (const c of closed)
+        assert.ok(c.case === "sessionClosed" && c.value.reason === SessionClosed_Reason.DISCONNECTED);
+    } finally {
+      for (const a of agents) a.abort();
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+
+  it("disconnects an agent that stops reading its commands (slow consumer)", async () => {
+    const stream = uniqueStream("GWSLOW");
+    const prefix = `t${rand()}.evt`;
+    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    let agent: TestAgent | undefined;
+    try {
+      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, sendQueueMax: 8 });
+      const node = "gpu-slow-1";
+      agent = await TestAgent.connect({
+        baseUrl: gw.url,
+        tls: { ca: certs.ca, ...certs.client(node) },
+        registration: h100Registration(node),
+      });
+      agent.pauseReading();
+      const session = (await readAll(log)).map((r) => r.event.body).find((b) => b.case === "sessionOpened");
+      assert.ok(session?.case === "sessionOpened");
+      // Big commands fill the HTTP/2 window quickly, then the send queue.
+      const args = ["--max-model-len", "x".repeat(16 * 1024)];
+      for (let p = 0; p < 40 && !agent.done && gw.registry.size > 0; p++) {
+        await log.append(
+          create(EventSchema, {
+            id: `pass-slow-${p}`,
+            timeUnixMs: BigInt(Date.now()),
+            writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
+            body: {
+              case: "reconcilePass",
+              value: {
+                commands: Array.from({ length: 4 }, (_, i) => ({
+                  commandId: `c-${p}-${i}`,
+                  nodeId: node,
+                  sessionId: session.value.sessionId,
+                  action: { case: "start" as const, value: { shardId: `s-${p}-${i}`, engineArgs: args } },
+                })),
+              },
+            },
+          }),
+        );
+      }
+      const records = await waitForLog(
+        log,
+        (rs) => rs.some((r) => r.event.body.case === "sessionClosed"),
+        "the slow consumer's session closed",
+      );
+      const closed = records.find((r) => r.event.body.case === "sessionClosed")?.event.body;
+      assert.ok(closed?.case === "sessionClosed");
+      assert.equal(closed.value.reason, SessionClosed_Reason.SLOW_CONSUMER);
+      assert.match(closed.value.detail, /messages behind/);
+      const dropped = await gw.metrics.disconnects.get();
+      assert.equal(dropped.values.find((v) => v.labels.reason === "SLOW_CONSUMER")?.value, 1);
+    } finally {
+      agent?.abort();
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+
+  it("closes streams with Unavailable when the log stays unreachable past the limit", async () => {
+    const stream = uniqueStream("GWDOWN");
+    const prefix = `t${rand()}.evt`;
+    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    const agents: TestAgent[] = [];
+    try {
+      gw = await startTestGateway({
+        nats: server.url,
+        stream,
+        prefix,
+        certs,
+        publishTimeoutMs: 500,
+        logUnavailableLimitMs: 1_500,
+        heartbeatTimeoutMs: 60_000,
+      });
+      for (const node of ["gpu-down-1", "gpu-down-2"]) {
+        agents.push(
+          await TestAgent.connect({
+            baseUrl: gw.url,
+            tls: { ca: certs.ca, ...certs.client(node) },
+            registration: h100Registration(node),
+          }),
+        );
+      }
+      await server.stop();
+      // One agent has something to record, the other is idle: both go.
+      agents[0]!.shardStatus({ shardId: "s", state: ShardStatus_State.FAILED, error: "CUDA out of memory" });
+      for (const a of agents) {
+        const err = await a.ended;
+        assert.equal(codeOf(err), "Unavailable", String(err));
+      }
+      const rejected = await gw.metrics.disconnects.get();
+      assert.equal(rejected.values.find((v) => v.labels.reason === "LOG_UNAVAILABLE")?.value, 2);
+    } finally {
+      for (const a of agents) a.abort();
+      if (!server.running) await server.restart();
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+});

@@ -1,0 +1,232 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import type { Gateway } from "../../src/gateway/index.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
+import { makeTestCerts, type TestCerts } from "../support/certs.js";
+import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { h100Registration } from "../support/sample-events.js";
+
+/** Appends a reconciler pass carrying one start command, as the reconciler would. */
+async function appendStart(log: Log, nodeId: string, sessionId: string, commandId: string) {
+  return await log.append(
+    create(EventSchema, {
+      id: `pass-${commandId}`,
+      timeUnixMs: BigInt(Date.now()),
+      writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
+      body: {
+        case: "reconcilePass",
+        value: {
+          leaderId: "rec-test",
+          trigger: "events",
+          commands: [
+            {
+              commandId,
+              nodeId,
+              sessionId,
+              attempt: 1,
+              action: {
+                case: "start",
+                value: {
+                  shardId: `${commandId}-s0`,
+                  replicaId: "llama-70b-r1",
+                  model: "llama-3.3-70b",
+                  profile: "tp4",
+                  gpuIndices: [4, 5, 6, 7],
+                  worldSize: 1,
+                },
+              },
+            },
+          ],
+        },
+      },
+    }),
+  );
+}
+
+export function sessionOf(records: LogRecord[], nodeId: string): string {
+  const opened = records.filter(
+    (r) => r.event.body.case === "sessionOpened" && r.event.body.value.nodeId === nodeId,
+  );
+  const last = opened.at(-1)?.event.body;
+  if (last?.case !== "sessionOpened") throw new Error(`no session opened for ${nodeId}`);
+  return last.value.sessionId;
+}
+
+describe("gateway: one agent stream through the real log", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let certs: TestCerts;
+  before(async () => {
+    server = await startServer();
+    certs = makeTestCerts();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  async function withGateway(
+    fn: (gw: Gateway, log: Log) => Promise<void>,
+    over: Parameters<typeof startTestGateway>[0] extends infer T ? Partial<T> : never = {},
+  ) {
+    const stream = uniqueStream("GW");
+    const prefix = `t${rand()}.evt`;
+    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    try {
+      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, ...over });
+      await fn(gw, log);
+    } finally {
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  }
+
+  const agentTls = (node: string) => ({ ca: certs.ca, ...certs.client(node) });
+
+  for (const protocol of ["connect", "grpc", "grpc-web"] as Protocol[]) {
+    it(`registers, reports, receives a command and answers it (${protocol})`, () =>
+      withGateway(async (gw, log) => {
+        const node = `gpu-${protocol}-a1`;
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          protocol,
+          tls: agentTls(node),
+          registration: h100Registration(node, [{ shard: "sh-1", replica: "r-1", gpus: [0, 1, 2, 3] }]),
+          autoAnswer: true,
+        });
+        try {
+          agent.heartbeat({ gpuMemoryUsedMb: Array(8).fill(100n) });
+          const st = agent.shardStatus({
+            replicaId: "r-1",
+            shardId: "sh-1",
+            state: ShardStatus_State.RUNNING,
+          });
+          await agent.waitForAck(st);
+          const sessionId = sessionOf(await readAll(log), node);
+          await appendStart(log, node, sessionId, `cmd-${protocol}`);
+          const cmd = await agent.waitFor((m) => m.msg.case === "start");
+          assert.equal(cmd.msg.case === "start" && cmd.msg.value.commandId, `cmd-${protocol}`);
+          await waitForLog(
+            log,
+            (rs) => rs.some((r) => r.event.body.case === "commandResult"),
+            "the command result",
+          );
+          assert.equal(codeOf(await agent.close()), "OK");
+          const records = await waitForLog(
+            log,
+            (rs) => rs.some((r) => r.event.body.case === "sessionClosed"),
+            "the session closed",
+          );
+          assert.deepEqual(
+            records.map((r) => r.event.body.case),
+            [
+              "gatewayStarted",
+              "sessionOpened",
+              "shardStatus",
+              "reconcilePass",
+              "commandResult",
+              "sessionClosed",
+            ],
+          );
+          const opened = records[1]!.event.body;
+          assert.ok(opened.case === "sessionOpened");
+          assert.equal(opened.value.identity, "mtls");
+          assert.equal(opened.value.gatewayId, gw.config.id);
+          assert.deepEqual(
+            opened.value.registration?.runningShards.map((s) => s.shardId),
+            ["sh-1"],
+          );
+          assert.equal(records[1]!.event.id, `${sessionId}-1`);
+          // The heartbeat (message 2) stayed within the threshold: no event, but it took its sequence.
+          assert.equal(records[2]!.event.id, `${sessionId}-3`);
+          const result = records[4]!.event.body;
+          assert.ok(result.case === "commandResult");
+          assert.equal(result.value.result?.commandId, `cmd-${protocol}`);
+          assert.equal(result.value.sessionSeq, 4n);
+          const closed = records[5]!.event.body;
+          assert.ok(closed.case === "sessionClosed");
+          assert.equal(closed.value.reason, SessionClosed_Reason.DISCONNECTED);
+        } finally {
+          agent.abort();
+        }
+      }));
+  }
+
+  it("records an agent running nothing as an empty running-shards list", () =>
+    withGateway(
+      async (gw, log) => {
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          tls: agentTls("gpu-idle-1"),
+          registration: h100Registration("gpu-idle-1", []),
+        });
+        try {
+          const records = await readAll(log);
+          const opened = records.find((r) => r.event.body.case === "sessionOpened")?.event.body;
+          assert.ok(opened?.case === "sessionOpened");
+          assert.equal(opened.value.nodeId, "gpu-idle-1");
+          assert.ok(opened.value.registration, "the registration is in the event");
+          assert.deepEqual(opened.value.registration.runningShards, []);
+          assert.equal(opened.value.registration.gpus.length, 8);
+          // The Prometheus endpoint shows the open stream.
+          assert.ok(gw.metricsUrl);
+          const text = await (await fetch(gw.metricsUrl)).text();
+          assert.match(text, /^llmgw_gateway_open_streams 1$/m);
+          assert.match(text, /^llmgw_gateway_events_published_total\{kind="sessionOpened"\} 1$/m);
+          assert.match(text, /llmgw_gateway_publish_latency_seconds_bucket/);
+        } finally {
+          agent.abort();
+        }
+      },
+      { metricsListen: "127.0.0.1:0" },
+    ));
+
+  it("appends usage only past the threshold or on a new problem; silence closes the session", () =>
+    withGateway(
+      async (gw, log) => {
+        const node = "gpu-usage-1";
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          tls: agentTls(node),
+          registration: h100Registration(node, []),
+        });
+        try {
+          const mib = (n: number) => Array(8).fill(BigInt(n));
+          agent.heartbeat({ gpuMemoryUsedMb: mib(500) }); // 2: within 1024 of 0
+          agent.heartbeat({ gpuMemoryUsedMb: mib(1000) }); // 3: within
+          agent.heartbeat({ gpuMemoryUsedMb: mib(72_000) }); // 4: engine loaded: usage
+          agent.heartbeat({ gpuMemoryUsedMb: mib(72_500) }); // 5: within
+          agent.heartbeat({ newProblems: ["Xid 79: GPU has fallen off the bus"] }); // 6: problem
+          agent.heartbeat({ newProblems: ["Xid 79: GPU has fallen off the bus"] }); // 7: known
+          const st = agent.shardStatus({ shardId: "x", state: ShardStatus_State.STOPPED }); // 8
+          await agent.waitForAck(st);
+          // Then the agent goes silent.
+          const err = await agent.ended;
+          assert.equal(codeOf(err), "DeadlineExceeded");
+          const records = await waitForLog(
+            log,
+            (rs) => rs.some((r) => r.event.body.case === "sessionClosed"),
+            "the silent close",
+          );
+          const session = sessionOf(records, node);
+          const usage = records.filter((r) => r.event.body.case === "usageChanged");
+          assert.deepEqual(
+            usage.map((r) => r.event.id),
+            [`${session}-4`, `${session}-6`],
+          );
+          const closed = records.at(-1)?.event.body;
+          assert.ok(closed?.case === "sessionClosed");
+          assert.equal(closed.value.reason, SessionClosed_Reason.SILENT);
+          assert.equal(gw.registry.size, 0);
+        } finally {
+          agent.abort();
+        }
+      },
+      { heartbeatTimeoutMs: 1_500 },
+    ));
+});

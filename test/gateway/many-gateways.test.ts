@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import type { Gateway } from "../../src/gateway/index.js";
+import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { codeOf, TestAgent } from "../support/agent.js";
+import { makeTestCerts, type TestCerts } from "../support/certs.js";
+import { rand, readAll, startTestGateway, waitForLog, waitUntil } from "../support/gateway.js";
+import { h100Registration } from "../support/sample-events.js";
+
+function stopPass(id: string, commands: Array<{ commandId: string; nodeId: string; sessionId: string }>) {
+  return create(EventSchema, {
+    id,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
+    body: {
+      case: "reconcilePass",
+      value: {
+        leaderId: "rec-test",
+        commands: commands.map((c) => ({
+          ...c,
+          attempt: 1,
+          action: { case: "stop" as const, value: { shardId: `${c.commandId}-shard` } },
+        })),
+      },
+    },
+  });
+}
+
+describe("gateway: newest session wins across gateways", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let certs: TestCerts;
+  before(async () => {
+    server = await startServer();
+    certs = makeTestCerts();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  it("moves an agent from gateway A to B: A aborts naming B, commands reach only B's session", async () => {
+    const stream = uniqueStream("GWMANY");
+    const prefix = `t${rand()}.evt`;
+    const leaseBucket = `leases_${rand()}`;
+    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    const gws: Gateway[] = [];
+    const agents: TestAgent[] = [];
+    try {
+      const common = { nats: server.url, stream, prefix, certs, leaseBucket };
+      const a = await startTestGateway({ ...common, id: "gw-a" });
+      gws.push(a);
+      const b = await startTestGateway({ ...common, id: "gw-b" });
+      gws.push(b);
+      const node = "gpu-move-1";
+      const tls = { ca: certs.ca, ...certs.client(node) };
+      const onA = await TestAgent.connect({ baseUrl: a.url, tls, registration: h100Registration(node) });
+      agents.push(onA);
+      const other = await TestAgent.connect({
+        baseUrl: a.url,
+        tls: { ca: certs.ca, ...certs.client("gpu-stay-1") },
+        registration: h100Registration("gpu-stay-1"),
+        autoAnswer: true,
+      });
+      agents.push(other);
+      const oldSession = (await readAll(log))
+        .map((r) => r.event.body)
+        .find((b) => b.case === "sessionOpened" && b.value.nodeId === node);
+      assert.ok(oldSession?.case === "sessionOpened");
+
+      // The agent reconnects through gateway B.
+      const onB = await TestAgent.connect({
+        baseUrl: b.url,
+        tls,
+        registration: h100Registration(node),
+        autoAnswer: true,
+      });
+      agents.push(onB);
+      const err = await onA.ended;
+      assert.equal(codeOf(err), "Aborted");
+      assert.match(String(err), /superseded by a newer session on gateway gw-b/);
+
+      const records = await waitForLog(
+        log,
+        (rs) => rs.some((r) => r.event.body.case === "sessionClosed" && r.event.body.value.nodeId === node),
+        "the superseded session closed",
+      );
+      const opened = records
+        .map((r) => r.event.body)
+        .filter((x) => x.case === "sessionOpened" && x.value.nodeId === node);
+      assert.equal(opened.length, 2);
+      const newSession = opened[1]!.value as { sessionId: string; gatewayId: string };
+      assert.equal(newSession.gatewayId, "gw-b");
+      const closed = records.find((r) => r.event.body.case === "sessionClosed")?.event.body;
+      assert.ok(closed?.case === "sessionClosed");
+      assert.equal(closed.value.sessionId, oldSession.value.sessionId);
+      assert.equal(closed.value.gatewayId, "gw-a");
+      assert.equal(closed.value.reason, SessionClosed_Reason.SUPERSEDED);
+      await waitUntil(() => a.registry.forNode(node).length === 0, "A lets go of the node");
+
+      // A pass addressing both sessions: only the current one, held by B, gets its command.
+      await log.append(
+        stopPass("pass-1", [
+          { commandId: "cmd-old", nodeId: node, sessionId: oldSession.value.sessionId },
+          { commandId: "cmd-new", nodeId: node, sessionId: newSession.sessionId },
+        ]),
+      );
+      await onB.waitFor((m) => m.msg.case === "stop");
+      await waitForLog(
+        log,
+        (rs) => rs.some((r) => r.event.body.case === "commandResult"),
+        "B's agent's command result",
+      );
+      assert.deepEqual(
+        onB.commands().map((c) => c.value.commandId),
+        ["cmd-new"],
+      );
+      assert.equal((await a.metrics.commandsRelayed.get()).values[0]?.value ?? 0, 0);
+      assert.equal((await b.metrics.commandsRelayed.get()).values[0]?.value, 1);
+      const droppedByA = (await a.metrics.commandsDropped.get()).values.find(
+        (v) => v.labels.reason === "not_held",
+      );
+      assert.equal(droppedByA?.value, 2);
+      // A still serves its other agent.
+      assert.equal(other.done, false);
+      await other.waitForAck(other.shardStatus({ shardId: "still-here" }));
+    } finally {
+      for (const ag of agents) ag.abort();
+      for (const g of gws) await g.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+
+  it("closes an older session on the same gateway too", async () => {
+    const stream = uniqueStream("GWSAME");
+    const prefix = `t${rand()}.evt`;
+    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    let gw: Gateway | undefined;
+    const agents: TestAgent[] = [];
+    try {
+      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, id: "gw-one" });
+      const node = "gpu-twice-1";
+      const tls = { ca: certs.ca, ...certs.client(node) };
+      const first = await TestAgent.connect({ baseUrl: gw.url, tls, registration: h100Registration(node) });
+      agents.push(first);
+      const second = await TestAgent.connect({ baseUrl: gw.url, tls, registration: h100Registration(node) });
+      agents.push(second);
+      const err = await first.ended;
+      assert.equal(codeOf(err), "Aborted");
+      assert.match(String(err), /gateway gw-one/);
+      assert.equal(second.done, false);
+    } finally {
+      for (const ag of agents) ag.abort();
+      await gw?.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+});
