@@ -1,8 +1,9 @@
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { LogError } from "../log/index.js";
 import { registerApi } from "./commands/api.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
+import { registerDev } from "./commands/dev.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
@@ -15,23 +16,29 @@ import { registerReplicas } from "./commands/replicas.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
+import { applyConfigFile } from "./config-file.js";
 
 const program = new Command("llmgw")
   .description(
     "Control plane of an LLM-serving GPU fleet, event-sourced on NATS JetStream.\n" +
-      "Every command that talks to NATS takes --nats URL (env LLMGW_NATS_URL, default nats://127.0.0.1:4222).",
+      "Every command that talks to NATS takes --nats URL (env LLMGW_NATS_URL, default nats://127.0.0.1:4222).\n" +
+      "Settings come from --config-file (YAML/JSON; keys are flags in camelCase, per command section), then\n" +
+      "the environment, then flags: each overrides the one before.",
   )
+  .addOption(
+    new Option("--config-file <file>", "configuration file for any command (see docs/configuration.md)").env(
+      "LLMGW_CONFIG_FILE",
+    ),
+  )
+  .hook("preAction", (_program, actionCommand) => {
+    applyConfigFile(program, actionCommand, program.opts<{ configFile?: string }>().configFile);
+  })
   .version("0.1.0")
   .showHelpAfterError()
   .exitOverride();
 
 // Processes
-registerNotBuilt(
-  program,
-  "dev",
-  "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine",
-  "the main-job issue",
-);
+registerDev(program);
 registerGateway(program);
 registerReconciler(program);
 registerApi(program);
