@@ -42,6 +42,21 @@ export function prefixOption(): Option {
     .default(DEFAULT_PREFIX);
 }
 
+/** `--stream-replicas N` (env LLMGW_STREAM_REPLICAS): 1 in development, 3 in production. */
+export function streamReplicasOption(): Option {
+  return new Option(
+    "--stream-replicas <n>",
+    "replicas of the log stream and of the KV buckets beside it, when this process creates them (3 in production)",
+  )
+    .env("LLMGW_STREAM_REPLICAS")
+    .default(1)
+    .argParser((v: string) => {
+      if (!/^[1-5]$/.test(v))
+        throw new CliError(`--stream-replicas must be an integer from 1 to 5, got ${JSON.stringify(v)}`);
+      return Number(v);
+    });
+}
+
 /** Parses a non-negative integer flag, naming the flag when it is not one. */
 export function intArg(flag: string) {
   return (value: string): number => {

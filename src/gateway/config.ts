@@ -46,6 +46,8 @@ export const GatewayConfigSchema = z
     nats: z.string().default(DEFAULT_NATS_URL),
     stream: z.string().default(DEFAULT_STREAM),
     prefix: z.string().default(DEFAULT_PREFIX),
+    /** Replicas of the stream and the lease bucket when this gateway creates them. */
+    streamReplicas: z.int().min(1).max(5).default(1),
     /** A stream with no message for this long is closed as silent. */
     heartbeatTimeoutMs: ms(15_000),
     /** A stream must register within this long after it opens. */

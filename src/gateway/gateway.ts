@@ -68,6 +68,7 @@ export class Gateway implements SessionHost {
       clientName: `llmgw-gateway ${config.id}`,
       name: config.stream,
       prefix: config.prefix,
+      replicas: config.streamReplicas,
     });
     const publisher = new Publisher(
       log,
@@ -120,6 +121,7 @@ export class Gateway implements SessionHost {
       ttlMs: cfg.leaseTtlMs,
       info: { gatewayId: cfg.id, listen: this.url, version: cfg.version, startedAtMs: Date.now() },
       logger: this.logger,
+      replicas: cfg.streamReplicas,
     });
     // Commands and session openings from here on; sessions held by this
     // gateway can only open after this point.

@@ -31,11 +31,15 @@ export class GatewayLease {
 
   static async acquire(
     nc: NatsConnection,
-    opts: { bucket: string; ttlMs: number; info: LeaseInfo; logger: Logger },
+    opts: { bucket: string; ttlMs: number; info: LeaseInfo; logger: Logger; replicas?: number },
   ): Promise<GatewayLease> {
     let kv: KV;
     try {
-      kv = await new Kvm(nc).create(opts.bucket, { ttl: opts.ttlMs, history: 1 });
+      kv = await new Kvm(nc).create(opts.bucket, {
+        ttl: opts.ttlMs,
+        history: 1,
+        replicas: opts.replicas ?? 1,
+      });
     } catch (err) {
       throw LogError.from(err, `opening the lease bucket ${opts.bucket}`);
     }

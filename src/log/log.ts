@@ -28,6 +28,8 @@ export class Log {
     readonly jsm: JetStreamManager,
     readonly stream: string,
     prefix: string,
+    /** Replicas of the stream, also used for the KV buckets processes create beside it. */
+    readonly replicas = 1,
   ) {
     this.subjects = new Subjects(prefix);
     this.appender = new LogAppender(js, stream, prefix);
@@ -76,7 +78,7 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
     const jsm = await jetstreamManager(nc);
     if (opts.ensure !== false) await ensureStream(jsm, cfg);
     const js = jetstream(nc);
-    return new Log(nc, js, jsm, cfg.name, cfg.prefix);
+    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas);
   } catch (err) {
     await nc.close();
     throw LogError.from(err, "opening the log");

@@ -3,7 +3,7 @@ import { type Command, Option } from "commander";
 import { pino } from "pino";
 import { openLog } from "../../log/index.js";
 import { type AuthMode, checkAuth, startApi } from "../../operator/index.js";
-import { CliError, natsOption, prefixOption, streamOption } from "../common.js";
+import { CliError, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
 
 interface ApiCommandFlags {
   listen: string;
@@ -12,6 +12,7 @@ interface ApiCommandFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  streamReplicas: number;
   logLevel: string;
 }
 
@@ -41,6 +42,7 @@ export function registerApi(program: Command): void {
     .option("--dev", "development: no token, loopback only")
     .addOption(natsOption())
     .addOption(streamOption())
+    .addOption(streamReplicasOption())
     .addOption(prefixOption())
     .addOption(
       new Option("--log-level <level>", "log level")
@@ -64,6 +66,7 @@ export function registerApi(program: Command): void {
         clientName: "llmgw-api",
         name: flags.stream,
         prefix: flags.subjectPrefix,
+        replicas: flags.streamReplicas,
       });
       let server: Awaited<ReturnType<typeof startApi>>;
       try {

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
 import { Gateway, type GatewayConfigInput, GatewayMetrics, parseGatewayConfig } from "../../gateway/index.js";
-import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import { CliError, intArg, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
 
 interface GatewayFlags {
   id: string;
@@ -14,6 +14,7 @@ interface GatewayFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  streamReplicas: number;
   heartbeatTimeout: number;
   registrationTimeout: number;
   readMaxBytes: number;
@@ -55,6 +56,7 @@ export function registerGateway(program: Command): void {
     .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(streamReplicasOption())
     .addOption(ms("--heartbeat-timeout", "HEARTBEAT_TIMEOUT_MS", "close a stream silent this long", 15_000))
     .addOption(
       ms("--registration-timeout", "REGISTRATION_TIMEOUT_MS", "a stream must register within", 10_000),
@@ -128,6 +130,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     nats: f.nats,
     stream: f.stream,
     prefix: f.subjectPrefix,
+    streamReplicas: f.streamReplicas,
     heartbeatTimeoutMs: f.heartbeatTimeout,
     registrationTimeoutMs: f.registrationTimeout,
     readMaxBytes: f.readMaxBytes,

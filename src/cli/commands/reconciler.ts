@@ -13,11 +13,20 @@ import {
   ReconcilerRunner,
   RunnerMetrics,
 } from "../../reconciler/runner/index.js";
-import { CliError, EXIT, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import {
+  CliError,
+  EXIT,
+  intArg,
+  natsOption,
+  prefixOption,
+  streamOption,
+  streamReplicasOption,
+} from "../common.js";
 
 interface ReconcilerFlags {
   nats: string;
   stream: string;
+  streamReplicas: number;
   subjectPrefix: string;
   id: string;
   config?: string;
@@ -45,6 +54,7 @@ export function registerReconciler(program: Command): void {
     .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(streamReplicasOption())
     .addOption(
       new Option("--id <id>", "this reconciler's id, recorded in its passes")
         .env(env("ID"))
@@ -124,6 +134,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
     clientName: `llmgw-reconciler ${flags.id}`,
     name: flags.stream,
     prefix: flags.subjectPrefix,
+    replicas: flags.streamReplicas,
   });
   // Undone in reverse order on the way out.
   const cleanup: Array<() => unknown> = [() => log.close()];
@@ -147,6 +158,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
       key: flags.leaseKey,
       holderId: flags.id,
       ttlMs: flags.leaseTtlMs,
+      replicas: log.replicas,
     });
     if (lease.ttlMs !== flags.leaseTtlMs) {
       logger.warn(

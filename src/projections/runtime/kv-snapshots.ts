@@ -78,7 +78,7 @@ export async function openKvSnapshotStore<S>(
       if (!exists) return undefined;
       kv = await kvm.open(bucket);
     } else {
-      kv = await kvm.create(bucket, { history: 1 });
+      kv = await kvm.create(bucket, { history: 1, replicas: log.replicas });
     }
   } catch (err) {
     throw LogError.from(err, `opening snapshot bucket ${bucket}`);

@@ -1,0 +1,117 @@
+/**
+ * docker-compose.yml cannot run on machines without a Docker engine, so it is
+ * checked here instead: its shape (a 3-node JetStream cluster, two gateways
+ * behind a load balancer, two reconcilers, the API, a simulated fleet), and
+ * that every llmgw command, flag and LLMGW_* variable it uses exists in the
+ * real CLI (each command's --help is asked).
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { parse } from "yaml";
+import { z } from "zod";
+import { runCli } from "../support/cli.js";
+
+const ROOT = join(import.meta.dirname, "../..");
+
+const service = z.object({
+  image: z.string().optional(),
+  build: z.union([z.string(), z.object({ context: z.string() })]).optional(),
+  command: z.array(z.string()).optional(),
+  environment: z.record(z.string(), z.string()).optional(),
+  volumes: z.array(z.string()).optional(),
+  ports: z.array(z.string()).optional(),
+  depends_on: z.unknown().optional(),
+  restart: z.string().optional(),
+  user: z.string().optional(),
+});
+const compose = z.object({
+  services: z.record(z.string(), service),
+  volumes: z.record(z.string(), z.unknown()).optional(),
+});
+
+function load() {
+  const doc = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true });
+  return compose.parse(Object.fromEntries(Object.entries(doc).filter(([k]) => !k.startsWith("x-"))));
+}
+
+describe("docker-compose.yml", () => {
+  it("describes the production shape", () => {
+    const { services } = load();
+    const names = Object.keys(services);
+    for (const n of [
+      "nats-1",
+      "nats-2",
+      "nats-3",
+      "gateway-1",
+      "gateway-2",
+      "lb",
+      "reconciler-1",
+      "reconciler-2",
+      "api",
+      "sim",
+      "certs",
+    ]) {
+      assert.ok(names.includes(n), `no service ${n}`);
+    }
+    for (const n of ["nats-1", "nats-2", "nats-3"]) {
+      const cmd = services[n]!.command ?? [];
+      assert.ok(cmd.includes("--jetstream"), `${n} runs without JetStream`);
+      const routes = cmd[cmd.indexOf("--routes") + 1] ?? "";
+      const others = ["nats-1", "nats-2", "nats-3"].filter((o) => o !== n);
+      for (const o of others) assert.match(routes, new RegExp(`${o}:6222`), `${n} has no route to ${o}`);
+      assert.match(services[n]!.image ?? "", /^nats:2\.(1\d|[2-9]\d)/, `${n} must run nats-server >= 2.10`);
+    }
+    const natsUrl = services["api"]!.environment?.["LLMGW_NATS_URL"] ?? "";
+    for (const n of ["nats-1", "nats-2", "nats-3"]) assert.match(natsUrl, new RegExp(n));
+    assert.equal(services["api"]!.environment?.["LLMGW_STREAM_REPLICAS"], "3");
+    const haproxy = readFileSync(join(ROOT, "deploy/haproxy.cfg"), "utf8");
+    for (const g of ["gateway-1", "gateway-2"]) {
+      const listen = (services[g]!.command ?? [])[(services[g]!.command ?? []).indexOf("--listen") + 1] ?? "";
+      const port = listen.split(":").pop();
+      assert.match(
+        haproxy,
+        new RegExp(`server ${g} ${g}:${port}`),
+        `the load balancer does not reach ${g} on ${port}`,
+      );
+    }
+    assert.match((services["sim"]!.command ?? []).join(" "), /--gateway https:\/\/lb:8443/);
+  });
+
+  it("uses only llmgw commands, flags and variables that exist", async () => {
+    const { services } = load();
+    const llmgw = Object.entries(services).filter(
+      ([, s]) => s.build !== undefined || s.image === "llmgw:dev",
+    );
+    assert.ok(llmgw.length >= 7);
+    const help = new Map<string, string>();
+    for (const [name, s] of llmgw) {
+      const cmd = s.command ?? [];
+      const sub = cmd[0];
+      assert.ok(sub, `${name} has no command`);
+      if (!help.has(sub)) {
+        const r = await runCli([sub, "--help"]);
+        assert.equal(r.code, 0, `llmgw ${sub} --help failed: ${r.stderr}`);
+        // Help wraps lines; compare on single spaces.
+        help.set(sub, r.stdout.replace(/\s+/g, " "));
+      }
+      const text = help.get(sub)!;
+      for (const flag of cmd.filter((a) => a.startsWith("--"))) {
+        assert.match(text, new RegExp(`${flag}\\b`), `${name}: llmgw ${sub} has no ${flag}`);
+      }
+      for (const v of Object.keys(s.environment ?? {})) {
+        assert.match(text, new RegExp(`env: ${v}\\b`), `${name}: llmgw ${sub} reads no ${v}`);
+      }
+    }
+  });
+
+  it("builds an image from files that exist", () => {
+    const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
+    const copies = [...dockerfile.matchAll(/^COPY\s+(.+)\s+\S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+    assert.ok(copies.length > 0);
+    for (const c of copies)
+      assert.ok(existsSync(join(ROOT, c)), `Dockerfile copies ${c}, which does not exist`);
+    assert.match(dockerfile, /ENTRYPOINT \["node", "\/app\/bin\/llmgw\.js"\]/);
+  });
+});
