@@ -64,9 +64,24 @@ export class Log {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Drains the connection (in-flight publishes and subscriptions finish),
+   * but never waits more than `drainTimeoutMs`: a server that stopped
+   * answering must not keep a process from exiting.
+   */
+  async close(drainTimeoutMs = 5000): Promise<void> {
     if (this.nc.isClosed()) return;
-    await this.nc.drain().catch(() => this.nc.close());
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), drainTimeoutMs);
+    });
+    const drained = this.nc.drain().then(
+      () => "drained" as const,
+      () => "failed" as const,
+    );
+    const outcome = await Promise.race([drained, timedOut]);
+    clearTimeout(timer);
+    if (outcome !== "drained" && !this.nc.isClosed()) await this.nc.close().catch(() => {});
   }
 }
 
