@@ -60,6 +60,17 @@ export class LiveGateways {
     if (kv) {
       const keys = await kv.keys();
       for await (const k of keys) next.add(k);
+      // A listing can miss a key that is being renewed at that moment (with one
+      // revision kept, the old message is gone before the listing reaches it
+      // and the new one arrives after it ended). Dropping a live gateway makes
+      // the leader expire every session it holds, so a key is only dropped once
+      // a direct read confirms it is gone. Ids known from the watch meanwhile
+      // are checked the same way.
+      for (const id of this.#ids) {
+        if (next.has(id)) continue;
+        const e = await kv.get(id);
+        if (e && e.operation === "PUT") next.add(id);
+      }
     }
     this.#set(next);
     this.#loaded = true;
