@@ -2,10 +2,13 @@ import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
+import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNotBuilt } from "./commands/not-built.js";
+import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerSim } from "./commands/sim.js";
+import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
 
 const program = new Command("llmgw")
@@ -25,25 +28,15 @@ registerNotBuilt(
   "the main-job issue",
 );
 registerGateway(program);
-registerNotBuilt(program, "reconciler", "run a reconciler (one leads)", "the reconciler issue");
+registerReconciler(program);
 registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
 registerSim(program);
 registerCerts(program);
 // Reading the log
 registerEvents(program);
 registerReplay(program);
-registerNotBuilt(
-  program,
-  "explain",
-  "the decisions that touched a replica or a node",
-  "the reconciler issue",
-);
-registerNotBuilt(
-  program,
-  "what-if",
-  "re-run placement over recorded history with another config",
-  "the reconciler issue",
-);
+registerExplain(program);
+registerWhatIf(program);
 // Operating
 registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
 registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");

@@ -6,10 +6,12 @@ import { evolveReplicas, initialReplicas } from "./replicas.js";
 import type { FleetState } from "./state.js";
 
 /**
- * Version 2: stop/drain commands of a pass that also removes or fails their
- * replica keep the replica's id (version 1 recorded "").
+ * 2: replicas record when their drain started (drainStartedMs).
+ * 3: stop/drain commands of a pass that also removes or fails their replica
+ *    keep the replica's id (earlier versions recorded "").
+ * 4: both of the above together (the two lines of work were numbered apart).
  */
-export const FLEET_SCHEMA_VERSION = 3;
+export const FLEET_SCHEMA_VERSION = 4;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

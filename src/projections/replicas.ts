@@ -44,6 +44,7 @@ function newReplica(replicaId: string, model: string, seq: number): ReplicaState
     replacedBy: "",
     pendingReason: "",
     drainReason: "",
+    drainStartedMs: 0,
     restarts: 0,
     backoffUntilMs: 0,
     lastChangeSeq: seq,
@@ -238,6 +239,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         if (!r) break;
         r.phase = "draining";
         r.drainReason = k.value.reason;
+        r.drainStartedMs = Number(pass.nowUnixMs);
         if (k.value.replacementId) r.replacedBy = k.value.replacementId;
         for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
         r.lastChangeSeq = meta.seq;

@@ -186,6 +186,8 @@ export interface ReplicaState {
   pendingReason: string;
   /** Why it is draining, or "". */
   drainReason: string;
+  /** The decision time of the pass that started (or last restated) its drain (ms); 0 while not draining. The drain deadline counts from it. */
+  drainStartedMs: number;
   /** Starts after failures (crash loops back off). */
   restarts: number;
   /** No new start before this time (ms); 0 = none. */

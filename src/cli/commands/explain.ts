@@ -1,0 +1,78 @@
+/**
+ * `llmgw explain replica <id>` / `llmgw explain node <id>`: the reconciler
+ * decisions (and commands) that touched it, read from the log up to --at.
+ */
+import { type Command, Option } from "commander";
+import type { LogRecord } from "../../log/index.js";
+import {
+  formatTouches,
+  type RecordedPass,
+  type Touch,
+  touchingNode,
+  touchingReplica,
+} from "../../reconciler/index.js";
+import { CliError } from "../common.js";
+import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
+
+interface ExplainFlags extends LogFlags {
+  at?: string;
+  json?: boolean;
+}
+
+/** `--at` is a sequence (digits) or a time (anything Date.parse reads, e.g. 2026-05-28T20:00:00Z). */
+export function parseAt(at: string | undefined): { untilSeq?: number; untilTimeMs?: number } {
+  if (at === undefined) return {};
+  if (/^\d+$/.test(at)) return { untilSeq: Number(at) };
+  const t = Date.parse(at);
+  if (Number.isNaN(t))
+    throw new CliError(`--at must be a sequence number or a time, got ${JSON.stringify(at)}`);
+  return { untilTimeMs: t };
+}
+
+export async function readPasses(flags: LogFlags, at: string | undefined): Promise<RecordedPass[]> {
+  const { untilSeq, untilTimeMs } = parseAt(at);
+  const log = await openLogForReading(flags, "llmgw-explain");
+  const passes: RecordedPass[] = [];
+  try {
+    const records: AsyncIterable<LogRecord> = log.read({
+      subjects: [log.subjects.reconciler],
+      ...(untilSeq !== undefined ? { untilSeq } : {}),
+    });
+    for await (const r of records) {
+      if (untilTimeMs !== undefined && r.timeMs > untilTimeMs) break;
+      if (r.event.body.case !== "reconcilePass") continue;
+      passes.push({ seq: r.seq, timeMs: r.timeMs, pass: r.event.body.value });
+    }
+  } finally {
+    await log.close();
+  }
+  return passes;
+}
+
+function explainSubcommand(what: "replica" | "node", select: (p: RecordedPass[], id: string) => Touch[]) {
+  return async (id: string, flags: ExplainFlags) => {
+    const touches = select(await readPasses(flags, flags.at), id);
+    if (flags.json) process.stdout.write(`${JSON.stringify({ [what]: id, decisions: touches }, null, 2)}\n`);
+    else process.stdout.write(formatTouches(`${what} ${id}`, touches));
+  };
+}
+
+export function registerExplain(program: Command): void {
+  const explain = program.command("explain").description("the decisions that touched a replica or a node");
+  const common = (cmd: Command) =>
+    withLogOptions(cmd)
+      .addOption(new Option("--at <seq|time>", "read the log only up to this sequence or time"))
+      .option("--json", "print JSON");
+  common(
+    explain
+      .command("replica <id>")
+      .description(
+        "decisions about a replica, its shards and its commands (why it sits where it does, or waits)",
+      ),
+  ).action(explainSubcommand("replica", touchingReplica));
+  common(
+    explain
+      .command("node <id>")
+      .description("decisions about a node: liveness, adoption, shards placed on it, commands"),
+  ).action(explainSubcommand("node", touchingNode));
+}

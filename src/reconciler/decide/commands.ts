@@ -1,0 +1,104 @@
+/**
+ * Commands without a result in time are sent again, with the same id (the
+ * agent treats a repeat as the same request), while still wanted: the
+ * session they were for is still current and the shard still needs what the
+ * command asks. A command for a session that is gone is not re-issued; the
+ * node's next session is re-planned from its adoption.
+ */
+import { create } from "@bufbuild/protobuf";
+import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
+import type { CommandState, ShardState } from "../../projections/index.js";
+import { currentSession, decision, finished, sortedValues } from "./messages.js";
+import type { Pass } from "./pass.js";
+
+export function reissueCommands(pass: Pass): void {
+  const { retryBaseMs, retryMaxMs } = pass.config;
+  for (const c of sortedValues(pass.work.replicas.commands)) {
+    if (c.deadlineMs > pass.nowMs) continue;
+    if (currentSession(pass, c.nodeId) !== c.sessionId) continue;
+    const cmd = rebuild(pass, c);
+    if (!cmd) continue;
+    const attempt = c.attempt + 1;
+    const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** (c.attempt - 1));
+    const deadline = pass.nowMs + wait;
+    cmd.attempt = attempt;
+    cmd.deadlineUnixMs = BigInt(deadline);
+    const ok = pass.add({
+      decisions: [
+        decision(
+          `${c.kind} ${c.shardId} on ${c.nodeId}: no result by its deadline; attempt ${attempt}, next deadline in ${Math.round(wait / 1000)}s`,
+          {
+            case: "commandReissued",
+            value: { commandId: c.commandId, attempt, nextRetryUnixMs: BigInt(deadline) },
+          },
+        ),
+      ],
+      commands: [cmd],
+    });
+    if (!ok) return;
+  }
+}
+
+function findShard(pass: Pass, c: CommandState): ShardState | undefined {
+  const byReplica = pass.work.replicas.replicas[c.replicaId]?.shards.find((s) => s.shardId === c.shardId);
+  if (byReplica) return byReplica;
+  for (const r of Object.values(pass.work.replicas.replicas)) {
+    const s = r.shards.find((x) => x.shardId === c.shardId && x.nodeId === c.nodeId);
+    if (s) return s;
+  }
+  return undefined;
+}
+
+/** The command again, when it is still wanted; undefined otherwise. */
+function rebuild(pass: Pass, c: CommandState): Command | undefined {
+  const base = { commandId: c.commandId, nodeId: c.nodeId, sessionId: c.sessionId };
+  const shard = findShard(pass, c);
+  switch (c.kind) {
+    case "start": {
+      const r = pass.work.replicas.replicas[c.replicaId];
+      if (!r || !shard || shard.desired !== "running" || shard.state !== "pending") return undefined;
+      if (shard.sessionId !== c.sessionId) return undefined;
+      const p = pass.work.replicas.catalog.models
+        .find((m) => m.name === r.model)
+        ?.profiles.find((x) => x.name === r.profile);
+      if (!p) return undefined;
+      const shards = Math.max(1, p.shards);
+      return create(CommandSchema, {
+        ...base,
+        action: {
+          case: "start",
+          value: {
+            commandId: c.commandId,
+            shardId: shard.shardId,
+            replicaId: r.replicaId,
+            model: r.model,
+            profile: p.name,
+            gpuIndices: [...shard.gpuIndices],
+            engineArgs: [...p.engineArgs],
+            engineEnv: { ...p.engineEnv },
+            rank: shard.rank,
+            worldSize: shards,
+            peers: shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((s) => s.nodeId) : [],
+          },
+        },
+      });
+    }
+    case "drain":
+      if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
+      return create(CommandSchema, {
+        ...base,
+        action: { case: "drain", value: { commandId: c.commandId, shardId: c.shardId } },
+      });
+    case "stop":
+      // A shard nobody claims any more (unclaimed, duplicate, failed replica) is still to be stopped.
+      if (shard && (shard.desired !== "stopped" || finished(shard))) return undefined;
+      return create(CommandSchema, {
+        ...base,
+        action: { case: "stop", value: { commandId: c.commandId, shardId: c.shardId } },
+      });
+    default: {
+      const never: never = c.kind;
+      return never;
+    }
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The reconciler's tunables. Plain data, validated by a zod schema so that a
+ * config file (what-if, the runner) names the field it got wrong; a partial
+ * config takes the defaults for what it leaves out.
+ */
+import { z } from "zod";
+
+export interface ReconcilerConfig {
+  /** Placement scoring: "binpack" fills busy nodes first, "spread" prefers empty ones. */
+  policy: "binpack" | "spread";
+  /** A node without a session becomes suspect (no new work) after this long. */
+  suspectAfterMs: number;
+  /** ...and lost (its shards count as gone, replicas re-placed) after this long. */
+  lostAfterMs: number;
+  /** A command's first deadline for a result. */
+  commandTimeoutMs: number;
+  /** Re-issue backoff: retryBase·2^(attempt-1), capped at retryMax. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Failures of a model on a node before the pair is put on cooldown. */
+  cooldownFailures: number;
+  cooldownMs: number;
+  /** Crash-loop backoff: min(crashBackoffMax, crashBackoffBase·2^restarts). */
+  crashBackoffBaseMs: number;
+  crashBackoffMaxMs: number;
+  /** A draining shard is stopped when it has not exited this long after the drain began. */
+  drainDeadlineMs: number;
+  /** Decisions in one pass; the rest waits for the next pass. */
+  maxDecisionsPerPass: number;
+}
+
+export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
+  policy: "binpack",
+  suspectAfterMs: 30_000,
+  lostAfterMs: 120_000,
+  commandTimeoutMs: 60_000,
+  retryBaseMs: 5_000,
+  retryMaxMs: 120_000,
+  cooldownFailures: 3,
+  cooldownMs: 10 * 60_000,
+  crashBackoffBaseMs: 10_000,
+  crashBackoffMaxMs: 5 * 60_000,
+  drainDeadlineMs: 5 * 60_000,
+  maxDecisionsPerPass: 500,
+});
+
+const ms = () => z.number().int().nonnegative();
+const positiveMs = () => z.number().int().positive();
+
+const fields = z.strictObject({
+  policy: z.enum(["binpack", "spread"]),
+  suspectAfterMs: positiveMs(),
+  lostAfterMs: positiveMs(),
+  commandTimeoutMs: positiveMs(),
+  retryBaseMs: positiveMs(),
+  retryMaxMs: positiveMs(),
+  cooldownFailures: z.number().int().positive(),
+  cooldownMs: ms(),
+  crashBackoffBaseMs: ms(),
+  crashBackoffMaxMs: ms(),
+  drainDeadlineMs: positiveMs(),
+  maxDecisionsPerPass: z.number().int().positive(),
+});
+
+/** Validates a (partial) config and merges it over the defaults. Unknown fields are errors: a typo must not pass silently. */
+export const reconcilerConfigSchema: z.ZodType<ReconcilerConfig> = fields
+  .partial()
+  .transform((partial): ReconcilerConfig => {
+    const out = { ...DEFAULT_RECONCILER_CONFIG };
+    for (const [k, v] of Object.entries(partial)) if (v !== undefined) Object.assign(out, { [k]: v });
+    return out;
+  })
+  .check((ctx) => {
+    const c = ctx.value;
+    const order = (lo: keyof ReconcilerConfig, hi: keyof ReconcilerConfig) => {
+      if ((c[lo] as number) > (c[hi] as number))
+        ctx.issues.push({
+          code: "custom",
+          input: c[hi],
+          path: [hi],
+          message: `${hi} (${c[hi]}) must be at least ${lo} (${c[lo]})`,
+        });
+    };
+    order("suspectAfterMs", "lostAfterMs");
+    order("retryBaseMs", "retryMaxMs");
+    order("crashBackoffBaseMs", "crashBackoffMaxMs");
+  });
+
+/** One line per problem, each naming its field, for people. */
+export function describeConfigError(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.length > 0 ? i.path.join(".") : "config"}: ${i.message}`).join("; ");
+}

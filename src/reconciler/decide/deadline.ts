@@ -1,0 +1,33 @@
+/**
+ * The earliest future time at which a pass would decide something new on
+ * the state this pass leaves behind: a node turning suspect or lost, a
+ * command's deadline, a backoff or cooldown ending for a pending replica, a
+ * drain deadline. The runner sleeps until then (or until new events).
+ */
+import type { FleetState } from "../../projections/index.js";
+import type { ReconcilerConfig } from "./config.js";
+
+export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
+  let next = Number.POSITIVE_INFINITY;
+  const consider = (t: number) => {
+    if (t > nowMs && t < next) next = t;
+  };
+  for (const n of Object.values(state.inventory.nodes)) {
+    if (n.session !== null || n.disconnectedSinceMs === null) continue;
+    if (n.liveness === "disconnected") consider(n.disconnectedSinceMs + config.suspectAfterMs);
+    if (n.liveness !== "lost") consider(n.disconnectedSinceMs + config.lostAfterMs);
+  }
+  for (const c of Object.values(state.replicas.commands)) {
+    if (state.inventory.nodes[c.nodeId]?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
+  }
+  const pendingModels = new Set<string>();
+  for (const r of Object.values(state.replicas.replicas)) {
+    if (r.phase === "pending") {
+      pendingModels.add(r.model);
+      consider(r.backoffUntilMs);
+    } else if (r.phase === "draining") consider(r.drainStartedMs + config.drainDeadlineMs);
+  }
+  for (const c of Object.values(state.replicas.cooldowns))
+    if (pendingModels.has(c.model)) consider(c.untilMs);
+  return Number.isFinite(next) ? next : null;
+}

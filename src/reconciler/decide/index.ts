@@ -1,0 +1,9 @@
+// The reconciler's pure core: one pass from the projected fleet to decisions and commands.
+export {
+  DEFAULT_RECONCILER_CONFIG,
+  describeConfigError,
+  type ReconcilerConfig,
+  reconcilerConfigSchema,
+} from "./config.js";
+export { decide } from "./decide.js";
+export type { DecideInput, DecideOutput } from "./types.js";

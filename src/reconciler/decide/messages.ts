@@ -1,0 +1,134 @@
+/** Builders of the decisions and commands a pass emits, so every rule writes them the same way. */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type Command, CommandSchema, type Decision, DecisionSchema } from "../../gen/llmgw/v1/events_pb.js";
+import type { ReplicaState, ShardState } from "../../projections/index.js";
+import type { Pass } from "./pass.js";
+
+export type DecisionKind = MessageInitShape<typeof DecisionSchema>["kind"];
+
+export function decision(explanation: string, kind: DecisionKind): Decision {
+  return create(DecisionSchema, { explanation, kind });
+}
+
+type Action = MessageInitShape<typeof CommandSchema>["action"];
+
+function command(pass: Pass, nodeId: string, sessionId: string, timeoutMs: number, action: Action): Command {
+  return create(CommandSchema, {
+    commandId: actionCommandId(action),
+    nodeId,
+    sessionId,
+    attempt: 1,
+    deadlineUnixMs: BigInt(pass.nowMs + timeoutMs),
+    action,
+  });
+}
+
+function actionCommandId(a: Action): string {
+  return a && a.case !== undefined ? (a.value.commandId ?? "") : "";
+}
+
+export function stopCommand(pass: Pass, nodeId: string, sessionId: string, shardId: string): Command {
+  const commandId = pass.newCommandId();
+  return command(pass, nodeId, sessionId, pass.config.commandTimeoutMs, {
+    case: "stop",
+    value: { commandId, shardId },
+  });
+}
+
+export function drainCommand(pass: Pass, nodeId: string, sessionId: string, shardId: string): Command {
+  const commandId = pass.newCommandId();
+  return command(pass, nodeId, sessionId, pass.config.drainDeadlineMs, {
+    case: "drain",
+    value: { commandId, shardId },
+  });
+}
+
+export function startCommand(
+  pass: Pass,
+  nodeId: string,
+  sessionId: string,
+  start: Omit<NonNullable<Extract<Action, { case: "start" }>["value"]>, "commandId" | "$typeName">,
+): Command {
+  const commandId = pass.newCommandId();
+  return command(pass, nodeId, sessionId, pass.config.commandTimeoutMs, {
+    case: "start",
+    value: { ...start, commandId },
+  });
+}
+
+/** The node's current session id, or "" when it has none. */
+export function currentSession(pass: Pass, nodeId: string): string {
+  return pass.work.inventory.nodes[nodeId]?.session?.sessionId ?? "";
+}
+
+/** A shard that may still be running on a node we can reach (its session is the node's current one). */
+export function reachable(pass: Pass, s: ShardState): boolean {
+  return s.sessionId !== "" && currentSession(pass, s.nodeId) === s.sessionId;
+}
+
+export function finished(s: ShardState): boolean {
+  return s.state === "stopped" || s.state === "failed";
+}
+
+/** Stop commands for a replica's shards that still run on reachable nodes, except `exceptShardId`. */
+export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): Command[] {
+  return r.shards
+    .filter(
+      (s) => s.shardId !== exceptShardId && s.desired !== "stopped" && !finished(s) && reachable(pass, s),
+    )
+    .map((s) => stopCommand(pass, s.nodeId, s.sessionId, s.shardId));
+}
+
+/** A replica whose replacement exists and is not itself going away. */
+export function hasLiveReplacement(pass: Pass, r: ReplicaState): boolean {
+  if (r.replacedBy === "") return false;
+  const next = pass.work.replicas.replicas[r.replacedBy];
+  return next !== undefined && next.phase !== "draining";
+}
+
+/**
+ * The unit for "this replica's shards are gone": it fails and waits to be
+ * placed again, and whatever still runs of it elsewhere is stopped. A
+ * replica that already has a live replacement is removed instead: placing
+ * it again would serve one slot twice.
+ */
+export function failReplica(
+  pass: Pass,
+  r: ReplicaState,
+  shardId: string,
+  nodeId: string,
+  error: string,
+): { decisions: Decision[]; commands: Command[] } {
+  const commands = stopOthers(pass, r, shardId);
+  if (hasLiveReplacement(pass, r)) {
+    return {
+      decisions: [
+        decision(`${r.replicaId} removed: ${error}; its replacement ${r.replacedBy} takes over`, {
+          case: "replicaRemoved",
+          value: { replicaId: r.replicaId, model: r.model, reason: `${error}; replaced by ${r.replacedBy}` },
+        }),
+      ],
+      commands,
+    };
+  }
+  const stops = commands.length > 0 ? `; stopping ${commands.length} other shard(s)` : "";
+  return {
+    decisions: [
+      decision(
+        `${r.replicaId} failed${nodeId ? ` on ${nodeId}` : ""}: ${error}${stops}; it will be placed again`,
+        {
+          case: "replicaFailed",
+          value: { replicaId: r.replicaId, shardId, nodeId, error },
+        },
+      ),
+    ],
+    commands,
+  };
+}
+
+/** Records sorted by key: iteration never depends on the order records were inserted. */
+export function sortedValues<T>(rec: Record<string, T>): T[] {
+  return Object.keys(rec)
+    .sort()
+    .map((k) => rec[k] as T);
+}

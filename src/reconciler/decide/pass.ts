@@ -1,0 +1,99 @@
+/**
+ * The pass under construction. Rules add units (decisions with the commands
+ * they imply) in priority order; each accepted unit is folded at once into a
+ * working copy of the state with the real fold, so later rules of the same
+ * pass see its effect exactly as the next pass will (a created replica is
+ * pending, a failed one has no shards, an adopted shard holds its GPUs).
+ *
+ * Ids are derived from the state's sequence and counters, never from a
+ * clock or randomness: the same input gives the same pass.
+ */
+import { create } from "@bufbuild/protobuf";
+import {
+  type Command,
+  type Decision,
+  EventSchema,
+  ReconcilePassSchema,
+} from "../../gen/llmgw/v1/events_pb.js";
+import { evolveFleet, type FleetState } from "../../projections/index.js";
+import type { ReconcilerConfig } from "./config.js";
+import type { DecideInput } from "./types.js";
+
+export interface Unit {
+  decisions: Decision[];
+  commands: Command[];
+}
+
+export class Pass {
+  readonly decisions: Decision[] = [];
+  readonly commands: Command[] = [];
+  truncated = false;
+  /** The state as it will be once this pass is folded (so far). */
+  readonly work: FleetState;
+  readonly config: ReconcilerConfig;
+  readonly nowMs: number;
+  readonly liveGateways: ReadonlySet<string>;
+  /** The input state's sequence: the base of every id made in this pass. */
+  readonly seq: number;
+  /** Nodes whose registration was not handled when the pass began. */
+  readonly unadopted: ReadonlySet<string>;
+  #replicas = 0;
+  #commands = 0;
+
+  constructor(input: DecideInput) {
+    this.work = structuredClone(input.state);
+    this.config = input.config;
+    this.nowMs = input.nowMs;
+    this.liveGateways = input.liveGateways;
+    this.seq = input.state.seq;
+    const unadopted = new Set<string>();
+    for (const n of Object.values(input.state.inventory.nodes)) {
+      if (n.session && n.session.adoptionSeq === 0) unadopted.add(n.nodeId);
+    }
+    this.unadopted = unadopted;
+  }
+
+  newReplicaId(model: string): string {
+    return `${model}-${this.seq}-${++this.#replicas}`;
+  }
+
+  /** A re-placement gets a new shard id: the seq part differs from the old one's. */
+  shardId(replicaId: string, rank: number): string {
+    return `${replicaId}-s${rank}-${this.seq}`;
+  }
+
+  newCommandId(): string {
+    return `c-${this.seq}-${++this.#commands}`;
+  }
+
+  /**
+   * Adds a unit if it fits in maxDecisionsPerPass. Once one unit does not
+   * fit, every later one is refused too, so what is left over is always a
+   * suffix of the priority order. A unit alone in an empty pass is always
+   * accepted, so that a pass makes progress even with a tiny limit.
+   */
+  add(unit: Unit): boolean {
+    if (unit.decisions.length === 0 && unit.commands.length === 0) return true;
+    if (this.truncated) return false;
+    const size = this.decisions.length + unit.decisions.length;
+    if (size > this.config.maxDecisionsPerPass && this.decisions.length > 0) {
+      this.truncated = true;
+      return false;
+    }
+    this.decisions.push(...unit.decisions);
+    this.commands.push(...unit.commands);
+    const event = create(EventSchema, {
+      id: "",
+      body: {
+        case: "reconcilePass",
+        value: create(ReconcilePassSchema, {
+          nowUnixMs: BigInt(this.nowMs),
+          decisions: unit.decisions,
+          commands: unit.commands,
+        }),
+      },
+    });
+    evolveFleet(this.work, event, { seq: this.seq + 1, timeMs: this.nowMs });
+    return true;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Scale: each catalog model gets replicas created until it has as many as
+ * it wants; extra ones, and every replica of a model gone from the catalog,
+ * are drained newest first (a replica never placed is simply removed).
+ */
+import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
+import type { ReplicaState } from "../../projections/index.js";
+import { activeReplicas } from "./active.js";
+import { drainUnit } from "./drains.js";
+import { decision, sortedValues } from "./messages.js";
+import type { Pass } from "./pass.js";
+
+export function scaleModels(pass: Pass): void {
+  const catalog = pass.work.replicas.catalog.models;
+  for (const m of catalog) {
+    const active = activeReplicas(pass, m.name);
+    for (let have = active.length; have < m.replicas; have++) {
+      const id = pass.newReplicaId(m.name);
+      const ok = pass.add({
+        decisions: [
+          decision(`${id} created: ${m.name} has ${have}/${m.replicas} replicas`, {
+            case: "replicaCreated",
+            value: { replicaId: id, model: m.name, replaces: "" },
+          }),
+        ],
+        commands: [],
+      });
+      if (!ok) return;
+    }
+    const extra = active.length - m.replicas;
+    const newestFirst = [...active].reverse();
+    for (let i = 0; i < extra; i++) {
+      const r = newestFirst[i] as ReplicaState;
+      if (!pass.add(retire(pass, r, `${m.name} scaled down to ${m.replicas}`))) return;
+    }
+  }
+  const names = new Set(catalog.map((m) => m.name));
+  const orphans = sortedValues(pass.work.replicas.replicas)
+    .filter((r) => !names.has(r.model) && r.phase !== "draining")
+    .sort((a, b) => b.createdSeq - a.createdSeq || (a.replicaId < b.replicaId ? 1 : -1));
+  for (const r of orphans) {
+    if (!pass.add(retire(pass, r, `model ${r.model} is no longer in the catalog`))) return;
+  }
+}
+
+/** Drains a replica, or removes it at once when nothing of it runs. A replacement takes the replica it replaces along. */
+function retire(pass: Pass, r: ReplicaState, reason: string): { decisions: Decision[]; commands: Command[] } {
+  const unit = one(pass, r, reason);
+  const old = r.replaces ? pass.work.replicas.replicas[r.replaces] : undefined;
+  if (old && old.phase !== "draining" && old.replacedBy === r.replicaId) {
+    const more = one(pass, old, reason);
+    unit.decisions.push(...more.decisions);
+    unit.commands.push(...more.commands);
+  }
+  return unit;
+}
+
+function one(pass: Pass, r: ReplicaState, reason: string): { decisions: Decision[]; commands: Command[] } {
+  if (r.shards.every((s) => s.desired === "stopped")) {
+    return {
+      decisions: [
+        decision(`${r.replicaId} removed: ${reason} (it was not placed)`, {
+          case: "replicaRemoved",
+          value: { replicaId: r.replicaId, model: r.model, reason },
+        }),
+      ],
+      commands: [],
+    };
+  }
+  return drainUnit(pass, r, "", reason);
+}

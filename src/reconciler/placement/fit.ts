@@ -1,0 +1,85 @@
+/**
+ * Whether one node can hold one shard of a profile, and if so on which GPUs
+ * and with what score. The first reason that rules a node out is the one
+ * counted in a pending explanation.
+ */
+import type { ProfileSpec } from "../../projections/index.js";
+import type { GpuView, NodeView } from "./view.js";
+
+export type Policy = "binpack" | "spread";
+
+export type NodeFit = { ok: true; gpuIndices: number[]; score: number } | { ok: false; reason: string };
+
+export function fitNode(
+  n: NodeView,
+  model: string,
+  p: ProfileSpec,
+  policy: Policy,
+  onCooldown: boolean,
+): NodeFit {
+  if (n.blocked !== "") return { ok: false, reason: n.blocked };
+  for (const [k, v] of Object.entries(p.nodeLabels)) {
+    if (n.labels[k] !== v) return { ok: false, reason: "labels mismatch" };
+  }
+  const want = p.gpuProduct.toLowerCase();
+  const k = p.gpusPerShard;
+  let product = 0;
+  let healthy = 0;
+  let free = 0;
+  const roomy: GpuView[] = [];
+  for (const g of n.gpus) {
+    if (want !== "" && !g.product.includes(want)) continue;
+    product++;
+    if (!g.healthy) continue;
+    healthy++;
+    if (g.allocated) continue;
+    free++;
+    if (g.freeMb >= p.memoryPerGpuMb) roomy.push(g);
+  }
+  if (product === 0) return { ok: false, reason: want === "" ? "no GPUs" : `no ${p.gpuProduct} GPUs` };
+  if (onCooldown) return { ok: false, reason: "cooldown" };
+  if (healthy < k) return { ok: false, reason: "too few healthy GPUs" };
+  if (free < k) return { ok: false, reason: "too few free GPUs" };
+  if (roomy.length < k) return { ok: false, reason: "too little free memory" };
+  return { ok: true, gpuIndices: pickGpus(roomy, k), score: score(n, model, k, policy) };
+}
+
+/**
+ * Prefers k GPUs within one NVLink domain, the smallest domain that fits
+ * (keeps big domains whole for big shards); otherwise the lowest indices.
+ */
+function pickGpus(roomy: GpuView[], k: number): number[] {
+  const byDomain = new Map<string, number[]>();
+  for (const g of roomy) {
+    if (g.nvlink === "") continue;
+    const l = byDomain.get(g.nvlink) ?? [];
+    l.push(g.index);
+    byDomain.set(g.nvlink, l);
+  }
+  let best: number[] | undefined;
+  let bestName = "";
+  for (const [name, l] of byDomain) {
+    if (l.length < k) continue;
+    if (!best || l.length < best.length || (l.length === best.length && name < bestName)) {
+      best = l;
+      bestName = name;
+    }
+  }
+  return (best ?? roomy.map((g) => g.index)).slice(0, k);
+}
+
+/**
+ * Higher is better. The policy part lies in [0, 1] (how full the node would
+ * be after this shard, or how empty); each shard of the same model already
+ * on the node costs 1, so one model's replicas spread before nodes fill.
+ */
+function score(n: NodeView, model: string, k: number, policy: Policy): number {
+  const total = n.gpus.length;
+  const after = total === 0 ? 1 : (n.allocatedGpus + k) / total;
+  const part = policy === "binpack" ? after : 1 - after;
+  return round(part - (n.modelShards.get(model) ?? 0));
+}
+
+export function round(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}

@@ -1,0 +1,98 @@
+/**
+ * The reconciler's Prometheus metrics, in a registry of its own (several
+ * runners in one process, as in tests, must not collide in the global one).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+export class RunnerMetrics {
+  readonly registry = new Registry();
+  readonly isLeader: Gauge;
+  readonly passesAppended: Counter<"trigger">;
+  readonly passDuration: Histogram<"outcome">;
+  readonly fencingConflicts: Counter;
+  readonly decisions: Counter<"kind">;
+  readonly commands: Counter<"action">;
+  readonly passErrors: Counter;
+  readonly leaseLost: Counter<"reason">;
+  readonly observedSeq: Gauge;
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "llmgw_reconciler_" });
+    this.isLeader = new Gauge({
+      name: "llmgw_reconciler_is_leader",
+      help: "1 while this process holds a valid reconciler lease and acts on it",
+      registers,
+    });
+    this.passesAppended = new Counter({
+      name: "llmgw_reconciler_passes_appended_total",
+      help: "Reconcile passes appended to the log, by trigger",
+      labelNames: ["trigger"],
+      registers,
+    });
+    this.passDuration = new Histogram({
+      name: "llmgw_reconciler_pass_duration_seconds",
+      help: "Time from the start of a pass to its fold by this process's projection (or to nothing to do)",
+      labelNames: ["outcome"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.fencingConflicts = new Counter({
+      name: "llmgw_reconciler_fencing_conflicts_total",
+      help: "Appends refused because another pass took the log position (the leader stepped down)",
+      registers,
+    });
+    this.decisions = new Counter({
+      name: "llmgw_reconciler_decisions_total",
+      help: "Decisions appended, by kind",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.commands = new Counter({
+      name: "llmgw_reconciler_commands_total",
+      help: "Commands appended, by action",
+      labelNames: ["action"],
+      registers,
+    });
+    this.passErrors = new Counter({
+      name: "llmgw_reconciler_pass_errors_total",
+      help: "Passes that failed (log unavailable, timeout); retried with backoff",
+      registers,
+    });
+    this.leaseLost = new Counter({
+      name: "llmgw_reconciler_lease_lost_total",
+      help: "Times this process stopped leading, by reason",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.observedSeq = new Gauge({
+      name: "llmgw_reconciler_observed_seq",
+      help: "Last log sequence folded by this process's projection",
+      registers,
+    });
+  }
+
+  /** Serves GET /metrics on host:port (port 0 picks one); resolves with the bound address. */
+  async listen(hostPort: string): Promise<{ server: Server; address: AddressInfo }> {
+    const i = hostPort.lastIndexOf(":");
+    const host = i > 0 ? hostPort.slice(0, i) : "0.0.0.0";
+    const port = Number(i >= 0 ? hostPort.slice(i + 1) : hostPort);
+    const server = createServer((req, res) => {
+      if (req.url !== "/metrics") {
+        res.writeHead(404).end("not found\n");
+        return;
+      }
+      this.registry.metrics().then(
+        (body) => res.writeHead(200, { "content-type": this.registry.contentType }).end(body),
+        (err) => res.writeHead(500).end(String(err)),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host.replace(/^\[|\]$/g, ""), () => resolve());
+    });
+    return { server, address: server.address() as AddressInfo };
+  }
+}

@@ -1,0 +1,402 @@
+/**
+ * The reconciler's leader loop: a thin I/O shell around the pure `decide`.
+ *
+ * Two loops run side by side:
+ * - the lease loop takes the lease when it is free, renews it well inside
+ *   the TTL, and steps down when it cannot be sure it still holds it;
+ * - the pass loop, only while leading, waits for a trigger, asks `decide`
+ *   what to do with the projected state and appends the answer as one
+ *   ReconcilePass, fenced by the log: the append expects the reconciler
+ *   subject's last sequence to be the last pass this process's projection
+ *   folded. Then it waits for its projection to fold the pass, so the next
+ *   pass never acts on the same gap twice.
+ *
+ * Two independent guards keep a stale leader from acting: its own clock
+ * (no append once the lease may have expired) and the log's fencing (an
+ * append after someone else's pass is refused, and the leader steps down).
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { type Event, Writer_Kind } from "../../gen/llmgw/v1/events_pb.js";
+import { isLogError, type Log, newEvent } from "../../log/index.js";
+import type { FleetState } from "../../projections/index.js";
+import { Backoff } from "./backoff.js";
+import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";
+import { type Lease, monotonicMs } from "./lease.js";
+import type { RunnerMetrics } from "./metrics.js";
+import { DEFAULT_TRIGGER_OPTIONS, PassTriggers, type Trigger, type TriggerOptions } from "./triggers.js";
+
+export interface RunnerOptions<C> {
+  id: string;
+  log: Log;
+  projection: FollowedProjection<FleetState>;
+  lease: Lease;
+  gateways: GatewaySet;
+  decide: DecideFn<C>;
+  config: C;
+  logger: Logger;
+  metrics?: RunnerMetrics;
+  triggers?: Partial<TriggerOptions>;
+  /** Renew the lease this often; default a quarter of the TTL. */
+  renewEveryMs?: number;
+  /** A follower tries to take the lease this often (and at once when it is deleted); default a quarter of the TTL. */
+  acquireEveryMs?: number;
+  /** After stepping down on a conflict, wait this long before trying to lead again; default the TTL. */
+  stepDownCooldownMs?: number;
+  /** A whole pass (catch-up, decide, append, fold) must finish within this; default 10 s. */
+  passTimeoutMs?: number;
+  /** Backoff after a failed pass; default 250 ms doubling up to 10 s. */
+  backoff?: { baseMs: number; maxMs: number };
+}
+
+export type RunnerRole = "follower" | "leader" | "stopped";
+
+/** Why a pass appended nothing or what it appended. */
+export type PassOutcome =
+  | { kind: "appended"; seq: number; decisions: number; commands: number }
+  | { kind: "nothing-to-do" }
+  | { kind: "not-leading" };
+
+export interface StepDown {
+  reason: "fencing-conflict" | "lease-lost" | "lease-expired" | "shutdown";
+  detail: string;
+}
+
+/** A pass that refused to append because its lease may be gone. */
+class NotLeading extends Error {}
+
+export class ReconcilerRunner<C> {
+  readonly id: string;
+  #role: RunnerRole = "follower";
+  /** Bumped on every change of leadership: a pass of an older term never appends. */
+  #term = 0;
+  #needCatchUp = true;
+  #stopping = false;
+  #cooldownUntil = 0;
+  #leaseLoop: Promise<void> | undefined;
+  #passLoop: Promise<void> | undefined;
+  #wakeLease: (() => void) | undefined;
+  #wakePassLoop: (() => void) | undefined;
+  #leaseWatch: { stop(): void } | undefined;
+  readonly #triggers: PassTriggers;
+  readonly #backoff: Backoff;
+  readonly #unsubscribe: Array<() => void> = [];
+  readonly #stepDownListeners = new Set<(s: StepDown) => void>();
+  readonly #log: Logger;
+
+  constructor(private readonly opts: RunnerOptions<C>) {
+    this.id = opts.id;
+    this.#log = opts.logger;
+    this.#triggers = new PassTriggers({ ...DEFAULT_TRIGGER_OPTIONS, ...opts.triggers }, monotonicMs);
+    this.#backoff = new Backoff(opts.backoff?.baseMs ?? 250, opts.backoff?.maxMs ?? 10_000);
+  }
+
+  get role(): RunnerRole {
+    return this.#role;
+  }
+
+  /** True while this process leads and its lease is certainly valid. */
+  get leading(): boolean {
+    return this.#role === "leader" && this.opts.lease.valid;
+  }
+
+  onStepDown(fn: (s: StepDown) => void): () => void {
+    this.#stepDownListeners.add(fn);
+    return () => this.#stepDownListeners.delete(fn);
+  }
+
+  start(): void {
+    const { projection, gateways, lease } = this.opts;
+    this.#unsubscribe.push(
+      projection.onChange((seq) => {
+        this.opts.metrics?.observedSeq.set(seq);
+        if (this.#role === "leader") this.#triggers.events();
+      }),
+      gateways.onChange(() => {
+        if (this.#role === "leader") this.#triggers.events();
+      }),
+    );
+    void this.#watchLeaseKey(lease);
+    this.#leaseLoop = this.#runLeaseLoop();
+    this.#passLoop = this.#runPassLoop();
+  }
+
+  /**
+   * Stops acting at once, lets a pass in flight finish (it will not start
+   * another append), then deletes the lease if still held so that a
+   * successor need not wait for the TTL.
+   */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    const wasLeader = this.#role === "leader";
+    this.#term++;
+    this.#triggers.close();
+    this.#wakeLease?.();
+    this.#wakePassLoop?.();
+    this.#leaseWatch?.stop();
+    for (const u of this.#unsubscribe) u();
+    await Promise.allSettled([this.#passLoop, this.#leaseLoop]);
+    this.#role = "stopped";
+    this.opts.metrics?.isLeader.set(0);
+    if (wasLeader) {
+      try {
+        const released = await this.opts.lease.release();
+        this.#log.info({ released }, released ? "lease released" : "lease was no longer ours");
+      } catch (err) {
+        this.#log.warn({ err: String(err) }, "could not release the lease; it will expire");
+      }
+    } else {
+      this.opts.lease.forget();
+    }
+  }
+
+  // ------------------------------------------------------------ leadership
+
+  async #runLeaseLoop(): Promise<void> {
+    const { lease } = this.opts;
+    const renewEvery = this.opts.renewEveryMs ?? Math.max(50, Math.floor(lease.ttlMs / 4));
+    const acquireEvery = this.opts.acquireEveryMs ?? Math.max(50, Math.floor(lease.ttlMs / 4));
+    while (!this.#stopping) {
+      if (this.#role !== "leader") {
+        const wait = this.#cooldownUntil - monotonicMs();
+        if (wait > 0) {
+          await this.#leaseSleep(wait);
+          continue;
+        }
+        try {
+          const r = await lease.acquire();
+          if (r.ok && !this.#stopping) this.#becomeLeader(r.revision);
+          else if (r.ok) await lease.release();
+          else await this.#leaseSleep(jitter(acquireEvery));
+        } catch (err) {
+          this.#log.warn({ err: String(err) }, "could not try the lease; retrying");
+          await this.#leaseSleep(jitter(acquireEvery));
+        }
+        continue;
+      }
+      // Leading: renew on schedule, sooner when validity runs short.
+      await this.#leaseSleep(Math.min(renewEvery, Math.max(0, lease.remainingMs())));
+      if (this.#stopping || this.#role !== "leader") continue;
+      if (!lease.valid) {
+        this.#stepDown({
+          reason: "lease-expired",
+          detail: "no successful renewal within the TTL minus the margin",
+        });
+        continue;
+      }
+      try {
+        const r = await lease.renew(Math.max(50, Math.min(renewEvery, lease.remainingMs())));
+        if (!r.ok)
+          this.#stepDown({ reason: "lease-lost", detail: "the lease key moved on (expired and taken)" });
+      } catch (err) {
+        this.#log.warn(
+          { err: String(err), remainingMs: Math.round(lease.remainingMs()) },
+          "lease renewal failed; still certain of the lease for the remaining time",
+        );
+        await this.#leaseSleep(Math.min(renewEvery / 2, Math.max(0, lease.remainingMs())));
+      }
+    }
+  }
+
+  #becomeLeader(revision: number): void {
+    this.#term++;
+    this.#role = "leader";
+    this.#needCatchUp = true;
+    this.#backoff.reset();
+    this.#triggers.interrupt();
+    this.#triggers.reset();
+    this.#triggers.request("startup");
+    this.opts.metrics?.isLeader.set(1);
+    this.#log.info({ leaseRevision: revision, ttlMs: this.opts.lease.ttlMs }, "leading: lease acquired");
+    this.#wakePassLoop?.();
+  }
+
+  #stepDown(s: StepDown): void {
+    if (this.#role !== "leader") return;
+    this.#term++;
+    this.#role = "follower";
+    this.#triggers.interrupt();
+    this.#triggers.reset();
+    this.opts.metrics?.isLeader.set(0);
+    this.opts.metrics?.leaseLost.inc({ reason: s.reason });
+    this.#log.warn({ reason: s.reason, detail: s.detail }, `stepping down: ${s.reason}`);
+    if (s.reason === "fencing-conflict") {
+      // Another writer holds the log position: give a rival the time to take
+      // over, and free the lease at once if it is still ours.
+      this.#cooldownUntil = monotonicMs() + (this.opts.stepDownCooldownMs ?? this.opts.lease.ttlMs);
+      void this.opts.lease.release().catch((err) => {
+        this.#log.warn({ err: String(err) }, "could not release the lease after a conflict; it will expire");
+      });
+    } else {
+      this.opts.lease.forget();
+    }
+    for (const l of this.#stepDownListeners) l(s);
+    this.#wakeLease?.();
+  }
+
+  #leaseSleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wakeLease = done;
+    });
+  }
+
+  /** A deleted lease key (a leader that left) wakes followers at once. */
+  async #watchLeaseKey(lease: Lease): Promise<void> {
+    while (!this.#stopping) {
+      try {
+        const w = await lease.kv.watch({ key: lease.key, include: "updates" });
+        this.#leaseWatch = w;
+        if (this.#stopping) w.stop();
+        for await (const e of w) {
+          if (e.operation !== "PUT" && this.#role !== "leader") this.#wakeLease?.();
+        }
+      } catch (err) {
+        if (this.#stopping) return;
+        this.#log.debug({ err: String(err) }, "lease watch ended; watching again");
+        await new Promise((r) => setTimeout(r, 500).unref());
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- passes
+
+  async #runPassLoop(): Promise<void> {
+    while (!this.#stopping) {
+      if (this.#role !== "leader") {
+        await new Promise<void>((resolve) => {
+          this.#wakePassLoop = resolve;
+        });
+        continue;
+      }
+      const term = this.#term;
+      const trigger = await this.#triggers.next();
+      if (trigger === null || this.#stopping || term !== this.#term) continue;
+      try {
+        await this.runPass(trigger, term);
+        this.#backoff.reset();
+      } catch (err) {
+        if (term !== this.#term) continue;
+        if (isLogError(err, "wrong-last-sequence")) {
+          this.opts.metrics?.fencingConflicts.inc();
+          this.#stepDown({ reason: "fencing-conflict", detail: (err as Error).message });
+          continue;
+        }
+        if (err instanceof NotLeading) continue;
+        this.#needCatchUp = true;
+        const wait = this.#backoff.fail();
+        this.opts.metrics?.passErrors.inc();
+        this.#log.warn(
+          { err: (err as Error).message, trigger, failures: this.#backoff.failures, retryInMs: wait },
+          "pass failed; retrying",
+        );
+        this.#triggers.hold(wait);
+        this.#triggers.request(trigger);
+      }
+    }
+  }
+
+  /** One pass. Exposed for tests; the pass loop is the only caller in production. */
+  async runPass(trigger: Trigger, term = this.#term): Promise<PassOutcome> {
+    const { projection, log, lease } = this.opts;
+    const started = monotonicMs();
+    const timeoutMs = this.opts.passTimeoutMs ?? 10_000;
+    const left = () => Math.max(1, timeoutMs - (monotonicMs() - started));
+    const current = () => term === this.#term && this.#role === "leader" && lease.valid;
+    const end = this.opts.metrics?.passDuration.startTimer();
+
+    if (!current()) return { kind: "not-leading" };
+    if (this.#needCatchUp) {
+      // Decide on the whole log as it is now: a new leader (or one whose last
+      // append may or may not have landed) folds up to the end first.
+      await projection.waitFor(await log.lastSeq(), { timeoutMs: left() });
+      this.#needCatchUp = false;
+    }
+    if (!current()) return { kind: "not-leading" };
+
+    const state = projection.state;
+    const observedSeq = projection.lastSeq;
+    const nowMs = Date.now();
+    const out: DecideResult = this.opts.decide({
+      state,
+      config: this.opts.config,
+      nowMs,
+      liveGateways: this.opts.gateways.ids,
+    });
+    const expect = state.replicas.lastPass?.seq ?? 0;
+    this.#triggers.deadline(
+      out.nextDeadlineMs === null
+        ? null
+        : Math.max(out.nextDeadlineMs, nowMs + (this.opts.triggers?.debounceMs ?? 100)),
+    );
+    if (out.decisions.length === 0 && out.commands.length === 0) {
+      end?.({ outcome: "nothing-to-do" });
+      return { kind: "nothing-to-do" };
+    }
+
+    const event = this.#passEvent(out, { observedSeq, nowMs, trigger });
+    // Checked again right before the append: the lease must still be
+    // certain by our own clock, whatever happened during decide.
+    if (!current()) throw new NotLeading();
+    const appended = await log.append(event, { expectLastSubjectSeq: expect, timeoutMs: left() });
+    this.#recordAppended(out, trigger);
+    this.#log.info(
+      {
+        seq: appended.seq,
+        trigger,
+        observedSeq,
+        decisions: out.decisions.length,
+        commands: out.commands.length,
+        truncated: out.truncated,
+      },
+      "pass appended",
+    );
+    await projection.waitFor(appended.seq, { timeoutMs: left() });
+    if (out.truncated) this.#triggers.request("truncated");
+    end?.({ outcome: "appended" });
+    return {
+      kind: "appended",
+      seq: appended.seq,
+      decisions: out.decisions.length,
+      commands: out.commands.length,
+    };
+  }
+
+  #passEvent(out: DecideResult, p: { observedSeq: number; nowMs: number; trigger: Trigger }): Event {
+    return newEvent({
+      id: `pass-${randomUUID()}`,
+      timeUnixMs: BigInt(Date.now()),
+      writer: { kind: Writer_Kind.RECONCILER, id: this.id },
+      body: {
+        case: "reconcilePass",
+        value: {
+          leaderId: this.id,
+          leaseRevision: BigInt(this.opts.lease.revision),
+          observedSeq: BigInt(p.observedSeq),
+          nowUnixMs: BigInt(p.nowMs),
+          decisions: out.decisions,
+          commands: out.commands,
+          truncated: out.truncated,
+          trigger: p.trigger,
+        },
+      },
+    });
+  }
+
+  #recordAppended(out: DecideResult, trigger: Trigger): void {
+    const m = this.opts.metrics;
+    if (!m) return;
+    m.passesAppended.inc({ trigger });
+    for (const d of out.decisions) m.decisions.inc({ kind: d.kind.case ?? "unknown" });
+    for (const c of out.commands) m.commands.inc({ action: c.action.case ?? "unknown" });
+  }
+}
+
+function jitter(ms: number): number {
+  return Math.round(ms * (0.8 + 0.4 * Math.random()));
+}

@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Fleet, llama70b } from "../support/fleet.js";
+
+describe("replicas fold: drain start time", () => {
+  it("records the decision time of the pass that started a replica's drain", () => {
+    const f = new Fleet();
+    f.connect("gpu-a1");
+    f.catalog(llama70b(1));
+    f.run();
+    const [r] = f.replicasOf("llama-3.3-70b");
+    assert.equal(r?.drainStartedMs, 0);
+    f.advance(42_000);
+    f.fold({
+      decisions: [
+        // biome-ignore lint/suspicious/noExplicitAny: a plain init, built like the log's own passes
+        { kind: { case: "replicaDrainStarted", value: { replicaId: r?.replicaId, reason: "test" } } } as any,
+      ],
+      commands: [],
+      truncated: false,
+      nextDeadlineMs: null,
+    });
+    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.drainStartedMs, f.nowMs);
+    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.phase, "draining");
+  });
+});

@@ -1,0 +1,220 @@
+/**
+ * Several `llmgw reconciler` processes on one log and a real nats-server:
+ * one leads, a killed or paused leader is replaced, and the log shows that
+ * no pass was fenced wrongly and no shard slot was started twice.
+ * Node facts are appended the way a gateway would; the gateways' lease
+ * bucket holds the gateway's key like a live gateway would.
+ */
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { Kvm } from "@nats-io/kv";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { runCli } from "../support/cli.js";
+import { DECIDE_NOT_READY, decidePlaces } from "../support/decide-probe.js";
+import { eventually } from "../support/eventually.js";
+import { EventFactory, h100Node, llamaCatalog } from "../support/fleet-events.js";
+import { readAll } from "../support/gateway.js";
+import { passesOf, passViolations } from "../support/pass-invariants.js";
+import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+
+const rand = () => Math.random().toString(36).slice(2, 8);
+
+describe("llmgw reconciler processes", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  /** A fresh log, a live gateway key for gw-1, and the names the reconcilers need. */
+  async function setup() {
+    const tag = rand();
+    const stream = uniqueStream("REC");
+    const prefix = `r${tag}.evt`;
+    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    const gatewaysBucket = `gws_${tag}`;
+    const gws = await new Kvm(log.js).create(gatewaysBucket, { ttl: 120_000, history: 1 });
+    await gws.put("gw-1", JSON.stringify({ gatewayId: "gw-1" }));
+    const f = new EventFactory(`ev-${tag}`);
+    await log.append(f.gatewayStarted("gw-1"));
+    const spec = (id: string) => ({
+      id,
+      nats: server.url,
+      stream,
+      prefix,
+      leaseBucket: `lease_${tag}`,
+      gatewaysBucket,
+      leaseTtlMs: 2000,
+    });
+    return { log, f, spec };
+  }
+
+  async function addNode(log: Log, f: EventFactory, node: string) {
+    return await log.append(f.sessionOpened(node, `s-${node}-${rand()}`, "gw-1", h100Node(node)));
+  }
+
+  async function leaders(procs: ReconcilerProcess[]) {
+    const out: string[] = [];
+    for (const p of procs) if (await p.isLeader()) out.push(p.id);
+    return out;
+  }
+
+  function startsOf(records: Awaited<ReturnType<typeof readAll>>) {
+    return passesOf(records).flatMap((p) => p.pass.commands.filter((c) => c.action.case === "start"));
+  }
+
+  const needsDecide = { skip: decidePlaces() ? false : DECIDE_NOT_READY };
+
+  it(
+    "one of two leads; placements and starts; a SIGKILLed leader is replaced and nothing is started twice",
+    needsDecide,
+    async () => {
+      const { log, f, spec } = await setup();
+      let a: ReconcilerProcess | undefined;
+      let b: ReconcilerProcess | undefined;
+      try {
+        a = await spawnReconciler(spec("rec-a"));
+        b = await spawnReconciler(spec("rec-b"));
+        const procs = [a, b];
+        await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
+        const [first] = await leaders(procs);
+        const leader = first === "rec-a" ? a : b;
+        const other = first === "rec-a" ? b : a;
+
+        await log.append(f.catalog(llamaCatalog(2, 0)));
+        for (const n of ["gpu-a1", "gpu-a2"]) await addNode(log, f, n);
+        await eventually(async () => startsOf(await readAll(log)).length >= 2, {
+          what: `start commands for two 70B replicas (leader ${leader.id}):\n${leader.output()}`,
+        });
+        const records = await readAll(log);
+        const placed = passesOf(records).flatMap((p) =>
+          p.pass.decisions.filter((d) => d.kind.case === "replicaPlaced"),
+        );
+        assert.ok(placed.length >= 2, "replicas were placed");
+        assert.ok(passesOf(records).every((p) => p.pass.leaderId === leader.id));
+
+        // More work arrives and the leader dies in the middle of it.
+        await log.append(f.catalog(llamaCatalog(6, 1)));
+        for (const n of ["gpu-b1", "gpu-b2", "gpu-b3"]) await addNode(log, f, n);
+        await leader.kill();
+        await eventually(async () => await other.isLeader(), { what: `${other.id} to take over` });
+        for (const n of ["gpu-c1", "gpu-c2"]) await addNode(log, f, n);
+        await eventually(
+          async () =>
+            passesOf(await readAll(log)).some(
+              (p) => p.pass.leaderId === other.id && p.pass.commands.length > 0,
+            ),
+          { what: `${other.id} to append passes with commands:\n${other.output()}` },
+        );
+        const all = await readAll(log);
+        assert.deepEqual(passViolations(all), []);
+        const passes = passesOf(all);
+        const takeover = passes.findIndex((p) => p.pass.leaderId === other.id);
+        assert.ok(passes.slice(takeover).every((p) => p.pass.leaderId === other.id));
+        assert.ok(startsOf(all).length > 2, "the new leader continued the work");
+      } finally {
+        await killAll([a, b]);
+        await log.close();
+      }
+    },
+  );
+
+  it("a paused leader appends nothing after it resumes and steps down", needsDecide, async () => {
+    const { log, f, spec } = await setup();
+    let a: ReconcilerProcess | undefined;
+    let b: ReconcilerProcess | undefined;
+    try {
+      a = await spawnReconciler(spec("rec-a"));
+      b = await spawnReconciler(spec("rec-b"));
+      const procs = [a, b];
+      await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
+      const [first] = await leaders(procs);
+      const paused = first === "rec-a" ? a : b;
+      const other = first === "rec-a" ? b : a;
+      await log.append(f.catalog(llamaCatalog(2, 0)));
+      await addNode(log, f, "gpu-a1");
+      await eventually(async () => startsOf(await readAll(log)).length >= 1, { what: "a first start" });
+
+      paused.signal("SIGSTOP");
+      await eventually(async () => await other.isLeader(), { what: `${other.id} to take the lease` });
+      // Work that the paused leader will see when it wakes.
+      await log.append(f.catalog(llamaCatalog(4, 0)));
+      await addNode(log, f, "gpu-a2");
+      await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === other.id), {
+        what: `${other.id} to append a pass`,
+      });
+      paused.signal("SIGCONT");
+      await eventually(() => paused.logged(/^stepping down/), {
+        what: `${paused.id} to step down:\n${paused.output()}`,
+      });
+      // Give it the chance to misbehave: more work, then a pass of the new leader after it.
+      await log.append(f.catalog(llamaCatalog(6, 0)));
+      const a3 = await addNode(log, f, "gpu-a3");
+      await eventually(
+        async () => {
+          const ps = passesOf(await readAll(log));
+          return (
+            ps.some((p) => p.seq > a3.seq && p.pass.leaderId === other.id) &&
+            ps.some((p) => p.pass.commands.some((c) => c.nodeId === "gpu-a3"))
+          );
+        },
+        { what: `${other.id} to place work on gpu-a3` },
+      );
+      const all = await readAll(log);
+      const passes = passesOf(all);
+      const takeover = passes.findIndex((p) => p.pass.leaderId === other.id);
+      assert.ok(takeover > 0);
+      assert.deepEqual(
+        passes
+          .slice(takeover)
+          .filter((p) => p.pass.leaderId !== other.id)
+          .map((p) => p.seq),
+        [],
+        "no pass of the paused leader after the takeover",
+      );
+      assert.deepEqual(passViolations(all), []);
+      assert.equal(await paused.isLeader(), false);
+    } finally {
+      await killAll([a, b]);
+      await log.close();
+    }
+  });
+
+  it("hands the lease over at once on SIGTERM", async () => {
+    const { log, spec } = await setup();
+    let a: ReconcilerProcess | undefined;
+    let b: ReconcilerProcess | undefined;
+    try {
+      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: 60_000 });
+      await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
+      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: 60_000 });
+      a.signal("SIGTERM");
+      const exit = await a.exited;
+      assert.equal(exit.code, 0, a.output());
+      assert.ok(a.logged("lease released"), a.output());
+      // Well before the 60 s TTL: the key was deleted, and the follower was woken by its watch.
+      await eventually(async () => await b!.isLeader(), { what: "rec-b to lead", timeoutMs: 20_000 });
+    } finally {
+      await killAll([a, b]);
+      await log.close();
+    }
+  });
+
+  it("refuses an invalid config file naming the field, with exit 2", async () => {
+    const dir = tempDir("rec-cfg");
+    const file = `${dir}/bad.yaml`;
+    writeFileSync(file, "policy: binpack\nsuspectAfterMs: -5\n");
+    const r = await runCli(["reconciler", "--config", file, "--nats", server.url]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /suspectAfterMs/);
+    const typo = `${dir}/typo.yaml`;
+    writeFileSync(typo, "polcy: spread\n");
+    const r2 = await runCli(["reconciler", "--config", typo, "--nats", server.url]);
+    assert.equal(r2.code, 2);
+    assert.match(r2.stderr, /polcy/);
+  });
+});
