@@ -1,12 +1,17 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
+import { registerApi } from "./commands/api.js";
+import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
+import { registerNodeIntent } from "./commands/node-intent.js";
+import { registerNodes } from "./commands/nodes.js";
 import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
+import { registerReplicas } from "./commands/replicas.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { CliError, EXIT } from "./common.js";
@@ -29,7 +34,7 @@ registerNotBuilt(
 );
 registerGateway(program);
 registerReconciler(program);
-registerNotBuilt(program, "api", "serve the operator HTTP API and UI", "the main-job issue");
+registerApi(program);
 registerSim(program);
 registerCerts(program);
 // Reading the log
@@ -38,12 +43,12 @@ registerReplay(program);
 registerExplain(program);
 registerWhatIf(program);
 // Operating
-registerNotBuilt(program, "nodes", "list nodes", "the main-job issue");
-registerNotBuilt(program, "replicas", "list replicas", "the main-job issue");
-registerNotBuilt(program, "catalog", "apply the model catalog", "the main-job issue");
-registerNotBuilt(program, "cordon", "keep new work off a node", "the main-job issue");
-registerNotBuilt(program, "uncordon", "let a node take work again", "the main-job issue");
-registerNotBuilt(program, "drain", "move everything off a node, make-before-break", "the main-job issue");
+registerNodes(program);
+registerReplicas(program);
+registerCatalog(program);
+registerNodeIntent(program, "cordon");
+registerNodeIntent(program, "uncordon");
+registerNodeIntent(program, "drain");
 registerNotBuilt(
   program,
   "bench",

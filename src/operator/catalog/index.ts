@@ -1,0 +1,19 @@
+// The catalog file: schema, validation, conversion. Everything public is named here.
+export { formatMemory, parseMemory } from "./memory.js";
+export { catalogFileFrom, toProtoCatalog } from "./proto.js";
+export {
+  type CatalogFile,
+  type CatalogFileInput,
+  type CatalogModel,
+  type CatalogProfile,
+  catalogFileSchema,
+  NAME_PATTERN,
+} from "./schema.js";
+export {
+  type CatalogFormat,
+  type CatalogResult,
+  type FieldIssue,
+  formatPath,
+  parseCatalogText,
+  validateCatalog,
+} from "./validate.js";

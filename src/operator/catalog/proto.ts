@@ -1,0 +1,51 @@
+/**
+ * The catalog file and the log's `Catalog` message, both ways: apply turns
+ * the file into the event; GET turns the catalog in force back into the
+ * file's shape, so `GET`, edit, `PUT` round-trips.
+ */
+import { create } from "@bufbuild/protobuf";
+import { type Catalog, CatalogSchema } from "../../gen/llmgw/v1/events_pb.js";
+import type { ModelSpec } from "../../projections/index.js";
+import { formatMemory } from "./memory.js";
+import type { CatalogFile, CatalogFileInput } from "./schema.js";
+
+export function toProtoCatalog(file: CatalogFile): Catalog {
+  return create(CatalogSchema, {
+    models: file.models.map((m) => ({
+      name: m.name,
+      replicas: m.replicas,
+      profiles: m.profiles.map((p) => ({
+        name: p.name,
+        shards: p.shards,
+        gpusPerShard: p.gpusPerShard,
+        memoryPerGpuMb: BigInt(p.memoryPerGpu),
+        gpuProduct: p.gpuProduct,
+        fabricKind: p.fabricKind,
+        nodeLabels: { ...p.nodeLabels },
+        engineArgs: [...p.engineArgs],
+        engineEnv: { ...p.engineEnv },
+      })),
+    })),
+  });
+}
+
+/** The projected catalog in the file's shape (every field written out). */
+export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput {
+  return {
+    models: models.map((m) => ({
+      name: m.name,
+      replicas: m.replicas,
+      profiles: m.profiles.map((p) => ({
+        name: p.name,
+        shards: p.shards,
+        gpusPerShard: p.gpusPerShard,
+        memoryPerGpu: formatMemory(p.memoryPerGpuMb),
+        gpuProduct: p.gpuProduct,
+        fabricKind: p.fabricKind,
+        nodeLabels: { ...p.nodeLabels },
+        engineArgs: [...p.engineArgs],
+        engineEnv: { ...p.engineEnv },
+      })),
+    })),
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The catalog file (YAML or JSON) as operators write it. Field names follow
+ * the proto `Catalog` in camelCase, except GPU memory, which is a size with
+ * a unit (`memoryPerGpu: "72GiB"`, see memory.ts). Objects are strict: a
+ * misspelt key is an error, not a silently ignored default.
+ */
+import { z } from "zod";
+import { parseMemory } from "./memory.js";
+
+/** Model and profile names. */
+export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+const LABEL_KEY = /^[A-Za-z0-9._/-]{1,128}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+const name = z.string().regex(NAME_PATTERN, "must be 1 to 64 characters: letters, digits, '.', '_' or '-'");
+
+const positiveInt = (max: number) =>
+  z.number().int("must be a whole number").min(1, "must be at least 1").max(max, `must be at most ${max}`);
+
+const memory = z.string().transform((text, ctx) => {
+  const r = parseMemory(text);
+  if ("error" in r) {
+    ctx.addIssue({ code: "custom", message: r.error });
+    return z.NEVER;
+  }
+  return r.mb;
+});
+
+export const profileSchema = z.strictObject({
+  name,
+  /** Shards per replica; more than one need a fabricKind. */
+  shards: positiveInt(64).default(1),
+  gpusPerShard: positiveInt(64),
+  memoryPerGpu: memory,
+  gpuProduct: z.string().max(128).default(""),
+  fabricKind: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{0,64}$/, "must be up to 64 letters, digits, '.', '_' or '-'")
+    .default(""),
+  nodeLabels: z
+    .record(
+      z.string().regex(LABEL_KEY, "label keys are 1 to 128 of letters, digits, '.', '_', '/', '-'"),
+      z.string().max(256),
+    )
+    .default({}),
+  engineArgs: z.array(z.string().max(4096)).max(256).default([]),
+  engineEnv: z
+    .record(z.string().regex(ENV_NAME, "must be an environment variable name"), z.string().max(4096))
+    .default({}),
+});
+
+export const modelSchema = z.strictObject({
+  name,
+  /** 0 keeps the model known and serves nothing. */
+  replicas: z.number().int("must be a whole number").min(0, "must not be negative").max(10_000),
+  /** In order of preference. */
+  profiles: z.array(profileSchema).max(32).default([]),
+});
+
+export const catalogFileSchema = z.strictObject({
+  // Required even when empty: an empty file applied by mistake must not remove every model.
+  models: z.array(modelSchema).max(1000),
+});
+
+export type CatalogFile = z.output<typeof catalogFileSchema>;
+export type CatalogModel = z.output<typeof modelSchema>;
+export type CatalogProfile = z.output<typeof profileSchema>;
+/** What operators write (memory as text, defaults not filled in). */
+export type CatalogFileInput = z.input<typeof catalogFileSchema>;

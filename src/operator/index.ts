@@ -1,0 +1,8 @@
+// The operator API: server, catalog file, views. Everything public is named here.
+export { type AuthMode, isLoopbackHost } from "./auth.js";
+export * from "./catalog/index.js";
+export { ApiCallError, ApiClient, type ApiClientOptions, type ApiResponse } from "./client.js";
+export type { ApiErrorCode, ErrorBody } from "./errors.js";
+export { decisionsTouchingReplica, decisionTouchesReplica, type ExplainedDecision } from "./explain.js";
+export { type ApiOptions, type ApiServer, checkAuth, startApi } from "./server.js";
+export type { GpuView, NodeView, ReplicaView } from "./views.js";

@@ -1,0 +1,83 @@
+/**
+ * The catalog: read the one in force, apply a new one. Applying is
+ * optimistic: `If-Match` names the catalog sequence the change was based on,
+ * and the append is fenced on the catalog subject, so of two operators
+ * editing the same catalog one wins and the other gets 412.
+ */
+import type { FastifyInstance } from "fastify";
+import { isLogError } from "../../log/index.js";
+import { type CatalogFormat, catalogFileFrom, parseCatalogText, toProtoCatalog } from "../catalog/index.js";
+import { type ApiContext, appendAndWait, operatorName } from "../context.js";
+import { ApiError, invalid } from "../errors.js";
+
+const JSON_TYPES = ["application/json"];
+const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
+
+export const etagOf = (seq: number) => `"${seq}"`;
+
+/** The sequence in an If-Match header, undefined when absent or `*`. */
+export function parseIfMatch(header: string | undefined): number | undefined {
+  if (header === undefined || header.trim() === "*") return undefined;
+  const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
+  if (!m?.[1]) {
+    throw invalid(
+      `If-Match must be the catalog's sequence as returned in its ETag (e.g. "12"), got ${header}`,
+    );
+  }
+  return Number(m[1]);
+}
+
+function formatOf(contentType: string | undefined): CatalogFormat {
+  const t = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  return JSON_TYPES.includes(t) ? "json" : "yaml";
+}
+
+export async function catalogRoutes(app: FastifyInstance, ctx: ApiContext): Promise<void> {
+  // The catalog body is parsed here, not by the server, so a JSON syntax
+  // error is reported like every other invalid catalog.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser([...JSON_TYPES, ...YAML_TYPES], { parseAs: "string" }, (_req, body, done) =>
+    done(null, body),
+  );
+
+  app.get("/v1/catalog", async (_req, reply) => {
+    const c = ctx.runtime.state.replicas.catalog;
+    reply.header("etag", etagOf(c.seq));
+    return { seq: c.seq, appliedBy: c.appliedBy, catalog: catalogFileFrom(c.models) };
+  });
+
+  app.put("/v1/catalog", async (req, reply) => {
+    const ifMatch = parseIfMatch(req.headers["if-match"]);
+    const text = typeof req.body === "string" ? req.body : "";
+    const result = parseCatalogText(text, formatOf(req.headers["content-type"]));
+    if (!result.ok) {
+      const n = result.issues.length;
+      throw new ApiError(400, "invalid-catalog", `the catalog has ${n} invalid field${n === 1 ? "" : "s"}`, {
+        issues: result.issues,
+      });
+    }
+    const subject = ctx.log.subjects.catalog;
+    const expected = ifMatch ?? (await ctx.log.lastSubjectSeq(subject));
+    const appliedBy = operatorName(req.headers);
+    let seq: number;
+    try {
+      ({ seq } = await appendAndWait(
+        ctx,
+        { case: "catalogChanged", value: { catalog: toProtoCatalog(result.catalog), appliedBy } },
+        { expectLastSubjectSeq: expected },
+      ));
+    } catch (err) {
+      if (!isLogError(err, "wrong-last-sequence")) throw err;
+      const now = await ctx.log.lastSubjectSeq(subject).catch(() => undefined);
+      throw new ApiError(
+        412,
+        "precondition-failed",
+        `the catalog changed: the change was based on sequence ${expected}, the catalog in force is at ${now ?? "a newer sequence"}; fetch it and apply again`,
+        now === undefined ? {} : { seq: now },
+      );
+    }
+    req.log.info({ seq, appliedBy, models: result.catalog.models.length }, "catalog applied");
+    reply.header("etag", etagOf(seq));
+    return { seq, models: result.catalog.models.map((m) => ({ name: m.name, replicas: m.replicas })) };
+  });
+}

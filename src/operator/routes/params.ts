@@ -1,0 +1,48 @@
+/** Validation of path and query parameters shared by the routes. */
+import { z } from "zod";
+import { invalidIdReason } from "../../log/index.js";
+import { formatPath } from "../catalog/index.js";
+import { ApiError, invalid } from "../errors.js";
+
+/** A node id: it becomes a subject token, so the log's own rule applies. */
+export function nodeIdParam(params: unknown): string {
+  const id = (params as { id?: string }).id ?? "";
+  const why = invalidIdReason(id, "node id");
+  if (why) throw invalid(why);
+  return id;
+}
+
+const REPLICA_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function replicaIdParam(params: unknown): string {
+  const id = (params as { id?: string }).id ?? "";
+  if (!REPLICA_ID.test(id)) {
+    throw invalid(`replica id ${JSON.stringify(id)} must be 1 to 128 letters, digits, '.', ':', '_' or '-'`);
+  }
+  return id;
+}
+
+/** Parses with a zod schema; a failure is a 400 naming every bad field. */
+export function parseWith<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => ({
+    path: formatPath(i.path),
+    message:
+      i.code === "unrecognized_keys"
+        ? `unknown ${i.keys.map((k) => JSON.stringify(k)).join(", ")}`
+        : i.message,
+  }));
+  const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
+  return badRequest(`invalid ${what}: ${summary}`, issues);
+}
+
+function badRequest(message: string, issues: Array<{ path: string; message: string }>): never {
+  throw new ApiError(400, "invalid-argument", message, { issues });
+}
+
+/** A non-negative integer from a query string. */
+export const seqParam = z.coerce
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(0, "must not be negative");

@@ -1,0 +1,49 @@
+/** Replicas: list, one replica, and the decisions that explain it. */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ApiContext } from "../context.js";
+import { notFound } from "../errors.js";
+import { explainReplica } from "../explain.js";
+import { replicaView, replicaViews } from "../views.js";
+import { parseWith, replicaIdParam } from "./params.js";
+
+const listQuery = z.strictObject({
+  model: z.string().max(64).optional(),
+  phase: z.enum(["pending", "placed", "running", "draining"]).optional(),
+});
+
+export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get("/v1/replicas", async (req) => {
+    const q = parseWith(listQuery, req.query, "query");
+    const s = ctx.runtime.state;
+    const replicas = replicaViews(s).filter(
+      (r) => (q.model === undefined || r.model === q.model) && (q.phase === undefined || r.phase === q.phase),
+    );
+    return { seq: s.seq, replicas };
+  });
+
+  app.get("/v1/replicas/:id", async (req) => {
+    const id = replicaIdParam(req.params);
+    const r = ctx.runtime.state.replicas.replicas[id];
+    if (!r) throw notFound(`replica ${id}`);
+    return { seq: ctx.runtime.state.seq, replica: replicaView(r) };
+  });
+
+  app.get("/v1/replicas/:id/explain", async (req) => {
+    const id = replicaIdParam(req.params);
+    const s = ctx.runtime.state;
+    const r = s.replicas.replicas[id];
+    // A live replica's story starts with its creation; a removed one is searched in the whole log.
+    const decisions = await explainReplica(ctx.log, id, {
+      fromSeq: r ? r.createdSeq : 1,
+      untilSeq: s.seq,
+    });
+    if (!r && decisions.length === 0) throw notFound(`replica ${id}`);
+    return {
+      seq: s.seq,
+      replicaId: id,
+      replica: r ? replicaView(r) : null,
+      decisions,
+    };
+  });
+}

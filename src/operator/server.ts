@@ -1,0 +1,124 @@
+/**
+ * The operator API server. It serves from its own projection of the log
+ * (ProjectionRuntime over the fleet projection): every API instance reads
+ * the same state the reconciler decides on, and writes only through the log.
+ */
+import { hostname } from "node:os";
+import Fastify, { type FastifyInstance } from "fastify";
+import { type Logger, pino } from "pino";
+import type { Registry } from "prom-client";
+import type { Log } from "../log/index.js";
+import { type FleetState, fleetProjection } from "../projections/index.js";
+import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/index.js";
+import { type AuthMode, installAuth, isLoopbackHost } from "./auth.js";
+import type { ApiContext } from "./context.js";
+import { installErrorHandlers } from "./errors.js";
+import { apiRegistry, instrument } from "./metrics.js";
+import { catalogRoutes } from "./routes/catalog.js";
+import { eventRoutes } from "./routes/events.js";
+import { fleetRoutes } from "./routes/fleet.js";
+import { healthRoutes } from "./routes/health.js";
+import { nodeRoutes } from "./routes/nodes.js";
+import { replicaRoutes } from "./routes/replicas.js";
+
+export interface ApiOptions {
+  /** An open log; the server does not close it. */
+  log: Log;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  auth: AuthMode;
+  logger?: Logger;
+  /** Writer id of this instance in the events it appends (default `api-<hostname>`). */
+  instanceId?: string;
+  /** How long a write waits for the projection to fold it (default 10 s). */
+  waitTimeoutMs?: number;
+  /** Projection snapshots (default none: the API folds the log at start). */
+  snapshots?: SnapshotStore<FleetState> | false;
+}
+
+export interface ApiServer {
+  readonly app: FastifyInstance;
+  /** Base URL, e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  readonly runtime: ProjectionRuntime<FleetState>;
+  readonly registry: Registry;
+  close(): Promise<void>;
+}
+
+/** Refuses an unauthenticated server anywhere but on loopback. */
+export function checkAuth(host: string, auth: AuthMode): void {
+  if (auth.kind === "dev" && !isLoopbackHost(host)) {
+    throw new RangeError(
+      `development mode (no token) listens on loopback only, not ${host}; use --listen 127.0.0.1:PORT or give a --token`,
+    );
+  }
+  if (auth.kind === "token" && auth.token.length < 8) {
+    throw new RangeError("the API token must be at least 8 characters");
+  }
+}
+
+export async function startApi(opts: ApiOptions): Promise<ApiServer> {
+  checkAuth(opts.host, opts.auth);
+  const logger = opts.logger ?? pino({ level: "silent" });
+  const registry = apiRegistry();
+  const runtime = new ProjectionRuntime(opts.log, fleetProjection, {
+    logger,
+    metrics: registry,
+    snapshots: opts.snapshots ?? false,
+  });
+  await runtime.start();
+
+  let connected = true;
+  const nc = opts.log.nc;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") connected = false;
+      else if (s.type === "reconnect") connected = true;
+    }
+  })().catch(() => {});
+
+  const ctx: ApiContext = {
+    log: opts.log,
+    runtime,
+    registry,
+    logger,
+    instanceId: opts.instanceId ?? `api-${hostname()}`,
+    waitTimeoutMs: opts.waitTimeoutMs ?? 10_000,
+    natsConnected: () => connected && !nc.isClosed(),
+  };
+
+  const app = Fastify({ loggerInstance: logger, bodyLimit: 4 * 1024 * 1024 }) as unknown as FastifyInstance;
+  installErrorHandlers(app);
+  installAuth(app, opts.auth);
+  instrument(app, registry);
+  healthRoutes(app, ctx);
+  nodeRoutes(app, ctx);
+  replicaRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  fleetRoutes(app, ctx);
+  await app.register(async (scope) => catalogRoutes(scope, ctx));
+
+  try {
+    await app.listen({ host: opts.host, port: opts.port });
+  } catch (err) {
+    await runtime.stop();
+    throw err;
+  }
+  const addr = app.server.address();
+  const port = typeof addr === "object" && addr ? addr.port : opts.port;
+  const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  const url = `http://${host}:${port}`;
+  logger.info({ url, auth: opts.auth.kind }, `operator API listening on ${url}`);
+
+  return {
+    app,
+    url,
+    runtime,
+    registry,
+    async close() {
+      await app.close();
+      await runtime.stop();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * What the API returns for nodes and replicas: the projected state plus what
+ * an operator asks first (which GPUs hold which replica, on which nodes a
+ * replica runs). Pure functions of a FleetState.
+ */
+import type { FleetState, NodeState, ReplicaState, ShardState } from "../projections/index.js";
+
+export interface GpuView {
+  index: number;
+  uuid: string;
+  product: string;
+  memoryTotalMb: number;
+  memoryUsedMb: number;
+  problems: string[];
+  /** Shards holding this GPU. */
+  shards: Array<{ replicaId: string; shardId: string; model: string; state: string }>;
+}
+
+export interface NodeView {
+  nodeId: string;
+  liveness: NodeState["liveness"];
+  agentVersion: string;
+  labels: Record<string, string>;
+  cordoned: boolean;
+  cordonReason: string;
+  draining: boolean;
+  session: { sessionId: string; gatewayId: string; openedSeq: number; identity: string } | null;
+  disconnectedSinceMs: number | null;
+  lastCloseReason: string;
+  nodeProblems: string[];
+  fabrics: NodeState["fabrics"];
+  gpus: GpuView[];
+  gpusTotal: number;
+  /** GPUs held by at least one shard. */
+  gpusUsed: number;
+  /** Replicas with a shard on the node. */
+  replicaIds: string[];
+  lastChangeSeq: number;
+}
+
+export interface ReplicaView extends ReplicaState {
+  /** Nodes of its shards, in rank order. */
+  nodeIds: string[];
+}
+
+/** A shard holds its GPUs until it is both meant to stop and reported gone. */
+function holdsGpus(s: ShardState): boolean {
+  return !(s.desired === "stopped" && (s.state === "stopped" || s.state === "failed"));
+}
+
+type Holders = Map<string, Map<number, GpuView["shards"]>>;
+
+function gpuHolders(state: FleetState): Holders {
+  const out: Holders = new Map();
+  for (const r of Object.values(state.replicas.replicas)) {
+    for (const s of r.shards) {
+      if (!holdsGpus(s)) continue;
+      let byGpu = out.get(s.nodeId);
+      if (!byGpu) {
+        byGpu = new Map();
+        out.set(s.nodeId, byGpu);
+      }
+      for (const g of s.gpuIndices) {
+        const list = byGpu.get(g) ?? [];
+        list.push({ replicaId: r.replicaId, shardId: s.shardId, model: r.model, state: s.state });
+        byGpu.set(g, list);
+      }
+    }
+  }
+  return out;
+}
+
+function nodeViewWith(n: NodeState, holders: Holders): NodeView {
+  const byGpu = holders.get(n.nodeId);
+  const gpus = n.gpus.map((g) => ({
+    index: g.index,
+    uuid: g.uuid,
+    product: g.product,
+    memoryTotalMb: g.memoryTotalMb,
+    memoryUsedMb: g.memoryUsedMb,
+    problems: [...g.problems],
+    shards: byGpu?.get(g.index) ?? [],
+  }));
+  const replicaIds = [...new Set(gpus.flatMap((g) => g.shards.map((s) => s.replicaId)))].sort();
+  return {
+    nodeId: n.nodeId,
+    liveness: n.liveness,
+    agentVersion: n.agentVersion,
+    labels: { ...n.labels },
+    cordoned: n.cordoned,
+    cordonReason: n.cordonReason,
+    draining: n.draining,
+    session: n.session
+      ? {
+          sessionId: n.session.sessionId,
+          gatewayId: n.session.gatewayId,
+          openedSeq: n.session.openedSeq,
+          identity: n.session.identity,
+        }
+      : null,
+    disconnectedSinceMs: n.disconnectedSinceMs,
+    lastCloseReason: n.lastCloseReason,
+    nodeProblems: [...n.nodeProblems],
+    fabrics: n.fabrics.map((f) => ({ ...f, gpuIndices: [...f.gpuIndices] })),
+    gpus,
+    gpusTotal: gpus.length,
+    gpusUsed: gpus.filter((g) => g.shards.length > 0).length,
+    replicaIds,
+    lastChangeSeq: n.lastChangeSeq,
+  };
+}
+
+/** Every node, sorted by id. */
+export function nodeViews(state: FleetState): NodeView[] {
+  const holders = gpuHolders(state);
+  return Object.values(state.inventory.nodes)
+    .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0))
+    .map((n) => nodeViewWith(n, holders));
+}
+
+export function nodeView(state: FleetState, nodeId: string): NodeView | undefined {
+  const n = state.inventory.nodes[nodeId];
+  return n ? nodeViewWith(n, gpuHolders(state)) : undefined;
+}
+
+export function replicaView(r: ReplicaState): ReplicaView {
+  const copy = structuredClone(r);
+  const nodeIds: string[] = [];
+  for (const s of [...copy.shards].sort((a, b) => a.rank - b.rank)) {
+    if (!nodeIds.includes(s.nodeId)) nodeIds.push(s.nodeId);
+  }
+  return { ...copy, nodeIds };
+}
+
+/** Every replica, by model then id. */
+export function replicaViews(state: FleetState): ReplicaView[] {
+  return Object.values(state.replicas.replicas)
+    .sort((a, b) => cmp(a.model, b.model) || cmp(a.replicaId, b.replicaId))
+    .map(replicaView);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,150 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import {
+  catalogFileFrom,
+  formatMemory,
+  parseCatalogText,
+  parseMemory,
+  toProtoCatalog,
+  validateCatalog,
+} from "../../src/operator/index.js";
+import { modelFrom } from "../../src/projections/convert.js";
+import { canonicalJson } from "../../src/projections/index.js";
+
+const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
+
+function issuesOf(text: string, format: "yaml" | "json" = "yaml") {
+  const r = parseCatalogText(text, format);
+  assert.equal(r.ok, false, "expected the catalog to be refused");
+  return r.ok ? [] : r.issues;
+}
+
+describe("catalog file", () => {
+  it("accepts the example catalog, and it fits the dev fleet (8 nodes x 8 H100, pods of 4)", () => {
+    const r = parseCatalogText(example, "yaml");
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.issues));
+    const gpus = r.catalog.models.map((m) => {
+      const p = m.profiles[0];
+      assert.ok(p);
+      assert.match(p.gpuProduct, /H100/);
+      assert.ok(p.memoryPerGpu <= 80 * 1024, `${m.name} asks more memory than an 80 GB card has`);
+      return m.replicas * p.shards * p.gpusPerShard;
+    });
+    const total = gpus.reduce((a, b) => a + b, 0);
+    assert.ok(
+      total <= 64 - 8,
+      `the example takes ${total} of 64 GPUs; a node's worth must stay free for drains`,
+    );
+    const big = r.catalog.models.find((m) => m.name === "llama-3.1-405b")?.profiles[0];
+    assert.deepEqual([big?.shards, big?.gpusPerShard, big?.fabricKind], [2, 8, "infiniband"]);
+    assert.deepEqual(
+      r.catalog.models.find((m) => m.name === "llama-3.3-70b")?.profiles.map((p) => p.name),
+      ["tp4", "tp8"],
+    );
+  });
+
+  it("converts to the proto Catalog and back to the same file", () => {
+    const r = parseCatalogText(example, "yaml");
+    assert.ok(r.ok);
+    const proto = toProtoCatalog(r.catalog);
+    assert.equal(proto.models[3]?.profiles[0]?.memoryPerGpuMb, BigInt(72 * 1024));
+    const file = catalogFileFrom(proto.models.map(modelFrom));
+    const again = validateCatalog(file);
+    assert.ok(again.ok);
+    // Compared as projected (maps sorted): the map order of a message is not meaningful.
+    assert.equal(
+      canonicalJson(toProtoCatalog(again.catalog).models.map(modelFrom)),
+      canonicalJson(proto.models.map(modelFrom)),
+    );
+  });
+
+  it("accepts the empty catalog, refuses an empty file", () => {
+    assert.ok(parseCatalogText("models: []\n", "yaml").ok);
+    assert.deepEqual(issuesOf(""), [
+      { path: "", message: "the catalog is empty; write `models: []` to serve nothing" },
+    ]);
+  });
+
+  it("reports every invalid field at once", () => {
+    const issues = issuesOf(
+      JSON.stringify({
+        models: [
+          { name: "x/y", replicas: 1.5, profiles: [{ name: "p", gpusPerShard: 65, memoryPerGpu: "1TB" }] },
+          { name: "ok", replicas: 3, profiles: [] },
+          { name: "ok", replicas: 0, typo: true },
+        ],
+        extra: 1,
+      }),
+      "json",
+    );
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [
+        "models[0].name",
+        "models[0].replicas",
+        "models[0].profiles[0].gpusPerShard",
+        "models[0].profiles[0].memoryPerGpu",
+        "models[2].typo",
+        "extra",
+        "models[1].profiles",
+        "models[2].name",
+      ],
+    );
+  });
+
+  it("names wrong types and missing fields", () => {
+    const issues = issuesOf("models:\n  - name: [1]\n    replicas: '3'\n    profiles:\n      - shards: 1\n");
+    const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
+    assert.match(byPath["models[0].name"] ?? "", /expected string, received array/);
+    assert.match(byPath["models[0].replicas"] ?? "", /expected number, received string/);
+    assert.equal(byPath["models[0].profiles[0].name"], "required");
+    assert.equal(byPath["models[0].profiles[0].gpusPerShard"], "required");
+    assert.equal(byPath["models[0].profiles[0].memoryPerGpu"], "required");
+  });
+
+  it("reports YAML syntax errors with their position, and duplicate keys", () => {
+    const syntax = issuesOf("models:\n  - name: a\n    replicas: [1\n");
+    assert.match(syntax[0]?.message ?? "", /^invalid YAML: .*line \d+, column \d+$/);
+    const dup = issuesOf("models: []\nmodels: []\n");
+    assert.match(dup[0]?.message ?? "", /^invalid YAML: Map keys must be unique/);
+  });
+
+  it("checks names, env names and label keys", () => {
+    const long = "a".repeat(65);
+    const issues = issuesOf(
+      [
+        "models:",
+        `  - name: ${long}`,
+        "    replicas: 1",
+        "    profiles:",
+        "      - name: 'tp 4'",
+        "        gpusPerShard: 4",
+        "        memoryPerGpu: 72GiB",
+        "        engineEnv: { '1BAD': x }",
+        "        nodeLabels: { 'bad key': x }",
+      ].join("\n"),
+    );
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [
+        "models[0].name",
+        "models[0].profiles[0].name",
+        'models[0].profiles[0].nodeLabels["bad key"]',
+        'models[0].profiles[0].engineEnv["1BAD"]',
+      ],
+    );
+  });
+
+  it("reads and writes memory sizes with binary units", () => {
+    assert.deepEqual(parseMemory("72GiB"), { mb: 73728 });
+    assert.deepEqual(parseMemory("512 MiB"), { mb: 512 });
+    assert.deepEqual(parseMemory("1.5Gi"), { mb: 1536 });
+    assert.match((parseMemory("80GB") as { error: string }).error, /ambiguous/);
+    assert.match((parseMemory("80") as { error: string }).error, /binary unit/);
+    assert.match((parseMemory("0GiB") as { error: string }).error, /positive/);
+    assert.match((parseMemory("1.3MiB") as { error: string }).error, /whole number/);
+    assert.equal(formatMemory(73728), "72GiB");
+    assert.equal(formatMemory(1000), "1000MiB");
+  });
+});

@@ -1,0 +1,253 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked by the assertions
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { LLMGW_BIN, runCli } from "../support/cli.js";
+import {
+  type ApiFixture,
+  appendAll,
+  eventually,
+  smallFleet,
+  startApiFixture,
+  TOKEN,
+} from "../support/operator-api.js";
+
+const EXAMPLE = join(import.meta.dirname, "../../examples/catalog.yaml");
+
+describe("operator CLI against a real API", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let fx: ApiFixture;
+  let env: NodeJS.ProcessEnv;
+  before(async () => {
+    server = await startServer();
+    fx = await startApiFixture(server.url);
+    await fx.api.runtime.waitFor(await appendAll(fx.log, smallFleet()));
+    env = { LLMGW_API_URL: fx.api.url, LLMGW_API_TOKEN: TOKEN };
+  });
+  after(async () => {
+    await fx?.close();
+    await server?.close();
+  });
+
+  it("llmgw nodes prints a table, and JSON with --json", async () => {
+    const r = await runCli(["nodes"], { env });
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split("\n");
+    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON$/);
+    assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-$/);
+    assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-$/);
+    const j = await runCli(["nodes", "--json"], { env });
+    assert.equal(j.code, 0, j.stderr);
+    const body = JSON.parse(j.stdout);
+    assert.deepEqual(
+      body.nodes.map((n: any) => n.nodeId),
+      ["gpu-a1", "gpu-a2", "gpu-b1"],
+    );
+  });
+
+  it("llmgw replicas prints model, profile, phase, nodes and why pending", async () => {
+    const r = await runCli(["replicas"], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+NODES\s+PENDING$/m);
+    assert.match(r.stdout, /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+placed\s+gpu-a1,gpu-a2\s+-$/m);
+    assert.match(
+      r.stdout,
+      /^r-70b-2\s+llama-3\.3-70b\s+-\s+pending\s+-\s+0\/3 nodes fit: 3 too few free GPUs$/m,
+    );
+    const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env });
+    assert.deepEqual(
+      JSON.parse(j.stdout).replicas.map((x: any) => x.replicaId),
+      ["r-70b-1", "r-70b-2"],
+    );
+  });
+
+  it("llmgw catalog apply applies a file, --if-match guards it, get prints it", async () => {
+    const r = await runCli(["catalog", "apply", "-f", EXAMPLE], { env });
+    assert.equal(r.code, 0, r.stderr);
+    const m = /catalog applied at log sequence (\d+): llama-3\.1-8b×4, llama-3\.3-70b×4/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    const seq = Number(m[1]);
+    const stale = await runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", String(seq - 1)], { env });
+    assert.equal(stale.code, 1);
+    assert.match(stale.stderr, /^llmgw: the catalog changed: .*\n$/);
+    const ok = await runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", String(seq), "--json"], {
+      env,
+    });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(JSON.parse(ok.stdout).seq > seq, true);
+    const got = await runCli(["catalog", "get"], { env });
+    assert.equal(got.code, 0, got.stderr);
+    assert.match(got.stdout, /memoryPerGpu: 72GiB/);
+    assert.match(got.stdout, /fabricKind: infiniband/);
+  });
+
+  it("llmgw catalog apply prints every invalid field and exits 2", async () => {
+    const dir = tempDir("catalog");
+    const file = join(dir, "bad.yaml");
+    writeFileSync(
+      file,
+      [
+        "models:",
+        "  - name: a",
+        "    replicas: 1",
+        "    profiles:",
+        "      - name: p",
+        "        shards: 2",
+        "        gpusPerShard: 0",
+        "        memoryPerGpu: 72GiB",
+        "  - name: a",
+        "    replicas: 0",
+      ].join("\n"),
+    );
+    const r = await runCli(["catalog", "apply", "-f", file], { env });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.gpusPerShard: must be at least 1$/m);
+    assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.fabricKind: a profile with 2 shards/m);
+    assert.match(r.stderr, /^ {2}models\[1\]\.name: duplicate model name "a"/m);
+    assert.match(r.stderr, /llmgw: .*bad\.yaml: the catalog has 3 invalid fields; nothing was applied\n$/);
+    const json = join(dir, "broken.json");
+    writeFileSync(json, '{"models": [');
+    const j = await runCli(["catalog", "apply", "-f", json], { env });
+    assert.equal(j.code, 2);
+    assert.match(j.stderr, /invalid JSON/);
+    const missing = await runCli(["catalog", "apply", "-f", join(dir, "nope.yaml")], { env });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot read .*nope\.yaml: ENOENT/);
+  });
+
+  it("llmgw cordon, drain and uncordon write intent the API shows", async () => {
+    const c = await runCli(["cordon", "gpu-b1", "--reason", "bad fan"], { env });
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stdout, /^gpu-b1 cordoned \(log sequence \d+\)\n$/);
+    const n = await runCli(["nodes"], { env });
+    assert.match(n.stdout, /^gpu-b1\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan$/m);
+    const d = await runCli(["drain", "gpu-b1", "--json"], { env });
+    assert.equal(d.code, 0, d.stderr);
+    assert.equal(JSON.parse(d.stdout).node.draining, true);
+    const u = await runCli(["uncordon", "gpu-b1"], { env });
+    assert.equal(u.code, 0, u.stderr);
+    const node = (await fx.call("/v1/nodes/gpu-b1")).body.node;
+    assert.equal(node.cordoned, false);
+    assert.equal(node.draining, false);
+    const ev = (await fx.call("/v1/events?subject=operator.gpu-b1")).body.events;
+    assert.deepEqual(
+      ev.map((e: any) => Object.keys(e.event).at(-1)),
+      ["nodeCordoned", "nodeDrainRequested", "nodeUncordoned"],
+    );
+    assert.equal(ev[0].event.nodeCordoned.reason, "bad fan");
+  });
+
+  it("errors are one line: unknown node 2, bad id 2, bad flags 2, wrong token 1, no API 1", async () => {
+    const port = await freePort();
+    // Independent commands: run them side by side.
+    const [unknown, badId, badFlag, noArg, badIfMatch, noFile, badUrl, wrongToken, noApi] = await Promise.all(
+      [
+        runCli(["cordon", "gpu-zz"], { env }),
+        runCli(["drain", "gpu.a1"], { env }),
+        runCli(["nodes", "--bogus"], { env }),
+        runCli(["cordon"], { env }),
+        runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", "x"], { env }),
+        runCli(["catalog", "apply"], { env }),
+        runCli(["nodes", "--api", "not a url"], { env }),
+        runCli(["nodes", "--token", "wrong-token-123"], { env }),
+        runCli(["replicas", "--api", `http://127.0.0.1:${port}`], { env }),
+      ],
+    );
+    assert.equal(unknown.code, 2);
+    assert.equal(unknown.stderr, "llmgw: node gpu-zz not found\n");
+    assert.equal(badId.code, 2);
+    assert.match(badId.stderr, /node id "gpu\.a1" may contain only/);
+    assert.equal(badFlag.code, 2);
+    assert.match(badFlag.stderr, /unknown option '--bogus'/);
+    assert.equal(noArg.code, 2);
+    assert.equal(badIfMatch.code, 2);
+    assert.match(badIfMatch.stderr, /--if-match must be a non-negative integer/);
+    assert.equal(noFile.code, 2);
+    assert.equal(badUrl.code, 2);
+    assert.equal(wrongToken.code, 1);
+    assert.equal(wrongToken.stderr, "llmgw: invalid token\n");
+    assert.equal(noApi.code, 1);
+    assert.match(
+      noApi.stderr,
+      /^llmgw: cannot reach the API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\).*\n$/,
+    );
+  });
+});
+
+describe("llmgw api as a process", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  function spawnApi(args: string[]): { proc: ChildProcess; output: () => string } {
+    const proc = spawn(process.execPath, [LLMGW_BIN, "api", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    proc.stdout?.on("data", (b) => (out += b));
+    proc.stderr?.on("data", (b) => (out += b));
+    return { proc, output: () => out };
+  }
+
+  it("serves in development mode on loopback, and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const stream = uniqueStream("OPP");
+    const { proc, output } = spawnApi([
+      "--dev",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--nats",
+      server.url,
+      "--stream",
+      stream,
+      "--subject-prefix",
+      "tproc.evt",
+    ]);
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await eventually(
+        async () => {
+          const res = await fetch(`${url}/readyz`).catch(() => undefined);
+          return res?.status === 200 ? true : undefined;
+        },
+        "the API to be ready",
+        30_000,
+      ).catch((err) => {
+        throw new Error(`${err.message}\n${output()}`);
+      });
+      const line = output()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l))
+        .find((l) => l.url);
+      assert.equal(line?.url, url);
+      assert.equal(line?.auth, "dev");
+      const r = await runCli(["catalog", "apply", "-f", EXAMPLE, "--api", url]);
+      assert.equal(r.code, 0, r.stderr);
+      const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+      proc.kill("SIGTERM");
+      assert.equal(await exited, 0, output());
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+    }
+  });
+
+  it("refuses to start without a token, or in development mode off loopback", async () => {
+    const noToken = await runCli(["api", "--listen", "127.0.0.1:0", "--nats", server.url], {
+      env: { LLMGW_API_TOKEN: "" },
+    });
+    assert.equal(noToken.code, 2);
+    assert.match(noToken.stderr, /needs --token/);
+    const open = await runCli(["api", "--dev", "--listen", "0.0.0.0:0", "--nats", server.url]);
+    assert.equal(open.code, 2);
+    assert.match(open.stderr, /loopback only/);
+    const badListen = await runCli(["api", "--dev", "--listen", "8080"]);
+    assert.equal(badListen.code, 2);
+    assert.match(badListen.stderr, /--listen must be HOST:PORT/);
+  });
+});

@@ -1,0 +1,120 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked by the assertions
+/**
+ * An operator API on a unique stream of a real nats-server, for tests, and a
+ * small fleet to seed it with (three H100 nodes, a catalog, a reconciler
+ * pass that places two replicas and leaves one pending).
+ */
+import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type ApiServer, type AuthMode, startApi } from "../../src/operator/index.js";
+import { uniqueStream } from "../harness/nats.js";
+import { decide, EventFactory, h100Node, llamaCatalog, ShardStatus_State } from "./fleet-events.js";
+
+export const TOKEN = "test-token-0123456789";
+
+export interface ApiFixture {
+  api: ApiServer;
+  log: Log;
+  /** fetch against the API with the token (unless `token: null`). */
+  call(
+    path: string,
+    init?: { method?: string; body?: string; headers?: Record<string, string>; token?: string | null },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
+  close(): Promise<void>;
+}
+
+export async function startApiFixture(natsUrl: string, opts: { auth?: AuthMode } = {}): Promise<ApiFixture> {
+  const log = await openLog({
+    url: natsUrl,
+    clientName: "operator-test",
+    name: uniqueStream("OP"),
+    prefix: `t${Math.random().toString(36).slice(2, 8)}.evt`,
+  });
+  let api: ApiServer;
+  try {
+    api = await startApi({
+      log,
+      host: "127.0.0.1",
+      port: 0,
+      auth: opts.auth ?? { kind: "token", token: TOKEN },
+      instanceId: "api-test",
+    });
+  } catch (err) {
+    await log.close();
+    throw err;
+  }
+  return {
+    api,
+    log,
+    async call(path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      const token = init.token === undefined ? TOKEN : init.token;
+      if (token !== null) headers["authorization"] = `Bearer ${token}`;
+      const res = await fetch(`${api.url}${path}`, {
+        method: init.method ?? "GET",
+        headers,
+        ...(init.body === undefined ? {} : { body: init.body }),
+      });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // Not JSON (metrics, the UI page): the text itself.
+      }
+      return { status: res.status, headers: res.headers, body };
+    },
+    async close() {
+      await api.close().catch(() => {});
+      await log.jsm.streams.delete(log.stream).catch(() => {});
+      await log.close();
+    },
+  };
+}
+
+/**
+ * Three connected nodes (gpu-a1, gpu-a2 in ib-pod-1, gpu-b1 in ib-pod-2), the
+ * Llama catalog, and a pass: r-70b-1 placed on gpu-a1 and running, r-405b-1
+ * placed on gpu-a1+gpu-a2, r-70b-2 pending.
+ */
+export function smallFleet(): Event[] {
+  const f = new EventFactory("seed");
+  return [
+    f.gatewayStarted("gw-1"),
+    f.sessionOpened("gpu-a1", "s-a1", "gw-1", h100Node("gpu-a1", { pod: "ib-pod-1" })),
+    f.sessionOpened("gpu-a2", "s-a2", "gw-1", h100Node("gpu-a2", { pod: "ib-pod-1" })),
+    f.sessionOpened("gpu-b1", "s-b1", "gw-1", h100Node("gpu-b1", { pod: "ib-pod-2" })),
+    f.catalog(llamaCatalog(2, 1)),
+    f.pass([
+      decide.created("r-70b-1", "llama-3.3-70b"),
+      decide.placed("r-70b-1", "llama-3.3-70b", "tp4", [
+        { shard: "r-70b-1.0", node: "gpu-b1", session: "s-b1", gpus: [0, 1, 2, 3] },
+      ]),
+      decide.created("r-405b-1", "llama-3.1-405b"),
+      decide.placed("r-405b-1", "llama-3.1-405b", "tp8-pp2", [
+        { shard: "r-405b-1.0", node: "gpu-a1", session: "s-a1", gpus: [0, 1, 2, 3, 4, 5, 6, 7] },
+        { shard: "r-405b-1.1", node: "gpu-a2", session: "s-a2", gpus: [0, 1, 2, 3, 4, 5, 6, 7] },
+      ]),
+      decide.created("r-70b-2", "llama-3.3-70b"),
+      decide.pending("r-70b-2", "llama-3.3-70b", "0/3 nodes fit: 3 too few free GPUs"),
+    ]),
+    f.shardStatus("gpu-b1", "s-b1", "r-70b-1", "r-70b-1.0", ShardStatus_State.RUNNING),
+  ];
+}
+
+export async function appendAll(log: Log, events: Iterable<Event>): Promise<number> {
+  let last = 0;
+  for (const e of events) last = (await log.append(e)).seq;
+  return last;
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after the deadline. */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
