@@ -6,10 +6,12 @@ import { evolveReplicas, initialReplicas } from "./replicas.js";
 import type { FleetState } from "./state.js";
 
 /**
- * 2: replicas record when their drain started (drainStartedMs).
- * 3: stop/drain commands of a pass that also removes or fails their replica
- *    keep the replica's id (earlier versions recorded "").
- * 4: both of the above together (the two lines of work were numbered apart).
+ * Bumped whenever the state's shape or meaning changes, so older snapshots
+ * are refolded rather than misread:
+ * 2 — stop/drain commands of a pass that also removes or fails their replica
+ *     keep the replica's id (1 recorded "");
+ * 3 — sessions record adoptionSeq;
+ * 4 — replicas record when their drain started (drainStartedMs).
  */
 export const FLEET_SCHEMA_VERSION = 4;
 

@@ -8,7 +8,7 @@ import type { GpuView, NodeView } from "./view.js";
 
 export type Policy = "binpack" | "spread";
 
-export type NodeFit = { ok: true; gpuIndices: number[]; score: number } | { ok: false; reason: string };
+export type NodeFit = { ok: true; score: number } | { ok: false; reason: string };
 
 export function fitNode(
   n: NodeView,
@@ -26,7 +26,7 @@ export function fitNode(
   let product = 0;
   let healthy = 0;
   let free = 0;
-  const roomy: GpuView[] = [];
+  let roomy = 0;
   for (const g of n.gpus) {
     if (want !== "" && !g.product.includes(want)) continue;
     product++;
@@ -34,14 +34,24 @@ export function fitNode(
     healthy++;
     if (g.allocated) continue;
     free++;
-    if (g.freeMb >= p.memoryPerGpuMb) roomy.push(g);
+    if (g.freeMb >= p.memoryPerGpuMb) roomy++;
   }
   if (product === 0) return { ok: false, reason: want === "" ? "no GPUs" : `no ${p.gpuProduct} GPUs` };
   if (onCooldown) return { ok: false, reason: "cooldown" };
   if (healthy < k) return { ok: false, reason: "too few healthy GPUs" };
   if (free < k) return { ok: false, reason: "too few free GPUs" };
-  if (roomy.length < k) return { ok: false, reason: "too little free memory" };
-  return { ok: true, gpuIndices: pickGpus(roomy, k), score: score(n, model, k, policy) };
+  if (roomy < k) return { ok: false, reason: "too little free memory" };
+  return { ok: true, score: score(n, model, k, policy) };
+}
+
+/** The GPUs a shard of `p` gets on a node that fits it (chosen only for the nodes placement picks). */
+export function chooseGpus(n: NodeView, p: ProfileSpec): number[] {
+  const want = p.gpuProduct.toLowerCase();
+  const roomy = n.gpus.filter(
+    (g) =>
+      (want === "" || g.product.includes(want)) && g.healthy && !g.allocated && g.freeMb >= p.memoryPerGpuMb,
+  );
+  return pickGpus(roomy, p.gpusPerShard);
 }
 
 /**

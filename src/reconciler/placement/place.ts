@@ -5,7 +5,8 @@
  * fits, every node is counted under the first reason that ruled it out.
  */
 import type { ModelSpec, ProfileSpec } from "../../projections/index.js";
-import { fitNode, type Policy, round } from "./fit.js";
+import type { NodeFit } from "./fit.js";
+import { chooseGpus, type Policy, round } from "./fit.js";
 import type { FleetView } from "./view.js";
 
 export interface ShardSlot {
@@ -50,7 +51,6 @@ export const RUNNERS_UP = 3;
 interface Fitting {
   nodeId: string;
   sessionId: string;
-  gpuIndices: number[];
   score: number;
 }
 
@@ -103,10 +103,10 @@ export function summarize(fit: number, considered: number, ruledOut: RuledOutCou
 function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Policy): ProfileOutcome {
   const reasons = new Map<string, number>();
   const fits: Fitting[] = [];
+  const all = view.fits(model, p, policy);
   for (const n of view.nodes) {
-    const f = fitNode(n, model, p, policy, view.onCooldown(model, n.nodeId));
-    if (f.ok)
-      fits.push({ nodeId: n.nodeId, sessionId: n.sessionId, gpuIndices: f.gpuIndices, score: f.score });
+    const f = all[n.pos] as NodeFit;
+    if (f.ok) fits.push({ nodeId: n.nodeId, sessionId: n.sessionId, score: f.score });
     else reasons.set(f.reason, (reasons.get(f.reason) ?? 0) + 1);
   }
   const shards = Math.max(1, p.shards);
@@ -114,16 +114,14 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
     const top = best(fits, RUNNERS_UP + 1);
     const chosen = top[0];
     if (!chosen) return { fit: 0, ruledOut: sortReasons(reasons) };
-    view.allocate(chosen.nodeId, chosen.gpuIndices, model);
+    const gpuIndices = take(view, chosen.nodeId, p, model);
     return {
       fit: fits.length,
       ruledOut: sortReasons(reasons),
       placed: {
         kind: "placed",
         profile: p,
-        shards: [
-          { rank: 0, nodeId: chosen.nodeId, sessionId: chosen.sessionId, gpuIndices: chosen.gpuIndices },
-        ],
+        shards: [{ rank: 0, nodeId: chosen.nodeId, sessionId: chosen.sessionId, gpuIndices }],
         chosen: { nodeIds: [chosen.nodeId], score: chosen.score },
         runnersUp: top.slice(1).map((c) => ({ nodeIds: [c.nodeId], score: c.score })),
       },
@@ -170,7 +168,7 @@ function tryGroups(
   if (!top) return { fit: 0, ruledOut };
   // Ranks follow node id order so that peers are listed the same way on every shard.
   const members = [...top.members].sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
-  for (const m of members) view.allocate(m.nodeId, m.gpuIndices, model);
+  const gpus = members.map((m) => take(view, m.nodeId, p, model));
   return {
     fit: inBigGroup.size,
     ruledOut,
@@ -181,7 +179,7 @@ function tryGroups(
         rank,
         nodeId: m.nodeId,
         sessionId: m.sessionId,
-        gpuIndices: m.gpuIndices,
+        gpuIndices: gpus[rank] as number[],
       })),
       chosen: { nodeIds: members.map((m) => m.nodeId), score: top.score },
       runnersUp: options.slice(1, RUNNERS_UP + 1).map((o) => ({
@@ -190,6 +188,15 @@ function tryGroups(
       })),
     },
   };
+}
+
+/** Chooses the GPUs on a node placement picked and marks them taken. */
+function take(view: FleetView, nodeId: string, p: ProfileSpec, model: string): number[] {
+  const n = view.node(nodeId);
+  if (!n) return [];
+  const gpus = chooseGpus(n, p);
+  view.allocate(nodeId, gpus, model);
+  return gpus;
 }
 
 function cmpIds(a: Fitting[], b: Fitting[]): number {

@@ -5,8 +5,8 @@
  * then updated as the pass allocates GPUs, so two replicas placed in one
  * pass never share a GPU.
  */
-import type { FleetState, NodeState } from "../../projections/index.js";
-import { cooldownKey } from "../../projections/index.js";
+import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
+import { fitNode, type NodeFit, type Policy } from "./fit.js";
 
 export interface GpuView {
   index: number;
@@ -30,6 +30,10 @@ export interface NodeView {
   /** Fabric names by kind, for multi-node replicas. */
   fabricsByKind: Map<string, string[]>;
   allocatedGpus: number;
+  /** Position in FleetView.nodes. */
+  pos: number;
+  /** Bumped whenever the pass allocates on the node: fits cached for an older version are stale. */
+  version: number;
   /** Shards of each model already on the node (spreading one model's replicas). */
   modelShards: Map<string, number>;
 }
@@ -38,7 +42,10 @@ export class FleetView {
   /** Every node of the inventory, sorted by id (the deterministic tie-break). */
   readonly nodes: NodeView[];
   readonly #byId = new Map<string, NodeView>();
-  readonly #cooldowns = new Set<string>();
+  /** Nodes on cooldown, per model. */
+  readonly #cooldowns = new Map<string, Set<string>>();
+  /** Node fits per model/profile, valid while the node's version is unchanged. */
+  readonly #fits = new Map<string, { versions: Int32Array; fits: Array<NodeFit | undefined> }>();
 
   /**
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
@@ -46,7 +53,10 @@ export class FleetView {
   constructor(state: FleetState, nowMs: number, unadopted: ReadonlySet<string>) {
     const ids = Object.keys(state.inventory.nodes).sort();
     this.nodes = ids.map((id) => nodeView(state.inventory.nodes[id] as NodeState, unadopted.has(id)));
-    for (const n of this.nodes) this.#byId.set(n.nodeId, n);
+    this.nodes.forEach((n, i) => {
+      n.pos = i;
+      this.#byId.set(n.nodeId, n);
+    });
     for (const r of Object.values(state.replicas.replicas)) {
       for (const s of r.shards) {
         if (s.desired === "stopped") continue;
@@ -55,8 +65,12 @@ export class FleetView {
         this.#take(n, s.gpuIndices, r.model);
       }
     }
-    for (const [key, c] of Object.entries(state.replicas.cooldowns))
-      if (c.untilMs > nowMs) this.#cooldowns.add(key);
+    for (const c of Object.values(state.replicas.cooldowns)) {
+      if (c.untilMs <= nowMs) continue;
+      const set = this.#cooldowns.get(c.model) ?? new Set<string>();
+      set.add(c.nodeId);
+      this.#cooldowns.set(c.model, set);
+    }
   }
 
   node(id: string): NodeView | undefined {
@@ -64,7 +78,33 @@ export class FleetView {
   }
 
   onCooldown(model: string, nodeId: string): boolean {
-    return this.#cooldowns.has(cooldownKey(model, nodeId));
+    return this.#cooldowns.get(model)?.has(nodeId) ?? false;
+  }
+
+  /**
+   * Whether each node fits one shard of `p` for `model`, in node order.
+   * Placing a replica changes only the nodes it lands on, so fits are
+   * cached per node version: a pass placing many replicas re-evaluates only
+   * the nodes that changed.
+   */
+  fits(model: string, p: ProfileSpec, policy: Policy): NodeFit[] {
+    const key = `${model}\u0000${p.name}`;
+    let cache = this.#fits.get(key);
+    if (!cache) {
+      cache = { versions: new Int32Array(this.nodes.length).fill(-1), fits: new Array(this.nodes.length) };
+      this.#fits.set(key, cache);
+    }
+    const out: NodeFit[] = new Array(this.nodes.length);
+    for (const n of this.nodes) {
+      let f = cache.fits[n.pos];
+      if (f === undefined || cache.versions[n.pos] !== n.version) {
+        f = fitNode(n, model, p, policy, this.onCooldown(model, n.nodeId));
+        cache.fits[n.pos] = f;
+        cache.versions[n.pos] = n.version;
+      }
+      out[n.pos] = f;
+    }
+    return out;
   }
 
   /** Marks GPUs as taken by a shard of `model` placed in this pass. */
@@ -82,6 +122,7 @@ export class FleetView {
       }
     }
     n.modelShards.set(model, (n.modelShards.get(model) ?? 0) + 1);
+    n.version++;
   }
 }
 
@@ -124,6 +165,8 @@ function nodeView(n: NodeState, unadopted: boolean): NodeView {
       })),
     fabricsByKind,
     allocatedGpus: 0,
+    pos: 0,
+    version: 0,
     modelShards: new Map(),
   };
 }
