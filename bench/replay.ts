@@ -15,8 +15,8 @@ import { parseArgs } from "node:util";
 import { AppendWindow, openLog } from "../src/log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../src/projections/index.js";
 import { openKvSnapshotStore, ProjectionRuntime } from "../src/projections/runtime/index.js";
-import { startServer, uniqueStream } from "../test/harness/nats.js";
 import { fleetChurn } from "../test/support/fleet-churn.js";
+import { startServer, uniqueStream } from "./support/nats.js";
 
 const { values } = parseArgs({
   options: {

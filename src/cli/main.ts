@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { LogError } from "../log/index.js";
 import { registerApi } from "./commands/api.js";
+import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerEvents } from "./commands/events.js";
@@ -49,12 +50,7 @@ registerCatalog(program);
 registerNodeIntent(program, "cordon");
 registerNodeIntent(program, "uncordon");
 registerNodeIntent(program, "drain");
-registerNotBuilt(
-  program,
-  "bench",
-  "measure the control plane against the raw limits of its parts",
-  "the benchmarks issue",
-);
+registerBench(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,169 @@
+/**
+ * Ingest: shard-status events from agents through a gateway (a child
+ * process) into the log, against raw pipelined JetStream publishes of
+ * same-sized messages from one client, on the same nats-server.
+ *
+ * The gateway runs twice: with `--stream-window 1` (one event in flight per
+ * stream, how the gateway worked before its publishes were pipelined) and
+ * with the default window, so the before/after of that change is measured
+ * in every run.
+ */
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { jetstream } from "@nats-io/jetstream";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
+import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { startGatewayProcess } from "../support/gateway.js";
+import { startServer, uniqueStream } from "../support/nats.js";
+import { figure, type Scenario } from "../support/result.js";
+
+/** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
+const AGENT_AHEAD = 64;
+
+export const ingest: Scenario = {
+  name: "ingest",
+  describe: "agent shard-status events through a gateway into the log vs raw JetStream publish",
+  async run(ctx) {
+    const events = ctx.quick ? 2_000 : 20_000;
+    const agents = ctx.quick ? 20 : 50;
+    const server = await startServer();
+    try {
+      ctx.progress("raw pipelined publish");
+      const raw = await rawPublish(server.url, events);
+      const before = await throughGateway(server.url, agents, events, ["--stream-window", "1"], (m) =>
+        ctx.progress(`gateway, stream window 1: ${m}`),
+      );
+      const after = await throughGateway(server.url, agents, events, [], (m) =>
+        ctx.progress(`gateway, stream window 32: ${m}`),
+      );
+      const rawRef = { name: "pipelined js.publish, one client", value: raw.rate };
+      return {
+        params: { events, agents, agentAhead: AGENT_AHEAD, eventBytes: raw.bytes },
+        figures: [
+          figure("events/s through the gateway", after.rate, "events/s", {
+            raw: rawRef,
+            goal: "ratio ≥ 0.6",
+            met: after.rate / raw.rate >= 0.6,
+          }),
+          figure("before: one event in flight per stream", before.rate, "events/s", { raw: rawRef }),
+        ],
+        notes: [
+          `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
+        ],
+      };
+    } finally {
+      await server.close();
+    }
+  },
+};
+
+function sampleEvent(i: number) {
+  return create(EventSchema, {
+    id: `${randomUUID()}-${i}`,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.GATEWAY, id: "gw-bench" },
+    body: {
+      case: "shardStatus",
+      value: {
+        nodeId: "gpu-00001",
+        sessionId: randomUUID(),
+        sessionSeq: BigInt(i),
+        status: { replicaId: "r-0001", shardId: "r-0001.0", state: ShardStatus_State.RUNNING },
+      },
+    },
+  });
+}
+
+async function rawPublish(url: string, n: number): Promise<{ rate: number; bytes: number }> {
+  const log = await openLog({ url, clientName: "bench-raw", name: uniqueStream("RAW") });
+  const nc = await connectNats({ url, name: "bench-raw-publisher" });
+  try {
+    const js = jetstream(nc);
+    const data = Array.from({ length: n }, (_, i) => ({
+      id: `raw-${i}`,
+      bytes: encodeEvent(sampleEvent(i)),
+    }));
+    const subject = log.subjects.node("gpu-00001");
+    const inFlight = new Set<Promise<unknown>>();
+    const t = performance.now();
+    for (const d of data) {
+      if (inFlight.size >= 256) await Promise.race(inFlight);
+      const p = js.publish(subject, d.bytes, { msgID: d.id, expect: { streamName: log.stream } });
+      const tracked = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+    }
+    await Promise.all(inFlight);
+    const s = (performance.now() - t) / 1000;
+    await log.jsm.streams.delete(log.stream).catch(() => {});
+    return { rate: n / s, bytes: data[0]!.bytes.length };
+  } finally {
+    await nc.close();
+    await log.close();
+  }
+}
+
+async function throughGateway(
+  url: string,
+  agentCount: number,
+  n: number,
+  args: string[],
+  progress: (m: string) => void,
+): Promise<{ rate: number }> {
+  const stream = uniqueStream("INGEST");
+  const log = await openLog({ url, clientName: "bench-ingest", name: stream });
+  const gw = await startGatewayProcess({
+    nats: url,
+    stream,
+    extraArgs: ["--heartbeat-timeout", "120000", ...args],
+  });
+  const pool = new ConnectionPool(gw.url, 100);
+  const agents: LightAgent[] = [];
+  try {
+    progress("registering");
+    for (let i = 0; i < agentCount; i++)
+      agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`));
+    await Promise.all(agents.map((a) => a.registered));
+    const per = Math.ceil(n / agentCount);
+    let done = 0;
+    const ticker = setInterval(
+      () => progress(`${done.toLocaleString("en")}/${n.toLocaleString("en")} acked`),
+      500,
+    );
+    const t = performance.now();
+    await Promise.all(
+      agents.map(async (a) => {
+        let sent = 0;
+        while (a.acks < per) {
+          while (sent < per && sent - a.acks < AGENT_AHEAD) {
+            a.send({
+              msg: {
+                case: "shard",
+                value: { replicaId: "r-0001", shardId: `r-0001.${sent}`, state: ShardStatus_State.RUNNING },
+              },
+            });
+            sent++;
+          }
+          const before = a.acks;
+          await a.nextAck();
+          done += a.acks - before;
+        }
+      }),
+    );
+    const s = (performance.now() - t) / 1000;
+    clearInterval(ticker);
+    const total = per * agentCount;
+    // Every acked event is in the log (a cheap check that nothing was skipped).
+    const stored = (await log.jsm.streams.info(stream)).state.messages;
+    if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
+    return { rate: total / s };
+  } finally {
+    for (const a of agents) a.close();
+    await gw.child.stop();
+    for (const a of agents) a.abort();
+    pool.close();
+    await log.jsm.streams.delete(stream).catch(() => {});
+    await log.close();
+  }
+}
