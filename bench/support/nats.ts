@@ -65,6 +65,8 @@ export interface NatsServer {
   readonly url: string;
   readonly storeDir: string;
   readonly running: boolean;
+  /** Process id while running (0 otherwise). */
+  readonly pid: number;
   /** Graceful stop (SIGTERM), waits for exit. */
   stop(): Promise<void>;
   /** SIGKILL, waits for exit. */
@@ -104,6 +106,10 @@ class ServerProcess implements NatsServer {
   }
   get running() {
     return this.#proc !== undefined && this.#proc.exitCode === null && this.#proc.signalCode === null;
+  }
+
+  get pid(): number {
+    return this.running ? (this.#proc?.pid ?? 0) : 0;
   }
   output() {
     return this.#out.slice(-40).join("");

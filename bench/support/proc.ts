@@ -28,7 +28,13 @@ export interface Child {
 
 /** `node bin/llmgw.js <args>` as a child process. */
 export function spawnLlmgw(args: string[], env: Record<string, string> = {}): Child {
-  return spawnNode([LLMGW_BIN, ...args], env);
+  return spawnNode([...profileArgs(), LLMGW_BIN, ...args], env);
+}
+
+/** LLMGW_BENCH_CPU_PROF=<dir>: llmgw children write V8 CPU profiles there (on a clean exit). */
+function profileArgs(): string[] {
+  const dir = process.env["LLMGW_BENCH_CPU_PROF"];
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }
 
 /** A TypeScript helper script (run through tsx) as a child with an IPC channel. */
