@@ -50,6 +50,8 @@ export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; fil
     results: [],
     failures: [],
   };
+  // Interrupted: exit through the exit hooks, which kill the servers and processes started.
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => process.exit(130));
   const t0 = performance.now();
   let lastLine = 0;
   const tty = opts.stderr.isTTY;

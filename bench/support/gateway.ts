@@ -1,7 +1,8 @@
 /** A gateway under test: `llmgw gateway` as a child process, h2c on loopback. */
 import { connect } from "node:net";
+import { openLog } from "../../src/log/index.js";
 import { freePort } from "./nats.js";
-import { type Child, sleep, spawnLlmgw } from "./proc.js";
+import { type Child, sleep, spawnLlmgw, until } from "./proc.js";
 
 export interface BenchGateway {
   readonly child: Child;
@@ -31,6 +32,17 @@ export async function startGatewayProcess(opts: {
     ...(opts.extraArgs ?? []),
   ]);
   await waitForPort(port, 30_000, child);
+  // It listens before it serves: ready once its GatewayStarted is in the log.
+  const log = await openLog({ url: opts.nats, clientName: "bench-probe", name: opts.stream, ensure: false });
+  try {
+    await until(
+      async () => ((await log.lastSubjectSeq(log.subjects.gateway(id))) > 0 ? true : undefined),
+      30_000,
+      `gateway ${id} started`,
+    );
+  } finally {
+    await log.close();
+  }
   return { child, url: `http://127.0.0.1:${port}`, id };
 }
 
