@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { LogError } from "../log/index.js";
 import { registerApi } from "./commands/api.js";
+import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerDev } from "./commands/dev.js";
@@ -9,7 +10,6 @@ import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
-import { registerNotBuilt } from "./commands/not-built.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
@@ -56,12 +56,7 @@ registerCatalog(program);
 registerNodeIntent(program, "cordon");
 registerNodeIntent(program, "uncordon");
 registerNodeIntent(program, "drain");
-registerNotBuilt(
-  program,
-  "bench",
-  "measure the control plane against the raw limits of its parts",
-  "the benchmarks issue",
-);
+registerBench(program);
 
 try {
   await program.parseAsync(process.argv);

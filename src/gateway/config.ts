@@ -62,6 +62,8 @@ export const GatewayConfigSchema = z
     sendQueueMax: z.number().int().positive().default(256),
     /** Publishes in flight to JetStream, across all streams. */
     publishWindow: z.number().int().positive().default(256),
+    /** Publishes in flight per stream (kept in order). */
+    streamWindow: z.number().int().positive().default(32),
     /** Wait this long for one publish ack before retrying it. */
     publishTimeoutMs: ms(5_000),
     /** The log unreachable for this long closes streams with Unavailable. */

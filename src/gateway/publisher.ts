@@ -3,6 +3,8 @@ import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { type Appended, AppendWindow, isLogError, type Log, LogError } from "../log/index.js";
 import type { GatewayMetrics } from "./metrics.js";
 
+export type Attempted = { ok: Appended; err?: undefined } | { ok?: undefined; err: unknown };
+
 export interface PublisherOptions {
   /** Publishes in flight across the gateway. */
   window: number;
@@ -19,6 +21,8 @@ export interface PublisherOptions {
  */
 export class Publisher {
   readonly #window: AppendWindow;
+  #epoch = 0;
+  #connected = true;
 
   constructor(
     log: Log,
@@ -27,6 +31,50 @@ export class Publisher {
     private readonly logger: Logger,
   ) {
     this.#window = new AppendWindow(log.appender, opts.window);
+    const status = log.nc.status();
+    void (async () => {
+      for await (const s of status) {
+        if (s.type === "disconnect") {
+          this.#connected = false;
+          this.#epoch++;
+        } else if (s.type === "reconnect") {
+          this.#connected = true;
+        }
+      }
+    })().catch(() => {});
+  }
+
+  /**
+   * Counts lost connections. Publishes started in different epochs may
+   * reach the stream out of order (one lost in the dead socket, a later one
+   * sent after the reconnect), so an ordered caller lets the older ones
+   * settle before it starts a newer one.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /**
+   * One attempt, pipelined: resolves once a window slot is taken and the
+   * publish sent (the caller's backpressure); `settled` then resolves with
+   * the ack or the error (it never rejects).
+   */
+  async attempt(event: Event): Promise<{ settled: Promise<Attempted> }> {
+    const started = performance.now();
+    const { acked } = await this.#window.start(event, { timeoutMs: this.opts.timeoutMs });
+    const settled = acked.then(
+      (r): Attempted => {
+        this.metrics.publishLatency.observe((performance.now() - started) / 1000);
+        this.metrics.eventsPublished.inc({ kind: event.body.case ?? "unknown" });
+        return { ok: r };
+      },
+      (err: unknown): Attempted => ({ err }),
+    );
+    return { settled };
   }
 
   get inFlight(): number {

@@ -14,6 +14,7 @@ import type { GatewayConfig } from "./config.js";
 import { gatewayEvent, sessionClosed, sessionEventId, sessionOpened } from "./events.js";
 import { peerKey, resetKey } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
+import { OrderedPipeline } from "./ordered.js";
 import type { Publisher } from "./publisher.js";
 import { UsageTracker } from "./usage.js";
 import { StreamWriter } from "./writer.js";
@@ -46,10 +47,11 @@ const CLOSE_GRACE_MS = 2_000;
 /**
  * One agent stream, from the Register to the session-closed event
  * (DESIGN §3). The handler's generator writes what the session's writer
- * holds; a reader task turns agent messages into events, one at a time and
- * only after the previous one is in the log, so a slow log slows the agent
- * (HTTP/2 flow control) instead of filling memory, and the session's events
- * are stored in the order the agent sent them.
+ * holds; a reader task turns agent messages into events and publishes them
+ * through the session's ordered pipeline: several in flight, stored and
+ * acknowledged in the order the agent sent them, and a full pipeline stops
+ * the reading, so a slow log slows the agent (HTTP/2 flow control) instead
+ * of filling memory.
  */
 export class AgentSession {
   nodeId = "";
@@ -58,6 +60,7 @@ export class AgentSession {
   openedSeq = 0;
   readonly #writer: StreamWriter<ControlMessage>;
   readonly #stopReading = new AbortController();
+  readonly #pipeline: OrderedPipeline;
   #closing: Closing | undefined;
   #seq = 0;
   #usage: UsageTracker | undefined;
@@ -71,6 +74,12 @@ export class AgentSession {
     private readonly ctx: HandlerContext,
   ) {
     this.#writer = new StreamWriter(host.config.sendQueueMax);
+    this.#pipeline = new OrderedPipeline(
+      host.publisher,
+      host.config.streamWindow,
+      this.#stopReading.signal,
+      (err) => this.#logFailed(err),
+    );
     this.#logger = host.logger;
     this.#finished = new Promise((resolve) => {
       this.#markFinished = resolve;
@@ -256,6 +265,26 @@ export class AgentSession {
   }
 
   async #readLoop(it: AsyncIterator<AgentMessage>): Promise<void> {
+    try {
+      await this.#readMessages(it);
+    } finally {
+      // The session-closed event comes after everything the session published.
+      await this.#pipeline.settled();
+    }
+  }
+
+  /** The log did not take one of the session's events: the stream cannot go on. */
+  #logFailed(err: unknown): void {
+    if (this.#stopReading.signal.aborted) return;
+    const detail = `the log did not take the agent's message: ${(err as Error).message}`;
+    if (isLogError(err, "unavailable")) {
+      this.close(SessionClosed_Reason.LOG_UNAVAILABLE, detail, new ConnectError(detail, Code.Unavailable));
+    } else {
+      this.close(SessionClosed_Reason.PROTOCOL_ERROR, detail, new ConnectError(detail, Code.Internal));
+    }
+  }
+
+  async #readMessages(it: AsyncIterator<AgentMessage>): Promise<void> {
     const cfg = this.host.config;
     const silent = () =>
       new ConnectError(
@@ -292,24 +321,14 @@ export class AgentSession {
         return;
       }
       if (out.event) {
+        const messageId = String(this.#seq);
+        const onStored = out.acked ? () => void this.send(ack(messageId)) : () => {};
         try {
-          await this.host.publisher.append(out.event, { signal: this.#stopReading.signal });
-        } catch (err) {
-          if (this.#stopReading.signal.aborted) return;
-          const detail = `the log did not take the agent's message: ${(err as Error).message}`;
-          if (isLogError(err, "unavailable")) {
-            this.close(
-              SessionClosed_Reason.LOG_UNAVAILABLE,
-              detail,
-              new ConnectError(detail, Code.Unavailable),
-            );
-          } else {
-            this.close(SessionClosed_Reason.PROTOCOL_ERROR, detail, new ConnectError(detail, Code.Internal));
-          }
-          return;
+          await this.#pipeline.push(out.event, onStored);
+        } catch {
+          return; // the pipeline's failure already closed the session
         }
       }
-      if (out.acked) this.send(ack(String(this.#seq)));
     }
   }
 

@@ -131,8 +131,8 @@ describe("gateway: NATS restarted under connected agents", () => {
         const session = sessions.get(a.nodeId)!;
         const got = new Set(ids.filter((id) => id.startsWith(`${session}-`)));
         const seqs = acked.get(a.nodeId)!;
-        // The load runs at least three rounds of 20 once the restart is done (the round in
-        // flight during the restart counts as one of them when it ends after it).
+        // Three bursts of 20 at least complete after the restart (with a
+        // pipelined gateway the first burst may already straddle it).
         assert.ok(seqs.length >= 60, `${a.nodeId} got ${seqs.length} acks`);
         for (const s of seqs)
           assert.ok(got.has(`${session}-${s}`), `${a.nodeId} message ${s} was acked but is not in the log`);

@@ -20,6 +20,7 @@ interface GatewayFlags {
   readMaxBytes: number;
   sendQueue: number;
   publishWindow: number;
+  streamWindow: number;
   publishTimeout: number;
   logUnavailableLimit: number;
   usageThresholdMb: number;
@@ -66,6 +67,7 @@ export function registerGateway(program: Command): void {
       num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
     )
     .addOption(num("--publish-window", "PUBLISH_WINDOW", "publishes in flight to JetStream", 256))
+    .addOption(num("--stream-window", "STREAM_WINDOW", "publishes in flight per agent stream, in order", 32))
     .addOption(ms("--publish-timeout", "PUBLISH_TIMEOUT_MS", "ack wait of one publish attempt", 5_000))
     .addOption(
       ms(
@@ -136,6 +138,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     readMaxBytes: f.readMaxBytes,
     sendQueueMax: f.sendQueue,
     publishWindow: f.publishWindow,
+    streamWindow: f.streamWindow,
     publishTimeoutMs: f.publishTimeout,
     logUnavailableLimitMs: f.logUnavailableLimit,
     usageThresholdMb: f.usageThresholdMb,

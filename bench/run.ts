@@ -1,0 +1,108 @@
+/**
+ * Runs the benchmark scenarios one after another (each starts and stops its
+ * own nats-server and processes), shows a progress line on stderr, prints a
+ * table and writes every figure to a JSON file.
+ */
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, freemem, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { convergence } from "./scenarios/convergence.js";
+import { fanIn } from "./scenarios/fan-in.js";
+import { ingest } from "./scenarios/ingest.js";
+import { placement } from "./scenarios/placement.js";
+import { replay } from "./scenarios/replay.js";
+import { natsServerBinary } from "./support/nats.js";
+import { renderTable, type Scenario, type ScenarioResult } from "./support/result.js";
+
+export const SCENARIOS: Scenario[] = [ingest, fanIn, replay, placement, convergence];
+
+export interface BenchOptions {
+  quick: boolean;
+  only?: string[];
+  /** JSON result file; default .bench/results-<time>.json */
+  out?: string;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WriteStream;
+}
+
+export interface BenchRun {
+  startedAt: string;
+  mode: "quick" | "default";
+  machine: Record<string, unknown>;
+  results: ScenarioResult[];
+  failures: Array<{ scenario: string; error: string }>;
+}
+
+export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; file: string }> {
+  const chosen = opts.only ? SCENARIOS.filter((s) => opts.only!.includes(s.name)) : SCENARIOS;
+  const unknown = (opts.only ?? []).filter((n) => !SCENARIOS.some((s) => s.name === n));
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown scenario(s) ${unknown.join(", ")}; known: ${SCENARIOS.map((s) => s.name).join(", ")}`,
+    );
+  const started = new Date();
+  const run: BenchRun = {
+    startedAt: started.toISOString(),
+    mode: opts.quick ? "quick" : "default",
+    machine: machine(),
+    results: [],
+    failures: [],
+  };
+  // Interrupted: exit through the exit hooks, which kill the servers and processes started.
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => process.exit(130));
+  const t0 = performance.now();
+  let lastLine = 0;
+  const tty = opts.stderr.isTTY;
+  for (const [i, s] of chosen.entries()) {
+    const head = `bench ${i + 1}/${chosen.length} ${s.name}`;
+    const progress = (msg: string) => {
+      const now = performance.now();
+      if (!tty && now - lastLine < 2_000) return;
+      lastLine = now;
+      const line = `${head} [${((now - t0) / 1000).toFixed(0)} s]: ${msg}`;
+      opts.stderr.write(tty ? `\r${line.slice(0, (opts.stderr.columns ?? 120) - 1)}\x1b[K` : `${line}\n`);
+    };
+    progress("starting");
+    const ts = performance.now();
+    try {
+      const r = await s.run({ quick: opts.quick, progress });
+      run.results.push({ scenario: s.name, ...r, durationMs: Math.round(performance.now() - ts) });
+    } catch (err) {
+      run.failures.push({
+        scenario: s.name,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
+    }
+    if (tty) opts.stderr.write("\n");
+    opts.stderr.write(
+      `${head}: ${((performance.now() - ts) / 1000).toFixed(1)} s${run.failures.at(-1)?.scenario === s.name ? " FAILED" : ""}\n`,
+    );
+  }
+  const file = opts.out ?? join(".bench", `results-${started.toISOString().replace(/[:.]/g, "-")}.json`);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
+  opts.stdout.write(`\n${renderTable(run.results)}\n`);
+  for (const r of run.results) for (const n of r.notes) opts.stdout.write(`\n${r.scenario}: ${n}`);
+  for (const f of run.failures) opts.stdout.write(`\n${f.scenario} FAILED: ${f.error}\n`);
+  opts.stdout.write(`\n\nresults: ${file}\n`);
+  return { run, file };
+}
+
+function machine(): Record<string, unknown> {
+  let nats = "unknown";
+  try {
+    nats = execFileSync(natsServerBinary(), ["--version"], { encoding: "utf8" }).trim();
+  } catch {
+    // reported as unknown
+  }
+  return {
+    nproc: cpus().length,
+    cpu: cpus()[0]?.model ?? "unknown",
+    memoryBytes: totalmem(),
+    freeMemoryBytes: freemem(),
+    node: process.version,
+    natsServer: nats,
+  };
+}

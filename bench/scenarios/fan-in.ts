@@ -1,0 +1,266 @@
+/**
+ * Fan-in: many concurrent agent streams on one gateway process, each
+ * heartbeating every 5 s. Measured on the gateway (a child process, from
+ * /proc): CPU and RSS per stream at steady state, events written per
+ * heartbeat (0: a heartbeat that changes nothing is not an event), and the
+ * delivery latency of commands from the append of a ReconcilePass to the
+ * agents. The raw reference is a bare Connect bidi server (same HTTP/2
+ * setup, same streams and heartbeats, pushing the same number of messages).
+ *
+ * The agents are light clients in the benchmark's own process, a few
+ * hundred streams per HTTP/2 connection (so file descriptors stay few),
+ * over h2c: the gateway runs with --insecure-dev.
+ */
+import { create } from "@bufbuild/protobuf";
+import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { openLog } from "../../src/log/index.js";
+import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { startGatewayProcess } from "../support/gateway.js";
+import { startServer, uniqueStream } from "../support/nats.js";
+import {
+  type Child,
+  cpuCores,
+  type ProcSample,
+  sampleProc,
+  sleep,
+  spawnScript,
+  until,
+} from "../support/proc.js";
+import { type Figure, figure, percentile, type Scenario } from "../support/result.js";
+
+const HEARTBEAT_MS = 5_000;
+const STREAMS_PER_CONNECTION = 250;
+/** Commands in the pass (and messages pushed by the raw server). */
+const MAX_COMMANDS = 2_000;
+
+interface Measured {
+  cpuCoresPerStream: number;
+  rssKbPerStream: number;
+  rssMb: number;
+  eventsPerHeartbeat: number;
+  latencyP50: number;
+  latencyP99: number;
+  commands: number;
+  connectS: number;
+}
+
+export const fanIn: Scenario = {
+  name: "fan-in",
+  describe: "concurrent agent streams on one gateway at a 5 s heartbeat vs a bare Connect server",
+  async run(ctx) {
+    const scales = ctx.quick ? [200] : [1_000, 5_000, 10_000];
+    const windowMs = ctx.quick ? 6_000 : 15_000;
+    const figures: Figure[] = [];
+    const notes: string[] = [];
+    for (const n of scales) {
+      const gw = await measureGateway(n, windowMs, (m) => ctx.progress(`gateway, ${n} streams: ${m}`));
+      const raw = await measureEcho(n, windowMs, (m) =>
+        ctx.progress(`bare Connect server, ${n} streams: ${m}`),
+      );
+      const at = `${n.toLocaleString("en")} streams`;
+      figures.push(
+        figure(`${at}: gateway CPU per 1,000 streams`, gw.cpuCoresPerStream * 1e6, "millicores", {
+          raw: { name: "bare Connect server", value: raw.cpuCoresPerStream * 1e6 },
+          higherIsBetter: false,
+        }),
+        figure(`${at}: gateway RSS per stream`, gw.rssKbPerStream, "KiB", {
+          raw: { name: "bare Connect server", value: raw.rssKbPerStream },
+          higherIsBetter: false,
+        }),
+        figure(`${at}: events written per heartbeat`, gw.eventsPerHeartbeat, "events", {
+          goal: "0",
+          met: gw.eventsPerHeartbeat === 0,
+        }),
+        figure(`${at}: command delivery p50`, gw.latencyP50, "ms", {
+          raw: { name: "bare Connect server push", value: raw.latencyP50 },
+          higherIsBetter: false,
+        }),
+        figure(`${at}: command delivery p99`, gw.latencyP99, "ms", {
+          raw: { name: "bare Connect server push", value: raw.latencyP99 },
+          higherIsBetter: false,
+          ...(n === 5_000 ? { goal: "< 100 ms", met: gw.latencyP99 < 100 } : {}),
+        }),
+      );
+      notes.push(
+        `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw.connectS.toFixed(1)} s); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw.rssMb.toFixed(0)} MiB); ${gw.commands} commands in one pass`,
+      );
+    }
+    return {
+      params: {
+        scales,
+        heartbeatMs: HEARTBEAT_MS,
+        steadyWindowMs: windowMs,
+        streamsPerConnection: STREAMS_PER_CONNECTION,
+      },
+      figures,
+      notes,
+    };
+  },
+};
+
+/** Connects n agents, heartbeating every 5 s, evenly spread over the interval. */
+async function connectAgents(
+  url: string,
+  n: number,
+  onCommand: (id: string, atMs: number) => void,
+  progress: (m: string) => void,
+): Promise<{ agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }> {
+  const pool = new ConnectionPool(url, STREAMS_PER_CONNECTION);
+  const agents: LightAgent[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, (m) => {
+      if (m.msg.case === "drain" || m.msg.case === "start" || m.msg.case === "stop")
+        onCommand(m.msg.value.commandId, performance.timeOrigin + performance.now());
+    });
+    agents.push(a);
+    // Registrations go out in batches so the first ones do not time out behind the rest.
+    if (i % 500 === 499) {
+      await Promise.all(agents.slice(i - 499, i + 1).map((x) => x.registered));
+      progress(`${i + 1} registered`);
+    }
+  }
+  await Promise.all(agents.map((a) => a.registered));
+  for (const [i, a] of agents.entries()) {
+    const start = setTimeout(
+      () => {
+        a.heartbeat();
+        timers.push(setInterval(() => a.heartbeat(), HEARTBEAT_MS));
+      },
+      (i / n) * HEARTBEAT_MS,
+    );
+    timers.push(start);
+  }
+  return { agents, pool, timers };
+}
+
+function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
+  for (const t of c.timers) clearInterval(t);
+  for (const a of c.agents) a.abort();
+  c.pool.close();
+}
+
+async function measureGateway(n: number, windowMs: number, progress: (m: string) => void): Promise<Measured> {
+  const server = await startServer();
+  const stream = uniqueStream("FANIN");
+  const log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
+  const gw = await startGatewayProcess({
+    nats: server.url,
+    stream,
+    extraArgs: ["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
+  });
+  const received = new Map<string, number>();
+  let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
+  try {
+    const base = sampleProc(gw.child.pid);
+    let t = performance.now();
+    conn = await connectAgents(gw.url, n, (id, at) => received.set(id, at), progress);
+    const connectS = (performance.now() - t) / 1000;
+    progress("settling");
+    await sleep(HEARTBEAT_MS);
+    const seq0 = await log.lastSeq();
+    const s0 = sampleProc(gw.child.pid);
+    progress(`steady state for ${windowMs / 1000} s`);
+    await sleep(windowMs);
+    const s1 = sampleProc(gw.child.pid);
+    const seq1 = await log.lastSeq();
+
+    // The sessions, from the log, and one command per session in one pass.
+    const sessions = new Map<string, string>();
+    for await (const r of log.read({ untilSeq: seq1 })) {
+      const b = r.event.body;
+      if (b.case === "sessionOpened") sessions.set(b.value.nodeId, b.value.sessionId);
+    }
+    const targets = [...sessions].slice(0, MAX_COMMANDS);
+    const sent = new Map<string, number>();
+    const pass = create(EventSchema, {
+      id: `bench-pass-${n}`,
+      timeUnixMs: BigInt(Date.now()),
+      writer: { kind: Writer_Kind.RECONCILER, id: "bench" },
+      body: {
+        case: "reconcilePass",
+        value: {
+          commands: targets.map(([nodeId, sessionId], i) => ({
+            commandId: `c-${i}`,
+            nodeId,
+            sessionId,
+            attempt: 1,
+            action: {
+              case: "drain" as const,
+              value: { commandId: `c-${i}`, shardId: "s", deadlineUnixMs: 0n },
+            },
+          })),
+        },
+      },
+    });
+    progress(`a pass with ${targets.length} commands`);
+    t = performance.timeOrigin + performance.now();
+    for (const [i] of targets.entries()) sent.set(`c-${i}`, t);
+    await log.append(pass);
+    await until(
+      () => (received.size >= targets.length ? true : undefined),
+      30_000,
+      "every command delivered",
+    );
+    const lat = [...received].map(([id, at]) => at - (sent.get(id) ?? at));
+    return {
+      ...steady(base, s0, s1, n),
+      eventsPerHeartbeat: (seq1 - seq0) / (n * (windowMs / HEARTBEAT_MS)),
+      latencyP50: percentile(lat, 50),
+      latencyP99: percentile(lat, 99),
+      commands: targets.length,
+      connectS,
+    };
+  } finally {
+    if (conn) disconnect(conn);
+    await gw.child.stop("SIGTERM", 15_000);
+    await log.jsm.streams.delete(stream).catch(() => {});
+    await log.close();
+    await server.close();
+  }
+}
+
+async function measureEcho(n: number, windowMs: number, progress: (m: string) => void): Promise<Measured> {
+  const child: Child = spawnScript(new URL("../support/echo-server.ts", import.meta.url).pathname, []);
+  const received = new Map<string, number>();
+  let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.proc.once("message", (m) => resolve((m as { port: number }).port));
+      void child.exited.then((c) => reject(new Error(`echo server exited ${c}:\n${child.output()}`)));
+    });
+    const base = sampleProc(child.pid);
+    let t = performance.now();
+    conn = await connectAgents(`http://127.0.0.1:${port}`, n, (id, at) => received.set(id, at), progress);
+    const connectS = (performance.now() - t) / 1000;
+    await sleep(HEARTBEAT_MS);
+    const s0 = sampleProc(child.pid);
+    progress(`steady state for ${windowMs / 1000} s`);
+    await sleep(windowMs);
+    const s1 = sampleProc(child.pid);
+    const count = Math.min(n, MAX_COMMANDS);
+    t = performance.timeOrigin + performance.now();
+    child.proc.send({ broadcast: "raw", count });
+    await until(() => (received.size >= count ? true : undefined), 30_000, "every push delivered");
+    const lat = [...received.values()].map((at) => at - t);
+    return {
+      ...steady(base, s0, s1, n),
+      eventsPerHeartbeat: 0,
+      latencyP50: percentile(lat, 50),
+      latencyP99: percentile(lat, 99),
+      commands: count,
+      connectS,
+    };
+  } finally {
+    if (conn) disconnect(conn);
+    await child.stop();
+  }
+}
+
+function steady(base: ProcSample, s0: ProcSample, s1: ProcSample, n: number) {
+  return {
+    cpuCoresPerStream: cpuCores(s0, s1) / n,
+    rssKbPerStream: Math.max(0, s1.rssBytes - base.rssBytes) / 1024 / n,
+    rssMb: s1.rssBytes / 2 ** 20,
+  };
+}

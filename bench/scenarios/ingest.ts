@@ -1,0 +1,222 @@
+/**
+ * Ingest: shard-status events from agents through a gateway (a child
+ * process) into the log, against raw pipelined JetStream publishes of
+ * same-sized messages from one client, on the same nats-server.
+ *
+ * The gateway runs twice: with `--stream-window 1` (one event in flight per
+ * stream, how the gateway worked before its publishes were pipelined) and
+ * with the default window, so the before/after of that change is measured
+ * in every run.
+ */
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { jetstream } from "@nats-io/jetstream";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
+import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { startGatewayProcess } from "../support/gateway.js";
+import { startServer, uniqueStream } from "../support/nats.js";
+import { type ProcSample, sampleProc } from "../support/proc.js";
+import { figure, type Scenario } from "../support/result.js";
+
+/** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
+const AGENT_AHEAD = 64;
+/** Agents of the latency-bound variant. */
+const FEW = 4;
+
+export const ingest: Scenario = {
+  name: "ingest",
+  describe: "agent shard-status events through a gateway into the log vs raw JetStream publish",
+  async run(ctx) {
+    const events = ctx.quick ? 2_000 : 40_000;
+    const agents = ctx.quick ? 20 : 50;
+    const server = await startServer();
+    try {
+      ctx.progress("raw pipelined publish");
+      const raw = await rawPublish(server.url, server.pid, events);
+      const before = await throughGateway(
+        server.url,
+        server.pid,
+        agents,
+        events,
+        ["--stream-window", "1"],
+        (m) => ctx.progress(`gateway, stream window 1: ${m}`),
+      );
+      const after = await throughGateway(server.url, server.pid, agents, events, [], (m) =>
+        ctx.progress(`gateway, stream window 32: ${m}`),
+      );
+      // Few agents: what one event in flight per stream cost (a round trip per event).
+      const fewEvents = ctx.quick ? 1_000 : 5_000;
+      const fewBefore = await throughGateway(
+        server.url,
+        server.pid,
+        FEW,
+        fewEvents,
+        ["--stream-window", "1"],
+        (m) => ctx.progress(`${FEW} agents, stream window 1: ${m}`),
+      );
+      const fewAfter = await throughGateway(server.url, server.pid, FEW, fewEvents, [], (m) =>
+        ctx.progress(`${FEW} agents, stream window 32: ${m}`),
+      );
+      const rawRef = { name: "pipelined js.publish, one client", value: raw.rate };
+      return {
+        params: { events, agents, agentAhead: AGENT_AHEAD, eventBytes: raw.bytes },
+        figures: [
+          figure("events/s through the gateway", after.rate, "events/s", {
+            raw: rawRef,
+            goal: "ratio ≥ 0.6",
+            met: after.rate / raw.rate >= 0.6,
+          }),
+          figure("before: one event in flight per stream", before.rate, "events/s", { raw: rawRef }),
+          figure(`${FEW} agents through the gateway`, fewAfter.rate, "events/s", { raw: rawRef }),
+          figure(`${FEW} agents, before: one event in flight per stream`, fewBefore.rate, "events/s", {
+            raw: rawRef,
+          }),
+        ],
+        notes: [
+          `CPU per event (µs): raw: client ${raw.cpu.client}, nats-server ${raw.cpu.nats}; through the gateway: gateway ${after.cpu.gateway}, agents ${after.cpu.agents}, nats-server ${after.cpu.nats}`,
+          `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
+        ],
+      };
+    } finally {
+      await server.close();
+    }
+  },
+};
+
+function sampleEvent(i: number) {
+  return create(EventSchema, {
+    id: `${randomUUID()}-${i}`,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.GATEWAY, id: "gw-bench" },
+    body: {
+      case: "shardStatus",
+      value: {
+        nodeId: "gpu-00001",
+        sessionId: randomUUID(),
+        sessionSeq: BigInt(i),
+        status: { replicaId: "r-0001", shardId: "r-0001.0", state: ShardStatus_State.RUNNING },
+      },
+    },
+  });
+}
+
+async function rawPublish(
+  url: string,
+  natsPid: number,
+  n: number,
+): Promise<{ rate: number; bytes: number; cpu: { client: number; nats: number } }> {
+  const log = await openLog({ url, clientName: "bench-raw", name: uniqueStream("RAW") });
+  const nc = await connectNats({ url, name: "bench-raw-publisher" });
+  try {
+    const js = jetstream(nc);
+    const data = Array.from({ length: n }, (_, i) => ({
+      id: `raw-${i}`,
+      bytes: encodeEvent(sampleEvent(i)),
+    }));
+    const subject = log.subjects.node("gpu-00001");
+    const inFlight = new Set<Promise<unknown>>();
+    const cpu0 = process.cpuUsage();
+    const nats0 = sampleProc(natsPid);
+    const t = performance.now();
+    for (const d of data) {
+      if (inFlight.size >= 256) await Promise.race(inFlight);
+      const p = js.publish(subject, d.bytes, { msgID: d.id, expect: { streamName: log.stream } });
+      const tracked = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+    }
+    await Promise.all(inFlight);
+    const s = (performance.now() - t) / 1000;
+    const cpu = {
+      client: perEventUs(cpuSince(cpu0), n),
+      nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, n),
+    };
+    await log.jsm.streams.delete(log.stream).catch(() => {});
+    return { rate: n / s, bytes: data[0]!.bytes.length, cpu };
+  } finally {
+    await nc.close();
+    await log.close();
+  }
+}
+
+async function throughGateway(
+  url: string,
+  natsPid: number,
+  agentCount: number,
+  n: number,
+  args: string[],
+  progress: (m: string) => void,
+): Promise<{ rate: number; cpu: { gateway: number; agents: number; nats: number } }> {
+  const stream = uniqueStream("INGEST");
+  const log = await openLog({ url, clientName: "bench-ingest", name: stream });
+  const gw = await startGatewayProcess({
+    nats: url,
+    stream,
+    extraArgs: ["--heartbeat-timeout", "120000", ...args],
+  });
+  const pool = new ConnectionPool(gw.url, 100);
+  const agents: LightAgent[] = [];
+  try {
+    progress("registering");
+    for (let i = 0; i < agentCount; i++)
+      agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`));
+    await Promise.all(agents.map((a) => a.registered));
+    const per = Math.ceil(n / agentCount);
+    let done = 0;
+    const ticker = setInterval(
+      () => progress(`${done.toLocaleString("en")}/${n.toLocaleString("en")} acked`),
+      500,
+    );
+    const cpu0 = process.cpuUsage();
+    const samples: ProcSample[] = [sampleProc(gw.child.pid), sampleProc(natsPid)];
+    const t = performance.now();
+    await Promise.all(
+      agents.map(async (a) => {
+        let sent = 0;
+        while (a.acks < per) {
+          while (sent < per && sent - a.acks < AGENT_AHEAD) {
+            a.send({
+              msg: {
+                case: "shard",
+                value: { replicaId: "r-0001", shardId: `r-0001.${sent}`, state: ShardStatus_State.RUNNING },
+              },
+            });
+            sent++;
+          }
+          const before = a.acks;
+          await a.nextAck();
+          done += a.acks - before;
+        }
+      }),
+    );
+    const s = (performance.now() - t) / 1000;
+    clearInterval(ticker);
+    const total = per * agentCount;
+    const cpu = {
+      gateway: perEventUs(sampleProc(gw.child.pid).cpuS - samples[0]!.cpuS, total),
+      agents: perEventUs(cpuSince(cpu0), total),
+      nats: perEventUs(sampleProc(natsPid).cpuS - samples[1]!.cpuS, total),
+    };
+    // Every acked event is in the log (a cheap check that nothing was skipped).
+    const stored = (await log.jsm.streams.info(stream)).state.messages;
+    if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
+    return { rate: total / s, cpu };
+  } finally {
+    for (const a of agents) a.close();
+    await gw.child.stop();
+    for (const a of agents) a.abort();
+    pool.close();
+    await log.jsm.streams.delete(stream).catch(() => {});
+    await log.close();
+  }
+}
+
+function cpuSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
+function perEventUs(cpuS: number, n: number): number {
+  return Math.round((cpuS / n) * 1e6);
+}

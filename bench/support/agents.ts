@@ -1,0 +1,171 @@
+/**
+ * Lightweight agents for the benchmarks: one Connect bidi stream each,
+ * many streams per HTTP/2 connection, nothing but what a scenario needs
+ * (register, heartbeat, report, note when commands arrive). Plaintext h2c:
+ * the gateways under test run in --insecure-dev mode, so TLS cost is not
+ * part of these figures.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  type AgentMessage,
+  AgentMessageSchema,
+  AgentService,
+  type ControlMessage,
+  type RegisterSchema,
+} from "../../src/gen/llmgw/v1/agent_pb.js";
+
+const GIB = 1024;
+
+export function registration(nodeId: string): MessageInitShape<typeof RegisterSchema> {
+  const all = [0, 1, 2, 3, 4, 5, 6, 7];
+  return {
+    nodeId,
+    agentVersion: "bench",
+    gpus: all.map((i) => ({
+      index: i,
+      uuid: `GPU-${nodeId}-${i}`,
+      product: "NVIDIA H100 80GB HBM3",
+      memoryTotalMb: BigInt(80 * GIB),
+      memoryUsedMb: 0n,
+    })),
+    fabrics: [{ name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: all }],
+    runningShards: [],
+  };
+}
+
+/** An unbounded async queue of outgoing messages (the agent side is ours: we never outrun our own use). */
+class Outbox implements AsyncIterable<AgentMessage> {
+  readonly #items: AgentMessage[] = [];
+  #wake: (() => void) | undefined;
+  #ended = false;
+
+  push(m: AgentMessage): void {
+    this.#items.push(m);
+    this.#wake?.();
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<AgentMessage> {
+    for (;;) {
+      const m = this.#items.shift();
+      if (m) {
+        yield m;
+        continue;
+      }
+      if (this.#ended) return;
+      await new Promise<void>((r) => {
+        this.#wake = r;
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/** Connections shared by many agents: `streamsPerConnection` streams on each. */
+export class ConnectionPool {
+  readonly #clients: Array<Client<typeof AgentService>> = [];
+  readonly #managers: Http2SessionManager[] = [];
+  #assigned = 0;
+
+  constructor(
+    readonly baseUrl: string,
+    readonly streamsPerConnection: number,
+  ) {}
+
+  next(): Client<typeof AgentService> {
+    const i = Math.floor(this.#assigned++ / this.streamsPerConnection);
+    while (this.#clients.length <= i) {
+      const sessionManager = new Http2SessionManager(this.baseUrl, { idleConnectionTimeoutMs: 600_000 });
+      this.#managers.push(sessionManager);
+      this.#clients.push(
+        createClient(AgentService, createGrpcTransport({ baseUrl: this.baseUrl, sessionManager })),
+      );
+    }
+    return this.#clients[i]!;
+  }
+
+  close(): void {
+    for (const m of this.#managers) m.abort();
+  }
+}
+
+export class LightAgent {
+  readonly #out = new Outbox();
+  readonly #abort = new AbortController();
+  #acks = 0;
+  #ackWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  #end: unknown;
+  readonly ended: Promise<unknown>;
+  readonly registered: Promise<void>;
+  sent = 0;
+
+  constructor(
+    client: Client<typeof AgentService>,
+    readonly nodeId: string,
+    onMessage: (m: ControlMessage, agent: LightAgent) => void = () => {},
+  ) {
+    let onRegistered!: () => void;
+    let onFailed!: (e: unknown) => void;
+    this.registered = new Promise((res, rej) => {
+      onRegistered = res;
+      onFailed = rej;
+    });
+    this.registered.catch(() => {});
+    this.send({ msg: { case: "register", value: registration(nodeId) } });
+    this.ended = (async () => {
+      try {
+        for await (const m of client.connect(this.#out, { signal: this.#abort.signal })) {
+          if (m.msg.case === "ack") {
+            if (m.msg.value.messageId === "register") onRegistered();
+            else {
+              this.#acks++;
+              for (const w of this.#ackWaiters.splice(0)) w.resolve();
+            }
+          }
+          onMessage(m, this);
+        }
+        this.#end = new Error(`${this.nodeId}: the stream ended`);
+      } catch (err) {
+        this.#end = err;
+      }
+      onFailed(this.#end);
+      for (const w of this.#ackWaiters.splice(0)) w.reject(this.#end);
+      return this.#end;
+    })();
+  }
+
+  /** Acks of messages after the registration. */
+  get acks(): number {
+    return this.#acks;
+  }
+
+  /** Resolves at the next ack; rejects if the stream ended. */
+  nextAck(): Promise<void> {
+    if (this.#end !== undefined) return Promise.reject(this.#end);
+    return new Promise((resolve, reject) => this.#ackWaiters.push({ resolve, reject }));
+  }
+
+  send(m: MessageInitShape<typeof AgentMessageSchema>): void {
+    this.sent++;
+    this.#out.push(create(AgentMessageSchema, m));
+  }
+
+  heartbeat(): void {
+    this.send({ msg: { case: "heartbeat", value: { gpuMemoryUsedMb: [0n, 0n, 0n, 0n, 0n, 0n, 0n, 0n] } } });
+  }
+
+  /** Ends the stream (the gateway records the session closed). */
+  close(): void {
+    this.#out.end();
+  }
+
+  abort(): void {
+    this.#abort.abort();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The raw reference of the fan-in scenario: a bare Connect bidi server for
+ * AgentService.Connect on the same HTTP/2 setup as the gateway (h2c,
+ * @connectrpc/connect-node), doing nothing but ack registrations, swallowing
+ * heartbeats, and pushing a message to every stream when told to over IPC.
+ * Prints nothing; reports its port over IPC.
+ */
+import * as http2 from "node:http2";
+import { create } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import {
+  type AgentMessage,
+  AgentService,
+  type ControlMessage,
+  ControlMessageSchema,
+} from "../../src/gen/llmgw/v1/agent_pb.js";
+
+class Pushes {
+  readonly #items: ControlMessage[] = [];
+  #wake: (() => void) | undefined;
+  push(m: ControlMessage): void {
+    this.#items.push(m);
+    this.#wake?.();
+  }
+  async next(signal: AbortSignal): Promise<ControlMessage | undefined> {
+    for (;;) {
+      const m = this.#items.shift();
+      if (m) return m;
+      if (signal.aborted) return undefined;
+      await new Promise<void>((r) => {
+        this.#wake = r;
+        signal.addEventListener("abort", () => r(), { once: true });
+      });
+    }
+  }
+}
+
+const streams = new Set<Pushes>();
+
+const routes = (router: ConnectRouter) =>
+  router.service(AgentService, {
+    async *connect(requests: AsyncIterable<AgentMessage>, ctx) {
+      const out = new Pushes();
+      streams.add(out);
+      const done = new AbortController();
+      ctx.signal.addEventListener("abort", () => done.abort(), { once: true });
+      void (async () => {
+        try {
+          for await (const m of requests) {
+            if (m.msg.case === "register")
+              out.push(
+                create(ControlMessageSchema, {
+                  msg: { case: "ack", value: { messageId: "register", ok: true } },
+                }),
+              );
+          }
+        } catch {
+          // the client went away
+        }
+        done.abort();
+      })();
+      try {
+        for (;;) {
+          const m = await out.next(done.signal);
+          if (!m) return;
+          yield m;
+        }
+      } finally {
+        streams.delete(out);
+      }
+    },
+  });
+
+const server = http2.createServer(
+  { settings: { maxConcurrentStreams: 100_000 } },
+  connectNodeAdapter({ routes }),
+);
+server.listen(0, "127.0.0.1", () => {
+  const addr = server.address();
+  process.send?.({ port: typeof addr === "object" && addr ? addr.port : 0 });
+});
+
+process.on("message", (m: { broadcast?: string; count?: number }) => {
+  if (!m.broadcast) return;
+  let n = 0;
+  for (const s of streams) {
+    if (m.count !== undefined && n++ >= m.count) break;
+    s.push(
+      create(ControlMessageSchema, {
+        msg: { case: "drain", value: { commandId: `${m.broadcast}-${n}`, shardId: "s", deadlineUnixMs: 0n } },
+      }),
+    );
+  }
+});
+process.on("SIGTERM", () => process.exit(0));

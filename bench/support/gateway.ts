@@ -1,0 +1,70 @@
+/** A gateway under test: `llmgw gateway` as a child process, h2c on loopback. */
+import { connect } from "node:net";
+import { openLog } from "../../src/log/index.js";
+import { freePort } from "./nats.js";
+import { type Child, sleep, spawnLlmgw, until } from "./proc.js";
+
+export interface BenchGateway {
+  readonly child: Child;
+  readonly url: string;
+  readonly id: string;
+}
+
+export async function startGatewayProcess(opts: {
+  nats: string;
+  stream: string;
+  id?: string;
+  extraArgs?: string[];
+}): Promise<BenchGateway> {
+  const port = await freePort();
+  const id = opts.id ?? `gw-bench-${port}`;
+  const child = spawnLlmgw([
+    "gateway",
+    "--insecure-dev",
+    "--id",
+    id,
+    "--listen",
+    `127.0.0.1:${port}`,
+    "--nats",
+    opts.nats,
+    "--stream",
+    opts.stream,
+    ...(opts.extraArgs ?? []),
+  ]);
+  await waitForPort(port, 30_000, child);
+  // It listens before it serves: ready once its GatewayStarted is in the log.
+  const log = await openLog({ url: opts.nats, clientName: "bench-probe", name: opts.stream, ensure: false });
+  try {
+    await until(
+      async () => ((await log.lastSubjectSeq(log.subjects.gateway(id))) > 0 ? true : undefined),
+      30_000,
+      `gateway ${id} started`,
+    );
+  } finally {
+    await log.close();
+  }
+  return { child, url: `http://127.0.0.1:${port}`, id };
+}
+
+/** Resolves once something accepts TCP connections on the loopback port. */
+export async function waitForPort(port: number, timeoutMs: number, child?: Child): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1");
+      s.once("connect", () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (child && child.proc.exitCode !== null)
+      throw new Error(`process exited before listening on ${port}:\n${child.output()}`);
+    if (performance.now() > end)
+      throw new Error(
+        `nothing listening on ${port} after ${timeoutMs} ms${child ? `:\n${child.output()}` : ""}`,
+      );
+    await sleep(50);
+  }
+}

@@ -1,0 +1,275 @@
+/**
+ * Real nats-server processes for tests and benchmarks: a single JetStream server or a
+ * 3-node JetStream cluster on random loopback ports with temporary store
+ * folders. Servers can be stopped, killed with SIGKILL and restarted on the
+ * same ports and store. Everything started is removed by `close()`, and by a
+ * process exit hook when a test dies before its `finally`.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+
+const live = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** The nats-server binary: LLMGW_NATS_SERVER (set by scripts/test) or the one found by scripts/ensure-nats-server. */
+export function natsServerBinary(): string {
+  const fromEnv = process.env["LLMGW_NATS_SERVER"];
+  if (fromEnv) return fromEnv;
+  const out = execFileSync(join(import.meta.dirname, "../../scripts/ensure-nats-server"), {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const bin = out.trim().split("\n").pop();
+  if (!bin) throw new Error("scripts/ensure-nats-server printed no path");
+  process.env["LLMGW_NATS_SERVER"] = bin;
+  return bin;
+}
+
+/** A free loopback TCP port (bound and released). */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), `llmgw-${prefix}-`));
+  tempDirs.add(d);
+  return d;
+}
+
+/** A unique stream name for one test. */
+export function uniqueStream(tag = "T"): string {
+  return `${tag}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6).toString(36)}`.toUpperCase();
+}
+
+export interface NatsServer {
+  readonly name: string;
+  readonly port: number;
+  readonly url: string;
+  readonly storeDir: string;
+  readonly running: boolean;
+  /** Process id while running (0 otherwise). */
+  readonly pid: number;
+  /** Graceful stop (SIGTERM), waits for exit. */
+  stop(): Promise<void>;
+  /** SIGKILL, waits for exit. */
+  kill(): Promise<void>;
+  /** Starts again on the same ports and store. */
+  restart(): Promise<void>;
+  /** What the server printed (last lines), for failure messages. */
+  output(): string;
+}
+
+interface ServerSpec {
+  name: string;
+  port: number;
+  clusterPort?: number;
+  routes?: number[];
+  storeDir: string;
+  configFile: string;
+}
+
+class ServerProcess implements NatsServer {
+  #proc: ChildProcess | undefined;
+  #out: string[] = [];
+
+  constructor(private readonly spec: ServerSpec) {}
+
+  get name() {
+    return this.spec.name;
+  }
+  get port() {
+    return this.spec.port;
+  }
+  get url() {
+    return `nats://127.0.0.1:${this.spec.port}`;
+  }
+  get storeDir() {
+    return this.spec.storeDir;
+  }
+  get running() {
+    return this.#proc !== undefined && this.#proc.exitCode === null && this.#proc.signalCode === null;
+  }
+
+  get pid(): number {
+    return this.running ? (this.#proc?.pid ?? 0) : 0;
+  }
+  output() {
+    return this.#out.slice(-40).join("");
+  }
+
+  async start(): Promise<void> {
+    const proc = spawn(natsServerBinary(), ["-c", this.spec.configFile], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.#proc = proc;
+    live.add(proc);
+    proc.on("exit", () => live.delete(proc));
+    const keep = (b: Buffer) => {
+      this.#out.push(b.toString());
+      if (this.#out.length > 200) this.#out.splice(0, 100);
+    };
+    proc.stdout?.on("data", keep);
+    proc.stderr?.on("data", keep);
+    await waitForPort(this.spec.port, proc, () => this.output());
+  }
+
+  async stop(): Promise<void> {
+    await this.#signal("SIGTERM");
+  }
+  async kill(): Promise<void> {
+    await this.#signal("SIGKILL");
+  }
+  async restart(): Promise<void> {
+    if (this.running) await this.stop();
+    await this.start();
+  }
+
+  async #signal(sig: NodeJS.Signals): Promise<void> {
+    const proc = this.#proc;
+    if (!proc || !this.running) return;
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    proc.kill(sig);
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+async function waitForPort(port: number, proc: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}:\n${output()}`);
+    try {
+      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false });
+      await nc.close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`nats-server did not listen on ${port} within 15 s:\n${output()}`);
+}
+
+function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string {
+  const lines = [
+    `server_name: ${spec.name}`,
+    "host: 127.0.0.1",
+    `port: ${spec.port}`,
+    "jetstream {",
+    `  store_dir: ${JSON.stringify(spec.storeDir)}`,
+    "  max_memory_store: 256MB",
+    "  max_file_store: 2GB",
+    "}",
+  ];
+  if (spec.clusterPort !== undefined) {
+    lines.push(
+      "cluster {",
+      "  name: llmgw-test",
+      "  host: 127.0.0.1",
+      `  port: ${spec.clusterPort}`,
+      `  routes: [${(spec.routes ?? []).map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
+      "}",
+    );
+  }
+  const file = join(dir, `${spec.name}.conf`);
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  return file;
+}
+
+/** Starts one JetStream server on a random loopback port with a temp store. */
+export async function startServer(): Promise<NatsServer & { close(): Promise<void> }> {
+  const dir = tempDir("nats");
+  const spec = { name: "n1", port: await freePort(), storeDir: join(dir, "store") };
+  const server = new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
+  await server.start();
+  return Object.assign(server, {
+    async close() {
+      await server.kill();
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    },
+  });
+}
+
+export interface NatsCluster {
+  readonly servers: NatsServer[];
+  /** Every server's URL, comma-separated (what --nats takes). */
+  readonly url: string;
+  /** Resolves when JetStream has a meta leader and answers through every running server. */
+  waitForMetaLeader(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts a 3-node JetStream cluster on random loopback ports with temp stores. */
+export async function startCluster(size = 3): Promise<NatsCluster> {
+  const dir = tempDir("cluster");
+  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const servers = ports.map((port, i) => {
+    const spec = {
+      name: `n${i + 1}`,
+      port,
+      clusterPort: clusterPorts[i],
+      routes: clusterPorts.filter((_, j) => j !== i),
+      storeDir: join(dir, `store-${i + 1}`),
+    };
+    return new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
+  });
+  try {
+    await Promise.all(servers.map((s) => s.start()));
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.kill()));
+    throw err;
+  }
+  const cluster: NatsCluster = {
+    servers,
+    url: servers.map((s) => s.url).join(","),
+    async waitForMetaLeader(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (const s of servers.filter((x) => x.running)) {
+        let last: unknown;
+        for (;;) {
+          if (Date.now() > deadline) {
+            throw new Error(`no JetStream meta leader via ${s.name} within ${timeoutMs} ms: ${String(last)}`);
+          }
+          let nc: NatsConnection | undefined;
+          try {
+            nc = await connect({ servers: s.url, timeout: 1000, reconnect: false });
+            const jsm = await jetstreamManager(nc, { timeout: 1000 });
+            await jsm.getAccountInfo();
+            break;
+          } catch (err) {
+            last = err;
+            await new Promise((r) => setTimeout(r, 200));
+          } finally {
+            await nc?.close().catch(() => {});
+          }
+        }
+      }
+    },
+    async close() {
+      await Promise.all(servers.map((s) => s.kill()));
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    },
+  };
+  return cluster;
+}

@@ -1,0 +1,158 @@
+/**
+ * Child processes of a benchmark: llmgw commands and helper scripts, their
+ * CPU time and memory from /proc, and clean shutdown.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const root = join(import.meta.dirname, "../..");
+export const LLMGW_BIN = join(root, "bin/llmgw.js");
+
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+
+export interface Child {
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  /** Last lines of stdout and stderr, for failure messages. */
+  output(): string;
+  /** Resolves with the first stdout/stderr line that matches. */
+  waitForLine(re: RegExp, timeoutMs?: number): Promise<string>;
+  /** SIGTERM (or `signal`), SIGKILL after `graceMs`; resolves on exit. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+  readonly exited: Promise<number | null>;
+}
+
+/** `node bin/llmgw.js <args>` as a child process. */
+export function spawnLlmgw(args: string[], env: Record<string, string> = {}): Child {
+  return spawnNode([...profileArgs(), LLMGW_BIN, ...args], env);
+}
+
+/** LLMGW_BENCH_CPU_PROF=<dir>: llmgw children write V8 CPU profiles there (on a clean exit). */
+function profileArgs(): string[] {
+  const dir = process.env["LLMGW_BENCH_CPU_PROF"];
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+}
+
+/** A TypeScript helper script (run through tsx) as a child with an IPC channel. */
+export function spawnScript(script: string, args: string[], env: Record<string, string> = {}): Child {
+  return spawnNode(["--import", "tsx", script, ...args], env, true);
+}
+
+function spawnNode(args: string[], env: Record<string, string>, ipc = false): Child {
+  const proc = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, LLMGW_LOG_LEVEL: "warn", ...env },
+    stdio: ipc ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
+  });
+  live.add(proc);
+  const lines: string[] = [];
+  const watchers = new Set<(l: string) => void>();
+  let partial = "";
+  const onData = (chunk: Buffer) => {
+    const text = partial + chunk.toString("utf8");
+    const parts = text.split("\n");
+    partial = parts.pop() ?? "";
+    for (const l of parts) {
+      lines.push(l);
+      if (lines.length > 50) lines.shift();
+      for (const w of watchers) w(l);
+    }
+  };
+  proc.stdout?.on("data", onData);
+  proc.stderr?.on("data", onData);
+  const exited = new Promise<number | null>((resolve) => {
+    proc.once("exit", (code) => {
+      live.delete(proc);
+      resolve(code);
+    });
+  });
+  const child: Child = {
+    proc,
+    pid: proc.pid ?? 0,
+    exited,
+    output: () => lines.join("\n"),
+    waitForLine(re, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const found = lines.find((l) => re.test(l));
+        if (found !== undefined) return resolve(found);
+        const timer = setTimeout(() => {
+          watchers.delete(w);
+          reject(new Error(`no line matching ${re} within ${timeoutMs} ms; output:\n${child.output()}`));
+        }, timeoutMs);
+        const w = (l: string) => {
+          if (!re.test(l)) return;
+          clearTimeout(timer);
+          watchers.delete(w);
+          resolve(l);
+        };
+        watchers.add(w);
+        void exited.then((code) => {
+          if (!watchers.has(w)) return;
+          clearTimeout(timer);
+          watchers.delete(w);
+          reject(
+            new Error(`process exited (${code}) before a line matching ${re}; output:\n${child.output()}`),
+          );
+        });
+      });
+    },
+    async stop(signal = "SIGTERM", graceMs = 10_000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill(signal);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  return child;
+}
+
+export interface ProcSample {
+  /** User + system CPU time, seconds. */
+  cpuS: number;
+  rssBytes: number;
+  atMs: number;
+}
+
+const CLOCK_TICKS = 100;
+
+/** CPU time and resident memory of a process, from /proc (Linux). */
+export function sampleProc(pid: number): ProcSample {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) in parentheses.
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { cpuS: (utime + stime) / CLOCK_TICKS, rssBytes: rssKb * 1024, atMs: performance.now() };
+}
+
+/** CPU use between two samples, in cores (1 = one core busy). */
+export function cpuCores(a: ProcSample, b: ProcSample): number {
+  return (b.cpuS - a.cpuS) / ((b.atMs - a.atMs) / 1000);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
+export async function until<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 50,
+): Promise<T> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}

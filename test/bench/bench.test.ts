@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const bin = join(import.meta.dirname, "../../bin/llmgw.js");
+
+/** Figures each scenario reports in quick mode (names vary with the scale; counts do not). */
+const FIGURES: Record<string, number> = { ingest: 4, "fan-in": 5, replay: 5, placement: 3, convergence: 2 };
+
+describe("llmgw bench --quick", () => {
+  it("runs every scenario in a child process and writes every figure to the JSON file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-bench-"));
+    try {
+      const out = join(dir, "results.json");
+      const r = await run(process.execPath, [bin, "bench", "--quick", "--out", out], {
+        timeout: 170_000,
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      assert.match(r.stdout, /results: /);
+      assert.match(r.stderr, /bench 1\/5 ingest/, "a progress line on stderr");
+      const json = JSON.parse(readFileSync(out, "utf8")) as {
+        mode: string;
+        machine: Record<string, unknown>;
+        failures: unknown[];
+        results: Array<{ scenario: string; figures: Array<{ name: string; value: number; unit: string }> }>;
+      };
+      assert.equal(json.mode, "quick");
+      assert.deepEqual(json.failures, []);
+      for (const k of ["nproc", "cpu", "memoryBytes", "node", "natsServer"]) assert.ok(k in json.machine, k);
+      assert.deepEqual(json.results.map((x) => x.scenario).sort(), Object.keys(FIGURES).sort());
+      for (const res of json.results) {
+        assert.equal(
+          res.figures.length,
+          FIGURES[res.scenario],
+          `${res.scenario}: ${JSON.stringify(res.figures)}`,
+        );
+        for (const f of res.figures)
+          assert.ok(Number.isFinite(f.value), `${res.scenario} / ${f.name}: ${f.value}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,178 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { OrderedPipeline } from "../../src/gateway/ordered.js";
+import type { Attempted, Publisher } from "../../src/gateway/publisher.js";
+import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
+import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Appended, LogError } from "../../src/log/index.js";
+
+/**
+ * A log whose attempts settle when the test says so, and which stores an
+ * event (once per id) at the next sequence when its attempt succeeds.
+ */
+class FakeLog {
+  epoch = 0;
+  connected = true;
+  seq = 0;
+  readonly stored = new Map<string, number>();
+  readonly attempts: Array<{ id: string; settle: (ok: boolean) => void }> = [];
+  /** How retries (`append`) behave. */
+  retryOk = true;
+
+  #store(id: string): Appended {
+    const had = this.stored.get(id);
+    if (had !== undefined) return { seq: had, duplicate: true };
+    this.seq++;
+    this.stored.set(id, this.seq);
+    return { seq: this.seq, duplicate: false };
+  }
+
+  readonly publisher = {
+    epoch: 0,
+    connected: true,
+    attempt: async (event: Event): Promise<{ settled: Promise<Attempted> }> => {
+      const settled = new Promise<Attempted>((resolve) => {
+        this.attempts.push({
+          id: event.id,
+          settle: (ok) =>
+            resolve(ok ? { ok: this.#store(event.id) } : { err: new LogError("unavailable", "timeout") }),
+        });
+      });
+      return { settled };
+    },
+    append: async (event: Event): Promise<Appended> => {
+      if (!this.retryOk) throw new LogError("unavailable", "still down");
+      return this.#store(event.id);
+    },
+  };
+
+  asPublisher(): Publisher {
+    return this.publisher as unknown as Publisher;
+  }
+}
+
+const ev = (id: string) => create(EventSchema, { id });
+const unexpected = (err: unknown) => assert.fail(`unexpected failure: ${String(err)}`);
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe("gateway: a stream's ordered publish pipeline", () => {
+  it("keeps several publishes in flight and hands acks over in order", async () => {
+    const log = new FakeLog();
+    const acked: string[] = [];
+    const p = new OrderedPipeline(log.asPublisher(), 4, new AbortController().signal, unexpected);
+    for (const id of ["a", "b", "c"]) await p.push(ev(id), () => acked.push(id));
+    assert.equal(log.attempts.length, 3, "three in flight at once");
+    log.attempts[0]!.settle(true);
+    log.attempts[1]!.settle(true);
+    log.attempts[2]!.settle(true);
+    await p.settled();
+    assert.deepEqual(acked, ["a", "b", "c"]);
+  });
+
+  it("stops taking more when its window is full", async () => {
+    const log = new FakeLog();
+    const p = new OrderedPipeline(log.asPublisher(), 2, new AbortController().signal, unexpected);
+    await p.push(ev("a"), () => {});
+    await p.push(ev("b"), () => {});
+    let third = false;
+    const pushing = p
+      .push(ev("c"), () => {})
+      .then(() => {
+        third = true;
+      });
+    await tick();
+    assert.equal(third, false, "the third push waits for a free place");
+    log.attempts[0]!.settle(true);
+    await pushing;
+    assert.equal(third, true);
+    log.attempts[1]!.settle(true);
+    log.attempts[2]!.settle(true);
+    await p.settled();
+  });
+
+  it("retries a failed publish before the later ones are acked, in order", async () => {
+    const log = new FakeLog();
+    const acked: string[] = [];
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    for (const id of ["a", "b", "c"]) await p.push(ev(id), () => acked.push(id));
+    // a and b time out without being stored (the server went away), c too.
+    for (const a of log.attempts) a.settle(false);
+    await p.settled();
+    assert.deepEqual(acked, ["a", "b", "c"]);
+    assert.deepEqual(
+      [...log.stored.entries()],
+      [
+        ["a", 1],
+        ["b", 2],
+        ["c", 3],
+      ],
+    );
+  });
+
+  it("takes a lost ack that was stored as stored (a duplicate on retry)", async () => {
+    const log = new FakeLog();
+    const acked: string[] = [];
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    await p.push(ev("a"), () => acked.push("a"));
+    await p.push(ev("b"), () => acked.push("b"));
+    log.stored.set("a", ++log.seq); // stored, but its ack is lost
+    log.attempts[0]!.settle(false);
+    log.attempts[1]!.settle(true);
+    await p.settled();
+    assert.deepEqual(acked, ["a", "b"]);
+  });
+
+  it("fails the session when a retry lands after a later event of the session", async () => {
+    const log = new FakeLog();
+    const acked: string[] = [];
+    let failure: unknown;
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, (e) => {
+      failure = e;
+    });
+    await p.push(ev("a"), () => acked.push("a"));
+    await p.push(ev("b"), () => acked.push("b"));
+    log.attempts[0]!.settle(false); // rejected outright
+    log.attempts[1]!.settle(true); // ... while the next one got through
+    await p.settled();
+    // a is in the log (its retry stored it); b is too, but before a: not acked.
+    assert.deepEqual(acked, ["a"]);
+    assert.ok(failure instanceof LogError && failure.code === "unavailable", String(failure));
+    await assert.rejects(p.push(ev("c"), () => {}));
+  });
+
+  it("lets older publishes settle before sending after a lost connection", async () => {
+    const log = new FakeLog();
+    const acked: string[] = [];
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    await p.push(ev("a"), () => acked.push("a"));
+    log.publisher.epoch++;
+    let sent = false;
+    const pushing = p
+      .push(ev("b"), () => acked.push("b"))
+      .then(() => {
+        sent = true;
+      });
+    await tick();
+    assert.equal(sent, false);
+    assert.equal(log.attempts.length, 1, "b is not sent while a is unsettled");
+    log.attempts[0]!.settle(false);
+    await pushing;
+    log.attempts[1]!.settle(true);
+    await p.settled();
+    assert.deepEqual(acked, ["a", "b"]);
+  });
+
+  it("reports a log that stays unavailable through the retries", async () => {
+    const log = new FakeLog();
+    log.retryOk = false;
+    let failure: unknown;
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, (e) => {
+      failure = e;
+    });
+    await p.push(ev("a"), () => assert.fail("not stored"));
+    log.attempts[0]!.settle(false);
+    await p.settled();
+    assert.ok(failure instanceof LogError && failure.message.includes("still down"));
+  });
+});
