@@ -78,10 +78,15 @@ export async function* readEvents(
     opts.signal,
   );
 
+  // The signal may have fired during any of the awaits above. An abort
+  // listener added after that never runs, and a following read would then
+  // wait for new events forever: check again once the consumer exists.
+  if (opts.signal?.aborted) return;
   const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
   const onAbort = () => void messages.stop();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   try {
+    if (opts.signal?.aborted) return;
     // A filtered read may never see a message at `stopAt` itself, and a
     // start-time read may start past it; `pending` tells when nothing
     // matching is left.

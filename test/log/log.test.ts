@@ -130,6 +130,36 @@ describe("log against a real nats-server", () => {
       assert.deepEqual(seen, [1, 2, 3]);
     }));
 
+  it("ends a following read aborted while it is still opening (no lost abort)", () =>
+    withLog(async (log) => {
+      // An abort that lands before the consumer exists used to be missed:
+      // the read then waited for new events forever and its caller's stop()
+      // never returned. Abort at every step of the opening, on an empty
+      // stream and on one with events.
+      for (const delayMs of [0, 0, 1, 2, 5, 10, 20]) {
+        for (let i = 0; i < 5; i++) {
+          const ac = new AbortController();
+          const reading = (async () => {
+            for await (const _ of log.read({ follow: true, signal: ac.signal, fromSeq: 1_000_000 })) {
+              // nothing arrives past the end
+            }
+          })();
+          if (delayMs === 0) queueMicrotask(() => ac.abort());
+          else setTimeout(() => ac.abort(), delayMs);
+          let timer: NodeJS.Timeout | undefined;
+          const outcome = await Promise.race([
+            reading.then(() => "ended"),
+            new Promise((r) => {
+              timer = setTimeout(() => r("hung"), 5000);
+            }),
+          ]);
+          clearTimeout(timer);
+          assert.equal(outcome, "ended", `a read aborted after ${delayMs} ms ended`);
+        }
+        await log.append(cordon(`abort-${delayMs}`));
+      }
+    }));
+
   it("reports malformed messages by sequence: stop, or record and continue", () =>
     withLog(async (log) => {
       await log.append(cordon("m-1"));
