@@ -1,121 +1,210 @@
 /**
- * Convergence: a fleet of simulated agents (`llmgw sim`, one child
- * process) on a gateway (`llmgw gateway`), a reconciler leader
- * (`llmgw reconciler`), then a catalog change: the time until every replica
- * runs, watched through a projection of the log in this process. The raw
- * reference is the fastest the log allows: the time for the projection to
- * see the catalog event itself.
+ * Convergence: a fleet of simulated agents (`llmgw sim`, one child process)
+ * on two gateways (`llmgw gateway` ×2, each agent starting on one of them),
+ * two reconcilers (`llmgw reconciler` ×2, one leads), and the operator API
+ * (in this process). Three measurements, in order:
  *
- * The catalog goes straight into the log as the API's catalog apply would
- * write it (without the HTTP hop).
+ * 1. catalog applied through the API (`PUT /v1/catalog`) → every replica
+ *    running. Raw reference: the floor, the PUT itself (appended and folded
+ *    by the API) plus the simulated engines' start time.
+ * 2. gateway kill -9 → every agent it held re-registered on the other
+ *    gateway, its running shards adopted, every replica running again, and
+ *    no shard restarted (no start or stop command after the kill). Raw
+ *    reference: the same fleet's first registration from the sim's start.
+ * 3. leader kill -9 → the other reconciler's first pass. The catalog asks
+ *    for one more replica right after the kill, so there is work for it.
+ *    Raw reference: the lease TTL, the least a killed leader's lease can
+ *    take to expire.
+ *
+ * Progress and every figure come from a projection of the log in this
+ * process: what the log says is what happened.
  */
-import { create } from "@bufbuild/protobuf";
-import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { openLog } from "../../src/log/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { ApiClient, startApi } from "../../src/operator/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
-import { startGatewayProcess } from "../support/gateway.js";
+import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
 import { startServer, uniqueStream } from "../support/nats.js";
-import { spawnLlmgw, until } from "../support/proc.js";
-import { figure, type Scenario } from "../support/result.js";
+import { type Child, spawnLlmgw, until } from "../support/proc.js";
+import { type Figure, figure, type Scenario } from "../support/result.js";
 
-const GIB = 1024;
+const LEASE_TTL_MS = 10_000;
+/** The simulated engines' start (starting → running), the sim's default, given explicitly. */
+const START_DELAY_MS = 5_000;
 
 export const convergence: Scenario = {
   name: "convergence",
-  describe: "catalog applied → every replica running, with simulated agents, a gateway and a reconciler",
+  describe:
+    "catalog → every replica running; gateway kill → agents re-registered and adopted; leader kill → new leader's first pass",
   async run(ctx) {
     const nodes = ctx.quick ? 20 : 1_000;
     // Two 4-GPU replicas fit a node of 8: half the fleet's nodes' worth of replicas fills a quarter.
     const replicas = Math.max(1, Math.floor(nodes / 2));
+    const waitMs = ctx.quick ? 60_000 : 300_000;
     const server = await startServer();
     const stream = uniqueStream("CONVERGE");
     const log = await openLog({ url: server.url, clientName: "bench-convergence", name: stream });
-    const gw = await startGatewayProcess({ nats: server.url, stream });
-    const rec = spawnLlmgw(["reconciler", "--nats", server.url, "--stream", stream, "--id", "rec-bench-1"]);
-    const sim = spawnLlmgw([
-      "sim",
-      "--gateway",
-      gw.url,
-      "--insecure-dev",
-      "--nodes",
-      String(nodes),
-      "--summary-ms",
-      "0",
-    ]);
+    const children: Child[] = [];
+    const gateways: BenchGateway[] = [];
     const rt = new ProjectionRuntime<FleetState>(log, fleetProjection);
+    const api = await startApi({
+      log,
+      host: "127.0.0.1",
+      port: 0,
+      auth: { kind: "dev" },
+      instanceId: "bench",
+    });
     try {
+      for (const id of ["gw-bench-a", "gw-bench-b"]) {
+        const gw = await startGatewayProcess({ nats: server.url, stream, id });
+        gateways.push(gw);
+        children.push(gw.child);
+      }
+      const reconcilers = new Map<string, Child>();
+      for (const id of ["rec-bench-1", "rec-bench-2"]) {
+        const rec = spawnLlmgw([
+          "reconciler",
+          ...["--nats", server.url, "--stream", stream, "--id", id],
+          ...["--lease-ttl-ms", String(LEASE_TTL_MS)],
+        ]);
+        reconcilers.set(id, rec);
+        children.push(rec);
+      }
+      const sim = spawnLlmgw([
+        "sim",
+        ...["--gateway", gateways.map((g) => g.url).join(",")],
+        "--insecure-dev",
+        ...["--nodes", String(nodes), "--summary-ms", "0"],
+        ...["--start-delay-ms", String(START_DELAY_MS)],
+      ]);
+      children.push(sim);
       await rt.start();
+
+      // --- registration ---------------------------------------------------
       ctx.progress(`waiting for ${nodes} nodes`);
       const t0 = performance.now();
       await until(
-        () => (liveNodes(rt.state) >= nodes ? true : undefined),
-        ctx.quick ? 60_000 : 240_000,
+        () => {
+          const n = liveNodes(rt.state);
+          ctx.progress(`${n}/${nodes} nodes registered`);
+          return n >= nodes ? true : undefined;
+        },
+        waitMs,
         `${nodes} nodes registered`,
         200,
       );
-      const registerS = (performance.now() - t0) / 1000;
-      const catalogEvent = create(EventSchema, {
-        id: `bench-catalog-${Date.now()}`,
-        timeUnixMs: BigInt(Date.now()),
-        writer: { kind: Writer_Kind.OPERATOR, id: "bench" },
-        body: {
-          case: "catalogChanged",
-          value: {
-            catalog: {
-              models: [
-                {
-                  name: "llama-3.3-70b",
-                  replicas,
-                  profiles: [
-                    {
-                      name: "tp4",
-                      shards: 1,
-                      gpusPerShard: 4,
-                      memoryPerGpuMb: BigInt(40 * GIB),
-                      gpuProduct: "H100",
-                    },
-                  ],
-                },
-              ],
-            },
-          },
-        },
-      });
+      const registerMs = performance.now() - t0;
+
+      // --- 1. catalog through the API → every replica running --------------
+      const client = new ApiClient({ url: api.url, operator: "bench" });
       const t1 = performance.now();
-      const { seq } = await log.append(catalogEvent);
-      await rt.waitFor(seq);
-      const seenMs = performance.now() - t1;
+      await client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas)) });
+      const putMs = performance.now() - t1;
       ctx.progress(`catalog applied: ${replicas} replicas`);
+      await untilRunning(ctx, rt, replicas, waitMs);
+      const convergeMs = performance.now() - t1;
+
+      // --- 2. gateway kill ----------------------------------------------------
+      const victim = gateways[0]!;
+      const survivor = gateways[1]!;
+      const moved = nodesOn(rt.state, victim.id);
+      const shardsOnMoved = shardsOn(rt.state, new Set(moved));
+      const killSeq = await log.lastSeq();
+      ctx.progress(`kill -9 gateway ${victim.id} (${moved.length} agents, ${shardsOnMoved} shards)`);
+      const t2 = performance.now();
+      victim.child.proc.kill("SIGKILL");
+      await victim.child.exited;
+      let reregisteredMs = 0;
       await until(
         () => {
-          const n = running(rt.state);
-          ctx.progress(`${n}/${replicas} replicas running`);
-          return n >= replicas ? true : undefined;
+          const back = moved.filter((id) => onGatewayAdopted(rt.state, id, survivor.id, killSeq)).length;
+          if (back === moved.length && reregisteredMs === 0) reregisteredMs = performance.now() - t2;
+          const run = running(rt.state);
+          ctx.progress(
+            `${back}/${moved.length} agents re-registered and adopted; ${run}/${replicas} running`,
+          );
+          return back === moved.length && run >= replicas ? true : undefined;
         },
-        ctx.quick ? 60_000 : 300_000,
-        `${replicas} replicas running`,
+        waitMs,
+        `the agents of ${victim.id} re-registered and adopted`,
         100,
       );
-      const convergeMs = performance.now() - t1;
+      const recoveredMs = performance.now() - t2;
+      const afterGatewayKill = await commandsAfter(log, killSeq);
+
+      // --- 3. leader kill -----------------------------------------------------
+      const leader = rt.state.replicas.lastPass?.leaderId ?? "";
+      const leaderChild = reconcilers.get(leader);
+      if (!leaderChild)
+        throw new Error(`the last pass names leader "${leader}", not one of this run's reconcilers`);
+      const [standby] = [...reconcilers.keys()].filter((id) => id !== leader);
+      ctx.progress(`kill -9 reconciler leader ${leader}`);
+      const passesBefore = rt.state.replicas.passes;
+      const t3 = performance.now();
+      leaderChild.proc.kill("SIGKILL");
+      await leaderChild.exited;
+      await client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas + 1)) });
+      await until(
+        () => {
+          ctx.progress(
+            `waiting for ${standby}'s first pass (${((performance.now() - t3) / 1000).toFixed(1)} s)`,
+          );
+          const p = rt.state.replicas.lastPass;
+          return p && p.leaderId === standby && rt.state.replicas.passes > passesBefore ? true : undefined;
+        },
+        waitMs,
+        `${standby}'s first pass`,
+        20,
+      );
+      const takeoverMs = performance.now() - t3;
+      await untilRunning(ctx, rt, replicas + 1, waitMs);
+      const extraRunningMs = performance.now() - t3;
+
+      const figures: Figure[] = [
+        figure(`catalog (API) → ${replicas} replicas running (${nodes} agents)`, convergeMs, "ms", {
+          raw: {
+            name: `the floor: the catalog PUT + the engines' ${START_DELAY_MS} ms start`,
+            value: putMs + START_DELAY_MS,
+          },
+          higherIsBetter: false,
+        }),
+        figure(`${nodes} agents registered (from the sim's start)`, registerMs, "ms", {}),
+        figure(`gateway kill → ${moved.length} agents re-registered and adopted`, reregisteredMs, "ms", {
+          raw: { name: `first registration of all ${nodes} agents`, value: registerMs },
+          higherIsBetter: false,
+        }),
+        figure(`gateway kill → every replica running again`, recoveredMs, "ms", {}),
+        figure(
+          "gateway kill: shards restarted (start or stop commands)",
+          afterGatewayKill.start + afterGatewayKill.stop,
+          "commands",
+          { goal: "0", met: afterGatewayKill.start + afterGatewayKill.stop === 0 },
+        ),
+        figure("leader kill → new leader's first pass", takeoverMs, "ms", {
+          raw: { name: "lease TTL (the floor: the lease must expire)", value: LEASE_TTL_MS },
+          higherIsBetter: false,
+        }),
+        figure("leader kill → the extra replica running", extraRunningMs, "ms", {}),
+      ];
       return {
-        params: { nodes, replicas, profile: "1 shard × 4 GPUs" },
-        figures: [
-          figure(`catalog → ${replicas} replicas running (${nodes} agents)`, convergeMs, "ms", {
-            raw: { name: "the catalog event appended and folded", value: seenMs },
-            higherIsBetter: false,
-          }),
-          figure(`${nodes} agents registered (from the sim's start)`, registerS * 1000, "ms", {}),
-        ],
+        params: {
+          nodes,
+          replicas,
+          profile: "1 shard × 4 GPUs",
+          gateways: 2,
+          reconcilers: 2,
+          leaseTtlMs: LEASE_TTL_MS,
+        },
+        figures,
         notes: [
-          "not measured yet: leader kill → the new leader's first pass, and gateway kill → its agents re-registered and adopted with zero shards restarted (the parts exist: llmgw reconciler with a lease, llmgw sim reconnecting; the scenario steps are not written)",
+          `gateway kill: ${moved.length} agents with ${shardsOnMoved} shards moved from ${victim.id} to ${survivor.id}; after the kill the log holds ${afterGatewayKill.passes} passes, ${afterGatewayKill.start} start, ${afterGatewayKill.stop} stop commands`,
+          `leader kill: ${leader} killed; ${standby} took the lease and passed`,
         ],
       };
     } finally {
       await rt.stop();
-      await sim.stop("SIGTERM", 10_000);
-      await rec.stop("SIGTERM", 10_000);
-      await gw.child.stop("SIGTERM", 15_000);
+      await api.close().catch(() => {});
+      for (const c of children.reverse()) await c.stop("SIGTERM", 10_000);
       await log.jsm.streams.delete(stream).catch(() => {});
       await log.close();
       await server.close();
@@ -123,10 +212,74 @@ export const convergence: Scenario = {
   },
 };
 
+function catalog(replicas: number) {
+  return {
+    models: [
+      {
+        name: "llama-3.3-70b",
+        replicas,
+        profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "40GiB", gpuProduct: "H100" }],
+      },
+    ],
+  };
+}
+
+async function untilRunning(
+  ctx: { progress(m: string): void },
+  rt: ProjectionRuntime<FleetState>,
+  want: number,
+  timeoutMs: number,
+) {
+  await until(
+    () => {
+      const n = running(rt.state);
+      ctx.progress(`${n}/${want} replicas running`);
+      return n >= want ? true : undefined;
+    },
+    timeoutMs,
+    `${want} replicas running`,
+    100,
+  );
+}
+
 function liveNodes(s: FleetState): number {
   return Object.values(s.inventory.nodes).filter((n) => n.session !== null).length;
 }
 
 function running(s: FleetState): number {
   return Object.values(s.replicas.replicas).filter((r) => r.phase === "running").length;
+}
+
+function nodesOn(s: FleetState, gatewayId: string): string[] {
+  return Object.values(s.inventory.nodes)
+    .filter((n) => n.session?.gatewayId === gatewayId)
+    .map((n) => n.nodeId);
+}
+
+function shardsOn(s: FleetState, nodes: Set<string>): number {
+  let n = 0;
+  for (const r of Object.values(s.replicas.replicas)) {
+    for (const sh of r.shards) if (nodes.has(sh.nodeId)) n++;
+  }
+  return n;
+}
+
+/** A session on `gatewayId`, opened after `afterSeq`, whose running shards were adopted. */
+function onGatewayAdopted(s: FleetState, nodeId: string, gatewayId: string, afterSeq: number): boolean {
+  const sess = s.inventory.nodes[nodeId]?.session;
+  return !!sess && sess.gatewayId === gatewayId && sess.openedSeq > afterSeq && sess.adoptionSeq > 0;
+}
+
+/** Start and stop commands in the passes after `afterSeq`. */
+async function commandsAfter(log: Log, afterSeq: number) {
+  const out = { passes: 0, start: 0, stop: 0 };
+  for await (const r of log.read({ fromSeq: afterSeq + 1, subjects: [log.subjects.reconciler] })) {
+    if (r.event.body.case !== "reconcilePass") continue;
+    out.passes++;
+    for (const c of r.event.body.value.commands) {
+      if (c.action.case === "start") out.start++;
+      else if (c.action.case === "stop" || c.action.case === "drain") out.stop++;
+    }
+  }
+  return out;
 }
