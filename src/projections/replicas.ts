@@ -11,6 +11,7 @@ import type { Event, ReconcilePass } from "../gen/llmgw/v1/events_pb.js";
 import { modelFrom, shardStateName } from "./convert.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
+import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
 import {
   type CommandKind,
   cooldownKey,
@@ -177,6 +178,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         r.profile = v.profile;
         r.phase = "placed";
         r.pendingReason = "";
+        forgetShards(state.replicas, r);
         r.shards = v.shards.map(
           (s): ShardState => ({
             shardId: s.shardId,
@@ -192,6 +194,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
             lastChangeSeq: meta.seq,
           }),
         );
+        recordShards(state.replicas, r);
         r.lastChangeSeq = meta.seq;
         break;
       }
@@ -220,20 +223,25 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
             exitCode: 0,
             lastChangeSeq: meta.seq,
           };
+          forgetShards(state.replicas, r);
           const i = r.shards.findIndex((s) => s.shardId === a.shardId);
           if (i >= 0) r.shards[i] = shard;
           else {
             r.shards.push(shard);
             r.shards.sort((x, y) => x.rank - y.rank || (x.shardId < y.shardId ? -1 : 1));
           }
+          recordShards(state.replicas, r);
           r.lastChangeSeq = meta.seq;
           refreshPhase(r);
         }
         break;
       }
-      case "replicaRemoved":
+      case "replicaRemoved": {
+        const r = state.replicas[k.value.replicaId];
+        if (r) forgetShards(state.replicas, r);
         delete state.replicas[k.value.replicaId];
         break;
+      }
       case "replicaDrainStarted": {
         const r = state.replicas[k.value.replicaId];
         if (!r) break;
@@ -249,6 +257,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         // Its shards are gone or being stopped; the replica waits to be placed again.
         const r = state.replicas[k.value.replicaId];
         if (!r) break;
+        forgetShards(state.replicas, r);
         r.shards = [];
         r.phase = "pending";
         r.lastChangeSeq = meta.seq;
@@ -321,8 +330,5 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
 }
 
 function replicaOfShard(state: ReplicasState, nodeId: string, shardId: string): string {
-  for (const r of Object.values(state.replicas)) {
-    if (r.shards.some((s) => s.shardId === shardId && s.nodeId === nodeId)) return r.replicaId;
-  }
-  return "";
+  return shardOwner(state.replicas, nodeId, shardId);
 }
