@@ -81,14 +81,15 @@ server.listen(0, "127.0.0.1", () => {
   process.send?.({ port: typeof addr === "object" && addr ? addr.port : 0 });
 });
 
-process.on("message", (m: { broadcast?: string; count?: number }) => {
+/** Pushes a message to `count` streams (all by default) from the `offset`-th on, ids `<broadcast>-<j>`. */
+process.on("message", (m: { broadcast?: string; count?: number; offset?: number }) => {
   if (!m.broadcast) return;
-  let n = 0;
-  for (const s of streams) {
-    if (m.count !== undefined && n++ >= m.count) break;
-    s.push(
+  const targets = [...streams].slice(m.offset ?? 0);
+  const count = Math.min(m.count ?? targets.length, targets.length);
+  for (let j = 0; j < count; j++) {
+    targets[j]?.push(
       create(ControlMessageSchema, {
-        msg: { case: "drain", value: { commandId: `${m.broadcast}-${n}`, shardId: "s", deadlineUnixMs: 0n } },
+        msg: { case: "drain", value: { commandId: `${m.broadcast}-${j}`, shardId: "s", deadlineUnixMs: 0n } },
       }),
     );
   }
