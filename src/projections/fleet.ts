@@ -11,9 +11,11 @@ import type { FleetState } from "./state.js";
  * 2 — stop/drain commands of a pass that also removes or fails their replica
  *     keep the replica's id (1 recorded "");
  * 3 — sessions record adoptionSeq;
- * 4 — replicas record when their drain started (drainStartedMs).
+ * 4 — replicas record when their drain started (drainStartedMs);
+ * 5 — commands of a session that ended (closed, superseded or expired) are
+ *     dropped rather than kept for ever.
  */
-export const FLEET_SCHEMA_VERSION = 4;
+export const FLEET_SCHEMA_VERSION = 5;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

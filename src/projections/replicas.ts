@@ -121,7 +121,13 @@ export function evolveReplicas(
       foldPass(state, body.value, meta);
       return state;
     case "sessionOpened":
+      // The node's earlier sessions are superseded: their commands can no
+      // longer be answered (results from them are ignored) nor re-issued.
+      forgetCommands(state, body.value.nodeId, (session) => session !== body.value.sessionId);
+      return state;
     case "sessionClosed":
+      forgetCommands(state, body.value.nodeId, (session) => session === body.value.sessionId);
+      return state;
     case "hardwareChanged":
     case "usageChanged":
     case "gatewayStarted":
@@ -283,10 +289,13 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         state.failures[key] = 0;
         break;
       }
+      case "sessionsExpired":
+        for (const ref of k.value.sessions)
+          forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);
+        break;
       case "commandReissued":
       case "shardUnclaimed":
       case "nodeLiveness":
-      case "sessionsExpired":
       case "duplicateStopped":
         // Inventory facts or pure explanations; the commands below carry the effect.
         break;
@@ -327,6 +336,17 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
       }
     }
   }
+}
+
+/**
+ * Drops the commands sent to a node's sessions that `gone` names. Without
+ * this, a command whose session ended before it was answered stayed in the
+ * state for ever, and the state (and every pass, which reads the commands)
+ * grew with the age of the fleet.
+ */
+function forgetCommands(state: ReplicasState, nodeId: string, gone: (sessionId: string) => boolean): void {
+  for (const [id, c] of Object.entries(state.commands))
+    if (c.nodeId === nodeId && gone(c.sessionId)) delete state.commands[id];
 }
 
 function replicaOfShard(state: ReplicasState, nodeId: string, shardId: string): string {

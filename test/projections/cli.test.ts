@@ -100,8 +100,10 @@ describe("llmgw replay and events against a real nats-server (the golden log)", 
   });
 
   it("filters by node and by replica; prints the fleet for people", async () => {
-    const [node, replica, text] = await Promise.all([
+    const [node, nodeEarlier, replica, text] = await Promise.all([
       cli("replay", "--json", "--node", "h100-a4"),
+      // Before a4's session expired with its gateway (seq 44), its stop command c-6 was in flight.
+      cli("replay", "--json", "--node", "h100-a4", "--until-seq", "40"),
       cli("replay", "--json", "--replica", "r-405b-1"),
       cli("replay"),
     ]);
@@ -109,7 +111,11 @@ describe("llmgw replay and events against a real nats-server (the golden log)", 
     const n = (JSON.parse(node.stdout) as ReplayJson).state;
     assert.deepEqual(Object.keys(n.inventory.nodes), ["h100-a4"]);
     assert.deepEqual(Object.keys(n.replicas.replicas), ["r-70b-3"]);
-    assert.deepEqual(Object.keys(n.replicas.commands), ["c-6"]);
+    assert.deepEqual(Object.keys(n.replicas.commands), [], "commands of the expired session are dropped");
+    assert.equal(nodeEarlier.code, 0, nodeEarlier.stderr);
+    const e = (JSON.parse(nodeEarlier.stdout) as ReplayJson).state;
+    assert.deepEqual(Object.keys(e.inventory.nodes), ["h100-a4"]);
+    assert.deepEqual(Object.keys(e.replicas.commands), ["c-6"]);
 
     assert.equal(replica.code, 0, replica.stderr);
     const r = (JSON.parse(replica.stdout) as ReplayJson).state;

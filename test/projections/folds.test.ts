@@ -478,6 +478,33 @@ describe("replicas fold", () => {
     assert.equal(after.replicas.failures[`${M70}@a1`], 0);
   });
 
+  it("a command whose session closed before it was answered is dropped; other sessions' commands stay", () => {
+    const f = new EventFactory();
+    const { before, after } = given(
+      ...placedOnA1(f),
+      f.sessionOpened("a2", "s-2", "gw-1"),
+      f.pass([], [command.stop("c-2", "a1", "s-1", "r1.0"), command.stop("c-3", "a2", "s-2", "x.0")]),
+    ).when(f.sessionClosed("a1", "s-1", "gw-1", SessionClosed_Reason.DISCONNECTED));
+    assert.ok(before.replicas.commands["c-2"]);
+    assert.equal(after.replicas.commands["c-1"], undefined);
+    assert.equal(after.replicas.commands["c-2"], undefined);
+    assert.ok(after.replicas.commands["c-3"], "a2's command stays");
+  });
+
+  it("a new session of a node drops the commands of its earlier session (they can never be answered)", () => {
+    const f = new EventFactory();
+    const { after } = given(...placedOnA1(f)).when(f.sessionOpened("a1", "s-9", "gw-2"));
+    assert.deepEqual(after.replicas.commands, {});
+  });
+
+  it("sessions expired with their gateway drop their commands", () => {
+    const f = new EventFactory();
+    const { after } = given(...placedOnA1(f)).when(
+      f.pass([decide.sessionsExpired("gw-1", [{ node: "a1", session: "s-1" }])]),
+    );
+    assert.deepEqual(after.replicas.commands, {});
+  });
+
   it("a stop command marks the shard's desired state", () => {
     const f = new EventFactory();
     const { after } = given(...placedOnA1(f)).when(f.pass([], [command.stop("c-2", "a1", "s-1", "r1.0")]));

@@ -63,6 +63,7 @@ export function* fleetChurn(opts: { nodes: number; events: number; prefix?: stri
       yield* emit(
         f.pass([decide.removed(old, model)], [command.stop(`c-stop-${round}`, id, session, `${old}.0`)]),
       );
+      yield* emit(f.commandResult(id, session, `c-stop-${round}`));
     }
     if (round % 97 === 13) {
       yield* emit(f.cordon(id, "firmware"));
