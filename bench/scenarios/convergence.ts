@@ -28,9 +28,12 @@ import { startServer, uniqueStream } from "../support/nats.js";
 import { type Child, spawnLlmgw, until } from "../support/proc.js";
 import { type Figure, figure, type Scenario } from "../support/result.js";
 
+/** The reconcilers' lease TTL (the floor of a takeover); shorter in --quick, which checks the steps, not the figures. */
 const LEASE_TTL_MS = 10_000;
-/** The simulated engines' start (starting → running), the sim's default, given explicitly. */
+const LEASE_TTL_MS_QUICK = 4_000;
+/** The simulated engines' start (starting → running): the sim's default, given explicitly; shorter in --quick. */
 const START_DELAY_MS = 5_000;
+const START_DELAY_MS_QUICK = 2_000;
 
 export const convergence: Scenario = {
   name: "convergence",
@@ -41,6 +44,8 @@ export const convergence: Scenario = {
     // Two 4-GPU replicas fit a node of 8: half the fleet's nodes' worth of replicas fills a quarter.
     const replicas = Math.max(1, Math.floor(nodes / 2));
     const waitMs = ctx.quick ? 60_000 : 300_000;
+    const leaseTtlMs = ctx.quick ? LEASE_TTL_MS_QUICK : LEASE_TTL_MS;
+    const startDelayMs = ctx.quick ? START_DELAY_MS_QUICK : START_DELAY_MS;
     const server = await startServer();
     const stream = uniqueStream("CONVERGE");
     const log = await openLog({ url: server.url, clientName: "bench-convergence", name: stream });
@@ -65,7 +70,7 @@ export const convergence: Scenario = {
         const rec = spawnLlmgw([
           "reconciler",
           ...["--nats", server.url, "--stream", stream, "--id", id],
-          ...["--lease-ttl-ms", String(LEASE_TTL_MS)],
+          ...["--lease-ttl-ms", String(leaseTtlMs)],
         ]);
         reconcilers.set(id, rec);
         children.push(rec);
@@ -75,7 +80,7 @@ export const convergence: Scenario = {
         ...["--gateway", gateways.map((g) => g.url).join(",")],
         "--insecure-dev",
         ...["--nodes", String(nodes), "--summary-ms", "0"],
-        ...["--start-delay-ms", String(START_DELAY_MS)],
+        ...["--start-delay-ms", String(startDelayMs)],
       ]);
       children.push(sim);
       await rt.start();
@@ -163,8 +168,8 @@ export const convergence: Scenario = {
       const figures: Figure[] = [
         figure(`catalog (API) → ${replicas} replicas running (${nodes} agents)`, convergeMs, "ms", {
           raw: {
-            name: `the floor: the catalog PUT + the engines' ${START_DELAY_MS} ms start`,
-            value: putMs + START_DELAY_MS,
+            name: `the floor: the catalog PUT + the engines' ${startDelayMs} ms start`,
+            value: putMs + startDelayMs,
           },
           higherIsBetter: false,
         }),
@@ -181,7 +186,7 @@ export const convergence: Scenario = {
           { goal: "0", met: afterGatewayKill.start + afterGatewayKill.stop === 0 },
         ),
         figure("leader kill → new leader's first pass", takeoverMs, "ms", {
-          raw: { name: "lease TTL (the floor: the lease must expire)", value: LEASE_TTL_MS },
+          raw: { name: "lease TTL (the floor: the lease must expire)", value: leaseTtlMs },
           higherIsBetter: false,
         }),
         figure("leader kill → the extra replica running", extraRunningMs, "ms", {}),
@@ -193,7 +198,8 @@ export const convergence: Scenario = {
           profile: "1 shard × 4 GPUs",
           gateways: 2,
           reconcilers: 2,
-          leaseTtlMs: LEASE_TTL_MS,
+          leaseTtlMs,
+          startDelayMs,
         },
         figures,
         notes: [
