@@ -18,7 +18,7 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startGatewayProcess } from "../support/gateway.js";
-import { startServer, uniqueStream } from "../support/nats.js";
+import { freePort, startServer, uniqueStream } from "../support/nats.js";
 import {
   type Child,
   cpuCores,
@@ -70,7 +70,8 @@ export const fanIn: Scenario = {
   name: "fan-in",
   describe: "concurrent agent streams on one gateway at a 5 s heartbeat vs a bare Connect server",
   async run(ctx) {
-    const scales = ctx.quick ? [200] : [1_000, 5_000, 10_000];
+    const scales =
+      scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [200] : [1_000, 5_000, 10_000]);
     const windowMs = ctx.quick ? 6_000 : 15_000;
     const paced = ctx.quick ? PACED_PASSES_QUICK : PACED_PASSES;
     const figures: Figure[] = [];
@@ -185,10 +186,14 @@ async function measureGateway(
   const server = await startServer();
   const stream = uniqueStream("FANIN");
   const log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
+  const metricsPort = await freePort();
   const gw = await startGatewayProcess({
     nats: server.url,
     stream,
-    extraArgs: ["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
+    extraArgs: [
+      ...["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
+      ...["--metrics-listen", `127.0.0.1:${metricsPort}`],
+    ],
   });
   const received = new Map<string, number>();
   let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
@@ -288,6 +293,21 @@ async function measureGateway(
       commands: targets.length,
       connectS,
     };
+  } catch (err) {
+    const tail = gw.child.output().split("\n").slice(-40).join("\n");
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+      .then((r) => r.text())
+      .then((t) =>
+        t
+          .split("\n")
+          .filter((l) => /^llmgw_gateway_(commands|streams|sessions|disconnect)/.test(l))
+          .join("\n"),
+      )
+      .catch((e: unknown) => `(no metrics: ${(e as Error).message})`);
+    throw new Error(
+      `${(err as Error).message}\nthe gateway's metrics:\n${metrics}\nthe gateway's last lines:\n${tail}`,
+      { cause: err },
+    );
   } finally {
     if (conn) disconnect(conn);
     await gw.child.stop("SIGTERM", 15_000);
@@ -359,6 +379,17 @@ async function measureEcho(
     if (conn) disconnect(conn);
     await child.stop();
   }
+}
+
+/** `LLMGW_BENCH_FANIN_STREAMS=5000` or `1000,5000`: other numbers of streams (to look into one). */
+function scalesFrom(env: string | undefined): number[] | undefined {
+  if (!env) return undefined;
+  const scales = env.split(",").map((x) => Number(x.trim()));
+  if (scales.some((n) => !Number.isInteger(n) || n < 10))
+    throw new Error(
+      `LLMGW_BENCH_FANIN_STREAMS: expected numbers of streams ≥ 10 separated by commas, got ${env}`,
+    );
+  return scales;
 }
 
 /**
