@@ -158,6 +158,36 @@ describe("gateway: hostile and broken agents", () => {
       });
     }
 
+    it("refuses a registration the log could not store with ResourceExhausted, not a retryable Unavailable", async () => {
+      // The default read limit (1 MiB) equals NATS's default max_payload: a registration just
+      // under it would make an event over it. The gateway lowers its read limit to fit.
+      const big = await startTestGateway({
+        nats: server.url,
+        stream,
+        prefix,
+        certs,
+        readMaxBytes: 1024 * 1024,
+      });
+      try {
+        const node = "gpu-huge-log";
+        const empty = { ...h100Registration(node), labels: { blob: "" } };
+        const size = encode({ msg: { case: "register", value: empty } }).length;
+        const reg = { ...empty, labels: { blob: "x".repeat(1024 * 1024 - size - 16) } };
+        const err = await refused({ protocol: "grpc", tls: tls(node), registration: reg }, big.url);
+        assert.equal(codeOf(err), "ResourceExhausted", String(err));
+        const ok = "gpu-huge-log-ok";
+        allowed.add(ok);
+        const a = await TestAgent.connect({
+          baseUrl: big.url,
+          tls: tls(ok),
+          registration: h100Registration(ok),
+        });
+        assert.equal(codeOf(await a.close()), "OK");
+      } finally {
+        await big.drain("test over");
+      }
+    });
+
     it("ends a session whose later message is over the read limit (PROTOCOL_ERROR, nothing recorded)", async () => {
       const node = "gpu-huge-later";
       const a = await registered(node, "grpc");
@@ -359,9 +389,9 @@ describe("gateway: hostile and broken agents", () => {
       try {
         const quiet = Array.from({ length: 8 }, () => 100n); // under the 1024 MiB threshold
         const busy = Array.from({ length: 8 }, () => 40_000n);
-        for (let i = 0; i < 4000; i++) a.heartbeat({ gpuMemoryUsedMb: quiet });
+        for (let i = 0; i < 1500; i++) a.heartbeat({ gpuMemoryUsedMb: quiet });
         a.heartbeat({ gpuMemoryUsedMb: busy }); // moved past the threshold: one event
-        for (let i = 0; i < 2000; i++) {
+        for (let i = 0; i < 500; i++) {
           // Two problems, each new once: two events, however often repeated.
           a.heartbeat({ gpuMemoryUsedMb: busy, newProblems: [i % 2 === 0 ? "Xid 48" : "Xid 63"] });
         }
