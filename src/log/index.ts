@@ -9,7 +9,7 @@ export {
   newEvent,
   subjectFor,
 } from "./codec.js";
-export { connectNats, DEFAULT_NATS_URL } from "./connect.js";
+export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";

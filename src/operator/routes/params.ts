@@ -28,13 +28,19 @@ export function parseWith<T extends z.ZodType>(schema: T, value: unknown, what: 
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => ({
     path: formatPath(i.path),
-    message:
-      i.code === "unrecognized_keys"
-        ? `unknown ${i.keys.map((k) => JSON.stringify(k)).join(", ")}`
-        : i.message,
+    message: i.code === "unrecognized_keys" ? `unknown ${i.keys.map(nameOfUnknown).join(", ")}` : i.message,
   }));
   const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
   return badRequest(`invalid ${what}: ${summary}`, issues);
+}
+
+/**
+ * An unknown key is named when it looks like a parameter name. Anything
+ * else (`?<token>` pasted into a URL) is not echoed into the answer and the
+ * log, where a secret would outlive the request.
+ */
+function nameOfUnknown(key: string): string {
+  return /^[A-Za-z][A-Za-z_]{0,31}$/.test(key) ? JSON.stringify(key) : "a parameter whose name is not shown";
 }
 
 function badRequest(message: string, issues: Array<{ path: string; message: string }>): never {
