@@ -11,16 +11,16 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
-import { type AgentMessageSchema, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { AgentMessageSchema, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { assertLogHygiene } from "../support/log-hygiene.js";
-import { encode, frame, RawAgent } from "../support/raw-agent.js";
+import { type Codec, encode, frame, RawAgent } from "../support/raw-agent.js";
 import { h100Registration } from "../support/sample-events.js";
 
 const ITERATIONS = Number(process.env["LLMGW_FUZZ_ITERATIONS"] ?? 240);
@@ -73,6 +73,9 @@ function corpus(): Init[] {
 class Fuzzer {
   readonly #r: () => number;
   readonly #corpus = corpus().map((m) => Buffer.from(encode(m)));
+  readonly #json = corpus().map((m) =>
+    Buffer.from(toJsonString(AgentMessageSchema, create(AgentMessageSchema, m))),
+  );
   constructor(seed: number) {
     this.#r = prng(seed);
   }
@@ -124,8 +127,36 @@ class Fuzzer {
     return frame(payload);
   }
 
+  /** JSON the decoder must refuse or take: mutated messages, and values no schema allows. */
+  json(): Buffer {
+    const nest = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    const hostile = [
+      `{"register":{"nodeId":"${NODE}","gpus":${nest(20_000)}}}`,
+      `{"register":{"nodeId":"${NODE}","gpus":[{"index":1e30}]}}`,
+      `{"register":{"nodeId":"${NODE}","gpus":[{"index":-1,"memoryTotalMb":"99999999999999999999999"}]}}`,
+      `{"register":{"nodeId":"${NODE}","labels":{"__proto__":{"polluted":"yes"},"constructor":"x"}}}`,
+      `{"register":{"nodeId":"${NODE}"},"heartbeat":{}}`,
+      `{"shard":{"state":"STATE_FROM_THE_FUTURE"}}`,
+      `{"register":{"nodeId":"${NODE}","extra":true}}`,
+    ];
+    if (this.int(3) === 0) return Buffer.from(hostile[this.int(hostile.length)] ?? "");
+    return this.mutate(this.#json[this.int(this.#json.length)] ?? Buffer.alloc(0));
+  }
+
   /** One request body and what it is, for the failure message. */
-  next(): { what: string; body: Buffer } {
+  next(): { what: string; body: Buffer; codec: Codec } {
+    if (this.int(6) === 0) {
+      const first = this.int(2) === 0 ? [frame(this.#json[0] ?? Buffer.alloc(0))] : [];
+      return {
+        what: "protobuf JSON",
+        body: Buffer.concat([...first, this.frame(this.json())]),
+        codec: "json",
+      };
+    }
+    return { ...this.#proto(), codec: "proto" };
+  }
+
+  #proto(): { what: string; body: Buffer } {
     const valid = (i: number) => this.#corpus[i] ?? Buffer.alloc(0);
     switch (this.int(5)) {
       case 0:
@@ -185,12 +216,12 @@ describe("gateway: seeded fuzzing through real streams", () => {
     try {
       for (let i = 0; i < ITERATIONS; i++) {
         const protocol = PROTOCOLS[i % PROTOCOLS.length] ?? "connect";
-        const { what, body } = fuzz.next();
+        const { what, body, codec } = fuzz.next();
         const replay = `rerun with LLMGW_FUZZ_SEED=${SEED}: stream ${i} (${protocol}, ${what}, ${body.length} bytes: ${body.subarray(0, 48).toString("hex")}…)`;
         let code: string;
         let message: string;
         try {
-          ({ code, message } = await raw.call(protocol, body));
+          ({ code, message } = await raw.call(protocol, body, 10_000, codec));
         } catch (err) {
           throw new Error(`${replay}: ${(err as Error).message}`);
         }

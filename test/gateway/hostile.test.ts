@@ -454,6 +454,44 @@ describe("gateway: hostile and broken agents", () => {
     });
   });
 
+  describe("protobuf JSON", () => {
+    it("refuses values no schema allows and pollutes no prototype, in all three protocols", async () => {
+      const node = "gpu-json";
+      allowed.add(node);
+      const raw = new RawAgent(gw.url, tls(node));
+      const json = (s: string) => frame(Buffer.from(s));
+      try {
+        for (const protocol of PROTOCOLS) {
+          for (const body of [
+            `{"register":{"nodeId":"${node}","labels":{"__proto__":{"polluted":"yes"}}}}`,
+            `{"register":{"nodeId":"${node}","gpus":[{"index":1e30}]}}`,
+            `{"register":{"nodeId":"${node}","gpus":[{"memoryTotalMb":"99999999999999999999999"}]}}`,
+            `{"register":{"nodeId":"${node}","gpus":${"[".repeat(20_000)}${"]".repeat(20_000)}}}`,
+          ]) {
+            const r = await raw.call(protocol, json(body), 10_000, "json");
+            assert.equal(r.code, "InvalidArgument", `${protocol} ${body.slice(0, 80)}: ${r.message}`);
+          }
+          assert.equal((Object.prototype as Record<string, unknown>)["polluted"], undefined);
+          // A well-formed JSON registration is served like a binary one; an unknown field (a newer agent) is ignored.
+          const ok = await raw.call(
+            protocol,
+            json(JSON.stringify({ register: { nodeId: node, labels: { constructor: "x" }, extra: true } })),
+            10_000,
+            "json",
+          );
+          assert.equal(ok.code, "OK", ok.message);
+          assert.deepEqual(
+            ok.messages.map((m) => m.msg.case),
+            ["ack"],
+          );
+        }
+      } finally {
+        raw.close();
+      }
+      await served();
+    });
+  });
+
   describe("node ids with odd characters never become subjects", () => {
     const odd: Array<[string, string]> = [
       ["a wildcard", "gpu-*"],

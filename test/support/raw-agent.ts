@@ -7,7 +7,7 @@
  * messages it carried.
  */
 import * as http2 from "node:http2";
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJsonString, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import {
   AgentMessageSchema,
@@ -26,10 +26,13 @@ export interface RawResult {
 
 const PATH = "/llmgw.v1.AgentService/Connect";
 
+/** Messages in binary protobuf or in protobuf JSON (all three protocols carry either). */
+export type Codec = "proto" | "json";
+
 const CONTENT_TYPE: Record<Protocol, string> = {
-  grpc: "application/grpc+proto",
-  "grpc-web": "application/grpc-web+proto",
-  connect: "application/connect+proto",
+  grpc: "application/grpc",
+  "grpc-web": "application/grpc-web",
+  connect: "application/connect",
 };
 
 /** A length-prefixed message frame (the same envelope in all three protocols). */
@@ -62,12 +65,12 @@ export class RawAgent {
   }
 
   /** Sends `body` on a new stream, half-closes it, and reads the answer to its end. */
-  call(protocol: Protocol, body: Buffer, timeoutMs = 10_000): Promise<RawResult> {
+  call(protocol: Protocol, body: Buffer, timeoutMs = 10_000, codec: Codec = "proto"): Promise<RawResult> {
     const session = this.#connect();
     const headers: http2.OutgoingHttpHeaders = {
       ":method": "POST",
       ":path": PATH,
-      "content-type": CONTENT_TYPE[protocol],
+      "content-type": `${CONTENT_TYPE[protocol]}+${codec}`,
     };
     if (protocol === "grpc") headers["te"] = "trailers";
     if (protocol === "connect") headers["connect-protocol-version"] = "1";
@@ -94,7 +97,7 @@ export class RawAgent {
       req.on("close", () => {
         clearTimeout(timer);
         try {
-          resolve(interpret(protocol, head, trailers, Buffer.concat(chunks), req.rstCode));
+          resolve(interpret(protocol, codec, head, trailers, Buffer.concat(chunks), req.rstCode));
         } catch (err) {
           reject(err);
         }
@@ -110,6 +113,7 @@ export class RawAgent {
 
 function interpret(
   protocol: Protocol,
+  codec: Codec,
   head: http2.IncomingHttpHeaders,
   trailers: http2.IncomingHttpHeaders,
   body: Buffer,
@@ -138,7 +142,11 @@ function interpret(
       );
       end = grpcEnd(t["grpc-status"], t["grpc-message"]);
     } else {
-      messages.push(fromBinary(ControlMessageSchema, payload));
+      messages.push(
+        codec === "json"
+          ? fromJsonString(ControlMessageSchema, payload.toString("utf8"))
+          : fromBinary(ControlMessageSchema, payload),
+      );
     }
   }
   if (!end) {
