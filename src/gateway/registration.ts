@@ -1,4 +1,5 @@
-import type { Heartbeat, Register } from "../gen/llmgw/v1/agent_pb.js";
+import type { CommandResult, Heartbeat, Register, ShardStatus } from "../gen/llmgw/v1/agent_pb.js";
+import { isReservedKey } from "../log/index.js";
 
 /**
  * What an agent may claim about itself. The wire format bounds a message's
@@ -68,6 +69,10 @@ export function registrationProblem(reg: Register): string | undefined {
   const shards = new Map<string, number>();
   for (const [i, s] of reg.runningShards.entries()) {
     if (s.shardId === "") return `running_shards[${i}].shard_id is empty`;
+    const reserved =
+      reservedProblem(`running_shards[${i}].shard_id`, s.shardId) ??
+      reservedProblem(`running_shards[${i}].replica_id`, s.replicaId);
+    if (reserved) return reserved;
     const first = shards.get(s.shardId);
     if (first !== undefined) {
       return `running_shards[${i}].shard_id: shard ${JSON.stringify(s.shardId)} is listed twice (also running_shards[${first}])`;
@@ -77,6 +82,26 @@ export function registrationProblem(reg: Register): string | undefined {
     if (p) return p;
   }
   return undefined;
+}
+
+/** The first thing wrong with a shard status, or undefined. */
+export function shardStatusProblem(st: ShardStatus): string | undefined {
+  return reservedProblem("shard.replica_id", st.replicaId) ?? reservedProblem("shard.shard_id", st.shardId);
+}
+
+/** The first thing wrong with a command result, or undefined. */
+export function commandResultProblem(r: CommandResult): string | undefined {
+  return reservedProblem("result.command_id", r.commandId);
+}
+
+/**
+ * Ids the agent names become keys of the projected state's maps, where
+ * `constructor` or `__proto__` would reach an object's prototype: refused.
+ */
+function reservedProblem(field: string, value: string): string | undefined {
+  return value !== "" && isReservedKey(value)
+    ? `${field} ${JSON.stringify(value)} is a reserved name`
+    : undefined;
 }
 
 /** The first thing wrong with a heartbeat, or undefined. */

@@ -16,7 +16,12 @@ import { peerKey, resetKey } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { OrderedPipeline } from "./ordered.js";
 import type { Publisher } from "./publisher.js";
-import { heartbeatProblem, registrationProblem } from "./registration.js";
+import {
+  commandResultProblem,
+  heartbeatProblem,
+  registrationProblem,
+  shardStatusProblem,
+} from "./registration.js";
 import { UsageTracker } from "./usage.js";
 import { StreamWriter } from "./writer.js";
 
@@ -363,16 +368,22 @@ export class AgentSession {
         };
         return { event: gatewayEvent(gw, id, { case: "usageChanged", value }), acked: false };
       }
-      case "shard":
+      case "shard": {
+        const bad = shardStatusProblem(msg.value);
+        if (bad) throw new ConnectError(`invalid shard status: ${bad}`, Code.InvalidArgument);
         return {
           event: gatewayEvent(gw, id, { case: "shardStatus", value: { ...at, status: msg.value } }),
           acked: true,
         };
-      case "result":
+      }
+      case "result": {
+        const bad = commandResultProblem(msg.value);
+        if (bad) throw new ConnectError(`invalid command result: ${bad}`, Code.InvalidArgument);
         return {
           event: gatewayEvent(gw, id, { case: "commandResult", value: { ...at, result: msg.value } }),
           acked: true,
         };
+      }
       case undefined:
         // A kind this gateway does not know (a newer agent) or an empty
         // message: it keeps the session alive but is not recorded.

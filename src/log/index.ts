@@ -14,5 +14,12 @@ export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
-export { DEFAULT_PREFIX, DEFAULT_STREAM, ID_PATTERN, invalidIdReason, Subjects } from "./subjects.js";
+export {
+  DEFAULT_PREFIX,
+  DEFAULT_STREAM,
+  ID_PATTERN,
+  invalidIdReason,
+  isReservedKey,
+  Subjects,
+} from "./subjects.js";
 export { AppendWindow } from "./window.js";

@@ -11,6 +11,7 @@ import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
+import { foldFleet } from "../../src/projections/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import {
   codeOf,
@@ -454,6 +455,62 @@ describe("gateway: hostile and broken agents", () => {
     });
   });
 
+  describe("ids that would reach an object's prototype in the projected state", () => {
+    const cases: Array<[string, (a: TestAgent) => void, RegExp]> = [
+      [
+        "a shard status of replica constructor",
+        (a) => a.shardStatus({ replicaId: "constructor", shardId: "s1", state: ShardStatus_State.RUNNING }),
+        /invalid shard status: shard\.replica_id "constructor" is a reserved name/,
+      ],
+      [
+        "a shard status of shard __proto__",
+        (a) => a.shardStatus({ replicaId: "r1", shardId: "__proto__", state: ShardStatus_State.RUNNING }),
+        /shard\.shard_id "__proto__" is a reserved name/,
+      ],
+      [
+        "a command result for command toString",
+        (a) => a.commandResult({ commandId: "toString", ok: true }),
+        /invalid command result: result\.command_id "toString" is a reserved name/,
+      ],
+      [
+        "a re-registration running replica hasOwnProperty",
+        (a) =>
+          a.register(h100Registration(a.nodeId, [{ shard: "s1", replica: "hasOwnProperty", gpus: [0] }])),
+        /running_shards\[0\]\.replica_id "hasOwnProperty" is a reserved name/,
+      ],
+    ];
+    for (const [i, [what, send, message]] of cases.entries()) {
+      it(`ends the session on ${what} (InvalidArgument), recording nothing of it`, async () => {
+        const node = `gpu-reserved-${i}`;
+        const a = await registered(node, PROTOCOLS[i % PROTOCOLS.length]);
+        try {
+          send(a);
+          const err = await a.ended;
+          assert.equal(codeOf(err), "InvalidArgument");
+          assert.match(String(err), message);
+        } finally {
+          a.abort();
+        }
+        const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
+        assert.deepEqual(
+          evs.map((b) => b.case),
+          ["sessionOpened", "sessionClosed"],
+        );
+      });
+    }
+
+    it("refuses a registration running replica __proto__", async () => {
+      const node = "gpu-reserved-reg";
+      const err = await refused({
+        tls: tls(node),
+        registration: h100Registration(node, [{ shard: "s1", replica: "__proto__", gpus: [0] }]),
+      });
+      assert.equal(codeOf(err), "InvalidArgument");
+      assert.match(String(err), /running_shards\[0\]\.replica_id "__proto__" is a reserved name/);
+      await served();
+    });
+  });
+
   describe("protobuf JSON", () => {
     it("refuses values no schema allows and pollutes no prototype, in all three protocols", async () => {
       const node = "gpu-json";
@@ -510,6 +567,9 @@ describe("gateway: hostile and broken agents", () => {
       ["65 characters", "g".repeat(65)],
       ["2,000 characters", "g".repeat(2_000)],
       ["nothing", ""],
+      ["the name of an object's prototype", "__proto__"],
+      ["the name of an object's constructor", "constructor"],
+      ["the name of an object method", "hasOwnProperty"],
     ];
     /** openssl puts these into a CN; the others cannot be a certificate's name. */
     const inCert = (id: string) =>
@@ -585,6 +645,11 @@ describe("gateway: hostile and broken agents", () => {
   it("leaves a log with only subjects of the layout and events of admitted nodes", async () => {
     const records = await readAll(log);
     assertLogHygiene(records, prefix, (n) => allowed.has(n));
+    // The log folds, and folding it pollutes nothing.
+    const state = foldFleet(records);
+    assert.ok(Object.keys(state.inventory.nodes).length > 0);
+    assert.equal(Object.hasOwn(Object.prototype, "session"), false);
+    assert.equal(Object.hasOwn(Object, "session"), false);
     const opened = new Set(records.filter((r) => r.event.body.case === "sessionOpened").map(nodeOf));
     for (const n of allowed) assert.ok(opened.has(n), `${n} has a session`);
     await served();

@@ -248,6 +248,14 @@ describe("operator API: hostile use", () => {
       assert.equal(await log.lastSeq(), before);
     });
 
+    it("refuses ids that would reach an object's prototype in the projected state (400, never 500)", async () => {
+      for (const id of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+        isError(await call(`/v1/nodes/${id}`), 400, "invalid-argument", /reserved name/);
+        isError(await call(`/v1/replicas/${id}`), 400, "invalid-argument", /reserved name/);
+        isError(await call(`/v1/replicas/${id}/explain`), 400, "invalid-argument", /reserved name/);
+      }
+    });
+
     it("limits the length of ids in URLs", async () => {
       isError(
         await call(`/v1/nodes/${"g".repeat(65)}`),
@@ -295,6 +303,8 @@ describe("operator API: hostile use", () => {
             string,
           ],
       ),
+      [`model name "constructor"`, model({ name: "constructor" }), "models[0].name"],
+      [`profile name "__proto__"`, model({}, { name: "__proto__" }), "models[0].profiles[0].name"],
       [`profile name ".."`, model({}, { name: ".." }), "models[0].profiles[0].name"],
       [`profile name "tp/1"`, model({}, { name: "tp/1" }), "models[0].profiles[0].name"],
       [`fabric kind "ib.*"`, model({}, { fabricKind: "ib.*" }), "models[0].profiles[0].fabricKind"],

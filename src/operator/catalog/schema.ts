@@ -5,6 +5,7 @@
  * misspelt key is an error, not a silently ignored default.
  */
 import { z } from "zod";
+import { isReservedKey } from "../../log/index.js";
 import { parseMemory } from "./memory.js";
 
 /**
@@ -21,7 +22,8 @@ const name = z
   .regex(
     NAME_PATTERN,
     "must be 1 to 64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
-  );
+  )
+  .refine((n) => !isReservedKey(n), "is a reserved name");
 
 const positiveInt = (max: number) =>
   z.number().int("must be a whole number").min(1, "must be at least 1").max(max, `must be at most ${max}`);

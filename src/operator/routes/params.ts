@@ -1,6 +1,6 @@
 /** Validation of path and query parameters shared by the routes. */
 import { z } from "zod";
-import { invalidIdReason } from "../../log/index.js";
+import { invalidIdReason, isReservedKey } from "../../log/index.js";
 import { formatPath } from "../catalog/index.js";
 import { ApiError, invalid } from "../errors.js";
 
@@ -19,6 +19,7 @@ export function replicaIdParam(params: unknown): string {
   if (!REPLICA_ID.test(id)) {
     throw invalid(`replica id ${JSON.stringify(id)} must be 1 to 128 letters, digits, '.', ':', '_' or '-'`);
   }
+  if (isReservedKey(id)) throw invalid(`replica id ${JSON.stringify(id)} is a reserved name`);
   return id;
 }
 
