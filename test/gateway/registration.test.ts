@@ -4,6 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { heartbeatProblem, LIMITS, registrationProblem } from "../../src/gateway/registration.js";
 import { REMEMBERED_PROBLEMS, UsageTracker } from "../../src/gateway/usage.js";
 import { HeartbeatSchema, RegisterSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { LogError } from "../../src/log/index.js";
 import type { RegisterInit } from "../support/agent.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -88,5 +89,13 @@ describe("usage tracker: bounded memory under a flood of new problems", () => {
       false,
     );
     assert.equal(t.observe(create(HeartbeatSchema, { newProblems: ["Xid 0"] })), true);
+  });
+});
+
+describe("log errors the gateway retries", () => {
+  it("takes a publish that met no responders (reported as 'jetstream is not enabled') as unavailable", () => {
+    // The client's JetStreamNotEnabled, which its package does not export.
+    const notEnabled = Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" });
+    assert.equal(LogError.from(notEnabled, "appending").code, "unavailable");
   });
 });
