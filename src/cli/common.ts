@@ -23,7 +23,10 @@ export class CliError extends Error {
 
 /** `--nats URL` (env LLMGW_NATS_URL): every command that talks to NATS takes it. */
 export function natsOption(): Option {
-  return new Option("--nats <url>", "NATS server URL(s), comma-separated for a cluster")
+  return new Option(
+    "--nats <url>",
+    "NATS server URL(s), comma-separated for a cluster; credentials as nats://user:password@host (never printed)",
+  )
     .env("LLMGW_NATS_URL")
     .default(DEFAULT_NATS_URL);
 }

@@ -25,6 +25,9 @@ export interface StartOptions {
 
 type State = "starting" | "serving" | "draining" | "stopped";
 
+/** Room for the event envelope and headers around an agent message (ids, times, the message id header). */
+const EVENT_HEADROOM_BYTES = 8 * 1024;
+
 /**
  * One gateway: the agent listener, the sessions it holds, the two log
  * followers (reconciler passes for the relay, session openings for
@@ -108,7 +111,7 @@ export class Gateway implements SessionHost {
     this.#server = await startAgentServer({
       listen: cfg.listen,
       tls: cfg.tls,
-      readMaxBytes: cfg.readMaxBytes,
+      readMaxBytes: this.#readMaxBytes(),
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       routes: (router) =>
@@ -159,6 +162,25 @@ export class Gateway implements SessionHost {
     this.#watchLog();
     this.#state = "serving";
     this.logger.info({ url: this.url, metrics: this.metricsUrl }, "gateway listening");
+  }
+
+  /**
+   * The largest agent message taken. An agent message becomes one event
+   * (the registration inside SessionOpened, verbatim), so a message the
+   * log's NATS server cannot carry is refused at the door as
+   * ResourceExhausted; taken in and then not stored, it would get
+   * Unavailable, and the agent would retry it forever.
+   */
+  #readMaxBytes(): number {
+    const maxPayload = this.log.nc.info?.max_payload;
+    if (maxPayload === undefined) return this.config.readMaxBytes;
+    const fits = maxPayload - EVENT_HEADROOM_BYTES;
+    if (this.config.readMaxBytes <= fits) return this.config.readMaxBytes;
+    this.logger.warn(
+      { readMaxBytes: fits, configured: this.config.readMaxBytes, natsMaxPayload: maxPayload },
+      `read limit lowered to ${fits} bytes: the NATS server takes messages of at most ${maxPayload} bytes, and an agent message becomes one event`,
+    );
+    return fits;
   }
 
   #openStream(requests: AsyncIterable<AgentMessage>, ctx: HandlerContext): AsyncIterable<ControlMessage> {

@@ -39,10 +39,7 @@ export function peerFromRequest(req: NodeServerRequest): PeerIdentity {
   if (!cert || Object.keys(cert).length === 0) return { kind: "none" };
   const cn = firstOf(cert.subject?.CN);
   if (socket.authorized !== true) {
-    const reason = socket.authorizationError
-      ? String(socket.authorizationError)
-      : "not signed by the client CA";
-    return { kind: "unverified", reason, commonName: cn };
+    return { kind: "unverified", reason: whyUnverified(socket.authorizationError, cert), commonName: cn };
   }
   if (cn === undefined)
     return { kind: "unverified", reason: "the certificate has no CN", commonName: undefined };
@@ -57,6 +54,38 @@ export function contextValuesFor(req: NodeServerRequest): ContextValues {
       if (stream && !stream.destroyed) stream.close(h2.NGHTTP2_CANCEL);
       else req.destroy();
     });
+}
+
+/**
+ * What the agent's operator should do about a certificate that did not
+ * verify, with the TLS library's code for searching. The codes are
+ * OpenSSL's verify errors as Node reports them.
+ */
+function whyUnverified(error: unknown, cert: { valid_from?: string; valid_to?: string }): string {
+  // Typed as an Error, but Node hands over the verify error's code as a string.
+  const code =
+    typeof error === "string"
+      ? error
+      : error instanceof Error
+        ? String((error as { code?: unknown }).code ?? error.message)
+        : "";
+  switch (code) {
+    case "CERT_HAS_EXPIRED":
+      return `it expired on ${cert.valid_to ?? "an earlier date"} (CERT_HAS_EXPIRED); issue the agent a new certificate`;
+    case "CERT_NOT_YET_VALID":
+      return `it is not valid before ${cert.valid_from ?? "a later date"} (CERT_NOT_YET_VALID); check the clocks`;
+    case "UNABLE_TO_VERIFY_LEAF_SIGNATURE":
+    case "UNABLE_TO_GET_ISSUER_CERT":
+    case "UNABLE_TO_GET_ISSUER_CERT_LOCALLY":
+    case "SELF_SIGNED_CERT_IN_CHAIN":
+    case "DEPTH_ZERO_SELF_SIGNED_CERT":
+    case "CERT_SIGNATURE_FAILURE":
+      return `it is not signed by the gateway's client CA (${code}); use a certificate from the fleet's CA`;
+    case "":
+      return "not signed by the client CA";
+    default:
+      return code;
+  }
 }
 
 function firstOf(v: string | string[] | undefined): string | undefined {

@@ -16,6 +16,12 @@ import { peerKey, resetKey } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { OrderedPipeline } from "./ordered.js";
 import type { Publisher } from "./publisher.js";
+import {
+  commandResultProblem,
+  heartbeatProblem,
+  registrationProblem,
+  shardStatusProblem,
+} from "./registration.js";
 import { UsageTracker } from "./usage.js";
 import { StreamWriter } from "./writer.js";
 
@@ -203,6 +209,7 @@ export class AgentSession {
     if (bad) throw new ConnectError(bad, Code.InvalidArgument);
     const identity = this.#identify(reg.nodeId);
     this.nodeId = reg.nodeId;
+    checkRegistration(reg);
     if (this.host.draining) {
       throw new ConnectError(`gateway ${cfg.id} is draining; connect to another gateway`, Code.Unavailable);
     }
@@ -308,6 +315,9 @@ export class AgentSession {
         return;
       }
       if (r.done) {
+        // The agent is done sending, not done listening: the acks of what
+        // it sent last still reach it before the stream ends.
+        await this.#pipeline.settled();
         this.close(SessionClosed_Reason.DISCONNECTED, "the agent closed the stream", undefined);
         return;
       }
@@ -341,12 +351,15 @@ export class AgentSession {
     switch (msg.case) {
       case "register":
         this.#checkReregistration(msg.value);
+        checkRegistration(msg.value);
         this.#usage?.reset(msg.value);
         return {
           event: gatewayEvent(gw, id, { case: "hardwareChanged", value: { ...at, registration: msg.value } }),
           acked: true,
         };
       case "heartbeat": {
+        const bad = heartbeatProblem(msg.value);
+        if (bad) throw new ConnectError(`invalid heartbeat: ${bad}`, Code.InvalidArgument);
         if (!this.#usage?.observe(msg.value)) return { acked: false };
         const value = {
           ...at,
@@ -355,16 +368,22 @@ export class AgentSession {
         };
         return { event: gatewayEvent(gw, id, { case: "usageChanged", value }), acked: false };
       }
-      case "shard":
+      case "shard": {
+        const bad = shardStatusProblem(msg.value);
+        if (bad) throw new ConnectError(`invalid shard status: ${bad}`, Code.InvalidArgument);
         return {
           event: gatewayEvent(gw, id, { case: "shardStatus", value: { ...at, status: msg.value } }),
           acked: true,
         };
-      case "result":
+      }
+      case "result": {
+        const bad = commandResultProblem(msg.value);
+        if (bad) throw new ConnectError(`invalid command result: ${bad}`, Code.InvalidArgument);
         return {
           event: gatewayEvent(gw, id, { case: "commandResult", value: { ...at, result: msg.value } }),
           acked: true,
         };
+      }
       case undefined:
         // A kind this gateway does not know (a newer agent) or an empty
         // message: it keeps the session alive but is not recorded.
@@ -451,6 +470,12 @@ function asAgentFault(err: unknown): never {
     );
   }
   throw ce;
+}
+
+/** A registration that contradicts itself is refused, never recorded (registration.ts). */
+function checkRegistration(reg: Register): void {
+  const bad = registrationProblem(reg);
+  if (bad) throw new ConnectError(`invalid registration: ${bad}`, Code.InvalidArgument);
 }
 
 function ack(messageId: string): ControlMessage {

@@ -65,8 +65,10 @@ export class LogError extends Error {
     // The client reports transport problems with several error classes
     // (timeouts, no responders, closed or draining connections); for the
     // caller they all mean the same thing: the log did not take it, try again.
+    // "jetstream is not enabled" is how the client reports a publish that met
+    // no responders (a restarted server whose JetStream is not up yet).
     if (
-      /timeout|no responders|503|closed|draining|disconnect|reconnect|connection|unavailable|ECONNREFUSED/i.test(
+      /timeout|no responders|jetstream is not enabled|503|closed|draining|disconnect|reconnect|connection|unavailable|ECONNREFUSED/i.test(
         `${name} ${message}`,
       )
     ) {

@@ -9,10 +9,17 @@ export {
   newEvent,
   subjectFor,
 } from "./codec.js";
-export { connectNats, DEFAULT_NATS_URL } from "./connect.js";
+export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
-export { DEFAULT_PREFIX, DEFAULT_STREAM, ID_PATTERN, invalidIdReason, Subjects } from "./subjects.js";
+export {
+  DEFAULT_PREFIX,
+  DEFAULT_STREAM,
+  ID_PATTERN,
+  invalidIdReason,
+  isReservedKey,
+  Subjects,
+} from "./subjects.js";
 export { AppendWindow } from "./window.js";

@@ -10,6 +10,16 @@ export const DEFAULT_PREFIX = "llmgw.evt";
 /** Letters, digits, `-`, `_`; 1 to 64 characters. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * Names every plain JavaScript object answers to (`constructor`,
+ * `__proto__`, `toString`…). Ids become keys of the projected state's maps;
+ * one of these as a key would read (or write) the object's prototype
+ * instead of an entry, so no id may be one.
+ */
+export function isReservedKey(id: string): boolean {
+  return id in Object.prototype;
+}
+
 /** Why `id` cannot be a subject token, or undefined when it can. */
 export function invalidIdReason(id: string, what = "id"): string | undefined {
   if (id.length === 0) return `${what} is empty`;
@@ -17,6 +27,7 @@ export function invalidIdReason(id: string, what = "id"): string | undefined {
   if (!ID_PATTERN.test(id)) {
     return `${what} ${JSON.stringify(id)} may contain only letters, digits, '-' and '_'`;
   }
+  if (isReservedKey(id)) return `${what} ${JSON.stringify(id)} is a reserved name`;
   return undefined;
 }
 

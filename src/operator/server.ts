@@ -4,7 +4,7 @@
  * the same state the reconciler decides on, and writes only through the log.
  */
 import { hostname } from "node:os";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { type Logger, pino } from "pino";
 import type { Registry } from "prom-client";
 import type { Log } from "../log/index.js";
@@ -12,14 +12,18 @@ import { type FleetState, fleetProjection } from "../projections/index.js";
 import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/index.js";
 import { type AuthMode, installAuth, isLoopbackHost } from "./auth.js";
 import type { ApiContext } from "./context.js";
-import { installErrorHandlers } from "./errors.js";
+import { installErrorHandlers, invalid } from "./errors.js";
 import { apiRegistry, instrument } from "./metrics.js";
+import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { replicaRoutes } from "./routes/replicas.js";
+
+/** Longest path segment the router matches at all. */
+const MAX_PATH_SEGMENT = 256;
 
 export interface ApiOptions {
   /** An open log; the server does not close it. */
@@ -88,7 +92,22 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     natsConnected: () => connected && !nc.isClosed(),
   };
 
-  const app = Fastify({ loggerInstance: logger, bodyLimit: 4 * 1024 * 1024 }) as unknown as FastifyInstance;
+  const app = Fastify({
+    loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
+    bodyLimit: 4 * 1024 * 1024,
+    // Ids are validated by the routes with messages that say what is allowed;
+    // the router's own limit only stops absurd segments, with the API's error shape.
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
+    frameworkErrors: (err, _req, reply) => {
+      const e =
+        err.code === "FST_ERR_MAX_PARAM_LENGTH"
+          ? invalid(
+              `a path segment is longer than ${MAX_PATH_SEGMENT} characters; node ids have at most 64, replica ids at most 128`,
+            )
+          : invalid(`the URL cannot be read: ${err.message}`);
+      void (reply as unknown as FastifyReply).status(e.status).send(e.body());
+    },
+  }) as unknown as FastifyInstance;
   installErrorHandlers(app);
   installAuth(app, opts.auth);
   instrument(app, registry);

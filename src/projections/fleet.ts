@@ -3,6 +3,7 @@ import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { evolveInventory, initialInventory } from "./inventory.js";
 import type { EventMeta, Projection } from "./projection.js";
 import { evolveReplicas, initialReplicas } from "./replicas.js";
+import { namesReservedKey } from "./reserved.js";
 import type { FleetState } from "./state.js";
 
 /**
@@ -22,6 +23,11 @@ export function initialFleet(): FleetState {
 }
 
 export function evolveFleet(state: FleetState, event: Event, meta: EventMeta): FleetState {
+  if (namesReservedKey(event)) {
+    state.seq = meta.seq;
+    state.timeMs = meta.timeMs;
+    return state;
+  }
   // Replicas first: they judge "current session" by the inventory before this event.
   state.replicas = evolveReplicas(state.replicas, event, meta, state.inventory);
   state.inventory = evolveInventory(state.inventory, event, meta);

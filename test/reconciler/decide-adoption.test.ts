@@ -118,6 +118,18 @@ describe("decide: adoption", () => {
     assert.deepEqual(f.settle(), []);
   });
 
+  it("given a shard on a GPU the node does not list, never adopts it: it is stopped as unclaimed", () => {
+    const f = new Fleet();
+    f.catalog(llama70b(1));
+    // Seven GPUs listed; the engine on 4-7 kept running after GPU 7 fell off the bus.
+    f.connect("gpu-a1", { gpus: 7, running: [r70("x1", "x1-s0", [4, 5, 6, 7])] });
+    const out = f.step();
+    assert.deepEqual(kinds(out.decisions), ["shardsAdopted", "shardUnclaimed"]);
+    assert.deepEqual(ofKind(out.decisions, "shardsAdopted")[0]?.shards, []);
+    assert.equal(ofKind(out.decisions, "shardUnclaimed")[0]?.reason, "GPU 7 is not on the node");
+    assert.deepEqual(actions(out.commands), ["stop:gpu-a1"]);
+  });
+
   it("given a node that re-registers running nothing, its earlier shards are gone and their replicas placed again", () => {
     const f = new Fleet();
     f.catalog(llama70b(1));

@@ -21,6 +21,8 @@ export interface TestCerts {
   client(cn: string): Pem;
   /** A client certificate with this CN from a CA the gateway does not trust. */
   foreignClient(cn: string): Pem;
+  /** A client certificate with this CN signed by the CA, valid only in 2020 (long expired). */
+  expiredClient(cn: string): Pem;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -50,7 +52,68 @@ function makeCa(dir: string, name: string): void {
   );
 }
 
-function makeLeaf(dir: string, ca: string, name: string, cn: string, ext: string): Pem {
+/**
+ * Signs `name`.csr with dates in the past. `openssl x509` cannot set dates
+ * before now, `openssl ca` can; it needs a small configuration and database.
+ */
+function signExpired(dir: string, ca: string, name: string, ext: string): void {
+  const conf = join(dir, `${name}.ca.conf`);
+  writeFileSync(join(dir, `${name}.index`), "");
+  writeFileSync(
+    conf,
+    [
+      "[ca]",
+      "default_ca = test",
+      "[test]",
+      `database = ${name}.index`,
+      "new_certs_dir = .",
+      `serial = ${name}.serial`,
+      "default_md = sha256",
+      "policy = any",
+      "unique_subject = no",
+      "[any]",
+      "commonName = supplied",
+      "[ext]",
+      ext,
+      "",
+    ].join("\n"),
+  );
+  writeFileSync(join(dir, `${name}.serial`), "1000\n");
+  openssl(
+    [
+      "ca",
+      "-batch",
+      "-config",
+      conf,
+      "-utf8",
+      "-cert",
+      `${ca}.crt`,
+      "-keyfile",
+      `${ca}.key`,
+      "-in",
+      `${name}.csr`,
+      "-out",
+      `${name}.crt`,
+      "-startdate",
+      "20200101000000Z",
+      "-enddate",
+      "20200102000000Z",
+      "-extensions",
+      "ext",
+      "-notext",
+    ],
+    dir,
+  );
+}
+
+function makeLeaf(
+  dir: string,
+  ca: string,
+  name: string,
+  cn: string,
+  ext: string,
+  validity: "valid" | "expired" = "valid",
+): Pem {
   writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
   openssl(
     [
@@ -64,31 +127,36 @@ function makeLeaf(dir: string, ca: string, name: string, cn: string, ext: string
       `${name}.key`,
       "-out",
       `${name}.csr`,
+      "-utf8",
       "-subj",
       `/CN=${cn}`,
     ],
     dir,
   );
-  openssl(
-    [
-      "x509",
-      "-req",
-      "-in",
-      `${name}.csr`,
-      "-CA",
-      `${ca}.crt`,
-      "-CAkey",
-      `${ca}.key`,
-      "-CAcreateserial",
-      "-out",
-      `${name}.crt`,
-      "-days",
-      "2",
-      "-extfile",
-      `${name}.ext`,
-    ],
-    dir,
-  );
+  if (validity === "expired") {
+    signExpired(dir, ca, name, ext);
+  } else {
+    openssl(
+      [
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        `${ca}.crt`,
+        "-CAkey",
+        `${ca}.key`,
+        "-CAcreateserial",
+        "-out",
+        `${name}.crt`,
+        "-days",
+        "2",
+        "-extfile",
+        `${name}.ext`,
+      ],
+      dir,
+    );
+  }
   return {
     cert: readFileSync(join(dir, `${name}.crt`), "utf8"),
     key: readFileSync(join(dir, `${name}.key`), "utf8"),
@@ -107,11 +175,11 @@ export function makeTestCerts(): TestCerts {
     "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth",
   );
   const clients = new Map<string, Pem>();
-  const leaf = (ca: string, cn: string) => {
-    const key = `${ca}/${cn}`;
+  const leaf = (ca: string, cn: string, validity: "valid" | "expired" = "valid") => {
+    const key = `${ca}/${validity}/${cn}`;
     let pem = clients.get(key);
     if (!pem) {
-      pem = makeLeaf(dir, ca, `client-${ca}-${clients.size}`, cn, "extendedKeyUsage=clientAuth");
+      pem = makeLeaf(dir, ca, `client-${ca}-${clients.size}`, cn, "extendedKeyUsage=clientAuth", validity);
       clients.set(key, pem);
     }
     return pem;
@@ -122,5 +190,6 @@ export function makeTestCerts(): TestCerts {
     server,
     client: (cn) => leaf("ca", cn),
     foreignClient: (cn) => leaf("other-ca", cn),
+    expiredClient: (cn) => leaf("ca", cn, "expired"),
   };
 }

@@ -62,7 +62,14 @@ export function registerGateway(program: Command): void {
     .addOption(
       ms("--registration-timeout", "REGISTRATION_TIMEOUT_MS", "a stream must register within", 10_000),
     )
-    .addOption(num("--read-max-bytes", "READ_MAX_BYTES", "largest agent message accepted", 1024 * 1024))
+    .addOption(
+      num(
+        "--read-max-bytes",
+        "READ_MAX_BYTES",
+        "largest agent message accepted (capped to the NATS server's max_payload minus 8 KiB)",
+        1024 * 1024,
+      ),
+    )
     .addOption(
       num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
     )

@@ -5,14 +5,25 @@
  * misspelt key is an error, not a silently ignored default.
  */
 import { z } from "zod";
+import { isReservedKey } from "../../log/index.js";
 import { parseMemory } from "./memory.js";
 
-/** Model and profile names. */
-export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+/**
+ * Model and profile names. They reach agents (which may name files and
+ * folders after them) and replica ids (which appear in URLs), so they start
+ * with a letter or digit: never `.`, `..` or a hidden name.
+ */
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const LABEL_KEY = /^[A-Za-z0-9._/-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
-const name = z.string().regex(NAME_PATTERN, "must be 1 to 64 characters: letters, digits, '.', '_' or '-'");
+const name = z
+  .string()
+  .regex(
+    NAME_PATTERN,
+    "must be 1 to 64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
+  )
+  .refine((n) => !isReservedKey(n), "is a reserved name");
 
 const positiveInt = (max: number) =>
   z.number().int("must be a whole number").min(1, "must be at least 1").max(max, `must be at most ${max}`);

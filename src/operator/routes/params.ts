@@ -1,6 +1,6 @@
 /** Validation of path and query parameters shared by the routes. */
 import { z } from "zod";
-import { invalidIdReason } from "../../log/index.js";
+import { invalidIdReason, isReservedKey } from "../../log/index.js";
 import { formatPath } from "../catalog/index.js";
 import { ApiError, invalid } from "../errors.js";
 
@@ -19,6 +19,7 @@ export function replicaIdParam(params: unknown): string {
   if (!REPLICA_ID.test(id)) {
     throw invalid(`replica id ${JSON.stringify(id)} must be 1 to 128 letters, digits, '.', ':', '_' or '-'`);
   }
+  if (isReservedKey(id)) throw invalid(`replica id ${JSON.stringify(id)} is a reserved name`);
   return id;
 }
 
@@ -28,13 +29,19 @@ export function parseWith<T extends z.ZodType>(schema: T, value: unknown, what: 
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => ({
     path: formatPath(i.path),
-    message:
-      i.code === "unrecognized_keys"
-        ? `unknown ${i.keys.map((k) => JSON.stringify(k)).join(", ")}`
-        : i.message,
+    message: i.code === "unrecognized_keys" ? `unknown ${i.keys.map(nameOfUnknown).join(", ")}` : i.message,
   }));
   const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
   return badRequest(`invalid ${what}: ${summary}`, issues);
+}
+
+/**
+ * An unknown key is named when it looks like a parameter name. Anything
+ * else (`?<token>` pasted into a URL) is not echoed into the answer and the
+ * log, where a secret would outlive the request.
+ */
+function nameOfUnknown(key: string): string {
+  return /^[A-Za-z][A-Za-z_]{0,31}$/.test(key) ? JSON.stringify(key) : "a parameter whose name is not shown";
 }
 
 function badRequest(message: string, issues: Array<{ path: string; message: string }>): never {

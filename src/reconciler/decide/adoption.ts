@@ -5,6 +5,7 @@
  *   and this is its slot, or its slot is open, or it is a replica id we do
  *   not know of a model that still needs replicas);
  * - a shard nothing claims is stopped (it holds GPUs nobody routes to);
+ * - so is a shard on a GPU the node does not list;
  * - a shard whose slot is already served elsewhere (re-placed while the
  *   node was away) is stopped as a duplicate;
  * - shards the state had on the node from an older session that the node no
@@ -89,7 +90,15 @@ function adoptNode(
       rank,
     });
 
+  const onNode = new Set(n.gpus.map((g) => g.index));
   for (const s of session.registeredShards.filter(alive)) {
+    // A shard on a GPU the node does not list (one that fell off the bus, or
+    // a confused agent) cannot be routed to or placed around: never adopted.
+    const missing = s.gpuIndices.filter((i) => !onNode.has(i));
+    if (missing.length > 0) {
+      unclaimed(s, `GPU ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not on the node`);
+      continue;
+    }
     const model = catalog.find((m) => m.name === s.model);
     if (!model) {
       unclaimed(s, `model ${s.model} is not in the catalog`);

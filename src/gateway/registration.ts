@@ -1,0 +1,125 @@
+import type { CommandResult, Heartbeat, Register, ShardStatus } from "../gen/llmgw/v1/agent_pb.js";
+import { isReservedKey } from "../log/index.js";
+
+/**
+ * What an agent may claim about itself. The wire format bounds a message's
+ * size, not its shape. A registration that names one thing twice (a GPU
+ * index, a shard id, a GPU within one list of indices) contradicts itself:
+ * commands address GPUs by index and shards by id, and the gateway cannot
+ * tell which of the two is meant, so it is refused as a whole
+ * (InvalidArgument naming the field) rather than repaired by a guess that
+ * would become the fleet's truth in the log.
+ *
+ * A running shard or a fabric on a GPU the node does not list is not a
+ * contradiction but a fact: it is what an agent reports when a GPU fell off
+ * the bus under a running engine. Refusing it would disconnect the node at
+ * the moment it needs care, so it is recorded as sent; the reconciler never
+ * adopts such a shard (it is stopped as unclaimed) and placement uses only
+ * the GPUs the node lists.
+ *
+ * The bounds are far above any real machine and keep one agent from making
+ * every fold and placement pass iterate over junk.
+ */
+export const LIMITS = {
+  gpus: 256,
+  fabrics: 64,
+  runningShards: 1024,
+  labels: 256,
+  /** Problems listed per GPU in a registration, and per heartbeat. */
+  problems: 256,
+  problemChars: 1024,
+} as const;
+
+/** The first thing wrong with a registration (field named as in the proto), or undefined. */
+export function registrationProblem(reg: Register): string | undefined {
+  const tooMany = (field: string, n: number, max: number) =>
+    n > max ? `${field} lists ${n} entries; at most ${max} are allowed` : undefined;
+  const count =
+    tooMany("gpus", reg.gpus.length, LIMITS.gpus) ??
+    tooMany("fabrics", reg.fabrics.length, LIMITS.fabrics) ??
+    tooMany("running_shards", reg.runningShards.length, LIMITS.runningShards) ??
+    tooMany("labels", Object.keys(reg.labels).length, LIMITS.labels);
+  if (count) return count;
+
+  const gpus = new Map<number, number>();
+  for (const [i, g] of reg.gpus.entries()) {
+    const first = gpus.get(g.index);
+    if (first !== undefined) {
+      return `gpus[${i}].index: GPU index ${g.index} is listed twice (also gpus[${first}])`;
+    }
+    gpus.set(g.index, i);
+    const p = problemsProblem(`gpus[${i}].problems`, g.problems);
+    if (p) return p;
+  }
+  const indexList = (field: string, indices: readonly number[]): string | undefined => {
+    if (indices.length > LIMITS.gpus) {
+      return `${field} lists ${indices.length} GPUs; at most ${LIMITS.gpus} are allowed`;
+    }
+    const seen = new Set<number>();
+    for (const [j, x] of indices.entries()) {
+      if (seen.has(x)) return `${field}[${j}]: GPU ${x} is listed twice`;
+      seen.add(x);
+    }
+    return undefined;
+  };
+  for (const [i, f] of reg.fabrics.entries()) {
+    const p = indexList(`fabrics[${i}].gpu_indices`, f.gpuIndices);
+    if (p) return p;
+  }
+  const shards = new Map<string, number>();
+  for (const [i, s] of reg.runningShards.entries()) {
+    if (s.shardId === "") return `running_shards[${i}].shard_id is empty`;
+    const reserved =
+      reservedProblem(`running_shards[${i}].shard_id`, s.shardId) ??
+      reservedProblem(`running_shards[${i}].replica_id`, s.replicaId);
+    if (reserved) return reserved;
+    const first = shards.get(s.shardId);
+    if (first !== undefined) {
+      return `running_shards[${i}].shard_id: shard ${JSON.stringify(s.shardId)} is listed twice (also running_shards[${first}])`;
+    }
+    shards.set(s.shardId, i);
+    const p = indexList(`running_shards[${i}].gpu_indices`, s.gpuIndices);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+/** The first thing wrong with a shard status, or undefined. */
+export function shardStatusProblem(st: ShardStatus): string | undefined {
+  return reservedProblem("shard.replica_id", st.replicaId) ?? reservedProblem("shard.shard_id", st.shardId);
+}
+
+/** The first thing wrong with a command result, or undefined. */
+export function commandResultProblem(r: CommandResult): string | undefined {
+  return reservedProblem("result.command_id", r.commandId);
+}
+
+/**
+ * Ids the agent names become keys of the projected state's maps, where
+ * `constructor` or `__proto__` would reach an object's prototype: refused.
+ */
+function reservedProblem(field: string, value: string): string | undefined {
+  return value !== "" && isReservedKey(value)
+    ? `${field} ${JSON.stringify(value)} is a reserved name`
+    : undefined;
+}
+
+/** The first thing wrong with a heartbeat, or undefined. */
+export function heartbeatProblem(hb: Heartbeat): string | undefined {
+  if (hb.gpuMemoryUsedMb.length > LIMITS.gpus) {
+    return `heartbeat.gpu_memory_used_mb lists ${hb.gpuMemoryUsedMb.length} GPUs; at most ${LIMITS.gpus} are allowed`;
+  }
+  return problemsProblem("heartbeat.new_problems", hb.newProblems);
+}
+
+function problemsProblem(field: string, problems: readonly string[]): string | undefined {
+  if (problems.length > LIMITS.problems) {
+    return `${field} lists ${problems.length} problems; at most ${LIMITS.problems} are allowed`;
+  }
+  for (const [i, p] of problems.entries()) {
+    if (p.length > LIMITS.problemChars) {
+      return `${field}[${i}] is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,101 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { heartbeatProblem, LIMITS, registrationProblem } from "../../src/gateway/registration.js";
+import { REMEMBERED_PROBLEMS, UsageTracker } from "../../src/gateway/usage.js";
+import { HeartbeatSchema, RegisterSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { LogError } from "../../src/log/index.js";
+import type { RegisterInit } from "../support/agent.js";
+import { h100Registration } from "../support/sample-events.js";
+
+const reg = (init: RegisterInit) => create(RegisterSchema, init);
+
+describe("registration rules (pure)", () => {
+  it("takes a real registration, an empty one, and a shard on a GPU the node no longer lists", () => {
+    assert.equal(registrationProblem(reg(h100Registration("gpu-a1"))), undefined);
+    assert.equal(registrationProblem(reg({ nodeId: "gpu-a1" })), undefined);
+    const lost = h100Registration("gpu-a1", [{ shard: "s1", replica: "r1", gpus: [6, 7] }]);
+    lost.gpus = lost.gpus.slice(0, 7);
+    assert.equal(registrationProblem(reg(lost)), undefined);
+  });
+
+  it("names the first field that contradicts itself", () => {
+    const dupGpu = h100Registration("gpu-a1");
+    dupGpu.gpus[5] = { ...dupGpu.gpus[5]!, index: 0 };
+    assert.equal(
+      registrationProblem(reg(dupGpu)),
+      "gpus[5].index: GPU index 0 is listed twice (also gpus[0])",
+    );
+    const dupShard = h100Registration("gpu-a1", [
+      { shard: "s1", replica: "r1", gpus: [0] },
+      { shard: "s2", replica: "r1", gpus: [1] },
+      { shard: "s1", replica: "r2", gpus: [2] },
+    ]);
+    assert.equal(
+      registrationProblem(reg(dupShard)),
+      'running_shards[2].shard_id: shard "s1" is listed twice (also running_shards[0])',
+    );
+    const dupIndex = h100Registration("gpu-a1", [{ shard: "s1", replica: "r1", gpus: [0, 1, 0] }]);
+    assert.equal(
+      registrationProblem(reg(dupIndex)),
+      "running_shards[0].gpu_indices[2]: GPU 0 is listed twice",
+    );
+    const fabric = h100Registration("gpu-a1");
+    fabric.fabrics[1] = { ...fabric.fabrics[1]!, gpuIndices: [3, 3] };
+    assert.equal(registrationProblem(reg(fabric)), "fabrics[1].gpu_indices[1]: GPU 3 is listed twice");
+  });
+
+  it("bounds every repeated field", () => {
+    const n = LIMITS.gpus + 1;
+    assert.match(
+      registrationProblem(reg({ nodeId: "a", gpus: Array.from({ length: n }, (_, i) => ({ index: i })) })) ??
+        "",
+      /^gpus lists 257 entries; at most 256/,
+    );
+    assert.match(
+      registrationProblem(
+        reg({
+          nodeId: "a",
+          runningShards: Array.from({ length: LIMITS.runningShards + 1 }, (_, i) => ({ shardId: `s${i}` })),
+        }),
+      ) ?? "",
+      /^running_shards lists 1025 entries/,
+    );
+    assert.match(
+      registrationProblem(reg({ nodeId: "a", gpus: [{ index: 0, problems: ["x".repeat(2000)] }] })) ?? "",
+      /^gpus\[0\]\.problems\[0\] is 2000 characters long/,
+    );
+    assert.equal(heartbeatProblem(create(HeartbeatSchema, { newProblems: ["Xid 79"] })), undefined);
+    assert.match(
+      heartbeatProblem(create(HeartbeatSchema, { gpuMemoryUsedMb: Array.from({ length: n }, () => 1n) })) ??
+        "",
+      /^heartbeat\.gpu_memory_used_mb lists 257 GPUs/,
+    );
+  });
+});
+
+describe("usage tracker: bounded memory under a flood of new problems", () => {
+  it("records each new problem once and forgets the oldest past its bound", () => {
+    const t = new UsageTracker(1024, reg(h100Registration("gpu-a1")));
+    let events = 0;
+    for (let i = 0; i < REMEMBERED_PROBLEMS * 3; i++) {
+      if (t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${i}`] }))) events++;
+      assert.ok(t.rememberedProblems <= REMEMBERED_PROBLEMS);
+    }
+    assert.equal(events, REMEMBERED_PROBLEMS * 3, "the rule: every problem new to the session is an event");
+    // A recent problem is still known; the oldest was forgotten and counts as new again.
+    assert.equal(
+      t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`] })),
+      false,
+    );
+    assert.equal(t.observe(create(HeartbeatSchema, { newProblems: ["Xid 0"] })), true);
+  });
+});
+
+describe("log errors the gateway retries", () => {
+  it("takes a publish that met no responders (reported as 'jetstream is not enabled') as unavailable", () => {
+    // The client's JetStreamNotEnabled, which its package does not export.
+    const notEnabled = Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" });
+    assert.equal(LogError.from(notEnabled, "appending").code, "unavailable");
+  });
+});

@@ -1,0 +1,504 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked by the assertions
+/**
+ * The operator surface under hostile use, against a real API on a real
+ * nats-server with its log output captured at the most verbose level:
+ * tokens, sizes, ids and catalog input that try to reach subjects or paths,
+ * and secrets that must never reach a log line.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { after, before, describe, it } from "node:test";
+import { pino } from "pino";
+import { Gateway } from "../../src/gateway/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type ApiServer, startApi } from "../../src/operator/index.js";
+import {
+  freePort,
+  type NatsServer,
+  natsServerBinary,
+  startServer,
+  tempDir,
+  uniqueStream,
+} from "../harness/nats.js";
+import { LLMGW_BIN } from "../support/cli.js";
+import { rand, readAll } from "../support/gateway.js";
+import { assertLogHygiene } from "../support/log-hygiene.js";
+import { appendAll, smallFleet } from "../support/operator-api.js";
+
+const TOKEN = "op-token-7f3a9c2e5b1d";
+const WRONG = "not-the-token-4e8b2a";
+const ENGINE_SECRET = "hf_engine-secret-9d7c";
+
+/** A pino logger at trace level whose every line is kept. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const logger = pino({ level: "trace" }, { write: (s: string) => void lines.push(s) });
+  return { logger, text: () => lines.join("") };
+}
+
+describe("operator API: hostile use", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let log: Log;
+  let api: ApiServer;
+  let logs: ReturnType<typeof capturedLogger>;
+  let prefix: string;
+
+  before(async () => {
+    server = await startServer();
+    prefix = `t${rand()}.evt`;
+    log = await openLog({ url: server.url, clientName: "test", name: uniqueStream("OPSEC"), prefix });
+    await appendAll(log, smallFleet());
+    logs = capturedLogger();
+    api = await startApi({
+      log,
+      host: "127.0.0.1",
+      port: 0,
+      auth: { kind: "token", token: TOKEN },
+      logger: logs.logger,
+    });
+    await api.runtime.waitFor(await log.lastSeq());
+  });
+  after(async () => {
+    await api?.close();
+    await log?.jsm.streams.delete(log.stream).catch(() => {});
+    await log?.close();
+    await server?.close();
+  });
+
+  async function call(
+    path: string,
+    init: {
+      method?: string;
+      body?: string | Buffer;
+      headers?: Record<string, string>;
+      auth?: string | null;
+    } = {},
+  ): Promise<{ status: number; headers: Headers; body: any }> {
+    const headers: Record<string, string> = { ...init.headers };
+    const auth = init.auth === undefined ? `Bearer ${TOKEN}` : init.auth;
+    if (auth !== null) headers["authorization"] = auth;
+    const res = await fetch(`${api.url}${path}`, {
+      method: init.method ?? "GET",
+      headers,
+      ...(init.body === undefined ? {} : { body: init.body }),
+    });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: res.status, headers: res.headers, body };
+  }
+
+  /** Asserts the JSON error shape with a message a person can act on. */
+  function isError(r: { status: number; body: any }, status: number, code: string, message?: RegExp) {
+    assert.equal(r.status, status, JSON.stringify(r.body));
+    assert.equal(r.body?.error?.code, code, JSON.stringify(r.body));
+    assert.ok(typeof r.body.error.message === "string" && r.body.error.message.length > 0);
+    if (message) assert.match(r.body.error.message, message);
+  }
+
+  const protectedRoutes: Array<[string, string, string?]> = [
+    ["GET", "/v1/nodes"],
+    ["GET", "/v1/nodes/gpu-a1"],
+    ["POST", "/v1/nodes/gpu-a1/cordon", "{}"],
+    ["POST", "/v1/nodes/gpu-a1/drain", "{}"],
+    ["GET", "/v1/replicas"],
+    ["GET", "/v1/replicas/r-70b-1/explain"],
+    ["GET", "/v1/events"],
+    ["GET", "/v1/fleet"],
+    ["GET", "/v1/catalog"],
+    ["PUT", "/v1/catalog", "models: []\n"],
+    ["GET", "/metrics"],
+    ["GET", "/v1/no-such-route"],
+  ];
+
+  describe("tokens", () => {
+    const bad: Array<[string, string | null]> = [
+      ["no Authorization header", null],
+      ["a wrong token", `Bearer ${WRONG}`],
+      ["the token with a character more", `Bearer ${TOKEN}x`],
+      ["a prefix of the token", `Bearer ${TOKEN.slice(0, -1)}`],
+      ["Basic credentials", `Basic ${Buffer.from(`ops:${TOKEN}`).toString("base64")}`],
+      ["the token without a scheme", TOKEN],
+      ["an empty bearer", "Bearer "],
+      ["two tokens", `Bearer ${TOKEN} ${TOKEN}`],
+    ];
+    for (const [what, auth] of bad) {
+      it(`answers 401 to ${what}, on every protected route, and writes nothing`, async () => {
+        const before = await log.lastSeq();
+        for (const [method, path, body] of protectedRoutes) {
+          const r = await call(path, {
+            method,
+            auth,
+            ...(body === undefined
+              ? {}
+              : {
+                  body,
+                  headers: { "content-type": method === "PUT" ? "application/yaml" : "application/json" },
+                }),
+          });
+          isError(r, 401, "unauthorized");
+          assert.match(r.headers.get("www-authenticate") ?? "", /^Bearer/, `${method} ${path}`);
+          assert.ok(!JSON.stringify(r.body).includes(TOKEN), `${method} ${path} echoes the token`);
+        }
+        assert.equal(await log.lastSeq(), before, "a refused request appended an event");
+      });
+    }
+
+    it("does not take the token from a query string, and never logs it from there", async () => {
+      // As a value of any parameter, as a parameter name, and as a value of the API's own parameters.
+      const queries = [
+        ...["token", "access_token", "auth", "after", "model", "subject"].map((k) => `${k}=${TOKEN}`),
+        TOKEN,
+        `${TOKEN}=1`,
+      ];
+      for (const query of queries) {
+        const r = await call(`/v1/nodes?${query}`, { auth: null });
+        isError(r, 401, "unauthorized");
+        // With the header, the token in the query is an unknown parameter or a value that does not fit.
+        const withHeader = await call(`/v1/events?${query}`);
+        assert.ok([200, 400].includes(withHeader.status), `${query}: ${withHeader.status}`);
+        assert.ok(!JSON.stringify(withHeader.body).includes(TOKEN), JSON.stringify(withHeader.body));
+      }
+      assert.ok(logs.text().includes("/v1/nodes"), "requests are logged at all");
+    });
+
+    it("accepts the right token with any case of the scheme, and the open probes without one", async () => {
+      assert.equal((await call("/v1/nodes", { auth: `bearer ${TOKEN}` })).status, 200);
+      assert.equal((await call("/v1/nodes", { auth: `BEARER   ${TOKEN}` })).status, 200);
+      assert.equal((await call("/healthz", { auth: null })).status, 200);
+      assert.equal((await call("/readyz", { auth: null })).status, 200);
+    });
+  });
+
+  describe("sizes", () => {
+    const big = Buffer.alloc(5 * 1024 * 1024, "a");
+
+    it("answers 413 with a message to a catalog over 4 MiB, and writes nothing", async () => {
+      const before = await log.lastSeq();
+      const yaml = Buffer.concat([Buffer.from("models: []\n# "), big]);
+      const r = await call("/v1/catalog", {
+        method: "PUT",
+        body: yaml,
+        headers: { "content-type": "application/yaml" },
+      });
+      isError(r, 413, "payload-too-large", /./);
+      const json = await call("/v1/nodes/gpu-a1/cordon", {
+        method: "POST",
+        body: Buffer.concat([Buffer.from('{"reason":"'), big, Buffer.from('"}')]),
+        headers: { "content-type": "application/json" },
+      });
+      isError(json, 413, "payload-too-large", /./);
+      assert.equal(await log.lastSeq(), before);
+    });
+
+    it("answers 401, not 413, to an oversized body without a token", async () => {
+      const r = await call("/v1/catalog", {
+        method: "PUT",
+        auth: null,
+        body: big,
+        headers: { "content-type": "application/yaml" },
+      });
+      isError(r, 401, "unauthorized");
+    });
+
+    it("refuses a cordon reason over 500 characters by name", async () => {
+      const r = await call("/v1/nodes/gpu-a1/cordon", {
+        method: "POST",
+        body: JSON.stringify({ reason: "r".repeat(501) }),
+        headers: { "content-type": "application/json" },
+      });
+      isError(r, 400, "invalid-argument", /reason: must be at most 500 characters/);
+    });
+  });
+
+  describe("ids and catalog input never reach subjects or paths", () => {
+    it("refuses node ids that are not subject tokens (400) and writes no intent for them", async () => {
+      const before = await log.lastSeq();
+      for (const id of [
+        "gpu.a1",
+        "*",
+        ">",
+        "gpu%20a1",
+        "gpu%2Ea1",
+        "%C3%BC",
+        "..",
+        "g".repeat(65),
+        "gpu-a1%00",
+      ]) {
+        for (const [method, path] of [
+          ["GET", `/v1/nodes/${id}`],
+          ["POST", `/v1/nodes/${id}/cordon`],
+        ] as const) {
+          const r = await call(path, {
+            method,
+            ...(method === "POST" ? { body: "{}", headers: { "content-type": "application/json" } } : {}),
+          });
+          assert.ok(r.status >= 400 && r.status < 500, `${method} ${path}: ${r.status}`);
+          assert.ok(
+            typeof r.body?.error?.message === "string",
+            `${method} ${path}: ${JSON.stringify(r.body)}`,
+          );
+          if (r.status === 400) assert.match(r.body.error.message, /node id/);
+        }
+      }
+      assert.equal(await log.lastSeq(), before);
+    });
+
+    it("refuses ids that would reach an object's prototype in the projected state (400, never 500)", async () => {
+      for (const id of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+        isError(await call(`/v1/nodes/${id}`), 400, "invalid-argument", /reserved name/);
+        isError(await call(`/v1/replicas/${id}`), 400, "invalid-argument", /reserved name/);
+        isError(await call(`/v1/replicas/${id}/explain`), 400, "invalid-argument", /reserved name/);
+      }
+    });
+
+    it("limits the length of ids in URLs", async () => {
+      isError(
+        await call(`/v1/nodes/${"g".repeat(65)}`),
+        400,
+        "invalid-argument",
+        /65 characters long; at most 64/,
+      );
+      isError(await call(`/v1/replicas/${"r".repeat(129)}`), 400, "invalid-argument", /1 to 128/);
+      isError(await call(`/v1/replicas/${"r".repeat(129)}/explain`), 400, "invalid-argument", /1 to 128/);
+      const huge = await call(`/v1/nodes/${"g".repeat(4000)}`);
+      assert.ok(huge.status >= 400 && huge.status < 500, String(huge.status));
+    });
+
+    it("refuses event subjects that are not tokens of the layout", async () => {
+      for (const s of ["a b", "a..b", "a.>.b", "..", "a/b", "x".repeat(300)]) {
+        isError(
+          await call(`/v1/events?subject=${encodeURIComponent(s)}`),
+          400,
+          "invalid-argument",
+          /subject/,
+        );
+      }
+    });
+
+    const badCatalogs: Array<[string, unknown, string]> = [
+      ...[
+        ".",
+        "..",
+        "../etc",
+        ".hidden",
+        "a/b",
+        "a\\b",
+        "a*",
+        "a>",
+        "a b",
+        "ü",
+        "",
+        "x".repeat(65),
+        "a\nb",
+      ].map(
+        (n) =>
+          [`model name ${JSON.stringify(n)}`, model({ name: n }), "models[0].name"] as [
+            string,
+            unknown,
+            string,
+          ],
+      ),
+      [`model name "constructor"`, model({ name: "constructor" }), "models[0].name"],
+      [`profile name "__proto__"`, model({}, { name: "__proto__" }), "models[0].profiles[0].name"],
+      [`profile name ".."`, model({}, { name: ".." }), "models[0].profiles[0].name"],
+      [`profile name "tp/1"`, model({}, { name: "tp/1" }), "models[0].profiles[0].name"],
+      [`fabric kind "ib.*"`, model({}, { fabricKind: "ib.*" }), "models[0].profiles[0].fabricKind"],
+      [
+        `an engine env name with "="`,
+        model({}, { engineEnv: { "A=B": "x" } }),
+        'models[0].profiles[0].engineEnv["A=B"]',
+      ],
+      [
+        "an engine env name with a newline",
+        model({}, { engineEnv: { "A\nB": "x" } }),
+        'models[0].profiles[0].engineEnv["A\\nB"]',
+      ],
+      [
+        `a node label key with a space`,
+        model({}, { nodeLabels: { "a b": "x" } }),
+        "models[0].profiles[0].nodeLabels",
+      ],
+      ["an unknown field", model({ script: "rm -rf /" }), "models[0]"],
+    ];
+    for (const [what, catalog, path] of badCatalogs) {
+      it(`refuses a catalog with ${what} (400 naming the field), writing nothing`, async () => {
+        const before = await log.lastSeq();
+        const r = await call("/v1/catalog", {
+          method: "PUT",
+          body: JSON.stringify(catalog),
+          headers: { "content-type": "application/json" },
+        });
+        isError(r, 400, "invalid-catalog");
+        const paths = (r.body.error.issues as Array<{ path: string }>).map((i) => i.path);
+        assert.ok(
+          paths.some((p) => p.startsWith(path)),
+          `${what}: issues at ${JSON.stringify(paths)}, wanted ${path}`,
+        );
+        assert.equal(await log.lastSeq(), before);
+      });
+    }
+
+    it("records an operator name that is not a plain name as anonymous", async () => {
+      const r = await call("/v1/nodes/gpu-a1/cordon", {
+        method: "POST",
+        body: JSON.stringify({ reason: "maintenance" }),
+        headers: { "content-type": "application/json", "x-llmgw-operator": "ops>*.evil name" },
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const records = await readAll(log);
+      const last = records.at(-1)?.event.body;
+      assert.ok(last?.case === "nodeCordoned");
+      assert.equal(last.value.operator, "anonymous");
+    });
+
+    it("leaves a log with only subjects of the layout", async () => {
+      assertLogHygiene(await readAll(log), prefix, (n) => ["gpu-a1", "gpu-a2", "gpu-b1"].includes(n));
+    });
+  });
+
+  describe("secrets never reach the process log", () => {
+    it("keeps engine env values out of the log lines (they are catalog data, recorded in the event log)", async () => {
+      const r = await call("/v1/catalog", {
+        method: "PUT",
+        body: JSON.stringify(model({}, { engineEnv: { HF_TOKEN: ENGINE_SECRET } })),
+        headers: { "content-type": "application/json" },
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    });
+
+    it("has logged every request above without a token or secret in any line", () => {
+      const text = logs.text();
+      assert.ok(text.includes("incoming request"), "fastify request logging is on at this level");
+      for (const secret of [TOKEN, WRONG, ENGINE_SECRET, TOKEN.slice(0, -1)]) {
+        const at = text.indexOf(secret);
+        assert.equal(at, -1, `found ${secret} in: ${text.slice(Math.max(0, at - 200), at + 50)}`);
+      }
+    });
+  });
+});
+
+function model(over: Record<string, unknown> = {}, profile: Record<string, unknown> = {}) {
+  return {
+    models: [
+      {
+        name: "llama",
+        replicas: 1,
+        profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "10GiB", ...profile }],
+        ...over,
+      },
+    ],
+  };
+}
+
+describe("NATS credentials in URLs", () => {
+  const SECRET = "nats-pass-5c1e8f";
+  let dir: string;
+  let port: number;
+  let nats: ReturnType<typeof spawn> | undefined;
+
+  before(async () => {
+    dir = tempDir("nats-auth");
+    port = await freePort();
+    nats = spawn(
+      natsServerBinary(),
+      ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, "--user", "llmgw", "--pass", SECRET],
+      { stdio: "ignore" },
+    );
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        const l = await openLog({
+          url: `nats://llmgw:${SECRET}@127.0.0.1:${port}`,
+          clientName: "probe",
+          name: uniqueStream("PROBE"),
+          prefix: "probe.evt",
+        });
+        await l.jsm.streams.delete(l.stream).catch(() => {});
+        await l.close();
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  });
+  after(() => {
+    nats?.kill("SIGKILL");
+  });
+
+  it("keeps the password out of the API's and the gateway's logs while they run", async () => {
+    const url = `nats://llmgw:${SECRET}@127.0.0.1:${port}`;
+    const logs = capturedLogger();
+    const prefix = `t${rand()}.evt`;
+    const stream = uniqueStream("OPSECN");
+    const log = await openLog({ url, clientName: "test", name: stream, prefix });
+    const api = await startApi({
+      log,
+      host: "127.0.0.1",
+      port: 0,
+      auth: { kind: "dev" },
+      logger: logs.logger,
+    });
+    const gw = await Gateway.start(
+      {
+        id: `gw-${rand()}`,
+        listen: "127.0.0.1:0",
+        insecureDev: true,
+        nats: url,
+        stream,
+        prefix,
+        leaseBucket: `l_${rand()}`,
+      },
+      { logger: logs.logger },
+    );
+    try {
+      assert.equal((await fetch(`${api.url}/v1/nodes`)).status, 200);
+    } finally {
+      await gw.drain("test over");
+      await api.close();
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+    assert.ok(logs.text().includes("gateway listening"));
+    assert.ok(!logs.text().includes(SECRET), "the NATS password is in a log line");
+  });
+
+  it("keeps the password out of the error when NATS cannot be reached or refuses it", async () => {
+    for (const url of [
+      `nats://llmgw:${SECRET}@127.0.0.1:${await freePort()}`,
+      `nats://llmgw:${SECRET}x@127.0.0.1:${port}`,
+      `nats://127.0.0.1:1,nats://llmgw:${SECRET}@127.0.0.1:${await freePort()}`,
+    ]) {
+      const err = await openLog({ url, clientName: "t", name: "X", prefix: "x.evt" }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      assert.ok(err, `${url} connected`);
+      assert.ok(!String(err.message).includes(SECRET), err.message);
+      assert.match(err.message, /llmgw:\*\*\*@127\.0\.0\.1/, err.message);
+    }
+  });
+
+  it("llmgw api prints neither the password nor the token when NATS is unreachable", async () => {
+    const closed = await freePort();
+    const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
+      const p = spawn(
+        process.execPath,
+        [LLMGW_BIN, "api", "--listen", "127.0.0.1:0", "--nats", `nats://llmgw:${SECRET}@127.0.0.1:${closed}`],
+        { env: { ...process.env, LLMGW_API_TOKEN: TOKEN }, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let text = "";
+      p.stdout?.on("data", (b) => (text += b));
+      p.stderr?.on("data", (b) => (text += b));
+      p.once("exit", (code) => resolve({ code, text }));
+    });
+    assert.notEqual(out.code, 0, out.text);
+    assert.ok(!out.text.includes(SECRET), out.text);
+    assert.ok(!out.text.includes(TOKEN), out.text);
+  });
+});

@@ -1,0 +1,46 @@
+/**
+ * What the log may hold after hostile input: only subjects of the layout
+ * (every id token matching the strict pattern, never a wildcard, a dot or
+ * anything odd), every event on the subject of the node it is about, and
+ * events about nodes only when the test let that node register.
+ */
+import assert from "node:assert/strict";
+import type { LogRecord } from "../../src/log/index.js";
+
+const TOKEN = "[A-Za-z0-9_-]{1,64}";
+
+/** The node an event is about, for the kinds that name one. */
+export function nodeOf(r: LogRecord): string | undefined {
+  const b = r.event.body;
+  switch (b.case) {
+    case "sessionOpened":
+    case "sessionClosed":
+    case "hardwareChanged":
+    case "usageChanged":
+    case "shardStatus":
+    case "commandResult":
+    case "nodeCordoned":
+    case "nodeUncordoned":
+    case "nodeDrainRequested":
+      return b.value.nodeId;
+    default:
+      return undefined;
+  }
+}
+
+export function assertLogHygiene(
+  records: LogRecord[],
+  prefix: string,
+  allowedNodes: (node: string) => boolean,
+): void {
+  const p = prefix.replace(/\./g, "\\.");
+  const layout = new RegExp(`^${p}\\.(?:(?:session|node|gateway|operator)\\.(${TOKEN})|catalog|reconciler)$`);
+  for (const r of records) {
+    const m = layout.exec(r.subject);
+    assert.ok(m, `seq ${r.seq}: subject ${JSON.stringify(r.subject)} is not in the layout`);
+    const node = nodeOf(r);
+    if (node === undefined) continue;
+    assert.equal(m[1], node, `seq ${r.seq}: a ${r.event.body.case} about ${node} on ${r.subject}`);
+    assert.ok(allowedNodes(node), `seq ${r.seq}: a ${r.event.body.case} for node ${JSON.stringify(node)}`);
+  }
+}
