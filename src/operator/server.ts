@@ -13,6 +13,7 @@ import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/in
 import { type AuthMode, installAuth, isLoopbackHost } from "./auth.js";
 import type { ApiContext } from "./context.js";
 import { installErrorHandlers } from "./errors.js";
+import { FleetHistory } from "./history.js";
 import { apiRegistry, instrument } from "./metrics.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { eventRoutes } from "./routes/events.js";
@@ -20,6 +21,9 @@ import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { replicaRoutes } from "./routes/replicas.js";
+import { streamRoutes } from "./routes/stream.js";
+import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
+import { whatIfRoutes } from "./routes/what-if.js";
 
 export interface ApiOptions {
   /** An open log; the server does not close it. */
@@ -35,6 +39,13 @@ export interface ApiOptions {
   waitTimeoutMs?: number;
   /** Projection snapshots (default none: the API folds the log at start). */
   snapshots?: SnapshotStore<FleetState> | false;
+  /**
+   * Snapshots the fleet history (time slider) may start a jump from; default
+   * the same store as `snapshots`. The CLI passes the reconciler's store read-only.
+   */
+  historySnapshots?: SnapshotStore<FleetState>;
+  /** Where the built UI is (default dist/ui of the project); a missing folder serves a page saying how to build it. */
+  uiDir?: string;
 }
 
 export interface ApiServer {
@@ -86,6 +97,9 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     instanceId: opts.instanceId ?? `api-${hostname()}`,
     waitTimeoutMs: opts.waitTimeoutMs ?? 10_000,
     natsConnected: () => connected && !nc.isClosed(),
+    history: new FleetHistory(opts.log, {
+      snapshots: opts.historySnapshots ?? (opts.snapshots ? opts.snapshots : undefined),
+    }),
   };
 
   const app = Fastify({ loggerInstance: logger, bodyLimit: 4 * 1024 * 1024 }) as unknown as FastifyInstance;
@@ -97,7 +111,12 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   replicaRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
+  const streams = streamRoutes(app, ctx);
+  whatIfRoutes(app, ctx);
+  await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
+  // Live streams never end by themselves; close them so the server can.
+  app.addHook("preClose", async () => streams.closeAll());
 
   try {
     await app.listen({ host: opts.host, port: opts.port });
