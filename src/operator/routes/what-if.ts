@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { describeConfigError, reconcilerConfigSchema, runWhatIf } from "../../reconciler/index.js";
+import { reconcilerConfigSchema, runWhatIf } from "../../reconciler/index.js";
 import type { ApiContext } from "../context.js";
 import { ApiError, invalid } from "../errors.js";
 import { logWhatIfReader } from "../what-if.js";
@@ -28,12 +28,12 @@ export function whatIfRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = parseWith(whatIfBody, req.body, "what-if request");
     const parsed = reconcilerConfigSchema.safeParse(body.config);
     if (!parsed.success) {
-      throw new ApiError(400, "invalid-argument", `invalid config: ${describeConfigError(parsed.error)}`, {
-        issues: parsed.error.issues.map((i) => ({
-          path: ["config", ...i.path].join("."),
-          message: i.code === "unrecognized_keys" ? `unknown ${i.keys.join(", ")}` : i.message,
-        })),
-      });
+      const issues = parsed.error.issues.map((i) => ({
+        path: ["config", ...i.path].join("."),
+        message: i.code === "unrecognized_keys" ? `unknown field ${i.keys.join(", ")}` : i.message,
+      }));
+      const summary = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+      throw new ApiError(400, "invalid-argument", `invalid what-if request: ${summary}`, { issues });
     }
     if (body.fromSeq !== undefined && body.toSeq !== undefined && body.fromSeq > body.toSeq) {
       throw invalid(`fromSeq (${body.fromSeq}) must not be after toSeq (${body.toSeq})`);

@@ -1,6 +1,6 @@
 /** One replica: where it is and why (the decision with its runners-up), or why it waits; and its history. */
 import { useEffect, useState } from "preact/hooks";
-import type { Api } from "../api.ts";
+import { type Api, ApiFailure } from "../api.ts";
 import type { Explain, HistoryEntry } from "../types.ts";
 
 interface Props {
@@ -25,7 +25,16 @@ export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: P
         setHistory(h.history);
         setError("");
       },
-      (err: Error) => !stale && setError(err.message),
+      (err: Error) => {
+        if (stale) return;
+        setExplain(null);
+        setHistory([]);
+        setError(
+          err instanceof ApiFailure && err.status === 404
+            ? `The log up to #${seq} does not mention ${replicaId} yet.`
+            : err.message,
+        );
+      },
     );
     return () => {
       stale = true;

@@ -1,0 +1,213 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked by the assertions
+/**
+ * The web UI end to end, as an operator uses it: `llmgw dev` (a real
+ * nats-server, gateway, reconciler, API and simulated fleet, each its own
+ * process) and Debian's Chromium driven by playwright-core. One browser for
+ * every step; a screenshot of each step goes to test-artifacts/ui/.
+ */
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { tempDir } from "../harness/nats.js";
+import { type DevRun, startDev, stopDev } from "../support/dev.js";
+
+const ARTIFACTS = new URL("../../test-artifacts/ui/", import.meta.url).pathname;
+
+// Three small models that fit, and one that no node can hold (16 GPUs in one shard on 8-GPU nodes).
+const CATALOG = `
+models:
+  - name: llama-3.1-8b
+    replicas: 3
+    profiles:
+      - { name: tp1, shards: 1, gpusPerShard: 1, memoryPerGpu: 24GiB, gpuProduct: H100 }
+  - name: llama-3.3-70b
+    replicas: 2
+    profiles:
+      - { name: tp4, shards: 1, gpusPerShard: 4, memoryPerGpu: 72GiB, gpuProduct: H100 }
+  - name: giant-1t
+    replicas: 1
+    profiles:
+      - { name: tp16, shards: 1, gpusPerShard: 16, memoryPerGpu: 72GiB, gpuProduct: H100 }
+`;
+const RUNNING_GPUS = 3 * 1 + 2 * 4;
+
+function chromiumPath(): string {
+  const candidates = [process.env["LLMGW_CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"];
+  const found = candidates.find((c): c is string => !!c && existsSync(c));
+  if (!found) throw new Error("no Chromium found: run scripts/ensure-chromium (or set LLMGW_CHROMIUM)");
+  return found;
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+describe("web UI in Chromium against a running fleet", () => {
+  let dev: DevRun;
+  let context: BrowserContext;
+  let page: Page;
+  const api = async (path: string): Promise<any> => (await fetch(`${dev.apiUrl}${path}`)).json();
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+  const runningCells = () => page.locator('.gpu[data-state="running"]').count();
+  const shownSeq = async () => Number(await page.locator(".app").getAttribute("data-seq"));
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const dir = tempDir("ui-e2e");
+    writeFileSync(join(dir, "catalog.yaml"), CATALOG);
+    const [run, ctx] = await Promise.all([
+      startDev(dir, join(dir, "catalog.yaml"), ["--nodes", "4"]),
+      chromium.launchPersistentContext(tempDir("chromium"), {
+        executablePath: chromiumPath(),
+        headless: true,
+        viewport: { width: 1500, height: 820 },
+        args: [
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      }),
+    ]);
+    dev = run;
+    context = ctx;
+    page = context.pages()[0] ?? (await context.newPage());
+    await until(
+      "5 replicas running and the giant one pending",
+      async () => {
+        const r = await api("/v1/replicas");
+        const phases = r.replicas.map((x: any) => x.phase).sort();
+        return JSON.stringify(phases) === JSON.stringify(["pending", ...Array(5).fill("running")])
+          ? r
+          : undefined;
+      },
+      90_000,
+    );
+  });
+
+  after(async () => {
+    await context?.close().catch(() => {});
+    if (dev) await stopDev(dev);
+  });
+
+  it("shows the nodes and the running replicas on the map", async () => {
+    await page.goto(dev.apiUrl);
+    await page.locator("[data-node]").first().waitFor();
+    assert.equal(await page.locator("[data-node]").count(), 4);
+    await until("every running shard's GPUs on the map", async () =>
+      (await runningCells()) === RUNNING_GPUS ? true : undefined,
+    );
+    // The fabric header rows: the simulated fleet's InfiniBand pods.
+    assert.ok((await page.locator(".fabric-row").count()) >= 1);
+    assert.match((await page.locator("[data-testid=summary]").textContent()) ?? "", /5 running .* 1 pending/);
+    await shot("01-fleet-map");
+  });
+
+  it("dragging the slider to an earlier sequence shows the fleet as it was: fewer replicas running", async () => {
+    const slider = page.locator("#slider");
+    const box = await slider.boundingBox();
+    assert.ok(box);
+    const liveSeq = await shownSeq();
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + box.width - 4, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, y, { steps: 8 });
+    await page.mouse.move(box.x + box.width * 0.25, y, { steps: 8 });
+    await page.mouse.up();
+    const seq = await until("the map to show an earlier sequence", async () => {
+      const s = await shownSeq();
+      return s < liveSeq * 0.5 ? s : undefined;
+    });
+    const thenRunning = (await api(`/v1/fleet?at=${seq}`)).replicas.filter((r: any) => r.phase === "running");
+    assert.ok(thenRunning.length < 5, `${thenRunning.length} replicas running at #${seq}`);
+    await until("the map to match the fleet at that sequence", async () =>
+      (await runningCells()) < RUNNING_GPUS ? true : undefined,
+    );
+    assert.equal(await page.locator(".app").getAttribute("data-live"), "false");
+    await shot("02-slider-earlier");
+    await page.locator("[data-testid=live]").click();
+    await until("live again", async () => ((await runningCells()) === RUNNING_GPUS ? true : undefined));
+  });
+
+  it("clicking the pending replica shows the reasons nodes were ruled out", async () => {
+    await page.locator('[data-replica-id][data-phase="pending"]').first().click();
+    const reasons = page.locator("[data-testid=pending-reasons]");
+    await reasons.waitFor();
+    const text = (await reasons.textContent()) ?? "";
+    assert.match(text, /0\/4 nodes fit/);
+    assert.match(text, /4\s*too few/i);
+    await shot("03-pending-reasons");
+  });
+
+  it("a drain started from the UI, once confirmed, ends with the node's replicas moved", async () => {
+    const nodes = (await api("/v1/nodes")).nodes as any[];
+    const target = nodes.find((n) => n.replicaIds.length > 0);
+    assert.ok(target, "a node with replicas");
+    const moved = target.replicaIds as string[];
+    await page.locator(`[data-node="${target.nodeId}"] .node-name`).click();
+    await page.locator('[data-testid=node-panel] [data-action="drain"]').click();
+    const dialog = page.locator("[data-testid=confirm-dialog]");
+    await dialog.waitFor();
+    await dialog.locator("input").fill("e2e test");
+    await shot("04-drain-confirm");
+    await dialog.locator("[data-testid=confirm]").click();
+    await until(
+      `${target.nodeId} drained and its replicas replaced and running elsewhere`,
+      async () => {
+        const [n, r] = await Promise.all([api(`/v1/nodes/${target.nodeId}`), api("/v1/replicas")]);
+        const running = r.replicas.filter((x: any) => x.phase === "running");
+        const ok =
+          n.node.draining &&
+          n.node.gpusUsed === 0 &&
+          running.length === 5 &&
+          running.every((x: any) => !x.nodeIds.includes(target.nodeId)) &&
+          moved.every((id) => !r.replicas.some((x: any) => x.replicaId === id));
+        return ok ? true : undefined;
+      },
+      60_000,
+    );
+    const row = page.locator(`[data-node="${target.nodeId}"]`);
+    await until("the map to show the drained node empty", async () =>
+      (await row.locator('.gpu[data-state="free"]').count()) === 8 ? true : undefined,
+    );
+    assert.equal(await row.locator('[data-badge="draining"]').count(), 1);
+    await until("every replica running again on the map", async () =>
+      (await runningCells()) === RUNNING_GPUS ? true : undefined,
+    );
+    await shot("05-drained");
+  });
+
+  it("what-if with another policy lists the decisions that would differ and marks their nodes", async () => {
+    await page.locator('[data-tab="what-if"]').click();
+    await page.locator('select[name="policy"]').selectOption("spread");
+    await page.locator("[data-testid=run-what-if]").click();
+    const result = page.locator("[data-testid=what-if-result]");
+    await result.waitFor({ timeout: 30_000 });
+    await until("a differing decision", async () =>
+      (await result.locator(".difference").count()) > 0 ? true : undefined,
+    );
+    assert.ok(
+      (await page.locator(".node-row.whatif").count()) > 0,
+      "nodes of differing decisions are marked",
+    );
+    await shot("06-what-if");
+  });
+});
