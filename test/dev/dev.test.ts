@@ -4,12 +4,13 @@
  * must adopt the fleet, not restart it.
  */
 import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { openLog } from "../../src/log/index.js";
 import { tempDir } from "../harness/nats.js";
-import { startDev, stopDev } from "../support/dev.js";
+import { LLMGW_BIN } from "../support/cli.js";
 
 const CATALOG = `
 models:
@@ -30,6 +31,64 @@ models:
         memoryPerGpu: 72GiB
         gpuProduct: H100
 `;
+
+interface DevRun {
+  proc: ChildProcess;
+  out: () => string;
+  apiUrl: string;
+  natsUrl: string;
+  exited: Promise<number | null>;
+}
+
+async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
+  const proc = spawn(
+    process.execPath,
+    [
+      LLMGW_BIN,
+      "dev",
+      "--data-dir",
+      dataDir,
+      "--nodes",
+      "3",
+      "--nats-port",
+      "0",
+      "--gateway-port",
+      "0",
+      "--api-port",
+      "0",
+      "--catalog",
+      catalog,
+      "--start-delay-ms",
+      "300",
+      "--summary-ms",
+      "500",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let text = "";
+  proc.stdout?.on("data", (b) => (text += b));
+  proc.stderr?.on("data", (b) => (text += b));
+  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const api = /API and UI\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
+    const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
+    if (api && nats) return { proc, out: () => text, apiUrl: api, natsUrl: nats, exited };
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`llmgw dev did not come up:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function stopDev(run: DevRun): Promise<number | null> {
+  run.proc.kill("SIGINT");
+  const timer = setTimeout(() => run.proc.kill("SIGKILL"), 60_000);
+  const code = await run.exited;
+  clearTimeout(timer);
+  return code;
+}
 
 interface ReplicaBody {
   replicas: Array<{ replicaId: string; phase: string; shards: Array<{ shardId: string; nodeId: string }> }>;

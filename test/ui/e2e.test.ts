@@ -1,36 +1,43 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked by the assertions
 /**
- * The web UI end to end, as an operator uses it: `llmgw dev` (a real
- * nats-server, gateway, reconciler, API and simulated fleet, each its own
- * process) and Debian's Chromium driven by playwright-core. One browser for
- * every step; a screenshot of each step goes to test-artifacts/ui/.
+ * The web UI end to end, as an operator uses it, against a running fleet with
+ * every real part: nats-server, a gateway, a `llmgw reconciler` process, the
+ * operator API (serving the built UI) and a simulated fleet over Connect;
+ * Debian's Chromium driven by playwright-core. One browser for every step; a
+ * screenshot of each step goes to test-artifacts/ui/.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { tempDir } from "../harness/nats.js";
-import { type DevRun, startDev, stopDev } from "../support/dev.js";
+import type { Gateway } from "../../src/gateway/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type ApiServer, startApi } from "../../src/operator/index.js";
+import { SimFleet } from "../../src/sim/index.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { EventFactory, h100Node } from "../support/fleet-events.js";
+import { rand, startTestGateway } from "../support/gateway.js";
+import { startApiFixture } from "../support/operator-api.js";
+import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 
 const ARTIFACTS = new URL("../../test-artifacts/ui/", import.meta.url).pathname;
 
-// Three small models that fit, and one that no node can hold (16 GPUs in one shard on 8-GPU nodes).
-const CATALOG = `
-models:
-  - name: llama-3.1-8b
-    replicas: 3
-    profiles:
-      - { name: tp1, shards: 1, gpusPerShard: 1, memoryPerGpu: 24GiB, gpuProduct: H100 }
-  - name: llama-3.3-70b
-    replicas: 2
-    profiles:
-      - { name: tp4, shards: 1, gpusPerShard: 4, memoryPerGpu: 72GiB, gpuProduct: H100 }
-  - name: giant-1t
-    replicas: 1
-    profiles:
-      - { name: tp16, shards: 1, gpusPerShard: 16, memoryPerGpu: 72GiB, gpuProduct: H100 }
-`;
+const profile = (name: string, gpus: number) => ({
+  name,
+  gpusPerShard: gpus,
+  memoryPerGpu: "64GiB",
+  gpuProduct: "H100",
+});
+
+// Two models that fit, and one that no node can hold (16 GPUs in one shard on 8-GPU nodes).
+const CATALOG = {
+  models: [
+    { name: "llama-3.1-8b", replicas: 3, profiles: [profile("tp1", 1)] },
+    { name: "llama-3.3-70b", replicas: 2, profiles: [profile("tp4", 4)] },
+    { name: "giant-1t", replicas: 1, profiles: [profile("tp16", 16)] },
+  ],
+};
 const RUNNING_GPUS = 3 * 1 + 2 * 4;
 
 function chromiumPath(): string {
@@ -57,20 +64,84 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
 }
 
 describe("web UI in Chromium against a running fleet", () => {
-  let dev: DevRun;
-  let context: BrowserContext;
+  let server: NatsServer & { close(): Promise<void> };
+  let log: Log;
+  let gw: Gateway | undefined;
+  let rec: ReconcilerProcess | undefined;
+  let apiServer: ApiServer | undefined;
+  let fleet: SimFleet | undefined;
+  let context: BrowserContext | undefined;
   let page: Page;
-  const api = async (path: string): Promise<any> => (await fetch(`${dev.apiUrl}${path}`)).json();
+  let url: string;
+  const api = async (path: string, init?: RequestInit): Promise<any> => {
+    const res = await fetch(`${url}${path}`, init);
+    const body = (await res.json()) as any;
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+    return body;
+  };
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
   const runningCells = () => page.locator('.gpu[data-state="running"]').count();
   const shownSeq = async () => Number(await page.locator(".app").getAttribute("data-seq"));
 
+  async function startFleet(): Promise<void> {
+    server = await startServer();
+    const stream = uniqueStream("UI");
+    const prefix = `u${rand()}.evt`;
+    const gatewaysBucket = `gwl_${rand()}`;
+    log = await openLog({ url: server.url, clientName: "ui-e2e", name: stream, prefix });
+    gw = await startTestGateway({
+      nats: server.url,
+      stream,
+      prefix,
+      leaseBucket: gatewaysBucket,
+      heartbeatTimeoutMs: 5000,
+    });
+    rec = await spawnReconciler({
+      id: "rec-ui",
+      nats: server.url,
+      stream,
+      prefix,
+      leaseBucket: `rl_${rand()}`,
+      gatewaysBucket,
+      config: { policy: "binpack", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
+    });
+    apiServer = await startApi({
+      log,
+      host: "127.0.0.1",
+      port: 0,
+      auth: { kind: "dev" },
+      instanceId: "api-ui",
+    });
+    url = apiServer.url;
+    fleet = new SimFleet({
+      gateways: [gw.url],
+      insecureDev: true,
+      nodes: 4,
+      gpusPerNode: 8,
+      seed: 5,
+      heartbeatMs: 500,
+      startDelayMs: 300,
+      drainMs: 300,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 500,
+    });
+    await fleet.start();
+    await until("four connected nodes", async () =>
+      (await api("/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected").length === 4
+        ? true
+        : undefined,
+    );
+    await api("/v1/catalog", {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(CATALOG),
+    });
+  }
+
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    const dir = tempDir("ui-e2e");
-    writeFileSync(join(dir, "catalog.yaml"), CATALOG);
-    const [run, ctx] = await Promise.all([
-      startDev(dir, join(dir, "catalog.yaml"), ["--nodes", "4"]),
+    const [, ctx] = await Promise.all([
+      startFleet(),
       chromium.launchPersistentContext(tempDir("chromium"), {
         executablePath: chromiumPath(),
         headless: true,
@@ -87,7 +158,6 @@ describe("web UI in Chromium against a running fleet", () => {
         ],
       }),
     ]);
-    dev = run;
     context = ctx;
     page = context.pages()[0] ?? (await context.newPage());
     await until(
@@ -99,17 +169,25 @@ describe("web UI in Chromium against a running fleet", () => {
           ? r
           : undefined;
       },
-      90_000,
+      60_000,
     );
   });
 
   after(async () => {
     await context?.close().catch(() => {});
-    if (dev) await stopDev(dev);
+    await fleet?.stop().catch(() => {});
+    await apiServer?.close().catch(() => {});
+    await killAll([rec]);
+    await gw?.drain("test over").catch(() => {});
+    if (log) {
+      await log.jsm.streams.delete(log.stream).catch(() => {});
+      await log.close();
+    }
+    await server?.close();
   });
 
   it("shows the nodes and the running replicas on the map", async () => {
-    await page.goto(dev.apiUrl);
+    await page.goto(url);
     await page.locator("[data-node]").first().waitFor();
     assert.equal(await page.locator("[data-node]").count(), 4);
     await until("every running shard's GPUs on the map", async () =>
@@ -157,6 +235,21 @@ describe("web UI in Chromium against a running fleet", () => {
     await shot("03-pending-reasons");
   });
 
+  it("clicking a running replica's GPU shows the decision that placed it, with the runners-up and their scores", async () => {
+    await page.locator('.gpu[data-state="running"][data-replica*="70b"]').first().click();
+    const placement = page.locator("[data-testid=placement]");
+    await placement.waitFor();
+    const text = (await placement.textContent()) ?? "";
+    assert.match(text, /policy binpack/);
+    assert.match(text, /chosen\s*node-\d/);
+    assert.ok(
+      (await placement.locator("tbody tr").count()) >= 2,
+      "the chosen nodes and at least one runner-up",
+    );
+    await page.locator("[data-testid=replica-history] li").nth(2).waitFor();
+    await shot("04-placement");
+  });
+
   it("a drain started from the UI, once confirmed, ends with the node's replicas moved", async () => {
     const nodes = (await api("/v1/nodes")).nodes as any[];
     const target = nodes.find((n) => n.replicaIds.length > 0);
@@ -167,7 +260,7 @@ describe("web UI in Chromium against a running fleet", () => {
     const dialog = page.locator("[data-testid=confirm-dialog]");
     await dialog.waitFor();
     await dialog.locator("input").fill("e2e test");
-    await shot("04-drain-confirm");
+    await shot("05-drain-confirm");
     await dialog.locator("[data-testid=confirm]").click();
     await until(
       `${target.nodeId} drained and its replicas replaced and running elsewhere`,
@@ -192,7 +285,7 @@ describe("web UI in Chromium against a running fleet", () => {
     await until("every replica running again on the map", async () =>
       (await runningCells()) === RUNNING_GPUS ? true : undefined,
     );
-    await shot("05-drained");
+    await shot("06-drained");
   });
 
   it("what-if with another policy lists the decisions that would differ and marks their nodes", async () => {
@@ -208,6 +301,40 @@ describe("web UI in Chromium against a running fleet", () => {
       (await page.locator(".node-row.whatif").count()) > 0,
       "nodes of differing decisions are marked",
     );
-    await shot("06-what-if");
+    await shot("07-what-if");
+  });
+
+  it("stays usable with 1,000 nodes: only the rows in view are in the page, and scrolling reaches the last", async () => {
+    // A second API on its own stream, with 1,000 nodes in 25 InfiniBand pods.
+    const fx = await startApiFixture(server.url, { auth: { kind: "dev" } });
+    try {
+      const f = new EventFactory("big");
+      const events = [f.gatewayStarted("gw-1")];
+      for (let i = 0; i < 1000; i++) {
+        const id = `node-${String(i).padStart(4, "0")}`;
+        events.push(
+          f.sessionOpened(id, `s-${i}`, "gw-1", h100Node(id, { pod: `ib-pod-${Math.floor(i / 40)}` })),
+        );
+      }
+      // Pipelined appends: the log orders them; the last ack covers every one.
+      const acks = await Promise.all(events.map((e) => fx.log.append(e)));
+      await fx.api.runtime.waitFor(Math.max(...acks.map((a) => a.seq)));
+      await page.goto(fx.api.url);
+      await page.locator('[data-node="node-0000"]').waitFor();
+      assert.match(
+        (await page.locator("[data-testid=summary]").textContent()) ?? "",
+        /1000 nodes · 0\/8000 GPUs/,
+      );
+      const rendered = await page.locator("[data-node]").count();
+      assert.ok(rendered < 60, `${rendered} node rows in the page`);
+      await page.locator("[data-testid=fleet-map]").evaluate((el) => {
+        el.scrollTop = el.scrollHeight;
+      });
+      await page.locator('[data-node="node-0999"]').waitFor();
+      assert.ok((await page.locator("[data-node]").count()) < 60);
+      await shot("08-thousand-nodes");
+    } finally {
+      await fx.close();
+    }
   });
 });

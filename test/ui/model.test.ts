@@ -134,6 +134,12 @@ describe("UI model", () => {
     ];
     assert.equal(podOf(nodes[0] as Node), "ib-pod-2");
     assert.equal(podOf(nodes[1] as Node), "");
+    assert.deepEqual(
+      mapRows([node("n10", {}, "pod-10"), node("n9", {}, "pod-9"), node("n2", {}, "pod-9")]).map((r) =>
+        r.type === "fabric" ? r.name : r.node.nodeId,
+      ),
+      ["pod-9", "n2", "n9", "pod-10", "n10"],
+    );
     const rows = mapRows(nodes);
     assert.deepEqual(
       rows.map((r) =>

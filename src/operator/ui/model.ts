@@ -171,6 +171,11 @@ export function nodeMatches(node: Node, f: MapFilter): boolean {
   );
 }
 
+/** "ib-pod-2" before "ib-pod-10", as people count. */
+export function natural(a: string, b: string): number {
+  return a.localeCompare(b, "en", { numeric: true });
+}
+
 /** Nodes grouped by InfiniBand fabric (a header row per fabric), sorted by fabric then id. */
 export function mapRows(nodes: readonly Node[], filter: MapFilter = {}): MapRow[] {
   const groups = new Map<string, Node[]>();
@@ -181,12 +186,10 @@ export function mapRows(nodes: readonly Node[], filter: MapFilter = {}): MapRow[
     list.push(n);
     groups.set(pod, list);
   }
-  const names = [...groups.keys()].sort((a, b) =>
-    a === "" ? 1 : b === "" ? -1 : a < b ? -1 : a > b ? 1 : 0,
-  );
+  const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : natural(a, b)));
   const rows: MapRow[] = [];
   for (const name of names) {
-    const list = (groups.get(name) ?? []).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const list = (groups.get(name) ?? []).sort((a, b) => natural(a.nodeId, b.nodeId));
     rows.push({
       type: "fabric",
       name: name || "no inter-node fabric",
