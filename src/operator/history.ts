@@ -15,7 +15,7 @@ export interface FleetHistoryOptions {
   snapshots?: SnapshotStore<FleetState> | undefined;
   /** Keep a checkpoint every this many sequences while folding (default 500). */
   checkpointEvery?: number;
-  /** Checkpoints kept in memory; the least recently used go first (default 64). */
+  /** Checkpoints kept in memory; the least recently used go first (default 32). */
   maxCheckpoints?: number;
 }
 
@@ -43,7 +43,7 @@ export class FleetHistory {
     this.#log = log;
     this.#snapshots = opts.snapshots;
     this.#every = Math.max(1, opts.checkpointEvery ?? 500);
-    this.#max = Math.max(2, opts.maxCheckpoints ?? 64);
+    this.#max = Math.max(2, opts.maxCheckpoints ?? 32);
   }
 
   /** The fleet as it was after folding `seq` (clamped to the log's last sequence). The caller must not change it. */

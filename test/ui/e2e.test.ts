@@ -18,7 +18,7 @@ import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { EventFactory, h100Node } from "../support/fleet-events.js";
 import { rand, startTestGateway } from "../support/gateway.js";
-import { startApiFixture } from "../support/operator-api.js";
+import { startApiFixture, TOKEN } from "../support/operator-api.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 
 const ARTIFACTS = new URL("../../test-artifacts/ui/", import.meta.url).pathname;
@@ -304,9 +304,9 @@ describe("web UI in Chromium against a running fleet", () => {
     await shot("07-what-if");
   });
 
-  it("stays usable with 1,000 nodes: only the rows in view are in the page, and scrolling reaches the last", async () => {
-    // A second API on its own stream, with 1,000 nodes in 25 InfiniBand pods.
-    const fx = await startApiFixture(server.url, { auth: { kind: "dev" } });
+  it("asks for the token of an API that needs one, and stays usable with 1,000 nodes (only the rows in view are in the page)", async () => {
+    // A second API on its own stream, with a token, and 1,000 nodes in 25 InfiniBand pods.
+    const fx = await startApiFixture(server.url);
     try {
       const f = new EventFactory("big");
       const events = [f.gatewayStarted("gw-1")];
@@ -320,6 +320,11 @@ describe("web UI in Chromium against a running fleet", () => {
       const acks = await Promise.all(events.map((e) => fx.log.append(e)));
       await fx.api.runtime.waitFor(Math.max(...acks.map((a) => a.seq)));
       await page.goto(fx.api.url);
+      const field = page.locator('.token input[name="token"]');
+      await page.locator(".token input.need").waitFor();
+      assert.equal(await page.locator("[data-node]").count(), 0);
+      await field.fill(TOKEN);
+      await field.press("Enter");
       await page.locator('[data-node="node-0000"]').waitFor();
       assert.match(
         (await page.locator("[data-testid=summary]").textContent()) ?? "",

@@ -34,7 +34,7 @@ export function parseListen(value: string): { host: string; port: number } {
 export function registerApi(program: Command): void {
   program
     .command("api")
-    .description("serve the operator HTTP API and UI")
+    .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
       new Option("--listen <host:port>", "address to listen on")
         .env("LLMGW_API_LISTEN")
