@@ -1,27 +1,34 @@
 /**
  * The fleet at any point of the log, for the UI's time slider. A jump is
- * folded from the nearest state already known: an in-memory checkpoint
- * (kept every `checkpointEvery` events while folding, and the exact states
- * asked for recently), or the nearest projection snapshot in the store the
- * reconciler and API write; so stepping event by event folds one event, and
- * a jump deep into a long history folds at most a checkpoint interval.
+ * folded from the nearest state already known:
+ * - anchors: states kept at evenly spaced sequences while folding (every
+ *   `checkpointEvery` at first; when there are more than `maxAnchors`, the
+ *   spacing doubles and every other one goes, so memory stays bounded and a
+ *   jump anywhere folds at most one spacing of events);
+ * - recent: the exact states asked for lately (the slider asks for their
+ *   neighbours next; least recently used go first);
+ * - or the nearest projection snapshot in the store the reconciler writes,
+ *   when that is nearer.
+ * `prefill()` folds the whole log once in the background so the anchors
+ * exist before the first jump.
  */
 import type { Log } from "../log/index.js";
 import { type FleetState, fleetProjection } from "../projections/index.js";
 import type { SnapshotStore } from "../projections/runtime/index.js";
 
 export interface FleetHistoryOptions {
-  /** Projection snapshots to start from when no checkpoint in memory is nearer. */
+  /** Projection snapshots to start from when no state in memory is nearer. */
   snapshots?: SnapshotStore<FleetState> | undefined;
-  /** Keep a checkpoint every this many sequences while folding (default 500). */
+  /** The first spacing of anchors, in sequences (default 500). */
   checkpointEvery?: number;
-  /** Checkpoints kept in memory; the least recently used go first (default 32). */
-  maxCheckpoints?: number;
+  /** Anchors kept at most (default 32). */
+  maxAnchors?: number;
+  /** Exact states kept for positions asked lately (default 16). */
+  maxRecent?: number;
 }
 
-interface Checkpoint {
+interface Held {
   seq: number;
-  timeMs: number;
   state: FleetState;
   usedAt: number;
 }
@@ -29,21 +36,29 @@ interface Checkpoint {
 export class FleetHistory {
   readonly #log: Log;
   readonly #snapshots: SnapshotStore<FleetState> | undefined;
-  readonly #every: number;
-  readonly #max: number;
-  /** Sorted by seq. */
-  #checkpoints: Checkpoint[] = [];
+  #spacing: number;
+  readonly #maxAnchors: number;
+  readonly #maxRecent: number;
+  /** Sorted by seq, each a multiple of #spacing. */
+  #anchors: Held[] = [];
+  #recent: Held[] = [];
   #clock = 0;
   /** Folds in flight, by target, so that two requests for one position fold once. */
   readonly #inflight = new Map<number, Promise<FleetState>>();
-  /** Counters for metrics and tests: events folded, and which start each jump used. */
-  readonly stats = { folded: 0, fromCheckpoint: 0, fromSnapshot: 0, fromStart: 0 };
+  /** Counters for metrics and tests: events folded, and where each jump started. */
+  readonly stats = { folded: 0, fromMemory: 0, fromSnapshot: 0, fromStart: 0 };
 
   constructor(log: Log, opts: FleetHistoryOptions = {}) {
     this.#log = log;
     this.#snapshots = opts.snapshots;
-    this.#every = Math.max(1, opts.checkpointEvery ?? 500);
-    this.#max = Math.max(2, opts.maxCheckpoints ?? 32);
+    this.#spacing = Math.max(1, opts.checkpointEvery ?? 500);
+    this.#maxAnchors = Math.max(2, opts.maxAnchors ?? 32);
+    this.#maxRecent = Math.max(1, opts.maxRecent ?? 16);
+  }
+
+  /** Current spacing of the anchors (grows as the log does). */
+  get spacing(): number {
+    return this.#spacing;
   }
 
   /** The fleet as it was after folding `seq` (clamped to the log's last sequence). The caller must not change it. */
@@ -57,6 +72,11 @@ export class FleetHistory {
     return p;
   }
 
+  /** Folds the log as it is now, keeping anchors along the way (call once at start, in the background). */
+  async prefill(): Promise<void> {
+    await this.at(await this.#log.lastSeq());
+  }
+
   /** The last sequence stored at or before `timeMs` (0 when none). */
   async seqAtTime(timeMs: number): Promise<number> {
     for await (const r of this.#log.read({ fromTimeMs: timeMs + 1 })) {
@@ -66,27 +86,28 @@ export class FleetHistory {
   }
 
   async #fold(target: number): Promise<FleetState> {
-    const cp = this.#nearest(target);
-    if (cp && cp.seq === target) {
-      cp.usedAt = ++this.#clock;
-      return cp.state;
+    const held = this.#nearest(target);
+    if (held && held.seq === target) {
+      held.usedAt = ++this.#clock;
+      return held.state;
     }
     let state: FleetState;
     let from: number;
-    const gap = target - (cp?.seq ?? 0);
+    const gap = target - (held?.seq ?? 0);
     const snap =
-      this.#snapshots && gap > this.#every
+      this.#snapshots && gap > this.#spacing
         ? await this.#snapshots.loadNewest(fleetProjection, { maxSeq: target }).catch(() => undefined)
         : undefined;
-    if (snap && snap.meta.seq > (cp?.seq ?? 0)) {
+    if (snap && snap.meta.seq > (held?.seq ?? 0)) {
       state = snap.state;
       from = snap.meta.seq;
       this.stats.fromSnapshot++;
-    } else if (cp) {
-      state = structuredClone(cp.state);
-      from = cp.seq;
-      cp.usedAt = ++this.#clock;
-      this.stats.fromCheckpoint++;
+    } else if (held) {
+      // Folds change the state in place: never fold a held one.
+      state = structuredClone(held.state);
+      from = held.seq;
+      held.usedAt = ++this.#clock;
+      this.stats.fromMemory++;
     } else {
       state = fleetProjection.initialState();
       from = 0;
@@ -96,34 +117,42 @@ export class FleetHistory {
       for await (const r of this.#log.read({ fromSeq: from + 1, untilSeq: target })) {
         state = fleetProjection.evolve(state, r.event, { seq: r.seq, timeMs: r.timeMs });
         this.stats.folded++;
-        if (r.seq % this.#every === 0 && r.seq < target) this.#keep(r.seq, r.timeMs, structuredClone(state));
+        if (r.seq % this.#spacing === 0 && r.seq < target) this.#anchor(r.seq, structuredClone(state));
       }
     }
-    // The exact state asked for is kept too: the slider asks for its neighbours next.
-    this.#keep(target, state.timeMs, state);
+    if (target > 0 && target % this.#spacing === 0) this.#anchor(target, structuredClone(state));
+    this.#remember(target, state);
     return state;
   }
 
-  #nearest(target: number): Checkpoint | undefined {
-    let best: Checkpoint | undefined;
-    for (const c of this.#checkpoints) {
-      if (c.seq > target) break;
-      best = c;
+  #nearest(target: number): Held | undefined {
+    let best: Held | undefined;
+    for (const list of [this.#anchors, this.#recent]) {
+      for (const h of list) if (h.seq <= target && (!best || h.seq > best.seq)) best = h;
     }
     return best;
   }
 
-  #keep(seq: number, timeMs: number, state: FleetState): void {
-    if (this.#checkpoints.some((c) => c.seq === seq)) return;
-    this.#checkpoints.push({ seq, timeMs, state, usedAt: ++this.#clock });
-    this.#checkpoints.sort((a, b) => a.seq - b.seq);
-    while (this.#checkpoints.length > this.#max) {
+  #anchor(seq: number, state: FleetState): void {
+    if (this.#anchors.some((a) => a.seq === seq)) return;
+    this.#anchors.push({ seq, state, usedAt: 0 });
+    this.#anchors.sort((a, b) => a.seq - b.seq);
+    while (this.#anchors.length > this.#maxAnchors) {
+      // Twice the spacing, half the anchors: still evenly spaced over the whole log.
+      this.#spacing *= 2;
+      this.#anchors = this.#anchors.filter((a) => a.seq % this.#spacing === 0);
+    }
+  }
+
+  #remember(seq: number, state: FleetState): void {
+    if (this.#recent.some((r) => r.seq === seq)) return;
+    this.#recent.push({ seq, state, usedAt: ++this.#clock });
+    if (this.#recent.length > this.#maxRecent) {
       let oldest = 0;
-      for (let i = 1; i < this.#checkpoints.length; i++) {
-        if ((this.#checkpoints[i] as Checkpoint).usedAt < (this.#checkpoints[oldest] as Checkpoint).usedAt)
-          oldest = i;
+      for (let i = 1; i < this.#recent.length; i++) {
+        if ((this.#recent[i] as Held).usedAt < (this.#recent[oldest] as Held).usedAt) oldest = i;
       }
-      this.#checkpoints.splice(oldest, 1);
+      this.#recent.splice(oldest, 1);
     }
   }
 }

@@ -118,6 +118,9 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   // Live streams never end by themselves; close them so the server can.
   app.addHook("preClose", async () => streams.closeAll());
 
+  // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).
+  void ctx.history.prefill().catch((err: unknown) => logger.warn({ err }, "fleet history prefill failed"));
+
   try {
     await app.listen({ host: opts.host, port: opts.port });
   } catch (err) {

@@ -66,16 +66,19 @@ describe("the UI's API endpoints against a real nats-server", () => {
   });
 
   it("folds a jump from the nearest state it already has, with the same state as a fresh fold", async () => {
-    const history = new FleetHistory(fx.log, { checkpointEvery: 2 });
+    const history = new FleetHistory(fx.log, { checkpointEvery: 2, maxAnchors: 2, maxRecent: 2 });
     const records = [];
     for await (const r of fx.log.read({ untilSeq: last })) records.push(r);
-    for (const seq of [5, 3, 7, 6, 5]) {
+    for (const seq of [5, 3, 7, 6, 5, 99]) {
       const state = await history.at(seq);
-      assert.equal(canonicalJson(state), canonicalJson(foldFleet(records.slice(0, seq))), `at ${seq}`);
+      const want = foldFleet(records.slice(0, Math.min(seq, last)));
+      assert.equal(canonicalJson(state), canonicalJson(want), `at ${seq}`);
     }
     assert.equal(history.stats.fromStart, 1, "only the first jump folds from the start");
-    // 5 folds 5 events; 3 is an in-memory checkpoint (kept every 2); 7 folds 2 from 5; 6 folds 2 from 4; 5 is cached.
-    assert.ok(history.stats.folded <= 9, `folded ${history.stats.folded} events`);
+    // Anchors at 2, 4, then 6: one too many, so the spacing doubled and only 4 is kept.
+    assert.equal(history.spacing, 4);
+    // 5 folds 5 events; 3 one from the anchor at 2; 7 two from 5; 6 two from 4; 5 at most one; 99 is 7, held.
+    assert.ok(history.stats.folded <= 11, `folded ${history.stats.folded} events`);
   });
 
   it("streams the live position as server-sent events", async () => {
