@@ -221,6 +221,16 @@ describe("web UI in Chromium against a running fleet", () => {
     );
     assert.equal(await page.locator(".app").getAttribute("data-live"), "false");
     await shot("02-slider-earlier");
+    // The same position by time: the last event stored at or before it.
+    const [ev] = (await api(`/v1/events?from=${seq}&to=${seq}`)).events;
+    const when = new Date(ev.timeMs).toISOString();
+    const atTime = (await api(`/v1/fleet?time=${when}`)).seq;
+    await page.locator("[data-testid=live]").click();
+    await page.locator("[data-testid=go-to-time]").fill(when);
+    await page.locator("[data-testid=go-to-time]").press("Enter");
+    await until(`the map at ${when} (#${atTime})`, async () =>
+      (await shownSeq()) === atTime ? true : undefined,
+    );
     await page.locator("[data-testid=live]").click();
     await until("live again", async () => ((await runningCells()) === RUNNING_GPUS ? true : undefined));
   });

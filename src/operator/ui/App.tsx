@@ -181,6 +181,14 @@ export function App() {
           setPlaying(!playing);
         }}
         onLive={goLive}
+        onTime={(time) => {
+          const ms = Date.parse(time);
+          if (Number.isNaN(ms)) {
+            setError(`not a time: ${time} (write it as 2026-12-01T10:00:00Z)`);
+            return;
+          }
+          api.fleetAtTime(new Date(ms).toISOString()).then((f) => seek(f.seq), fail);
+        }}
       />
       {error && <p class="error banner">{error}</p>}
       {needToken && (

@@ -86,6 +86,11 @@ export class Api {
     return this.#get<{ events: EventRow[]; lastSeq: number }>(`/v1/events?${p}`, signal);
   }
 
+  /** The fleet after the last event stored at or before an ISO time. */
+  fleetAtTime(time: string): Promise<Fleet> {
+    return this.#get(`/v1/fleet?time=${encodeURIComponent(time)}`);
+  }
+
   explain(replicaId: string, at: number): Promise<Explain> {
     return this.#get(`/v1/replicas/${encodeURIComponent(replicaId)}/explain?at=${at}`);
   }

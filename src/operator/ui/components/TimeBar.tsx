@@ -11,6 +11,8 @@ interface Props {
   onStep(delta: number): void;
   onPlay(): void;
   onLive(): void;
+  /** Jump to the last event at or before a time (ISO 8601, or anything the browser's Date reads). */
+  onTime(time: string): void;
 }
 
 export function TimeBar(p: Props) {
@@ -42,6 +44,16 @@ export function TimeBar(p: Props) {
       <span class="pos" data-testid="position">
         {positionLabel(p.seq, p.timeMs, p.lastSeq)}
       </span>
+      <input
+        class="time"
+        placeholder="go to time, e.g. 2026-12-01T10:00Z"
+        aria-label="go to time"
+        data-testid="go-to-time"
+        onKeyDown={(e) => {
+          const v = (e.currentTarget as HTMLInputElement).value.trim();
+          if (e.key === "Enter" && v) p.onTime(v);
+        }}
+      />
       <button type="button" class={p.live ? "live on" : "live"} onClick={p.onLive} data-testid="live">
         ● live
       </button>
