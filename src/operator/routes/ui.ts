@@ -30,9 +30,11 @@ export async function uiRoutes(app: FastifyInstance, dir: string): Promise<void>
     prefix: "/",
     wildcard: false,
     index: ["index.html"],
+    // The header is set here per file, not by the plugin for all.
+    cacheControl: false,
     // Vite names every asset by its content, so they never change under one name.
     setHeaders(res, path) {
-      res.header(
+      res.setHeader(
         "cache-control",
         path.includes("/assets/") ? "public, max-age=31536000, immutable" : "no-cache",
       );
