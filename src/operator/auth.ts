@@ -7,8 +7,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "./errors.js";
+import { isUiPath } from "./routes/ui.js";
 
-const OPEN_PATHS = new Set(["/healthz", "/readyz", "/", "/index.html", "/ui.js"]);
+const OPEN_PATHS = new Set(["/healthz", "/readyz"]);
 
 export type AuthMode = { kind: "token"; token: string } | { kind: "dev" };
 
@@ -27,7 +28,7 @@ export function installAuth(app: FastifyInstance, mode: AuthMode): void {
   const want = digest(mode.token);
   app.addHook("onRequest", async (req: FastifyRequest) => {
     const path = req.url.split("?")[0] ?? "";
-    if (OPEN_PATHS.has(path)) return;
+    if (OPEN_PATHS.has(path) || isUiPath(path)) return;
     const header = req.headers.authorization;
     if (!header) {
       throw new ApiError(

@@ -10,6 +10,7 @@ import { Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
 import { type Appended, type EventInit, type Log, newEvent } from "../log/index.js";
 import type { FleetState } from "../projections/index.js";
 import type { ProjectionRuntime } from "../projections/runtime/index.js";
+import type { FleetHistory } from "./history.js";
 
 export interface ApiContext {
   log: Log;
@@ -22,6 +23,8 @@ export interface ApiContext {
   waitTimeoutMs: number;
   /** False while the NATS connection is down (reconnecting). */
   natsConnected(): boolean;
+  /** The fleet at any earlier point of the log (time slider). */
+  history: FleetHistory;
 }
 
 /** Appends operator intent and waits until this API's projection has folded it. */

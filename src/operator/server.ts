@@ -13,6 +13,7 @@ import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/in
 import { type AuthMode, installAuth, isLoopbackHost } from "./auth.js";
 import type { ApiContext } from "./context.js";
 import { installErrorHandlers, invalid } from "./errors.js";
+import { FleetHistory } from "./history.js";
 import { apiRegistry, instrument } from "./metrics.js";
 import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
@@ -21,6 +22,9 @@ import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { replicaRoutes } from "./routes/replicas.js";
+import { streamRoutes } from "./routes/stream.js";
+import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
+import { whatIfRoutes } from "./routes/what-if.js";
 
 /** Longest path segment the router matches at all. */
 const MAX_PATH_SEGMENT = 256;
@@ -39,6 +43,13 @@ export interface ApiOptions {
   waitTimeoutMs?: number;
   /** Projection snapshots (default none: the API folds the log at start). */
   snapshots?: SnapshotStore<FleetState> | false;
+  /**
+   * Snapshots the fleet history (time slider) may start a jump from; default
+   * the same store as `snapshots`. The CLI passes the reconciler's store read-only.
+   */
+  historySnapshots?: SnapshotStore<FleetState>;
+  /** Where the built UI is (default dist/ui of the project); a missing folder serves a page saying how to build it. */
+  uiDir?: string;
 }
 
 export interface ApiServer {
@@ -90,6 +101,9 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     instanceId: opts.instanceId ?? `api-${hostname()}`,
     waitTimeoutMs: opts.waitTimeoutMs ?? 10_000,
     natsConnected: () => connected && !nc.isClosed(),
+    history: new FleetHistory(opts.log, {
+      snapshots: opts.historySnapshots ?? (opts.snapshots ? opts.snapshots : undefined),
+    }),
   };
 
   const app = Fastify({
@@ -116,7 +130,15 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   replicaRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
+  const streams = streamRoutes(app, ctx);
+  whatIfRoutes(app, ctx);
+  await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
+  // Live streams never end by themselves; close them so the server can.
+  app.addHook("preClose", async () => streams.closeAll());
+
+  // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).
+  void ctx.history.prefill().catch((err: unknown) => logger.warn({ err }, "fleet history prefill failed"));
 
   try {
     await app.listen({ host: opts.host, port: opts.port });

@@ -108,10 +108,16 @@ describe("docker-compose.yml", () => {
 
   it("builds an image from files that exist", () => {
     const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
-    const copies = [...dockerfile.matchAll(/^COPY\s+(.+)\s+\S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+    // Copies from the build context (a `COPY --from=<stage>` takes what an earlier stage built).
+    const copies = [...dockerfile.matchAll(/^COPY\s+(?!--from=)(.+)\s+\S+$/gm)].flatMap((m) =>
+      m[1]!.split(/\s+/),
+    );
     assert.ok(copies.length > 0);
     for (const c of copies)
       assert.ok(existsSync(join(ROOT, c)), `Dockerfile copies ${c}, which does not exist`);
     assert.match(dockerfile, /ENTRYPOINT \["node", "\/app\/bin\/llmgw\.js"\]/);
+    // The web UI is built in its own stage and only its output is copied in.
+    assert.match(dockerfile, /^RUN scripts\/build-ui/m);
+    assert.match(dockerfile, /^COPY --from=ui \/build\/dist\/ui \.\/dist\/ui$/m);
   });
 });

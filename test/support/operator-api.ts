@@ -23,7 +23,10 @@ export interface ApiFixture {
   close(): Promise<void>;
 }
 
-export async function startApiFixture(natsUrl: string, opts: { auth?: AuthMode } = {}): Promise<ApiFixture> {
+export async function startApiFixture(
+  natsUrl: string,
+  opts: { auth?: AuthMode; uiDir?: string } = {},
+): Promise<ApiFixture> {
   const log = await openLog({
     url: natsUrl,
     clientName: "operator-test",
@@ -38,6 +41,7 @@ export async function startApiFixture(natsUrl: string, opts: { auth?: AuthMode }
       port: 0,
       auth: opts.auth ?? { kind: "token", token: TOKEN },
       instanceId: "api-test",
+      ...(opts.uiDir ? { uiDir: opts.uiDir } : {}),
     });
   } catch (err) {
     await log.close();

@@ -3,6 +3,8 @@ import { type Command, Option } from "commander";
 import { pino } from "pino";
 import { openLog } from "../../log/index.js";
 import { type AuthMode, checkAuth, startApi } from "../../operator/index.js";
+import type { FleetState } from "../../projections/index.js";
+import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import { CliError, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
 
 interface ApiCommandFlags {
@@ -32,7 +34,7 @@ export function parseListen(value: string): { host: string; port: number } {
 export function registerApi(program: Command): void {
   program
     .command("api")
-    .description("serve the operator HTTP API and UI")
+    .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
       new Option("--listen <host:port>", "address to listen on")
         .env("LLMGW_API_LISTEN")
@@ -70,7 +72,18 @@ export function registerApi(program: Command): void {
       });
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
-        server = await startApi({ log, host, port, auth, logger });
+        // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.
+        const historySnapshots = await openKvSnapshotStore<FleetState>(log, { create: false, logger }).catch(
+          () => undefined,
+        );
+        server = await startApi({
+          log,
+          host,
+          port,
+          auth,
+          logger,
+          ...(historySnapshots ? { historySnapshots } : {}),
+        });
       } catch (err) {
         await log.close();
         throw err;

@@ -8,15 +8,13 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
-import type { Decision } from "../../gen/llmgw/v1/events_pb.js";
-import { type FleetState, fleetProjection } from "../../projections/index.js";
+import { logWhatIfReader } from "../../operator/index.js";
 import {
-  type Difference,
-  decide,
   describeConfigError,
-  diffDecisions,
   type ReconcilerConfig,
   reconcilerConfigSchema,
+  runWhatIf,
+  type WhatIfPass,
 } from "../../reconciler/index.js";
 import { CliError, intArg } from "../common.js";
 import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
@@ -47,73 +45,23 @@ export function loadConfig(file: string): ReconcilerConfig {
   return parsed.data;
 }
 
-interface PassResult {
-  seq: number;
-  nowMs: number;
-  differences: Difference[];
-}
-
-function liveGateways(state: FleetState): Set<string> {
-  return new Set(
-    Object.values(state.inventory.gateways)
-      .filter((g) => g.status === "running" || g.status === "draining")
-      .map((g) => g.gatewayId),
-  );
-}
-
 async function whatIf(flags: WhatIfFlags): Promise<void> {
   const config = loadConfig(flags.config);
   const log = await openLogForReading(flags, "llmgw-what-if");
-  const results: PassResult[] = [];
+  let results: WhatIfPass[];
   try {
-    // The passes in range, and the state each decided on: its observed sequence.
-    const passes: Array<{ seq: number; target: number; nowMs: number }> = [];
-    for await (const r of log.read({
-      subjects: [log.subjects.reconciler],
-      fromSeq: flags.fromSeq ?? 1,
-      ...(flags.toSeq !== undefined ? { untilSeq: flags.toSeq } : {}),
-    })) {
-      if (r.event.body.case !== "reconcilePass") continue;
-      const observed = Number(r.event.body.value.observedSeq);
-      const target = observed > 0 && observed < r.seq ? observed : r.seq - 1;
-      passes.push({ seq: r.seq, target, nowMs: Number(r.event.body.value.nowUnixMs) });
-    }
-    const last = passes.at(-1)?.seq;
-    if (last !== undefined) {
-      const due = [...passes].sort((a, b) => a.target - b.target || a.seq - b.seq);
-      const alternatives = new Map<number, Decision[]>();
-      let state = fleetProjection.initialState();
-      let next = 0;
-      const decideUpTo = (seq: number) => {
-        for (; next < due.length && (due[next] as (typeof due)[number]).target <= seq; next++) {
-          const p = due[next] as (typeof due)[number];
-          const out = decide({ state, config, nowMs: p.nowMs, liveGateways: liveGateways(state) });
-          alternatives.set(p.seq, out.decisions);
-        }
-      };
-      decideUpTo(0);
-      for await (const r of log.read({ untilSeq: last })) {
-        decideUpTo(r.seq - 1);
-        const alt = alternatives.get(r.seq);
-        if (alt && r.event.body.case === "reconcilePass") {
-          results.push({
-            seq: r.seq,
-            nowMs: Number(r.event.body.value.nowUnixMs),
-            differences: diffDecisions(r.event.body.value.decisions, alt),
-          });
-          alternatives.delete(r.seq);
-        }
-        state = fleetProjection.evolve(state, r.event, { seq: r.seq, timeMs: r.timeMs });
-        decideUpTo(r.seq);
-      }
-    }
+    const range = {
+      ...(flags.fromSeq !== undefined ? { fromSeq: flags.fromSeq } : {}),
+      ...(flags.toSeq !== undefined ? { toSeq: flags.toSeq } : {}),
+    };
+    results = (await runWhatIf(logWhatIfReader(log), config, range)).passes;
   } finally {
     await log.close();
   }
   print(flags, config, results);
 }
 
-function print(flags: WhatIfFlags, config: ReconcilerConfig, results: PassResult[]): void {
+function print(flags: WhatIfFlags, config: ReconcilerConfig, results: WhatIfPass[]): void {
   const differing = results.filter((r) => r.differences.length > 0);
   if (flags.json) {
     process.stdout.write(

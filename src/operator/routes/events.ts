@@ -1,15 +1,41 @@
-/** The log itself, decoded, a page at a time. */
+/**
+ * The log itself, decoded, a page at a time; filterable by node, replica and
+ * kind (what the UI's event list beside the slider asks for).
+ */
 import { toJson } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
+import { ID_PATTERN } from "../../log/index.js";
 import type { ApiContext } from "../context.js";
+import { describeEvent } from "../describe.js";
+import { invalid } from "../errors.js";
 import { parseWith, seqParam } from "./params.js";
 
 const SUBJECT = /^([A-Za-z0-9_-]+|\*)(\.([A-Za-z0-9_-]+|\*))*(\.>)?$|^>$/;
 
+export const EVENT_KINDS = [
+  "sessionOpened",
+  "sessionClosed",
+  "hardwareChanged",
+  "usageChanged",
+  "shardStatus",
+  "commandResult",
+  "gatewayStarted",
+  "gatewayDraining",
+  "gatewayStopped",
+  "catalogChanged",
+  "nodeCordoned",
+  "nodeUncordoned",
+  "nodeDrainRequested",
+  "reconcilePass",
+  "unknown",
+] as const;
+
 const eventsQuery = z.strictObject({
   after: seqParam.default(0),
+  from: seqParam.optional(),
+  to: seqParam.optional(),
   limit: z.coerce
     .number({ error: "must be a number" })
     .int("must be a whole number")
@@ -21,12 +47,33 @@ const eventsQuery = z.strictObject({
     .regex(SUBJECT, "must be dot-separated tokens of letters, digits, '_', '-', or the wildcards * and >")
     .max(256)
     .optional(),
+  node: z.string().regex(ID_PATTERN, "must be a node id: letters, digits, '-', '_' (1 to 64)").optional(),
+  replica: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be a replica id: letters, digits, '.', ':', '_', '-'")
+    .optional(),
+  kind: z
+    .string()
+    .transform((s) => s.split(",").filter((k) => k !== ""))
+    .pipe(
+      z.array(
+        z.enum(EVENT_KINDS, { error: (i) => `unknown event kind ${JSON.stringify(i.input)}` }),
+        "must be a comma-separated list of event kinds",
+      ),
+    )
+    .optional(),
 });
 
 export interface EventRecordJson {
   seq: number;
   timeMs: number;
   subject: string;
+  /** The event kind (`reconcilePass`, …); absent for a malformed message. */
+  kind?: string;
+  /** The event in a line for people. */
+  text?: string;
+  nodeIds?: string[];
+  replicaIds?: string[];
   /** The event as protobuf JSON, or absent when the message is not a valid event. */
   event?: unknown;
   malformed?: string;
@@ -35,6 +82,9 @@ export interface EventRecordJson {
 export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/v1/events", async (req) => {
     const q = parseWith(eventsQuery, req.query, "query");
+    if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
+      throw invalid(`from (${q.from}) must not be after to (${q.to})`);
+    }
     const prefix = ctx.log.subjects.prefix;
     // Subjects are given relative to the log's prefix ("catalog", "operator.*"); a full one is taken as is.
     const subject =
@@ -43,25 +93,45 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
         : q.subject.startsWith(`${prefix}.`)
           ? q.subject
           : `${prefix}.${q.subject}`;
+    const kinds = q.kind && q.kind.length > 0 ? new Set<string>(q.kind) : undefined;
+    const filtered = kinds !== undefined || q.node !== undefined || q.replica !== undefined;
     const events: EventRecordJson[] = [];
     const lastSeq = await ctx.log.lastSeq();
+    const untilSeq = Math.min(q.to ?? lastSeq, lastSeq);
+    const fromSeq = Math.max(q.after + 1, q.from ?? 1);
+    let readTo = fromSeq - 1;
     for await (const r of ctx.log.read({
-      fromSeq: q.after + 1,
-      untilSeq: lastSeq,
+      fromSeq,
+      untilSeq,
       ...(subject ? { subjects: [subject] } : {}),
       onMalformed: (err, raw) => {
-        events.push({ seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message });
+        readTo = raw.seq;
+        if (!filtered) events.push({ seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message });
       },
     })) {
-      events.push({ seq: r.seq, timeMs: r.timeMs, subject: r.subject, event: toJson(EventSchema, r.event) });
+      readTo = r.seq;
+      const d = describeEvent(r.event);
+      if (kinds && !kinds.has(d.kind)) continue;
+      if (q.node !== undefined && !d.nodeIds.includes(q.node)) continue;
+      if (q.replica !== undefined && !d.replicaIds.includes(q.replica)) continue;
+      events.push({
+        seq: r.seq,
+        timeMs: r.timeMs,
+        subject: r.subject,
+        kind: d.kind,
+        text: d.text,
+        nodeIds: d.nodeIds,
+        replicaIds: d.replicaIds,
+        event: toJson(EventSchema, r.event),
+      });
       if (events.length >= q.limit) break;
     }
     const page = events.slice(0, q.limit);
-    const last = page.at(-1)?.seq;
+    const full = page.length >= q.limit;
     return {
       events: page,
-      // Where the next page starts (`after=`), or null when this page reached the end.
-      next: page.length >= q.limit && last !== undefined && last < lastSeq ? last : null,
+      // Where the next page starts (`after=`), or null when this page reached the end of the range.
+      next: full && readTo < untilSeq ? readTo : null,
       lastSeq,
     };
   });

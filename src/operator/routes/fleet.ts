@@ -1,21 +1,29 @@
 /**
- * The fleet at any point of the log (for the UI's time slider), and the UI
- * page itself: one static HTML file and one script, no build step.
+ * The fleet at any point of the log (the UI's time slider): by sequence or
+ * by time, folded by the API's FleetHistory from the nearest known state.
  */
-import { readFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { type FleetState, foldFleet } from "../../projections/index.js";
+import type { FleetState } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
+import { invalid } from "../errors.js";
 import { nodeViews, replicaViews } from "../views.js";
 import { parseWith, seqParam } from "./params.js";
 
-const fleetQuery = z.strictObject({ at: seqParam.optional() });
+const fleetQuery = z.strictObject({
+  at: seqParam.optional(),
+  time: z
+    .string()
+    .refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z")
+    .optional(),
+});
 
-function fleetBody(s: FleetState) {
+export function fleetBody(s: FleetState, lastSeq: number) {
   return {
     seq: s.seq,
     timeMs: s.timeMs,
+    /** The log's last sequence when this was answered (the slider's end). */
+    lastSeq,
     nodes: nodeViews(s),
     replicas: replicaViews(s),
     catalog: { seq: s.replicas.catalog.seq, models: s.replicas.catalog.models.map((m) => m.name) },
@@ -26,17 +34,12 @@ function fleetBody(s: FleetState) {
 export function fleetRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/v1/fleet", async (req) => {
     const q = parseWith(fleetQuery, req.query, "query");
+    if (q.at !== undefined && q.time !== undefined)
+      throw invalid("give either at (a sequence) or time, not both");
     const current = ctx.runtime.state;
-    if (q.at === undefined || q.at >= current.seq) return fleetBody(current);
-    // Replay: a fresh fold from the start up to the sequence asked for.
-    const records = [];
-    for await (const r of ctx.log.read({ untilSeq: q.at })) records.push(r);
-    return fleetBody(foldFleet(records));
+    const at = q.time !== undefined ? await ctx.history.seqAtTime(Date.parse(q.time)) : q.at;
+    const lastSeq = Math.max(current.seq, at ?? 0);
+    if (at === undefined || at >= current.seq) return fleetBody(current, current.seq);
+    return fleetBody(await ctx.history.at(at), lastSeq);
   });
-
-  const page = readFileSync(new URL("../ui/index.html", import.meta.url), "utf8");
-  const script = readFileSync(new URL("../ui/ui.js", import.meta.url), "utf8");
-  app.get("/", async (_req, reply) => reply.type("text/html; charset=utf-8").send(page));
-  app.get("/index.html", async (_req, reply) => reply.type("text/html; charset=utf-8").send(page));
-  app.get("/ui.js", async (_req, reply) => reply.type("text/javascript; charset=utf-8").send(script));
 }

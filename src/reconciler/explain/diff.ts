@@ -10,6 +10,22 @@ export interface Difference {
   subject: string;
   record: string;
   alternative: string;
+  /** Nodes either outcome names (where a replica was or would be placed, a node's own subject), sorted. */
+  nodes: string[];
+}
+
+/** The nodes one pass's decisions name per subject (so a UI can point at them). */
+export function outcomeNodes(decisions: readonly Decision[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const d of decisions) {
+    const k = d.kind;
+    if (k.case === "replicaPlaced") {
+      const set = out.get(`replica ${k.value.replicaId}`) ?? new Set<string>();
+      for (const s of k.value.shards) set.add(s.nodeId);
+      out.set(`replica ${k.value.replicaId}`, set);
+    }
+  }
+  return out;
 }
 
 export function outcomes(decisions: readonly Decision[]): Map<string, string> {
@@ -86,12 +102,17 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
 export function diffDecisions(record: readonly Decision[], alternative: readonly Decision[]): Difference[] {
   const a = outcomes(record);
   const b = outcomes(alternative);
+  const na = outcomeNodes(record);
+  const nb = outcomeNodes(alternative);
   const subjects = [...new Set([...a.keys(), ...b.keys()])].sort();
   const out: Difference[] = [];
   for (const subject of subjects) {
     const x = a.get(subject) ?? "nothing";
     const y = b.get(subject) ?? "nothing";
-    if (x !== y) out.push({ subject, record: x, alternative: y });
+    if (x === y) continue;
+    const nodes = new Set([...(na.get(subject) ?? []), ...(nb.get(subject) ?? [])]);
+    if (subject.startsWith("node ")) nodes.add(subject.slice("node ".length));
+    out.push({ subject, record: x, alternative: y, nodes: [...nodes].sort() });
   }
   return out;
 }

@@ -1,0 +1,31 @@
+/** Every replica at the current position, those needing a look (pending, draining) first. */
+import { sortReplicas } from "../model.ts";
+import type { Replica } from "../types.ts";
+
+export function ReplicaList(props: {
+  replicas: Replica[];
+  selected: string | null;
+  onSelect(id: string): void;
+}) {
+  const list = sortReplicas(props.replicas);
+  if (list.length === 0) return <p class="muted">No replicas at this point of the log.</p>;
+  return (
+    <ul class="replicas" data-testid="replica-list">
+      {list.map((r) => (
+        <li key={r.replicaId}>
+          <button
+            type="button"
+            class={r.replicaId === props.selected ? "selected" : ""}
+            data-replica-id={r.replicaId}
+            data-phase={r.phase}
+            onClick={() => props.onSelect(r.replicaId)}
+          >
+            <span class={`phase p-${r.phase}`}>{r.phase}</span>
+            <span class="rid">{r.replicaId}</span>
+            <span class="muted">{r.nodeIds.join(" + ") || r.pendingReason}</span>
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}

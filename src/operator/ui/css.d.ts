@@ -1,0 +1,2 @@
+// Stylesheets are imported for their side effect; the bundler emits them.
+declare module "*.css";
