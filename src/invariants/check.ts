@@ -27,6 +27,8 @@ export interface CheckOptions {
   projection?: Projection<unknown>;
   /** Compare the two determinism folds every this many events (default: about 20 checkpoints). */
   checkpointEvery?: number;
+  /** Messages of the log that did not decode (invariant 6: nothing malformed is ever written). */
+  malformed?: ReadonlyArray<{ seq: number; message: string }>;
   /** Called as events are checked (done of total), for a progress line. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -77,6 +79,13 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
   const violations = [
+    ...(opts.malformed ?? []).map(
+      (m): Violation => ({
+        rule: "malformed-event",
+        seq: m.seq,
+        message: `message at ${m.seq} is not an event: ${m.message}`,
+      }),
+    ),
     ...order,
     ...slots.violations,
     ...sessions.violations,

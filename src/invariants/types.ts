@@ -17,6 +17,7 @@ export const RULES = [
   "acked-lost",
   "stored-twice",
   "replay-determinism",
+  "malformed-event",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 
