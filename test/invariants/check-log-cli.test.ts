@@ -66,18 +66,18 @@ describe("llmgw check-log against a real nats-server", () => {
     const file = join(dir, "acked-lines.jsonl");
     const lost = { ...acked[0]!, messageId: "42" };
     writeFileSync(file, [...acked, lost].map((a) => JSON.stringify(a)).join("\n"));
-    const r = await runCli(["check-log", ...flags(), "--acked", file]);
-    assert.equal(r.code, 1, r.stdout + r.stderr);
-    assert.match(
-      r.stdout,
-      /\[acked-lost\] message 42 of session .* is not in the log \(session opened at \d+\)/,
-    );
     const j = await runCli(["check-log", ...flags(), "--acked", file, "--json"]);
-    assert.equal(j.code, 1);
-    const report = JSON.parse(j.stdout) as { violations: Array<{ rule: string; seq: number }> };
+    assert.equal(j.code, 1, j.stdout + j.stderr);
+    const report = JSON.parse(j.stdout) as {
+      violations: Array<{ rule: string; seq: number; message: string }>;
+    };
     assert.deepEqual(
       report.violations.map((v) => v.rule),
       ["acked-lost"],
+    );
+    assert.match(
+      report.violations[0]!.message,
+      /message 42 of session .* is not in the log \(session opened at \d+\)/,
     );
   });
 
@@ -103,13 +103,8 @@ describe("llmgw check-log against a real nats-server", () => {
     let r = await runCli(["check-log", ...flags(), "--acked", bad]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /invalid --acked .*entry 0: messageId/);
-    r = await runCli(["check-log", ...flags(), "--supersede-grace-ms", "soon"]);
-    assert.equal(r.code, 2);
-    assert.match(r.stderr, /--supersede-grace-ms must be a non-negative integer/);
     r = await runCli(["check-log", "--nats", server.url, "--stream", "NO_SUCH_STREAM"]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /there is no stream "NO_SUCH_STREAM"/);
-    r = await runCli(["--help"]);
-    assert.match(r.stdout, /check-log/);
   });
 });

@@ -97,7 +97,7 @@ async function runCheckLog(flags: CheckLogFlags): Promise<void> {
     acked,
     malformed,
     supersedeGraceMs: flags.supersedeGraceMs,
-    onProgress: (done, total) =>
+    onProgress: (done) =>
       checking.update({
         folded: done,
         seq: records[done - 1]?.seq ?? 0,
