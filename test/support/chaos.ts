@@ -11,7 +11,7 @@ import { Kvm } from "@nats-io/kv";
 import { waitForPort } from "../../bench/support/gateway.js";
 import { type Child, spawnLlmgw } from "../../bench/support/proc.js";
 import type { AckedMessage } from "../../src/invariants/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
+import { isLogError, type Log, openLog } from "../../src/log/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
@@ -104,13 +104,20 @@ export class ChaosWorld {
   /** The log, its projection, the gateways and the reconcilers (no agents yet). */
   async start(): Promise<this> {
     const o = this.opts;
-    this.log = await openLog({
-      url: o.nats,
-      clientName: "chaos-test",
-      name: this.stream,
-      prefix: this.prefix,
-      replicas: o.replicas ?? 1,
-    });
+    // A cluster that just elected its meta leader may not know all its peers yet: R3 placement waits for them.
+    await eventually(
+      async () => {
+        this.log = await openLog({
+          url: o.nats,
+          clientName: "chaos-test",
+          name: this.stream,
+          prefix: this.prefix,
+          replicas: o.replicas ?? 1,
+        });
+        return true;
+      },
+      { what: `the stream ${this.stream} created`, everyMs: 500 },
+    );
     // Created here with the right replicas, so every process finds them.
     const kvm = new Kvm(this.log.js);
     await kvm.create(this.gatewaysBucket, {
@@ -146,16 +153,19 @@ export class ChaosWorld {
   async #spawnGateway(gw: GatewayHandle): Promise<void> {
     const o = this.opts;
     const before = await this.log.lastSubjectSeq(this.log.subjects.gateway(gw.id));
-    gw.child = spawnLlmgw([
-      "gateway",
-      "--insecure-dev",
-      ...["--id", gw.id, "--listen", `127.0.0.1:${gw.port}`],
-      ...["--nats", gw.nats, "--stream", this.stream, "--subject-prefix", this.prefix],
-      ...["--stream-replicas", String(o.replicas ?? 1)],
-      ...["--lease-bucket", this.gatewaysBucket, "--lease-ttl", String(CHAOS_TIMINGS.gatewayLeaseTtlMs)],
-      ...["--heartbeat-timeout", String(CHAOS_TIMINGS.heartbeatTimeoutMs)],
-      ...["--publish-timeout", "2000", "--log-unavailable-limit", "3000", "--drain-deadline", "3000"],
-    ]);
+    gw.child = spawnLlmgw(
+      [
+        "gateway",
+        "--insecure-dev",
+        ...["--id", gw.id, "--listen", `127.0.0.1:${gw.port}`],
+        ...["--nats", gw.nats, "--stream", this.stream, "--subject-prefix", this.prefix],
+        ...["--stream-replicas", String(o.replicas ?? 1)],
+        ...["--lease-bucket", this.gatewaysBucket, "--lease-ttl", String(CHAOS_TIMINGS.gatewayLeaseTtlMs)],
+        ...["--heartbeat-timeout", String(CHAOS_TIMINGS.heartbeatTimeoutMs)],
+        ...["--publish-timeout", "2000", "--log-unavailable-limit", "3000", "--drain-deadline", "3000"],
+      ],
+      { LLMGW_LOG_LEVEL: "info" },
+    );
     await waitForPort(gw.port, 60_000, gw.child);
     // It listens before it serves: ready once its GatewayStarted is in the log.
     await eventually(async () => (await this.log.lastSubjectSeq(this.log.subjects.gateway(gw.id))) > before, {
@@ -234,8 +244,18 @@ export class ChaosWorld {
     return fleet;
   }
 
+  /** Appends a catalog asking for `replicas`; retried (same id, stored once) while the cluster elects. */
   async catalog(replicas: number): Promise<number> {
-    return (await this.log.append(this.events.catalog(smallCatalog(replicas)))).seq;
+    const event = this.events.catalog(smallCatalog(replicas));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        return (await this.log.append(event, { timeoutMs: 2_000 })).seq;
+      } catch (err) {
+        if (!isLogError(err, "unavailable", "internal") || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
   }
 
   /** Nodes whose session is current (connected). */
