@@ -82,6 +82,8 @@ export interface WorldOptions {
   gatewayNats?: (index: number) => string;
   sim?: Partial<SimConfigInput>;
   reconcilerConfig?: Record<string, unknown>;
+  /** The gateways' heartbeat timeout (default CHAOS_TIMINGS.heartbeatTimeoutMs). */
+  heartbeatTimeoutMs?: number;
 }
 
 export class ChaosWorld {
@@ -161,7 +163,7 @@ export class ChaosWorld {
         ...["--nats", gw.nats, "--stream", this.stream, "--subject-prefix", this.prefix],
         ...["--stream-replicas", String(o.replicas ?? 1)],
         ...["--lease-bucket", this.gatewaysBucket, "--lease-ttl", String(CHAOS_TIMINGS.gatewayLeaseTtlMs)],
-        ...["--heartbeat-timeout", String(CHAOS_TIMINGS.heartbeatTimeoutMs)],
+        ...["--heartbeat-timeout", String(o.heartbeatTimeoutMs ?? CHAOS_TIMINGS.heartbeatTimeoutMs)],
         ...["--publish-timeout", "2000", "--log-unavailable-limit", "3000", "--drain-deadline", "3000"],
       ],
       { LLMGW_LOG_LEVEL: "info" },
