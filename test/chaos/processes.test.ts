@@ -2,19 +2,28 @@
  * Crashes of real processes under a working fleet, on one nats-server:
  * `llmgw gateway` ×2 and `llmgw reconciler` ×2 as child processes, simulated
  * agents over real Connect streams. Each scenario ends with the invariant
- * checker over the whole log (with the agents' record of their acks).
+ * checker over the whole log (with the agents' record of their acks); the
+ * last one runs `llmgw check-log` itself over the log they left.
  *
- * The randomized schedule replays with LLMGW_CHAOS_SEED=<seed> (printed on
- * failure) and runs longer with LLMGW_CHAOS_STEPS=<n>.
+ * The scenarios share one world (starting processes is most of the cost) and
+ * run in order. The randomized schedule replays with LLMGW_CHAOS_SEED=<seed>
+ * (printed on failure) and runs longer with LLMGW_CHAOS_STEPS=<n>; the
+ * reconnect storm has 300 agents, LLMGW_CHAOS_STORM_AGENTS=1000 for more.
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { openLog } from "../../src/log/index.js";
 import { seededRng } from "../../src/sim/rng.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { ChaosWorld } from "../support/chaos.js";
+import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
+import { EventFactory } from "../support/fleet-events.js";
 
 const NODES = 6;
+const STORM_AGENTS = Number(process.env["LLMGW_CHAOS_STORM_AGENTS"] ?? 300);
 
 describe("chaos: process crashes under a working fleet", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -23,7 +32,13 @@ describe("chaos: process crashes under a working fleet", () => {
 
   before(async () => {
     server = await startServer();
-    w = await new ChaosWorld({ nats: server.url, gateways: 2, reconcilers: 2 }).start();
+    // A 3 s heartbeat timeout leaves room for the storm's load (kills are seen at once: the TCP connection dies).
+    w = await new ChaosWorld({
+      nats: server.url,
+      gateways: 2,
+      reconcilers: 2,
+      heartbeatTimeoutMs: 3_000,
+    }).start();
     await w.addAgents(NODES, "gpu-");
     await w.waitConnected(NODES);
     await w.catalog(replicas);
@@ -98,7 +113,7 @@ describe("chaos: process crashes under a working fleet", () => {
 
   it("a seeded randomized schedule of those faults", async (t) => {
     const seed = Number(process.env["LLMGW_CHAOS_SEED"] ?? Math.floor(Math.random() * 2 ** 31));
-    const steps = Number(process.env["LLMGW_CHAOS_STEPS"] ?? 3);
+    const steps = Number(process.env["LLMGW_CHAOS_STEPS"] ?? 2);
     const rng = seededRng(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
     const done: string[] = [];
@@ -151,5 +166,90 @@ describe("chaos: process crashes under a working fleet", () => {
         { cause: err },
       );
     }
+  });
+  it(`a reconnect storm: ${STORM_AGENTS} agents reconnect at once, all adopted, nothing restarted`, async () => {
+    const fleet = await w.addAgents(STORM_AGENTS, "storm-", {
+      heartbeatMs: 1_000,
+      reconnectMinMs: 200,
+      reconnectMaxMs: 2_000,
+      ackTimeoutMs: 20_000,
+    });
+    await w.waitConnected(STORM_AGENTS, "storm-", 120_000);
+    // A quarter of the storm's agents run a shard to adopt.
+    replicas += Math.ceil(STORM_AGENTS / 4);
+    await w.catalog(replicas);
+    await w.waitRunning(replicas, 120_000);
+    const sessionBefore = new Map(
+      Object.values(w.rt.state.inventory.nodes).map((n) => [n.nodeId, n.session?.sessionId]),
+    );
+    const stormSeq = await w.log.lastSeq();
+    for (const a of fleet.nodes()) fleet.restartNode(a.nodeId, { keepShards: true });
+    const renewed = () =>
+      Object.values(w.rt.state.inventory.nodes).filter(
+        (n) =>
+          n.nodeId.startsWith("storm-") &&
+          n.session !== null &&
+          n.session.sessionId !== sessionBefore.get(n.nodeId),
+      ).length;
+    await eventually(() => renewed() === STORM_AGENTS, {
+      what: `all ${STORM_AGENTS} agents on a new session (have ${renewed()})`,
+      timeoutMs: 120_000,
+    });
+    await w.waitRunning(replicas, 60_000);
+    assert.deepEqual(await w.startsAfter(stormSeq), [], "no shard was started again after the storm");
+    await w.check(`a reconnect storm of ${STORM_AGENTS} agents`);
+  });
+
+  it("llmgw check-log over the log the faults left: clean with the agents' acks (exit 0); a violation and bad usage", async () => {
+    const dir = tempDir("chaos-check");
+    const acked = join(dir, "acked.jsonl");
+    // Taken before check-log reads the log: every ack in it is for a stored event.
+    writeFileSync(acked, w.acked.map((a) => JSON.stringify(a)).join("\n"));
+    const flags = ["--nats", server.url, "--stream", w.stream, "--subject-prefix", w.prefix];
+    const ok = await runCli(["check-log", ...flags, "--acked", acked], { timeoutMs: 120_000 });
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    assert.match(
+      ok.stdout,
+      /^ok: \d+ events \(sequences 1–\d+\), \d+ sessions, \d+ passes, \d+ acknowledged messages: every invariant holds$/m,
+    );
+
+    // A log with a pass decided on a position before the previous pass (two leaders at one position).
+    const stream = uniqueStream("CHKBAD");
+    const log = await openLog({ url: server.url, clientName: "check-bad", name: stream, prefix: "b.evt" });
+    let stale: number;
+    try {
+      const f = new EventFactory("bad");
+      await log.append(f.cordon("gpu-1"));
+      const first = await log.append(f.pass([], [], 1));
+      stale = (await log.append(f.pass([], [], first.seq - 1))).seq;
+    } finally {
+      await log.close();
+    }
+    const bad = await runCli([
+      "check-log",
+      "--nats",
+      server.url,
+      "--stream",
+      stream,
+      "--subject-prefix",
+      "b.evt",
+      "--json",
+    ]);
+    assert.equal(bad.code, 1, bad.stdout + bad.stderr);
+    const report = JSON.parse(bad.stdout) as {
+      violations: Array<{ rule: string; seq: number; message: string }>;
+    };
+    assert.deepEqual(
+      report.violations.map((v) => [v.rule, v.seq]),
+      [["fencing", stale]],
+    );
+    assert.match(report.violations[0]!.message, /before the previous pass/);
+
+    // Usage: a bad --acked file is refused before anything is read (exit 2, naming the entry and field).
+    const wrong = join(dir, "wrong.json");
+    writeFileSync(wrong, '[{"nodeId":"gpu-1","sessionId":"s"}]');
+    const usage = await runCli(["check-log", ...flags, "--acked", wrong]);
+    assert.equal(usage.code, 2, usage.stdout + usage.stderr);
+    assert.match(usage.stderr, /invalid --acked .*entry 0: messageId/);
   });
 });

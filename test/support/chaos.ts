@@ -275,10 +275,31 @@ export class ChaosWorld {
   }
 
   async waitConnected(n: number, prefix = "", timeoutMs = 60_000): Promise<void> {
-    await eventually(() => this.connected(prefix) >= n, {
-      what: `${n} connected nodes${prefix ? ` (${prefix}*)` : ""} (have ${this.connected(prefix)})`,
-      timeoutMs,
-    });
+    try {
+      await eventually(() => this.connected(prefix) >= n, {
+        what: `${n} connected nodes${prefix ? ` (${prefix}*)` : ""}`,
+        timeoutMs,
+      });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; ${this.#agentsReport(prefix)}`, { cause: err });
+    }
+  }
+
+  /** What the agents and the projection say, for failure messages. */
+  #agentsReport(prefix: string): string {
+    const agents = this.fleets.flatMap((f) => f.nodes()).filter((a) => a.nodeId.startsWith(prefix));
+    const reasons = new Map<string, number>();
+    for (const a of agents) {
+      if (a.connected) continue;
+      const r = a.lastDisconnectReason || "(never connected)";
+      reasons.set(r, (reasons.get(r) ?? 0) + 1);
+    }
+    return (
+      `the log shows ${this.connected(prefix)} connected (projection at ${this.rt.lastSeq}, ${this.rt.status}); ` +
+      `the agents say ${agents.filter((a) => a.connected).length}/${agents.length} connected; not connected because: ` +
+      `${JSON.stringify(Object.fromEntries(reasons))}; gateways:\n` +
+      this.gateways.map((g) => `--- ${g.id}\n${g.child.output().split("\n").slice(-8).join("\n")}`).join("\n")
+    );
   }
 
   async waitRunning(n: number, timeoutMs = 60_000): Promise<void> {
