@@ -7,8 +7,11 @@ import { LogError } from "./errors.js";
 const OPEN_ATTEMPTS = 10;
 /** Each pull of a read lasts this long before the next; heartbeats come at IDLE_HEARTBEAT_MS. */
 const READ_EXPIRES_MS = 3_000;
-/** Two missed in a row (about 2–3 s of silence) end a read as unavailable. */
-const IDLE_HEARTBEAT_MS = 1_000;
+/**
+ * Two missed in a row (4–6 s of silence) end a read as unavailable: long
+ * enough that a busy process's event-loop lag is not taken for a dead member.
+ */
+const IDLE_HEARTBEAT_MS = 2_000;
 
 /** One event as read from the log. */
 export interface LogRecord {
@@ -145,7 +148,7 @@ class ReadWatchdog {
   ) {
     this.#timer = setInterval(() => {
       const quiet = Date.now() - this.#last;
-      if (quiet > 2 * READ_EXPIRES_MS + 2_000) this.#fail(`no message and no pull for ${quiet} ms`);
+      if (quiet > 2 * READ_EXPIRES_MS + 4_000) this.#fail(`no message and no pull for ${quiet} ms`);
     }, 1_000);
     this.#timer.unref();
     void this.#watch();

@@ -199,6 +199,8 @@ export class ChaosWorld {
       gatewaysBucket: this.gatewaysBucket,
       leaseTtlMs: CHAOS_TIMINGS.reconcilerLeaseTtlMs,
       config: { ...CHAOS_RECONCILER_CONFIG, ...o.reconcilerConfig },
+      // A loaded machine starts node processes slowly.
+      startTimeoutMs: 90_000,
       args: ["--stream-replicas", String(o.replicas ?? 1), "--tick-ms", "1000", "--log-level", "info"],
     });
     this.reconcilers.push(r);
