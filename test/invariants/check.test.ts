@@ -293,6 +293,16 @@ describe("checkLog", () => {
     );
   });
 
+  it("malformed-event: a message of the log that is not an event", () => {
+    const f = converged();
+    const vs = checkLog(f.events, { malformed: [{ seq: 3, message: "not an llmgw event" }] }).violations;
+    assert.deepEqual(
+      vs.map((v) => [v.rule, v.seq]),
+      [["malformed-event", 3]],
+    );
+    assert.match(vs[0]!.message, /message at 3 is not an event: not an llmgw event/);
+  });
+
   it("a log out of order is reported", () => {
     const f = converged();
     const records = [...f.events];
