@@ -26,13 +26,15 @@ describe("chaos: a 3-node NATS cluster (R3) under a working fleet", () => {
     await cluster.waitForMetaLeader();
     // The second gateway reaches every server only through a proxy the test can cut.
     proxies = await Promise.all(cluster.servers.map((s) => TcpProxy.start(s.port)));
-    w = await new ChaosWorld({
+    // Assigned before start(), so `after` closes whatever did start.
+    w = new ChaosWorld({
       nats: cluster.url,
       replicas: 3,
       gateways: 2,
       reconcilers: 2,
       gatewayNats: (i) => (i === 1 ? proxies.map((p) => p.url).join(",") : cluster.url),
-    }).start();
+    });
+    await w.start();
     await w.addAgents(NODES, "gpu-");
     await w.waitConnected(NODES);
     await w.catalog(replicas);

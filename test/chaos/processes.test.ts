@@ -33,12 +33,14 @@ describe("chaos: process crashes under a working fleet", () => {
   before(async () => {
     server = await startServer();
     // A 3 s heartbeat timeout leaves room for the storm's load (kills are seen at once: the TCP connection dies).
-    w = await new ChaosWorld({
+    // Assigned before start(), so `after` closes whatever did start.
+    w = new ChaosWorld({
       nats: server.url,
       gateways: 2,
       reconcilers: 2,
       heartbeatTimeoutMs: 3_000,
-    }).start();
+    });
+    await w.start();
     await w.addAgents(NODES, "gpu-");
     await w.waitConnected(NODES);
     await w.catalog(replicas);
