@@ -5,8 +5,11 @@ import { LogError } from "./errors.js";
 
 /** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
 const OPEN_ATTEMPTS = 10;
-/** Each pull of a read lasts this long before the next; heartbeats come at IDLE_HEARTBEAT_MS. */
-const READ_EXPIRES_MS = 3_000;
+/**
+ * Each pull of a read lasts this long before the next; heartbeats come at
+ * IDLE_HEARTBEAT_MS, which the server wants at most half of it.
+ */
+const READ_EXPIRES_MS = 5_000;
 /**
  * Two missed in a row (4–6 s of silence) end a read as unavailable: long
  * enough that a busy process's event-loop lag is not taken for a dead member.
