@@ -30,7 +30,7 @@ describe("following the log on a 3-node cluster", () => {
             log = await openLog({ url, clientName: name, name: stream, prefix: "f.evt", replicas: 3 });
             return true;
           },
-          { what: "the R3 stream", everyMs: 500 },
+          { what: "the R3 stream", everyMs: 500, timeoutMs: 60_000 },
         );
         logs.push(log!);
         return log!;

@@ -118,7 +118,7 @@ export class ChaosWorld {
         });
         return true;
       },
-      { what: `the stream ${this.stream} created`, everyMs: 500 },
+      { what: `the stream ${this.stream} created`, everyMs: 500, timeoutMs: 60_000 },
     );
     // Created here with the right replicas, so every process finds them.
     const kvm = new Kvm(this.log.js);
