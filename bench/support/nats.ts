@@ -186,6 +186,9 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
       "  host: 127.0.0.1",
       `  port: ${spec.clusterPort}`,
       `  routes: [${(spec.routes ?? []).map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
+      // Clients are given every server's URL; not advertising keeps a client on
+      // the addresses it was given (a test's TCP proxy stays in the path).
+      "  no_advertise: true",
       "}",
     );
   }

@@ -4,6 +4,7 @@ import { registerApi } from "./commands/api.js";
 import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
+import { registerCheckLog } from "./commands/check-log.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
@@ -49,6 +50,7 @@ registerEvents(program);
 registerReplay(program);
 registerExplain(program);
 registerWhatIf(program);
+registerCheckLog(program);
 // Operating
 registerNodes(program);
 registerReplicas(program);

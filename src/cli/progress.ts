@@ -8,7 +8,11 @@ export class ProgressLine {
   #lastShown = 0;
   #shown = false;
 
-  constructor(private readonly out: NodeJS.WriteStream) {}
+  constructor(
+    private readonly out: NodeJS.WriteStream,
+    private readonly label = "replay",
+    private readonly verb = "folded",
+  ) {}
 
   update(p: { folded: number; seq: number; fromSeq: number; targetSeq: number }): void {
     const now = Date.now();
@@ -17,7 +21,7 @@ export class ProgressLine {
     const span = Math.max(1, p.targetSeq - p.fromSeq);
     const pct = Math.min(100, (100 * (p.seq - p.fromSeq)) / span);
     const rate = p.folded / Math.max(0.001, (now - this.#started) / 1000);
-    const line = `replay: ${p.folded} events folded, ${Math.round(rate)}/s, ${pct.toFixed(1)}% (sequence ${p.seq} of ${p.targetSeq})`;
+    const line = `${this.label}: ${p.folded} events ${this.verb}, ${Math.round(rate)}/s, ${pct.toFixed(1)}% (sequence ${p.seq} of ${p.targetSeq})`;
     if (this.out.isTTY) this.out.write(`\r${line}\x1b[K`);
     else this.out.write(`${line}\n`);
     this.#shown = true;

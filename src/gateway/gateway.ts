@@ -56,7 +56,7 @@ export class Gateway implements SessionHost {
     readonly logger: Logger,
   ) {
     this.#watch = new SessionsWatch(this.registry);
-    this.#relay = new CommandRelay(this.registry, metrics, logger);
+    this.#relay = new CommandRelay(this.registry, metrics, logger, config.id);
   }
 
   /** Starts a gateway and resolves once it serves agents. */

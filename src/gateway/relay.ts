@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type ControlMessage, ControlMessageSchema } from "../gen/llmgw/v1/agent_pb.js";
-import type { Command } from "../gen/llmgw/v1/events_pb.js";
+import { type Command, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import type { LogRecord } from "../log/index.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { SessionRegistry } from "./registry.js";
@@ -18,12 +19,36 @@ export class CommandRelay {
     private readonly registry: SessionRegistry,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
+    private readonly gatewayId: string,
   ) {}
 
   onRecord(r: LogRecord): void {
     const body = r.event.body;
     if (body.case !== "reconcilePass") return;
+    for (const d of body.value.decisions)
+      if (d.kind.case === "sessionsExpired" && d.kind.value.gatewayId === this.gatewayId)
+        this.endExpired(d.kind.value.sessions, r.seq);
     for (const cmd of body.value.commands) this.relay(cmd, r.seq);
+  }
+
+  /**
+   * The reconciler recorded sessions of this gateway as closed (its lease
+   * lapsed: the gateway was paused, slow or cut off). Streams that are in
+   * fact still open would be live sessions the log calls closed, with their
+   * nodes heading for suspect and lost: end them, so the agents register
+   * again and the log and reality agree.
+   */
+  endExpired(sessions: ReadonlyArray<{ nodeId: string; sessionId: string }>, passSeq: number): void {
+    for (const ref of sessions) {
+      const s = this.registry.get(ref.sessionId);
+      if (!s || s.nodeId !== ref.nodeId || s.closing) continue;
+      const detail = `the control plane recorded this session closed at sequence ${passSeq} (the lease of gateway ${this.gatewayId} lapsed); register again`;
+      this.logger.warn(
+        { node: ref.nodeId, session: ref.sessionId, passSeq },
+        "session expired by the reconciler; ending its stream",
+      );
+      s.close(SessionClosed_Reason.EXPIRED, detail, new ConnectError(detail, Code.Unavailable));
+    }
   }
 
   relay(cmd: Command, passSeq: number): void {

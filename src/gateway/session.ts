@@ -232,7 +232,7 @@ export class AgentSession {
         err,
       );
     }
-    this.#writer.push(ack("register"));
+    this.#writer.push(ack("register", this.sessionId));
     this.#logger.info(
       { gpus: reg.gpus.length, runningShards: reg.runningShards.length, identity, seq: this.openedSeq },
       "session opened",
@@ -478,8 +478,9 @@ function checkRegistration(reg: Register): void {
   if (bad) throw new ConnectError(`invalid registration: ${bad}`, Code.InvalidArgument);
 }
 
-function ack(messageId: string): ControlMessage {
-  return create(ControlMessageSchema, { msg: { case: "ack", value: { messageId, ok: true } } });
+/** The registration's ack names the session, so the agent can tell which log events its acks stand for. */
+function ack(messageId: string, sessionId = ""): ControlMessage {
+  return create(ControlMessageSchema, { msg: { case: "ack", value: { messageId, ok: true, sessionId } } });
 }
 
 /** Errors reading the request stream that are the agent's fault rather than a dropped connection. */

@@ -5,6 +5,16 @@ import { LogError } from "./errors.js";
 
 /** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
 const OPEN_ATTEMPTS = 10;
+/**
+ * Each pull of a read lasts this long before the next; heartbeats come at
+ * IDLE_HEARTBEAT_MS, which the server wants at most half of it.
+ */
+const READ_EXPIRES_MS = 5_000;
+/**
+ * Two missed in a row (4–6 s of silence) end a read as unavailable: long
+ * enough that a busy process's event-loop lag is not taken for a dead member.
+ */
+const IDLE_HEARTBEAT_MS = 2_000;
 
 /** One event as read from the log. */
 export interface LogRecord {
@@ -82,9 +92,19 @@ export async function* readEvents(
   // listener added after that never runs, and a following read would then
   // wait for new events forever: check again once the consumer exists.
   if (opts.signal?.aborted) return;
-  const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
+  const messages = await consumer.consume({
+    max_messages: opts.batch ?? 512,
+    expires: READ_EXPIRES_MS,
+    idle_heartbeat: IDLE_HEARTBEAT_MS,
+  });
   const onAbort = () => void messages.stop();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
+  // A consumer hosted on a cluster member that died stays silent: the client
+  // library asks for its info again and again, and a request to a dead host
+  // times out rather than answering "not found", so it never recreates it.
+  // The watchdog ends such a read with `unavailable`; a follower reopens a
+  // fresh consumer (placed on a live member) after the last event it handled.
+  const watchdog = new ReadWatchdog(messages, stream);
   try {
     if (opts.signal?.aborted) return;
     // A filtered read may never see a message at `stopAt` itself, and a
@@ -101,6 +121,7 @@ export async function* readEvents(
         if (!opts.onMalformed) throw e;
         opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
       }
+      watchdog.alive();
       if (event) {
         yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
       }
@@ -108,8 +129,61 @@ export async function* readEvents(
       if (!opts.follow && m.info.pending === 0) break;
     }
   } finally {
+    watchdog.stop();
     opts.signal?.removeEventListener("abort", onAbort);
     messages.stop();
+  }
+}
+
+/**
+ * Ends a read with an `unavailable` LogError when its consumer went quiet:
+ * two missed heartbeats, or no message and no new pull for two pull periods
+ * (the library's own recovery can loop silently on requests to a dead host).
+ */
+class ReadWatchdog {
+  #last = Date.now();
+  readonly #timer: NodeJS.Timeout;
+  #done = false;
+
+  constructor(
+    private readonly messages: { status(): AsyncIterable<{ type: string }>; stop(err?: Error): void },
+    private readonly stream: string,
+  ) {
+    this.#timer = setInterval(() => {
+      const quiet = Date.now() - this.#last;
+      if (quiet > 2 * READ_EXPIRES_MS + 4_000) this.#fail(`no message and no pull for ${quiet} ms`);
+    }, 1_000);
+    this.#timer.unref();
+    void this.#watch();
+  }
+
+  alive(): void {
+    this.#last = Date.now();
+  }
+
+  stop(): void {
+    this.#done = true;
+    clearInterval(this.#timer);
+  }
+
+  async #watch(): Promise<void> {
+    try {
+      for await (const s of this.messages.status()) {
+        if (this.#done) return;
+        if (s.type === "next" || s.type === "ordered_consumer_recreated") this.alive();
+        else if (s.type === "heartbeats_missed") return this.#fail("the server stopped sending heartbeats");
+      }
+    } catch {
+      // The read ended first.
+    }
+  }
+
+  #fail(why: string): void {
+    if (this.#done) return;
+    this.stop();
+    this.messages.stop(
+      new LogError("unavailable", `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`),
+    );
   }
 }
 

@@ -70,6 +70,7 @@ const CLOSE_REASON: Record<SessionClosed_Reason, string> = {
   [SessionClosed_Reason.SLOW_CONSUMER]: "slow-consumer",
   [SessionClosed_Reason.PROTOCOL_ERROR]: "protocol-error",
   [SessionClosed_Reason.LOG_UNAVAILABLE]: "log-unavailable",
+  [SessionClosed_Reason.EXPIRED]: "expired",
 };
 
 function closeSession(n: NodeState, reason: string, meta: EventMeta): void {

@@ -50,6 +50,8 @@ interface Session {
   url: string;
   outbox: Outbox<AgentMessageInit>;
   registered: boolean;
+  /** The session the gateway named in the registration's ack ("" from an older gateway). */
+  sessionId: string;
   heartbeats: number;
   abort: AbortController;
 }
@@ -244,6 +246,7 @@ export class SimAgent {
       url,
       outbox: new Outbox(),
       registered: false,
+      sessionId: "",
       heartbeats: 0,
       abort: new AbortController(),
     };
@@ -273,9 +276,15 @@ export class SimAgent {
           }
           clearTimeout(ackTimer);
           session.registered = true;
+          session.sessionId = m.msg.value.sessionId;
           this.counters.registrations++;
           this.opts.emit({ type: "registered", nodeId: this.nodeId, url });
+          this.acked(session, "1");
           this.schedulePartition();
+          continue;
+        }
+        if (m.msg.case === "ack" && session.registered && m.msg.value.ok) {
+          this.acked(session, m.msg.value.messageId);
           continue;
         }
         if (session.registered) this.onControl(m);
@@ -297,6 +306,12 @@ export class SimAgent {
       conn.close();
       if (this.session === session) this.session = undefined;
     }
+  }
+
+  /** The agent's own record of what the control plane acknowledged (checked against the log by check-log). */
+  private acked(session: Session, messageId: string): void {
+    if (session.sessionId === "") return;
+    this.opts.emit({ type: "acked", nodeId: this.nodeId, sessionId: session.sessionId, messageId });
   }
 
   private registration() {

@@ -5,6 +5,8 @@ export type ShardStateName = "starting" | "running" | "draining" | "stopped" | "
 export type SimEvent =
   | { type: "connecting"; nodeId: string; url: string }
   | { type: "registered"; nodeId: string; url: string }
+  /** The gateway acknowledged message `messageId` of session `sessionId` ("1": the registration): it is in the log. */
+  | { type: "acked"; nodeId: string; sessionId: string; messageId: string }
   | { type: "disconnected"; nodeId: string; url: string; reason: string }
   | {
       type: "command";

@@ -16,6 +16,7 @@ describe("llmgw command", () => {
       "events",
       "explain",
       "what-if",
+      "check-log",
       "nodes",
       "replicas",
       "catalog",

@@ -114,6 +114,30 @@ export class TestAgent {
     return this.opts.registration.nodeId ?? "";
   }
 
+  /** The session the gateway named in the registration's ack ("" before it). */
+  get sessionId(): string {
+    for (const m of this.received)
+      if (m.msg.case === "ack" && m.msg.value.messageId === "register") return m.msg.value.sessionId;
+    return "";
+  }
+
+  /** What this agent saw acknowledged, as the invariant checker takes it (the registration is message 1). */
+  acked(): Array<{ nodeId: string; sessionId: string; messageId: string }> {
+    const sessionId = this.sessionId;
+    if (!sessionId) return [];
+    return this.received.flatMap((m) =>
+      m.msg.case === "ack" && m.msg.value.ok
+        ? [
+            {
+              nodeId: this.nodeId,
+              sessionId,
+              messageId: m.msg.value.messageId === "register" ? "1" : m.msg.value.messageId,
+            },
+          ]
+        : [],
+    );
+  }
+
   /** Whether the stream has ended. */
   get done(): boolean {
     return this.#end !== null;

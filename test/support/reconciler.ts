@@ -26,6 +26,8 @@ export interface ReconcilerSpec {
   /** Written to a YAML/JSON file and passed with --config. */
   config?: Record<string, unknown>;
   args?: string[];
+  /** How long it may take to start (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 export interface LogLine {
@@ -154,9 +156,16 @@ export async function spawnReconciler(spec: ReconcilerSpec): Promise<ReconcilerP
   }
   const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   const r = new ReconcilerProcess(spec.id, proc);
-  await eventually(() => r.logged("metrics listening") || !r.running, {
-    what: `reconciler ${spec.id} to start`,
-  });
+  try {
+    await eventually(() => r.logged("metrics listening") || !r.running, {
+      what: `reconciler ${spec.id} to start`,
+      timeoutMs: spec.startTimeoutMs ?? 30_000,
+    });
+  } catch (err) {
+    // Not left running behind the test's back (it could take the lease).
+    await r.kill();
+    throw new Error(`${(err as Error).message}:\n${r.output()}`, { cause: err });
+  }
   if (!r.running) throw new Error(`reconciler ${spec.id} exited at start:\n${r.output()}`);
   return r;
 }

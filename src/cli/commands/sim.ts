@@ -1,3 +1,4 @@
+import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import {
@@ -230,6 +231,10 @@ export function registerSim(program: Command): void {
     )
     .option("--verbose", "print every connection, command and status")
     .option(
+      "--acked-out <file>",
+      "append every message the gateways acknowledged to this file, one JSON line each ({nodeId, sessionId, messageId}): the agents' record for `llmgw check-log --acked`",
+    )
+    .option(
       "--running-shards <file>",
       "JSON file: node id → shards already running on that machine when its agent starts ({shardId, replicaId, model, profile, gpuIndices})",
     )
@@ -241,6 +246,7 @@ export function registerSim(program: Command): void {
         summaryMs: opts["summaryMs"] as number,
         durationMs: opts["durationMs"] as number,
         verbose: opts["verbose"] === true,
+        ...(typeof opts["ackedOut"] === "string" ? { ackedOut: opts["ackedOut"] } : {}),
       });
     });
 }
@@ -290,7 +296,7 @@ function configError(err: SimConfigError): CliError {
 
 async function runSim(
   input: SimConfigInput,
-  run: { summaryMs: number; durationMs: number; verbose: boolean },
+  run: { summaryMs: number; durationMs: number; verbose: boolean; ackedOut?: string },
 ): Promise<void> {
   let fleet: SimFleet;
   try {
@@ -302,7 +308,15 @@ async function runSim(
   const c = fleet.config;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const seen = new Set<string>();
+  const ackedOut = run.ackedOut === undefined ? undefined : createWriteStream(run.ackedOut, { flags: "a" });
+  ackedOut?.on("error", (err) => process.stderr.write(`llmgw sim: --acked-out: ${err.message}\n`));
   fleet.on((e) => {
+    if (e.type === "acked") {
+      ackedOut?.write(
+        `${JSON.stringify({ nodeId: e.nodeId, sessionId: e.sessionId, messageId: e.messageId })}\n`,
+      );
+      return;
+    }
     if (run.verbose) out(describe(e));
     else if (e.type === "disconnected" && !seen.has(e.reason)) {
       // One line per distinct reason: a thousand nodes losing one gateway is one problem.
@@ -334,6 +348,7 @@ async function runSim(
   });
   clearInterval(ticker);
   await fleet.stop();
+  if (ackedOut) await new Promise<void>((resolve) => ackedOut.end(resolve));
   out(`stopped: ${formatSummary(fleet.summary())}`);
 }
 
@@ -343,6 +358,8 @@ function describe(e: SimEvent): string {
       return `${e.nodeId}: connecting to ${e.url}`;
     case "registered":
       return `${e.nodeId}: registered with ${e.url}`;
+    case "acked":
+      return `${e.nodeId}: message ${e.messageId} of session ${e.sessionId} acknowledged`;
     case "disconnected":
       return `${e.nodeId}: disconnected from ${e.url}: ${e.reason}`;
     case "command":

@@ -1,0 +1,329 @@
+/**
+ * The invariant checker, given events → violations, one rule at a time.
+ * The clean history is a real one: the reconciler's decide over the fold,
+ * its passes folded back and obeyed by the agents (test/support/fleet.ts).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { type Event, EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type CheckedEvent, checkLog, parseAckedList, type Violation } from "../../src/invariants/index.js";
+import { fleetProjection, type Projection } from "../../src/projections/index.js";
+import { Fleet, llama8b, llama70b } from "../support/fleet.js";
+
+/** A converged fleet: two nodes, a catalog, every pass obeyed. */
+function converged(): Fleet {
+  const f = new Fleet();
+  f.catalog(llama70b(2), llama8b(2));
+  f.connect("gpu-1");
+  f.connect("gpu-2");
+  f.advance(1000).run();
+  return f;
+}
+
+const rules = (vs: Violation[]) => vs.map((v) => v.rule);
+
+function startsOf(f: Fleet) {
+  const out: Array<{ seq: number; replicaId: string; rank: number; shardId: string; nodeId: string }> = [];
+  for (const r of f.events) {
+    if (r.event.body.case !== "reconcilePass") continue;
+    for (const c of r.event.body.value.commands)
+      if (c.action.case === "start") out.push({ seq: r.seq, ...c.action.value, nodeId: c.nodeId });
+  }
+  return out;
+}
+
+/** A pass as the leader would append it, deciding on the log up to `observedSeq`. */
+function pass(f: Fleet, body: { observedSeq?: number; commands?: unknown[]; leader?: string }): Event {
+  return f.apply(
+    {
+      case: "reconcilePass",
+      value: {
+        leaderId: body.leader ?? "rec-2",
+        observedSeq: BigInt(body.observedSeq ?? f.state.seq),
+        nowUnixMs: BigInt(f.nowMs),
+        decisions: [],
+        commands: (body.commands ?? []) as never,
+        trigger: "events",
+      },
+    },
+    Writer_Kind.RECONCILER,
+  );
+}
+
+describe("checkLog", () => {
+  it("passes a converged history, and counts what it read", () => {
+    const f = converged();
+    assert.ok(startsOf(f).length >= 4, "the history holds starts");
+    const report = checkLog(f.events);
+    assert.deepEqual(report.violations, []);
+    assert.equal(report.events, f.events.length);
+    assert.equal(report.sessions, 2);
+    assert.ok(report.passes >= 1);
+    assert.equal(report.lastSeq, f.state.seq);
+  });
+
+  it("passes the empty log", () => {
+    assert.deepEqual(checkLog([]).violations, []);
+  });
+
+  it("slot-started-twice: a second shard in a slot whose shard still runs", () => {
+    const f = converged();
+    const first = startsOf(f)[0]!;
+    const s = f.state.inventory.nodes["gpu-2"]!.session!.sessionId;
+    const bad = pass(f, {
+      commands: [
+        {
+          commandId: "cmd-dup",
+          nodeId: "gpu-2",
+          sessionId: s,
+          attempt: 1,
+          action: {
+            case: "start",
+            value: { ...first, shardId: `${first.shardId}-again`, commandId: "cmd-dup", gpuIndices: [7] },
+          },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["slot-started-twice"]);
+    assert.equal(vs[0]!.seq, f.state.seq);
+    assert.match(vs[0]!.message, new RegExp(`slot ${first.replicaId}#${first.rank}`));
+    assert.ok(bad.body.case === "reconcilePass");
+  });
+
+  it("slot-started-twice: not when the earlier shard failed first", () => {
+    const f = converged();
+    const first = startsOf(f)[0]!;
+    f.shard(first.nodeId, first.replicaId, first.shardId, ShardStatus_State.FAILED, "CUDA out of memory");
+    const s = f.state.inventory.nodes[first.nodeId]!.session!.sessionId;
+    pass(f, {
+      commands: [
+        {
+          commandId: "cmd-repl",
+          nodeId: first.nodeId,
+          sessionId: s,
+          attempt: 1,
+          action: {
+            case: "start",
+            value: { ...first, shardId: `${first.shardId}-b`, commandId: "cmd-repl" },
+          },
+        },
+      ],
+    });
+    assert.deepEqual(checkLog(f.events).violations, []);
+  });
+
+  it("fencing: a pass decided on a log position before the previous pass", () => {
+    const f = converged();
+    const before = f.state.seq;
+    pass(f, { leader: "rec-1" });
+    pass(f, { leader: "rec-2", observedSeq: before });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["fencing"]);
+    assert.equal(vs[0]!.seq, f.state.seq);
+    assert.match(vs[0]!.message, /rec-2 decided on the log up to \d+, before the previous pass at \d+/);
+  });
+
+  it("fencing: a pass that claims to have observed itself", () => {
+    const f = converged();
+    pass(f, { observedSeq: f.state.seq + 5 });
+    assert.deepEqual(rules(checkLog(f.events).violations), ["fencing"]);
+  });
+
+  it("command-to-stale-session: a command for the session the node left", () => {
+    const f = converged();
+    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    f.connect("gpu-1");
+    pass(f, {
+      commands: [
+        {
+          commandId: "cmd-stale",
+          nodeId: "gpu-1",
+          sessionId: old,
+          attempt: 2,
+          action: { case: "stop", value: { commandId: "cmd-stale", shardId: "x" } },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["command-to-stale-session"]);
+    assert.match(vs[0]!.message, new RegExp(`to session ${old} of gpu-1.*current session was`));
+  });
+
+  it("command-to-stale-session: not when the newer session opened after the state decided on", () => {
+    const f = converged();
+    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const observed = f.state.seq;
+    f.connect("gpu-1");
+    pass(f, {
+      observedSeq: observed,
+      commands: [
+        {
+          commandId: "cmd-race",
+          nodeId: "gpu-1",
+          sessionId: old,
+          attempt: 1,
+          action: { case: "stop", value: { commandId: "cmd-race", shardId: "x" } },
+        },
+      ],
+    });
+    assert.deepEqual(checkLog(f.events).violations, []);
+  });
+
+  it("command-to-stale-session: a command for a disconnected node", () => {
+    const f = converged();
+    const old = f.state.inventory.nodes["gpu-2"]!.session!.sessionId;
+    f.disconnect("gpu-2");
+    pass(f, {
+      commands: [
+        {
+          commandId: "cmd-gone",
+          nodeId: "gpu-2",
+          sessionId: old,
+          attempt: 1,
+          action: { case: "stop", value: { commandId: "cmd-gone", shardId: "x" } },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["command-to-stale-session"]);
+    assert.match(vs[0]!.message, /had no current session/);
+  });
+
+  it("one-current-session: a superseded session still writing long after the newer one", () => {
+    const f = converged();
+    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    f.connect("gpu-1");
+    f.advance(2_000);
+    f.apply({
+      case: "usageChanged",
+      value: { nodeId: "gpu-1", sessionId: old, sessionSeq: 99n, gpuMemoryUsedMb: [1n] },
+    });
+    assert.deepEqual(checkLog(f.events).violations, [], "inside the grace period: in-flight events");
+    f.advance(20_000);
+    f.apply({
+      case: "usageChanged",
+      value: { nodeId: "gpu-1", sessionId: old, sessionSeq: 100n, gpuMemoryUsedMb: [2n] },
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["one-current-session"]);
+    assert.equal(vs[0]!.seq, f.state.seq);
+    assert.match(vs[0]!.message, /two sessions live at once/);
+    assert.deepEqual(checkLog(f.events, { supersedeGraceMs: 60_000 }).violations, []);
+  });
+
+  it("one-current-session: a session id opened twice, and facts of a session that never opened", () => {
+    const f = converged();
+    const s = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    f.apply({
+      case: "sessionOpened",
+      value: { nodeId: "gpu-1", sessionId: s, gatewayId: "gw-1", identity: "mtls" },
+    });
+    f.apply({
+      case: "shardStatus",
+      value: { nodeId: "gpu-2", sessionId: "nope", sessionSeq: 2n, status: { shardId: "a", replicaId: "b" } },
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["one-current-session", "one-current-session"]);
+    assert.match(vs[0]!.message, /opened again/);
+    assert.match(vs[1]!.message, /never opened/);
+  });
+
+  it("stored-twice and acked-lost: over the agents' record of acknowledged messages", () => {
+    const f = converged();
+    const s = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const openedSeq = f.state.inventory.nodes["gpu-1"]!.session!.openedSeq;
+    const evt = (id: string, seq: bigint): CheckedEvent => {
+      const event = create(EventSchema, {
+        id,
+        timeUnixMs: BigInt(f.nowMs),
+        writer: { kind: Writer_Kind.GATEWAY, id: "gw-1" },
+        body: {
+          case: "shardStatus",
+          value: { nodeId: "gpu-1", sessionId: s, sessionSeq: seq, status: { shardId: "x", replicaId: "y" } },
+        },
+      });
+      return { seq: f.state.seq + Number(seq), timeMs: f.nowMs, event };
+    };
+    const records: CheckedEvent[] = [...f.events, evt(`${s}-7`, 7n), evt(`${s}-8`, 8n), evt(`${s}-8`, 9n)];
+    const acked = [
+      { nodeId: "gpu-1", sessionId: s, messageId: "7" },
+      { nodeId: "gpu-1", sessionId: s, messageId: "8" },
+      { nodeId: "gpu-1", sessionId: s, messageId: "10" },
+      { nodeId: "gpu-2", sessionId: s, messageId: "7" },
+    ];
+    const vs = checkLog(records, { acked }).violations;
+    assert.deepEqual(rules(vs).sort(), ["acked-lost", "acked-lost", "stored-twice"]);
+    const lost = vs.find((v) => v.message.includes("message 10"))!;
+    assert.equal(lost.seq, openedSeq);
+    assert.match(lost.message, /acknowledged to the agent but is not in the log/);
+    assert.match(vs.find((v) => v.rule === "stored-twice")!.message, new RegExp(`${s}-8 is stored 2 times`));
+    assert.deepEqual(checkLog(records.slice(0, -1), { acked: acked.slice(0, 2) }).violations, []);
+  });
+
+  it("replay-determinism: a fold that depends on more than the log is caught at the event where it shows", () => {
+    const f = converged();
+    let calls = 0;
+    // Counts its own invocations into the state: the second fold differs.
+    const leaky: Projection<{ n: number; seen: number }> = {
+      name: "leaky",
+      schemaVersion: 1,
+      initialState: () => ({ n: 0, seen: 0 }),
+      evolve: (s, e) => {
+        calls++;
+        s.seen++;
+        if (e.body.case === "reconcilePass") s.n = calls;
+        return s;
+      },
+    };
+    const vs = checkLog(f.events, {
+      projection: leaky as Projection<unknown>,
+      checkpointEvery: 3,
+    }).violations;
+    assert.deepEqual(rules(vs), ["replay-determinism"]);
+    const firstPass = f.events.find((r) => r.event.body.case === "reconcilePass")!;
+    assert.equal(vs[0]!.seq, firstPass.seq);
+    assert.match(vs[0]!.message, /two folds of the same log differ after the event at \d+ \(reconcilePass\)/);
+    assert.deepEqual(
+      checkLog(f.events, { projection: fleetProjection as Projection<unknown>, checkpointEvery: 1 })
+        .violations,
+      [],
+    );
+  });
+
+  it("malformed-event: a message of the log that is not an event", () => {
+    const f = converged();
+    const vs = checkLog(f.events, { malformed: [{ seq: 3, message: "not an llmgw event" }] }).violations;
+    assert.deepEqual(
+      vs.map((v) => [v.rule, v.seq]),
+      [["malformed-event", 3]],
+    );
+    assert.match(vs[0]!.message, /message at 3 is not an event: not an llmgw event/);
+  });
+
+  it("a log out of order is reported", () => {
+    const f = converged();
+    const records = [...f.events];
+    const [a, b] = [records[2]!, records[3]!];
+    records[2] = b;
+    records[3] = a;
+    assert.ok(checkLog(records).violations.some((v) => /not in order/.test(v.message)));
+  });
+});
+
+describe("parseAckedList", () => {
+  it("reads a JSON array and JSON lines", () => {
+    const one = { nodeId: "n1", sessionId: "s1", messageId: "3" };
+    assert.deepEqual(parseAckedList(JSON.stringify([one])), [one]);
+    assert.deepEqual(parseAckedList(`${JSON.stringify(one)}\n${JSON.stringify(one)}\n`), [one, one]);
+    assert.deepEqual(parseAckedList("  "), []);
+  });
+
+  it("names the entry and field that is wrong", () => {
+    assert.throws(() => parseAckedList('[{"nodeId":"n","sessionId":"s"}]'), /entry 0: messageId/);
+    assert.throws(() => parseAckedList('{"nodeId":"n","sessionId":"s","messageId":"1"}\n{oops'), /line 2/);
+    assert.throws(() => parseAckedList("[1,"), /not valid JSON/);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * The invariant checker over the real log, for tests that end a fault
+ * scenario: reads the whole stream (malformed messages included, as
+ * violations) and fails with every violation listed, one per line.
+ */
+import assert from "node:assert/strict";
+import {
+  type AckedMessage,
+  type CheckReport,
+  checkLog,
+  formatViolation,
+} from "../../src/invariants/index.js";
+import type { Log } from "../../src/log/index.js";
+import type { SimFleet } from "../../src/sim/index.js";
+
+export interface LogInvariantOptions {
+  /** What the agents saw acknowledged (e.g. from `recordAcks`). */
+  acked?: readonly AckedMessage[];
+  supersedeGraceMs?: number;
+  /** Named in the failure message: which scenario produced the log. */
+  what?: string;
+}
+
+export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = {}): Promise<CheckReport> {
+  const records: Array<{
+    seq: number;
+    timeMs: number;
+    event: import("../../src/gen/llmgw/v1/events_pb.js").Event;
+  }> = [];
+  const malformed: Array<{ seq: number; message: string }> = [];
+  // Taken before reading: an ack recorded while the log is read may be for an
+  // event stored after the read's end.
+  const acked = opts.acked ? [...opts.acked] : undefined;
+  for await (const r of log.read({
+    onMalformed: (err, raw) => malformed.push({ seq: raw.seq, message: err.message }),
+  })) {
+    records.push({ seq: r.seq, timeMs: r.timeMs, event: r.event });
+  }
+  const report = checkLog(records, {
+    malformed,
+    ...(acked ? { acked } : {}),
+    ...(opts.supersedeGraceMs === undefined ? {} : { supersedeGraceMs: opts.supersedeGraceMs }),
+  });
+  assert.equal(
+    report.violations.length,
+    0,
+    `${opts.what ?? "the log"} breaks invariants (${report.events} events, ${report.passes} passes):\n` +
+      report.violations.map(formatViolation).join("\n"),
+  );
+  return report;
+}
+
+/** Collects what a simulated fleet's agents saw acknowledged, from now on. */
+export function recordAcks(fleet: SimFleet): AckedMessage[] {
+  const acked: AckedMessage[] = [];
+  fleet.on((e) => {
+    if (e.type === "acked") acked.push({ nodeId: e.nodeId, sessionId: e.sessionId, messageId: e.messageId });
+  });
+  return acked;
+}
