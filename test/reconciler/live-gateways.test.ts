@@ -61,4 +61,21 @@ describe("live gateways", () => {
       live.stop();
     }
   });
+
+  it("confirm: a lease the set has not seen yet (the log can be ahead of the watch) joins it; a missing one does not", async () => {
+    const bucket = `gws_${rand()}`;
+    const kv = await new Kvm(nc).create(bucket, { ttl: 10_000, history: 1 });
+    const live = new LiveGateways(jetstream(nc), { bucket, pollMs: 60_000 }, pino({ level: "silent" }));
+    try {
+      // One listing, no watch and no polling: the set stays as it was listed.
+      await live.refresh();
+      assert.deepEqual([...live.ids], []);
+      await kv.put("gw-new", "lease");
+      assert.deepEqual([...live.ids], [], "not seen without a listing or a watch");
+      await live.confirm(["gw-new", "gw-gone"]);
+      assert.deepEqual([...live.ids], ["gw-new"]);
+    } finally {
+      live.stop();
+    }
+  });
 });

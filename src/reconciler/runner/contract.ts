@@ -35,4 +35,11 @@ export interface FollowedProjection<S> {
 export interface GatewaySet {
   readonly ids: ReadonlySet<string>;
   onChange(listener: () => void): () => void;
+  /**
+   * Reads the leases of `ids` directly and adds those alive to the set. The
+   * set follows the bucket through a watch and listings, which reach the
+   * leader on another path than the log: a gateway's GatewayStarted can be
+   * folded before its lease shows in the set, and the pass would expire it.
+   */
+  confirm?(ids: readonly string[]): Promise<void>;
 }

@@ -76,6 +76,20 @@ export class LiveGateways {
     this.#loaded = true;
   }
 
+  /** Reads the leases of `ids` directly; adds those alive (a lease seen late by the watch or a listing). */
+  async confirm(ids: readonly string[]): Promise<void> {
+    const missing = ids.filter((id) => !this.#ids.has(id));
+    if (missing.length === 0) return;
+    const kv = await this.#bucket();
+    if (!kv) return;
+    const found: string[] = [];
+    for (const id of missing) {
+      const e = await kv.get(id);
+      if (e && e.operation === "PUT") found.push(id);
+    }
+    if (found.length > 0) this.#set(new Set([...this.#ids, ...found]));
+  }
+
   stop(): void {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);

@@ -266,6 +266,28 @@ export class ReconcilerRunner<C> {
 
   // ---------------------------------------------------------------- passes
 
+  /**
+   * Gateways the log believes alive but the live set lacks are read directly
+   * before a pass would expire their sessions: the set can lag the log (a
+   * gateway that just started). When the read fails the set stands as it is.
+   */
+  async #confirmGateways(state: FleetState): Promise<void> {
+    const gw = this.opts.gateways;
+    if (!gw.confirm) return;
+    const unsure = Object.values(state.inventory.gateways)
+      .filter((g) => (g.status === "running" || g.status === "draining") && !gw.ids.has(g.gatewayId))
+      .map((g) => g.gatewayId);
+    if (unsure.length === 0) return;
+    try {
+      await gw.confirm(unsure);
+    } catch (err) {
+      this.opts.logger.warn(
+        { gateways: unsure, err: String(err) },
+        "could not read the leases of gateways missing from the live set; deciding with the set as it is",
+      );
+    }
+  }
+
   async #runPassLoop(): Promise<void> {
     while (!this.#stopping) {
       if (this.#role !== "leader") {
@@ -319,6 +341,9 @@ export class ReconcilerRunner<C> {
     }
     if (!current()) return { kind: "not-leading" };
 
+    // Before the state is taken: the await lets the projection fold on.
+    await this.#confirmGateways(projection.state);
+    if (!current()) return { kind: "not-leading" };
     const state = projection.state;
     const observedSeq = projection.lastSeq;
     const nowMs = Date.now();
