@@ -76,8 +76,9 @@ export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; fil
       });
     }
     if (tty) opts.stderr.write("\n");
+    const failed = run.failures.at(-1);
     opts.stderr.write(
-      `${head}: ${((performance.now() - ts) / 1000).toFixed(1)} s${run.failures.at(-1)?.scenario === s.name ? " FAILED" : ""}\n`,
+      `${head}: ${((performance.now() - ts) / 1000).toFixed(1)} s${failed?.scenario === s.name ? ` FAILED: ${failed.error.split("\n")[0]}` : ""}\n`,
     );
   }
   const file = opts.out ?? join(".bench", `results-${started.toISOString().replace(/[:.]/g, "-")}.json`);

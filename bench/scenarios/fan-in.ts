@@ -15,9 +15,9 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { openLog } from "../../src/log/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
-import { startGatewayProcess } from "../support/gateway.js";
+import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
 import { freePort, startServer, uniqueStream } from "../support/nats.js";
 import {
   type Child,
@@ -185,19 +185,21 @@ async function measureGateway(
 ): Promise<Measured> {
   const server = await startServer();
   const stream = uniqueStream("FANIN");
-  const log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
-  const metricsPort = await freePort();
-  const gw = await startGatewayProcess({
-    nats: server.url,
-    stream,
-    extraArgs: [
-      ...["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
-      ...["--metrics-listen", `127.0.0.1:${metricsPort}`],
-    ],
-  });
+  let log: Log | undefined;
+  let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
   let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
+  const metricsPort = await freePort();
   try {
+    log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
+    gw = await startGatewayProcess({
+      nats: server.url,
+      stream,
+      extraArgs: [
+        ...["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
+        ...["--metrics-listen", `127.0.0.1:${metricsPort}`],
+      ],
+    });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
     conn = await connectAgents(gw.url, n, (id, at) => received.set(id, at), progress);
@@ -294,6 +296,7 @@ async function measureGateway(
       connectS,
     };
   } catch (err) {
+    if (!gw) throw err;
     const tail = gw.child.output().split("\n").slice(-40).join("\n");
     const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
       .then((r) => r.text())
@@ -310,9 +313,9 @@ async function measureGateway(
     );
   } finally {
     if (conn) disconnect(conn);
-    await gw.child.stop("SIGTERM", 15_000);
-    await log.jsm.streams.delete(stream).catch(() => {});
-    await log.close();
+    await gw?.child.stop("SIGTERM", 15_000);
+    await log?.jsm.streams.delete(stream).catch(() => {});
+    await log?.close();
     await server.close();
   }
 }

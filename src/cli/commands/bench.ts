@@ -44,5 +44,8 @@ export function registerBench(program: Command): void {
         throw new CliError((err as Error).message);
       }
       if (out.run.failures.length > 0) process.exitCode = EXIT.failure;
+      // Every scenario cleans up after itself; should one fail mid-way and
+      // leave a handle open, the run still ends (it must stop by itself).
+      setTimeout(() => process.exit(), 10_000).unref();
     });
 }
