@@ -15,6 +15,7 @@ import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf"
 import type { Gateway } from "../../src/gateway/index.js";
 import { AgentMessageSchema, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
+import { seededRng } from "../../src/sim/rng.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
@@ -29,18 +30,6 @@ const PROTOCOLS: Protocol[] = ["connect", "grpc", "grpc-web"];
 const NODE = "gpu-fuzz";
 /** Codes a hostile stream may end with: each tells the agent what it did wrong, or that all was well. */
 const ACCEPTABLE = new Set(["OK", "InvalidArgument", "ResourceExhausted", "PermissionDenied"]);
-
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 type Init = MessageInitShape<typeof AgentMessageSchema>;
 
@@ -77,7 +66,7 @@ class Fuzzer {
     Buffer.from(toJsonString(AgentMessageSchema, create(AgentMessageSchema, m))),
   );
   constructor(seed: number) {
-    this.#r = prng(seed);
+    this.#r = seededRng(seed);
   }
 
   int(n: number): number {
