@@ -71,6 +71,17 @@ export class AgentSession {
   #seq = 0;
   #usage: UsageTracker | undefined;
   #graceTimer: NodeJS.Timeout | undefined;
+  /**
+   * One timer per session for the read deadline, refreshed at every read,
+   * and one way to interrupt the read in progress. A timer, a listener and
+   * a promise per message lived from one heartbeat to the next, so with
+   * thousands of streams they survived the young-generation collections and
+   * made each of them slow (the command delivery tail of the fan-in bench).
+   */
+  #readTimer: NodeJS.Timeout | undefined;
+  #readTimerMs = 0;
+  #readTimeout: (() => ConnectError) | undefined;
+  #interruptRead: ((err: unknown) => void) | undefined;
   #logger: Logger;
   readonly #finished: Promise<void>;
   #markFinished!: () => void;
@@ -88,8 +99,12 @@ export class AgentSession {
     );
     this.#logger = host.logger;
     this.#finished = new Promise((resolve) => {
-      this.#markFinished = resolve;
+      this.#markFinished = () => {
+        clearTimeout(this.#readTimer);
+        resolve();
+      };
     });
+    this.#stopReading.signal.addEventListener("abort", () => this.#interruptRead?.(STOPPED), { once: true });
   }
 
   /** Resolves once the stream has ended and its session-closed event was attempted. */
@@ -414,20 +429,24 @@ export class AgentSession {
     timeoutMs: number,
     timeout: () => ConnectError,
   ): Promise<IteratorResult<AgentMessage>> {
-    const stop = this.#stopReading.signal;
-    if (stop.aborted) throw STOPPED;
-    let timer: NodeJS.Timeout | undefined;
-    let onStop: (() => void) | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(timeout()), timeoutMs);
-      onStop = () => reject(STOPPED);
-      stop.addEventListener("abort", onStop, { once: true });
+    if (this.#stopReading.signal.aborted) throw STOPPED;
+    this.#readTimeout = timeout;
+    if (this.#readTimer && this.#readTimerMs === timeoutMs) {
+      // Also re-arms a timer that fired while no read was in progress.
+      this.#readTimer.refresh();
+    } else {
+      clearTimeout(this.#readTimer);
+      this.#readTimerMs = timeoutMs;
+      this.#readTimer = setTimeout(() => this.#interruptRead?.(this.#readTimeout?.()), timeoutMs);
+      this.#readTimer.unref();
+    }
+    const interrupted = new Promise<never>((_, reject) => {
+      this.#interruptRead = reject;
     });
     try {
-      return await Promise.race([it.next().catch(asAgentFault), expired]);
+      return await Promise.race([it.next().catch(asAgentFault), interrupted]);
     } finally {
-      clearTimeout(timer);
-      if (onStop) stop.removeEventListener("abort", onStop);
+      this.#interruptRead = undefined;
     }
   }
 
