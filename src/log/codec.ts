@@ -6,6 +6,11 @@ import type { Subjects } from "./subjects.js";
 /** The kinds of event the log holds (the `body` cases of the envelope). */
 export type EventKind = NonNullable<Event["body"]["case"]>;
 
+/** Every event kind, read from the schema, so a kind added to the proto is known everywhere at once. */
+export const EVENT_KINDS: readonly EventKind[] = (
+  EventSchema.oneofs.find((o) => o.name === "body")?.fields ?? []
+).map((f) => f.localName as EventKind);
+
 /** An event body: one case of the envelope's oneof. */
 export type EventBody = Exclude<Event["body"], { case: undefined }>;
 

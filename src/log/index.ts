@@ -2,6 +2,7 @@
 export { type Appended, type AppendOptions, LogAppender } from "./append.js";
 export {
   decodeEvent,
+  EVENT_KINDS,
   type EventBody,
   type EventInit,
   type EventKind,

@@ -6,7 +6,7 @@ import { toJson } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
-import { ID_PATTERN } from "../../log/index.js";
+import { EVENT_KINDS, ID_PATTERN } from "../../log/index.js";
 import type { ApiContext } from "../context.js";
 import { describeEvent } from "../describe.js";
 import { invalid } from "../errors.js";
@@ -14,23 +14,8 @@ import { parseWith, seqParam } from "./params.js";
 
 const SUBJECT = /^([A-Za-z0-9_-]+|\*)(\.([A-Za-z0-9_-]+|\*))*(\.>)?$|^>$/;
 
-export const EVENT_KINDS = [
-  "sessionOpened",
-  "sessionClosed",
-  "hardwareChanged",
-  "usageChanged",
-  "shardStatus",
-  "commandResult",
-  "gatewayStarted",
-  "gatewayDraining",
-  "gatewayStopped",
-  "catalogChanged",
-  "nodeCordoned",
-  "nodeUncordoned",
-  "nodeDrainRequested",
-  "reconcilePass",
-  "unknown",
-] as const;
+/** The kinds the `kind` filter takes: every event kind, and `unknown` for a kind from a later version. */
+const KIND_FILTERS: [string, ...string[]] = ["unknown", ...EVENT_KINDS];
 
 const eventsQuery = z.strictObject({
   after: seqParam.default(0),
@@ -57,7 +42,7 @@ const eventsQuery = z.strictObject({
     .transform((s) => s.split(",").filter((k) => k !== ""))
     .pipe(
       z.array(
-        z.enum(EVENT_KINDS, { error: (i) => `unknown event kind ${JSON.stringify(i.input)}` }),
+        z.enum(KIND_FILTERS, { error: (i) => `unknown event kind ${JSON.stringify(i.input)}` }),
         "must be a comma-separated list of event kinds",
       ),
     )
