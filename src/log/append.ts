@@ -1,5 +1,5 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import type { AckedPublisher } from "./acked-publish.js";
 import { encodeEvent, subjectFor } from "./codec.js";
 import { LogError } from "./errors.js";
 import { Subjects } from "./subjects.js";
@@ -33,7 +33,7 @@ export class LogAppender {
   readonly subjects: Subjects;
 
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly publisher: AckedPublisher,
     readonly stream: string,
     prefix?: string,
   ) {
@@ -45,17 +45,23 @@ export class LogAppender {
     const subject = subjectFor(this.subjects, event);
     const data = encodeEvent(event);
     try {
-      const ack = await this.js.publish(subject, data, {
-        msgID: event.id,
-        timeout: opts.timeoutMs ?? 5000,
-        expect:
-          opts.expectLastSubjectSeq === undefined
-            ? { streamName: this.stream }
-            : { streamName: this.stream, lastSubjectSequence: opts.expectLastSubjectSeq },
-      });
+      const ack = await this.publisher.publish(
+        subject,
+        data,
+        event.id,
+        { stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq },
+        opts.timeoutMs ?? 5000,
+      );
       return { seq: ack.seq, duplicate: ack.duplicate };
     } catch (err) {
-      throw LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id} to ${subject}`);
+      const e = LogError.from(err);
+      throw new LogError(
+        e.code,
+        `appending ${event.body.case ?? "event"} ${event.id} to ${subject}: ${e.message}`,
+        {
+          cause: e,
+        },
+      );
     }
   }
 }

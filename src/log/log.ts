@@ -1,6 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import { connectNats } from "./connect.js";
 import { LogError } from "./errors.js";
@@ -32,7 +33,7 @@ export class Log {
     readonly replicas = 1,
   ) {
     this.subjects = new Subjects(prefix);
-    this.appender = new LogAppender(js, stream, prefix);
+    this.appender = new LogAppender(new AckedPublisher(nc), stream, prefix);
   }
 
   append(event: Event, opts?: AppendOptions): Promise<Appended> {

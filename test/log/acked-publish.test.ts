@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { AckedPublisher } from "../../src/log/acked-publish.js";
+import { isLogError, LogError } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+
+/**
+ * The log's publish path against a real nats-server: every outcome the
+ * client's own `js.publish` reports, reported the same way, with one reply
+ * subscription for all publishes.
+ */
+describe("acked publishes over one reply subscription", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  async function withStream(fn: (nc: NatsConnection, stream: string, subject: string) => Promise<void>) {
+    const nc = await connect({ servers: server.url, noAsyncTraces: true });
+    const stream = uniqueStream();
+    const subject = `ap${Math.random().toString(36).slice(2, 8)}.evt`;
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: stream, subjects: [`${subject}.>`] });
+    try {
+      await fn(nc, stream, subject);
+    } finally {
+      await jsm.streams.delete(stream).catch(() => {});
+      await nc.close();
+    }
+  }
+
+  const bytes = (s: string) => new TextEncoder().encode(s);
+
+  it("stores many pipelined publishes in order and reports a retried one as a duplicate", () =>
+    withStream(async (nc, stream, subject) => {
+      const p = new AckedPublisher(nc);
+      const acks = await Promise.all(
+        Array.from({ length: 500 }, (_, i) =>
+          p.publish(`${subject}.a`, bytes(`m${i}`), `id-${i}`, { stream }, 5000),
+        ),
+      );
+      assert.deepEqual(
+        acks.map((a) => a.seq),
+        Array.from({ length: 500 }, (_, i) => i + 1),
+      );
+      assert.ok(acks.every((a) => a.stream === stream && a.duplicate === false));
+      const again = await p.publish(`${subject}.a`, bytes("m7"), "id-7", { stream }, 5000);
+      assert.deepEqual({ seq: again.seq, duplicate: again.duplicate }, { seq: 8, duplicate: true });
+      assert.equal(p.inFlight, 0);
+    }));
+
+  it("fails a broken fence with wrong-last-sequence and a wrong stream name with the server's words", () =>
+    withStream(async (nc, stream, subject) => {
+      const p = new AckedPublisher(nc);
+      const first = await p.publish(`${subject}.f`, bytes("a"), "f-1", { stream, lastSubjectSeq: 0 }, 5000);
+      await p.publish(`${subject}.f`, bytes("b"), "f-2", { stream, lastSubjectSeq: first.seq }, 5000);
+      await assert.rejects(
+        p.publish(`${subject}.f`, bytes("c"), "f-3", { stream, lastSubjectSeq: first.seq }, 5000),
+        (err: unknown) => isLogError(err, "wrong-last-sequence") && /wrong last sequence/i.test(String(err)),
+      );
+      await assert.rejects(
+        p.publish(`${subject}.f`, bytes("d"), "f-4", { stream: "NOT_THIS_ONE" }, 5000),
+        (err: unknown) => err instanceof LogError && /expected stream/i.test(err.message),
+      );
+    }));
+
+  it("reports a subject no stream takes as unavailable at once, not after the timeout", () =>
+    withStream(async (nc, stream) => {
+      const p = new AckedPublisher(nc);
+      const t = performance.now();
+      await assert.rejects(
+        p.publish("nobody.listens.here", bytes("x"), "n-1", { stream }, 60_000),
+        (err: unknown) => isLogError(err, "unavailable") && /no stream answered/.test((err as Error).message),
+      );
+      assert.ok(performance.now() - t < 30_000, "answered by the server, not by the deadline");
+    }));
+
+  it("times out a publish nobody acks, and ignores the ack if it comes later", () =>
+    withStream(async (nc, stream) => {
+      // A plain subscriber takes the subject and answers late, after the deadline.
+      const late = await connect({ servers: server.url });
+      try {
+        late.subscribe("slow.subject", {
+          callback: (_err, m) => {
+            setTimeout(() => m.respond(bytes('{"stream":"X","seq":1}')), 400);
+          },
+        });
+        await late.flush();
+        const p = new AckedPublisher(nc);
+        await assert.rejects(
+          p.publish("slow.subject", bytes("x"), "t-1", { stream }, 100),
+          (err: unknown) =>
+            isLogError(err, "unavailable") && /no publish ack within 100 ms/.test(String(err)),
+        );
+        assert.equal(p.inFlight, 0);
+        await new Promise((r) => setTimeout(r, 600)); // the late ack arrives and is dropped
+        assert.equal(p.inFlight, 0);
+      } finally {
+        await late.close();
+      }
+    }));
+
+  it("fails what is in flight, and what comes after, once the connection is closed", async () => {
+    const nc = await connect({ servers: server.url, noAsyncTraces: true });
+    const p = new AckedPublisher(nc);
+    const late = await connect({ servers: server.url });
+    try {
+      late.subscribe("never.answered", { callback: () => {} });
+      await late.flush();
+      const pending = p.publish("never.answered", bytes("x"), "c-1", { stream: "S" }, 60_000);
+      await nc.flush();
+      await nc.close();
+      await assert.rejects(pending, (err: unknown) => isLogError(err, "unavailable"));
+      await assert.rejects(
+        p.publish("never.answered", bytes("y"), "c-2", { stream: "S" }, 1000),
+        (err: unknown) => isLogError(err, "unavailable") && /closed/.test(String(err)),
+      );
+    } finally {
+      await late.close();
+    }
+  });
+});
