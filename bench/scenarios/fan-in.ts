@@ -146,9 +146,11 @@ async function connectAgents(
   const agents: LightAgent[] = [];
   const timers: NodeJS.Timeout[] = [];
   for (let i = 0; i < n; i++) {
-    const a = new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, (m) => {
-      if (m.msg.case === "drain" || m.msg.case === "start" || m.msg.case === "stop")
-        onCommand(m.msg.value.commandId, performance.timeOrigin + performance.now());
+    const a = new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, {
+      onMessage: (m) => {
+        if (m.msg.case === "drain" || m.msg.case === "start" || m.msg.case === "stop")
+          onCommand(m.msg.value.commandId, performance.timeOrigin + performance.now());
+      },
     });
     agents.push(a);
     // Registrations go out in batches so the first ones do not time out behind the rest.

@@ -43,6 +43,15 @@ export const ingest: Scenario = {
         ["--stream-window", "1"],
         (m) => ctx.progress(`gateway, stream window 1: ${m}`),
       );
+      const perMessageAcks = await throughGateway(
+        server.url,
+        server.pid,
+        agents,
+        events,
+        [],
+        (m) => ctx.progress(`gateway, one ack per message: ${m}`),
+        { cumulativeAcks: false },
+      );
       const after = await throughGateway(server.url, server.pid, agents, events, [], (m) =>
         ctx.progress(`gateway, stream window 32: ${m}`),
       );
@@ -68,6 +77,14 @@ export const ingest: Scenario = {
             goal: "ratio ≥ 0.6",
             met: after.rate / raw.rate >= 0.6,
           }),
+          figure(
+            "before: one ack per message (agents without cumulative_acks)",
+            perMessageAcks.rate,
+            "events/s",
+            {
+              raw: rawRef,
+            },
+          ),
           figure("before: one event in flight per stream", before.rate, "events/s", { raw: rawRef }),
           figure(`${FEW} agents through the gateway`, fewAfter.rate, "events/s", { raw: rawRef }),
           figure(`${FEW} agents, before: one event in flight per stream`, fewBefore.rate, "events/s", {
@@ -75,7 +92,8 @@ export const ingest: Scenario = {
           }),
         ],
         notes: [
-          `CPU per event (µs): raw: client ${raw.cpu.client}, nats-server ${raw.cpu.nats}; through the gateway: gateway ${after.cpu.gateway}, agents ${after.cpu.agents}, nats-server ${after.cpu.nats}`,
+          `CPU per event (µs): raw: client ${raw.cpu.client}, nats-server ${raw.cpu.nats}; through the gateway: gateway ${after.cpu.gateway}, agents ${after.cpu.agents}, nats-server ${after.cpu.nats}; with one ack per message: gateway ${perMessageAcks.cpu.gateway}, agents ${perMessageAcks.cpu.agents}`,
+          `acks written per event: ${after.acksPerEvent.toFixed(2)} (cumulative), ${perMessageAcks.acksPerEvent.toFixed(2)} (one per message)`,
           `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
         ],
       };
@@ -147,7 +165,8 @@ async function throughGateway(
   n: number,
   args: string[],
   progress: (m: string) => void,
-): Promise<{ rate: number; cpu: { gateway: number; agents: number; nats: number } }> {
+  agentOpts: { cumulativeAcks?: boolean } = {},
+): Promise<{ rate: number; acksPerEvent: number; cpu: { gateway: number; agents: number; nats: number } }> {
   const stream = uniqueStream("INGEST");
   const log = await openLog({ url, clientName: "bench-ingest", name: stream });
   const gw = await startGatewayProcess({
@@ -160,7 +179,7 @@ async function throughGateway(
   try {
     progress("registering");
     for (let i = 0; i < agentCount; i++)
-      agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`));
+      agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, agentOpts));
     await Promise.all(agents.map((a) => a.registered));
     const per = Math.ceil(n / agentCount);
     let done = 0;
@@ -201,7 +220,8 @@ async function throughGateway(
     // Every acked event is in the log (a cheap check that nothing was skipped).
     const stored = (await log.jsm.streams.info(stream)).state.messages;
     if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
-    return { rate: total / s, cpu };
+    const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0);
+    return { rate: total / s, acksPerEvent: ackMessages / total, cpu };
   } finally {
     for (const a of agents) a.close();
     await gw.child.stop();

@@ -18,7 +18,7 @@ import {
 
 const GIB = 1024;
 
-export function registration(nodeId: string): MessageInitShape<typeof RegisterSchema> {
+export function registration(nodeId: string, cumulativeAcks = true): MessageInitShape<typeof RegisterSchema> {
   const all = [0, 1, 2, 3, 4, 5, 6, 7];
   return {
     nodeId,
@@ -32,6 +32,7 @@ export function registration(nodeId: string): MessageInitShape<typeof RegisterSc
     })),
     fabrics: [{ name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: all }],
     runningShards: [],
+    cumulativeAcks,
   };
 }
 
@@ -95,21 +96,36 @@ export class ConnectionPool {
   }
 }
 
+export interface LightAgentOptions {
+  onMessage?: (m: ControlMessage, agent: LightAgent) => void;
+  /** Register with cumulative_acks (the default), or get one ack per message like an older agent. */
+  cumulativeAcks?: boolean;
+}
+
+/** Kinds of message the gateway acknowledges once stored. */
+const ACKED_KINDS = new Set(["register", "shard", "result"]);
+
 export class LightAgent {
   readonly #out = new Outbox();
   readonly #abort = new AbortController();
   #acks = 0;
+  /** Stream positions (1-based, every message counts) of sent messages still waiting for their ack. */
+  readonly #unacked: number[] = [];
+  #unackedHead = 0;
   #ackWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   #end: unknown;
   readonly ended: Promise<unknown>;
   readonly registered: Promise<void>;
   sent = 0;
+  /** Ack messages received after the registration's (fewer than `acks` when they are cumulative). */
+  ackMessages = 0;
 
   constructor(
     client: Client<typeof AgentService>,
     readonly nodeId: string,
-    onMessage: (m: ControlMessage, agent: LightAgent) => void = () => {},
+    opts: LightAgentOptions = {},
   ) {
+    const onMessage = opts.onMessage ?? (() => {});
     let onRegistered!: () => void;
     let onFailed!: (e: unknown) => void;
     this.registered = new Promise((res, rej) => {
@@ -117,14 +133,15 @@ export class LightAgent {
       onFailed = rej;
     });
     this.registered.catch(() => {});
-    this.send({ msg: { case: "register", value: registration(nodeId) } });
+    this.send({ msg: { case: "register", value: registration(nodeId, opts.cumulativeAcks ?? true) } });
     this.ended = (async () => {
       try {
         for await (const m of client.connect(this.#out, { signal: this.#abort.signal })) {
           if (m.msg.case === "ack") {
             if (m.msg.value.messageId === "register") onRegistered();
             else {
-              this.#acks++;
+              this.ackMessages++;
+              this.#acked(Number(m.msg.value.messageId));
               for (const w of this.#ackWaiters.splice(0)) w.resolve();
             }
           }
@@ -140,7 +157,19 @@ export class LightAgent {
     })();
   }
 
-  /** Acks of messages after the registration. */
+  /** An ack of message `n` stands for it and every earlier one (each earlier one was acked or is covered). */
+  #acked(n: number): void {
+    while (this.#unackedHead < this.#unacked.length && this.#unacked[this.#unackedHead]! <= n) {
+      this.#unackedHead++;
+      this.#acks++;
+    }
+    if (this.#unackedHead > 1024) {
+      this.#unacked.splice(0, this.#unackedHead);
+      this.#unackedHead = 0;
+    }
+  }
+
+  /** Messages after the registration acknowledged so far. */
   get acks(): number {
     return this.#acks;
   }
@@ -153,6 +182,8 @@ export class LightAgent {
 
   send(m: MessageInitShape<typeof AgentMessageSchema>): void {
     this.sent++;
+    // The registration's ack says "register", not its position.
+    if (this.sent > 1 && ACKED_KINDS.has(m.msg?.case ?? "")) this.#unacked.push(this.sent);
     this.#out.push(create(AgentMessageSchema, m));
   }
 

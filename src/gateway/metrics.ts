@@ -27,6 +27,15 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly acks = new Counter({
+    name: "llmgw_gateway_acks_total",
+    help: "Acks of stored agent messages: queued for the agent (queued), or folded into a later cumulative ack not yet written (coalesced)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  /** Bound once: these are counted per message. */
+  readonly acksQueued = this.acks.labels("queued");
+  readonly acksCoalesced = this.acks.labels("coalesced");
   readonly commandsRelayed = new Counter({
     name: "llmgw_gateway_commands_relayed_total",
     help: "Commands from reconciler passes queued to the agent session they address",

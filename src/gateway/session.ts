@@ -70,6 +70,8 @@ export class AgentSession {
   #closing: Closing | undefined;
   #seq = 0;
   #usage: UsageTracker | undefined;
+  /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
+  #cumulativeAcks = false;
   #graceTimer: NodeJS.Timeout | undefined;
   /**
    * One timer per session for the read deadline, refreshed at every read,
@@ -229,6 +231,7 @@ export class AgentSession {
       throw new ConnectError(`gateway ${cfg.id} is draining; connect to another gateway`, Code.Unavailable);
     }
 
+    this.#cumulativeAcks = reg.cumulativeAcks;
     this.sessionId = randomUUID();
     this.#logger = this.host.logger.child({ node: this.nodeId, session: this.sessionId });
     this.#seq = 1;
@@ -347,7 +350,7 @@ export class AgentSession {
       }
       if (out.event) {
         const messageId = String(this.#seq);
-        const onStored = out.acked ? () => void this.send(ack(messageId)) : () => {};
+        const onStored = out.acked ? () => this.#ack(messageId) : () => {};
         try {
           await this.#pipeline.push(out.event, onStored);
         } catch {
@@ -355,6 +358,25 @@ export class AgentSession {
         }
       }
     }
+  }
+
+  /**
+   * Acknowledges a stored message. For an agent that takes acks as
+   * cumulative, an ack still waiting in the send queue is replaced by this
+   * one rather than followed by it: while the transport is busy writing,
+   * a run of stored messages costs one write, not one each.
+   */
+  #ack(messageId: string): void {
+    const msg = ack(messageId);
+    if (!this.#cumulativeAcks) {
+      if (this.send(msg)) this.host.metrics.acksQueued.inc();
+      return;
+    }
+    const r = this.#writer.pushReplacingLast(msg, isOkAck);
+    if (r === "replaced") this.host.metrics.acksCoalesced.inc();
+    else if (r === "full")
+      this.send(msg); // closes the session as a slow consumer
+    else if (r === "queued") this.host.metrics.acksQueued.inc();
   }
 
   /** The event a message becomes (if any) and whether the agent gets an ack for it. */
@@ -500,6 +522,11 @@ function checkRegistration(reg: Register): void {
 /** The registration's ack names the session, so the agent can tell which log events its acks stand for. */
 function ack(messageId: string, sessionId = ""): ControlMessage {
   return create(ControlMessageSchema, { msg: { case: "ack", value: { messageId, ok: true, sessionId } } });
+}
+
+/** A plain ack of an agent message (not the registration's, which names the session). */
+function isOkAck(m: ControlMessage): boolean {
+  return m.msg.case === "ack" && m.msg.value.ok && m.msg.value.messageId !== "register";
 }
 
 /** Errors reading the request stream that are the agent's fault rather than a dropped connection. */

@@ -35,6 +35,22 @@ export class StreamWriter<T> implements AsyncIterable<T> {
     return "queued";
   }
 
+  /**
+   * Queues `msg`, or puts it in the place of the last queued message when
+   * `supersedes(last)` says the new one makes it redundant (a cumulative ack
+   * after another not yet written). Only a message still waiting is
+   * replaced: one already handed to the transport is written as it was.
+   */
+  pushReplacingLast(msg: T, supersedes: (last: T) => boolean): PushResult | "replaced" {
+    if (this.closed) return "closed";
+    const last = this.#queue.length - 1;
+    if (last >= 0 && supersedes(this.#queue[last]!)) {
+      this.#queue[last] = msg;
+      return "replaced";
+    }
+    return this.push(msg);
+  }
+
   /** Ends the stream once what is queued has been written. */
   end(): void {
     this.#ended = true;

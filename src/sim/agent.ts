@@ -54,6 +54,10 @@ interface Session {
   sessionId: string;
   heartbeats: number;
   abort: AbortController;
+  /** Messages pushed onto the stream; the n-th is message n of the session (the Register is 1). */
+  sent: number;
+  /** Positions of sent messages the gateway acknowledges, not yet acknowledged, oldest first. */
+  unacked: number[];
 }
 
 type Outcome =
@@ -249,6 +253,8 @@ export class SimAgent {
       sessionId: "",
       heartbeats: 0,
       abort: new AbortController(),
+      sent: 0,
+      unacked: [],
     };
     this.session = session;
     this.opts.emit({ type: "connecting", nodeId: this.nodeId, url });
@@ -259,6 +265,7 @@ export class SimAgent {
       session.abort.abort();
     }, this.config.ackTimeoutMs);
     session.outbox.push({ msg: { case: "register", value: this.registration() } });
+    session.sent = 1;
     try {
       for await (const m of conn.client.connect(session.outbox, { signal: session.abort.signal })) {
         // A partitioned node hears nothing either.
@@ -284,7 +291,12 @@ export class SimAgent {
           continue;
         }
         if (m.msg.case === "ack" && session.registered && m.msg.value.ok) {
-          this.acked(session, m.msg.value.messageId);
+          // Cumulative (the registration asked for it): the ack of message n
+          // stands for every earlier message the gateway acknowledges.
+          const through = Number(m.msg.value.messageId);
+          while (session.unacked.length > 0 && session.unacked[0]! <= through) {
+            this.acked(session, String(session.unacked.shift()));
+          }
           continue;
         }
         if (session.registered) this.onControl(m);
@@ -338,6 +350,7 @@ export class SimAgent {
         state: s.state,
       })),
       labels: { ...this.config.labels },
+      cumulativeAcks: true,
     });
   }
 
@@ -345,7 +358,10 @@ export class SimAgent {
   private send(msg: AgentMessageInit): boolean {
     const s = this.session;
     if (!s?.registered || this.partitioned) return false;
-    return s.outbox.push(msg);
+    if (!s.outbox.push(msg)) return false;
+    s.sent++;
+    if (msg.msg?.case === "shard" || msg.msg?.case === "result") s.unacked.push(s.sent);
+    return true;
   }
 
   private schedulePartition(): void {

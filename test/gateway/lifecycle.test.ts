@@ -9,6 +9,7 @@ import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { assertLogInvariants } from "../support/invariants.js";
 import { h100Registration } from "../support/sample-events.js";
 
 /** Appends a reconciler pass carrying one start command, as the reconciler would. */
@@ -155,6 +156,64 @@ describe("gateway: one agent stream through the real log", () => {
           agent.abort();
         }
       }));
+  }
+
+  for (const cumulativeAcks of [true, false]) {
+    it(`acknowledges a burst of messages ${cumulativeAcks ? "with cumulative acks, fewer than the messages" : "one ack per message (an agent without cumulative_acks)"}`, () =>
+      withGateway(
+        async (gw, log) => {
+          const node = `gpu-burst-${cumulativeAcks}`;
+          const agent = await TestAgent.connect({
+            baseUrl: gw.url,
+            tls: agentTls(node),
+            registration: { ...h100Registration(node, []), cumulativeAcks },
+          });
+          try {
+            // Shard statuses with a heartbeat now and then: heartbeats take a
+            // position in the stream but are never acknowledged.
+            let last = 0;
+            for (let i = 0; i < 400; i++) {
+              if (i % 50 === 25) agent.heartbeat({ gpuMemoryUsedMb: Array(8).fill(0n) });
+              last = agent.shardStatus({
+                replicaId: "r-1",
+                shardId: `sh-${i}`,
+                state: ShardStatus_State.RUNNING,
+              });
+            }
+            await agent.waitForAck(last);
+            const acks = agent.received.flatMap((m) =>
+              m.msg.case === "ack" && m.msg.value.messageId !== "register"
+                ? [Number(m.msg.value.messageId)]
+                : [],
+            );
+            assert.deepEqual(
+              acks,
+              [...acks].sort((a, b) => a - b),
+              "acks come in the order of the messages",
+            );
+            assert.equal(acks.at(-1), last, "the last message is acknowledged");
+            if (cumulativeAcks) {
+              assert.ok(
+                acks.length < 400,
+                `acks were merged while the gateway was writing (${acks.length} for 400)`,
+              );
+            } else {
+              assert.equal(acks.length, 400, "one ack per shard status, none for heartbeats");
+            }
+            const text = await (await fetch(gw.metricsUrl!)).text();
+            const coalesced = Number(
+              /^llmgw_gateway_acks_total\{outcome="coalesced"\} (\d+)$/m.exec(text)?.[1] ?? 0,
+            );
+            assert.equal(coalesced, cumulativeAcks ? 400 - acks.length : 0);
+            // Every message an ack stood for is in the log, in order, once.
+            await assertLogInvariants(log, { acked: agent.acked(), what: "a burst of shard statuses" });
+            assert.equal(agent.acked().length, 401, "the registration and 400 shard statuses");
+          } finally {
+            agent.abort();
+          }
+        },
+        { metricsListen: "127.0.0.1:0" },
+      ));
   }
 
   it("records an agent running nothing as an empty running-shards list", () =>

@@ -48,6 +48,9 @@ export interface TestAgentOptions {
   firstMessage?: MessageInitShape<typeof AgentMessageSchema> | null;
 }
 
+/** Kinds of message the gateway acknowledges once stored (heartbeats it does not). */
+const ACKED_KINDS = new Set(["register", "shard", "result"]);
+
 export class TestAgent {
   /** Everything received, in order. */
   readonly received: ControlMessage[] = [];
@@ -56,6 +59,8 @@ export class TestAgent {
   /** Messages sent so far; the n-th message's per-session sequence is n. */
   sent = 0;
   readonly #out = new Outbox<AgentMessage>();
+  /** The kind of each message sent, by its per-session sequence. */
+  readonly #sentKinds: string[] = [];
   readonly #abort = new AbortController();
   readonly #sessions: Http2SessionManager;
   readonly #waiters = new Set<() => void>();
@@ -121,21 +126,34 @@ export class TestAgent {
     return "";
   }
 
-  /** What this agent saw acknowledged, as the invariant checker takes it (the registration is message 1). */
+  /** The agent registered with cumulative_acks: an ack of message n stands for every earlier one too. */
+  get cumulativeAcks(): boolean {
+    return this.opts.registration.cumulativeAcks === true;
+  }
+
+  /**
+   * What this agent saw acknowledged, as the invariant checker takes it (the
+   * registration is message 1). A cumulative ack is expanded into the
+   * messages it stands for that the gateway acknowledges (not heartbeats).
+   */
   acked(): Array<{ nodeId: string; sessionId: string; messageId: string }> {
     const sessionId = this.sessionId;
     if (!sessionId) return [];
-    return this.received.flatMap((m) =>
-      m.msg.case === "ack" && m.msg.value.ok
-        ? [
-            {
-              nodeId: this.nodeId,
-              sessionId,
-              messageId: m.msg.value.messageId === "register" ? "1" : m.msg.value.messageId,
-            },
-          ]
-        : [],
-    );
+    const entry = (n: number) => ({ nodeId: this.nodeId, sessionId, messageId: String(n) });
+    const out = [entry(1)];
+    let through = 1;
+    for (const m of this.received) {
+      if (m.msg.case !== "ack" || !m.msg.value.ok || m.msg.value.messageId === "register") continue;
+      const n = Number(m.msg.value.messageId);
+      if (!this.cumulativeAcks) {
+        out.push(entry(n));
+        continue;
+      }
+      for (let i = through + 1; i <= n; i++)
+        if (ACKED_KINDS.has(this.#sentKinds[i] ?? "")) out.push(entry(i));
+      through = Math.max(through, n);
+    }
+    return out;
   }
 
   /** Whether the stream has ended. */
@@ -146,7 +164,8 @@ export class TestAgent {
   /** Sends one message; returns its per-session sequence. */
   send(init: MessageInitShape<typeof AgentMessageSchema>): number {
     this.#out.push(create(AgentMessageSchema, init));
-    return ++this.sent;
+    this.#sentKinds[++this.sent] = init.msg?.case ?? "";
+    return this.sent;
   }
 
   heartbeat(init: MessageInitShape<typeof HeartbeatSchema> = {}): number {
@@ -203,9 +222,14 @@ export class TestAgent {
     }
   }
 
-  /** Waits for the ack of the message with sequence `seq` (it is durably in the log then). */
+  /**
+   * Waits for the ack of the message with sequence `seq` (it is durably in
+   * the log then): its own, or with cumulative acks one of a later message.
+   */
   waitForAck(seq: number, timeoutMs?: number): Promise<ControlMessage> {
-    return this.waitFor((m) => m.msg.case === "ack" && m.msg.value.messageId === String(seq), {
+    const covers = (id: string) =>
+      id === String(seq) || (this.cumulativeAcks && id !== "register" && Number(id) >= seq);
+    return this.waitFor((m) => m.msg.case === "ack" && covers(m.msg.value.messageId), {
       timeoutMs,
       what: `the ack of message ${seq}`,
     });
