@@ -257,6 +257,12 @@ async function measureGateway(
       await sleep(PACED_GAP_MS);
     }
     const pacedLost = await deliveredOrLost([...sent.keys()], received, "paced commands");
+    if (process.env.LLMGW_BENCH_DEBUG) {
+      for (let p = 0; p < paced; p++) {
+        const l = Array.from({ length: PACED_COMMANDS }, (_, j) => (received.get(`p-${p}-${j}`) ?? NaN) - sent.get(`p-${p}-${j}`)!);
+        console.error(`pass ${p} at ${new Date(sent.get(`p-${p}-0`)!).toISOString()}: min ${Math.min(...l).toFixed(1)} max ${Math.max(...l).toFixed(1)}`);
+      }
+    }
     const lat = [...sent].flatMap(([id, at]) => {
       const got = received.get(id);
       return got === undefined ? [] : [got - at];

@@ -3,7 +3,7 @@
  * CPU time and memory from /proc, and clean shutdown.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
@@ -31,10 +31,24 @@ export function spawnLlmgw(args: string[], env: Record<string, string> = {}): Ch
   return spawnNode([...profileArgs(), LLMGW_BIN, ...args], env);
 }
 
-/** LLMGW_BENCH_CPU_PROF=<dir>: llmgw children write V8 CPU profiles there (on a clean exit). */
+/**
+ * For profiling the processes under test:
+ * - LLMGW_BENCH_CPU_PROF=<dir>: llmgw children write V8 CPU profiles there (on a clean exit);
+ * - LLMGW_BENCH_NODE_ARGS="--trace-gc ...": more Node flags for llmgw children
+ *   (for the flags NODE_OPTIONS does not take, such as --trace-gc).
+ */
 function profileArgs(): string[] {
   const dir = process.env["LLMGW_BENCH_CPU_PROF"];
-  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+  const extra = (process.env["LLMGW_BENCH_NODE_ARGS"] ?? "").split(/\s+/).filter((a) => a !== "");
+  return [...(dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []), ...extra];
+}
+
+/** LLMGW_BENCH_CHILD_OUTPUT=<dir>: every child's whole stdout and stderr go to <dir>/<pid>.log as well. */
+function outputFile(pid: number | undefined): WriteStream | undefined {
+  const dir = process.env["LLMGW_BENCH_CHILD_OUTPUT"];
+  if (!dir || pid === undefined) return undefined;
+  mkdirSync(dir, { recursive: true });
+  return createWriteStream(join(dir, `${pid}.log`));
 }
 
 /** A TypeScript helper script (run through tsx) as a child with an IPC channel. */
@@ -52,7 +66,9 @@ function spawnNode(args: string[], env: Record<string, string>, ipc = false): Ch
   const lines: string[] = [];
   const watchers = new Set<(l: string) => void>();
   let partial = "";
+  const file = outputFile(proc.pid);
   const onData = (chunk: Buffer) => {
+    file?.write(chunk);
     const text = partial + chunk.toString("utf8");
     const parts = text.split("\n");
     partial = parts.pop() ?? "";
@@ -67,6 +83,7 @@ function spawnNode(args: string[], env: Record<string, string>, ipc = false): Ch
   const exited = new Promise<number | null>((resolve) => {
     proc.once("exit", (code) => {
       live.delete(proc);
+      file?.end();
       resolve(code);
     });
   });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
@@ -37,7 +38,12 @@ export class Gateway implements SessionHost {
   readonly registry = new SessionRegistry();
   readonly #live = new Set<AgentSession>();
   readonly #stopFollowing = new AbortController();
-  readonly #shutdown = new AbortController();
+  /**
+   * Aborted at shutdown. Every open stream listens on it (Connect links each
+   * handler's signal to it), so thousands of listeners are expected: the
+   * leak warning past ten is turned off.
+   */
+  readonly #shutdown = unlimitedListeners(new AbortController());
   #state: State = "starting";
   #server: AgentServer | undefined;
   #lease: GatewayLease | undefined;
@@ -303,4 +309,9 @@ export class Gateway implements SessionHost {
     await this.log.close();
     this.logger.info({ reason }, "gateway stopped");
   }
+}
+
+function unlimitedListeners(c: AbortController): AbortController {
+  setMaxListeners(0, c.signal);
+  return c;
 }

@@ -57,10 +57,25 @@ export class OrderedPipeline {
   }
 
   /**
-   * Starts publishing `event` after the session's earlier ones. Resolves
-   * once it is sent; rejects with the pipeline's failure if it failed.
+   * Starts publishing `event` after the session's earlier ones. Returns
+   * undefined when it was sent at once, otherwise a promise that resolves
+   * once it is sent; throws (or rejects) with the pipeline's failure if it
+   * failed.
    */
-  async push(event: Event, onStored: (a: Appended) => void): Promise<void> {
+  push(event: Event, onStored: (a: Appended) => void): Promise<void> | undefined {
+    // The common case, without a promise: room in this pipeline and in the
+    // shared window, nothing to wait for. This runs for every agent message.
+    if (this.#ready()) {
+      const settled = this.publisher.tryAttempt(event);
+      if (settled) {
+        this.#started(event, onStored, settled);
+        return undefined;
+      }
+    }
+    return this.#pushSlow(event, onStored);
+  }
+
+  async #pushSlow(event: Event, onStored: (a: Appended) => void): Promise<void> {
     for (;;) {
       if (this.#failed) throw this.#failure;
       if (this.#queue.length >= this.depth || this.#recovering) {
@@ -78,6 +93,19 @@ export class OrderedPipeline {
       break;
     }
     const { settled } = await this.publisher.attempt(event);
+    this.#started(event, onStored, settled);
+  }
+
+  /** Whether a push may start at once: the checks of `#pushSlow`'s loop, none of them waiting. */
+  #ready(): boolean {
+    if (this.#failed || this.#recovering || this.#queue.length >= this.depth) return false;
+    const epoch = this.publisher.epoch;
+    if (this.#queue.length > 0 && (epoch !== this.#epoch || !this.publisher.connected)) return false;
+    this.#epoch = epoch;
+    return true;
+  }
+
+  #started(event: Event, onStored: (a: Appended) => void, settled: Promise<Attempted>): void {
     this.#queue.push({ event, onStored, settled });
     if (!this.#running) {
       this.#running = true;

@@ -64,9 +64,26 @@ export class Publisher {
    * the ack or the error (it never rejects).
    */
   async attempt(event: Event): Promise<{ settled: Promise<Attempted> }> {
+    const now = this.tryAttempt(event);
+    if (now) return { settled: now };
     const started = performance.now();
     const { acked } = await this.#window.start(event, { timeoutMs: this.opts.timeoutMs });
-    const settled = acked.then(
+    return { settled: this.#settle(event, started, acked) };
+  }
+
+  /**
+   * One attempt, started now if the shared window has a free slot; undefined
+   * when it is full (nothing was started). `attempt` without a promise for
+   * the common case: this runs for every agent message.
+   */
+  tryAttempt(event: Event): Promise<Attempted> | undefined {
+    const started = performance.now();
+    const acked = this.#window.tryStart(event, { timeoutMs: this.opts.timeoutMs });
+    return acked && this.#settle(event, started, acked);
+  }
+
+  #settle(event: Event, started: number, acked: Promise<Appended>): Promise<Attempted> {
+    return acked.then(
       (r): Attempted => {
         this.metrics.publishLatency.observe((performance.now() - started) / 1000);
         this.metrics.eventsPublished.inc({ kind: event.body.case ?? "unknown" });
@@ -74,7 +91,6 @@ export class Publisher {
       },
       (err: unknown): Attempted => ({ err }),
     );
-    return { settled };
   }
 
   get inFlight(): number {

@@ -352,7 +352,8 @@ export class AgentSession {
         const messageId = String(this.#seq);
         const onStored = out.acked ? () => this.#ack(messageId) : () => {};
         try {
-          await this.#pipeline.push(out.event, onStored);
+          const waiting = this.#pipeline.push(out.event, onStored);
+          if (waiting) await waiting;
         } catch {
           return; // the pipeline's failure already closed the session
         }
@@ -446,12 +447,12 @@ export class AgentSession {
    * The next agent message, or a rejection: `timeout()` when nothing came
    * within `timeoutMs`, STOPPED when the session stopped reading.
    */
-  async #receive(
+  #receive(
     it: AsyncIterator<AgentMessage>,
     timeoutMs: number,
     timeout: () => ConnectError,
   ): Promise<IteratorResult<AgentMessage>> {
-    if (this.#stopReading.signal.aborted) throw STOPPED;
+    if (this.#stopReading.signal.aborted) return Promise.reject(STOPPED);
     this.#readTimeout = timeout;
     if (this.#readTimer && this.#readTimerMs === timeoutMs) {
       // Also re-arms a timer that fired while no read was in progress.
@@ -462,14 +463,26 @@ export class AgentSession {
       this.#readTimer = setTimeout(() => this.#interruptRead?.(this.#readTimeout?.()), timeoutMs);
       this.#readTimer.unref();
     }
-    const interrupted = new Promise<never>((_, reject) => {
+    // One promise per read, settled by the read or by an interruption
+    // (instead of a race of the read, a catch and an interruption promise):
+    // each of them lives until the agent's next message, seconds later, so
+    // they outlive young-generation collections and become old garbage.
+    return new Promise<IteratorResult<AgentMessage>>((resolve, reject) => {
+      const done = () => {
+        if (this.#interruptRead === reject) this.#interruptRead = undefined;
+      };
       this.#interruptRead = reject;
+      it.next().then(
+        (r) => {
+          done();
+          resolve(r);
+        },
+        (err: unknown) => {
+          done();
+          reject(agentFault(err));
+        },
+      );
     });
-    try {
-      return await Promise.race([it.next().catch(asAgentFault), interrupted]);
-    } finally {
-      this.#interruptRead = undefined;
-    }
   }
 
   async #appendClosed(): Promise<void> {
@@ -499,10 +512,10 @@ export class AgentSession {
  * Bytes the agent sent that do not decode are its fault: InvalidArgument,
  * not the Internal the protocol layer reports them as.
  */
-function asAgentFault(err: unknown): never {
+function agentFault(err: unknown): ConnectError {
   const ce = ConnectError.from(err);
   if (ce.code === Code.Internal && /^parse binary|envelope/.test(ce.rawMessage)) {
-    throw new ConnectError(
+    return new ConnectError(
       `undecodable message from the agent: ${ce.rawMessage}`,
       Code.InvalidArgument,
       undefined,
@@ -510,7 +523,7 @@ function asAgentFault(err: unknown): never {
       ce,
     );
   }
-  throw ce;
+  return ce;
 }
 
 /** A registration that contradicts itself is refused, never recorded (registration.ts). */

@@ -40,28 +40,38 @@ export class LogAppender {
     this.subjects = new Subjects(prefix);
   }
 
-  async append(event: Event, opts: AppendOptions = {}): Promise<Appended> {
-    if (event.id === "") throw new LogError("invalid-argument", "an event needs an id before it is appended");
-    const subject = subjectFor(this.subjects, event);
-    const data = encodeEvent(event);
+  append(event: Event, opts: AppendOptions = {}): Promise<Appended> {
+    if (event.id === "") {
+      return Promise.reject(new LogError("invalid-argument", "an event needs an id before it is appended"));
+    }
+    let subject: string;
+    let data: Uint8Array;
     try {
-      const ack = await this.publisher.publish(
+      subject = subjectFor(this.subjects, event);
+      data = encodeEvent(event);
+    } catch (err) {
+      return Promise.reject(LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
+    }
+    // Not an async function: this runs once per event at full rate, and the
+    // promise of the publish itself is all it needs.
+    return this.publisher
+      .publish(
         subject,
         data,
         event.id,
         { stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq },
         opts.timeoutMs ?? 5000,
-      );
-      return { seq: ack.seq, duplicate: ack.duplicate };
-    } catch (err) {
-      const e = LogError.from(err);
-      throw new LogError(
-        e.code,
-        `appending ${event.body.case ?? "event"} ${event.id} to ${subject}: ${e.message}`,
-        {
-          cause: e,
+      )
+      .then(
+        (ack): Appended => ({ seq: ack.seq, duplicate: ack.duplicate }),
+        (err: unknown) => {
+          const e = LogError.from(err);
+          throw new LogError(
+            e.code,
+            `appending ${event.body.case ?? "event"} ${event.id} to ${subject}: ${e.message}`,
+            { cause: e },
+          );
         },
       );
-    }
   }
 }

@@ -2,6 +2,10 @@ import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/p
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
 import { LogError } from "./errors.js";
 import type { Subjects } from "./subjects.js";
+import { installFastTextEncoding } from "./text-encoding.js";
+
+// Every process that reads or writes the log encodes protobuf at volume.
+installFastTextEncoding();
 
 /** The kinds of event the log holds (the `body` cases of the envelope). */
 export type EventKind = NonNullable<Event["body"]["case"]>;

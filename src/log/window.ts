@@ -30,15 +30,35 @@ export class AppendWindow {
    * the ack (or rejects with a LogError).
    */
   async start(event: Event, opts?: AppendOptions): Promise<{ acked: Promise<Appended> }> {
-    while (this.#inFlight >= this.max) {
+    for (;;) {
+      const acked = this.tryStart(event, opts);
+      if (acked) return { acked };
       await new Promise<void>((resolve) => this.#waiters.push(resolve));
     }
+  }
+
+  /**
+   * Starts an append at once if a slot is free and returns its ack; returns
+   * undefined (and starts nothing) when the window is full. The common case
+   * of `start` without its promise, for callers on the per-message path.
+   */
+  tryStart(event: Event, opts?: AppendOptions): Promise<Appended> | undefined {
+    if (this.#inFlight >= this.max) return undefined;
     this.#inFlight++;
-    const acked = this.appender.append(event, opts).finally(() => {
+    const release = () => {
       this.#inFlight--;
       this.#waiters.shift()?.();
-    });
-    return { acked };
+    };
+    return this.appender.append(event, opts).then(
+      (a) => {
+        release();
+        return a;
+      },
+      (err: unknown) => {
+        release();
+        throw err;
+      },
+    );
   }
 
   /** Appends and waits for the ack, holding a slot meanwhile. */

@@ -31,16 +31,18 @@ class FakeLog {
   readonly publisher = {
     epoch: 0,
     connected: true,
-    attempt: async (event: Event): Promise<{ settled: Promise<Attempted> }> => {
-      const settled = new Promise<Attempted>((resolve) => {
+    /** The shared window of this fake is never full: an attempt always starts at once. */
+    tryAttempt: (event: Event): Promise<Attempted> =>
+      new Promise<Attempted>((resolve) => {
         this.attempts.push({
           id: event.id,
           settle: (ok) =>
             resolve(ok ? { ok: this.#store(event.id) } : { err: new LogError("unavailable", "timeout") }),
         });
-      });
-      return { settled };
-    },
+      }),
+    attempt: async (event: Event): Promise<{ settled: Promise<Attempted> }> => ({
+      settled: this.publisher.tryAttempt(event),
+    }),
     append: async (event: Event): Promise<Appended> => {
       if (!this.retryOk) throw new LogError("unavailable", "still down");
       return this.#store(event.id);
@@ -76,11 +78,9 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     await p.push(ev("a"), () => {});
     await p.push(ev("b"), () => {});
     let third = false;
-    const pushing = p
-      .push(ev("c"), () => {})
-      .then(() => {
-        third = true;
-      });
+    const pushing = Promise.resolve(p.push(ev("c"), () => {})).then(() => {
+      third = true;
+    });
     await tick();
     assert.equal(third, false, "the third push waits for a free place");
     log.attempts[0]!.settle(true);
@@ -138,7 +138,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     // a is in the log (its retry stored it); b is too, but before a: not acked.
     assert.deepEqual(acked, ["a"]);
     assert.ok(failure instanceof LogError && failure.code === "unavailable", String(failure));
-    await assert.rejects(p.push(ev("c"), () => {}));
+    await assert.rejects(async () => await p.push(ev("c"), () => {}));
   });
 
   it("lets older publishes settle before sending after a lost connection", async () => {
@@ -148,11 +148,9 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     await p.push(ev("a"), () => acked.push("a"));
     log.publisher.epoch++;
     let sent = false;
-    const pushing = p
-      .push(ev("b"), () => acked.push("b"))
-      .then(() => {
-        sent = true;
-      });
+    const pushing = Promise.resolve(p.push(ev("b"), () => acked.push("b"))).then(() => {
+      sent = true;
+    });
     await tick();
     assert.equal(sent, false);
     assert.equal(log.attempts.length, 1, "b is not sent while a is unsettled");
