@@ -19,6 +19,7 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
 import { freePort, startServer, uniqueStream } from "../support/nats.js";
+import { describeGc, gcTotals, slowestPass, watchOwnEventLoop } from "../support/pauses.js";
 import {
   type Child,
   cpuCores,
@@ -64,6 +65,8 @@ interface Measured {
   lostExplained: number;
   commands: number;
   connectS: number;
+  /** What explains the tail of the paced passes (gateway only). */
+  tail?: string;
 }
 
 export const fanIn: Scenario = {
@@ -114,6 +117,7 @@ export const fanIn: Scenario = {
           },
         ),
       );
+      if (gw.tail) notes.push(`${at}: ${gw.tail}`);
       notes.push(
         `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw.connectS.toFixed(1)} s); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw.rssMb.toFixed(0)} MiB); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
       );
@@ -244,6 +248,9 @@ async function measureGateway(
     const nodeOf = new Map<string, string>();
 
     progress(`${paced} passes of ${PACED_COMMANDS} commands`);
+    const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    const gc0 = await gcTotals(metricsUrl);
+    const loop = watchOwnEventLoop();
     for (let p = 0; p < paced; p++) {
       const cmds: Array<[string, string, string]> = [];
       for (let j = 0; j < PACED_COMMANDS; j++) {
@@ -257,12 +264,16 @@ async function measureGateway(
       await sleep(PACED_GAP_MS);
     }
     const pacedLost = await deliveredOrLost([...sent.keys()], received, "paced commands");
-    if (process.env.LLMGW_BENCH_DEBUG) {
-      for (let p = 0; p < paced; p++) {
-        const l = Array.from({ length: PACED_COMMANDS }, (_, j) => (received.get(`p-${p}-${j}`) ?? NaN) - sent.get(`p-${p}-${j}`)!);
-        console.error(`pass ${p} at ${new Date(sent.get(`p-${p}-0`)!).toISOString()}: min ${Math.min(...l).toFixed(1)} max ${Math.max(...l).toFixed(1)}`);
-      }
-    }
+    const ownLoop = loop.stop();
+    const gc1 = await gcTotals(metricsUrl);
+    const passes = Array.from({ length: paced }, (_, p) =>
+      Array.from({ length: PACED_COMMANDS }, (_, j) => {
+        const id = `p-${p}-${j}`;
+        return (received.get(id) ?? Number.NaN) - (sent.get(id) ?? 0);
+      }).filter((x) => !Number.isNaN(x)),
+    );
+    const slow = slowestPass(passes, 20);
+    const tail = `slowest paced pass ${slow.ms.toFixed(0)} ms (pass ${slow.index + 1} of ${paced}; ${slow.over} over 20 ms); during the paced passes the gateway made ${describeGc(gc0, gc1)}; the benchmark's own event-loop delay p99 ${ownLoop.p99Ms.toFixed(0)} ms, max ${ownLoop.maxMs.toFixed(0)} ms`;
     const lat = [...sent].flatMap(([id, at]) => {
       const got = received.get(id);
       return got === undefined ? [] : [got - at];
@@ -302,6 +313,7 @@ async function measureGateway(
       lostExplained: explained,
       commands: targets.length,
       connectS,
+      tail,
     };
   } catch (err) {
     if (!gw) throw err;
