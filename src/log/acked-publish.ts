@@ -1,5 +1,5 @@
 import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
-import { createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { LogError } from "./errors.js";
 
 export interface PublishExpect {
@@ -27,7 +27,8 @@ const SWEEP_MS = 50;
  * trace to cancel the request with. At gateway rates that was a tenth of the
  * gateway's CPU (docs/PERFORMANCE.md). Here every publish carries a reply
  * subject under one inbox, a single subscription hands each ack to its
- * waiting caller, and one sweep timer enforces all the deadlines.
+ * waiting caller, and one sweep timer enforces all the deadlines. What is
+ * published within one turn of the event loop goes to the socket together.
  *
  * The wire protocol is the one `js.publish` speaks (the headers
  * `Nats-Msg-Id`, `Nats-Expected-Stream`, `Nats-Expected-Last-Subject-Sequence`
@@ -37,6 +38,7 @@ export class AckedPublisher {
   readonly #prefix: string;
   readonly #pending = new Map<number, Pending>();
   #next = 0;
+  #outbox: Array<{ token: number; subject: string; data: Uint8Array; headers: MsgHdrs }> = [];
   #sweep: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -83,19 +85,37 @@ export class AckedPublisher {
     }
     const token = ++this.#next;
     return new Promise<PubAck>((resolve, reject) => {
-      try {
-        this.nc.publish(subject, data, { reply: this.#prefix + token, headers: h });
-      } catch (err) {
-        reject(LogError.from(err));
-        return;
-      }
       this.#pending.set(token, { resolve, reject, deadline: performance.now() + timeoutMs, timeoutMs });
+      this.#outbox.push({ token, subject, data, headers: h });
+      if (this.#outbox.length === 1) setImmediate(this.#send);
       if (this.#sweep === undefined) {
         this.#sweep = setInterval(() => this.#expire(), SWEEP_MS);
         this.#sweep.unref();
       }
     });
   }
+
+  /**
+   * Hands what was published since the last time to the client at once. The
+   * client writes its buffer to the socket at the end of the current
+   * microtask run; a gateway turns each agent message into a publish in
+   * microtasks of its own, so published one by one they went out one socket
+   * write each. Collected until the event loop's next turn, they go out in
+   * one write (the order is kept).
+   */
+  readonly #send = (): void => {
+    const out = this.#outbox;
+    this.#outbox = [];
+    for (const m of out) {
+      try {
+        this.nc.publish(m.subject, m.data, { reply: this.#prefix + m.token, headers: m.headers });
+      } catch (err) {
+        const p = this.#pending.get(m.token);
+        this.#pending.delete(m.token);
+        p?.reject(LogError.from(err));
+      }
+    }
+  };
 
   #onAck(msg: Msg): void {
     const token = Number(msg.subject.slice(this.#prefix.length));
