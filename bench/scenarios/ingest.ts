@@ -13,6 +13,7 @@ import { create } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { AckedPublisher } from "../../src/log/acked-publish.js";
 import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startGatewayProcess } from "../support/gateway.js";
@@ -22,6 +23,8 @@ import { figure, type Scenario } from "../support/result.js";
 
 /** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
 const AGENT_AHEAD = 64;
+/** Untimed publishes before the raw reference is timed. */
+const WARM_UP = 2_000;
 /** Agents of the latency-bound variant. */
 const FEW = 4;
 
@@ -35,6 +38,8 @@ export const ingest: Scenario = {
     try {
       ctx.progress("raw pipelined publish");
       const raw = await rawPublish(server.url, server.pid, events);
+      ctx.progress("the log's publish path alone");
+      const logPath = await rawPublish(server.url, server.pid, events, "log");
       const before = await throughGateway(
         server.url,
         server.pid,
@@ -93,6 +98,7 @@ export const ingest: Scenario = {
         ],
         notes: [
           `CPU per event (µs): raw: client ${raw.cpu.client}, nats-server ${raw.cpu.nats}; through the gateway: gateway ${after.cpu.gateway}, agents ${after.cpu.agents}, nats-server ${after.cpu.nats}; with one ack per message: gateway ${perMessageAcks.cpu.gateway}, agents ${perMessageAcks.cpu.agents}`,
+          `the log's own publish path from one client (AckedPublisher, as the gateway publishes): ${Math.round(logPath.rate).toLocaleString("en")} events/s, client ${logPath.cpu.client} µs CPU per event; the gateway's ratio against it ${(after.rate / logPath.rate).toFixed(2)}`,
           `acks written per event: ${after.acksPerEvent.toFixed(2)} (cumulative), ${perMessageAcks.acksPerEvent.toFixed(2)} (one per message)`,
           `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
         ],
@@ -120,28 +126,42 @@ function sampleEvent(i: number) {
   });
 }
 
+/**
+ * Pipelined publishes from one client: with the NATS client's `js.publish`
+ * (the raw reference), or with the log's own publish path (one reply
+ * subscription for every ack, what the gateway uses), to show what that path
+ * gains before any gateway work.
+ */
 async function rawPublish(
   url: string,
   natsPid: number,
   n: number,
+  via: "js.publish" | "log" = "js.publish",
 ): Promise<{ rate: number; bytes: number; cpu: { client: number; nats: number } }> {
   const log = await openLog({ url, clientName: "bench-raw", name: uniqueStream("RAW") });
   const nc = await connectNats({ url, name: "bench-raw-publisher" });
   try {
     const js = jetstream(nc);
+    const published = new AckedPublisher(nc);
     const data = Array.from({ length: n }, (_, i) => ({
       id: `raw-${i}`,
       bytes: encodeEvent(sampleEvent(i)),
     }));
     const subject = log.subjects.node("gpu-00001");
+    const send = (d: { id: string; bytes: Uint8Array }) =>
+      via === "js.publish"
+        ? js.publish(subject, d.bytes, { msgID: d.id, expect: { streamName: log.stream } })
+        : published.publish(subject, d.bytes, d.id, { stream: log.stream }, 5000);
+    // Warmed up first, as the gateway is by its registrations: a cold client
+    // measured its JIT compiler too, and the reference varied by half between runs.
+    await Promise.all(data.slice(0, WARM_UP).map((d) => send({ ...d, id: `warm-${d.id}` })));
     const inFlight = new Set<Promise<unknown>>();
     const cpu0 = process.cpuUsage();
     const nats0 = sampleProc(natsPid);
     const t = performance.now();
     for (const d of data) {
       if (inFlight.size >= 256) await Promise.race(inFlight);
-      const p = js.publish(subject, d.bytes, { msgID: d.id, expect: { streamName: log.stream } });
-      const tracked = p.finally(() => inFlight.delete(tracked));
+      const tracked = send(d).finally(() => inFlight.delete(tracked));
       inFlight.add(tracked);
     }
     await Promise.all(inFlight);
