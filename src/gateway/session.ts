@@ -72,6 +72,9 @@ export class AgentSession {
   #usage: UsageTracker | undefined;
   /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
   #cumulativeAcks = false;
+  /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
+  #ackThrough: string | undefined;
+  #ackScheduled = false;
   #graceTimer: NodeJS.Timeout | undefined;
   /**
    * One timer per session for the read deadline, refreshed at every read,
@@ -197,7 +200,10 @@ export class AgentSession {
     this.#closing = { reason, detail, error };
     this.#stopReading.abort();
     if (error) this.#writer.fail(error);
-    else this.#writer.end();
+    else {
+      this.#flushAck(); // what is stored is acknowledged before the stream ends
+      this.#writer.end();
+    }
     // The last write may be stuck behind flow control of an agent that stopped reading.
     this.#graceTimer = setTimeout(() => this.ctx.values.get(resetKey)(), CLOSE_GRACE_MS);
     this.#graceTimer.unref();
@@ -363,22 +369,37 @@ export class AgentSession {
 
   /**
    * Acknowledges a stored message. For an agent that takes acks as
-   * cumulative, an ack still waiting in the send queue is replaced by this
-   * one rather than followed by it: while the transport is busy writing,
-   * a run of stored messages costs one write, not one each.
+   * cumulative, the ack waits for the end of the event loop's turn: the
+   * log's acks arrive in batches, and every message stored in the same turn
+   * is then answered by one write. An ack still waiting in the send queue
+   * is replaced rather than followed, too.
    */
   #ack(messageId: string): void {
-    const msg = ack(messageId);
     if (!this.#cumulativeAcks) {
-      if (this.send(msg)) this.host.metrics.acksQueued.inc();
+      if (this.send(ack(messageId))) this.host.metrics.acksQueued.inc();
       return;
     }
+    if (this.#ackThrough !== undefined) this.host.metrics.acksCoalesced.inc();
+    this.#ackThrough = messageId;
+    if (!this.#ackScheduled) {
+      this.#ackScheduled = true;
+      setImmediate(this.#flushAck);
+    }
+  }
+
+  /** Queues the cumulative ack waiting for the end of the turn, if any. */
+  readonly #flushAck = (): void => {
+    this.#ackScheduled = false;
+    const id = this.#ackThrough;
+    if (id === undefined) return;
+    this.#ackThrough = undefined;
+    const msg = ack(id);
     const r = this.#writer.pushReplacingLast(msg, isOkAck);
     if (r === "replaced") this.host.metrics.acksCoalesced.inc();
     else if (r === "full")
       this.send(msg); // closes the session as a slow consumer
     else if (r === "queued") this.host.metrics.acksQueued.inc();
-  }
+  };
 
   /** The event a message becomes (if any) and whether the agent gets an ack for it. */
   #eventFor(m: AgentMessage, seq: number): { event?: Event; acked: boolean } {
