@@ -15,6 +15,7 @@ import {
   type ControlMessage,
   type RegisterSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { AckTracker } from "../../src/sim/index.js";
 
 const GIB = 1024;
 
@@ -102,16 +103,11 @@ export interface LightAgentOptions {
   cumulativeAcks?: boolean;
 }
 
-/** Kinds of message the gateway acknowledges once stored. */
-const ACKED_KINDS = new Set(["register", "shard", "result"]);
-
 export class LightAgent {
   readonly #out = new Outbox();
   readonly #abort = new AbortController();
   #acks = 0;
-  /** Stream positions (1-based, every message counts) of sent messages still waiting for their ack. */
-  readonly #unacked: number[] = [];
-  #unackedHead = 0;
+  readonly #tracker: AckTracker;
   #ackWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   #end: unknown;
   readonly ended: Promise<unknown>;
@@ -126,6 +122,8 @@ export class LightAgent {
     opts: LightAgentOptions = {},
   ) {
     const onMessage = opts.onMessage ?? (() => {});
+    const tracker = new AckTracker(opts.cumulativeAcks ?? true);
+    this.#tracker = tracker;
     let onRegistered!: () => void;
     let onFailed!: (e: unknown) => void;
     this.registered = new Promise((res, rej) => {
@@ -141,7 +139,7 @@ export class LightAgent {
             if (m.msg.value.messageId === "register") onRegistered();
             else {
               this.ackMessages++;
-              this.#acked(Number(m.msg.value.messageId));
+              this.#acks += tracker.acked(m.msg.value.messageId).length;
               for (const w of this.#ackWaiters.splice(0)) w.resolve();
             }
           }
@@ -157,18 +155,6 @@ export class LightAgent {
     })();
   }
 
-  /** An ack of message `n` stands for it and every earlier one (each earlier one was acked or is covered). */
-  #acked(n: number): void {
-    while (this.#unackedHead < this.#unacked.length && this.#unacked[this.#unackedHead]! <= n) {
-      this.#unackedHead++;
-      this.#acks++;
-    }
-    if (this.#unackedHead > 1024) {
-      this.#unacked.splice(0, this.#unackedHead);
-      this.#unackedHead = 0;
-    }
-  }
-
   /** Messages after the registration acknowledged so far. */
   get acks(): number {
     return this.#acks;
@@ -181,9 +167,7 @@ export class LightAgent {
   }
 
   send(m: MessageInitShape<typeof AgentMessageSchema>): void {
-    this.sent++;
-    // The registration's ack says "register", not its position.
-    if (this.sent > 1 && ACKED_KINDS.has(m.msg?.case ?? "")) this.#unacked.push(this.sent);
+    this.sent = this.#tracker.record(m.msg?.case);
     this.#out.push(create(AgentMessageSchema, m));
   }
 

@@ -162,15 +162,13 @@ export class AgentSession {
    */
   send(msg: ControlMessage): boolean {
     const r = this.#writer.push(msg);
-    if (r === "full") {
-      const detail = `the agent is ${this.#writer.length} messages behind (send queue full); disconnected`;
-      this.close(
-        SessionClosed_Reason.SLOW_CONSUMER,
-        detail,
-        new ConnectError(detail, Code.ResourceExhausted),
-      );
-    }
+    if (r === "full") this.#slowConsumer();
     return r === "queued";
+  }
+
+  #slowConsumer(): void {
+    const detail = `the agent is ${this.#writer.length} messages behind (send queue full); disconnected`;
+    this.close(SessionClosed_Reason.SLOW_CONSUMER, detail, new ConnectError(detail, Code.ResourceExhausted));
   }
 
   /** A newer session for this node opened (here or on another gateway). */
@@ -393,12 +391,10 @@ export class AgentSession {
     const id = this.#ackThrough;
     if (id === undefined) return;
     this.#ackThrough = undefined;
-    const msg = ack(id);
-    const r = this.#writer.pushReplacingLast(msg, isOkAck);
+    const r = this.#writer.pushReplacingLast(ack(id), isOkAck);
     if (r === "replaced") this.host.metrics.acksCoalesced.inc();
-    else if (r === "full")
-      this.send(msg); // closes the session as a slow consumer
     else if (r === "queued") this.host.metrics.acksQueued.inc();
+    else if (r === "full") this.#slowConsumer();
   };
 
   /** The event a message becomes (if any) and whether the agent gets an ack for it. */

@@ -13,6 +13,7 @@ import {
   ShardStatus_State as State,
   type StopShard,
 } from "../gen/llmgw/v1/agent_pb.js";
+import { AckTracker } from "./acks.js";
 import type { SimConfig } from "./config.js";
 import type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
 import { zeroCounters } from "./events.js";
@@ -54,10 +55,8 @@ interface Session {
   sessionId: string;
   heartbeats: number;
   abort: AbortController;
-  /** Messages pushed onto the stream; the n-th is message n of the session (the Register is 1). */
-  sent: number;
-  /** Positions of sent messages the gateway acknowledges, not yet acknowledged, oldest first. */
-  unacked: number[];
+  /** What was sent on the stream and which of it the gateway acknowledged. */
+  acks: AckTracker;
 }
 
 type Outcome =
@@ -253,8 +252,7 @@ export class SimAgent {
       sessionId: "",
       heartbeats: 0,
       abort: new AbortController(),
-      sent: 0,
-      unacked: [],
+      acks: new AckTracker(true),
     };
     this.session = session;
     this.opts.emit({ type: "connecting", nodeId: this.nodeId, url });
@@ -265,7 +263,7 @@ export class SimAgent {
       session.abort.abort();
     }, this.config.ackTimeoutMs);
     session.outbox.push({ msg: { case: "register", value: this.registration() } });
-    session.sent = 1;
+    session.acks.record("register");
     try {
       for await (const m of conn.client.connect(session.outbox, { signal: session.abort.signal })) {
         // A partitioned node hears nothing either.
@@ -293,10 +291,7 @@ export class SimAgent {
         if (m.msg.case === "ack" && session.registered && m.msg.value.ok) {
           // Cumulative (the registration asked for it): the ack of message n
           // stands for every earlier message the gateway acknowledges.
-          const through = Number(m.msg.value.messageId);
-          while (session.unacked.length > 0 && session.unacked[0]! <= through) {
-            this.acked(session, String(session.unacked.shift()));
-          }
+          for (const n of session.acks.acked(m.msg.value.messageId)) this.acked(session, String(n));
           continue;
         }
         if (session.registered) this.onControl(m);
@@ -359,8 +354,7 @@ export class SimAgent {
     const s = this.session;
     if (!s?.registered || this.partitioned) return false;
     if (!s.outbox.push(msg)) return false;
-    s.sent++;
-    if (msg.msg?.case === "shard" || msg.msg?.case === "result") s.unacked.push(s.sent);
+    s.acks.record(msg.msg?.case);
     return true;
   }
 

@@ -22,6 +22,7 @@ import {
   type RegisterSchema,
   type ShardStatusSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { AckTracker } from "../../src/sim/index.js";
 
 export type Protocol = "connect" | "grpc" | "grpc-web";
 export type RegisterInit = MessageInitShape<typeof RegisterSchema>;
@@ -48,9 +49,6 @@ export interface TestAgentOptions {
   firstMessage?: MessageInitShape<typeof AgentMessageSchema> | null;
 }
 
-/** Kinds of message the gateway acknowledges once stored (heartbeats it does not). */
-const ACKED_KINDS = new Set(["register", "shard", "result"]);
-
 export class TestAgent {
   /** Everything received, in order. */
   readonly received: ControlMessage[] = [];
@@ -60,7 +58,7 @@ export class TestAgent {
   sent = 0;
   readonly #out = new Outbox<AgentMessage>();
   /** The kind of each message sent, by its per-session sequence. */
-  readonly #sentKinds: string[] = [];
+  readonly #sentKinds: Array<AgentMessage["msg"]["case"]> = [];
   readonly #abort = new AbortController();
   readonly #sessions: Http2SessionManager;
   readonly #waiters = new Set<() => void>();
@@ -139,21 +137,16 @@ export class TestAgent {
   acked(): Array<{ nodeId: string; sessionId: string; messageId: string }> {
     const sessionId = this.sessionId;
     if (!sessionId) return [];
-    const entry = (n: number) => ({ nodeId: this.nodeId, sessionId, messageId: String(n) });
-    const out = [entry(1)];
-    let through = 1;
-    for (const m of this.received) {
-      if (m.msg.case !== "ack" || !m.msg.value.ok || m.msg.value.messageId === "register") continue;
-      const n = Number(m.msg.value.messageId);
-      if (!this.cumulativeAcks) {
-        out.push(entry(n));
-        continue;
-      }
-      for (let i = through + 1; i <= n; i++)
-        if (ACKED_KINDS.has(this.#sentKinds[i] ?? "")) out.push(entry(i));
-      through = Math.max(through, n);
-    }
-    return out;
+    // Replayed from the record: every ack covers only messages sent before it.
+    const tracker = new AckTracker(this.cumulativeAcks);
+    for (let n = 1; n <= this.sent; n++) tracker.record(this.#sentKinds[n]);
+    return this.received.flatMap((m) =>
+      m.msg.case === "ack" && m.msg.value.ok
+        ? tracker
+            .acked(m.msg.value.messageId)
+            .map((n) => ({ nodeId: this.nodeId, sessionId, messageId: String(n) }))
+        : [],
+    );
   }
 
   /** Whether the stream has ended. */
@@ -164,7 +157,7 @@ export class TestAgent {
   /** Sends one message; returns its per-session sequence. */
   send(init: MessageInitShape<typeof AgentMessageSchema>): number {
     this.#out.push(create(AgentMessageSchema, init));
-    this.#sentKinds[++this.sent] = init.msg?.case ?? "";
+    this.#sentKinds[++this.sent] = init.msg?.case;
     return this.sent;
   }
 
