@@ -116,6 +116,19 @@ async function waitAllRunning(
   }
 }
 
+/** Waits until the API lists `wanted` nodes; returns the log position it answered at. */
+async function waitNodes(apiUrl: string, wanted: number, out: () => string): Promise<number> {
+  const deadline = Date.now() + 60_000;
+  let last = "";
+  for (;;) {
+    const body = (await (await fetch(`${apiUrl}/v1/nodes`)).json()) as { seq: number; nodes: unknown[] };
+    if (body.nodes.length === wanted) return body.seq;
+    last = `${body.nodes.length} nodes at seq ${body.seq}`;
+    if (Date.now() > deadline) throw new Error(`expected ${wanted} nodes, have ${last}\n${out()}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
 /** StartShard commands in the log's reconcile passes from `fromSeq` on. */
 async function startCommands(
   natsUrl: string,
@@ -148,12 +161,9 @@ describe("llmgw dev", () => {
     let lastSeqOfFirst: number;
     try {
       firstReplicas = await waitAllRunning(first.apiUrl, 5, first.out);
-      const nodes = (await (await fetch(`${first.apiUrl}/v1/nodes`)).json()) as {
-        seq: number;
-        nodes: unknown[];
-      };
-      assert.equal(nodes.nodes.length, 3);
-      lastSeqOfFirst = nodes.seq;
+      // Two nodes hold all five replicas, so the reconciler may place them before
+      // the third machine has registered: wait for it rather than race it.
+      lastSeqOfFirst = await waitNodes(first.apiUrl, 3, first.out);
     } finally {
       assert.equal(await stopDev(first), 0, first.out());
     }
