@@ -18,7 +18,7 @@ import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startGatewayProcess } from "../support/gateway.js";
 import { startServer, uniqueStream } from "../support/nats.js";
-import { type ProcSample, sampleProc } from "../support/proc.js";
+import { type Child, type ProcSample, sampleProc, spawnScript } from "../support/proc.js";
 import { figure, type Scenario } from "../support/result.js";
 
 /** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
@@ -40,6 +40,7 @@ export const ingest: Scenario = {
       const raw = await rawPublish(server.url, server.pid, events);
       ctx.progress("the log's publish path alone");
       const logPath = await rawPublish(server.url, server.pid, events, "log");
+      const bare = await throughBareConnect(agents, events, (m) => ctx.progress(`bare Connect server: ${m}`));
       const before = await throughGateway(
         server.url,
         server.pid,
@@ -90,6 +91,14 @@ export const ingest: Scenario = {
               raw: rawRef,
             },
           ),
+          figure(
+            "the transport alone: the same agents, a bare Connect server, no log",
+            bare.rate,
+            "events/s",
+            {
+              raw: rawRef,
+            },
+          ),
           figure("before: one event in flight per stream", before.rate, "events/s", { raw: rawRef }),
           figure(`${FEW} agents through the gateway`, fewAfter.rate, "events/s", { raw: rawRef }),
           figure(`${FEW} agents, before: one event in flight per stream`, fewBefore.rate, "events/s", {
@@ -99,6 +108,7 @@ export const ingest: Scenario = {
         notes: [
           `CPU per event (µs): raw: client ${raw.cpu.client}, nats-server ${raw.cpu.nats}; through the gateway: gateway ${after.cpu.gateway}, agents ${after.cpu.agents}, nats-server ${after.cpu.nats}; with one ack per message: gateway ${perMessageAcks.cpu.gateway}, agents ${perMessageAcks.cpu.agents}`,
           `the log's own publish path from one client (AckedPublisher, as the gateway publishes): ${Math.round(logPath.rate).toLocaleString("en")} events/s, client ${logPath.cpu.client} µs CPU per event; the gateway's ratio against it ${(after.rate / logPath.rate).toFixed(2)}`,
+          `the transport alone (a bare Connect server that acks as the gateway does and stores nothing), CPU per event: server ${bare.cpu.server} µs, agents ${bare.cpu.agents} µs; the gateway's ratio against it ${(after.rate / bare.rate).toFixed(2)}`,
           `acks written per event: ${after.acksPerEvent.toFixed(2)} (cumulative), ${perMessageAcks.acksPerEvent.toFixed(2)} (one per message)`,
           `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
         ],
@@ -202,14 +212,47 @@ async function throughGateway(
       agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, agentOpts));
     await Promise.all(agents.map((a) => a.registered));
     const per = Math.ceil(n / agentCount);
-    let done = 0;
-    const ticker = setInterval(
-      () => progress(`${done.toLocaleString("en")}/${n.toLocaleString("en")} acked`),
-      500,
-    );
     const cpu0 = process.cpuUsage();
     const samples: ProcSample[] = [sampleProc(gw.child.pid), sampleProc(natsPid)];
-    const t = performance.now();
+    const s = await drive(agents, per, n, progress);
+    const total = per * agentCount;
+    const cpu = {
+      gateway: perEventUs(sampleProc(gw.child.pid).cpuS - samples[0]!.cpuS, total),
+      agents: perEventUs(cpuSince(cpu0), total),
+      nats: perEventUs(sampleProc(natsPid).cpuS - samples[1]!.cpuS, total),
+    };
+    // Every acked event is in the log (a cheap check that nothing was skipped).
+    const stored = (await log.jsm.streams.info(stream)).state.messages;
+    if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
+    const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0);
+    return { rate: total / s, acksPerEvent: ackMessages / total, cpu };
+  } finally {
+    for (const a of agents) a.close();
+    await gw.child.stop();
+    for (const a of agents) a.abort();
+    pool.close();
+    await log.jsm.streams.delete(stream).catch(() => {});
+    await log.close();
+  }
+}
+
+/**
+ * Each agent sends `per` shard statuses, keeping AGENT_AHEAD ahead of its
+ * acks, until all are acked; returns the seconds it took.
+ */
+async function drive(
+  agents: LightAgent[],
+  per: number,
+  n: number,
+  progress: (m: string) => void,
+): Promise<number> {
+  let done = 0;
+  const ticker = setInterval(
+    () => progress(`${done.toLocaleString("en")}/${n.toLocaleString("en")} acked`),
+    500,
+  );
+  const t = performance.now();
+  try {
     await Promise.all(
       agents.map(async (a) => {
         let sent = 0;
@@ -229,26 +272,52 @@ async function throughGateway(
         }
       }),
     );
-    const s = (performance.now() - t) / 1000;
+    return (performance.now() - t) / 1000;
+  } finally {
     clearInterval(ticker);
+  }
+}
+
+/**
+ * The same agents against a bare Connect server that acks as the gateway does
+ * but stores nothing: what the agents and the transport cost on these cores
+ * before the gateway does any work of its own.
+ */
+async function throughBareConnect(
+  agentCount: number,
+  n: number,
+  progress: (m: string) => void,
+): Promise<{ rate: number; cpu: { server: number; agents: number } }> {
+  const child: Child = spawnScript(new URL("../support/echo-server.ts", import.meta.url).pathname, []);
+  const agents: LightAgent[] = [];
+  let pool: ConnectionPool | undefined;
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.proc.once("message", (m) => resolve((m as { port: number }).port));
+      void child.exited.then((c) => reject(new Error(`bare Connect server exited ${c}:\n${child.output()}`)));
+    });
+    pool = new ConnectionPool(`http://127.0.0.1:${port}`, 100);
+    progress("registering");
+    for (let i = 0; i < agentCount; i++)
+      agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`));
+    await Promise.all(agents.map((a) => a.registered));
+    const per = Math.ceil(n / agentCount);
+    const cpu0 = process.cpuUsage();
+    const s0 = sampleProc(child.pid);
+    const s = await drive(agents, per, n, progress);
     const total = per * agentCount;
-    const cpu = {
-      gateway: perEventUs(sampleProc(gw.child.pid).cpuS - samples[0]!.cpuS, total),
-      agents: perEventUs(cpuSince(cpu0), total),
-      nats: perEventUs(sampleProc(natsPid).cpuS - samples[1]!.cpuS, total),
+    return {
+      rate: total / s,
+      cpu: {
+        server: perEventUs(sampleProc(child.pid).cpuS - s0.cpuS, total),
+        agents: perEventUs(cpuSince(cpu0), total),
+      },
     };
-    // Every acked event is in the log (a cheap check that nothing was skipped).
-    const stored = (await log.jsm.streams.info(stream)).state.messages;
-    if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
-    const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0);
-    return { rate: total / s, acksPerEvent: ackMessages / total, cpu };
   } finally {
     for (const a of agents) a.close();
-    await gw.child.stop();
     for (const a of agents) a.abort();
-    pool.close();
-    await log.jsm.streams.delete(stream).catch(() => {});
-    await log.close();
+    pool?.close();
+    await child.stop();
   }
 }
 

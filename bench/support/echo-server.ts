@@ -1,8 +1,10 @@
 /**
- * The raw reference of the fan-in scenario: a bare Connect bidi server for
- * AgentService.Connect on the same HTTP/2 setup as the gateway (h2c,
- * @connectrpc/connect-node), doing nothing but ack registrations, swallowing
- * heartbeats, and pushing a message to every stream when told to over IPC.
+ * The raw reference of the fan-in scenario, and the transport's own limit in
+ * the ingest scenario: a bare Connect bidi server for AgentService.Connect on
+ * the same HTTP/2 setup as the gateway (h2c, @connectrpc/connect-node). It
+ * acks what the gateway acks (registrations, shard statuses, command results),
+ * as the gateway numbers and merges them, but stores nothing; it swallows
+ * heartbeats, and pushes a message to every stream when told to over IPC.
  * Prints nothing; reports its port over IPC.
  */
 import * as http2 from "node:http2";
@@ -38,6 +40,10 @@ class Pushes {
 
 const streams = new Set<Pushes>();
 
+function ack(messageId: string): ControlMessage {
+  return create(ControlMessageSchema, { msg: { case: "ack", value: { messageId, ok: true } } });
+}
+
 const routes = (router: ConnectRouter) =>
   router.service(AgentService, {
     async *connect(requests: AsyncIterable<AgentMessage>, ctx) {
@@ -46,14 +52,34 @@ const routes = (router: ConnectRouter) =>
       const done = new AbortController();
       ctx.signal.addEventListener("abort", () => done.abort(), { once: true });
       void (async () => {
+        // Positions number every message of the stream, as the gateway's acks do.
+        let position = 0;
+        let cumulative = false;
+        let through = 0;
+        const flush = () => {
+          out.push(ack(String(through)));
+          through = 0;
+        };
         try {
           for await (const m of requests) {
-            if (m.msg.case === "register")
-              out.push(
-                create(ControlMessageSchema, {
-                  msg: { case: "ack", value: { messageId: "register", ok: true } },
-                }),
-              );
+            position++;
+            switch (m.msg.case) {
+              case "register":
+                cumulative = m.msg.value.cumulativeAcks;
+                out.push(ack("register"));
+                break;
+              case "shard":
+              case "result":
+                if (!cumulative) out.push(ack(String(position)));
+                else {
+                  // Merged until the end of the turn, as the gateway merges them.
+                  if (through === 0) setImmediate(flush);
+                  through = position;
+                }
+                break;
+              default:
+                break;
+            }
           }
         } catch {
           // the client went away
