@@ -17,18 +17,11 @@ import { create } from "@bufbuild/protobuf";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { startBareConnectServer } from "../support/bare-connect.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
 import { freePort, startServer, uniqueStream } from "../support/nats.js";
 import { describeGc, gcTotals, slowestPass, watchOwnEventLoop } from "../support/pauses.js";
-import {
-  type Child,
-  cpuCores,
-  type ProcSample,
-  sampleProc,
-  sleep,
-  spawnScript,
-  until,
-} from "../support/proc.js";
+import { type Child, cpuCores, type ProcSample, sampleProc, sleep, until } from "../support/proc.js";
 import { type Figure, figure, percentile, type Scenario } from "../support/result.js";
 
 const HEARTBEAT_MS = 5_000;
@@ -346,17 +339,14 @@ async function measureEcho(
   paced: number,
   progress: (m: string) => void,
 ): Promise<Measured> {
-  const child: Child = spawnScript(new URL("../support/echo-server.ts", import.meta.url).pathname, []);
+  const server = await startBareConnectServer();
+  const child: Child = server.child;
   const received = new Map<string, number>();
   let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.proc.once("message", (m) => resolve((m as { port: number }).port));
-      void child.exited.then((c) => reject(new Error(`echo server exited ${c}:\n${child.output()}`)));
-    });
     const base = sampleProc(child.pid);
     let t = performance.now();
-    conn = await connectAgents(`http://127.0.0.1:${port}`, n, (id, at) => received.set(id, at), progress);
+    conn = await connectAgents(server.url, n, (id, at) => received.set(id, at), progress);
     const connectS = (performance.now() - t) / 1000;
     await sleep(HEARTBEAT_MS);
     const s0 = sampleProc(child.pid);

@@ -16,9 +16,10 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
 import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { startBareConnectServer } from "../support/bare-connect.js";
 import { startGatewayProcess } from "../support/gateway.js";
 import { startServer, uniqueStream } from "../support/nats.js";
-import { type Child, type ProcSample, sampleProc, spawnScript } from "../support/proc.js";
+import { type ProcSample, sampleProc } from "../support/proc.js";
 import { figure, type Scenario } from "../support/result.js";
 
 /** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
@@ -288,15 +289,12 @@ async function throughBareConnect(
   n: number,
   progress: (m: string) => void,
 ): Promise<{ rate: number; cpu: { server: number; agents: number } }> {
-  const child: Child = spawnScript(new URL("../support/echo-server.ts", import.meta.url).pathname, []);
+  const server = await startBareConnectServer();
+  const child = server.child;
   const agents: LightAgent[] = [];
   let pool: ConnectionPool | undefined;
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.proc.once("message", (m) => resolve((m as { port: number }).port));
-      void child.exited.then((c) => reject(new Error(`bare Connect server exited ${c}:\n${child.output()}`)));
-    });
-    pool = new ConnectionPool(`http://127.0.0.1:${port}`, 100);
+    pool = new ConnectionPool(server.url, 100);
     progress("registering");
     for (let i = 0; i < agentCount; i++)
       agents.push(new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`));
