@@ -21,19 +21,26 @@ import {
 class Pushes {
   readonly #items: ControlMessage[] = [];
   #wake: (() => void) | undefined;
+  #ended = false;
   push(m: ControlMessage): void {
     this.#items.push(m);
     this.#wake?.();
   }
-  async next(signal: AbortSignal): Promise<ControlMessage | undefined> {
+  /** Wakes a waiting `next` for good: the stream is over. */
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+  async next(): Promise<ControlMessage | undefined> {
     for (;;) {
       const m = this.#items.shift();
       if (m) return m;
-      if (signal.aborted) return undefined;
+      if (this.#ended) return undefined;
+      // One waiter at a time; no listener per wait (they piled up on the signal).
       await new Promise<void>((r) => {
         this.#wake = r;
-        signal.addEventListener("abort", () => r(), { once: true });
       });
+      this.#wake = undefined;
     }
   }
 }
@@ -49,8 +56,7 @@ const routes = (router: ConnectRouter) =>
     async *connect(requests: AsyncIterable<AgentMessage>, ctx) {
       const out = new Pushes();
       streams.add(out);
-      const done = new AbortController();
-      ctx.signal.addEventListener("abort", () => done.abort(), { once: true });
+      ctx.signal.addEventListener("abort", () => out.end(), { once: true });
       void (async () => {
         // Positions number every message of the stream, as the gateway's acks do.
         let position = 0;
@@ -84,11 +90,11 @@ const routes = (router: ConnectRouter) =>
         } catch {
           // the client went away
         }
-        done.abort();
+        out.end();
       })();
       try {
         for (;;) {
-          const m = await out.next(done.signal);
+          const m = await out.next();
           if (!m) return;
           yield m;
         }
