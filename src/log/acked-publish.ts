@@ -1,6 +1,7 @@
 import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
-import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { LogError } from "./errors.js";
+import { PublishHeaders } from "./publish-headers.js";
 
 export interface PublishExpect {
   /** The stream that must store the message (a subject captured by another stream is refused). */
@@ -31,8 +32,9 @@ const SWEEP_MS = 50;
  * published within one turn of the event loop goes to the socket together.
  *
  * The wire protocol is the one `js.publish` speaks (the headers
- * `Nats-Msg-Id`, `Nats-Expected-Stream`, `Nats-Expected-Last-Subject-Sequence`
- * and the JSON ack), so the server cannot tell the difference.
+ * `Nats-Msg-Id`, `Nats-Expected-Stream`, `Nats-Expected-Last-Subject-Sequence`,
+ * written by PublishHeaders, and the JSON ack), so the server cannot tell
+ * the difference.
  */
 export class AckedPublisher {
   readonly #prefix: string;
@@ -77,11 +79,11 @@ export class AckedPublisher {
     if (this.#closed || this.nc.isClosed()) {
       return Promise.reject(new LogError("unavailable", "the NATS connection is closed"));
     }
-    const h = headers();
-    h.set("Nats-Msg-Id", msgId);
-    h.set("Nats-Expected-Stream", expect.stream);
-    if (expect.lastSubjectSeq !== undefined) {
-      h.set("Nats-Expected-Last-Subject-Sequence", String(expect.lastSubjectSeq));
+    let h: PublishHeaders;
+    try {
+      h = new PublishHeaders(msgId, expect.stream, expect.lastSubjectSeq);
+    } catch (err) {
+      return Promise.reject(LogError.from(err));
     }
     const token = ++this.#next;
     return new Promise<PubAck>((resolve, reject) => {

@@ -69,6 +69,17 @@ describe("acked publishes over one reply subscription", () => {
       );
     }));
 
+  it("rejects a message id that would break the headers, and stores nothing of it", () =>
+    withStream(async (nc, stream, subject) => {
+      const p = new AckedPublisher(nc);
+      await assert.rejects(
+        p.publish(`${subject}.h`, bytes("x"), "id\r\nNats-Expected-Stream: other", { stream }, 5000),
+        (err: unknown) => isLogError(err, "invalid-argument"),
+      );
+      const ok = await p.publish(`${subject}.h`, bytes("y"), "id-ok", { stream }, 5000);
+      assert.equal(ok.seq, 1, "only the valid publish is in the stream");
+    }));
+
   it("reports a subject no stream takes as unavailable at once, not after the timeout", () =>
     withStream(async (nc, stream) => {
       const p = new AckedPublisher(nc);
