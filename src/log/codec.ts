@@ -1,5 +1,6 @@
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
+import { compileEncoder } from "./binary-encoder.js";
 import { LogError } from "./errors.js";
 import type { Subjects } from "./subjects.js";
 import { installFastTextEncoding } from "./text-encoding.js";
@@ -25,8 +26,11 @@ export function newEvent(init: EventInit): Event {
   return create(EventSchema, init);
 }
 
+const writeEvent = compileEncoder(EventSchema);
+
+/** The event's protobuf bytes (as `toBinary` writes them; see binary-encoder.ts for why not it). */
 export function encodeEvent(event: Event): Uint8Array {
-  return toBinary(EventSchema, event);
+  return writeEvent(event);
 }
 
 /**
