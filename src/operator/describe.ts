@@ -94,6 +94,9 @@ export function describeEvent(event: Event): DescribedEvent {
       for (const d of p.decisions) decisionSubjects(d, nodes, replicas);
       for (const c of p.commands) {
         nodes.add(c.nodeId);
+        // A stop or drain names only its shard; the command says whose it is
+        // (logs written before Command.replica_id do not).
+        if (c.replicaId) replicas.add(c.replicaId);
         if (c.action.case === "start") replicas.add(c.action.value.replicaId);
       }
       const lines = [...p.decisions.map((d) => d.explanation), ...p.commands.map((c) => describeCommand(c))];

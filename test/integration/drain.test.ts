@@ -235,6 +235,19 @@ describe("drain a node through the operator API", () => {
         assert.ok(toOld.length > 0, `drain or stop commands sent to ${old}'s shards`);
         for (const x of toOld)
           assert.ok(x.seq > runningAt, `no ${x.c.action.case} of ${old} before its replacement ran`);
+        // The operator's event list, filtered by the old replica, shows every pass that drained or stopped its shards.
+        const listed = (
+          await call("GET", `/v1/events?replica=${old}&kind=reconcilePass&limit=1000`)
+        ).events.map((e: any) => e.seq as number);
+        for (const x of toOld)
+          assert.ok(
+            listed.includes(x.seq),
+            `the pass at seq ${x.seq} (${x.c.action.case} of ${old}'s shard) is listed under replica=${old}`,
+          );
+        assert.ok(
+          toOld.every((x) => x.c.replicaId === old),
+          `every drain or stop of ${old}'s shards names ${old}`,
+        );
         for (const s of oldShards) {
           const draining = firstReport(records, s, State.DRAINING) ?? firstReport(records, s, State.STOPPED);
           assert.ok(

@@ -52,7 +52,7 @@ function adoptNode(
 
   const stop = (s: RegisteredShard, d: Decision) => {
     decisions.push(d);
-    commands.push(stopCommand(pass, n.nodeId, session.sessionId, s.shardId));
+    commands.push(stopCommand(pass, n.nodeId, session.sessionId, s.shardId, s.replicaId));
   };
   const unclaimed = (s: RegisteredShard, reason: string) =>
     stop(

@@ -51,7 +51,7 @@ function findShard(pass: Pass, c: CommandState): ShardState | undefined {
 
 /** The command again, when it is still wanted; undefined otherwise. */
 function rebuild(pass: Pass, c: CommandState): Command | undefined {
-  const base = { commandId: c.commandId, nodeId: c.nodeId, sessionId: c.sessionId };
+  const base = { commandId: c.commandId, nodeId: c.nodeId, sessionId: c.sessionId, replicaId: c.replicaId };
   const shard = findShard(pass, c);
   switch (c.kind) {
     case "start": {

@@ -12,7 +12,14 @@ export function decision(explanation: string, kind: DecisionKind): Decision {
 
 type Action = MessageInitShape<typeof CommandSchema>["action"];
 
-function command(pass: Pass, nodeId: string, sessionId: string, timeoutMs: number, action: Action): Command {
+function command(
+  pass: Pass,
+  nodeId: string,
+  sessionId: string,
+  replicaId: string,
+  timeoutMs: number,
+  action: Action,
+): Command {
   return create(CommandSchema, {
     commandId: actionCommandId(action),
     nodeId,
@@ -20,6 +27,7 @@ function command(pass: Pass, nodeId: string, sessionId: string, timeoutMs: numbe
     attempt: 1,
     deadlineUnixMs: BigInt(pass.nowMs + timeoutMs),
     action,
+    replicaId,
   });
 }
 
@@ -27,17 +35,30 @@ function actionCommandId(a: Action): string {
   return a && a.case !== undefined ? (a.value.commandId ?? "") : "";
 }
 
-export function stopCommand(pass: Pass, nodeId: string, sessionId: string, shardId: string): Command {
+/** `replicaId`: whose shard it is (the log says so; agents never see it). */
+export function stopCommand(
+  pass: Pass,
+  nodeId: string,
+  sessionId: string,
+  shardId: string,
+  replicaId: string,
+): Command {
   const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, pass.config.commandTimeoutMs, {
+  return command(pass, nodeId, sessionId, replicaId, pass.config.commandTimeoutMs, {
     case: "stop",
     value: { commandId, shardId },
   });
 }
 
-export function drainCommand(pass: Pass, nodeId: string, sessionId: string, shardId: string): Command {
+export function drainCommand(
+  pass: Pass,
+  nodeId: string,
+  sessionId: string,
+  shardId: string,
+  replicaId: string,
+): Command {
   const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, pass.config.drainDeadlineMs, {
+  return command(pass, nodeId, sessionId, replicaId, pass.config.drainDeadlineMs, {
     case: "drain",
     value: { commandId, shardId },
   });
@@ -50,7 +71,7 @@ export function startCommand(
   start: Omit<NonNullable<Extract<Action, { case: "start" }>["value"]>, "commandId" | "$typeName">,
 ): Command {
   const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, pass.config.commandTimeoutMs, {
+  return command(pass, nodeId, sessionId, start.replicaId ?? "", pass.config.commandTimeoutMs, {
     case: "start",
     value: { ...start, commandId },
   });
@@ -76,7 +97,7 @@ export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): 
     .filter(
       (s) => s.shardId !== exceptShardId && s.desired !== "stopped" && !finished(s) && reachable(pass, s),
     )
-    .map((s) => stopCommand(pass, s.nodeId, s.sessionId, s.shardId));
+    .map((s) => stopCommand(pass, s.nodeId, s.sessionId, s.shardId, r.replicaId));
 }
 
 /** A replica whose replacement exists and is not itself going away. */

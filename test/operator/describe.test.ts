@@ -1,0 +1,64 @@
+/**
+ * describeEvent: which nodes and replicas an event concerns (what the event
+ * list filters on). Given a reconcile pass → when described → then its
+ * commands' replicas are named, stops and drains included.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type CommandSchema, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { describeEvent } from "../../src/operator/describe.js";
+
+function pass(commands: MessageInitShape<typeof CommandSchema>[]) {
+  return create(EventSchema, {
+    id: "p-1",
+    body: {
+      case: "reconcilePass",
+      value: { leaderId: "rec-1", trigger: "tick", commands },
+    },
+  });
+}
+
+describe("describeEvent", () => {
+  it("names the replica of a stop or drain command, as the command says", () => {
+    const d = describeEvent(
+      pass([
+        {
+          commandId: "c1",
+          nodeId: "gpu-a",
+          replicaId: "r-1",
+          action: { case: "stop", value: { commandId: "c1", shardId: "s-9" } },
+        },
+        {
+          commandId: "c2",
+          nodeId: "gpu-b",
+          replicaId: "r-2",
+          action: { case: "drain", value: { commandId: "c2", shardId: "s-8" } },
+        },
+        {
+          commandId: "c3",
+          nodeId: "gpu-c",
+          replicaId: "r-3",
+          action: { case: "start", value: { commandId: "c3", shardId: "s-7", replicaId: "r-3" } },
+        },
+      ]),
+    );
+    assert.equal(d.kind, "reconcilePass");
+    assert.deepEqual(d.replicaIds, ["r-1", "r-2", "r-3"]);
+    assert.deepEqual(d.nodeIds, ["gpu-a", "gpu-b", "gpu-c"]);
+  });
+
+  it("names no replica for a stop from a log written before commands named theirs", () => {
+    const d = describeEvent(
+      pass([
+        {
+          commandId: "c1",
+          nodeId: "gpu-a",
+          action: { case: "stop", value: { commandId: "c1", shardId: "s-9" } },
+        },
+      ]),
+    );
+    assert.deepEqual(d.replicaIds, []);
+    assert.deepEqual(d.nodeIds, ["gpu-a"]);
+  });
+});
