@@ -1,4 +1,10 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  type ConsumerInfo,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamInfo,
+} from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
@@ -110,7 +116,8 @@ export async function* readEvents(
     // A filtered read may never see a message at `stopAt` itself, and a
     // start-time read may start past it; `pending` tells when nothing
     // matching is left.
-    if (!opts.follow && (await consumerPending(consumer)) === 0) return;
+    const endCheck = { consumer, jsm, stream, ...(opts.signal ? { signal: opts.signal } : {}) };
+    if (!opts.follow && (await nothingLeft(endCheck))) return;
     for await (const m of messages) {
       if (m.seq > stopAt) break;
       let event: Event | undefined;
@@ -126,7 +133,7 @@ export async function* readEvents(
         yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
       }
       if (m.seq >= stopAt) break;
-      if (!opts.follow && m.info.pending === 0) break;
+      if (!opts.follow && m.info.pending === 0 && (await nothingLeft(endCheck))) break;
     }
   } finally {
     watchdog.stop();
@@ -187,12 +194,63 @@ class ReadWatchdog {
   }
 }
 
-async function consumerPending(consumer: { info(cached?: boolean): Promise<{ num_pending: number }> }) {
-  try {
-    return (await consumer.info(true)).num_pending;
-  } catch {
-    return Number.POSITIVE_INFINITY;
+/** Replicas catching up are waited for this long at the end of a read before it fails as unavailable. */
+const CATCH_UP_LIMIT_MS = 30_000;
+
+interface EndCheck {
+  consumer: { info(cached?: boolean): Promise<ConsumerInfo> };
+  jsm: JetStreamManager;
+  stream: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Whether a read that is not following has nothing left: its consumer has
+ * nothing pending, as counted by a replica that has every message the
+ * stream leader has.
+ *
+ * A reader's consumer (ephemeral, one replica) may be placed on any replica
+ * of the stream, including one that restarted and is still catching up. Its
+ * pending count then ends where that replica's copy ends, and trusting it
+ * ended reads early: a check of the log after a stream-leader failover
+ * found acknowledged events "missing" that were stored all along. So the
+ * count is believed only from the leader or a replica the leader reports
+ * current; otherwise this waits (up to CATCH_UP_LIMIT_MS) for it to catch
+ * up. Unknown (the consumer's info failed): not the end, keep reading.
+ */
+async function nothingLeft(c: EndCheck): Promise<boolean> {
+  const deadline = performance.now() + CATCH_UP_LIMIT_MS;
+  for (;;) {
+    let host: { caughtUp: boolean; name: string };
+    let pending: number;
+    try {
+      // The stream's view first: a replica current then has everything up to the read's end.
+      const si = await c.jsm.streams.info(c.stream);
+      const ci = await c.consumer.info(false);
+      pending = ci.num_pending;
+      host = { caughtUp: replicaCaughtUp(si, ci.cluster?.leader), name: ci.cluster?.leader ?? "?" };
+    } catch {
+      return false;
+    }
+    if (pending > 0) return false;
+    if (host.caughtUp) return true;
+    if (c.signal?.aborted) return true;
+    if (performance.now() > deadline) {
+      throw new LogError(
+        "unavailable",
+        `reading ${c.stream}: the reader's consumer is on ${host.name}, a replica still catching up after ${CATCH_UP_LIMIT_MS} ms; reopen the read`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Whether `host` (a consumer's server) has the stream's every message: no cluster, the leader, or a current replica. */
+function replicaCaughtUp(si: StreamInfo, host: string | undefined): boolean {
+  const cl = si.cluster;
+  if (!cl || host === undefined || host === cl.leader) return true;
+  const r = cl.replicas?.find((x) => x.name === host);
+  return r?.current === true && !r.offline && (r.lag ?? 0) === 0;
 }
 
 /**

@@ -36,6 +36,8 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
   })) {
     records.push({ seq: r.seq, timeMs: r.timeMs, event: r.event });
   }
+  const readTo = records.at(-1)?.seq ?? 0;
+  const streamLast = (await log.jsm.streams.info(log.stream)).state.last_seq;
   const report = checkLog(records, {
     malformed,
     ...(acked ? { acked } : {}),
@@ -44,7 +46,7 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
   assert.equal(
     report.violations.length,
     0,
-    `${opts.what ?? "the log"} breaks invariants (${report.events} events, ${report.passes} passes):\n` +
+    `${opts.what ?? "the log"} breaks invariants (${report.events} events, ${report.passes} passes; read to seq ${readTo}, the stream's last is ${streamLast}):\n` +
       report.violations.map(formatViolation).join("\n"),
   );
   return report;
