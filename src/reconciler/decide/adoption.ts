@@ -52,7 +52,14 @@ function adoptNode(
 
   const stop = (s: RegisteredShard, d: Decision) => {
     decisions.push(d);
-    commands.push(stopCommand(pass, n.nodeId, session.sessionId, s.shardId, s.replicaId));
+    commands.push(
+      stopCommand(pass, {
+        nodeId: n.nodeId,
+        sessionId: session.sessionId,
+        shardId: s.shardId,
+        replicaId: s.replicaId,
+      }),
+    );
   };
   const unclaimed = (s: RegisteredShard, reason: string) =>
     stop(

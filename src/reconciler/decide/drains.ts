@@ -27,7 +27,7 @@ export function drainUnit(
 ): { decisions: Decision[]; commands: Command[] } {
   const commands = r.shards
     .filter((s) => s.desired === "running" && !finished(s) && reachable(pass, s))
-    .map((s) => drainCommand(pass, s.nodeId, s.sessionId, s.shardId, r.replicaId));
+    .map((s) => drainCommand(pass, { ...s, replicaId: r.replicaId }));
   return {
     decisions: [
       decision(
@@ -104,7 +104,7 @@ function finishDrain(
   if (pass.nowMs >= deadline) {
     return removed(
       `drain deadline passed with ${left.length} shard(s) still running; stopping them`,
-      left.map((s) => stopCommand(pass, s.nodeId, s.sessionId, s.shardId, r.replicaId)),
+      left.map((s) => stopCommand(pass, { ...s, replicaId: r.replicaId })),
     );
   }
   // A shard re-adopted while its replica drains is asked to drain too.

@@ -35,33 +35,25 @@ function actionCommandId(a: Action): string {
   return a && a.case !== undefined ? (a.value.commandId ?? "") : "";
 }
 
-/** `replicaId`: whose shard it is (the log says so; agents never see it). */
-export function stopCommand(
-  pass: Pass,
-  nodeId: string,
-  sessionId: string,
-  shardId: string,
-  replicaId: string,
-): Command {
-  const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, replicaId, pass.config.commandTimeoutMs, {
-    case: "stop",
-    value: { commandId, shardId },
-  });
+/** Where a stop or drain goes, and `replicaId`: whose shard it is (the log says so; agents never see it). */
+interface ShardTarget {
+  nodeId: string;
+  sessionId: string;
+  shardId: string;
+  replicaId: string;
 }
 
-export function drainCommand(
-  pass: Pass,
-  nodeId: string,
-  sessionId: string,
-  shardId: string,
-  replicaId: string,
-): Command {
-  const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, replicaId, pass.config.drainDeadlineMs, {
-    case: "drain",
-    value: { commandId, shardId },
-  });
+function shardCommand(pass: Pass, kind: "stop" | "drain", timeoutMs: number, t: ShardTarget): Command {
+  const value = { commandId: pass.newCommandId(), shardId: t.shardId };
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, { case: kind, value });
+}
+
+export function stopCommand(pass: Pass, target: ShardTarget): Command {
+  return shardCommand(pass, "stop", pass.config.commandTimeoutMs, target);
+}
+
+export function drainCommand(pass: Pass, target: ShardTarget): Command {
+  return shardCommand(pass, "drain", pass.config.drainDeadlineMs, target);
 }
 
 export function startCommand(
@@ -97,7 +89,7 @@ export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): 
     .filter(
       (s) => s.shardId !== exceptShardId && s.desired !== "stopped" && !finished(s) && reachable(pass, s),
     )
-    .map((s) => stopCommand(pass, s.nodeId, s.sessionId, s.shardId, r.replicaId));
+    .map((s) => stopCommand(pass, { ...s, replicaId: r.replicaId }));
 }
 
 /** A replica whose replacement exists and is not itself going away. */
