@@ -1,5 +1,6 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { LogError } from "./errors.js";
+import { encodeUtf8 } from "./text-encoding.js";
 
 const HEADER_LINE = "NATS/1.0";
 
@@ -42,21 +43,13 @@ export class PublishHeaders implements MsgHdrs {
 
   /** The wire form: `NATS/1.0\r\n` then `Key: value\r\n` per header, then an empty line. */
   encode(): Uint8Array {
-    let text = HEADER_LINE;
-    for (const [k, v] of this.#pairs) text += `\r\n${k}: ${v}`;
-    text += "\r\n\r\n";
-    const n = text.length;
-    const out = new Uint8Array(n);
-    for (let i = 0; i < n; i++) {
-      const c = text.charCodeAt(i);
-      if (c > 0x7f) return new TextEncoder().encode(text);
-      out[i] = c;
-    }
-    return out;
+    return encodeUtf8(this.toString());
   }
 
   toString(): string {
-    return new TextDecoder().decode(this.encode());
+    let text = HEADER_LINE;
+    for (const [k, v] of this.#pairs) text += `\r\n${k}: ${v}`;
+    return `${text}\r\n\r\n`;
   }
 
   get(k: string): string {
