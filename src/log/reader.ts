@@ -69,11 +69,8 @@ export async function* readEvents(
   stream: string,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord> {
-  const lastSeq = await whileElecting(
-    async () => (await jsm.streams.info(stream)).state.last_seq,
-    `reading stream ${stream}`,
-    opts.signal,
-  );
+  const info = await whileElecting(() => jsm.streams.info(stream), `reading stream ${stream}`, opts.signal);
+  const lastSeq = info.state.last_seq;
   const fromSeq = Math.max(1, opts.fromSeq ?? 1);
   const stopAt = opts.untilSeq ?? (opts.follow ? Number.POSITIVE_INFINITY : lastSeq);
   if (opts.fromTimeMs === undefined && fromSeq > stopAt) return;
@@ -116,8 +113,14 @@ export async function* readEvents(
     // A filtered read may never see a message at `stopAt` itself, and a
     // start-time read may start past it; `pending` tells when nothing
     // matching is left.
-    const endCheck = { consumer, jsm, stream, ...(opts.signal ? { signal: opts.signal } : {}) };
-    if (!opts.follow && (await nothingLeft(endCheck))) return;
+    const endCheck: EndCheck = {
+      consumer,
+      jsm,
+      stream,
+      replicated: (info.config.num_replicas ?? 1) > 1,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    if (!opts.follow && (await nothingLeft(endCheck, await consumerPending(consumer)))) return;
     for await (const m of messages) {
       if (m.seq > stopAt) break;
       let event: Event | undefined;
@@ -133,7 +136,7 @@ export async function* readEvents(
         yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
       }
       if (m.seq >= stopAt) break;
-      if (!opts.follow && m.info.pending === 0 && (await nothingLeft(endCheck))) break;
+      if (!opts.follow && m.info.pending === 0 && (await nothingLeft(endCheck, 0))) break;
     }
   } finally {
     watchdog.stop();
@@ -194,6 +197,14 @@ class ReadWatchdog {
   }
 }
 
+async function consumerPending(consumer: { info(cached?: boolean): Promise<{ num_pending: number }> }) {
+  try {
+    return (await consumer.info(true)).num_pending;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
 /** Replicas catching up are waited for this long at the end of a read before it fails as unavailable. */
 const CATCH_UP_LIMIT_MS = 30_000;
 
@@ -201,6 +212,8 @@ interface EndCheck {
   consumer: { info(cached?: boolean): Promise<ConsumerInfo> };
   jsm: JetStreamManager;
   stream: string;
+  /** More than one copy of the stream: a consumer's count may come from one still catching up. */
+  replicated: boolean;
   signal?: AbortSignal;
 }
 
@@ -217,22 +230,26 @@ interface EndCheck {
  * count is believed only from the leader or a replica the leader reports
  * current; otherwise this waits (up to CATCH_UP_LIMIT_MS) for it to catch
  * up. Unknown (the consumer's info failed): not the end, keep reading.
+ * `pending` is the count the read already has (a message's, or the
+ * consumer's when it was made); with one copy of the stream it is the
+ * answer, and nothing more is asked.
  */
-async function nothingLeft(c: EndCheck): Promise<boolean> {
+async function nothingLeft(c: EndCheck, pending: number): Promise<boolean> {
+  if (pending > 0) return false;
+  if (!c.replicated) return true;
   const deadline = performance.now() + CATCH_UP_LIMIT_MS;
   for (;;) {
-    let host: { caughtUp: boolean; name: string };
-    let pending: number;
+    let host: { caughtUp: boolean; name: string; pending: number };
     try {
       // The stream's view first: a replica current then has everything up to the read's end.
       const si = await c.jsm.streams.info(c.stream);
       const ci = await c.consumer.info(false);
-      pending = ci.num_pending;
-      host = { caughtUp: replicaCaughtUp(si, ci.cluster?.leader), name: ci.cluster?.leader ?? "?" };
+      const name = ci.cluster?.leader;
+      host = { caughtUp: replicaCaughtUp(si, name), name: name ?? "?", pending: ci.num_pending };
     } catch {
       return false;
     }
-    if (pending > 0) return false;
+    if (host.pending > 0) return false;
     if (host.caughtUp) return true;
     if (c.signal?.aborted) return true;
     if (performance.now() > deadline) {
