@@ -77,73 +77,102 @@ export async function* readEvents(
   if (!opts.follow && lastSeq === 0) return;
   if (opts.signal?.aborted) return;
 
-  const consumerOpts =
-    opts.fromTimeMs !== undefined
-      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.fromTimeMs).toISOString() }
-      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq };
-  const consumer = await whileElecting(
-    () =>
-      js.consumers.get(stream, {
-        ...consumerOpts,
-        ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
-      }),
-    `opening a reader on ${stream}`,
-    opts.signal,
-  );
+  const replicated = (info.config.num_replicas ?? 1) > 1;
+  let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
+  // A consumer placed on a replica still catching up is given up for a new
+  // one (placed anew) after what it delivered; see `nothingLeft`. One
+  // consumer per pass of this loop, usually the only one.
+  for (let reopens = 0; ; reopens++) {
+    let lastDelivered = 0;
+    let outcome: "end" | "more" | "lagging" = "more";
+    const consumerOpts =
+      "timeMs" in start
+        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(start.timeMs).toISOString() }
+        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.seq };
+    const consumer = await whileElecting(
+      () =>
+        js.consumers.get(stream, {
+          ...consumerOpts,
+          ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
+        }),
+      `opening a reader on ${stream}`,
+      opts.signal,
+    );
 
-  // The signal may have fired during any of the awaits above. An abort
-  // listener added after that never runs, and a following read would then
-  // wait for new events forever: check again once the consumer exists.
-  if (opts.signal?.aborted) return;
-  const messages = await consumer.consume({
-    max_messages: opts.batch ?? 512,
-    expires: READ_EXPIRES_MS,
-    idle_heartbeat: IDLE_HEARTBEAT_MS,
-  });
-  const onAbort = () => void messages.stop();
-  opts.signal?.addEventListener("abort", onAbort, { once: true });
-  // A consumer hosted on a cluster member that died stays silent: the client
-  // library asks for its info again and again, and a request to a dead host
-  // times out rather than answering "not found", so it never recreates it.
-  // The watchdog ends such a read with `unavailable`; a follower reopens a
-  // fresh consumer (placed on a live member) after the last event it handled.
-  const watchdog = new ReadWatchdog(messages, stream);
-  try {
+    // The signal may have fired during any of the awaits above. An abort
+    // listener added after that never runs, and a following read would then
+    // wait for new events forever: check again once the consumer exists.
     if (opts.signal?.aborted) return;
-    // A filtered read may never see a message at `stopAt` itself, and a
-    // start-time read may start past it; `pending` tells when nothing
-    // matching is left.
-    const endCheck: EndCheck = {
-      consumer,
-      jsm,
-      stream,
-      replicated: (info.config.num_replicas ?? 1) > 1,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    };
-    if (!opts.follow && (await nothingLeft(endCheck, await consumerPending(consumer)))) return;
-    for await (const m of messages) {
-      if (m.seq > stopAt) break;
-      let event: Event | undefined;
-      try {
-        event = decodeEvent(m.data, m.seq);
-      } catch (err) {
-        const e = LogError.from(err);
-        if (!opts.onMalformed) throw e;
-        opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
+    const messages = await consumer.consume({
+      max_messages: opts.batch ?? 512,
+      expires: READ_EXPIRES_MS,
+      idle_heartbeat: IDLE_HEARTBEAT_MS,
+    });
+    const onAbort = () => void messages.stop();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    // A consumer hosted on a cluster member that died stays silent: the client
+    // library asks for its info again and again, and a request to a dead host
+    // times out rather than answering "not found", so it never recreates it.
+    // The watchdog ends such a read with `unavailable`; a follower reopens a
+    // fresh consumer (placed on a live member) after the last event it handled.
+    const watchdog = new ReadWatchdog(messages, stream);
+    try {
+      if (opts.signal?.aborted) return;
+      // A filtered read may never see a message at `stopAt` itself, and a
+      // start-time read may start past it; `pending` tells when nothing
+      // matching is left.
+      const endCheck: EndCheck = {
+        consumer,
+        jsm,
+        stream,
+        replicated,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      };
+      if (!opts.follow) outcome = await nothingLeft(endCheck, await consumerPending(consumer));
+      if (outcome === "more") {
+        outcome = "end";
+        for await (const m of messages) {
+          if (m.seq > stopAt) break;
+          lastDelivered = m.seq;
+          let event: Event | undefined;
+          try {
+            event = decodeEvent(m.data, m.seq);
+          } catch (err) {
+            const e = LogError.from(err);
+            if (!opts.onMalformed) throw e;
+            opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
+          }
+          watchdog.alive();
+          if (event) {
+            yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
+          }
+          if (m.seq >= stopAt) break;
+          if (!opts.follow && m.info.pending === 0) {
+            const left = await nothingLeft(endCheck, 0);
+            if (left !== "more") {
+              outcome = left;
+              break;
+            }
+          }
+        }
       }
-      watchdog.alive();
-      if (event) {
-        yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
-      }
-      if (m.seq >= stopAt) break;
-      if (!opts.follow && m.info.pending === 0 && (await nothingLeft(endCheck, 0))) break;
+    } finally {
+      watchdog.stop();
+      opts.signal?.removeEventListener("abort", onAbort);
+      messages.stop();
     }
-  } finally {
-    watchdog.stop();
-    opts.signal?.removeEventListener("abort", onAbort);
-    messages.stop();
+    if (outcome !== "lagging") return;
+    if (reopens >= MAX_REOPENS) {
+      throw new LogError(
+        "unavailable",
+        `reading ${stream}: ${reopens + 1} readers in a row were placed on a replica still catching up; reopen the read`,
+      );
+    }
+    if (lastDelivered > 0) start = { seq: lastDelivered + 1 };
   }
 }
+
+type Start = { seq: number } | { timeMs: number };
 
 /**
  * Ends a read with an `unavailable` LogError when its consumer went quiet:
@@ -205,8 +234,10 @@ async function consumerPending(consumer: { info(cached?: boolean): Promise<{ num
   }
 }
 
-/** Replicas catching up are waited for this long at the end of a read before it fails as unavailable. */
-const CATCH_UP_LIMIT_MS = 30_000;
+/** A replica catching up is waited for this long before the read's consumer is given up for a new one. */
+const CATCH_UP_WAIT_MS = 1_500;
+/** New consumers opened in a row because each was placed on a replica still catching up, before the read fails. */
+const MAX_REOPENS = 8;
 
 interface EndCheck {
   consumer: { info(cached?: boolean): Promise<ConsumerInfo> };
@@ -218,9 +249,8 @@ interface EndCheck {
 }
 
 /**
- * Whether a read that is not following has nothing left: its consumer has
- * nothing pending, as counted by a replica that has every message the
- * stream leader has.
+ * Whether a read that is not following has nothing left ("end"), more to
+ * come ("more"), or sits on a replica that cannot tell ("lagging").
  *
  * A reader's consumer (ephemeral, one replica) may be placed on any replica
  * of the stream, including one that restarted and is still catching up. Its
@@ -228,36 +258,30 @@ interface EndCheck {
  * ended reads early: a check of the log after a stream-leader failover
  * found acknowledged events "missing" that were stored all along. So the
  * count is believed only from the leader or a replica the leader reports
- * current; otherwise this waits (up to CATCH_UP_LIMIT_MS) for it to catch
- * up. Unknown (the consumer's info failed): not the end, keep reading.
- * `pending` is the count the read already has (a message's, or the
- * consumer's when it was made); with one copy of the stream it is the
- * answer, and nothing more is asked.
+ * current. Otherwise this waits CATCH_UP_WAIT_MS for the replica, then says
+ * "lagging" and the read opens another consumer (a restarted replica may
+ * stay behind for many seconds when nothing is written). Unknown (the
+ * consumer's info failed): "more", keep reading. `pending` is the count the
+ * read already has (a message's, or the consumer's when it was made); with
+ * one copy of the stream it is the answer, and nothing more is asked.
  */
-async function nothingLeft(c: EndCheck, pending: number): Promise<boolean> {
-  if (pending > 0) return false;
-  if (!c.replicated) return true;
-  const deadline = performance.now() + CATCH_UP_LIMIT_MS;
+async function nothingLeft(c: EndCheck, pending: number): Promise<"end" | "more" | "lagging"> {
+  if (pending > 0) return "more";
+  if (!c.replicated) return "end";
+  const deadline = performance.now() + CATCH_UP_WAIT_MS;
   for (;;) {
-    let host: { caughtUp: boolean; name: string; pending: number };
+    let host: { caughtUp: boolean; pending: number };
     try {
       // The stream's view first: a replica current then has everything up to the read's end.
       const si = await c.jsm.streams.info(c.stream);
       const ci = await c.consumer.info(false);
-      const name = ci.cluster?.leader;
-      host = { caughtUp: replicaCaughtUp(si, name), name: name ?? "?", pending: ci.num_pending };
+      host = { caughtUp: replicaCaughtUp(si, ci.cluster?.leader), pending: ci.num_pending };
     } catch {
-      return false;
+      return "more";
     }
-    if (host.pending > 0) return false;
-    if (host.caughtUp) return true;
-    if (c.signal?.aborted) return true;
-    if (performance.now() > deadline) {
-      throw new LogError(
-        "unavailable",
-        `reading ${c.stream}: the reader's consumer is on ${host.name}, a replica still catching up after ${CATCH_UP_LIMIT_MS} ms; reopen the read`,
-      );
-    }
+    if (host.pending > 0) return "more";
+    if (host.caughtUp || c.signal?.aborted) return "end";
+    if (performance.now() > deadline) return "lagging";
     await new Promise((r) => setTimeout(r, 100));
   }
 }
