@@ -69,7 +69,7 @@ export async function* readEvents(
   stream: string,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord> {
-  const info = await whileElecting(() => jsm.streams.info(stream), `reading stream ${stream}`, opts.signal);
+  const info = await whileElecting(() => leaderInfo(jsm, stream), `reading stream ${stream}`, opts.signal);
   const lastSeq = info.state.last_seq;
   const fromSeq = Math.max(1, opts.fromSeq ?? 1);
   const stopAt = opts.untilSeq ?? (opts.follow ? Number.POSITIVE_INFINITY : lastSeq);
@@ -126,34 +126,51 @@ export async function* readEvents(
         jsm,
         stream,
         replicated,
+        endSeq: Math.min(stopAt, lastSeq),
+        subjects: opts.subjects ?? [],
         ...(opts.signal ? { signal: opts.signal } : {}),
       };
-      if (!opts.follow) outcome = await nothingLeft(endCheck, await consumerPending(consumer));
+      if (!opts.follow) {
+        const made = await consumerInfo(consumer);
+        // Where the consumer starts counting: before its first sequence, or
+        // (a start time) where its replica placed that time.
+        const before = "seq" in start ? start.seq - 1 : (made?.delivered.stream_seq ?? 0);
+        outcome = await nothingLeft(endCheck, made?.num_pending ?? Number.POSITIVE_INFINITY, before);
+      }
       if (outcome === "more") {
         outcome = "end";
-        for await (const m of messages) {
-          if (m.seq > stopAt) break;
-          lastDelivered = m.seq;
-          let event: Event | undefined;
-          try {
-            event = decodeEvent(m.data, m.seq);
-          } catch (err) {
-            const e = LogError.from(err);
-            if (!opts.onMalformed) throw e;
-            opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
-          }
-          watchdog.alive();
-          if (event) {
-            yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
-          }
-          if (m.seq >= stopAt) break;
-          if (!opts.follow && m.info.pending === 0) {
-            const left = await nothingLeft(endCheck, 0);
-            if (left !== "more") {
-              outcome = left;
-              break;
+        try {
+          for await (const m of messages) {
+            if (m.seq > stopAt) break;
+            lastDelivered = m.seq;
+            let event: Event | undefined;
+            try {
+              event = decodeEvent(m.data, m.seq);
+            } catch (err) {
+              const e = LogError.from(err);
+              if (!opts.onMalformed) throw e;
+              opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
+            }
+            watchdog.alive();
+            if (event) {
+              yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
+            }
+            if (m.seq >= stopAt) break;
+            if (!opts.follow && m.info.pending === 0) {
+              const left = await nothingLeft(endCheck, 0, m.seq);
+              if (left !== "more") {
+                outcome = left;
+                break;
+              }
             }
           }
+        } catch (err) {
+          // A read that does not follow takes its consumer going quiet like
+          // one placed on a replica still catching up (seen: a restarted
+          // replica sent no heartbeats while it caught up): another consumer
+          // after what was delivered. A follower's caller reopens by itself.
+          if (opts.follow || !watchdog.failed) throw err;
+          outcome = "lagging";
         }
       }
     } finally {
@@ -165,7 +182,7 @@ export async function* readEvents(
     if (reopens >= MAX_REOPENS) {
       throw new LogError(
         "unavailable",
-        `reading ${stream}: ${reopens + 1} readers in a row were placed on a replica still catching up; reopen the read`,
+        `reading ${stream}: ${reopens + 1} readers in a row were placed on a replica still catching up, or went quiet; reopen the read`,
       );
     }
     if (lastDelivered > 0) start = { seq: lastDelivered + 1 };
@@ -183,6 +200,7 @@ class ReadWatchdog {
   #last = Date.now();
   readonly #timer: NodeJS.Timeout;
   #done = false;
+  #failed = false;
 
   constructor(
     private readonly messages: { status(): AsyncIterable<{ type: string }>; stop(err?: Error): void },
@@ -194,6 +212,11 @@ class ReadWatchdog {
     }, 1_000);
     this.#timer.unref();
     void this.#watch();
+  }
+
+  /** Whether this ended the read (the consumer went quiet). */
+  get failed(): boolean {
+    return this.#failed;
   }
 
   alive(): void {
@@ -219,6 +242,7 @@ class ReadWatchdog {
 
   #fail(why: string): void {
     if (this.#done) return;
+    this.#failed = true;
     this.stop();
     this.messages.stop(
       new LogError("unavailable", `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`),
@@ -226,11 +250,11 @@ class ReadWatchdog {
   }
 }
 
-async function consumerPending(consumer: { info(cached?: boolean): Promise<{ num_pending: number }> }) {
+async function consumerInfo(consumer: { info(cached?: boolean): Promise<ConsumerInfo> }) {
   try {
-    return (await consumer.info(true)).num_pending;
+    return await consumer.info(true);
   } catch {
-    return Number.POSITIVE_INFINITY;
+    return undefined;
   }
 }
 
@@ -245,53 +269,104 @@ interface EndCheck {
   stream: string;
   /** More than one copy of the stream: a consumer's count may come from one still catching up. */
   replicated: boolean;
+  /**
+   * The last sequence the read must reach: its own last, or the stream's
+   * last when it began if that is earlier (what is appended during a read
+   * may be left to the next).
+   */
+  endSeq: number;
+  /** The read's subject filter; empty: every subject. */
+  subjects: readonly string[];
   signal?: AbortSignal;
 }
 
 /**
  * Whether a read that is not following has nothing left ("end"), more to
- * come ("more"), or sits on a replica that cannot tell ("lagging").
+ * come ("more"), or sits on a replica that has not got the rest yet
+ * ("lagging").
+ *
+ * `pending` is the count the read already has (a message's, or the
+ * consumer's when it was made) and `after` the sequence it counts from. With
+ * one copy of the stream that count is the answer, and nothing more is asked.
  *
  * A reader's consumer (ephemeral, one replica) may be placed on any replica
  * of the stream, including one that restarted and is still catching up. Its
  * pending count then ends where that replica's copy ends, and trusting it
  * ended reads early: a check of the log after a stream-leader failover
- * found acknowledged events "missing" that were stored all along. So the
- * count is believed only from the leader or a replica the leader reports
- * current. Otherwise this waits CATCH_UP_WAIT_MS for the replica, then says
- * "lagging" and the read opens another consumer (a restarted replica may
- * stay behind for many seconds when nothing is written). Unknown (the
- * consumer's info failed): "more", keep reading. `pending` is the count the
- * read already has (a message's, or the consumer's when it was made); with
- * one copy of the stream it is the answer, and nothing more is asked.
+ * found acknowledged events "missing" that were stored all along. Nor is
+ * the leader's "current" for that replica enough: it means the replica has
+ * the entries in its raft log, not that they are in its copy of the stream
+ * (the same check failed once more while it was trusted). So the answer
+ * comes from the stream leader, by sequence: none stored after `after` up to
+ * the read's end is a certain "end". Otherwise the replica has it to come:
+ * this waits CATCH_UP_WAIT_MS for its count to rise, then says "lagging" and
+ * the read opens another consumer (a restarted replica may stay behind for
+ * many seconds when nothing is written).
  */
-async function nothingLeft(c: EndCheck, pending: number): Promise<"end" | "more" | "lagging"> {
+async function nothingLeft(c: EndCheck, pending: number, after: number): Promise<"end" | "more" | "lagging"> {
   if (pending > 0) return "more";
-  if (!c.replicated) return "end";
+  if (!c.replicated || after >= c.endSeq) return "end";
+  if (!(await storedBetween(c, after))) return "end";
   const deadline = performance.now() + CATCH_UP_WAIT_MS;
   for (;;) {
-    let host: { caughtUp: boolean; pending: number };
-    try {
-      // The stream's view first: a replica current then has everything up to the read's end.
-      const si = await c.jsm.streams.info(c.stream);
-      const ci = await c.consumer.info(false);
-      host = { caughtUp: replicaCaughtUp(si, ci.cluster?.leader), pending: ci.num_pending };
-    } catch {
-      return "more";
-    }
-    if (host.pending > 0) return "more";
-    if (host.caughtUp || c.signal?.aborted) return "end";
-    if (performance.now() > deadline) return "lagging";
+    if (c.signal?.aborted) return "end";
     await new Promise((r) => setTimeout(r, 100));
+    let hostPending: number;
+    try {
+      hostPending = (await c.consumer.info(false)).num_pending;
+    } catch {
+      return "lagging";
+    }
+    if (hostPending > 0) return "more";
+    if (performance.now() > deadline) return "lagging";
   }
 }
 
-/** Whether `host` (a consumer's server) has the stream's every message: no cluster, the leader, or a current replica. */
-function replicaCaughtUp(si: StreamInfo, host: string | undefined): boolean {
-  const cl = si.cluster;
-  if (!cl || host === undefined || host === cl.leader) return true;
-  const r = cl.replicas?.find((x) => x.name === host);
-  return r?.current === true && !r.offline && (r.lag ?? 0) === 0;
+/** Whether the stream leader has a message the read wants after `after`, up to the read's end. */
+async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
+  if (c.subjects.length === 0) {
+    // Unfiltered: the read's end is a message the leader had when the read
+    // began, and this log loses messages only from the front (its age
+    // limit), so the rest is there unless that limit took it since.
+    const info = await whileElecting(
+      () => leaderInfo(c.jsm, c.stream),
+      `reading stream ${c.stream}`,
+      c.signal,
+    );
+    return info.state.first_seq <= c.endSeq;
+  }
+  // Filtered: the first match after `after` per subject. A message get is
+  // answered by the stream leader (or, in a group without one for a while,
+  // by a member: the one gap left, and only for filtered reads).
+  const seqs = await Promise.all(
+    c.subjects.map(async (subject) => {
+      // The client's types leave out `next_by_subj` for this request; the server (2.10) takes it.
+      const query = { seq: after + 1, next_by_subj: subject } as unknown as Parameters<
+        JetStreamManager["streams"]["getMessage"]
+      >[1];
+      const m = await whileElecting(
+        () => c.jsm.streams.getMessage(c.stream, query),
+        `reading stream ${c.stream}`,
+        c.signal,
+      );
+      return m?.seq;
+    }),
+  );
+  return seqs.some((s) => s !== undefined && s <= c.endSeq);
+}
+
+/**
+ * The stream's info as its leader has it. A member of a replicated stream
+ * that has seen no leader for a while answers info requests too, from its
+ * own copy, which may end early; its answer names no leader, and is treated
+ * as the election it is (unavailable, retried by `whileElecting`).
+ */
+async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
+  const info = await jsm.streams.info(stream);
+  if ((info.config.num_replicas ?? 1) > 1 && !info.cluster?.leader) {
+    throw new LogError("unavailable", `stream ${stream} has no leader (an election under way?)`);
+  }
+  return info;
 }
 
 /**

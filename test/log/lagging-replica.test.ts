@@ -50,19 +50,27 @@ describe("reading while a replica lags", () => {
       await Promise.all(appends);
       await follower.restart();
       // Readers opened while the restarted replica catches up; some of their
-      // consumers may be placed on it.
-      const counts = await Promise.all(
-        Array.from({ length: 12 }, async () => {
+      // consumers may be placed on it. Half read everything, half one
+      // gateway's subject (the end of a filtered read is found another way).
+      const subject = log.subjects.gateway("gw-3");
+      const wanted = Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 === 3);
+      const results = await Promise.all(
+        Array.from({ length: 12 }, async (_, k) => {
+          const filtered = k % 2 === 1;
           let count = 0;
           let last = 0;
-          for await (const r of log!.read({})) {
+          for await (const r of log!.read(filtered ? { subjects: [subject] } : {})) {
             count++;
             last = r.seq;
           }
-          return { count, last };
+          return { filtered, count, last };
         }),
       );
-      for (const c of counts) assert.deepEqual(c, { count: n, last: n });
+      for (const r of results) {
+        if (r.filtered)
+          assert.deepEqual(r, { filtered: true, count: wanted.length, last: wanted.at(-1)! + 1 });
+        else assert.deepEqual(r, { filtered: false, count: n, last: n });
+      }
     } finally {
       await log?.jsm.streams.delete(stream).catch(() => {});
       await log?.close();
