@@ -81,8 +81,11 @@ export async function* readEvents(
   let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
   // A consumer placed on a replica still catching up is given up for a new
   // one (placed anew) after what it delivered; see `nothingLeft`. One
-  // consumer per pass of this loop, usually the only one.
-  for (let reopens = 0; ; reopens++) {
+  // consumer per pass of this loop, usually the only one. `fruitless`
+  // counts the passes in a row that delivered nothing.
+  let fruitless = 0;
+  let lastCause: Error | undefined;
+  for (;;) {
     let lastDelivered = 0;
     let outcome: "end" | "more" | "lagging" = "more";
     const consumerOpts =
@@ -152,8 +155,12 @@ export async function* readEvents(
               opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
             }
             watchdog.alive();
-            if (event) {
-              yield { seq: m.seq, timeMs: Number(m.timestampNanos / 1_000_000n), subject: m.subject, event };
+            const timeMs = Number(m.timestampNanos / 1_000_000n);
+            // A start time is placed by the consumer's replica; one behind
+            // places it at its own end, and what it delivers once caught up
+            // may be older than the time asked for.
+            if (event && (opts.fromTimeMs === undefined || timeMs >= opts.fromTimeMs)) {
+              yield { seq: m.seq, timeMs, subject: m.subject, event };
             }
             if (m.seq >= stopAt) break;
             if (!opts.follow && m.info.pending === 0) {
@@ -169,7 +176,8 @@ export async function* readEvents(
           // one placed on a replica still catching up (seen: a restarted
           // replica sent no heartbeats while it caught up): another consumer
           // after what was delivered. A follower's caller reopens by itself.
-          if (opts.follow || !watchdog.failed) throw err;
+          if (opts.follow || err !== watchdog.error) throw err;
+          lastCause = watchdog.error;
           outcome = "lagging";
         }
       }
@@ -179,10 +187,12 @@ export async function* readEvents(
       messages.stop();
     }
     if (outcome !== "lagging") return;
-    if (reopens >= MAX_REOPENS) {
+    fruitless = lastDelivered > 0 ? 0 : fruitless + 1;
+    if (fruitless > MAX_REOPENS) {
       throw new LogError(
         "unavailable",
-        `reading ${stream}: ${reopens + 1} readers in a row were placed on a replica still catching up, or went quiet; reopen the read`,
+        `reading ${stream}: ${fruitless} readers in a row delivered nothing (placed on a replica still catching up, or gone quiet); reopen the read`,
+        lastCause ? { cause: lastCause } : undefined,
       );
     }
     if (lastDelivered > 0) start = { seq: lastDelivered + 1 };
@@ -200,7 +210,7 @@ class ReadWatchdog {
   #last = Date.now();
   readonly #timer: NodeJS.Timeout;
   #done = false;
-  #failed = false;
+  #error: LogError | undefined;
 
   constructor(
     private readonly messages: { status(): AsyncIterable<{ type: string }>; stop(err?: Error): void },
@@ -214,9 +224,9 @@ class ReadWatchdog {
     void this.#watch();
   }
 
-  /** Whether this ended the read (the consumer went quiet). */
-  get failed(): boolean {
-    return this.#failed;
+  /** The error this ended the read with (the consumer went quiet), if it did. */
+  get error(): LogError | undefined {
+    return this.#error;
   }
 
   alive(): void {
@@ -242,11 +252,12 @@ class ReadWatchdog {
 
   #fail(why: string): void {
     if (this.#done) return;
-    this.#failed = true;
-    this.stop();
-    this.messages.stop(
-      new LogError("unavailable", `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`),
+    this.#error = new LogError(
+      "unavailable",
+      `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`,
     );
+    this.stop();
+    this.messages.stop(this.#error);
   }
 }
 
@@ -306,7 +317,14 @@ interface EndCheck {
 async function nothingLeft(c: EndCheck, pending: number, after: number): Promise<"end" | "more" | "lagging"> {
   if (pending > 0) return "more";
   if (!c.replicated || after >= c.endSeq) return "end";
-  if (!(await storedBetween(c, after))) return "end";
+  let more: boolean;
+  try {
+    more = await storedBetween(c, after);
+  } catch (err) {
+    if (c.signal?.aborted) return "end";
+    throw err;
+  }
+  if (!more) return "end";
   const deadline = performance.now() + CATCH_UP_WAIT_MS;
   for (;;) {
     if (c.signal?.aborted) return "end";
@@ -336,8 +354,8 @@ async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
     return info.state.first_seq <= c.endSeq;
   }
   // Filtered: the first match after `after` per subject. A message get is
-  // answered by the stream leader (or, in a group without one for a while,
-  // by a member: the one gap left, and only for filtered reads).
+  // answered by the stream leader only (a group without one answers
+  // "unavailable", waited out).
   const seqs = await Promise.all(
     c.subjects.map(async (subject) => {
       // The client's types leave out `next_by_subj` for this request; the server (2.10) takes it.

@@ -48,28 +48,43 @@ describe("reading while a replica lags", () => {
         if (appends.length >= 512) await Promise.all(appends.splice(0));
       }
       await Promise.all(appends);
+      // A time half-way through, as the leader has it (a message get is answered by the leader).
+      const midMs = (await log.jsm.streams.getMessage(stream, { seq: n / 2 }))!.time.getTime();
       await follower.restart();
       // Readers opened while the restarted replica catches up; some of their
-      // consumers may be placed on it. Half read everything, half one
-      // gateway's subject (the end of a filtered read is found another way).
+      // consumers may be placed on it. A third read everything, a third one
+      // gateway's subject (the end of a filtered read is found another way),
+      // a third from a time (a replica behind places a time at its own end).
       const subject = log.subjects.gateway("gw-3");
-      const wanted = Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 === 3);
+      const kinds = ["all", "subject", "time"] as const;
       const results = await Promise.all(
         Array.from({ length: 12 }, async (_, k) => {
-          const filtered = k % 2 === 1;
-          let count = 0;
-          let last = 0;
-          for await (const r of log!.read(filtered ? { subjects: [subject] } : {})) {
-            count++;
-            last = r.seq;
+          const kind = kinds[k % 3]!;
+          const opts =
+            kind === "subject" ? { subjects: [subject] } : kind === "time" ? { fromTimeMs: midMs } : {};
+          const seqs: number[] = [];
+          const times: number[] = [];
+          for await (const r of log!.read(opts)) {
+            seqs.push(r.seq);
+            times.push(r.timeMs);
           }
-          return { filtered, count, last };
+          return { kind, seqs, times };
         }),
       );
+      // What each kind must return, from a read once every replica is current.
+      await cluster.waitCurrent();
+      const every: Array<{ seq: number; timeMs: number; subject: string }> = [];
+      for await (const r of log.read({})) every.push({ seq: r.seq, timeMs: r.timeMs, subject: r.subject });
+      assert.equal(every.length, n);
+      const expected = {
+        all: every.map((r) => r.seq),
+        subject: every.filter((r) => r.subject === subject).map((r) => r.seq),
+        time: every.filter((r) => r.timeMs >= midMs).map((r) => r.seq),
+      };
+      assert.ok(expected.time.includes(n / 2) && expected.time.length < n, "the time splits the log");
       for (const r of results) {
-        if (r.filtered)
-          assert.deepEqual(r, { filtered: true, count: wanted.length, last: wanted.at(-1)! + 1 });
-        else assert.deepEqual(r, { filtered: false, count: n, last: n });
+        assert.deepEqual(r.seqs, expected[r.kind], `a read of ${r.kind} returned ${r.seqs.length} events`);
+        assert.ok(r.times.every((t) => t >= (r.kind === "time" ? midMs : 0)));
       }
     } finally {
       await log?.jsm.streams.delete(stream).catch(() => {});
