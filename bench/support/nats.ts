@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
@@ -48,6 +48,32 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * `n` distinct free loopback ports: each held open until all are chosen, so
+ * two calls racing cannot return the same one (a server whose client and
+ * route ports collided died at start).
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const held = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const srv = createServer();
+          srv.unref();
+          srv.on("error", reject);
+          srv.listen(0, "127.0.0.1", () => resolve(srv));
+        }),
+    ),
+  );
+  const ports = held.map((srv) => {
+    const addr = srv.address();
+    return typeof addr === "object" && addr ? addr.port : 0;
+  });
+  await Promise.all(held.map((srv) => new Promise((r) => srv.close(r))));
+  return ports;
+}
+
 export function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), `llmgw-${prefix}-`));
   tempDirs.add(d);
@@ -75,6 +101,8 @@ export interface NatsServer {
   restart(): Promise<void>;
   /** What the server printed (last lines), for failure messages. */
   output(): string;
+  /** Whether it printed, since it last started, that it knows a JetStream meta leader. */
+  readonly knowsMetaLeader: boolean;
 }
 
 interface ServerSpec {
@@ -89,6 +117,7 @@ interface ServerSpec {
 class ServerProcess implements NatsServer {
   #proc: ChildProcess | undefined;
   #out: string[] = [];
+  #knowsMetaLeader = false;
 
   constructor(private readonly spec: ServerSpec) {}
 
@@ -114,16 +143,22 @@ class ServerProcess implements NatsServer {
   output() {
     return this.#out.slice(-40).join("");
   }
+  get knowsMetaLeader() {
+    return this.#knowsMetaLeader;
+  }
 
   async start(): Promise<void> {
     const proc = spawn(natsServerBinary(), ["-c", this.spec.configFile], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.#proc = proc;
+    this.#knowsMetaLeader = false;
     live.add(proc);
     proc.on("exit", () => live.delete(proc));
     const keep = (b: Buffer) => {
-      this.#out.push(b.toString());
+      const text = b.toString();
+      if (/metadata leader/.test(text)) this.#knowsMetaLeader = true;
+      this.#out.push(text);
       if (this.#out.length > 200) this.#out.splice(0, 100);
     };
     proc.stdout?.on("data", keep);
@@ -275,6 +310,8 @@ async function replicasBehind(servers: NatsServer[]): Promise<string[]> {
 async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs: number): Promise<void> {
   if (running.length < 2) return;
   const name = `READY_${process.pid}_${Date.now().toString(36)}`;
+  const began = Date.now();
+  const restarted = new Set<string>();
   let last: unknown;
   for (;;) {
     let nc: NatsConnection | undefined;
@@ -292,9 +329,26 @@ async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs:
     } catch (err) {
       last = err;
       if (Date.now() > deadline) {
+        const out = running.map((s) => `${s.name}${s.knowsMetaLeader ? "" : " (no meta leader)"}`).join(", ");
         throw new Error(
-          `JetStream did not count all ${running.length} servers as peers within ${timeoutMs} ms: ${String(last)}`,
+          `JetStream did not count all ${running.length} servers as peers within ${timeoutMs} ms (${out}): ${String(last)}`,
         );
+      }
+      // nats-server 2.10 now and then forms a cluster with one server left
+      // out of JetStream for good: routes to it closed as duplicates, it
+      // never hears of a meta leader, and nothing can be placed on it (seen
+      // in 1 fresh cluster in 8 here, still so after 120 s). A restart of
+      // that server brings it in (4 of 4 times). Rarer, every server knows
+      // the meta leader and still one is not counted: after 20 s every
+      // server not restarted yet is restarted, one at a time.
+      const waited = Date.now() - began;
+      if (waited > 10_000) {
+        for (const s of running) {
+          if (restarted.has(s.name) || (s.knowsMetaLeader && waited < 20_000)) continue;
+          restarted.add(s.name);
+          await s.restart();
+          break;
+        }
       }
       await new Promise((r) => setTimeout(r, 200));
     } finally {
@@ -306,8 +360,9 @@ async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs:
 /** Starts a 3-node JetStream cluster on random loopback ports with temp stores. */
 export async function startCluster(size = 3): Promise<NatsCluster> {
   const dir = tempDir("cluster");
-  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
-  const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const all = await freePorts(2 * size);
+  const ports = all.slice(0, size);
+  const clusterPorts = all.slice(size);
   const servers = ports.map((port, i) => {
     const spec = {
       name: `n${i + 1}`,
@@ -327,7 +382,7 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
   const cluster: NatsCluster = {
     servers,
     url: servers.map((s) => s.url).join(","),
-    async waitForMetaLeader(timeoutMs = 30_000) {
+    async waitForMetaLeader(timeoutMs = 45_000) {
       const deadline = Date.now() + timeoutMs;
       for (const s of servers.filter((x) => x.running)) {
         let last: unknown;
