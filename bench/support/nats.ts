@@ -274,33 +274,36 @@ export interface NatsCluster {
   close(): Promise<void>;
 }
 
-/** "server stream (why)" for every replica of every stream that its leader does not report current. */
-async function replicasBehind(servers: NatsServer[]): Promise<string[]> {
+/** Every replica of every stream that its leader does not report current: its server (when known) and what is wrong. */
+async function replicasBehind(servers: NatsServer[]): Promise<Array<{ server?: string; what: string }>> {
   const running = servers.filter((s) => s.running);
   let nc: NatsConnection | undefined;
   try {
     nc = await connect({ servers: running.map((s) => s.url), timeout: 1000, reconnect: false });
     const jsm = await jetstreamManager(nc, { timeout: 2000 });
-    const out: string[] = [];
+    const out: Array<{ server?: string; what: string }> = [];
     for await (const si of jsm.streams.list()) {
       const cl = si.cluster;
       if ((si.config.num_replicas ?? 1) < 2) continue;
       if (!cl?.leader) {
-        out.push(`? ${si.config.name} (no leader)`);
+        out.push({ what: `${si.config.name}: no leader` });
         continue;
       }
       const listed = cl.replicas ?? [];
       const want = (si.config.num_replicas ?? 1) - 1;
       if (listed.length < want)
-        out.push(`? ${si.config.name} (its leader lists ${listed.length} of ${want} other replicas)`);
+        out.push({ what: `${si.config.name}: its leader lists ${listed.length} of ${want} other replicas` });
       for (const r of listed) {
         if (!r.current || r.offline)
-          out.push(`${r.name} ${si.config.name} (lag ${r.lag ?? 0}, seen ${r.active} ns ago)`);
+          out.push({
+            server: r.name,
+            what: `${si.config.name} on ${r.name}: lag ${r.lag ?? 0}, seen ${r.active} ns ago`,
+          });
       }
     }
     return out;
   } catch (err) {
-    return [`? (${String(err)})`];
+    return [{ what: String(err) }];
   } finally {
     await nc?.close().catch(() => {});
   }
@@ -417,13 +420,15 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
         const behind = await replicasBehind(servers);
         if (behind.length === 0) return restarted;
         if (Date.now() - started > timeoutMs) {
-          throw new Error(`replicas still behind after ${timeoutMs} ms: ${behind.join("; ")}`);
+          throw new Error(
+            `replicas still behind after ${timeoutMs} ms: ${behind.map((b) => b.what).join("; ")}`,
+          );
         }
         if (Date.now() - started > restartAfterMs) {
-          for (const name of new Set(behind.map((b) => b.split(" ")[0]!))) {
+          for (const name of new Set(behind.map((b) => b.server))) {
             const s = servers.find((x) => x.name === name);
-            if (!s || restarted.includes(name)) continue;
-            restarted.push(name);
+            if (!s || restarted.includes(s.name)) continue;
+            restarted.push(s.name);
             await s.restart();
             await cluster.waitForMetaLeader();
           }

@@ -117,7 +117,8 @@ export async function* readEvents(
     // library asks for its info again and again, and a request to a dead host
     // times out rather than answering "not found", so it never recreates it.
     // The watchdog ends such a read with `unavailable`; a follower reopens a
-    // fresh consumer (placed on a live member) after the last event it handled.
+    // fresh consumer (placed on a live member) after the last event it
+    // handled, and a read that does not follow opens one itself (below).
     const watchdog = new ReadWatchdog(messages, stream);
     try {
       if (opts.signal?.aborted) return;
@@ -271,7 +272,7 @@ async function consumerInfo(consumer: { info(cached?: boolean): Promise<Consumer
 
 /** A replica catching up is waited for this long before the read's consumer is given up for a new one. */
 const CATCH_UP_WAIT_MS = 1_500;
-/** New consumers opened in a row because each was placed on a replica still catching up, before the read fails. */
+/** Consumers in a row that delivered nothing (on a replica still catching up, or gone quiet) before the read fails. */
 const MAX_REOPENS = 8;
 
 interface EndCheck {
@@ -305,9 +306,9 @@ interface EndCheck {
  * pending count then ends where that replica's copy ends, and trusting it
  * ended reads early: a check of the log after a stream-leader failover
  * found acknowledged events "missing" that were stored all along. Nor is
- * the leader's "current" for that replica enough: it means the replica has
- * the entries in its raft log, not that they are in its copy of the stream
- * (the same check failed once more while it was trusted). So the answer
+ * the leader's "current" for that replica enough: it speaks of the
+ * replica's raft log, which can be ahead of its copy of the stream (the
+ * same check failed once more while it was trusted). So the answer
  * comes from the stream leader, by sequence: none stored after `after` up to
  * the read's end is a certain "end". Otherwise the replica has it to come:
  * this waits CATCH_UP_WAIT_MS for its count to rise, then says "lagging" and
