@@ -182,7 +182,12 @@ export function evolveReplicas(
           shard.lastError = res.error;
           shard.lastChangeSeq = meta.seq;
           // A refused start will never come up: no waiting for its deadline.
-          if (cmd.kind === "start" && shard.desired === "running" && shard.state === "pending" && !shard.fault)
+          if (
+            cmd.kind === "start" &&
+            shard.desired === "running" &&
+            shard.state === "pending" &&
+            !shard.fault
+          )
             shard.fault = { kind: "start-refused", message: res.error || "refused without a reason" };
         }
       }

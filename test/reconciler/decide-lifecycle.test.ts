@@ -113,7 +113,12 @@ describe("decide: node drain and cordon", () => {
 
 describe("decide: commands", () => {
   it("re-sends a start without STARTING with the same id and a doubling wait, then fails the placement", () => {
-    const f = new Fleet({ startTimeoutMs: 5_000, retryMaxMs: 30_000, startAttempts: 3, crashBackoffBaseMs: 0 });
+    const f = new Fleet({
+      startTimeoutMs: 5_000,
+      retryMaxMs: 30_000,
+      startAttempts: 3,
+      crashBackoffBaseMs: 0,
+    });
     f.connect("gpu-a1");
     f.catalog(llama70b(1));
     f.settle();
@@ -142,8 +147,15 @@ describe("decide: commands", () => {
     const failed = ofKind(out.decisions, "replicaFailed")[0];
     assert.equal(failed?.reason, ReplicaFailed_Reason.START_TIMEOUT);
     assert.match(failed?.error ?? "", /no STARTING from gpu-a1 .* after 3 start\(s\)/);
-    assert.deepEqual(actions(out.commands).slice(0, 1), ["stop:gpu-a1"], "a late engine must not hold the GPUs");
-    assert.equal(f.state.replicas.replicas[failed?.replicaId as string]?.lastFailure?.reason, "start-timeout");
+    assert.deepEqual(
+      actions(out.commands).slice(0, 1),
+      ["stop:gpu-a1"],
+      "a late engine must not hold the GPUs",
+    );
+    assert.equal(
+      f.state.replicas.replicas[failed?.replicaId as string]?.lastFailure?.reason,
+      "start-timeout",
+    );
   });
 
   it("a refused start fails the replica at once with the agent's error; the replacement goes elsewhere", () => {
@@ -156,7 +168,12 @@ describe("decide: commands", () => {
     const [cmd] = Object.values(f.state.replicas.commands);
     f.result("gpu-a1", cmd?.commandId as string, false, "engine image vllm:0.9 not found");
     const out = f.step();
-    assert.deepEqual(kinds(out.decisions), ["replicaFailed", "shardBackoff", "cooldownStarted", "replicaPlaced"]);
+    assert.deepEqual(kinds(out.decisions), [
+      "replicaFailed",
+      "shardBackoff",
+      "cooldownStarted",
+      "replicaPlaced",
+    ]);
     const failed = ofKind(out.decisions, "replicaFailed")[0];
     assert.equal(failed?.reason, ReplicaFailed_Reason.START_REFUSED);
     assert.equal(failed?.error, "engine image vllm:0.9 not found");

@@ -22,7 +22,8 @@ export function parseDuration(text: string): { ms: number } | { error: string } 
     end = PART.lastIndex;
   }
   if (end !== t.length) return bad;
-  if (!Number.isInteger(ms)) return { error: `${JSON.stringify(text)} is not a whole number of milliseconds` };
+  if (!Number.isInteger(ms))
+    return { error: `${JSON.stringify(text)} is not a whole number of milliseconds` };
   if (ms <= 0) return { error: `a duration must be positive, got ${JSON.stringify(text)}` };
   if (ms > MAX_DURATION_MS) return { error: `${JSON.stringify(text)} is longer than 24h` };
   return { ms };

@@ -31,7 +31,8 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
       for (const s of r.shards) {
         if (s.desired !== "running" || s.fault !== null) continue;
         if (s.state === "pending" && s.startDueMs > 0) consider(s.startDueMs);
-        if (s.state === "starting" && s.startingSinceMs > 0) consider(s.startingSinceMs + limits.readyTimeoutMs);
+        if (s.state === "starting" && s.startingSinceMs > 0)
+          consider(s.startingSinceMs + limits.readyTimeoutMs);
       }
     }
     if (r.phase === "pending") {
