@@ -21,6 +21,7 @@ import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
@@ -238,6 +239,24 @@ describe("replica lifecycle through the real stream and the real log", () => {
       assert.equal(quitter.lastFailure.reason, "unrequested-stop");
       assert.match(quitter.lastFailure.lastOutput, /Shutting down: received SIGTERM from outside the agent/);
       assert.equal(quitter.ready, false);
+      const explained = await runCli([
+        "explain",
+        "replica",
+        quitter.replicaId,
+        "--nats",
+        server.url,
+        "--stream",
+        stream,
+        "--subject-prefix",
+        prefix,
+      ]);
+      assert.equal(explained.code, 0, explained.stderr);
+      assert.match(explained.stdout, /replicaFailed .*stopped without being asked/);
+      assert.match(explained.stdout, /reason unrequested-stop\n/);
+      assert.match(
+        explained.stdout,
+        /last output:\n.*INFO Shutting down: received SIGTERM from outside the agent/,
+      );
 
       // Healthy nodes join each pool: the replacements run there, and the faulty nodes get nothing more.
       const failedAt = await log.lastSeq();
@@ -255,6 +274,10 @@ describe("replica lifecycle through the real stream and the real log", () => {
       ).catch(async (err) => {
         throw new Error(`${(err as Error).message}${await why()}`);
       });
+      const listed = await runCli(["replicas", "--api", api.url]);
+      assert.equal(listed.code, 0, listed.stderr);
+      for (const c of CASES) assert.match(listed.stdout, new RegExp(`^${c.model}\\s+1/1$`, "m"));
+      assert.match(listed.stdout, /unrequested-stop on quitter-1: stopped without being asked/);
       records = await readAll(log);
       for (const c of CASES)
         assert.deepEqual(
