@@ -38,14 +38,17 @@ const memory = z.string().transform((text, ctx) => {
   return r.mb;
 });
 
-const duration = z.string().transform((text, ctx) => {
-  const r = parseDuration(text);
-  if ("error" in r) {
-    ctx.addIssue({ code: "custom", message: r.error });
-    return z.NEVER;
-  }
-  return r.ms;
-});
+const duration = z
+  // A bare number is the mistake this guards against: say what to write instead.
+  .string({ error: 'expected a duration with a unit, like "90s", "20m" or "1h30m"' })
+  .transform((text, ctx) => {
+    const r = parseDuration(text);
+    if ("error" in r) {
+      ctx.addIssue({ code: "custom", message: r.error });
+      return z.NEVER;
+    }
+    return r.ms;
+  });
 
 export const profileSchema = z.strictObject({
   name,
