@@ -24,7 +24,8 @@ const Schema = z
     nodes: z.int().min(0).max(100_000).default(4),
     nodePrefix: z
       .string()
-      .regex(/^[A-Za-z0-9_-]{0,48}$/)
+      // Only the characters of a DNS name; whether <prefix>N is one is checked below, on the longest id.
+      .regex(/^[a-z0-9.-]{0,240}$/)
       .default("node-"),
     gpusPerNode: z.int().min(0).max(256).default(8),
     gpuProduct: z.string().min(1).max(128).default(H100.product),
@@ -78,7 +79,7 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   insecureDev: "true or false",
   certsDir: "a directory written by `llmgw certs`",
   nodes: "an integer from 0 to 100000",
-  nodePrefix: "up to 48 letters, digits, '-' or '_'",
+  nodePrefix: "up to 240 lower-case letters, digits, '-' or '.', such that <prefix>N is a DNS name (e.g. gpu- or dc1-rack4-gpu-)",
   gpusPerNode: "an integer from 0 to 256",
   gpuProduct: "a product name of 1 to 128 characters",
   gpuMemoryMb: "an integer number of MiB from 1024 to 4194304",

@@ -39,7 +39,7 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     flag: "--node-prefix",
     arg: "<prefix>",
     kind: "string",
-    help: "node ids are <prefix>1..<prefix>N (default node-)",
+    help: "node ids are <prefix>1..<prefix>N, DNS names (default node-)",
   },
   {
     field: "gpusPerNode",
