@@ -43,8 +43,9 @@ export function nodeIdToken(id: string): string {
 
 /** The node id a subject token stands for: the inverse of {@link nodeIdToken}. */
 export function nodeIdFromToken(token: string): string {
+  // A token with a dot is two subject levels, never one node id.
   const id = token.replaceAll("_", ".");
-  const why = invalidNodeIdReason(id);
+  const why = token.includes(".") ? "it holds a '.'" : invalidNodeIdReason(id);
   if (why) throw new RangeError(`subject token ${JSON.stringify(token)} is not a node id: ${why}`);
   return id;
 }

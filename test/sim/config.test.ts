@@ -46,7 +46,7 @@ describe("sim configuration", () => {
       [{ gateways: ["ftp://x"] }, "gateways", /https:\/\//],
       [{ gateways: ["http://127.0.0.1:1"] }, "gateways", /insecureDev/],
       [{ nodePrefix: "A_b" }, "nodePrefix", /lower-case letters, digits/],
-      [{ nodePrefix: "-gpu" }, "nodePrefix", /"-gpu1" must be a DNS name/],
+      [{ nodePrefix: "-gpu" }, "nodePrefix", /"-gpu4" must be a DNS name/],
       [{ gpusPerNode: 8, nvlinkDomainSize: 3 }, "nvlinkDomainSize", /does not fit/],
       [{ restartMode: "maybe" }, "restartMode", /keep or empty/],
       [{ reconnectMinMs: 500, reconnectMaxMs: 100 }, "reconnectMaxMs", /below/],
