@@ -23,6 +23,11 @@ export function invalidNodeIdReason(id: string): string | undefined {
   return ok ? undefined : `node id ${JSON.stringify(id)} ${NODE_ID_RULE}`;
 }
 
+/** Every node of a fleet: the numbered ones, then the ones named one by one. */
+export function fleetNodeIds(c: { nodes: number; nodePrefix: string; nodeIds: readonly string[] }): string[] {
+  return [...nodeIds(c.nodes, c.nodePrefix), ...c.nodeIds];
+}
+
 /** `prefix1` … `prefixN`: numbered from 1, like machines in a rack listing. */
 export function nodeIds(count: number, prefix: string): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}${i + 1}`);

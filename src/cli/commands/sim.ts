@@ -42,6 +42,13 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     help: "node ids are <prefix>1..<prefix>N, DNS names (default node-)",
   },
   {
+    field: "nodeIds",
+    flag: "--node",
+    arg: "<ids>",
+    kind: "list",
+    help: "more nodes by name (DNS names, e.g. gpu-1.dc1.example.com), comma-separated or repeatable; --nodes 0 for only these",
+  },
+  {
     field: "gpusPerNode",
     flag: "--gpus-per-node",
     arg: "<n>",
