@@ -106,6 +106,10 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
 
   for (const [what, id] of [
     ["empty", ""],
+    ["a*b", "a*b"],
+    ["a>b", "a>b"],
+    ["a b", "a b"],
+    ["UPPER", "UPPER"],
     ["in upper case", "GPU-B6"],
     ["with an underscore", "gpu_b6"],
     ["with a wildcard", "gpu-*"],
@@ -120,7 +124,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
         registration: h100Registration(id),
       });
       assert.equal(codeOf(err), "InvalidArgument");
-      assert.match(String(err), /node_id/);
+      assert.match(String(err), /node_id .*must be a DNS name \(RFC 1123\)/);
       await othersStillServed();
     });
   }
