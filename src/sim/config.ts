@@ -81,7 +81,8 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   certsDir: "a directory written by `llmgw certs`",
   nodes: "an integer from 0 to 100000",
   nodeIds: "node ids (DNS names such as gpu-1.dc1.example.com), each once, besides <prefix>1..<prefix>N",
-  nodePrefix: "up to 240 lower-case letters, digits, '-' or '.', such that <prefix>N is a DNS name (e.g. gpu- or dc1-rack4-gpu-)",
+  nodePrefix:
+    "up to 240 lower-case letters, digits, '-' or '.', such that <prefix>N is a DNS name (e.g. gpu- or dc1-rack4-gpu-)",
   gpusPerNode: "an integer from 0 to 256",
   gpuProduct: "a product name of 1 to 128 characters",
   gpuMemoryMb: "an integer number of MiB from 1024 to 4194304",

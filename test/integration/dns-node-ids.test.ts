@@ -131,13 +131,21 @@ describe("node ids that are DNS names", () => {
       assert.ok(put.status < 300, JSON.stringify(put.body));
       const running = async (on: string) => {
         const rs = (await ok("/v1/replicas")).replicas as any[];
-        return rs.length === 1 && rs[0].phase === "running" && rs[0].nodeIds.join() === on ? rs[0] : undefined;
+        return rs.length === 1 && rs[0].phase === "running" && rs[0].nodeIds.join() === on
+          ? rs[0]
+          : undefined;
       };
       let first: any;
-      await eventually(async () => (first = await running(N1)) !== undefined, {
-        what: `the replica running on ${N1}`,
-        timeoutMs: 30_000,
-      }).catch(async (err) => {
+      await eventually(
+        async () => {
+          first = await running(N1);
+          return first !== undefined;
+        },
+        {
+          what: `the replica running on ${N1}`,
+          timeoutMs: 30_000,
+        },
+      ).catch(async (err) => {
         throw new Error(`${(err as Error).message}${await why()}`);
       });
       assert.equal(fleet.node(N1)!.shardList().length, 1);
@@ -151,7 +159,9 @@ describe("node ids that are DNS names", () => {
         async () => {
           moved = await running(N2);
           return (
-            moved !== undefined && moved.replicaId !== first.replicaId && fleet!.node(N1)!.shardList().length === 0
+            moved !== undefined &&
+            moved.replicaId !== first.replicaId &&
+            fleet!.node(N1)!.shardList().length === 0
           );
         },
         { what: `the replica moved to ${N2}`, timeoutMs: 30_000 },
@@ -191,7 +201,10 @@ describe("node ids that are DNS names", () => {
 
       const events = await runCli(["events", "--json", "--node", N1, ...logFlags]);
       assert.equal(events.code, 0, events.stderr);
-      const lines = events.stdout.trim().split("\n").map((l) => JSON.parse(l));
+      const lines = events.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       assert.ok(lines.length > 0);
       assert.ok(lines.every((l) => l.subject.endsWith(".gpu-1_dc1_example_com")));
       assert.ok(lines.some((l) => l.kind === "nodeDrainRequested"));

@@ -59,7 +59,8 @@ describe("node ids are DNS names", () => {
   });
 
   it("is the rule the simulator applies to the ids it makes", () => {
-    for (const id of VALID.filter((v) => v !== "constructor")) assert.equal(simInvalidNodeIdReason(id), undefined);
+    for (const id of VALID.filter((v) => v !== "constructor"))
+      assert.equal(simInvalidNodeIdReason(id), undefined);
     for (const [id] of INVALID) {
       if (id === "constructor") continue;
       assert.ok(simInvalidNodeIdReason(id), `the simulator refuses ${JSON.stringify(id)} too`);

@@ -12,7 +12,10 @@ const SUMMARY = {
 } as const;
 
 export function registerNodeIntent(program: Command, action: keyof typeof SUMMARY): void {
-  const cmd = program.command(action).description(SUMMARY[action]).argument("<node>", "node id, a DNS name (e.g. gpu-017.rack4.dc1.example.com)");
+  const cmd = program
+    .command(action)
+    .description(SUMMARY[action])
+    .argument("<node>", "node id, a DNS name (e.g. gpu-017.rack4.dc1.example.com)");
   if (action !== "uncordon") cmd.option("--reason <text>", "why, recorded in the log");
   withApiOptions(cmd).action(async (node: string, flags: ApiFlags & { reason?: string }) => {
     const why = invalidNodeIdReason(node);
