@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import type { Gateway } from "../../src/gateway/index.js";
+import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { certsLayout, createCerts, SimFleet } from "../../src/sim/index.js";
@@ -19,6 +20,7 @@ import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { eventually as eventualValue } from "../support/operator-api.js";
 import { passViolations } from "../support/pass-invariants.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 
@@ -135,44 +137,42 @@ describe("node ids that are DNS names", () => {
           ? rs[0]
           : undefined;
       };
-      let first: any;
-      await eventually(
-        async () => {
-          first = await running(N1);
-          return first !== undefined;
-        },
-        {
-          what: `the replica running on ${N1}`,
-          timeoutMs: 30_000,
-        },
-      ).catch(async (err) => {
-        throw new Error(`${(err as Error).message}${await why()}`);
-      });
+      const waitFor = <T>(what: string, check: () => Promise<T | undefined>): Promise<T> =>
+        eventualValue(check, what, 30_000).catch(async (err) => {
+          throw new Error(`${(err as Error).message}${await why()}`);
+        });
+      const first = await waitFor(`the replica running on ${N1}`, () => running(N1));
       assert.equal(fleet.node(N1)!.shardList().length, 1);
 
       // Drained by name with the CLI: the replica moves to the other node, make-before-break.
       const drained = await runCli(["drain", N1, "--reason", "kernel upgrade"], { env: apiEnv() });
       assert.equal(drained.code, 0, drained.stderr);
       assert.match(drained.stdout, /^gpu-1\.dc1\.example\.com draining \(log sequence \d+\)\n$/);
-      let moved: any;
-      await eventually(
-        async () => {
-          moved = await running(N2);
-          return (
-            moved !== undefined &&
-            moved.replicaId !== first.replicaId &&
-            fleet!.node(N1)!.shardList().length === 0
-          );
-        },
-        { what: `the replica moved to ${N2}`, timeoutMs: 30_000 },
-      ).catch(async (err) => {
-        throw new Error(`${(err as Error).message}${await why()}`);
+      const moved = await waitFor(`the replica moved to ${N2}`, async () => {
+        const r = await running(N2);
+        return r && r.replicaId !== first.replicaId && fleet!.node(N1)!.shardList().length === 0
+          ? r
+          : undefined;
       });
       const view = (await ok(`/v1/nodes/${N1}`)).node;
       assert.equal(view.draining, true);
       assert.deepEqual(view.replicaIds, []);
 
       records = await readAll(log);
+      const reportSeq = (replicaId: string, states: State[]) =>
+        records.find(
+          (r) =>
+            r.event.body.case === "shardStatus" &&
+            r.event.body.value.status?.replicaId === replicaId &&
+            states.includes(r.event.body.value.status.state),
+        )?.seq ?? Number.POSITIVE_INFINITY;
+      const newRunning = reportSeq(moved.replicaId, [State.RUNNING]);
+      const oldStopping = reportSeq(first.replicaId, [State.DRAINING, State.STOPPED]);
+      assert.ok(Number.isFinite(oldStopping), `${first.replicaId} drained or stopped`);
+      assert.ok(
+        newRunning < oldStopping,
+        `${moved.replicaId} ran (${newRunning}) before ${first.replicaId} stopped serving (${oldStopping})`,
+      );
       const drainEvent = records.find((r) => r.event.body.case === "nodeDrainRequested");
       assert.equal(drainEvent?.subject, `${prefix}.operator.gpu-1_dc1_example_com`);
       // No subject ever got a level from a node id's dots.
