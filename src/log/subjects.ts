@@ -1,5 +1,5 @@
 /**
- * The subject layout of the log (DESIGN §2). One writer family per subject.
+ * The subject layout of the log (docs/ARCHITECTURE.md, "The log"). One writer family per subject.
  * Ids that become subject tokens are validated first: a wildcard or a space
  * in an id must never create a new subject. Node ids are DNS names and go in
  * encoded (node-id.ts), so their dots never become subject levels.
