@@ -604,6 +604,27 @@ describe("gateway: hostile and broken agents", () => {
       await served("connect", "tls");
       await served("grpc-web", "dev");
     });
+
+    // DNS names are let in; their dots stay inside one subject token, whatever they spell.
+    it("lets in DNS names that spell subjects, each on one token of its own subjects", async () => {
+      for (const node of ["llmgw.evt.catalog", `${prefix}.reconciler`, "gpu-1.dc1.example.com"]) {
+        const a = await registered(node);
+        try {
+          await a.waitForAck(a.shardStatus({ shardId: "s", state: ShardStatus_State.RUNNING }));
+          assert.equal(codeOf(await a.close()), "OK");
+        } finally {
+          a.abort();
+        }
+        await closedWith(node, SessionClosed_Reason.DISCONNECTED);
+        const subjects = (await readAll(log)).filter((r) => nodeOf(r) === node).map((r) => r.subject);
+        const token = node.replaceAll(".", "_");
+        assert.deepEqual(
+          [...new Set(subjects)].sort(),
+          [`${prefix}.node.${token}`, `${prefix}.session.${token}`],
+          node,
+        );
+      }
+    });
   });
 
   describe("certificates", () => {
