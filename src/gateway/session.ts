@@ -9,7 +9,7 @@ import {
   type Register,
 } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
-import { invalidIdReason, isLogError } from "../log/index.js";
+import { invalidNodeIdReason, isLogError } from "../log/index.js";
 import type { GatewayConfig } from "./config.js";
 import { gatewayEvent, sessionClosed, sessionEventId, sessionOpened } from "./events.js";
 import { peerKey, resetKey } from "./identity.js";
@@ -226,7 +226,7 @@ export class AgentSession {
       );
     }
     const reg = msg.value;
-    const bad = invalidIdReason(reg.nodeId, "node_id");
+    const bad = invalidNodeIdReason(reg.nodeId, "node_id");
     if (bad) throw new ConnectError(bad, Code.InvalidArgument);
     const identity = this.#identify(reg.nodeId);
     this.nodeId = reg.nodeId;
