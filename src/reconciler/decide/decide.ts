@@ -2,9 +2,9 @@
  * One reconcile pass: a pure function of the projected fleet, the config,
  * the time and the live gateways. Rules run in a fixed priority order; when
  * the pass is full, what is left waits for the next pass:
- *   1. gateway loss        4. failures, cooldowns    7. scale
- *   2. node expiry         5. command re-issues      8. placement
- *   3. adoption            6. drains
+ *   1. gateway loss        4. failures, cooldowns      7. drains
+ *   2. node expiry         5. undeliverable commands   8. scale
+ *   3. adoption            6. command re-issues        9. placement
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -20,6 +20,7 @@ import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
 import { scaleModels } from "./scale.js";
 import type { DecideInput, DecideOutput } from "./types.js";
+import { handleUndeliverable } from "./undeliverable.js";
 
 export function decide(input: DecideInput): DecideOutput {
   const pass = new Pass(input);
@@ -29,6 +30,7 @@ export function decide(input: DecideInput): DecideOutput {
   handleFailures(pass);
   const adopting = pass.unadopted.size > 0;
   if (!adopting) failIncomplete(pass);
+  handleUndeliverable(pass);
   reissueCommands(pass);
   handleDrains(pass);
   if (!adopting) {

@@ -43,17 +43,32 @@ interface ShardTarget {
   replicaId: string;
 }
 
-function shardCommand(pass: Pass, kind: "stop" | "drain", timeoutMs: number, t: ShardTarget): Command {
+export function stopCommand(pass: Pass, t: ShardTarget): Command {
   const value = { commandId: pass.newCommandId(), shardId: t.shardId };
-  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, { case: kind, value });
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, pass.config.commandTimeoutMs, {
+    case: "stop",
+    value,
+  });
 }
 
-export function stopCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "stop", pass.config.commandTimeoutMs, target);
+/** A drain that tells the agent when the reconciler will stop the shard anyway (`drainDeadline`). */
+export function drainCommand(pass: Pass, t: ShardTarget, deadlineMs: number): Command {
+  const value = { commandId: pass.newCommandId(), shardId: t.shardId, deadlineUnixMs: BigInt(deadlineMs) };
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, pass.config.drainDeadlineMs, {
+    case: "drain",
+    value,
+  });
 }
 
-export function drainCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "drain", pass.config.drainDeadlineMs, target);
+/**
+ * When a replica's drain ends: its start (this pass's time for a drain
+ * starting now) plus drainDeadlineMs. The agent is told this time in every
+ * DrainShard, re-issues included, and the drains rule stops what still
+ * runs once it has passed.
+ */
+export function drainDeadline(pass: Pass, r: ReplicaState): number {
+  const started = r.phase === "draining" ? r.drainStartedMs : pass.nowMs;
+  return started + pass.config.drainDeadlineMs;
 }
 
 export function startCommand(
