@@ -89,10 +89,15 @@ function rebuild(pass: Pass, c: CommandState): Command | undefined {
       if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
       const r = pass.work.replicas.replicas[c.replicaId];
       // The same deadline as the first issue: the drain's, not this attempt's.
-      const deadlineUnixMs = r ? BigInt(drainDeadline(pass, r)) : 0n;
+      // Past it, the drains rule stops the shard instead.
+      const deadline = r ? drainDeadline(pass, r) : 0;
+      if (deadline <= pass.nowMs) return undefined;
       return create(CommandSchema, {
         ...base,
-        action: { case: "drain", value: { commandId: c.commandId, shardId: c.shardId, deadlineUnixMs } },
+        action: {
+          case: "drain",
+          value: { commandId: c.commandId, shardId: c.shardId, deadlineUnixMs: BigInt(deadline) },
+        },
       });
     }
     case "stop":

@@ -51,10 +51,17 @@ export function stopCommand(pass: Pass, t: ShardTarget): Command {
   });
 }
 
-/** A drain that tells the agent when the reconciler will stop the shard anyway (`drainDeadline`). */
+/**
+ * A drain that tells the agent when the reconciler will stop the shard
+ * anyway (`drainDeadline`). The agent answers a drain at once and exits
+ * later, so its result is due like any command's, and never after the
+ * drain's end: a lost drain is sent again while draining still means
+ * something.
+ */
 export function drainCommand(pass: Pass, t: ShardTarget, deadlineMs: number): Command {
   const value = { commandId: pass.newCommandId(), shardId: t.shardId, deadlineUnixMs: BigInt(deadlineMs) };
-  return command(pass, t.nodeId, t.sessionId, t.replicaId, pass.config.drainDeadlineMs, {
+  const timeoutMs = Math.max(0, Math.min(pass.config.commandTimeoutMs, deadlineMs - pass.nowMs));
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, {
     case: "drain",
     value,
   });
