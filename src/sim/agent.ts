@@ -438,7 +438,13 @@ export class SimAgent {
     }
   }
 
-  private result(command: "start" | "stop" | "drain", commandId: string, shardId: string, error?: string) {
+  private result(
+    command: "start" | "stop" | "drain",
+    commandId: string,
+    shardId: string,
+    error?: string,
+    received: { deadlineUnixMs?: number } = {},
+  ) {
     const ok = error === undefined;
     this.send({ msg: { case: "result", value: { commandId, ok, error: error ?? "" } } });
     this.opts.emit({
@@ -449,6 +455,7 @@ export class SimAgent {
       shardId,
       ok,
       ...(error === undefined ? {} : { error }),
+      ...received,
     });
   }
 
@@ -530,7 +537,7 @@ export class SimAgent {
       this.result("drain", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
       return;
     }
-    this.result("drain", cmd.commandId, cmd.shardId);
+    this.result("drain", cmd.commandId, cmd.shardId, undefined, { deadlineUnixMs: Number(cmd.deadlineUnixMs) });
     if (shard.state === State.DRAINING) return;
     this.clearShardTimers(shard.shardId);
     this.transition(shard, State.DRAINING);
