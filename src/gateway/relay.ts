@@ -44,7 +44,7 @@ export class CommandRelay {
   ) {}
 
   /** A session this gateway held has ended: commands still addressed to it are reported, not dropped. */
-  sessionEnded(s: AgentSession): void {
+  sessionEnded(s: Pick<AgentSession, "sessionId" | "nodeId" | "closeDetail">): void {
     if (s.sessionId === "") return;
     this.#ended.add(s.sessionId, { nodeId: s.nodeId, detail: s.closeDetail, endedAtMs: Date.now() });
   }
