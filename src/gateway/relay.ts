@@ -114,7 +114,7 @@ export class CommandRelay {
         return;
       default: {
         const never: never = r;
-        return never;
+        void never;
       }
     }
   }
@@ -131,7 +131,14 @@ export class CommandRelay {
       if (oldest !== undefined) this.#reported.delete(oldest);
     }
     this.logger.info(
-      { command: cmd.commandId, attempt: cmd.attempt, node: cmd.nodeId, session: cmd.sessionId, passSeq, reason: label },
+      {
+        command: cmd.commandId,
+        attempt: cmd.attempt,
+        node: cmd.nodeId,
+        session: cmd.sessionId,
+        passSeq,
+        reason: label,
+      },
       `command undeliverable: ${detail}`,
     );
     this.append(commandUndeliverable(this.gatewayId, cmd, passSeq, reason, detail)).catch((err: unknown) => {

@@ -45,9 +45,11 @@ export class UndeliverableRule {
         const bad = (why: string) =>
           this.violations.push({ rule: "command-undeliverable", seq: r.seq, message: `${what}: ${why}` });
         const c = this.#commands.get(v.commandId);
-        if (!c || !c.attempts.has(v.attempt)) bad("no earlier pass issued that command attempt");
+        if (!c?.attempts.has(v.attempt)) bad("no earlier pass issued that command attempt");
         else if (c.nodeId !== v.nodeId || c.sessionId !== v.sessionId)
-          bad(`the command was for ${c.nodeId} session ${c.sessionId}, not ${v.nodeId} session ${v.sessionId}`);
+          bad(
+            `the command was for ${c.nodeId} session ${c.sessionId}, not ${v.nodeId} session ${v.sessionId}`,
+          );
         const holder = this.#heldBy.get(v.sessionId);
         if (holder !== v.gatewayId)
           bad(

@@ -537,7 +537,9 @@ export class SimAgent {
       this.result("drain", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
       return;
     }
-    this.result("drain", cmd.commandId, cmd.shardId, undefined, { deadlineUnixMs: Number(cmd.deadlineUnixMs) });
+    this.result("drain", cmd.commandId, cmd.shardId, undefined, {
+      deadlineUnixMs: Number(cmd.deadlineUnixMs),
+    });
     if (shard.state === State.DRAINING) return;
     this.clearShardTimers(shard.shardId);
     this.transition(shard, State.DRAINING);

@@ -34,7 +34,9 @@ const CATALOG = {
     {
       name: MODEL,
       replicas: 1,
-      profiles: [{ name: "tp1", shards: 1, gpusPerShard: 1, memoryPerGpuMb: BigInt(20 * GIB), gpuProduct: "H100" }],
+      profiles: [
+        { name: "tp1", shards: 1, gpusPerShard: 1, memoryPerGpuMb: BigInt(20 * GIB), gpuProduct: "H100" },
+      ],
     },
   ],
 };
@@ -145,14 +147,20 @@ describe("gateway: undeliverable commands", () => {
       await waitForLog(
         log,
         (rs) =>
-          rs.some((r) => r.event.body.case === "sessionClosed" && r.event.body.value.sessionId === gone.sessionId),
+          rs.some(
+            (r) => r.event.body.case === "sessionClosed" && r.event.body.value.sessionId === gone.sessionId,
+          ),
         `the SessionClosed of ${gone.nodeId}`,
       );
       const passSeq = await appendPass(log, placing);
 
       const isReport = (r: LogRecord) =>
         r.event.body.case === "commandUndeliverable" && r.event.body.value.commandId === start.commandId;
-      const records = await waitForLog(log, (rs) => rs.some(isReport), `a CommandUndeliverable for ${start.commandId}`);
+      const records = await waitForLog(
+        log,
+        (rs) => rs.some(isReport),
+        `a CommandUndeliverable for ${start.commandId}`,
+      );
       const report = records.find(isReport)!;
       const pass = records.find((r) => r.seq === passSeq)!;
       assert.ok(
@@ -171,7 +179,10 @@ describe("gateway: undeliverable commands", () => {
       assert.equal(v.shardId, start.action.value.shardId);
       assert.equal(v.replicaId, start.action.value.replicaId);
       assert.equal(v.passSeq, BigInt(passSeq));
-      assert.match(v.detail, new RegExp(`session ${gone.sessionId} of ${gone.nodeId} ended on gateway ${gatewayId}`));
+      assert.match(
+        v.detail,
+        new RegExp(`session ${gone.sessionId} of ${gone.nodeId} ended on gateway ${gatewayId}`),
+      );
 
       // The next pass, by a real reconciler, re-plans the replica on the other node.
       rec = await spawnReconciler({

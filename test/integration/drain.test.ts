@@ -285,7 +285,11 @@ describe("drain a node through the operator API", () => {
           assert.equal(x.c.action.value.deadlineUnixMs, end, `${x.c.commandId} carries the drain's end`);
           assert.ok(end > pass.value.nowUnixMs, `${x.c.commandId}'s deadline is after its pass time`);
           const got = drainsReceived.find((e) => e.commandId === x.c.commandId);
-          assert.equal(got?.deadlineUnixMs, Number(end), `the agent received ${x.c.commandId} with its deadline`);
+          assert.equal(
+            got?.deadlineUnixMs,
+            Number(end),
+            `the agent received ${x.c.commandId} with its deadline`,
+          );
         }
       }
 

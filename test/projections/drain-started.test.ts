@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { DecisionSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { Fleet, llama70b } from "../support/fleet.js";
 
 describe("replicas fold: drain start time", () => {
@@ -33,8 +35,9 @@ describe("replicas fold: drain start time", () => {
     const restate = () =>
       f.fold({
         decisions: [
-          // biome-ignore lint/suspicious/noExplicitAny: a plain init, built like the log's own passes
-          { kind: { case: "replicaDrainStarted", value: { replicaId: r?.replicaId, reason: "test" } } } as any,
+          create(DecisionSchema, {
+            kind: { case: "replicaDrainStarted", value: { replicaId: r?.replicaId ?? "", reason: "test" } },
+          }),
         ],
         commands: [],
         truncated: false,

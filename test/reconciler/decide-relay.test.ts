@@ -83,7 +83,9 @@ describe("decide: drain deadlines on the wire", () => {
     const deadline = new Date(started + f.config.drainDeadlineMs).toISOString();
     assert.match(
       removed?.explanation ?? "",
-      new RegExp(`drain deadline ${deadline} of ${r?.replicaId} passed .* 1 shard\\(s\\) still running; stopping`),
+      new RegExp(
+        `drain deadline ${deadline} of ${r?.replicaId} passed .* 1 shard\\(s\\) still running; stopping`,
+      ),
     );
     assert.deepEqual(
       late.commands.map((c) => c.action.case),
@@ -114,7 +116,10 @@ describe("decide: undeliverable commands", () => {
     assert.equal(f.state.replicas.undeliverable[start.commandId]?.kind, "start");
     const out = f.step();
     assert.deepEqual(kinds(out.decisions), ["undeliverableHandled", "replicaFailed", "replicaPlaced"]);
-    assert.match(out.decisions[0]?.explanation ?? "", /start c-\S+ \(attempt 1\) .* undeliverable on gateway gw-1/);
+    assert.match(
+      out.decisions[0]?.explanation ?? "",
+      /start c-\S+ \(attempt 1\) .* undeliverable on gateway gw-1/,
+    );
     assert.match(
       ofKind(out.decisions, "replicaFailed")[0]?.error ?? "",
       /^start command undeliverable: session .* ended on gateway gw-1/,

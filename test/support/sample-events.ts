@@ -248,7 +248,8 @@ export function sampleEvents(): Event[] {
         sessionId: "9f6c2d1e-0b7a-4f8e-9a51-3c2d7e1f0a42",
         gatewayId: "gw-1",
         reason: CommandUndeliverable_Reason.SESSION_CLOSED,
-        detail: "session 9f6c2d1e-0b7a-4f8e-9a51-3c2d7e1f0a42 of gpu-a1 ended on gateway gw-1: the connection ended",
+        detail:
+          "session 9f6c2d1e-0b7a-4f8e-9a51-3c2d7e1f0a42 of gpu-a1 ended on gateway gw-1: the connection ended",
         action: CommandUndeliverable_Action.STOP,
         shardId: "llama-3.3-70b-9-1-s0-9",
         replicaId: "llama-3.3-70b-9-1",

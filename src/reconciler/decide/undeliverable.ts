@@ -51,7 +51,10 @@ function handle(pass: Pass, u: UndeliverableState): Unit {
         u.nodeId,
         `start command undeliverable: ${u.detail || u.reason}`,
       );
-      return { decisions: [handled(`${r.replicaId} is re-planned`), ...unit.decisions], commands: unit.commands };
+      return {
+        decisions: [handled(`${r.replicaId} is re-planned`), ...unit.decisions],
+        commands: unit.commands,
+      };
     }
     case "stop":
     case "drain":
