@@ -22,10 +22,10 @@ export type AppendEvent = (e: Event) => Promise<unknown>;
 const REPORTED_MAX = 10_000;
 
 /**
- * Relays the reconciler's commands (see docs/gateway.md, "Relaying
- * commands"). Each pass in the log carries commands addressed to a node and
- * a session; a command goes to that session's stream if this gateway holds
- * it. A command for a session this gateway held but cannot deliver to (it
+ * Relays the reconciler's commands (docs/gateway.md, "Command relay" and
+ * "Undeliverable commands"). Each pass in the log carries commands
+ * addressed to a node and a session; a command goes to that session's
+ * stream if this gateway holds it. A command for a session this gateway held but cannot deliver to (it
  * ended, is ending, or its send queue is full) is reported in the log at
  * once (CommandUndeliverable), so the reconciler re-plans without waiting
  * for the command's deadline. A command for a session this gateway never
