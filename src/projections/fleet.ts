@@ -15,7 +15,10 @@ import type { FleetState } from "./state.js";
  * 4 — replicas record when their drain started (drainStartedMs);
  * 5 — commands of a session that ended (closed, superseded or expired) are
  *     dropped rather than kept for ever;
- * 6 — commands a gateway reported undeliverable wait in `undeliverable`
+ * 6 — shards record lifecycle facts (fault, start attempts and due time,
+ *     STARTING since, last output), replicas their last failure, profiles
+ *     their deadline overrides; failures count from ReplicaFailed decisions;
+ *     commands a gateway reported undeliverable wait in `undeliverable`
  *     until a pass handles them; a restated drain keeps its start time.
  */
 export const FLEET_SCHEMA_VERSION = 6;

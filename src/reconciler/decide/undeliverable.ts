@@ -14,6 +14,7 @@
  * SessionClosed the gateway appends next: failed now, the replica could be
  * placed on that same dying session again.
  */
+import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState, UndeliverableState } from "../../projections/index.js";
 import { currentSession, decision, failReplica, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
@@ -50,6 +51,7 @@ function handle(pass: Pass, u: UndeliverableState): Unit {
         u.shardId,
         u.nodeId,
         `start command undeliverable: ${u.detail || u.reason}`,
+        { reason: ReplicaFailed_Reason.UNDELIVERABLE },
       );
       return {
         decisions: [handled(`${r.replicaId} is re-planned`), ...unit.decisions],
