@@ -15,6 +15,7 @@ import type { Gateway } from "../../src/gateway/index.js";
 import {
   CommandUndeliverable_Action,
   CommandUndeliverable_Reason,
+  ReplicaFailed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
@@ -221,6 +222,7 @@ describe("gateway: undeliverable commands", () => {
       assert.ok(failed.kind.case === "replicaFailed");
       assert.equal(failed.kind.value.replicaId, replica);
       assert.match(failed.kind.value.error, /^start command undeliverable: session .* ended on gateway/);
+      assert.equal(failed.kind.value.reason, ReplicaFailed_Reason.UNDELIVERABLE);
       const placed = decisions[2]!;
       assert.ok(placed.kind.case === "replicaPlaced");
       assert.equal(placed.kind.value.replicaId, replica);

@@ -5,6 +5,7 @@ import {
   type Command,
   CommandUndeliverable_Action,
   CommandUndeliverable_Reason,
+  ReplicaFailed_Reason,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { given } from "../projections/gwt.js";
 import { Fleet, kinds, llama70b, ofKind } from "../support/fleet.js";
@@ -124,6 +125,7 @@ describe("decide: undeliverable commands", () => {
       ofKind(out.decisions, "replicaFailed")[0]?.error ?? "",
       /^start command undeliverable: session .* ended on gateway gw-1/,
     );
+    assert.equal(ofKind(out.decisions, "replicaFailed")[0]?.reason, ReplicaFailed_Reason.UNDELIVERABLE);
     const other = start.nodeId === "gpu-a1" ? "gpu-b1" : "gpu-a1";
     assert.equal(ofKind(out.decisions, "replicaPlaced")[0]?.shards[0]?.nodeId, other);
     assert.deepEqual(f.state.replicas.undeliverable, {});
