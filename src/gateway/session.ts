@@ -23,7 +23,7 @@ import {
   shardStatusProblem,
 } from "./registration.js";
 import { UsageTracker } from "./usage.js";
-import { StreamWriter } from "./writer.js";
+import { type PushResult, StreamWriter } from "./writer.js";
 
 /** What a session needs from its gateway. */
 export interface SessionHost {
@@ -161,9 +161,19 @@ export class AgentSession {
    * reading: it is disconnected (SLOW_CONSUMER) rather than buffered for.
    */
   send(msg: ControlMessage): boolean {
+    return this.deliver(msg) === "queued";
+  }
+
+  /** `send`, saying why a message was not queued: the queue was full, or the stream is ending. */
+  deliver(msg: ControlMessage): PushResult {
     const r = this.#writer.push(msg);
     if (r === "full") this.#slowConsumer();
-    return r === "queued";
+    return r;
+  }
+
+  /** Why the session is ending ("" while it is not). */
+  get closeDetail(): string {
+    return this.#closing?.detail ?? "";
   }
 
   #slowConsumer(): void {

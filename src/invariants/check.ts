@@ -17,6 +17,7 @@ import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
 import type { AckedMessage, CheckedEvent, Violation } from "./types.js";
+import { UndeliverableRule } from "./undeliverable.js";
 
 export interface CheckOptions {
   /** Messages the agents saw acknowledged (their own record); each must be in the log once. */
@@ -50,6 +51,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const undeliverable = new UndeliverableRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -73,6 +75,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     fencing.observe(r);
     slots.observe(r, state);
     sessions.observe(r);
+    undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
@@ -90,6 +93,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...undeliverable.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

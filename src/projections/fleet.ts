@@ -17,7 +17,9 @@ import type { FleetState } from "./state.js";
  *     dropped rather than kept for ever;
  * 6 — shards record lifecycle facts (fault, start attempts and due time,
  *     STARTING since, last output), replicas their last failure, profiles
- *     their deadline overrides; failures count from ReplicaFailed decisions.
+ *     their deadline overrides; failures count from ReplicaFailed decisions;
+ *     commands a gateway reported undeliverable wait in `undeliverable`
+ *     until a pass handles them; a restated drain keeps its start time.
  */
 export const FLEET_SCHEMA_VERSION = 6;
 

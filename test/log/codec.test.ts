@@ -27,6 +27,7 @@ const ALL_KINDS: EventKind[] = [
   "nodeUncordoned",
   "nodeDrainRequested",
   "reconcilePass",
+  "commandUndeliverable",
 ];
 
 describe("event codec", () => {

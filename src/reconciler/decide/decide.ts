@@ -4,8 +4,9 @@
  * the pass is full, what is left waits for the next pass:
  *   1. gateway loss        4. failures (faults the fold recorded),
  *   2. node expiry            start and ready deadlines, cooldowns
- *   3. adoption            5. command re-issues      7. scale
- *                          6. drains                 8. placement
+ *   3. adoption            5. undeliverable commands   8. scale
+ *                          6. command re-issues        9. placement
+ *                          7. drains
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -22,6 +23,7 @@ import { placePending } from "./placing.js";
 import { scaleModels } from "./scale.js";
 import { enforceStartDeadlines } from "./start-deadlines.js";
 import type { DecideInput, DecideOutput } from "./types.js";
+import { handleUndeliverable } from "./undeliverable.js";
 
 export function decide(input: DecideInput): DecideOutput {
   const pass = new Pass(input);
@@ -33,6 +35,7 @@ export function decide(input: DecideInput): DecideOutput {
   startCooldowns(pass);
   const adopting = pass.unadopted.size > 0;
   if (!adopting) failIncomplete(pass);
+  handleUndeliverable(pass);
   reissueCommands(pass);
   handleDrains(pass);
   if (!adopting) {

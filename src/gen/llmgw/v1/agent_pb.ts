@@ -667,7 +667,10 @@ export type DrainShard = Message<"llmgw.v1.DrainShard"> & {
   shardId: string;
 
   /**
-   * Deadline, milliseconds since the Unix epoch.
+   * Deadline, milliseconds since the Unix epoch: the drain's start plus the
+   * reconciler's drain deadline, the same in every re-issue. The reconciler
+   * stops the shard once it has passed; an agent exits by then. 0 (logs
+   * written before it was set): no deadline given.
    *
    * @generated from field: int64 deadline_unix_ms = 3;
    */
