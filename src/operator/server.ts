@@ -21,6 +21,7 @@ import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { nodeRoutes } from "./routes/nodes.js";
+import { openApiRoutes } from "./routes/openapi.js";
 import { replicaRoutes } from "./routes/replicas.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
@@ -58,6 +59,8 @@ export interface ApiServer {
   readonly url: string;
   readonly runtime: ProjectionRuntime<FleetState>;
   readonly registry: Registry;
+  /** Every route registered (method and URL as fastify writes them): what the OpenAPI document must describe. */
+  readonly routes: ReadonlyArray<{ method: string; url: string }>;
   close(): Promise<void>;
 }
 
@@ -122,6 +125,10 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       void (reply as unknown as FastifyReply).status(e.status).send(e.body());
     },
   }) as unknown as FastifyInstance;
+  const routes: Array<{ method: string; url: string }> = [];
+  app.addHook("onRoute", (r) => {
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url });
+  });
   installErrorHandlers(app);
   installAuth(app, opts.auth);
   instrument(app, registry);
@@ -132,6 +139,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   fleetRoutes(app, ctx);
   const streams = streamRoutes(app, ctx);
   whatIfRoutes(app, ctx);
+  openApiRoutes(app);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
   // Live streams never end by themselves; close them so the server can.
@@ -157,6 +165,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     url,
     runtime,
     registry,
+    routes,
     async close() {
       await app.close();
       await runtime.stop();

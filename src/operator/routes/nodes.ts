@@ -6,7 +6,7 @@ import { notFound } from "../errors.js";
 import { nodeView, nodeViews } from "../views.js";
 import { nodeIdParam, parseWith } from "./params.js";
 
-const intentBody = z.strictObject({
+export const intentBody = z.strictObject({
   reason: z.string().max(500, "must be at most 500 characters").optional(),
 });
 

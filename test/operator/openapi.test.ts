@@ -1,0 +1,186 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked against the document
+/**
+ * The OpenAPI document against the real API on a real nats-server: every
+ * route the server registers is in the document (and nothing else is), and
+ * every answer of every route, called with real data, matches the schema
+ * the document gives for its status — checked by a JSON Schema 2020-12
+ * validator (ajv), the dialect of OpenAPI 3.1.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { isUiPath } from "../../src/operator/routes/ui.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
+import { type ApiFixture, appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
+
+const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
+
+/** `/v1/nodes/:id` → `/v1/nodes/{id}`, as the document writes paths. */
+const docPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, "{$1}");
+
+describe("OpenAPI document", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let fx: ApiFixture;
+  let doc: any;
+  let ajv: Ajv2020;
+  /** Operations answered 200 at least once: "get /v1/nodes/{id}". */
+  const answered = new Set<string>();
+
+  before(async () => {
+    server = await startServer();
+    fx = await startApiFixture(server.url);
+    const last = await appendAll(fx.log, smallFleet());
+    await fx.api.runtime.waitFor(last);
+    const r = await fx.call("/openapi.json", { token: null });
+    assert.equal(r.status, 200, "the document is open like the probes");
+    doc = r.body;
+    ajv = new Ajv2020({ allErrors: true });
+    // Strict about the schemas themselves; `components` is only the wrapper that holds them.
+    ajv.addVocabulary(["components"]);
+    // The components under one id, so the document's `#/components/schemas/…` references resolve.
+    ajv.addSchema({ $id: "llmgw-api", components: { schemas: doc.components.schemas } });
+  });
+  after(async () => {
+    await fx?.close();
+    await server?.close();
+  });
+
+  /** Calls the API and checks the answer against what the document says for that operation and status. */
+  async function check(
+    method: string,
+    template: string,
+    path: string,
+    init: Parameters<ApiFixture["call"]>[1] = {},
+  ) {
+    const op = doc.paths[docPath(template)]?.[method.toLowerCase()];
+    assert.ok(op, `${method} ${template} is not in the document`);
+    const res = await fx.call(path, { ...init, method });
+    const documented = op.responses[String(res.status)];
+    assert.ok(documented, `${method} ${path} answered ${res.status}, which the document does not list`);
+    const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
+    const content = documented.content?.[type];
+    assert.ok(
+      content,
+      `${method} ${path} answered ${type}, the document lists ${Object.keys(documented.content ?? {})}`,
+    );
+    if (type === "application/json" && content.schema.$ref) {
+      const validate = ajv.getSchema(`llmgw-api${content.schema.$ref}`);
+      assert.ok(validate, `no schema ${content.schema.$ref}`);
+      assert.ok(
+        validate(res.body),
+        `${method} ${path} (${res.status}) does not match ${content.schema.$ref}: ${ajv.errorsText(validate.errors)}`,
+      );
+    }
+    if (res.status === 200) answered.add(`${method.toLowerCase()} ${docPath(template)}`);
+    return res;
+  }
+
+  it("is OpenAPI 3.1 and describes exactly the routes the server has", () => {
+    assert.equal(doc.openapi, "3.1.0");
+    const served = new Set(
+      fx.api.routes
+        .filter((r) => r.method !== "HEAD" && !isUiPath(r.url) && !r.url.includes("*"))
+        .map((r) => `${r.method.toLowerCase()} ${docPath(r.url)}`),
+    );
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p}`)),
+    );
+    for (const r of served) assert.ok(documented.has(r), `the server has ${r}, the document does not`);
+    for (const d of documented) assert.ok(served.has(d), `the document has ${d}, the server does not`);
+    assert.ok(served.size >= 20, `only ${served.size} routes seen`);
+  });
+
+  it("matches every real answer, successes and errors", async () => {
+    await check("GET", "/healthz", "/healthz", { token: null });
+    await check("GET", "/readyz", "/readyz", { token: null });
+    const nodes = await check("GET", "/v1/nodes", "/v1/nodes");
+    assert.equal(nodes.body.nodes.length, 3);
+    await check("GET", "/v1/nodes/:id", "/v1/nodes/gpu-a1");
+    assert.equal((await check("GET", "/v1/nodes/:id", "/v1/nodes/gpu-zz")).status, 404);
+    assert.equal((await check("GET", "/v1/nodes/:id", "/v1/nodes/Not_A_Name")).status, 400);
+    assert.equal((await check("GET", "/v1/nodes", "/v1/nodes", { token: "wrong-token-123" })).status, 401);
+
+    const replicas = await check("GET", "/v1/replicas", "/v1/replicas");
+    assert.equal(replicas.body.replicas.length, 3);
+    assert.ok(replicas.body.models.length > 0);
+    assert.equal((await check("GET", "/v1/replicas", "/v1/replicas?phase=lost")).status, 400);
+    await check("GET", "/v1/replicas/:id", "/v1/replicas/r-70b-1");
+    for (const id of ["r-405b-1", "r-70b-2"]) {
+      const ex = await check("GET", "/v1/replicas/:id/explain", `/v1/replicas/${id}/explain`);
+      assert.ok(ex.body.placement !== null || ex.body.pending !== null, `${id} has no decision`);
+      await check("GET", "/v1/replicas/:id/history", `/v1/replicas/${id}/history`);
+    }
+    await check("GET", "/v1/replicas/:id/explain", "/v1/replicas/r-405b-1/explain?at=3");
+    assert.equal((await check("GET", "/v1/replicas/:id", "/v1/replicas/r-never")).status, 404);
+
+    const events = await check("GET", "/v1/events", "/v1/events?limit=3");
+    assert.equal(events.body.events.length, 3);
+    await check("GET", "/v1/events", "/v1/events?kind=reconcilePass");
+    assert.equal((await check("GET", "/v1/events", "/v1/events?limit=0")).status, 400);
+    await check("GET", "/v1/fleet", "/v1/fleet");
+    await check("GET", "/v1/fleet", "/v1/fleet?at=4");
+
+    const catalog = await check("GET", "/v1/catalog", "/v1/catalog");
+    const etag = catalog.headers.get("etag") ?? "";
+    const yaml = { "content-type": "application/yaml", "if-match": etag };
+    const applied = await check("PUT", "/v1/catalog", "/v1/catalog", { body: example, headers: yaml });
+    assert.equal(applied.status, 200);
+    const stale = await check("PUT", "/v1/catalog", "/v1/catalog", { body: example, headers: yaml });
+    assert.equal(stale.status, 412);
+    const bad = await check("PUT", "/v1/catalog", "/v1/catalog", {
+      body: "models: [{name: x}]",
+      headers: { "content-type": "application/yaml" },
+    });
+    assert.equal(bad.status, 400);
+    await check("GET", "/v1/catalog", "/v1/catalog");
+
+    const json = { "content-type": "application/json" };
+    for (const action of ["cordon", "uncordon", "drain"]) {
+      const r = await check("POST", `/v1/nodes/:id/${action}`, `/v1/nodes/gpu-b1/${action}`, {
+        body: JSON.stringify({ reason: "openapi test" }),
+        headers: json,
+      });
+      assert.equal(r.status, 200, `${action}: ${JSON.stringify(r.body)}`);
+    }
+    const whatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
+      body: JSON.stringify({ config: { policy: "spread" } }),
+      headers: json,
+    });
+    assert.equal(whatIf.status, 200, JSON.stringify(whatIf.body));
+    const badWhatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
+      body: JSON.stringify({ config: { policy: "nope" } }),
+      headers: json,
+    });
+    assert.equal(badWhatIf.status, 400);
+
+    await check("GET", "/metrics", "/metrics");
+    await check("GET", "/openapi.json", "/openapi.json", { token: null });
+    const page = await check("GET", "/docs", "/docs", { token: null });
+    for (const p of Object.keys(doc.paths)) assert.ok(page.body.includes(p), `the reference page lacks ${p}`);
+    await checkStream();
+
+    const operations = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.keys(ops as object).map((m) => `${m} ${p}`),
+    );
+    for (const op of operations) assert.ok(answered.has(op), `${op} was never called with success here`);
+  });
+
+  /** The live stream never ends: its first event is read, then the request is dropped. */
+  async function checkStream() {
+    const op = doc.paths["/v1/stream"].get;
+    const ctl = new AbortController();
+    const res = await fetch(`${fx.api.url}/v1/stream`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      signal: ctl.signal,
+    });
+    assert.equal(res.status, 200);
+    const type = (res.headers.get("content-type") ?? "").split(";")[0]!;
+    assert.ok(op.responses["200"].content[type], `the stream's ${type} is not documented`);
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    assert.match(first, /^event: position\ndata: \{"seq":\d+,"timeMs":\d+\}/);
+    ctl.abort();
+    answered.add("get /v1/stream");
+  }
+});
