@@ -107,6 +107,7 @@ export class ReconcilerRunner<C> {
 
   start(): void {
     const { projection, gateways, lease } = this.opts;
+    this.opts.metrics?.observeReplicas(() => projection.state.replicas);
     this.#unsubscribe.push(
       projection.onChange((seq) => {
         this.opts.metrics?.observedSeq.set(seq);
