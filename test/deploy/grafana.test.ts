@@ -41,7 +41,8 @@ async function exposed(): Promise<Map<string, Set<string>>> {
       const labels = new Set(
         (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [],
       );
-      const names = String(m.type) === "histogram" ? ["_bucket", "_sum", "_count"].map((s) => m.name + s) : [m.name];
+      const names =
+        String(m.type) === "histogram" ? ["_bucket", "_sum", "_count"].map((s) => m.name + s) : [m.name];
       for (const n of names) out.set(n, new Set([...(out.get(n) ?? []), ...labels]));
     }
   }
