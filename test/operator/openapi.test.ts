@@ -10,14 +10,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { openApiPath } from "../../src/operator/openapi.js";
 import { isUiPath } from "../../src/operator/routes/ui.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { type ApiFixture, appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
 
 const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
-
-/** `/v1/nodes/:id` → `/v1/nodes/{id}`, as the document writes paths. */
-const docPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, "{$1}");
 
 describe("OpenAPI document", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -53,7 +51,7 @@ describe("OpenAPI document", () => {
     path: string,
     init: Parameters<ApiFixture["call"]>[1] = {},
   ) {
-    const op = doc.paths[docPath(template)]?.[method.toLowerCase()];
+    const op = doc.paths[openApiPath(template)]?.[method.toLowerCase()];
     assert.ok(op, `${method} ${template} is not in the document`);
     const res = await fx.call(path, { ...init, method });
     const documented = op.responses[String(res.status)];
@@ -72,7 +70,7 @@ describe("OpenAPI document", () => {
         `${method} ${path} (${res.status}) does not match ${content.schema.$ref}: ${ajv.errorsText(validate.errors)}`,
       );
     }
-    if (res.status === 200) answered.add(`${method.toLowerCase()} ${docPath(template)}`);
+    if (res.status === 200) answered.add(`${method.toLowerCase()} ${openApiPath(template)}`);
     return res;
   }
 
@@ -81,7 +79,7 @@ describe("OpenAPI document", () => {
     const served = new Set(
       fx.api.routes
         .filter((r) => r.method !== "HEAD" && !isUiPath(r.url) && !r.url.includes("*"))
-        .map((r) => `${r.method.toLowerCase()} ${docPath(r.url)}`),
+        .map((r) => `${r.method.toLowerCase()} ${openApiPath(r.url)}`),
     );
     const documented = new Set(
       Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p}`)),
