@@ -89,6 +89,39 @@ describe("OpenAPI document", () => {
     assert.ok(served.size >= 20, `only ${served.size} routes seen`);
   });
 
+  it("is whole: every reference resolves, operation ids are unique, path parameters are declared", () => {
+    const refs = new Set<string>();
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === "object") {
+        for (const [k, x] of Object.entries(v)) {
+          if (k === "$ref" && typeof x === "string") refs.add(x);
+          else walk(x);
+        }
+      }
+    };
+    walk(doc);
+    for (const r of refs) {
+      const id = /^#\/components\/schemas\/([A-Za-z0-9_]+)$/.exec(r)?.[1];
+      assert.ok(id && doc.components.schemas[id], `${r} resolves to nothing`);
+    }
+    const ids: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        ids.push(op.operationId);
+        assert.ok(op.summary, `${method} ${path} has no summary`);
+        assert.ok(op.responses["200"], `${method} ${path} documents no success`);
+        for (const name of [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])) {
+          assert.ok(
+            op.parameters.some((p: any) => p.in === "path" && p.name === name && p.required),
+            `${method} ${path} does not declare its path parameter ${name}`,
+          );
+        }
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, `operation ids repeat: ${ids}`);
+  });
+
   it("matches every real answer, successes and errors", async () => {
     await check("GET", "/healthz", "/healthz", { token: null });
     await check("GET", "/readyz", "/readyz", { token: null });
