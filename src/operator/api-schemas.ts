@@ -6,6 +6,9 @@
  * with an `id` becomes one entry of the document's `components.schemas`.
  */
 import { z } from "zod";
+import type { PendingDecision, PlacementDecision } from "../reconciler/explain/index.js";
+import type { ExplainedTouch, HistoryEntry } from "./explain.js";
+import type { ModelReadiness, NodeView, ReplicaView } from "./views.js";
 
 /** Schemas named in the document, by id. */
 export const apiSchemaRegistry = z.registry<{ id: string; description?: string }>();
@@ -285,3 +288,18 @@ export const ReplicasSchema = named(
 export const ReplicaSchema = named("Replica", z.object({ seq, replica: ReplicaViewSchema }));
 export const HealthSchema = named("Health", z.object({ status: z.literal("ok") }));
 export const ReadySchema = named("Ready", z.object({ status: z.literal("ready"), seq }));
+
+/*
+ * The schemas and the types the views are written in must agree: a field
+ * added to a view and not here (or the other way round) fails the type check
+ * here, before the test that compares real answers.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const agree = <_T extends true>() => undefined;
+agree<Same<z.output<typeof NodeViewSchema>, NodeView>>();
+agree<Same<z.output<typeof ReplicaViewSchema>, ReplicaView>>();
+agree<Same<z.output<typeof ModelReadinessSchema>, ModelReadiness>>();
+agree<Same<z.output<typeof PlacementSchema>, PlacementDecision>>();
+agree<Same<z.output<typeof PendingSchema>, PendingDecision>>();
+agree<Same<z.output<typeof HistorySchema>["history"][number], HistoryEntry>>();
+agree<Same<z.output<typeof ExplainSchema>["decisions"][number], ExplainedTouch>>();
