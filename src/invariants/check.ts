@@ -12,6 +12,7 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
@@ -52,6 +53,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
   const undeliverable = new UndeliverableRule();
+  const failureReasons = new FailureReasonRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -74,6 +76,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     stored.observe(r);
     fencing.observe(r);
     slots.observe(r, state);
+    failureReasons.observe(r, state);
     sessions.observe(r);
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
@@ -94,6 +97,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...sessions.violations,
     ...fencing.violations,
     ...undeliverable.violations,
+    ...failureReasons.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

@@ -15,6 +15,7 @@ export const RULES = [
   "fencing",
   "command-to-stale-session",
   "command-undeliverable",
+  "failure-reason",
   "acked-lost",
   "stored-twice",
   "replay-determinism",

@@ -12,6 +12,7 @@ import {
   CommandUndeliverable_Reason,
   type Event,
   EventSchema,
+  ReplicaFailed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type CheckedEvent, checkLog, parseAckedList, type Violation } from "../../src/invariants/index.js";
@@ -179,6 +180,56 @@ describe("checkLog", () => {
     assert.match(vs[2]!.message, /attempt 2.* no earlier pass issued/);
     assert.match(vs[3]!.message, new RegExp(`session ${session} was held by gateway gw-1`));
     assert.match(vs[4]!.message, /gateway gw-2 .* reported more than once/);
+  });
+
+  it("failure-reason: a failure's reason is backed by the shard's fact in the log", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0 });
+    f.connect("gpu-1");
+    f.connect("gpu-2");
+    f.connect("gpu-3");
+    f.catalog(llama70b(1));
+    f.advance(1000).settle();
+    // Real failures, decided by decide over the fold: a refused start, then a crash after running.
+    const [cmd] = Object.values(f.state.replicas.commands);
+    f.result(cmd?.nodeId as string, cmd?.commandId as string, false, "no such image");
+    f.run();
+    const r = Object.values(f.state.replicas.replicas)[0]!;
+    const s = r.shards[0]!;
+    f.shard(s.nodeId, r.replicaId, s.shardId, ShardStatus_State.FAILED, "NCCL error");
+    f.run();
+    assert.deepEqual(checkLog(f.events).violations, []);
+
+    // A pass that blames a running shard for failing, and one that calls a running shard stuck STARTING.
+    const now = Object.values(f.state.replicas.replicas)[0]!;
+    const live = now.shards[0]!;
+    assert.equal(live.state, "running", "the replica runs on the third node");
+    const forged = (reason: ReplicaFailed_Reason) =>
+      f.apply(
+        {
+          case: "reconcilePass",
+          value: {
+            leaderId: "rec-1",
+            observedSeq: BigInt(f.state.seq),
+            nowUnixMs: BigInt(f.nowMs),
+            decisions: [
+              {
+                explanation: "forged",
+                kind: {
+                  case: "replicaFailed",
+                  value: { replicaId: now.replicaId, shardId: live.shardId, nodeId: live.nodeId, reason },
+                },
+              },
+            ],
+            commands: [],
+            trigger: "events",
+          },
+        },
+        Writer_Kind.RECONCILER,
+      );
+    forged(ReplicaFailed_Reason.SHARD_FAILED);
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["failure-reason"]);
+    assert.match(vs[0]?.message ?? "", /as SHARD_FAILED, but the shard never reported FAILED/);
   });
 
   it("command-to-stale-session: a command for the session the node left", () => {
