@@ -28,6 +28,7 @@ export function initialReplicas(): ReplicasState {
     commands: {},
     failures: {},
     cooldowns: {},
+    endpoints: {},
     lastPass: null,
     passes: 0,
   };
@@ -90,6 +91,7 @@ export function evolveReplicas(
       const shard = r?.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId);
       if (!r || !shard) return state;
       shard.state = shardStateName(st.state);
+      if (st.endpoint !== "") shard.endpoint = st.endpoint;
       shard.lastChangeSeq = meta.seq;
       if (shard.state === "failed") {
         shard.lastError = st.error;
@@ -118,7 +120,7 @@ export function evolveReplicas(
       return state;
     }
     case "reconcilePass":
-      foldPass(state, body.value, meta);
+      foldPass(state, body.value, meta, inventory);
       return state;
     case "sessionOpened":
       // The node's earlier sessions are superseded: their commands can no
@@ -147,7 +149,12 @@ export function evolveReplicas(
   }
 }
 
-function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): void {
+function foldPass(
+  state: ReplicasState,
+  pass: ReconcilePass,
+  meta: EventMeta,
+  inventory: InventoryState,
+): void {
   state.passes++;
   state.lastPass = {
     seq: meta.seq,
@@ -197,6 +204,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
             adopted: false,
             lastError: "",
             exitCode: 0,
+            endpoint: "",
             lastChangeSeq: meta.seq,
           }),
         );
@@ -227,6 +235,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
             adopted: true,
             lastError: "",
             exitCode: 0,
+            endpoint: registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
             lastChangeSeq: meta.seq,
           };
           forgetShards(state.replicas, r);
@@ -289,6 +298,17 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         state.failures[key] = 0;
         break;
       }
+      case "endpointsChanged": {
+        const v = k.value;
+        if (v.endpoints.length === 0) delete state.endpoints[v.model];
+        else
+          state.endpoints[v.model] = v.endpoints.map((e) => ({
+            replicaId: e.replicaId,
+            url: e.url,
+            nodeId: e.nodeId,
+          }));
+        break;
+      }
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);
@@ -347,6 +367,18 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
 function forgetCommands(state: ReplicasState, nodeId: string, gone: (sessionId: string) => boolean): void {
   for (const [id, c] of Object.entries(state.commands))
     if (c.nodeId === nodeId && gone(c.sessionId)) delete state.commands[id];
+}
+
+/** The endpoint a node registered for a shard it runs (adoption keeps it), or "". */
+function registeredEndpoint(
+  inventory: InventoryState,
+  nodeId: string,
+  sessionId: string,
+  shardId: string,
+): string {
+  const session = inventory.nodes[nodeId]?.session;
+  if (!session || session.sessionId !== sessionId) return "";
+  return session.registeredShards.find((s) => s.shardId === shardId)?.endpoint ?? "";
 }
 
 function replicaOfShard(state: ReplicasState, nodeId: string, shardId: string): string {

@@ -111,6 +111,8 @@ function decisionSummary(d: Decision): string {
       return `failed ${k.value.replicaId} (${k.value.shardId} on ${k.value.nodeId})`;
     case "duplicateStopped":
       return `duplicate ${k.value.shardId} on ${k.value.nodeId}`;
+    case "endpointsChanged":
+      return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
     case undefined:
       return "unknown decision";
     default: {

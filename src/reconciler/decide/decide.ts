@@ -5,6 +5,8 @@
  *   1. gateway loss        4. failures, cooldowns    7. scale
  *   2. node expiry         5. command re-issues      8. placement
  *   3. adoption            6. drains
+ * Then, outside the limit, the routing table is restated for every model
+ * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -13,6 +15,7 @@ import { adoptSessions } from "./adoption.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
+import { publishEndpoints } from "./endpoints.js";
 import { failIncomplete, handleFailures } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
 import { expireNodes } from "./liveness.js";
@@ -35,6 +38,7 @@ export function decide(input: DecideInput): DecideOutput {
     scaleModels(pass);
     placePending(pass);
   }
+  publishEndpoints(pass);
   return {
     decisions: pass.decisions,
     commands: pass.commands,

@@ -88,6 +88,12 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
       case "commandReissued":
         add(`command ${k.value.commandId}`, `re-issued (attempt ${k.value.attempt})`);
         break;
+      case "endpointsChanged":
+        add(
+          `model ${k.value.model}`,
+          `routes to ${k.value.endpoints.map((e) => e.replicaId).join(", ") || "nothing"}`,
+        );
+        break;
       case undefined:
         break;
       default: {
