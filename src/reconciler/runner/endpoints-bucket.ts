@@ -40,7 +40,10 @@ export class EndpointsBucket {
   private constructor(readonly kv: KV) {}
 
   /** Opens the bucket, creating it (one value per key, no expiry) when it does not exist. */
-  static async open(js: JetStreamClient, opts: { bucket: string; replicas?: number }): Promise<EndpointsBucket> {
+  static async open(
+    js: JetStreamClient,
+    opts: { bucket: string; replicas?: number },
+  ): Promise<EndpointsBucket> {
     const kvm = new Kvm(js);
     let kv: KV;
     try {
