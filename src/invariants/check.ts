@@ -12,6 +12,7 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { EndpointRule } from "./endpoints.js";
 import { FencingRule } from "./fencing.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
@@ -50,6 +51,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -75,6 +77,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     sessions.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    endpoints.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -90,6 +93,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);
