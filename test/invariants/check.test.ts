@@ -303,6 +303,82 @@ describe("checkLog", () => {
     assert.match(vs[0]!.message, /message at 3 is not an event: not an llmgw event/);
   });
 
+  it("endpoint-not-ready: passes a churned history with endpoints; a table listing a replica that is not ready", () => {
+    const f = new Fleet();
+    f.endpointOf = (node, shard) => `http://${node}:8000/${shard}`;
+    f.catalog(llama70b(2));
+    f.connect("gpu-1");
+    f.connect("gpu-2");
+    f.advance(1000).run();
+    f.catalog(llama70b(1));
+    f.run();
+    assert.equal(f.state.replicas.endpoints["llama-3.3-70b"]?.length, 1);
+    assert.deepEqual(checkLog(f.events).violations, []);
+
+    // A pass that lists a replica whose only shard failed before the state it decided on.
+    const [r] = Object.values(f.state.replicas.replicas);
+    const shard = r!.shards[0]!;
+    f.shard(shard.nodeId, r!.replicaId, shard.shardId, ShardStatus_State.FAILED, "engine died");
+    f.apply(
+      {
+        case: "reconcilePass",
+        value: {
+          leaderId: "rec-2",
+          observedSeq: BigInt(f.state.seq),
+          nowUnixMs: BigInt(f.nowMs),
+          decisions: [
+            {
+              explanation: "stale",
+              kind: {
+                case: "endpointsChanged",
+                value: {
+                  model: r!.model,
+                  endpoints: [{ replicaId: r!.replicaId, url: shard.endpoint, nodeId: shard.nodeId }],
+                },
+              },
+            },
+          ],
+          trigger: "events",
+        },
+      },
+      Writer_Kind.RECONCILER,
+    );
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
+    assert.match(vs[0]!.message, new RegExp(`lists ${r!.replicaId} .*shard ${shard.shardId} is failed`));
+  });
+
+  it("endpoint-not-ready: a replica whose drain starts in a pass is out of that pass's table", () => {
+    const f = new Fleet();
+    f.endpointOf = (node, shard) => `http://${node}:8000/${shard}`;
+    f.catalog(llama70b(1));
+    f.connect("gpu-1");
+    f.advance(1000).run();
+    const [r] = Object.values(f.state.replicas.replicas);
+    // The drain, without restating the table: the replica stays listed.
+    f.apply(
+      {
+        case: "reconcilePass",
+        value: {
+          leaderId: "rec-2",
+          observedSeq: BigInt(f.state.seq),
+          nowUnixMs: BigInt(f.nowMs),
+          decisions: [
+            {
+              explanation: "drain",
+              kind: { case: "replicaDrainStarted", value: { replicaId: r!.replicaId, reason: "scale down" } },
+            },
+          ],
+          trigger: "events",
+        },
+      },
+      Writer_Kind.RECONCILER,
+    );
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
+    assert.match(vs[0]!.message, /its drain starts in this very pass/);
+  });
+
   it("a log out of order is reported", () => {
     const f = converged();
     const records = [...f.events];
