@@ -50,6 +50,8 @@ export interface ReplicaShard {
   gpuIndices: number[];
   state: string;
   desired: string;
+  /** Where the engine serves ("" until a status names it). */
+  endpoint: string;
 }
 
 export type Phase = "pending" | "placed" | "running" | "draining";
