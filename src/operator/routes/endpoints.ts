@@ -5,25 +5,20 @@
  * change, which is what a router without NATS access can follow. It equals
  * the llmgw_endpoints KV bucket the leader keeps.
  */
-import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { EndpointEntry, FleetState } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
 import { notFound } from "../errors.js";
 import { parseWith } from "./params.js";
+import { EventStreams } from "./sse.js";
 
 const THROTTLE_MS = 100;
-const KEEPALIVE_MS = 15_000;
 
 const query = z.strictObject({
   model: z.string().min(1).max(64).optional(),
   follow: z.enum(["true", "false", "1", "0"]).optional(),
 });
-
-export interface EndpointsControl {
-  closeAll(): void;
-}
 
 type Answer =
   | { seq: number; endpoints: Record<string, EndpointEntry[]> }
@@ -37,57 +32,27 @@ function answer(s: FleetState, model: string | undefined): Answer | null {
   return known ? { seq: s.seq, model, endpoints: table[model] ?? [] } : null;
 }
 
-export function endpointRoutes(app: FastifyInstance, ctx: ApiContext): EndpointsControl {
-  const open = new Set<ServerResponse>();
+export function endpointRoutes(app: FastifyInstance, ctx: ApiContext): EventStreams {
+  const streams = new EventStreams();
   app.get("/v1/endpoints", async (req, reply) => {
     const q = parseWith(query, req.query, "query");
     const first = answer(ctx.runtime.state, q.model);
     if (!first) throw notFound(`model ${q.model}`);
     if (q.follow !== "true" && q.follow !== "1") return first;
 
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    });
-    open.add(res);
     let sent = "";
-    let timer: NodeJS.Timeout | undefined;
-    const send = () => {
-      timer = undefined;
-      if (res.writableEnded) return;
-      // A model taken out of the catalog keeps its (empty) list on this stream.
-      const a = answer(ctx.runtime.state, q.model) ?? {
-        seq: ctx.runtime.state.seq,
-        model: q.model as string,
-        endpoints: [],
-      };
-      const table = JSON.stringify(a.endpoints);
-      if (table === sent) return;
-      sent = table;
-      res.write(`event: endpoints\ndata: ${JSON.stringify(a)}\n\n`);
-    };
-    const unsubscribe = ctx.runtime.onChange(() => {
-      timer ??= setTimeout(send, THROTTLE_MS);
+    streams.serve(ctx, req, reply, {
+      throttleMs: THROTTLE_MS,
+      send(write) {
+        // A model taken out of the catalog keeps its (empty) list on this stream.
+        const s = ctx.runtime.state;
+        const a = answer(s, q.model) ?? { seq: s.seq, model: q.model as string, endpoints: [] };
+        const table = JSON.stringify(a.endpoints);
+        if (table === sent) return;
+        sent = table;
+        write("endpoints", a);
+      },
     });
-    const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
-    const done = () => {
-      unsubscribe();
-      clearInterval(keepalive);
-      if (timer) clearTimeout(timer);
-      open.delete(res);
-    };
-    req.raw.on("close", done);
-    res.on("close", done);
-    send();
   });
-  return {
-    closeAll() {
-      for (const res of open) res.end();
-      open.clear();
-    },
-  };
+  return streams;
 }
