@@ -19,6 +19,7 @@ import type { EndpointEntry } from "../../src/projections/index.js";
 import { EndpointsBucket, modelOfEndpointsKey } from "../../src/reconciler/runner/index.js";
 import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { apiCaller } from "../support/api-call.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
@@ -92,17 +93,7 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
     const kv: KvChange[] = [];
     const drainsReceived: Array<{ order: number; shardId: string }> = [];
     const followed: any[] = [];
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${api!.url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const call = apiCaller(() => api!.url);
     const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
     const why = async () =>
       `\nreplicas: ${JSON.stringify(

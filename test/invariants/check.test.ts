@@ -35,7 +35,10 @@ function startsOf(f: Fleet) {
 }
 
 /** A pass as the leader would append it, deciding on the log up to `observedSeq`. */
-function pass(f: Fleet, body: { observedSeq?: number; commands?: unknown[]; leader?: string }): Event {
+function pass(
+  f: Fleet,
+  body: { observedSeq?: number; commands?: unknown[]; decisions?: unknown[]; leader?: string },
+): Event {
   return f.apply(
     {
       case: "reconcilePass",
@@ -43,7 +46,7 @@ function pass(f: Fleet, body: { observedSeq?: number; commands?: unknown[]; lead
         leaderId: body.leader ?? "rec-2",
         observedSeq: BigInt(body.observedSeq ?? f.state.seq),
         nowUnixMs: BigInt(f.nowMs),
-        decisions: [],
+        decisions: (body.decisions ?? []) as never,
         commands: (body.commands ?? []) as never,
         trigger: "events",
       },
@@ -319,30 +322,20 @@ describe("checkLog", () => {
     const [r] = Object.values(f.state.replicas.replicas);
     const shard = r!.shards[0]!;
     f.shard(shard.nodeId, r!.replicaId, shard.shardId, ShardStatus_State.FAILED, "engine died");
-    f.apply(
-      {
-        case: "reconcilePass",
-        value: {
-          leaderId: "rec-2",
-          observedSeq: BigInt(f.state.seq),
-          nowUnixMs: BigInt(f.nowMs),
-          decisions: [
-            {
-              explanation: "stale",
-              kind: {
-                case: "endpointsChanged",
-                value: {
-                  model: r!.model,
-                  endpoints: [{ replicaId: r!.replicaId, url: shard.endpoint, nodeId: shard.nodeId }],
-                },
-              },
+    pass(f, {
+      decisions: [
+        {
+          explanation: "stale",
+          kind: {
+            case: "endpointsChanged",
+            value: {
+              model: r!.model,
+              endpoints: [{ replicaId: r!.replicaId, url: shard.endpoint, nodeId: shard.nodeId }],
             },
-          ],
-          trigger: "events",
+          },
         },
-      },
-      Writer_Kind.RECONCILER,
-    );
+      ],
+    });
     const vs = checkLog(f.events).violations;
     assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
     assert.match(vs[0]!.message, new RegExp(`lists ${r!.replicaId} .*shard ${shard.shardId} is failed`));
@@ -356,24 +349,14 @@ describe("checkLog", () => {
     f.advance(1000).run();
     const [r] = Object.values(f.state.replicas.replicas);
     // The drain, without restating the table: the replica stays listed.
-    f.apply(
-      {
-        case: "reconcilePass",
-        value: {
-          leaderId: "rec-2",
-          observedSeq: BigInt(f.state.seq),
-          nowUnixMs: BigInt(f.nowMs),
-          decisions: [
-            {
-              explanation: "drain",
-              kind: { case: "replicaDrainStarted", value: { replicaId: r!.replicaId, reason: "scale down" } },
-            },
-          ],
-          trigger: "events",
+    pass(f, {
+      decisions: [
+        {
+          explanation: "drain",
+          kind: { case: "replicaDrainStarted", value: { replicaId: r!.replicaId, reason: "scale down" } },
         },
-      },
-      Writer_Kind.RECONCILER,
-    );
+      ],
+    });
     const vs = checkLog(f.events).violations;
     assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
     assert.match(vs[0]!.message, /its drain starts in this very pass/);
