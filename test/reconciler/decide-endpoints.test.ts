@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { touchingReplica } from "../../src/reconciler/explain/index.js";
 import { Fleet, kinds, llama70b, llama405b, ofKind } from "../support/fleet.js";
 
 const url = (nodeId: string, shardId: string) => `http://${nodeId}:8000/${shardId}`;
@@ -131,5 +132,28 @@ describe("decide: the routing table", () => {
     f.run();
     assert.equal(f.replicasOf("llama-3.3-70b")[0]?.phase, "running");
     assert.deepEqual(f.state.replicas.endpoints, {});
+  });
+
+  it("explain names the passes where a replica entered and left the table, not every restatement", () => {
+    const f = withEndpoints(["gpu-a1", "gpu-a2"]);
+    f.catalog(llama70b(2));
+    f.run();
+    const [first, second] = f.replicasOf("llama-3.3-70b").map((r) => r.replicaId);
+    f.catalog(llama70b(1));
+    f.run();
+    const passes = f.events.flatMap((e) =>
+      e.event.body.case === "reconcilePass"
+        ? [{ seq: e.seq, timeMs: e.timeMs, pass: e.event.body.value }]
+        : [],
+    );
+    const routing = (id: string) =>
+      touchingReplica(passes, id)
+        .filter((t) => t.kind === "endpointsChanged")
+        .map((t) => t.text);
+    // The newest replica is drained: it entered once and left once.
+    assert.equal(routing(second!).length, 2);
+    assert.match(routing(second!)[1]!, new RegExp(`${second} no longer ready`));
+    // The other one entered once; the table restated without the drained one does not touch it.
+    assert.equal(routing(first!).length, 1);
   });
 });
