@@ -362,7 +362,8 @@ export type ShardStatus = Message<"llmgw.v1.ShardStatus"> & {
   /**
    * The URL the engine serves on (e.g. "http://10.0.0.5:8000"), once it
    * serves. For a multi-node replica only rank 0's is routed to. Empty in a
-   * status that does not know it: the last one reported is kept.
+   * status that does not know it: the last one reported is kept. Anything
+   * but an http:// or https:// URL of at most 2048 characters is refused.
    *
    * @generated from field: string endpoint = 7;
    */
