@@ -115,6 +115,12 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
         }
       })();
 
+      // Left by an earlier leader for a model the log no longer routes to: the new leader's sync deletes it.
+      await bucket.kv.put(
+        "retired-model",
+        JSON.stringify([{ replicaId: "r-old", url: "http://x:1", nodeId: "x" }]),
+      );
+
       gw = await startTestGateway({
         nats: server.url,
         stream,
@@ -202,6 +208,11 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
       await call("PUT", "/v1/catalog", CATALOG);
       await allServing("four replicas running and routed to");
       await bucketEqualsApi("after placement");
+      assert.deepEqual(
+        kv.filter((c) => c.model === "retired-model").map((c) => c.replicas),
+        [["r-old"], []],
+        "the stale key was deleted when the leader took over",
+      );
       const big = (await replicas()).find((r) => r.model === BIG);
       assert.equal(big.shards.length, 2);
       const one: any = await call("GET", `/v1/endpoints?model=${BIG}`);
