@@ -85,6 +85,7 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
     const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
     let gw: Gateway | undefined;
     let rec: ReconcilerProcess | undefined;
+    let standby: ReconcilerProcess | undefined;
     let api: ApiServer | undefined;
     let fleet: SimFleet | undefined;
     let stopWatch: (() => void) | undefined;
@@ -98,7 +99,7 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
     const why = async () =>
       `\nreplicas: ${JSON.stringify(
         (await replicas().catch(() => [])).map((r) => [r.replicaId, r.phase, r.nodeIds]),
-      )}\nendpoints: ${JSON.stringify(await call("GET", "/v1/endpoints").catch(() => null))}\nreconciler:\n${rec?.output()}`;
+      )}\nendpoints: ${JSON.stringify(await call("GET", "/v1/endpoints").catch(() => null))}\nreconcilers:\n${rec?.output()}\n${standby?.output()}`;
     try {
       // The bucket is made (as the reconciler would) and watched before anything is placed.
       const bucket = await EndpointsBucket.open(log.js, { bucket: endpointsBucket });
@@ -128,16 +129,21 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
         leaseBucket: gatewaysBucket,
         heartbeatTimeoutMs: 5000,
       });
-      rec = await spawnReconciler({
-        id: "rec-endpoints",
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: `rl_${rand()}`,
-        gatewaysBucket,
-        args: ["--endpoints-bucket", endpointsBucket],
-        config: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
-      });
+      // Two reconcilers: the leader is stopped halfway and the other keeps the bucket from then on.
+      const leaseBucket = `rl_${rand()}`;
+      const reconciler = (id: string) =>
+        spawnReconciler({
+          id,
+          nats: server.url,
+          stream,
+          prefix,
+          leaseBucket,
+          gatewaysBucket,
+          args: ["--endpoints-bucket", endpointsBucket],
+          config: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
+        });
+      rec = await reconciler("rec-endpoints-a");
+      standby = await reconciler("rec-endpoints-b");
       api = await startApi({
         log,
         host: "127.0.0.1",
@@ -224,6 +230,12 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
         },
       ]);
       assert.match(one.endpoints[0].url, /^http:\/\/node-\d:80\d\d$/);
+
+      // The leader stops (a pass in flight finishes); the standby takes over and syncs the bucket.
+      const [leader, next] = (await rec.isLeader()) ? [rec, standby] : [standby, rec];
+      leader.signal("SIGTERM");
+      await leader.exited;
+      await eventually(() => next.isLeader(), { what: `${next.id} to lead`, timeoutMs: 20_000 });
 
       // 2. Drain the node holding rank 0 of the two-node replica.
       const drainedNode = big.nodeIds[0] as string;
@@ -357,7 +369,7 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
       stopWatch?.();
       await fleet?.stop();
       await api?.close().catch(() => {});
-      await killAll([rec]);
+      await killAll([rec, standby]);
       await gw?.drain("test over");
       await log.jsm.streams.delete(stream).catch(() => {});
       await log.close();
