@@ -3,22 +3,11 @@
  * function of the projected state. The reconciler publishes changes of it
  * as EndpointsChanged decisions (so the log says when a replica entered or
  * left the table) and the leader mirrors it into the endpoints KV bucket.
+ * Only ready replicas are listed (`isReady`: every shard running, none asked
+ * to stop or drain), so a router hears of a drain before its shards do.
  */
+import { isReady } from "./ready.js";
 import type { EndpointEntry, FleetState, ReplicaState } from "./state.js";
-
-/**
- * A replica is ready when every shard reports running and nothing asks any
- * of them to stop or drain: it can take requests now and is not about to be
- * taken away. A draining replica is not ready, so a router hears of its
- * drain before its shards do.
- */
-export function isReady(r: ReplicaState): boolean {
-  return (
-    r.phase === "running" &&
-    r.shards.length > 0 &&
-    r.shards.every((s) => s.state === "running" && s.desired === "running")
-  );
-}
 
 /** Where a replica serves: rank 0's endpoint (the others of a multi-node replica are not routed to). */
 export function replicaEndpoint(r: ReplicaState): EndpointEntry | null {

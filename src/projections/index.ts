@@ -1,9 +1,10 @@
 // Projections: pure folds of the log. Everything public is named here.
-export { isReady, replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
+export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
-export { evolveReplicas, initialReplicas } from "./replicas.js";
+export { isReady, readyCounts } from "./ready.js";
+export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { canonicalJson } from "./serialize.js";
 export * from "./state.js";

@@ -18,7 +18,15 @@ import type { SimConfig } from "./config.js";
 import type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
 import { zeroCounters } from "./events.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
-import { CRASH_ERROR, CRASH_EXIT_CODE, oomError, type ShardFault, xidProblem } from "./faults.js";
+import {
+  CRASH_ERROR,
+  CRASH_EXIT_CODE,
+  oomError,
+  REFUSE_START_ERROR,
+  type ShardFault,
+  UNASKED_EXIT_OUTPUT,
+  xidProblem,
+} from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
 import { Outbox } from "./outbox.js";
 import type { Rng } from "./rng.js";
@@ -33,7 +41,8 @@ export interface SimShard {
   profile: string;
   gpuIndices: number[];
   state: State;
-  fault: ShardFault | undefined;
+  /** The fault of a shard whose engine was launched (refused and never-started ones never get here). */
+  fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
 }
 
 export interface AgentOptions {
@@ -470,6 +479,16 @@ export class SimAgent {
       this.result("start", cmd.commandId, cmd.shardId, why);
       return;
     }
+    const fault = this.opts.faults.shardFault();
+    if (fault === "refuse-start") {
+      this.result("start", cmd.commandId, cmd.shardId, REFUSE_START_ERROR);
+      return;
+    }
+    if (fault === "never-starting") {
+      // Acknowledged, and then nothing: the engine process never came up.
+      this.result("start", cmd.commandId, cmd.shardId);
+      return;
+    }
     const shard: SimShard = {
       shardId: cmd.shardId,
       replicaId: cmd.replicaId,
@@ -477,7 +496,7 @@ export class SimAgent {
       profile: cmd.profile,
       gpuIndices: [...cmd.gpuIndices],
       state: State.STARTING,
-      fault: this.opts.faults.shardFault(),
+      fault,
     };
     this.shards.set(shard.shardId, shard);
     this.result("start", cmd.commandId, cmd.shardId);
@@ -502,6 +521,14 @@ export class SimAgent {
               exitCode: CRASH_EXIT_CODE,
               output: `${CRASH_ERROR}\nAborted (core dumped)`,
             }),
+          );
+        });
+        return;
+      case "exit-after-running":
+        this.after(shard, startDelayMs, () => {
+          this.transition(shard, State.RUNNING);
+          this.after(shard, crashAfterMs, () =>
+            this.finish(shard, State.STOPPED, { exitCode: 0, output: UNASKED_EXIT_OUTPUT }),
           );
         });
         return;

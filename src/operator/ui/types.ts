@@ -50,6 +50,9 @@ export interface ReplicaShard {
   gpuIndices: number[];
   state: string;
   desired: string;
+  lastError: string;
+  exitCode: number;
+  lastOutput: string;
   /** Where the engine serves ("" until a status names it). */
   endpoint: string;
 }
@@ -66,6 +69,23 @@ export interface Replica {
   replaces: string;
   replacedBy: string;
   nodeIds: string[];
+  /** Every shard RUNNING, none draining or stopping: counts as capacity. */
+  ready: boolean;
+  lastFailure: {
+    reason: string;
+    message: string;
+    nodeId: string;
+    shardId: string;
+    exitCode: number;
+    lastOutput: string;
+    seq: number;
+  } | null;
+}
+
+export interface ModelReadiness {
+  model: string;
+  ready: number;
+  desired: number;
 }
 
 export interface Fleet {
@@ -75,6 +95,7 @@ export interface Fleet {
   nodes: Node[];
   replicas: Replica[];
   catalog: { seq: number; models: string[] };
+  readiness: ModelReadiness[];
 }
 
 export interface EventRow {

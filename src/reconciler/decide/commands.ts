@@ -1,9 +1,10 @@
 /**
- * Commands without a result in time are sent again, with the same id (the
- * agent treats a repeat as the same request), while still wanted: the
- * session they were for is still current and the shard still needs what the
- * command asks. A command for a session that is gone is not re-issued; the
- * node's next session is re-planned from its adoption.
+ * Stop and drain commands without a result in time are sent again, with the
+ * same id (the agent treats a repeat as the same request), while still
+ * wanted: the session they were for is still current and the shard still
+ * needs what the command asks. A command for a session that is gone is not
+ * re-issued; the node's next session is re-planned from its adoption.
+ * Starts have their own rule (start-deadlines.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
@@ -14,7 +15,7 @@ import type { Pass } from "./pass.js";
 export function reissueCommands(pass: Pass): void {
   const { retryBaseMs, retryMaxMs } = pass.config;
   for (const c of sortedValues(pass.work.replicas.commands)) {
-    if (c.deadlineMs > pass.nowMs) continue;
+    if (c.kind === "start" || c.deadlineMs > pass.nowMs) continue;
     if (currentSession(pass, c.nodeId) !== c.sessionId) continue;
     const cmd = rebuild(pass, c);
     if (!cmd) continue;
@@ -54,35 +55,10 @@ function rebuild(pass: Pass, c: CommandState): Command | undefined {
   const base = { commandId: c.commandId, nodeId: c.nodeId, sessionId: c.sessionId, replicaId: c.replicaId };
   const shard = findShard(pass, c);
   switch (c.kind) {
-    case "start": {
-      const r = pass.work.replicas.replicas[c.replicaId];
-      if (!r || !shard || shard.desired !== "running" || shard.state !== "pending") return undefined;
-      if (shard.sessionId !== c.sessionId) return undefined;
-      const p = pass.work.replicas.catalog.models
-        .find((m) => m.name === r.model)
-        ?.profiles.find((x) => x.name === r.profile);
-      if (!p) return undefined;
-      const shards = Math.max(1, p.shards);
-      return create(CommandSchema, {
-        ...base,
-        action: {
-          case: "start",
-          value: {
-            commandId: c.commandId,
-            shardId: shard.shardId,
-            replicaId: r.replicaId,
-            model: r.model,
-            profile: p.name,
-            gpuIndices: [...shard.gpuIndices],
-            engineArgs: [...p.engineArgs],
-            engineEnv: { ...p.engineEnv },
-            rank: shard.rank,
-            worldSize: shards,
-            peers: shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((s) => s.nodeId) : [],
-          },
-        },
-      });
-    }
+    case "start":
+      // Starts are re-sent by the start-deadline rule, which also waits for
+      // STARTING after the agent acknowledged (start-deadlines.ts).
+      return undefined;
     case "drain":
       if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
       return create(CommandSchema, {

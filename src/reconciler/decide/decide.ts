@@ -2,9 +2,10 @@
  * One reconcile pass: a pure function of the projected fleet, the config,
  * the time and the live gateways. Rules run in a fixed priority order; when
  * the pass is full, what is left waits for the next pass:
- *   1. gateway loss        4. failures, cooldowns    7. scale
- *   2. node expiry         5. command re-issues      8. placement
- *   3. adoption            6. drains
+ *   1. gateway loss        4. failures (faults the fold recorded),
+ *   2. node expiry            start and ready deadlines, cooldowns
+ *   3. adoption            5. command re-issues      7. scale
+ *                          6. drains                 8. placement
  * Then, outside the limit, the routing table is restated for every model
  * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
@@ -16,12 +17,13 @@ import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
 import { publishEndpoints } from "./endpoints.js";
-import { failIncomplete, handleFailures } from "./failures.js";
+import { failIncomplete, handleFailures, startCooldowns } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
 import { expireNodes } from "./liveness.js";
 import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
 import { scaleModels } from "./scale.js";
+import { enforceStartDeadlines } from "./start-deadlines.js";
 import type { DecideInput, DecideOutput } from "./types.js";
 
 export function decide(input: DecideInput): DecideOutput {
@@ -30,6 +32,8 @@ export function decide(input: DecideInput): DecideOutput {
   expireNodes(pass);
   adoptSessions(pass);
   handleFailures(pass);
+  enforceStartDeadlines(pass);
+  startCooldowns(pass);
   const adopting = pass.unadopted.size > 0;
   if (!adopting) failIncomplete(pass);
   reissueCommands(pass);

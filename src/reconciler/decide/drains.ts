@@ -6,7 +6,7 @@
  * what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState } from "../../projections/index.js";
+import { isReady, type ReplicaState } from "../../projections/index.js";
 import {
   decision,
   drainCommand,
@@ -60,7 +60,8 @@ function moveOff(
   if (!onDraining) return undefined;
   if (hasLiveReplacement(pass, r)) {
     const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
-    if (next.phase !== "running") return undefined;
+    // Make-before-break waits for ready (every shard RUNNING), not for placed.
+    if (!isReady(next)) return undefined;
     return drainUnit(
       pass,
       r,

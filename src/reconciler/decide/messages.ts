@@ -1,6 +1,12 @@
 /** Builders of the decisions and commands a pass emits, so every rule writes them the same way. */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { type Command, CommandSchema, type Decision, DecisionSchema } from "../../gen/llmgw/v1/events_pb.js";
+import {
+  type Command,
+  CommandSchema,
+  type Decision,
+  DecisionSchema,
+  ReplicaFailed_Reason,
+} from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState, ShardState } from "../../projections/index.js";
 import type { Pass } from "./pass.js";
 
@@ -56,14 +62,16 @@ export function drainCommand(pass: Pass, target: ShardTarget): Command {
   return shardCommand(pass, "drain", pass.config.drainDeadlineMs, target);
 }
 
+/** A start command; `timeoutMs` is how long the shard has to report STARTING (the profile's start timeout). */
 export function startCommand(
   pass: Pass,
   nodeId: string,
   sessionId: string,
+  timeoutMs: number,
   start: Omit<NonNullable<Extract<Action, { case: "start" }>["value"]>, "commandId" | "$typeName">,
 ): Command {
   const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, start.replicaId ?? "", pass.config.commandTimeoutMs, {
+  return command(pass, nodeId, sessionId, start.replicaId ?? "", timeoutMs, {
     case: "start",
     value: { ...start, commandId },
   });
@@ -99,6 +107,15 @@ export function hasLiveReplacement(pass: Pass, r: ReplicaState): boolean {
   return next !== undefined && next.phase !== "draining";
 }
 
+/** What the log says of a failure beyond its text. */
+export interface FailureDetail {
+  reason?: ReplicaFailed_Reason;
+  exitCode?: number;
+  lastOutput?: string;
+  /** The failing shard still runs (stuck STARTING): stop it too. */
+  stopFailing?: boolean;
+}
+
 /**
  * The unit for "this replica's shards are gone": it fails and waits to be
  * placed again, and whatever still runs of it elsewhere is stopped. A
@@ -111,8 +128,9 @@ export function failReplica(
   shardId: string,
   nodeId: string,
   error: string,
+  detail: FailureDetail = {},
 ): { decisions: Decision[]; commands: Command[] } {
-  const commands = stopOthers(pass, r, shardId);
+  const commands = stopOthers(pass, r, detail.stopFailing ? "" : shardId);
   if (hasLiveReplacement(pass, r)) {
     return {
       decisions: [
@@ -131,7 +149,15 @@ export function failReplica(
         `${r.replicaId} failed${nodeId ? ` on ${nodeId}` : ""}: ${error}${stops}; it will be placed again`,
         {
           case: "replicaFailed",
-          value: { replicaId: r.replicaId, shardId, nodeId, error },
+          value: {
+            replicaId: r.replicaId,
+            shardId,
+            nodeId,
+            error,
+            reason: detail.reason ?? ReplicaFailed_Reason.UNSPECIFIED,
+            exitCode: detail.exitCode ?? 0,
+            lastOutput: detail.lastOutput ?? "",
+          },
         },
       ),
     ],

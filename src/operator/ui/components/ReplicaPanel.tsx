@@ -16,13 +16,10 @@ interface Props {
 function Serves({ replica }: { replica: Replica }) {
   const head = replica.shards.find((s) => s.rank === 0);
   if (!head?.endpoint) return null;
-  const routed =
-    replica.phase === "running" &&
-    replica.shards.every((s) => s.state === "running" && s.desired === "running");
   return (
     <p data-testid="replica-endpoint">
       serves at <code>{head.endpoint}</code>{" "}
-      <span class="muted">{routed ? "· in the routing table" : "· not routed (not ready)"}</span>
+      <span class="muted">{replica.ready ? "· in the routing table" : "· not routed (not ready)"}</span>
     </p>
   );
 }
@@ -78,9 +75,25 @@ export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: P
           ))}
           {r.replaces && <span class="muted"> · replaces {r.replaces}</span>}
           {r.replacedBy && <span class="muted"> · replaced by {r.replacedBy}</span>}
+          <span class="muted"> · {r.ready ? "ready" : "not ready"}</span>
         </p>
       )}
       {r && <Serves replica={r} />}
+      {r?.lastFailure && (
+        <div class="failure" data-testid="last-failure">
+          <h3>
+            Last failure at{" "}
+            <button type="button" class="link" onClick={() => onSeek(r.lastFailure?.seq ?? 0)}>
+              #{r.lastFailure.seq}
+            </button>
+            : {r.lastFailure.reason}
+            {r.lastFailure.nodeId && ` on ${r.lastFailure.nodeId}`}
+            {r.lastFailure.exitCode !== 0 && ` · exit code ${r.lastFailure.exitCode}`}
+          </h3>
+          <p>{r.lastFailure.message}</p>
+          {r.lastFailure.lastOutput && <pre class="output">{r.lastFailure.lastOutput}</pre>}
+        </div>
+      )}
       {explain?.pending && (
         <div class="pending" data-testid="pending-reasons">
           <h3>
