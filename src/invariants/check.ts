@@ -18,6 +18,7 @@ import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
 import type { AckedMessage, CheckedEvent, Violation } from "./types.js";
+import { UndeliverableRule } from "./undeliverable.js";
 
 export interface CheckOptions {
   /** Messages the agents saw acknowledged (their own record); each must be in the log once. */
@@ -51,6 +52,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const undeliverable = new UndeliverableRule();
   const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
@@ -75,6 +77,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     fencing.observe(r);
     slots.observe(r, state);
     sessions.observe(r);
+    undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
     endpoints.recordAfter(r, state);
@@ -93,6 +96,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...undeliverable.violations,
     ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),

@@ -14,6 +14,7 @@ export const RULES = [
   "one-current-session",
   "fencing",
   "command-to-stale-session",
+  "command-undeliverable",
   "acked-lost",
   "stored-twice",
   "replay-determinism",

@@ -18,6 +18,8 @@ import type { FleetState } from "./state.js";
  * 6 — shards record lifecycle facts (fault, start attempts and due time,
  *     STARTING since, last output), replicas their last failure, profiles
  *     their deadline overrides; failures count from ReplicaFailed decisions;
+ *     commands a gateway reported undeliverable wait in `undeliverable`
+ *     until a pass handles them; a restated drain keeps its start time.
  * 7 — shards record their endpoint, replicas state the routing table.
  */
 export const FLEET_SCHEMA_VERSION = 7;

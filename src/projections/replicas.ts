@@ -20,6 +20,7 @@ import {
   type ReplicasState,
   type ShardState,
 } from "./state.js";
+import { foldUndeliverable } from "./undeliverable.js";
 
 export function initialReplicas(): ReplicasState {
   return {
@@ -27,6 +28,7 @@ export function initialReplicas(): ReplicasState {
     replicas: {},
     commands: {},
     failures: {},
+    undeliverable: {},
     cooldowns: {},
     endpoints: {},
     lastPass: null,
@@ -201,6 +203,9 @@ export function evolveReplicas(
     case "reconcilePass":
       foldPass(state, body.value, meta, inventory);
       return state;
+    case "commandUndeliverable":
+      foldUndeliverable(state, body.value, meta);
+      return state;
     case "sessionOpened":
       // The node's earlier sessions are superseded: their commands can no
       // longer be answered (results from them are ignored) nor re-issued.
@@ -336,9 +341,11 @@ function foldPass(
       case "replicaDrainStarted": {
         const r = state.replicas[k.value.replicaId];
         if (!r) break;
+        // A drain restated (a shard re-adopted mid-drain) keeps its start: the
+        // deadline the agents were told does not move.
+        if (r.phase !== "draining") r.drainStartedMs = Number(pass.nowUnixMs);
         r.phase = "draining";
         r.drainReason = k.value.reason;
-        r.drainStartedMs = Number(pass.nowUnixMs);
         if (k.value.replacementId) r.replacedBy = k.value.replacementId;
         for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
         r.lastChangeSeq = meta.seq;
@@ -402,6 +409,9 @@ function foldPass(
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);
+        break;
+      case "undeliverableHandled":
+        delete state.undeliverable[k.value.commandId];
         break;
       case "commandReissued":
       case "shardUnclaimed":

@@ -255,6 +255,28 @@ export interface CommandState {
   deadlineMs: number;
 }
 
+/** Why a gateway could not deliver a command (CommandUndeliverable.Reason). */
+export type UndeliverableReason = "session-closed" | "session-closing" | "queue-full" | "unspecified";
+
+/**
+ * A command the gateway holding its session could not deliver, kept until a
+ * reconcile pass handles it (an UndeliverableHandled decision removes it).
+ */
+export interface UndeliverableState {
+  commandId: string;
+  attempt: number;
+  kind: CommandKind;
+  nodeId: string;
+  sessionId: string;
+  gatewayId: string;
+  shardId: string;
+  replicaId: string;
+  reason: UndeliverableReason;
+  detail: string;
+  /** Sequence of the CommandUndeliverable event. */
+  seq: number;
+}
+
 export interface CooldownState {
   model: string;
   nodeId: string;
@@ -281,6 +303,8 @@ export interface ReplicasState {
   replicas: Record<string, ReplicaState>;
   /** Commands sent and not yet answered. */
   commands: Record<string, CommandState>;
+  /** Commands reported undeliverable and not yet handled by a pass, by command id. */
+  undeliverable: Record<string, UndeliverableState>;
   /** Failures of a model on a node, keyed `<model>@<node>`, counted from shard reports. */
   failures: Record<string, number>;
   /** Model/node pairs placement avoids, keyed `<model>@<node>`. */

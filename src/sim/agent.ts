@@ -448,7 +448,13 @@ export class SimAgent {
     }
   }
 
-  private result(command: "start" | "stop" | "drain", commandId: string, shardId: string, error?: string) {
+  private result(
+    command: "start" | "stop" | "drain",
+    commandId: string,
+    shardId: string,
+    error?: string,
+    received: { deadlineUnixMs?: number } = {},
+  ) {
     const ok = error === undefined;
     this.send({ msg: { case: "result", value: { commandId, ok, error: error ?? "" } } });
     this.opts.emit({
@@ -459,6 +465,7 @@ export class SimAgent {
       shardId,
       ok,
       ...(error === undefined ? {} : { error }),
+      ...received,
     });
   }
 
@@ -558,14 +565,25 @@ export class SimAgent {
       this.result("drain", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
       return;
     }
-    this.result("drain", cmd.commandId, cmd.shardId);
+    this.result("drain", cmd.commandId, cmd.shardId, undefined, {
+      deadlineUnixMs: Number(cmd.deadlineUnixMs),
+    });
     if (shard.state === State.DRAINING) return;
     this.clearShardTimers(shard.shardId);
     this.transition(shard, State.DRAINING);
+    // The reconciler stops the shard at the deadline anyway; an engine that
+    // honours it exits then, cutting off what is still in flight, and says so.
     const deadline = Number(cmd.deadlineUnixMs);
     const untilDeadline = deadline > 0 ? Math.max(0, deadline - Date.now()) : Number.POSITIVE_INFINITY;
-    this.after(shard, Math.min(this.config.drainMs, untilDeadline), () =>
-      this.finish(shard, State.STOPPED, { exitCode: 0 }),
+    if (untilDeadline >= this.config.drainMs) {
+      this.after(shard, this.config.drainMs, () => this.finish(shard, State.STOPPED, { exitCode: 0 }));
+      return;
+    }
+    this.after(shard, untilDeadline, () =>
+      this.finish(shard, State.STOPPED, {
+        exitCode: 0,
+        output: `INFO drain deadline ${new Date(deadline).toISOString()} passed with requests still in flight; exiting`,
+      }),
     );
   }
 

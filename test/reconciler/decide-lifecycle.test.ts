@@ -27,8 +27,8 @@ describe("decide: scale", () => {
     assert.deepEqual(
       out.commands.map((c) => [c.action.case, c.deadlineUnixMs]),
       [
-        ["drain", BigInt(f.nowMs + f.config.drainDeadlineMs)],
-        ["drain", BigInt(f.nowMs + f.config.drainDeadlineMs)],
+        ["drain", BigInt(f.nowMs + f.config.commandTimeoutMs)],
+        ["drain", BigInt(f.nowMs + f.config.commandTimeoutMs)],
       ],
     );
     assert.deepEqual(f.settle(), [], "nothing new while the shards drain");
@@ -44,7 +44,8 @@ describe("decide: scale", () => {
     f.catalog(llama70b(0));
     const out = f.step();
     assert.deepEqual(kinds(out.decisions), ["replicaDrainStarted"]);
-    assert.equal(f.decide().nextDeadlineMs, f.nowMs + f.config.drainDeadlineMs);
+    // The drain's result is due first (commandTimeoutMs), then the drain's end.
+    assert.equal(f.decide().nextDeadlineMs, f.nowMs + f.config.commandTimeoutMs);
     f.advance(f.config.drainDeadlineMs);
     const late = f.step();
     assert.ok(kinds(late.decisions).includes("replicaRemoved"));

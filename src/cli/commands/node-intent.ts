@@ -1,6 +1,6 @@
 /** `llmgw cordon|uncordon|drain <node>`: operator intent, written to the log by the API. */
 import type { Command } from "commander";
-import { invalidIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../log/index.js";
 import type { NodeView } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
@@ -12,11 +12,14 @@ const SUMMARY = {
 } as const;
 
 export function registerNodeIntent(program: Command, action: keyof typeof SUMMARY): void {
-  const cmd = program.command(action).description(SUMMARY[action]).argument("<node>", "node id");
+  const cmd = program
+    .command(action)
+    .description(SUMMARY[action])
+    .argument("<node>", "node id, a DNS name (e.g. gpu-017.rack4.dc1.example.com)");
   if (action !== "uncordon") cmd.option("--reason <text>", "why, recorded in the log");
   withApiOptions(cmd).action(async (node: string, flags: ApiFlags & { reason?: string }) => {
-    const why = invalidIdReason(node, "node id");
-    if (why) throw new CliError(why);
+    const why = invalidNodeIdReason(node);
+    if (why) throw new CliError(`invalid <node>: ${why}`);
     const client = clientFor(flags);
     const body = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
     const { body: res } = await call(() =>

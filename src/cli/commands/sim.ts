@@ -39,7 +39,14 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     flag: "--node-prefix",
     arg: "<prefix>",
     kind: "string",
-    help: "node ids are <prefix>1..<prefix>N (default node-)",
+    help: "node ids are <prefix>1..<prefix>N, DNS names (default node-)",
+  },
+  {
+    field: "nodeIds",
+    flag: "--node",
+    arg: "<ids>",
+    kind: "list",
+    help: "more nodes by name (DNS names, e.g. gpu-1.dc1.example.com), comma-separated or repeatable; --nodes 0 for only these",
   },
   {
     field: "gpusPerNode",

@@ -4,12 +4,14 @@
  * wanted: the session they were for is still current and the shard still
  * needs what the command asks. A command for a session that is gone is not
  * re-issued; the node's next session is re-planned from its adoption.
- * Starts have their own rule (start-deadlines.ts).
+ * Starts have their own rule (start-deadlines.ts). A command a gateway
+ * reported undeliverable has left the commands in flight (the fold removes
+ * it), so it is never re-issued either: undeliverable.ts handles it.
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
 import type { CommandState, ShardState } from "../../projections/index.js";
-import { currentSession, decision, finished, sortedValues } from "./messages.js";
+import { currentSession, decision, drainDeadline, finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function reissueCommands(pass: Pass): void {
@@ -59,12 +61,21 @@ function rebuild(pass: Pass, c: CommandState): Command | undefined {
       // Starts are re-sent by the start-deadline rule, which also waits for
       // STARTING after the agent acknowledged (start-deadlines.ts).
       return undefined;
-    case "drain":
+    case "drain": {
       if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
+      const r = pass.work.replicas.replicas[c.replicaId];
+      // The same deadline as the first issue: the drain's, not this attempt's.
+      // Past it, the drains rule stops the shard instead.
+      const deadline = r ? drainDeadline(pass, r) : 0;
+      if (deadline <= pass.nowMs) return undefined;
       return create(CommandSchema, {
         ...base,
-        action: { case: "drain", value: { commandId: c.commandId, shardId: c.shardId } },
+        action: {
+          case: "drain",
+          value: { commandId: c.commandId, shardId: c.shardId, deadlineUnixMs: BigInt(deadline) },
+        },
       });
+    }
     case "stop":
       // A shard nobody claims any more (unclaimed, duplicate, failed replica) is still to be stopped.
       if (shard && (shard.desired !== "stopped" || finished(shard))) return undefined;

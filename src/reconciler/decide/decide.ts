@@ -4,8 +4,9 @@
  * the pass is full, what is left waits for the next pass:
  *   1. gateway loss        4. failures (faults the fold recorded),
  *   2. node expiry            start and ready deadlines, cooldowns
- *   3. adoption            5. command re-issues      7. scale
- *                          6. drains                 8. placement
+ *   3. adoption            5. undeliverable commands   8. scale
+ *                          6. command re-issues        9. placement
+ *                          7. drains
  * Then, outside the limit, the routing table is restated for every model
  * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
@@ -25,6 +26,7 @@ import { placePending } from "./placing.js";
 import { scaleModels } from "./scale.js";
 import { enforceStartDeadlines } from "./start-deadlines.js";
 import type { DecideInput, DecideOutput } from "./types.js";
+import { handleUndeliverable } from "./undeliverable.js";
 
 export function decide(input: DecideInput): DecideOutput {
   const pass = new Pass(input);
@@ -36,6 +38,7 @@ export function decide(input: DecideInput): DecideOutput {
   startCooldowns(pass);
   const adopting = pass.unadopted.size > 0;
   if (!adopting) failIncomplete(pass);
+  handleUndeliverable(pass);
   reissueCommands(pass);
   handleDrains(pass);
   if (!adopting) {

@@ -10,6 +10,7 @@ import { isReady, type ReplicaState } from "../../projections/index.js";
 import {
   decision,
   drainCommand,
+  drainDeadline,
   finished,
   hasLiveReplacement,
   reachable,
@@ -25,9 +26,10 @@ export function drainUnit(
   replacementId: string,
   reason: string,
 ): { decisions: Decision[]; commands: Command[] } {
+  const deadline = drainDeadline(pass, r);
   const commands = r.shards
     .filter((s) => s.desired === "running" && !finished(s) && reachable(pass, s))
-    .map((s) => drainCommand(pass, { ...s, replicaId: r.replicaId }));
+    .map((s) => drainCommand(pass, { ...s, replicaId: r.replicaId }, deadline));
   return {
     decisions: [
       decision(
@@ -101,10 +103,10 @@ function finishDrain(
     commands,
   });
   if (left.length === 0) return removed(`drained (${r.drainReason || "drain"})`);
-  const deadline = r.drainStartedMs + pass.config.drainDeadlineMs;
+  const deadline = drainDeadline(pass, r);
   if (pass.nowMs >= deadline) {
     return removed(
-      `drain deadline passed with ${left.length} shard(s) still running; stopping them`,
+      `drain deadline ${new Date(deadline).toISOString()} of ${r.replicaId} passed (drain started ${new Date(r.drainStartedMs).toISOString()}) with ${left.length} shard(s) still running; stopping ${left.map((s) => `${s.shardId} on ${s.nodeId}`).join(", ")}`,
       left.map((s) => stopCommand(pass, { ...s, replicaId: r.replicaId })),
     );
   }

@@ -49,17 +49,39 @@ interface ShardTarget {
   replicaId: string;
 }
 
-function shardCommand(pass: Pass, kind: "stop" | "drain", timeoutMs: number, t: ShardTarget): Command {
+export function stopCommand(pass: Pass, t: ShardTarget): Command {
   const value = { commandId: pass.newCommandId(), shardId: t.shardId };
-  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, { case: kind, value });
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, pass.config.commandTimeoutMs, {
+    case: "stop",
+    value,
+  });
 }
 
-export function stopCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "stop", pass.config.commandTimeoutMs, target);
+/**
+ * A drain that tells the agent when the reconciler will stop the shard
+ * anyway (`drainDeadline`). The agent answers a drain at once and exits
+ * later, so its result is due like any command's, and never after the
+ * drain's end: a lost drain is sent again while draining still means
+ * something.
+ */
+export function drainCommand(pass: Pass, t: ShardTarget, deadlineMs: number): Command {
+  const value = { commandId: pass.newCommandId(), shardId: t.shardId, deadlineUnixMs: BigInt(deadlineMs) };
+  const timeoutMs = Math.max(0, Math.min(pass.config.commandTimeoutMs, deadlineMs - pass.nowMs));
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, {
+    case: "drain",
+    value,
+  });
 }
 
-export function drainCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "drain", pass.config.drainDeadlineMs, target);
+/**
+ * When a replica's drain ends: its start (this pass's time for a drain
+ * starting now) plus drainDeadlineMs. The agent is told this time in every
+ * DrainShard, re-issues included, and the drains rule stops what still
+ * runs once it has passed.
+ */
+export function drainDeadline(pass: Pass, r: ReplicaState): number {
+  const started = r.phase === "draining" ? r.drainStartedMs : pass.nowMs;
+  return started + pass.config.drainDeadlineMs;
 }
 
 /** A start command; `timeoutMs` is how long the shard has to report STARTING (the profile's start timeout). */

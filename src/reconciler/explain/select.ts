@@ -105,6 +105,7 @@ function decisionTouchesReplica(
     case "shardBackoff":
     case "shardUnclaimed":
     case "duplicateStopped":
+    case "undeliverableHandled":
       return k.value.replicaId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);
@@ -150,6 +151,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "cooldownStarted":
     case "replicaFailed":
     case "duplicateStopped":
+    case "undeliverableHandled":
       return k.value.nodeId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);

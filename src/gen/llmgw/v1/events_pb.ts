@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIsAGCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSABCBgoEYm9keSKgAQoGV3JpdGVyEiMKBGtpbmQYASABKA4yFS5sbG1ndy52MS5Xcml0ZXIuS2luZBIKCgJpZBgCIAEoCSJlCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX0dBVEVXQVkQARITCg9LSU5EX1JFQ09OQ0lMRVIQAhIRCg1LSU5EX09QRVJBVE9SEAMSDQoJS0lORF9UT09MEAQihAEKDVNlc3Npb25PcGVuZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXISEAoIaWRlbnRpdHkYBSABKAki8AIKDVNlc3Npb25DbG9zZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSLgoGcmVhc29uGAQgASgOMh4ubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZC5SZWFzb24SDgoGZGV0YWlsGAUgASgJIuUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX0RJU0NPTk5FQ1RFRBABEhEKDVJFQVNPTl9TSUxFTlQQAhIVChFSRUFTT05fU1VQRVJTRURFRBADEhsKF1JFQVNPTl9HQVRFV0FZX0RSQUlOSU5HEAQSGAoUUkVBU09OX1NMT1dfQ09OU1VNRVIQBRIZChVSRUFTT05fUFJPVE9DT0xfRVJST1IQBhIaChZSRUFTT05fTE9HX1VOQVZBSUxBQkxFEAcSEgoOUkVBU09OX0VYUElSRUQQCCJ1Cg9IYXJkd2FyZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyInoKDFVzYWdlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAQgAygEEhQKDG5ld19wcm9ibGVtcxgFIAMoCSJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiSAoOQ2F0YWxvZ0NoYW5nZWQSIgoHY2F0YWxvZxgBIAEoCzIRLmxsbWd3LnYxLkNhdGFsb2cSEgoKYXBwbGllZF9ieRgCIAEoCSIqCgdDYXRhbG9nEh8KBm1vZGVscxgBIAMoCzIPLmxsbWd3LnYxLk1vZGVsIkwKBU1vZGVsEgwKBG5hbWUYASABKAkSEAoIcmVwbGljYXMYAiABKA0SIwoIcHJvZmlsZXMYAyADKAsyES5sbG1ndy52MS5Qcm9maWxlIrgDCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDgoGc2hhcmRzGAIgASgNEhYKDmdwdXNfcGVyX3NoYXJkGAMgASgNEhkKEW1lbW9yeV9wZXJfZ3B1X21iGAQgASgEEhMKC2dwdV9wcm9kdWN0GAUgASgJEhMKC2ZhYnJpY19raW5kGAYgASgJEjYKC25vZGVfbGFiZWxzGAcgAygLMiEubGxtZ3cudjEuUHJvZmlsZS5Ob2RlTGFiZWxzRW50cnkSEwoLZW5naW5lX2FyZ3MYCCADKAkSNAoKZW5naW5lX2VudhgJIAMoCzIgLmxsbWd3LnYxLlByb2ZpbGUuRW5naW5lRW52RW50cnkSGAoQc3RhcnRfdGltZW91dF9tcxgKIAEoDRIYChByZWFkeV90aW1lb3V0X21zGAsgASgNEhYKDnN0YXJ0X2F0dGVtcHRzGAwgASgNGjEKD05vZGVMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQQoMTm9kZUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIjMKDk5vZGVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEAoIb3BlcmF0b3IYAiABKAkiRwoSTm9kZURyYWluUmVxdWVzdGVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJItUBCg1SZWNvbmNpbGVQYXNzEhEKCWxlYWRlcl9pZBgBIAEoCRIWCg5sZWFzZV9yZXZpc2lvbhgCIAEoBBIUCgxvYnNlcnZlZF9zZXEYAyABKAQSEwoLbm93X3VuaXhfbXMYBCABKAMSJQoJZGVjaXNpb25zGAUgAygLMhIubGxtZ3cudjEuRGVjaXNpb24SIwoIY29tbWFuZHMYBiADKAsyES5sbG1ndy52MS5Db21tYW5kEhEKCXRydW5jYXRlZBgHIAEoCBIPCgd0cmlnZ2VyGAggASgJItQGCghEZWNpc2lvbhITCgtleHBsYW5hdGlvbhgBIAEoCRIzCg9yZXBsaWNhX2NyZWF0ZWQYCiABKAsyGC5sbG1ndy52MS5SZXBsaWNhQ3JlYXRlZEgAEjEKDnJlcGxpY2FfcGxhY2VkGAsgASgLMhcubGxtZ3cudjEuUmVwbGljYVBsYWNlZEgAEjMKD3JlcGxpY2FfcGVuZGluZxgMIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FQZW5kaW5nSAASMQoOc2hhcmRzX2Fkb3B0ZWQYDSABKAsyFy5sbG1ndy52MS5TaGFyZHNBZG9wdGVkSAASMwoPc2hhcmRfdW5jbGFpbWVkGA4gASgLMhgubGxtZ3cudjEuU2hhcmRVbmNsYWltZWRIABI2Cg1ub2RlX2xpdmVuZXNzGA8gASgLMh0ubGxtZ3cudjEuTm9kZUxpdmVuZXNzQ2hhbmdlZEgAEjUKEHNlc3Npb25zX2V4cGlyZWQYECABKAsyGS5sbG1ndy52MS5TZXNzaW9uc0V4cGlyZWRIABIzCg9yZXBsaWNhX3JlbW92ZWQYESABKAsyGC5sbG1ndy52MS5SZXBsaWNhUmVtb3ZlZEgAEj4KFXJlcGxpY2FfZHJhaW5fc3RhcnRlZBgSIAEoCzIdLmxsbWd3LnYxLlJlcGxpY2FEcmFpblN0YXJ0ZWRIABI1ChBjb21tYW5kX3JlaXNzdWVkGBMgASgLMhkubGxtZ3cudjEuQ29tbWFuZFJlaXNzdWVkSAASNQoQY29vbGRvd25fc3RhcnRlZBgUIAEoCzIZLmxsbWd3LnYxLkNvb2xkb3duU3RhcnRlZEgAEi8KDXNoYXJkX2JhY2tvZmYYFSABKAsyFi5sbG1ndy52MS5TaGFyZEJhY2tvZmZIABIxCg5yZXBsaWNhX2ZhaWxlZBgWIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWRIABI3ChFkdXBsaWNhdGVfc3RvcHBlZBgXIAEoCzIaLmxsbWd3LnYxLkR1cGxpY2F0ZVN0b3BwZWRIABI3ChFlbmRwb2ludHNfY2hhbmdlZBgkIAEoCzIaLmxsbWd3LnYxLkVuZHBvaW50c0NoYW5nZWRIAEIGCgRraW5kIkUKDlJlcGxpY2FDcmVhdGVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEAoIcmVwbGFjZXMYAyABKAkiagoOU2hhcmRQbGFjZW1lbnQSEAoIc2hhcmRfaWQYASABKAkSDAoEcmFuaxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0iLAoJQ2FuZGlkYXRlEhAKCG5vZGVfaWRzGAEgAygJEg0KBXNjb3JlGAIgASgBIssBCg1SZXBsaWNhUGxhY2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHJvZmlsZRgDIAEoCRIoCgZzaGFyZHMYBCADKAsyGC5sbG1ndy52MS5TaGFyZFBsYWNlbWVudBIjCgZjaG9zZW4YBSABKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSJwoKcnVubmVyc191cBgGIAMoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRIOCgZwb2xpY3kYByABKAkiKQoIUnVsZWRPdXQSDgoGcmVhc29uGAEgASgJEg0KBW5vZGVzGAIgASgNIocBCg5SZXBsaWNhUGVuZGluZxISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhgKEG5vZGVzX2NvbnNpZGVyZWQYAyABKA0SEQoJbm9kZXNfZml0GAQgASgNEiUKCXJ1bGVkX291dBgFIAMoCzISLmxsbWd3LnYxLlJ1bGVkT3V0IncKDEFkb3B0ZWRTaGFyZBIQCghzaGFyZF9pZBgBIAEoCRISCgpyZXBsaWNhX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0SDAoEcmFuaxgGIAEoDSJcCg1TaGFyZHNBZG9wdGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRImCgZzaGFyZHMYAyADKAsyFi5sbG1ndy52MS5BZG9wdGVkU2hhcmQiegoOU2hhcmRVbmNsYWltZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCHNoYXJkX2lkGAMgASgJEhIKCnJlcGxpY2FfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGcmVhc29uGAYgASgJIoQBChNOb2RlTGl2ZW5lc3NDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSJAoIbGl2ZW5lc3MYAiABKA4yEi5sbG1ndy52MS5MaXZlbmVzcxISCgpzZXNzaW9uX2lkGAMgASgJEiIKGmRpc2Nvbm5lY3RlZF9zaW5jZV91bml4X21zGAQgASgDIjEKClNlc3Npb25SZWYSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIk0KD1Nlc3Npb25zRXhwaXJlZBISCgpnYXRld2F5X2lkGAEgASgJEiYKCHNlc3Npb25zGAIgAygLMhQubGxtZ3cudjEuU2Vzc2lvblJlZiJDCg5SZXBsaWNhUmVtb3ZlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJRChNSZXBsaWNhRHJhaW5TdGFydGVkEhIKCnJlcGxpY2FfaWQYASABKAkSFgoOcmVwbGFjZW1lbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIlIKD0NvbW1hbmRSZWlzc3VlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SGgoSbmV4dF9yZXRyeV91bml4X21zGAMgASgDIloKD0Nvb2xkb3duU3RhcnRlZBINCgVtb2RlbBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhAKCGZhaWx1cmVzGAMgASgNEhUKDXVudGlsX3VuaXhfbXMYBCABKAMiSwoMU2hhcmRCYWNrb2ZmEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIcmVzdGFydHMYAiABKA0SFQoNdW50aWxfdW5peF9tcxgDIAEoAyKFAwoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSLgoGcmVhc29uGAUgASgOMh4ubGxtZ3cudjEuUmVwbGljYUZhaWxlZC5SZWFzb24SEQoJZXhpdF9jb2RlGAYgASgFEhMKC2xhc3Rfb3V0cHV0GAcgASgJItUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NIQVJEX0ZBSUxFRBABEhsKF1JFQVNPTl9VTlJFUVVFU1RFRF9TVE9QEAISGAoUUkVBU09OX1NUQVJUX1JFRlVTRUQQAxIYChRSRUFTT05fU1RBUlRfVElNRU9VVBAEEhgKFFJFQVNPTl9SRUFEWV9USU1FT1VUEAUSFQoRUkVBU09OX0lOQ09NUExFVEUQBhIYChRSRUFTT05fVU5ERUxJVkVSQUJMRRAHIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIjwKCEVuZHBvaW50EhIKCnJlcGxpY2FfaWQYASABKAkSCwoDdXJsGAIgASgJEg8KB25vZGVfaWQYAyABKAkiSAoQRW5kcG9pbnRzQ2hhbmdlZBINCgVtb2RlbBgBIAEoCRIlCgllbmRwb2ludHMYAiADKAsyEi5sbG1ndy52MS5FbmRwb2ludCL+AQoHQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAMSJQoFc3RhcnQYCiABKAsyFC5sbG1ndy52MS5TdGFydFNoYXJkSAASIwoEc3RvcBgLIAEoCzITLmxsbWd3LnYxLlN0b3BTaGFyZEgAEiUKBWRyYWluGAwgASgLMhQubGxtZ3cudjEuRHJhaW5TaGFyZEgAEhIKCnJlcGxpY2FfaWQYBiABKAlCCAoGYWN0aW9uKoABCghMaXZlbmVzcxIYChRMSVZFTkVTU19VTlNQRUNJRklFRBAAEhYKEkxJVkVORVNTX0NPTk5FQ1RFRBABEhkKFUxJVkVORVNTX0RJU0NPTk5FQ1RFRBACEhQKEExJVkVORVNTX1NVU1BFQ1QQAxIRCg1MSVZFTkVTU19MT1NUEARiBnByb3RvMw", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIoEHCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIAEIGCgRib2R5IqABCgZXcml0ZXISIwoEa2luZBgBIAEoDjIVLmxsbWd3LnYxLldyaXRlci5LaW5kEgoKAmlkGAIgASgJImUKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhAKDEtJTkRfR0FURVdBWRABEhMKD0tJTkRfUkVDT05DSUxFUhACEhEKDUtJTkRfT1BFUkFUT1IQAxINCglLSU5EX1RPT0wQBCKEAQoNU2Vzc2lvbk9wZW5lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlchIQCghpZGVudGl0eRgFIAEoCSLwAgoNU2Vzc2lvbkNsb3NlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIuCgZyZWFzb24YBCABKA4yHi5sbG1ndy52MS5TZXNzaW9uQ2xvc2VkLlJlYXNvbhIOCgZkZXRhaWwYBSABKAki5QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fRElTQ09OTkVDVEVEEAESEQoNUkVBU09OX1NJTEVOVBACEhUKEVJFQVNPTl9TVVBFUlNFREVEEAMSGwoXUkVBU09OX0dBVEVXQVlfRFJBSU5JTkcQBBIYChRSRUFTT05fU0xPV19DT05TVU1FUhAFEhkKFVJFQVNPTl9QUk9UT0NPTF9FUlJPUhAGEhoKFlJFQVNPTl9MT0dfVU5BVkFJTEFCTEUQBxISCg5SRUFTT05fRVhQSVJFRBAIInUKD0hhcmR3YXJlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXIiegoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJInYKE1NoYXJkU3RhdHVzUmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEiUKBnN0YXR1cxgEIAEoCzIVLmxsbWd3LnYxLlNoYXJkU3RhdHVzInoKFUNvbW1hbmRSZXN1bHRSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJwoGcmVzdWx0GAQgASgLMhcubGxtZ3cudjEuQ29tbWFuZFJlc3VsdCJjCg5HYXRld2F5U3RhcnRlZBISCgpnYXRld2F5X2lkGAEgASgJEhYKDmxpc3Rlbl9hZGRyZXNzGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFAoMbGVhc2VfdHRsX21zGAQgASgNIlYKD0dhdGV3YXlEcmFpbmluZxISCgpnYXRld2F5X2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFQoNb3Blbl9zZXNzaW9ucxgDIAEoDSI0Cg5HYXRld2F5U3RvcHBlZBISCgpnYXRld2F5X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSLxAwoUQ29tbWFuZFVuZGVsaXZlcmFibGUSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpnYXRld2F5X2lkGAUgASgJEjUKBnJlYXNvbhgGIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLlJlYXNvbhIOCgZkZXRhaWwYByABKAkSNQoGYWN0aW9uGAggASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuQWN0aW9uEhAKCHNoYXJkX2lkGAkgASgJEhIKCnJlcGxpY2FfaWQYCiABKAkSEAoIcGFzc19zZXEYCyABKAQibgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhkKFVJFQVNPTl9TRVNTSU9OX0NMT1NFRBABEhoKFlJFQVNPTl9TRVNTSU9OX0NMT1NJTkcQAhIVChFSRUFTT05fUVVFVUVfRlVMTBADIlUKBkFjdGlvbhIWChJBQ1RJT05fVU5TUEVDSUZJRUQQABIQCgxBQ1RJT05fU1RBUlQQARIPCgtBQ1RJT05fU1RPUBACEhAKDEFDVElPTl9EUkFJThADIkgKDkNhdGFsb2dDaGFuZ2VkEiIKB2NhdGFsb2cYASABKAsyES5sbG1ndy52MS5DYXRhbG9nEhIKCmFwcGxpZWRfYnkYAiABKAkiKgoHQ2F0YWxvZxIfCgZtb2RlbHMYASADKAsyDy5sbG1ndy52MS5Nb2RlbCJMCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZSK4AwoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5EhgKEHN0YXJ0X3RpbWVvdXRfbXMYCiABKA0SGAoQcmVhZHlfdGltZW91dF9tcxgLIAEoDRIWCg5zdGFydF9hdHRlbXB0cxgMIAEoDRoxCg9Ob2RlTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkEKDE5vZGVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSIzCg5Ob2RlVW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkcKEk5vZGVEcmFpblJlcXVlc3RlZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSLVAQoNUmVjb25jaWxlUGFzcxIRCglsZWFkZXJfaWQYASABKAkSFgoObGVhc2VfcmV2aXNpb24YAiABKAQSFAoMb2JzZXJ2ZWRfc2VxGAMgASgEEhMKC25vd191bml4X21zGAQgASgDEiUKCWRlY2lzaW9ucxgFIAMoCzISLmxsbWd3LnYxLkRlY2lzaW9uEiMKCGNvbW1hbmRzGAYgAygLMhEubGxtZ3cudjEuQ29tbWFuZBIRCgl0cnVuY2F0ZWQYByABKAgSDwoHdHJpZ2dlchgIIAEoCSKVBwoIRGVjaXNpb24SEwoLZXhwbGFuYXRpb24YASABKAkSMwoPcmVwbGljYV9jcmVhdGVkGAogASgLMhgubGxtZ3cudjEuUmVwbGljYUNyZWF0ZWRIABIxCg5yZXBsaWNhX3BsYWNlZBgLIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FQbGFjZWRIABIzCg9yZXBsaWNhX3BlbmRpbmcYDCABKAsyGC5sbG1ndy52MS5SZXBsaWNhUGVuZGluZ0gAEjEKDnNoYXJkc19hZG9wdGVkGA0gASgLMhcubGxtZ3cudjEuU2hhcmRzQWRvcHRlZEgAEjMKD3NoYXJkX3VuY2xhaW1lZBgOIAEoCzIYLmxsbWd3LnYxLlNoYXJkVW5jbGFpbWVkSAASNgoNbm9kZV9saXZlbmVzcxgPIAEoCzIdLmxsbWd3LnYxLk5vZGVMaXZlbmVzc0NoYW5nZWRIABI1ChBzZXNzaW9uc19leHBpcmVkGBAgASgLMhkubGxtZ3cudjEuU2Vzc2lvbnNFeHBpcmVkSAASMwoPcmVwbGljYV9yZW1vdmVkGBEgASgLMhgubGxtZ3cudjEuUmVwbGljYVJlbW92ZWRIABI+ChVyZXBsaWNhX2RyYWluX3N0YXJ0ZWQYEiABKAsyHS5sbG1ndy52MS5SZXBsaWNhRHJhaW5TdGFydGVkSAASNQoQY29tbWFuZF9yZWlzc3VlZBgTIAEoCzIZLmxsbWd3LnYxLkNvbW1hbmRSZWlzc3VlZEgAEjUKEGNvb2xkb3duX3N0YXJ0ZWQYFCABKAsyGS5sbG1ndy52MS5Db29sZG93blN0YXJ0ZWRIABIvCg1zaGFyZF9iYWNrb2ZmGBUgASgLMhYubGxtZ3cudjEuU2hhcmRCYWNrb2ZmSAASMQoOcmVwbGljYV9mYWlsZWQYFiABKAsyFy5sbG1ndy52MS5SZXBsaWNhRmFpbGVkSAASNwoRZHVwbGljYXRlX3N0b3BwZWQYFyABKAsyGi5sbG1ndy52MS5EdXBsaWNhdGVTdG9wcGVkSAASPwoVdW5kZWxpdmVyYWJsZV9oYW5kbGVkGBwgASgLMh4ubGxtZ3cudjEuVW5kZWxpdmVyYWJsZUhhbmRsZWRIABI3ChFlbmRwb2ludHNfY2hhbmdlZBgkIAEoCzIaLmxsbWd3LnYxLkVuZHBvaW50c0NoYW5nZWRIAEIGCgRraW5kIkUKDlJlcGxpY2FDcmVhdGVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEAoIcmVwbGFjZXMYAyABKAkiagoOU2hhcmRQbGFjZW1lbnQSEAoIc2hhcmRfaWQYASABKAkSDAoEcmFuaxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0iLAoJQ2FuZGlkYXRlEhAKCG5vZGVfaWRzGAEgAygJEg0KBXNjb3JlGAIgASgBIssBCg1SZXBsaWNhUGxhY2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHJvZmlsZRgDIAEoCRIoCgZzaGFyZHMYBCADKAsyGC5sbG1ndy52MS5TaGFyZFBsYWNlbWVudBIjCgZjaG9zZW4YBSABKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSJwoKcnVubmVyc191cBgGIAMoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRIOCgZwb2xpY3kYByABKAkiKQoIUnVsZWRPdXQSDgoGcmVhc29uGAEgASgJEg0KBW5vZGVzGAIgASgNIocBCg5SZXBsaWNhUGVuZGluZxISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhgKEG5vZGVzX2NvbnNpZGVyZWQYAyABKA0SEQoJbm9kZXNfZml0GAQgASgNEiUKCXJ1bGVkX291dBgFIAMoCzISLmxsbWd3LnYxLlJ1bGVkT3V0IncKDEFkb3B0ZWRTaGFyZBIQCghzaGFyZF9pZBgBIAEoCRISCgpyZXBsaWNhX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0SDAoEcmFuaxgGIAEoDSJcCg1TaGFyZHNBZG9wdGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRImCgZzaGFyZHMYAyADKAsyFi5sbG1ndy52MS5BZG9wdGVkU2hhcmQiegoOU2hhcmRVbmNsYWltZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCHNoYXJkX2lkGAMgASgJEhIKCnJlcGxpY2FfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGcmVhc29uGAYgASgJIoQBChNOb2RlTGl2ZW5lc3NDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSJAoIbGl2ZW5lc3MYAiABKA4yEi5sbG1ndy52MS5MaXZlbmVzcxISCgpzZXNzaW9uX2lkGAMgASgJEiIKGmRpc2Nvbm5lY3RlZF9zaW5jZV91bml4X21zGAQgASgDIjEKClNlc3Npb25SZWYSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIk0KD1Nlc3Npb25zRXhwaXJlZBISCgpnYXRld2F5X2lkGAEgASgJEiYKCHNlc3Npb25zGAIgAygLMhQubGxtZ3cudjEuU2Vzc2lvblJlZiJDCg5SZXBsaWNhUmVtb3ZlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJRChNSZXBsaWNhRHJhaW5TdGFydGVkEhIKCnJlcGxpY2FfaWQYASABKAkSFgoOcmVwbGFjZW1lbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIlIKD0NvbW1hbmRSZWlzc3VlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SGgoSbmV4dF9yZXRyeV91bml4X21zGAMgASgDIloKD0Nvb2xkb3duU3RhcnRlZBINCgVtb2RlbBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhAKCGZhaWx1cmVzGAMgASgNEhUKDXVudGlsX3VuaXhfbXMYBCABKAMiSwoMU2hhcmRCYWNrb2ZmEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIcmVzdGFydHMYAiABKA0SFQoNdW50aWxfdW5peF9tcxgDIAEoAyKFAwoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSLgoGcmVhc29uGAUgASgOMh4ubGxtZ3cudjEuUmVwbGljYUZhaWxlZC5SZWFzb24SEQoJZXhpdF9jb2RlGAYgASgFEhMKC2xhc3Rfb3V0cHV0GAcgASgJItUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NIQVJEX0ZBSUxFRBABEhsKF1JFQVNPTl9VTlJFUVVFU1RFRF9TVE9QEAISGAoUUkVBU09OX1NUQVJUX1JFRlVTRUQQAxIYChRSRUFTT05fU1RBUlRfVElNRU9VVBAEEhgKFFJFQVNPTl9SRUFEWV9USU1FT1VUEAUSFQoRUkVBU09OX0lOQ09NUExFVEUQBhIYChRSRUFTT05fVU5ERUxJVkVSQUJMRRAHIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIjwKCEVuZHBvaW50EhIKCnJlcGxpY2FfaWQYASABKAkSCwoDdXJsGAIgASgJEg8KB25vZGVfaWQYAyABKAkiSAoQRW5kcG9pbnRzQ2hhbmdlZBINCgVtb2RlbBgBIAEoCRIlCgllbmRwb2ludHMYAiADKAsyEi5sbG1ndy52MS5FbmRwb2ludCKGAQoUVW5kZWxpdmVyYWJsZUhhbmRsZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpyZXBsaWNhX2lkGAUgASgJEhAKCHNoYXJkX2lkGAYgASgJIv4BCgdDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoAxIlCgVzdGFydBgKIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAsgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YDCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASEgoKcmVwbGljYV9pZBgGIAEoCUIICgZhY3Rpb24qgAEKCExpdmVuZXNzEhgKFExJVkVORVNTX1VOU1BFQ0lGSUVEEAASFgoSTElWRU5FU1NfQ09OTkVDVEVEEAESGQoVTElWRU5FU1NfRElTQ09OTkVDVEVEEAISFAoQTElWRU5FU1NfU1VTUEVDVBADEhEKDUxJVkVORVNTX0xPU1QQBGIGcHJvdG8z", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -137,6 +137,12 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: ReconcilePass;
     case: "reconcilePass";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.CommandUndeliverable command_undeliverable = 24;
+     */
+    value: CommandUndeliverable;
+    case: "commandUndeliverable";
   } | { case: undefined; value?: undefined };
 };
 
@@ -609,6 +615,154 @@ export const GatewayStoppedSchema: GenMessage<GatewayStopped> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_events, 10);
 
 /**
+ * CommandUndeliverable: a gateway could not relay a command to the session
+ * it addresses, a session this gateway held: it has closed, is closing, or
+ * its send queue was full. Only the gateway that held the session writes it
+ * (a gateway that never held it drops the command silently: another one
+ * holds it), once per command id and attempt, so the next pass re-plans at
+ * once instead of waiting for the command's deadline.
+ *
+ * @generated from message llmgw.v1.CommandUndeliverable
+ */
+export type CommandUndeliverable = Message<"llmgw.v1.CommandUndeliverable"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * The command's attempt (1 for the first issue).
+   *
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string gateway_id = 5;
+   */
+  gatewayId: string;
+
+  /**
+   * @generated from field: llmgw.v1.CommandUndeliverable.Reason reason = 6;
+   */
+  reason: CommandUndeliverable_Reason;
+
+  /**
+   * @generated from field: string detail = 7;
+   */
+  detail: string;
+
+  /**
+   * @generated from field: llmgw.v1.CommandUndeliverable.Action action = 8;
+   */
+  action: CommandUndeliverable_Action;
+
+  /**
+   * @generated from field: string shard_id = 9;
+   */
+  shardId: string;
+
+  /**
+   * @generated from field: string replica_id = 10;
+   */
+  replicaId: string;
+
+  /**
+   * Sequence of the reconcile pass that carried the command.
+   *
+   * @generated from field: uint64 pass_seq = 11;
+   */
+  passSeq: bigint;
+};
+
+/**
+ * Describes the message llmgw.v1.CommandUndeliverable.
+ * Use `create(CommandUndeliverableSchema)` to create a new message.
+ */
+export const CommandUndeliverableSchema: GenMessage<CommandUndeliverable> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 11);
+
+/**
+ * @generated from enum llmgw.v1.CommandUndeliverable.Reason
+ */
+export enum CommandUndeliverable_Reason {
+  /**
+   * @generated from enum value: REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The session ended on this gateway before the command arrived.
+   *
+   * @generated from enum value: REASON_SESSION_CLOSED = 1;
+   */
+  SESSION_CLOSED = 1,
+
+  /**
+   * The session is ending (its stream is closing); nothing more is sent on it.
+   *
+   * @generated from enum value: REASON_SESSION_CLOSING = 2;
+   */
+  SESSION_CLOSING = 2,
+
+  /**
+   * The agent's send queue was full: it is disconnected as a slow consumer.
+   *
+   * @generated from enum value: REASON_QUEUE_FULL = 3;
+   */
+  QUEUE_FULL = 3,
+}
+
+/**
+ * Describes the enum llmgw.v1.CommandUndeliverable.Reason.
+ */
+export const CommandUndeliverable_ReasonSchema: GenEnum<CommandUndeliverable_Reason> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_events, 11, 0);
+
+/**
+ * What the command asked, so the event is understood without the pass.
+ *
+ * @generated from enum llmgw.v1.CommandUndeliverable.Action
+ */
+export enum CommandUndeliverable_Action {
+  /**
+   * @generated from enum value: ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ACTION_START = 1;
+   */
+  START = 1,
+
+  /**
+   * @generated from enum value: ACTION_STOP = 2;
+   */
+  STOP = 2,
+
+  /**
+   * @generated from enum value: ACTION_DRAIN = 3;
+   */
+  DRAIN = 3,
+}
+
+/**
+ * Describes the enum llmgw.v1.CommandUndeliverable.Action.
+ */
+export const CommandUndeliverable_ActionSchema: GenEnum<CommandUndeliverable_Action> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_events, 11, 1);
+
+/**
  * CatalogChanged carries the whole desired catalog (not a diff), so the
  * newest one is the catalog.
  *
@@ -633,7 +787,7 @@ export type CatalogChanged = Message<"llmgw.v1.CatalogChanged"> & {
  * Use `create(CatalogChangedSchema)` to create a new message.
  */
 export const CatalogChangedSchema: GenMessage<CatalogChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 11);
+  messageDesc(file_llmgw_v1_events, 12);
 
 /**
  * Catalog: the models to serve and how.
@@ -652,7 +806,7 @@ export type Catalog = Message<"llmgw.v1.Catalog"> & {
  * Use `create(CatalogSchema)` to create a new message.
  */
 export const CatalogSchema: GenMessage<Catalog> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 12);
+  messageDesc(file_llmgw_v1_events, 13);
 
 /**
  * Model: a model to serve with a number of replicas.
@@ -688,7 +842,7 @@ export type Model = Message<"llmgw.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 13);
+  messageDesc(file_llmgw_v1_events, 14);
 
 /**
  * Profile: one way to lay out a replica.
@@ -788,7 +942,7 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 14);
+  messageDesc(file_llmgw_v1_events, 15);
 
 /**
  * @generated from message llmgw.v1.NodeCordoned
@@ -815,7 +969,7 @@ export type NodeCordoned = Message<"llmgw.v1.NodeCordoned"> & {
  * Use `create(NodeCordonedSchema)` to create a new message.
  */
 export const NodeCordonedSchema: GenMessage<NodeCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 15);
+  messageDesc(file_llmgw_v1_events, 16);
 
 /**
  * @generated from message llmgw.v1.NodeUncordoned
@@ -837,7 +991,7 @@ export type NodeUncordoned = Message<"llmgw.v1.NodeUncordoned"> & {
  * Use `create(NodeUncordonedSchema)` to create a new message.
  */
 export const NodeUncordonedSchema: GenMessage<NodeUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 16);
+  messageDesc(file_llmgw_v1_events, 17);
 
 /**
  * NodeDrainRequested: move everything off the node (make-before-break) and
@@ -867,7 +1021,7 @@ export type NodeDrainRequested = Message<"llmgw.v1.NodeDrainRequested"> & {
  * Use `create(NodeDrainRequestedSchema)` to create a new message.
  */
 export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 17);
+  messageDesc(file_llmgw_v1_events, 18);
 
 /**
  * ReconcilePass: one pass of the leading reconciler. Appended with
@@ -936,7 +1090,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 19);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1040,6 +1194,12 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
     case: "duplicateStopped";
   } | {
     /**
+     * @generated from field: llmgw.v1.UndeliverableHandled undeliverable_handled = 28;
+     */
+    value: UndeliverableHandled;
+    case: "undeliverableHandled";
+  } | {
+    /**
      * @generated from field: llmgw.v1.EndpointsChanged endpoints_changed = 36;
      */
     value: EndpointsChanged;
@@ -1052,7 +1212,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 20);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1083,7 +1243,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1122,7 +1282,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1146,7 +1306,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1197,7 +1357,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1221,7 +1381,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1260,7 +1420,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1304,7 +1464,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1334,7 +1494,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1378,7 +1538,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1416,7 +1576,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * SessionRef names one session.
@@ -1440,7 +1600,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1464,7 +1624,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1494,7 +1654,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1524,7 +1684,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1553,7 +1713,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -1588,7 +1748,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -1617,7 +1777,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -1668,7 +1828,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * What went wrong, as a value to branch on (`error` says it for people).
@@ -1737,7 +1897,7 @@ export enum ReplicaFailed_Reason {
  * Describes the enum llmgw.v1.ReplicaFailed.Reason.
  */
 export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 37, 0);
+  enumDesc(file_llmgw_v1_events, 38, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -1767,7 +1927,7 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * Endpoint: one ready replica a router may send a model's requests to.
@@ -1800,7 +1960,7 @@ export type Endpoint = Message<"llmgw.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * EndpointsChanged: the routing table of one model changed. It carries the
@@ -1827,7 +1987,54 @@ export type EndpointsChanged = Message<"llmgw.v1.EndpointsChanged"> & {
  * Use `create(EndpointsChangedSchema)` to create a new message.
  */
 export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 41);
+
+/**
+ * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
+ * undelivered start failed its replica back to pending (in the same pass);
+ * an undelivered stop or drain needs nothing sent (the node's next session
+ * is handled by adoption).
+ *
+ * @generated from message llmgw.v1.UndeliverableHandled
+ */
+export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string replica_id = 5;
+   */
+  replicaId: string;
+
+  /**
+   * @generated from field: string shard_id = 6;
+   */
+  shardId: string;
+};
+
+/**
+ * Describes the message llmgw.v1.UndeliverableHandled.
+ * Use `create(UndeliverableHandledSchema)` to create a new message.
+ */
+export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 42);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -1907,7 +2114,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 43);
 
 /**
  * Liveness of a node as the reconciler decides it.
