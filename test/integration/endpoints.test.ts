@@ -10,19 +10,19 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
+import { jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { ApiClient, type ApiServer, startApi } from "../../src/operator/index.js";
+import type { LogRecord } from "../../src/log/index.js";
+import { ApiClient } from "../../src/operator/index.js";
 import type { EndpointEntry } from "../../src/projections/index.js";
 import { EndpointsBucket, modelOfEndpointsKey } from "../../src/reconciler/runner/index.js";
 import { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
-import { apiCaller } from "../support/api-call.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { rand, readAll } from "../support/gateway.js";
+import { type Stack, startStack } from "../support/stack.js";
 
 const SMALL = "llama-3.1-8b";
 const BIG = "llama-3.1-405b";
@@ -78,15 +78,9 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
   });
 
   it("keeps the bucket equal to the table, lists only ready replicas and drops a draining one before its drain", async () => {
-    const stream = uniqueStream("ENDP");
-    const prefix = `e${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
     const endpointsBucket = `endp_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
-    let rec: ReconcilerProcess | undefined;
-    let standby: ReconcilerProcess | undefined;
-    let api: ApiServer | undefined;
+    const nc = await connect({ servers: server.url });
+    let stack: Stack | undefined;
     let fleet: SimFleet | undefined;
     let stopWatch: (() => void) | undefined;
     const follow = new AbortController();
@@ -94,15 +88,13 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
     const kv: KvChange[] = [];
     const drainsReceived: Array<{ order: number; shardId: string }> = [];
     const followed: any[] = [];
-    const call = apiCaller(() => api!.url);
+    const call = (method: string, path: string, body?: unknown) => stack!.call(method, path, body);
     const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
     const why = async () =>
-      `\nreplicas: ${JSON.stringify(
-        (await replicas().catch(() => [])).map((r) => [r.replicaId, r.phase, r.nodeIds]),
-      )}\nendpoints: ${JSON.stringify(await call("GET", "/v1/endpoints").catch(() => null))}\nreconcilers:\n${rec?.output()}\n${standby?.output()}`;
+      `\nendpoints: ${JSON.stringify(await call("GET", "/v1/endpoints").catch(() => null))}${await stack?.why()}`;
     try {
       // The bucket is made (as the reconciler would) and watched before anything is placed.
-      const bucket = await EndpointsBucket.open(log.js, { bucket: endpointsBucket });
+      const bucket = await EndpointsBucket.open(jetstream(nc), { bucket: endpointsBucket });
       const watch = await bucket.kv.watch({});
       stopWatch = () => watch.stop();
       void (async () => {
@@ -122,35 +114,14 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
         JSON.stringify([{ replicaId: "r-old", url: "http://x:1", nodeId: "x" }]),
       );
 
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: gatewaysBucket,
-        heartbeatTimeoutMs: 5000,
-      });
       // Two reconcilers: the leader is stopped halfway and the other keeps the bucket from then on.
-      const leaseBucket = `rl_${rand()}`;
-      const reconciler = (id: string) =>
-        spawnReconciler({
-          id,
-          nats: server.url,
-          stream,
-          prefix,
-          leaseBucket,
-          gatewaysBucket,
-          args: ["--endpoints-bucket", endpointsBucket],
-          config: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
-        });
-      rec = await reconciler("rec-endpoints-a");
-      standby = await reconciler("rec-endpoints-b");
-      api = await startApi({
-        log,
-        host: "127.0.0.1",
-        port: 0,
-        auth: { kind: "dev" },
-        instanceId: "api-endp",
+      stack = await startStack(server.url, {
+        name: "endp",
+        reconciler: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
+        reconcilerArgs: ["--endpoints-bucket", endpointsBucket],
       });
+      const { rec, log, gw, api } = stack;
+      const standby = await stack.standby("rec-endp-b");
       // The SSE follow mode, read as `llmgw endpoints --follow` reads it.
       const client = new ApiClient({ url: api.url });
       void (async () => {
@@ -368,11 +339,8 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
       follow.abort();
       stopWatch?.();
       await fleet?.stop();
-      await api?.close().catch(() => {});
-      await killAll([rec, standby]);
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await stack?.close();
+      await nc.close();
     }
   });
 });
