@@ -13,6 +13,7 @@ import {
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
 import { FailureReasonRule } from "./failure-reasons.js";
+import { EndpointRule } from "./endpoints.js";
 import { FencingRule } from "./fencing.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
@@ -54,6 +55,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const stored = new StoredRule();
   const undeliverable = new UndeliverableRule();
   const failureReasons = new FailureReasonRule();
+  const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -81,6 +83,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    endpoints.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -98,6 +101,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...fencing.violations,
     ...undeliverable.violations,
     ...failureReasons.violations,
+    ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);
