@@ -12,8 +12,8 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
-import { FailureReasonRule } from "./failure-reasons.js";
 import { EndpointRule } from "./endpoints.js";
+import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
