@@ -10,6 +10,7 @@ import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
 import { registerDev } from "./commands/dev.js";
+import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
@@ -59,6 +60,7 @@ export function buildProgram(): Command {
   // Operating
   registerNodes(program);
   registerReplicas(program);
+  registerEndpoints(program);
   registerCatalog(program);
   registerNodeIntent(program, "cordon");
   registerNodeIntent(program, "uncordon");

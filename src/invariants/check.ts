@@ -12,6 +12,8 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { EndpointRule } from "./endpoints.js";
+import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
@@ -52,6 +54,8 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
   const undeliverable = new UndeliverableRule();
+  const failureReasons = new FailureReasonRule();
+  const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -74,10 +78,12 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     stored.observe(r);
     fencing.observe(r);
     slots.observe(r, state);
+    failureReasons.observe(r, state);
     sessions.observe(r);
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    endpoints.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -94,6 +100,8 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...sessions.violations,
     ...fencing.violations,
     ...undeliverable.violations,
+    ...failureReasons.violations,
+    ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

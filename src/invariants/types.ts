@@ -15,10 +15,12 @@ export const RULES = [
   "fencing",
   "command-to-stale-session",
   "command-undeliverable",
+  "failure-reason",
   "acked-lost",
   "stored-twice",
   "replay-determinism",
   "malformed-event",
+  "endpoint-not-ready",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

@@ -7,6 +7,7 @@
 import type { z } from "zod";
 import {
   CatalogAppliedSchema,
+  EndpointsSchema,
   EventsPageSchema,
   ExplainSchema,
   FleetSchema,
@@ -19,6 +20,7 @@ import {
   ReplicasSchema,
   WhatIfResultSchema,
 } from "./api-schemas.js";
+import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
 import { intentBody } from "./routes/nodes.js";
@@ -27,7 +29,8 @@ import { whatIfBody } from "./routes/what-if.js";
 
 /** What a route answers with on success. */
 export type RouteAnswer =
-  | { kind: "json"; schema: z.ZodType; description: string }
+  /** `stream`: with the query's follow=true, the same body as server-sent events instead. */
+  | { kind: "json"; schema: z.ZodType; description: string; stream?: string }
   /** The catalog file as operators write it (its own component, CatalogResponse). */
   | { kind: "catalog"; description: string }
   /** Not JSON: Prometheus text, server-sent events, a web page. */
@@ -189,6 +192,19 @@ export const API_ROUTES: ApiRoute[] = [
       description: "`event: position` with `data: {seq, timeMs}`, at once and as the log grows",
     },
     errors: [],
+  },
+  {
+    method: "GET",
+    url: "/v1/endpoints",
+    summary: "The routing table as the log records it: ready replicas per model and where rank 0 serves.",
+    query: endpointsQuery,
+    answer: {
+      kind: "json",
+      schema: EndpointsSchema,
+      description: "the table, or one model's list",
+      stream: "with follow=true: `event: endpoints` with the same body, at once and after every change",
+    },
+    errors: [400, 404],
   },
   {
     method: "POST",

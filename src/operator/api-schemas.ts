@@ -6,6 +6,7 @@
  * with an `id` becomes one entry of the document's `components.schemas`.
  */
 import { z } from "zod";
+import type { EndpointEntry } from "../projections/index.js";
 import type { PendingDecision, PlacementDecision } from "../reconciler/explain/index.js";
 import type { ExplainedTouch, HistoryEntry } from "./explain.js";
 import type { ModelReadiness, NodeView, ReplicaView } from "./views.js";
@@ -100,6 +101,7 @@ const ShardSchema = named(
     adopted: z.boolean(),
     lastError: z.string(),
     exitCode: z.int(),
+    endpoint: z.string(),
     lastOutput: z.string(),
     fault: z
       .object({ kind: z.enum(["start-refused", "failed", "unrequested-stop"]), message: z.string() })
@@ -279,6 +281,21 @@ export const WhatIfResultSchema = named(
   }),
 );
 
+const EndpointEntrySchema = named(
+  "EndpointEntry",
+  z.object({ replicaId: z.string(), url: z.string(), nodeId: z.string() }),
+  "A ready replica and where its rank 0 serves.",
+);
+
+export const EndpointsSchema = named(
+  "Endpoints",
+  z.union([
+    z.object({ seq, endpoints: z.record(z.string(), z.array(EndpointEntrySchema)) }),
+    z.object({ seq, model: z.string(), endpoints: z.array(EndpointEntrySchema) }),
+  ]),
+  "The routing table by model, or (with `model`) one model's list.",
+);
+
 export const NodesSchema = named("Nodes", z.object({ seq, nodes: z.array(NodeViewSchema) }));
 export const NodeSchema = named("Node", z.object({ seq, node: NodeViewSchema }));
 export const ReplicasSchema = named(
@@ -299,6 +316,7 @@ const agree = <_T extends true>() => undefined;
 agree<Same<z.output<typeof NodeViewSchema>, NodeView>>();
 agree<Same<z.output<typeof ReplicaViewSchema>, ReplicaView>>();
 agree<Same<z.output<typeof ModelReadinessSchema>, ModelReadiness>>();
+agree<Same<z.output<typeof EndpointEntrySchema>, EndpointEntry>>();
 agree<Same<z.output<typeof PlacementSchema>, PlacementDecision>>();
 agree<Same<z.output<typeof PendingSchema>, PendingDecision>>();
 agree<Same<z.output<typeof HistorySchema>["history"][number], HistoryEntry>>();

@@ -80,7 +80,10 @@ function schemaId(schema: z.ZodType): string {
 function answerContent(a: RouteAnswer): Record<string, unknown> {
   switch (a.kind) {
     case "json":
-      return { "application/json": { schema: { $ref: REF(schemaId(a.schema)) } } };
+      return {
+        "application/json": { schema: { $ref: REF(schemaId(a.schema)) } },
+        ...(a.stream ? { "text/event-stream": { schema: { type: "string", description: a.stream } } } : {}),
+      };
     case "catalog":
       return { "application/json": { schema: { $ref: REF("CatalogResponse") } } };
     case "text":

@@ -20,8 +20,9 @@ import type { FleetState } from "./state.js";
  *     their deadline overrides; failures count from ReplicaFailed decisions;
  *     commands a gateway reported undeliverable wait in `undeliverable`
  *     until a pass handles them; a restated drain keeps its start time.
+ * 7 — shards record their endpoint, replicas state the routing table.
  */
-export const FLEET_SCHEMA_VERSION = 6;
+export const FLEET_SCHEMA_VERSION = 7;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

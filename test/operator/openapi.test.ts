@@ -10,9 +10,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { openApiPath } from "../../src/operator/openapi.js";
 import { isUiPath } from "../../src/operator/routes/ui.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
+import { Fleet, llama70b } from "../support/fleet.js";
 import { type ApiFixture, appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
 
 const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
@@ -149,6 +151,9 @@ describe("OpenAPI document", () => {
     assert.equal(events.body.events.length, 3);
     await check("GET", "/v1/events", "/v1/events?kind=reconcilePass");
     assert.equal((await check("GET", "/v1/events", "/v1/events?limit=0")).status, 400);
+    await check("GET", "/v1/endpoints", "/v1/endpoints");
+    await check("GET", "/v1/endpoints", "/v1/endpoints?model=llama-3.3-70b");
+    assert.equal((await check("GET", "/v1/endpoints", "/v1/endpoints?model=no-such-model")).status, 404);
     await check("GET", "/v1/fleet", "/v1/fleet");
     await check("GET", "/v1/fleet", "/v1/fleet?at=4");
 
@@ -189,7 +194,13 @@ describe("OpenAPI document", () => {
     await check("GET", "/openapi.json", "/openapi.json", { token: null });
     const page = await check("GET", "/docs", "/docs", { token: null });
     for (const p of Object.keys(doc.paths)) assert.ok(page.body.includes(p), `the reference page lacks ${p}`);
-    await checkStream();
+    await checkStream("/v1/stream", "/v1/stream", "position");
+    await checkStream(
+      "/v1/endpoints",
+      "/v1/endpoints?follow=true",
+      "endpoints",
+      "#/components/schemas/Endpoints",
+    );
 
     const operations = Object.entries(doc.paths).flatMap(([p, ops]) =>
       Object.keys(ops as object).map((m) => `${m} ${p}`),
@@ -197,21 +208,69 @@ describe("OpenAPI document", () => {
     for (const op of operations) assert.ok(answered.has(op), `${op} was never called with success here`);
   });
 
-  /** The live stream never ends: its first event is read, then the request is dropped. */
-  async function checkStream() {
-    const op = doc.paths["/v1/stream"].get;
+  it("matches a routing table with rows and a replica serving at an endpoint", async () => {
+    // A fleet decided by the real reconciler: one replica placed, running at an endpoint, then routed to.
+    const f = new Fleet();
+    f.connect("gpu-r1");
+    f.catalog(llama70b(1));
+    const start = f
+      .settle()
+      .flatMap((o) => o.commands)
+      .find((c) => c.action.case === "start");
+    assert.ok(start?.action.case === "start", "the reconciler started nothing");
+    const { replicaId, shardId } = start.action.value;
+    f.shard("gpu-r1", replicaId, shardId, ShardStatus_State.RUNNING, "", "http://10.0.0.5:8000");
+    f.step();
+    const routed = await startApiFixture(server.url);
+    try {
+      const last = await appendAll(
+        routed.log,
+        f.events.map((e) => e.event),
+      );
+      await routed.api.runtime.waitFor(last);
+      const saved = fx;
+      fx = routed;
+      try {
+        const table = await check("GET", "/v1/endpoints", "/v1/endpoints");
+        assert.deepEqual(table.body.endpoints["llama-3.3-70b"], [
+          { replicaId, url: "http://10.0.0.5:8000", nodeId: "gpu-r1" },
+        ]);
+        await check("GET", "/v1/endpoints", "/v1/endpoints?model=llama-3.3-70b");
+        const r = await check("GET", "/v1/replicas/:id", `/v1/replicas/${replicaId}`);
+        assert.equal(r.body.replica.shards[0].endpoint, "http://10.0.0.5:8000");
+        await check("GET", "/v1/fleet", "/v1/fleet");
+      } finally {
+        fx = saved;
+      }
+    } finally {
+      await routed.close();
+    }
+  });
+
+  /**
+   * A live stream never ends: its first event is read, checked (its data against
+   * `schema` when the document gives the body one), then the request is dropped.
+   */
+  async function checkStream(template: string, path: string, event: string, schema?: string) {
+    const op = doc.paths[template].get;
     const ctl = new AbortController();
-    const res = await fetch(`${fx.api.url}/v1/stream`, {
+    const res = await fetch(`${fx.api.url}${path}`, {
       headers: { authorization: `Bearer ${TOKEN}` },
       signal: ctl.signal,
     });
     assert.equal(res.status, 200);
     const type = (res.headers.get("content-type") ?? "").split(";")[0]!;
-    assert.ok(op.responses["200"].content[type], `the stream's ${type} is not documented`);
+    assert.ok(op.responses["200"].content[type], `${path}: the stream's ${type} is not documented`);
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
-    assert.match(first, /^event: position\ndata: \{"seq":\d+,"timeMs":\d+\}/);
     ctl.abort();
-    answered.add("get /v1/stream");
+    const m = /^event: (\S+)\ndata: (.*)\n/.exec(first);
+    assert.ok(m, `${path} sent ${JSON.stringify(first)}`);
+    assert.equal(m[1], event);
+    if (schema) {
+      const validate = ajv.getSchema(`llmgw-api${schema}`)!;
+      assert.ok(validate(JSON.parse(m[2]!)), `${path}: ${ajv.errorsText(validate.errors)}`);
+    }
+    answered.add(`get ${template}`);
   }
 });
