@@ -2,9 +2,9 @@
  * One reconcile pass: a pure function of the projected fleet, the config,
  * the time and the live gateways. Rules run in a fixed priority order; when
  * the pass is full, what is left waits for the next pass:
- *   1. gateway loss        4. failures, cooldowns    7. scale
- *   2. node expiry         5. command re-issues      8. placement
- *   3. adoption            6. drains
+ *   1. gateway loss        4. failures, cooldowns    7. GPU faults
+ *   2. node expiry         5. command re-issues      8. scale
+ *   3. adoption            6. drains                 9. placement
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -15,6 +15,7 @@ import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
 import { failIncomplete, handleFailures } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
+import { moveOffFaultyGpus } from "./gpu-faults.js";
 import { expireNodes } from "./liveness.js";
 import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
@@ -31,6 +32,7 @@ export function decide(input: DecideInput): DecideOutput {
   if (!adopting) failIncomplete(pass);
   reissueCommands(pass);
   handleDrains(pass);
+  moveOffFaultyGpus(pass);
   if (!adopting) {
     scaleModels(pass);
     placePending(pass);

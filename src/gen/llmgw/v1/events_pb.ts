@@ -9,7 +9,7 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { CommandResult, DrainShard, Register, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
+import type { CommandResult, DrainShard, GpuProblem, Register, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
 import { file_llmgw_v1_agent } from "./agent_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIsAGCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSABCBgoEYm9keSKgAQoGV3JpdGVyEiMKBGtpbmQYASABKA4yFS5sbG1ndy52MS5Xcml0ZXIuS2luZBIKCgJpZBgCIAEoCSJlCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX0dBVEVXQVkQARITCg9LSU5EX1JFQ09OQ0lMRVIQAhIRCg1LSU5EX09QRVJBVE9SEAMSDQoJS0lORF9UT09MEAQihAEKDVNlc3Npb25PcGVuZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXISEAoIaWRlbnRpdHkYBSABKAki8AIKDVNlc3Npb25DbG9zZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSLgoGcmVhc29uGAQgASgOMh4ubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZC5SZWFzb24SDgoGZGV0YWlsGAUgASgJIuUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX0RJU0NPTk5FQ1RFRBABEhEKDVJFQVNPTl9TSUxFTlQQAhIVChFSRUFTT05fU1VQRVJTRURFRBADEhsKF1JFQVNPTl9HQVRFV0FZX0RSQUlOSU5HEAQSGAoUUkVBU09OX1NMT1dfQ09OU1VNRVIQBRIZChVSRUFTT05fUFJPVE9DT0xfRVJST1IQBhIaChZSRUFTT05fTE9HX1VOQVZBSUxBQkxFEAcSEgoOUkVBU09OX0VYUElSRUQQCCJ1Cg9IYXJkd2FyZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyInoKDFVzYWdlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAQgAygEEhQKDG5ld19wcm9ibGVtcxgFIAMoCSJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiSAoOQ2F0YWxvZ0NoYW5nZWQSIgoHY2F0YWxvZxgBIAEoCzIRLmxsbWd3LnYxLkNhdGFsb2cSEgoKYXBwbGllZF9ieRgCIAEoCSIqCgdDYXRhbG9nEh8KBm1vZGVscxgBIAMoCzIPLmxsbWd3LnYxLk1vZGVsIkwKBU1vZGVsEgwKBG5hbWUYASABKAkSEAoIcmVwbGljYXMYAiABKA0SIwoIcHJvZmlsZXMYAyADKAsyES5sbG1ndy52MS5Qcm9maWxlIuwCCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDgoGc2hhcmRzGAIgASgNEhYKDmdwdXNfcGVyX3NoYXJkGAMgASgNEhkKEW1lbW9yeV9wZXJfZ3B1X21iGAQgASgEEhMKC2dwdV9wcm9kdWN0GAUgASgJEhMKC2ZhYnJpY19raW5kGAYgASgJEjYKC25vZGVfbGFiZWxzGAcgAygLMiEubGxtZ3cudjEuUHJvZmlsZS5Ob2RlTGFiZWxzRW50cnkSEwoLZW5naW5lX2FyZ3MYCCADKAkSNAoKZW5naW5lX2VudhgJIAMoCzIgLmxsbWd3LnYxLlByb2ZpbGUuRW5naW5lRW52RW50cnkaMQoPTm9kZUxhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJBCgxOb2RlQ29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkiMwoOTm9kZVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJHChJOb2RlRHJhaW5SZXF1ZXN0ZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAki1QEKDVJlY29uY2lsZVBhc3MSEQoJbGVhZGVyX2lkGAEgASgJEhYKDmxlYXNlX3JldmlzaW9uGAIgASgEEhQKDG9ic2VydmVkX3NlcRgDIAEoBBITCgtub3dfdW5peF9tcxgEIAEoAxIlCglkZWNpc2lvbnMYBSADKAsyEi5sbG1ndy52MS5EZWNpc2lvbhIjCghjb21tYW5kcxgGIAMoCzIRLmxsbWd3LnYxLkNvbW1hbmQSEQoJdHJ1bmNhdGVkGAcgASgIEg8KB3RyaWdnZXIYCCABKAkimwYKCERlY2lzaW9uEhMKC2V4cGxhbmF0aW9uGAEgASgJEjMKD3JlcGxpY2FfY3JlYXRlZBgKIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FDcmVhdGVkSAASMQoOcmVwbGljYV9wbGFjZWQYCyABKAsyFy5sbG1ndy52MS5SZXBsaWNhUGxhY2VkSAASMwoPcmVwbGljYV9wZW5kaW5nGAwgASgLMhgubGxtZ3cudjEuUmVwbGljYVBlbmRpbmdIABIxCg5zaGFyZHNfYWRvcHRlZBgNIAEoCzIXLmxsbWd3LnYxLlNoYXJkc0Fkb3B0ZWRIABIzCg9zaGFyZF91bmNsYWltZWQYDiABKAsyGC5sbG1ndy52MS5TaGFyZFVuY2xhaW1lZEgAEjYKDW5vZGVfbGl2ZW5lc3MYDyABKAsyHS5sbG1ndy52MS5Ob2RlTGl2ZW5lc3NDaGFuZ2VkSAASNQoQc2Vzc2lvbnNfZXhwaXJlZBgQIAEoCzIZLmxsbWd3LnYxLlNlc3Npb25zRXhwaXJlZEgAEjMKD3JlcGxpY2FfcmVtb3ZlZBgRIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FSZW1vdmVkSAASPgoVcmVwbGljYV9kcmFpbl9zdGFydGVkGBIgASgLMh0ubGxtZ3cudjEuUmVwbGljYURyYWluU3RhcnRlZEgAEjUKEGNvbW1hbmRfcmVpc3N1ZWQYEyABKAsyGS5sbG1ndy52MS5Db21tYW5kUmVpc3N1ZWRIABI1ChBjb29sZG93bl9zdGFydGVkGBQgASgLMhkubGxtZ3cudjEuQ29vbGRvd25TdGFydGVkSAASLwoNc2hhcmRfYmFja29mZhgVIAEoCzIWLmxsbWd3LnYxLlNoYXJkQmFja29mZkgAEjEKDnJlcGxpY2FfZmFpbGVkGBYgASgLMhcubGxtZ3cudjEuUmVwbGljYUZhaWxlZEgAEjcKEWR1cGxpY2F0ZV9zdG9wcGVkGBcgASgLMhoubGxtZ3cudjEuRHVwbGljYXRlU3RvcHBlZEgAQgYKBGtpbmQiRQoOUmVwbGljYUNyZWF0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIQCghyZXBsYWNlcxgDIAEoCSJqCg5TaGFyZFBsYWNlbWVudBIQCghzaGFyZF9pZBgBIAEoCRIMCgRyYW5rGAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDSIsCglDYW5kaWRhdGUSEAoIbm9kZV9pZHMYASADKAkSDQoFc2NvcmUYAiABKAEiywEKDVJlcGxpY2FQbGFjZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEigKBnNoYXJkcxgEIAMoCzIYLmxsbWd3LnYxLlNoYXJkUGxhY2VtZW50EiMKBmNob3NlbhgFIAEoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRInCgpydW5uZXJzX3VwGAYgAygLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEg4KBnBvbGljeRgHIAEoCSIpCghSdWxlZE91dBIOCgZyZWFzb24YASABKAkSDQoFbm9kZXMYAiABKA0ihwEKDlJlcGxpY2FQZW5kaW5nEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSGAoQbm9kZXNfY29uc2lkZXJlZBgDIAEoDRIRCglub2Rlc19maXQYBCABKA0SJQoJcnVsZWRfb3V0GAUgAygLMhIubGxtZ3cudjEuUnVsZWRPdXQidwoMQWRvcHRlZFNoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIMCgRyYW5rGAYgASgNIlwKDVNoYXJkc0Fkb3B0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiYKBnNoYXJkcxgDIAMoCzIWLmxsbWd3LnYxLkFkb3B0ZWRTaGFyZCJ6Cg5TaGFyZFVuY2xhaW1lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIc2hhcmRfaWQYAyABKAkSEgoKcmVwbGljYV9pZBgEIAEoCRINCgVtb2RlbBgFIAEoCRIOCgZyZWFzb24YBiABKAkihAEKE05vZGVMaXZlbmVzc0NoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRIkCghsaXZlbmVzcxgCIAEoDjISLmxsbWd3LnYxLkxpdmVuZXNzEhIKCnNlc3Npb25faWQYAyABKAkSIgoaZGlzY29ubmVjdGVkX3NpbmNlX3VuaXhfbXMYBCABKAMiMQoKU2Vzc2lvblJlZhIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiTQoPU2Vzc2lvbnNFeHBpcmVkEhIKCmdhdGV3YXlfaWQYASABKAkSJgoIc2Vzc2lvbnMYAiADKAsyFC5sbG1ndy52MS5TZXNzaW9uUmVmIkMKDlJlcGxpY2FSZW1vdmVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDgoGcmVhc29uGAMgASgJIlEKE1JlcGxpY2FEcmFpblN0YXJ0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIWCg5yZXBsYWNlbWVudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUgoPQ29tbWFuZFJlaXNzdWVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIaChJuZXh0X3JldHJ5X3VuaXhfbXMYAyABKAMiWgoPQ29vbGRvd25TdGFydGVkEg0KBW1vZGVsGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEAoIZmFpbHVyZXMYAyABKA0SFQoNdW50aWxfdW5peF9tcxgEIAEoAyJLCgxTaGFyZEJhY2tvZmYSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghyZXN0YXJ0cxgCIAEoDRIVCg11bnRpbF91bml4X21zGAMgASgDIlUKDVJlcGxpY2FGYWlsZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg0KBWVycm9yGAQgASgJIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIv4BCgdDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoAxIlCgVzdGFydBgKIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAsgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YDCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASEgoKcmVwbGljYV9pZBgGIAEoCUIICgZhY3Rpb24qgAEKCExpdmVuZXNzEhgKFExJVkVORVNTX1VOU1BFQ0lGSUVEEAASFgoSTElWRU5FU1NfQ09OTkVDVEVEEAESGQoVTElWRU5FU1NfRElTQ09OTkVDVEVEEAISFAoQTElWRU5FU1NfU1VTUEVDVBADEhEKDUxJVkVORVNTX0xPU1QQBGIGcHJvdG8z", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIuAHCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPAoUZ3B1X3Byb2JsZW1zX2NsZWFyZWQYGSABKAsyHC5sbG1ndy52MS5HcHVQcm9ibGVtc0NsZWFyZWRIABItCgxncHVfY29yZG9uZWQYGiABKAsyFS5sbG1ndy52MS5HcHVDb3Jkb25lZEgAEjEKDmdwdV91bmNvcmRvbmVkGBsgASgLMhcubGxtZ3cudjEuR3B1VW5jb3Jkb25lZEgAQgYKBGJvZHkioAEKBldyaXRlchIjCgRraW5kGAEgASgOMhUubGxtZ3cudjEuV3JpdGVyLktpbmQSCgoCaWQYAiABKAkiZQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9HQVRFV0FZEAESEwoPS0lORF9SRUNPTkNJTEVSEAISEQoNS0lORF9PUEVSQVRPUhADEg0KCUtJTkRfVE9PTBAEIoQBCg1TZXNzaW9uT3BlbmVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyEhAKCGlkZW50aXR5GAUgASgJIvACCg1TZXNzaW9uQ2xvc2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEi4KBnJlYXNvbhgEIAEoDjIeLmxsbWd3LnYxLlNlc3Npb25DbG9zZWQuUmVhc29uEg4KBmRldGFpbBgFIAEoCSLlAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9ESVNDT05ORUNURUQQARIRCg1SRUFTT05fU0lMRU5UEAISFQoRUkVBU09OX1NVUEVSU0VERUQQAxIbChdSRUFTT05fR0FURVdBWV9EUkFJTklORxAEEhgKFFJFQVNPTl9TTE9XX0NPTlNVTUVSEAUSGQoVUkVBU09OX1BST1RPQ09MX0VSUk9SEAYSGgoWUkVBU09OX0xPR19VTkFWQUlMQUJMRRAHEhIKDlJFQVNPTl9FWFBJUkVEEAgidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciKmAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0idgoTU2hhcmRTdGF0dXNSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJQoGc3RhdHVzGAQgASgLMhUubGxtZ3cudjEuU2hhcmRTdGF0dXMiegoVQ29tbWFuZFJlc3VsdFJlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBInCgZyZXN1bHQYBCABKAsyFy5sbG1ndy52MS5Db21tYW5kUmVzdWx0ImMKDkdhdGV3YXlTdGFydGVkEhIKCmdhdGV3YXlfaWQYASABKAkSFgoObGlzdGVuX2FkZHJlc3MYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRIUCgxsZWFzZV90dGxfbXMYBCABKA0iVgoPR2F0ZXdheURyYWluaW5nEhIKCmdhdGV3YXlfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIVCg1vcGVuX3Nlc3Npb25zGAMgASgNIjQKDkdhdGV3YXlTdG9wcGVkEhIKCmdhdGV3YXlfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIkgKDkNhdGFsb2dDaGFuZ2VkEiIKB2NhdGFsb2cYASABKAsyES5sbG1ndy52MS5DYXRhbG9nEhIKCmFwcGxpZWRfYnkYAiABKAkiKgoHQ2F0YWxvZxIfCgZtb2RlbHMYASADKAsyDy5sbG1ndy52MS5Nb2RlbCJMCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZSLsAgoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5GjEKD05vZGVMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQQoMTm9kZUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIjMKDk5vZGVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEAoIb3BlcmF0b3IYAiABKAkiRwoSTm9kZURyYWluUmVxdWVzdGVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIm4KEkdwdVByb2JsZW1zQ2xlYXJlZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKbm9kZV9sZXZlbBgFIAEoCCJTCgtHcHVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIOCgZyZWFzb24YAyABKAkSEAoIb3BlcmF0b3IYBCABKAkiRQoNR3B1VW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCSLVAQoNUmVjb25jaWxlUGFzcxIRCglsZWFkZXJfaWQYASABKAkSFgoObGVhc2VfcmV2aXNpb24YAiABKAQSFAoMb2JzZXJ2ZWRfc2VxGAMgASgEEhMKC25vd191bml4X21zGAQgASgDEiUKCWRlY2lzaW9ucxgFIAMoCzISLmxsbWd3LnYxLkRlY2lzaW9uEiMKCGNvbW1hbmRzGAYgAygLMhEubGxtZ3cudjEuQ29tbWFuZBIRCgl0cnVuY2F0ZWQYByABKAgSDwoHdHJpZ2dlchgIIAEoCSKbBgoIRGVjaXNpb24SEwoLZXhwbGFuYXRpb24YASABKAkSMwoPcmVwbGljYV9jcmVhdGVkGAogASgLMhgubGxtZ3cudjEuUmVwbGljYUNyZWF0ZWRIABIxCg5yZXBsaWNhX3BsYWNlZBgLIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FQbGFjZWRIABIzCg9yZXBsaWNhX3BlbmRpbmcYDCABKAsyGC5sbG1ndy52MS5SZXBsaWNhUGVuZGluZ0gAEjEKDnNoYXJkc19hZG9wdGVkGA0gASgLMhcubGxtZ3cudjEuU2hhcmRzQWRvcHRlZEgAEjMKD3NoYXJkX3VuY2xhaW1lZBgOIAEoCzIYLmxsbWd3LnYxLlNoYXJkVW5jbGFpbWVkSAASNgoNbm9kZV9saXZlbmVzcxgPIAEoCzIdLmxsbWd3LnYxLk5vZGVMaXZlbmVzc0NoYW5nZWRIABI1ChBzZXNzaW9uc19leHBpcmVkGBAgASgLMhkubGxtZ3cudjEuU2Vzc2lvbnNFeHBpcmVkSAASMwoPcmVwbGljYV9yZW1vdmVkGBEgASgLMhgubGxtZ3cudjEuUmVwbGljYVJlbW92ZWRIABI+ChVyZXBsaWNhX2RyYWluX3N0YXJ0ZWQYEiABKAsyHS5sbG1ndy52MS5SZXBsaWNhRHJhaW5TdGFydGVkSAASNQoQY29tbWFuZF9yZWlzc3VlZBgTIAEoCzIZLmxsbWd3LnYxLkNvbW1hbmRSZWlzc3VlZEgAEjUKEGNvb2xkb3duX3N0YXJ0ZWQYFCABKAsyGS5sbG1ndy52MS5Db29sZG93blN0YXJ0ZWRIABIvCg1zaGFyZF9iYWNrb2ZmGBUgASgLMhYubGxtZ3cudjEuU2hhcmRCYWNrb2ZmSAASMQoOcmVwbGljYV9mYWlsZWQYFiABKAsyFy5sbG1ndy52MS5SZXBsaWNhRmFpbGVkSAASNwoRZHVwbGljYXRlX3N0b3BwZWQYFyABKAsyGi5sbG1ndy52MS5EdXBsaWNhdGVTdG9wcGVkSABCBgoEa2luZCJFCg5SZXBsaWNhQ3JlYXRlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcGxhY2VzGAMgASgJImoKDlNoYXJkUGxhY2VtZW50EhAKCHNoYXJkX2lkGAEgASgJEgwKBHJhbmsYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNIiwKCUNhbmRpZGF0ZRIQCghub2RlX2lkcxgBIAMoCRINCgVzY29yZRgCIAEoASLLAQoNUmVwbGljYVBsYWNlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3Byb2ZpbGUYAyABKAkSKAoGc2hhcmRzGAQgAygLMhgubGxtZ3cudjEuU2hhcmRQbGFjZW1lbnQSIwoGY2hvc2VuGAUgASgLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEicKCnJ1bm5lcnNfdXAYBiADKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSDgoGcG9saWN5GAcgASgJIikKCFJ1bGVkT3V0Eg4KBnJlYXNvbhgBIAEoCRINCgVub2RlcxgCIAEoDSKHAQoOUmVwbGljYVBlbmRpbmcSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIYChBub2Rlc19jb25zaWRlcmVkGAMgASgNEhEKCW5vZGVzX2ZpdBgEIAEoDRIlCglydWxlZF9vdXQYBSADKAsyEi5sbG1ndy52MS5SdWxlZE91dCJ3CgxBZG9wdGVkU2hhcmQSEAoIc2hhcmRfaWQYASABKAkSEgoKcmVwbGljYV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIPCgdwcm9maWxlGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNEgwKBHJhbmsYBiABKA0iXAoNU2hhcmRzQWRvcHRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSJgoGc2hhcmRzGAMgAygLMhYubGxtZ3cudjEuQWRvcHRlZFNoYXJkInoKDlNoYXJkVW5jbGFpbWVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghzaGFyZF9pZBgDIAEoCRISCgpyZXBsaWNhX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKEAQoTTm9kZUxpdmVuZXNzQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEiQKCGxpdmVuZXNzGAIgASgOMhIubGxtZ3cudjEuTGl2ZW5lc3MSEgoKc2Vzc2lvbl9pZBgDIAEoCRIiChpkaXNjb25uZWN0ZWRfc2luY2VfdW5peF9tcxgEIAEoAyIxCgpTZXNzaW9uUmVmEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJNCg9TZXNzaW9uc0V4cGlyZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRImCghzZXNzaW9ucxgCIAMoCzIULmxsbWd3LnYxLlNlc3Npb25SZWYiQwoOUmVwbGljYVJlbW92ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUQoTUmVwbGljYURyYWluU3RhcnRlZBISCgpyZXBsaWNhX2lkGAEgASgJEhYKDnJlcGxhY2VtZW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJSCg9Db21tYW5kUmVpc3N1ZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhoKEm5leHRfcmV0cnlfdW5peF9tcxgDIAEoAyJaCg9Db29sZG93blN0YXJ0ZWQSDQoFbW9kZWwYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIQCghmYWlsdXJlcxgDIAEoDRIVCg11bnRpbF91bml4X21zGAQgASgDIksKDFNoYXJkQmFja29mZhISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHJlc3RhcnRzGAIgASgNEhUKDXVudGlsX3VuaXhfbXMYAyABKAMiVQoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkiSQoQRHVwbGljYXRlU3RvcHBlZBIPCgdub2RlX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAki/gEKB0NvbW1hbmQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIYChBkZWFkbGluZV91bml4X21zGAUgASgDEiUKBXN0YXJ0GAogASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYCyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgMIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABISCgpyZXBsaWNhX2lkGAYgASgJQggKBmFjdGlvbiqAAQoITGl2ZW5lc3MSGAoUTElWRU5FU1NfVU5TUEVDSUZJRUQQABIWChJMSVZFTkVTU19DT05ORUNURUQQARIZChVMSVZFTkVTU19ESVNDT05ORUNURUQQAhIUChBMSVZFTkVTU19TVVNQRUNUEAMSEQoNTElWRU5FU1NfTE9TVBAEYgZwcm90bzM", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -137,6 +137,24 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: ReconcilePass;
     case: "reconcilePass";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuProblemsCleared gpu_problems_cleared = 25;
+     */
+    value: GpuProblemsCleared;
+    case: "gpuProblemsCleared";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuCordoned gpu_cordoned = 26;
+     */
+    value: GpuCordoned;
+    case: "gpuCordoned";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuUncordoned gpu_uncordoned = 27;
+     */
+    value: GpuUncordoned;
+    case: "gpuUncordoned";
   } | { case: undefined; value?: undefined };
 };
 
@@ -444,6 +462,13 @@ export type UsageChanged = Message<"llmgw.v1.UsageChanged"> & {
    * @generated from field: repeated string new_problems = 5;
    */
   newProblems: string[];
+
+  /**
+   * Problems of single GPUs not yet recorded in this session.
+   *
+   * @generated from field: repeated llmgw.v1.GpuProblem gpu_problems = 6;
+   */
+  gpuProblems: GpuProblem[];
 };
 
 /**
@@ -845,6 +870,108 @@ export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PUR
   messageDesc(file_llmgw_v1_events, 17);
 
 /**
+ * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
+ * GPU takes work again (unless cordoned). With node_level, the node's
+ * untagged problems are cleared instead and gpu_index is ignored.
+ *
+ * @generated from message llmgw.v1.GpuProblemsCleared
+ */
+export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string operator = 3;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: bool node_level = 5;
+   */
+  nodeLevel: boolean;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuProblemsCleared.
+ * Use `create(GpuProblemsClearedSchema)` to create a new message.
+ */
+export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 18);
+
+/**
+ * GpuCordoned: keep new work off one GPU; what runs on it stays.
+ *
+ * @generated from message llmgw.v1.GpuCordoned
+ */
+export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string operator = 4;
+   */
+  operator: string;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuCordoned.
+ * Use `create(GpuCordonedSchema)` to create a new message.
+ */
+export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 19);
+
+/**
+ * @generated from message llmgw.v1.GpuUncordoned
+ */
+export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string operator = 3;
+   */
+  operator: string;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuUncordoned.
+ * Use `create(GpuUncordonedSchema)` to create a new message.
+ */
+export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 20);
+
+/**
  * ReconcilePass: one pass of the leading reconciler. Appended with
  * "expect last subject sequence" so at most one pass exists per log position.
  *
@@ -911,7 +1038,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1021,7 +1148,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1052,7 +1179,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1091,7 +1218,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1115,7 +1242,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1166,7 +1293,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1190,7 +1317,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1229,7 +1356,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1273,7 +1400,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1303,7 +1430,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1347,7 +1474,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1385,7 +1512,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * SessionRef names one session.
@@ -1409,7 +1536,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1433,7 +1560,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1463,7 +1590,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1493,7 +1620,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1522,7 +1649,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -1557,7 +1684,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -1586,7 +1713,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -1620,7 +1747,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -1650,7 +1777,7 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 41);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -1730,7 +1857,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 42);
 
 /**
  * Liveness of a node as the reconciler decides it.

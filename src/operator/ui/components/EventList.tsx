@@ -16,6 +16,9 @@ const KINDS = [
   "nodeCordoned",
   "nodeUncordoned",
   "nodeDrainRequested",
+  "gpuProblemsCleared",
+  "gpuCordoned",
+  "gpuUncordoned",
   "gatewayStarted",
 ];
 
