@@ -9,6 +9,7 @@ import { registerDev } from "./commands/dev.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
+import { registerGpu } from "./commands/gpu.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -58,6 +59,7 @@ registerCatalog(program);
 registerNodeIntent(program, "cordon");
 registerNodeIntent(program, "uncordon");
 registerNodeIntent(program, "drain");
+registerGpu(program);
 registerBench(program);
 
 try {

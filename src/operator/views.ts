@@ -3,7 +3,7 @@
  * an operator asks first (which GPUs hold which replica, on which nodes a
  * replica runs). Pure functions of a FleetState.
  */
-import type { FleetState, NodeState, ReplicaState, ShardState } from "../projections/index.js";
+import type { FleetState, GpuFault, NodeState, ReplicaState, ShardState } from "../projections/index.js";
 
 export interface GpuView {
   index: number;
@@ -12,6 +12,11 @@ export interface GpuView {
   memoryTotalMb: number;
   memoryUsedMb: number;
   problems: string[];
+  /** Problems heartbeats reported for this GPU since registration (kind and message). */
+  faults: GpuFault[];
+  /** An operator keeps new work off this GPU. */
+  cordoned: boolean;
+  cordonReason: string;
   /** Shards holding this GPU. */
   shards: Array<{ replicaId: string; shardId: string; model: string; state: string }>;
 }
@@ -79,6 +84,9 @@ function nodeViewWith(n: NodeState, holders: Holders): NodeView {
     memoryTotalMb: g.memoryTotalMb,
     memoryUsedMb: g.memoryUsedMb,
     problems: [...g.problems],
+    faults: g.faults.map((f) => ({ ...f })),
+    cordoned: g.cordoned,
+    cordonReason: g.cordonReason,
     shards: byGpu?.get(g.index) ?? [],
   }));
   const replicaIds = [...new Set(gpus.flatMap((g) => g.shards.map((s) => s.replicaId)))].sort();

@@ -36,7 +36,7 @@ describe("operator CLI against a real API", () => {
     const r = await runCli(["nodes"], { env });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON$/);
+    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/);
     assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-$/);
     assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-$/);
     const j = await runCli(["nodes", "--json"], { env });

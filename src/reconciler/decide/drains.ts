@@ -82,13 +82,10 @@ export function replaceThenDrain(
   const id = pass.newReplicaId(r.model);
   return {
     decisions: [
-      decision(
-        `${id} created to replace ${r.replicaId}: ${cause} (make-before-break)`,
-        {
-          case: "replicaCreated",
-          value: { replicaId: id, model: r.model, replaces: r.replicaId },
-        },
-      ),
+      decision(`${id} created to replace ${r.replicaId}: ${cause} (make-before-break)`, {
+        case: "replicaCreated",
+        value: { replicaId: id, model: r.model, replaces: r.replicaId },
+      }),
     ],
     commands: [],
   };
