@@ -14,9 +14,10 @@ import type { FleetState } from "./state.js";
  * 3 — sessions record adoptionSeq;
  * 4 — replicas record when their drain started (drainStartedMs);
  * 5 — commands of a session that ended (closed, superseded or expired) are
- *     dropped rather than kept for ever.
+ *     dropped rather than kept for ever;
+ * 6 — GPUs record faults reported by heartbeats and operator cordons.
  */
-export const FLEET_SCHEMA_VERSION = 5;
+export const FLEET_SCHEMA_VERSION = 6;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

@@ -27,6 +27,9 @@ const ALL_KINDS: EventKind[] = [
   "nodeUncordoned",
   "nodeDrainRequested",
   "reconcilePass",
+  "gpuProblemsCleared",
+  "gpuCordoned",
+  "gpuUncordoned",
 ];
 
 describe("event codec", () => {

@@ -3,7 +3,7 @@
  * H100 80 GB nodes, NVLink inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
-import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type Event,
   EventSchema,
@@ -104,6 +104,7 @@ export function sampleEvents(): Event[] {
         sessionSeq: 3n,
         gpuMemoryUsedMb: [72n * 1024n, 72n * 1024n, 72n * 1024n, 72n * 1024n, 0n, 0n, 0n, 0n],
         newProblems: [],
+        gpuProblems: [{ gpuIndex: 6, kind: GpuProblem_Kind.ECC, message: "uncorrectable ECC errors" }],
       },
     }),
     mk(5, {
@@ -237,5 +238,23 @@ export function sampleEvents(): Event[] {
       value: { gatewayId: "gw-1", deadlineUnixMs: BigInt(t0 + 30_000), openSessions: 0 },
     }),
     mk(13, { case: "gatewayStopped", value: { gatewayId: "gw-1", reason: "SIGTERM" } }),
+    mk(
+      14,
+      { case: "gpuCordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, reason: "ECC", operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      15,
+      {
+        case: "gpuProblemsCleared",
+        value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice", reason: "reseated", nodeLevel: false },
+      },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      16,
+      { case: "gpuUncordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
   ];
 }
