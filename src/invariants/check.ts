@@ -13,6 +13,7 @@ import {
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
 import { FencingRule } from "./fencing.js";
+import { GpuPlacementRule } from "./gpus.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
@@ -50,6 +51,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const gpus = new GpuPlacementRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -73,8 +75,10 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     fencing.observe(r);
     slots.observe(r, state);
     sessions.observe(r);
+    gpus.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    gpus.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -90,6 +94,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...gpus.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

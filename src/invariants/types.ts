@@ -18,6 +18,7 @@ export const RULES = [
   "stored-twice",
   "replay-determinism",
   "malformed-event",
+  "placed-on-unavailable-gpu",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 
