@@ -6,7 +6,7 @@ import type { Register } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, Liveness, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { fabricFrom, gpuFaultFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
 import type { EventMeta } from "./projection.js";
-import type { GpuState, InventoryState, NodeLiveness, NodeState } from "./state.js";
+import type { InventoryState, NodeLiveness, NodeState } from "./state.js";
 
 export function initialInventory(): InventoryState {
   return { nodes: {}, gateways: {} };
@@ -62,13 +62,20 @@ function applyRegistration(n: NodeState, reg: Register | undefined): void {
   n.nodeProblems = [];
 }
 
-function gpuOf(state: InventoryState, nodeId: string, index: number): GpuState | undefined {
-  return state.nodes[nodeId]?.gpus.find((g) => g.index === index);
-}
-
-function touch(state: InventoryState, nodeId: string, seq: number): void {
-  const n = state.nodes[nodeId];
-  if (n) n.lastChangeSeq = seq;
+/** A GPU cordon on or off; intent for a node or GPU never seen changes nothing. */
+function setGpuCordon(
+  state: InventoryState,
+  at: { nodeId: string; gpuIndex: number },
+  cordoned: boolean,
+  reason: string,
+  seq: number,
+): void {
+  const n = state.nodes[at.nodeId];
+  const g = n?.gpus.find((x) => x.index === at.gpuIndex);
+  if (!n || !g) return;
+  g.cordoned = cordoned;
+  g.cordonReason = reason;
+  n.lastChangeSeq = seq;
 }
 
 /**
@@ -236,7 +243,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       if (v.nodeLevel) {
         n.nodeProblems = [];
       } else {
-        const g = gpuOf(state, v.nodeId, v.gpuIndex);
+        const g = n.gpus.find((x) => x.index === v.gpuIndex);
         if (!g) return state;
         g.problems = [];
         g.faults = [];
@@ -244,24 +251,12 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       n.lastChangeSeq = meta.seq;
       return state;
     }
-    case "gpuCordoned": {
-      const v = body.value;
-      const g = gpuOf(state, v.nodeId, v.gpuIndex);
-      if (!g) return state;
-      g.cordoned = true;
-      g.cordonReason = v.reason;
-      touch(state, v.nodeId, meta.seq);
+    case "gpuCordoned":
+      setGpuCordon(state, body.value, true, body.value.reason, meta.seq);
       return state;
-    }
-    case "gpuUncordoned": {
-      const v = body.value;
-      const g = gpuOf(state, v.nodeId, v.gpuIndex);
-      if (!g) return state;
-      g.cordoned = false;
-      g.cordonReason = "";
-      touch(state, v.nodeId, meta.seq);
+    case "gpuUncordoned":
+      setGpuCordon(state, body.value, false, "", meta.seq);
       return state;
-    }
     case "reconcilePass": {
       for (const d of body.value.decisions) {
         const k = d.kind;

@@ -15,6 +15,7 @@ import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { jsonCall } from "../support/api-json.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
@@ -87,17 +88,7 @@ describe("drain a node through the operator API", () => {
     let rec: ReconcilerProcess | undefined;
     let api: ApiServer | undefined;
     let fleet: SimFleet | undefined;
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${api!.url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const call = (method: string, path: string, body?: unknown) => jsonCall(api!.url, method, path, body);
     const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
     const why = async () =>
       `\nreplicas: ${JSON.stringify(

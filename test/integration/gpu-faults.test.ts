@@ -15,6 +15,7 @@ import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { TestAgent } from "../support/agent.js";
+import { jsonCall } from "../support/api-json.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
@@ -105,17 +106,7 @@ async function withStack(server: NatsServer, fn: (s: Stack) => Promise<void>): P
     });
     stop = obey(agent);
     const url = api.url;
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const call = (method: string, path: string, body?: unknown) => jsonCall(url, method, path, body);
     const holders = async () => {
       const n = (await call("GET", `/v1/nodes/${NODE}`)).node;
       return new Map<number, string[]>(
