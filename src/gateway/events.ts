@@ -1,5 +1,12 @@
 import type { Register } from "../gen/llmgw/v1/agent_pb.js";
-import { type Event, type SessionClosed_Reason, Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
+import {
+  type Command,
+  CommandUndeliverable_Action,
+  type CommandUndeliverable_Reason,
+  type Event,
+  type SessionClosed_Reason,
+  Writer_Kind,
+} from "../gen/llmgw/v1/events_pb.js";
 import { type EventInit, newEvent } from "../log/index.js";
 
 /** An event body as its init shape (plain objects for nested messages). */
@@ -44,3 +51,40 @@ export function sessionClosed(
     value: { nodeId, sessionId, gatewayId, reason, detail },
   });
 }
+
+/**
+ * A command this gateway could not deliver to a session it held. The id
+ * names the command and its attempt, so a repeat of the same report is
+ * stored once.
+ */
+export function commandUndeliverable(
+  gatewayId: string,
+  cmd: Command,
+  passSeq: number,
+  reason: CommandUndeliverable_Reason,
+  detail: string,
+): Event {
+  const a = cmd.action;
+  return gatewayEvent(gatewayId, `${cmd.sessionId}-undeliverable-${cmd.commandId}-${cmd.attempt}`, {
+    case: "commandUndeliverable",
+    value: {
+      commandId: cmd.commandId,
+      attempt: cmd.attempt,
+      nodeId: cmd.nodeId,
+      sessionId: cmd.sessionId,
+      gatewayId,
+      reason,
+      detail,
+      action: a.case === undefined ? CommandUndeliverable_Action.UNSPECIFIED : ACTIONS[a.case],
+      shardId: a.value?.shardId ?? "",
+      replicaId: a.case === "start" ? a.value.replicaId : cmd.replicaId,
+      passSeq: BigInt(passSeq),
+    },
+  });
+}
+
+const ACTIONS = {
+  start: CommandUndeliverable_Action.START,
+  stop: CommandUndeliverable_Action.STOP,
+  drain: CommandUndeliverable_Action.DRAIN,
+} as const satisfies Record<NonNullable<Command["action"]["case"]>, CommandUndeliverable_Action>;

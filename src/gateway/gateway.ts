@@ -62,7 +62,7 @@ export class Gateway implements SessionHost {
     readonly logger: Logger,
   ) {
     this.#watch = new SessionsWatch(this.registry);
-    this.#relay = new CommandRelay(this.registry, metrics, logger, config.id);
+    this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -211,6 +211,7 @@ export class Gateway implements SessionHost {
 
   release(s: AgentSession): void {
     this.registry.remove(s);
+    this.#relay.sessionEnded(s);
   }
 
   /**

@@ -43,7 +43,7 @@ export class GatewayMetrics {
   });
   readonly commandsDropped = new Counter({
     name: "llmgw_gateway_commands_dropped_total",
-    help: "Commands not relayed, by reason (not_held: another gateway or an older session holds the node)",
+    help: "Commands not relayed, by reason (not_held: another gateway holds the session; session_closed, session_closing, queue_full: a session this gateway held, reported in the log as undeliverable)",
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });

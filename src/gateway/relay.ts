@@ -2,25 +2,52 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type ControlMessage, ControlMessageSchema } from "../gen/llmgw/v1/agent_pb.js";
-import { type Command, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
+import {
+  type Command,
+  CommandUndeliverable_Reason,
+  type Event,
+  SessionClosed_Reason,
+} from "../gen/llmgw/v1/events_pb.js";
 import type { LogRecord } from "../log/index.js";
+import { EndedSessions } from "./ended-sessions.js";
+import { commandUndeliverable } from "./events.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { SessionRegistry } from "./registry.js";
+import type { AgentSession } from "./session.js";
+
+/** How the relay records an undeliverable command; it never waits for the append. */
+export type AppendEvent = (e: Event) => Promise<unknown>;
+
+/** Command id and attempt of the newest undeliverable reports, so each is written once. */
+const REPORTED_MAX = 10_000;
 
 /**
- * Relays the reconciler's commands (DESIGN §3.4). Each pass in the log
- * carries commands addressed to a node and a session; a command goes to
- * that session's stream if this gateway holds it, and is dropped (and
- * counted) otherwise: another gateway holds it, or the session is gone and
- * the reconciler re-plans for the next one.
+ * Relays the reconciler's commands (docs/gateway.md, "Command relay" and
+ * "Undeliverable commands"). Each pass in the log carries commands
+ * addressed to a node and a session; a command goes to that session's
+ * stream if this gateway holds it. A command for a session this gateway held but cannot deliver to (it
+ * ended, is ending, or its send queue is full) is reported in the log at
+ * once (CommandUndeliverable), so the reconciler re-plans without waiting
+ * for the command's deadline. A command for a session this gateway never
+ * held is dropped (and counted): another gateway holds it.
  */
 export class CommandRelay {
+  readonly #ended = new EndedSessions();
+  readonly #reported = new Set<string>();
+
   constructor(
     private readonly registry: SessionRegistry,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
     private readonly gatewayId: string,
+    private readonly append: AppendEvent,
   ) {}
+
+  /** A session this gateway held has ended: commands still addressed to it are reported, not dropped. */
+  sessionEnded(s: Pick<AgentSession, "sessionId" | "nodeId" | "closeDetail">): void {
+    if (s.sessionId === "") return;
+    this.#ended.add(s.sessionId, { nodeId: s.nodeId, detail: s.closeDetail, endedAtMs: Date.now() });
+  }
 
   onRecord(r: LogRecord): void {
     const body = r.event.body;
@@ -59,18 +86,82 @@ export class CommandRelay {
       return;
     }
     const s = this.registry.get(cmd.sessionId);
-    if (!s || s.nodeId !== cmd.nodeId || s.closing) {
-      this.metrics.commandsDropped.inc({ reason: "not_held" });
+    if (!s || s.nodeId !== cmd.nodeId) {
+      const ended = this.#ended.get(cmd.sessionId, Date.now());
+      if (ended && ended.nodeId === cmd.nodeId) {
+        const why = `session ${cmd.sessionId} of ${cmd.nodeId} ended on gateway ${this.gatewayId}`;
+        this.#undeliverable(cmd, passSeq, SESSION_CLOSED, ended.detail ? `${why}: ${ended.detail}` : why);
+      } else this.metrics.commandsDropped.inc({ reason: "not_held" });
       return;
     }
-    if (s.send(msg)) {
-      this.metrics.commandsRelayed.inc();
-      this.logger.debug({ command: cmd.commandId, node: cmd.nodeId, passSeq }, "command relayed");
-    } else {
-      this.metrics.commandsDropped.inc({ reason: "stream_closing" });
+    const closing = (detail: string) =>
+      `session ${cmd.sessionId} of ${cmd.nodeId} is closing on gateway ${this.gatewayId}${detail ? `: ${detail}` : ""}`;
+    if (s.closing) {
+      this.#undeliverable(cmd, passSeq, SESSION_CLOSING, closing(s.closeDetail));
+      return;
+    }
+    const r = s.deliver(msg);
+    switch (r) {
+      case "queued":
+        this.metrics.commandsRelayed.inc();
+        this.logger.debug({ command: cmd.commandId, node: cmd.nodeId, passSeq }, "command relayed");
+        return;
+      case "full":
+        this.#undeliverable(cmd, passSeq, QUEUE_FULL, s.closeDetail || "the agent's send queue is full");
+        return;
+      case "closed":
+        this.#undeliverable(cmd, passSeq, SESSION_CLOSING, closing(s.closeDetail));
+        return;
+      default: {
+        const never: never = r;
+        void never;
+      }
     }
   }
+
+  /** Records once per command id and attempt that `cmd` cannot be delivered, and counts it. */
+  #undeliverable(cmd: Command, passSeq: number, reason: CommandUndeliverable_Reason, detail: string): void {
+    const label = REASON_LABEL[reason];
+    this.metrics.commandsDropped.inc({ reason: label });
+    const key = `${cmd.commandId}\u0000${cmd.attempt}`;
+    if (this.#reported.has(key)) return;
+    this.#reported.add(key);
+    if (this.#reported.size > REPORTED_MAX) {
+      const oldest = this.#reported.values().next().value;
+      if (oldest !== undefined) this.#reported.delete(oldest);
+    }
+    this.logger.info(
+      {
+        command: cmd.commandId,
+        attempt: cmd.attempt,
+        node: cmd.nodeId,
+        session: cmd.sessionId,
+        passSeq,
+        reason: label,
+      },
+      `command undeliverable: ${detail}`,
+    );
+    this.append(commandUndeliverable(this.gatewayId, cmd, passSeq, reason, detail)).catch((err: unknown) => {
+      // The command's deadline is the fallback: the reconciler learns of it then.
+      this.logger.warn(
+        { command: cmd.commandId, err: (err as Error).message },
+        "command-undeliverable event not appended",
+      );
+    });
+  }
 }
+
+const SESSION_CLOSED = CommandUndeliverable_Reason.SESSION_CLOSED;
+const SESSION_CLOSING = CommandUndeliverable_Reason.SESSION_CLOSING;
+const QUEUE_FULL = CommandUndeliverable_Reason.QUEUE_FULL;
+
+/** The metric label of each reason (llmgw_gateway_commands_dropped_total). */
+const REASON_LABEL: Record<CommandUndeliverable_Reason, string> = {
+  [CommandUndeliverable_Reason.UNSPECIFIED]: "undeliverable",
+  [SESSION_CLOSED]: "session_closed",
+  [SESSION_CLOSING]: "session_closing",
+  [QUEUE_FULL]: "queue_full",
+};
 
 function controlMessageFor(cmd: Command): ControlMessage | undefined {
   const a = cmd.action;

@@ -9,7 +9,7 @@ import {
   type Register,
 } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
-import { invalidIdReason, isLogError } from "../log/index.js";
+import { invalidNodeIdReason, isLogError } from "../log/index.js";
 import type { GatewayConfig } from "./config.js";
 import { gatewayEvent, sessionClosed, sessionEventId, sessionOpened } from "./events.js";
 import { peerKey, resetKey } from "./identity.js";
@@ -23,7 +23,7 @@ import {
   shardStatusProblem,
 } from "./registration.js";
 import { UsageTracker } from "./usage.js";
-import { StreamWriter } from "./writer.js";
+import { type PushResult, StreamWriter } from "./writer.js";
 
 /** What a session needs from its gateway. */
 export interface SessionHost {
@@ -161,9 +161,19 @@ export class AgentSession {
    * reading: it is disconnected (SLOW_CONSUMER) rather than buffered for.
    */
   send(msg: ControlMessage): boolean {
+    return this.deliver(msg) === "queued";
+  }
+
+  /** `send`, saying why a message was not queued: the queue was full, or the stream is ending. */
+  deliver(msg: ControlMessage): PushResult {
     const r = this.#writer.push(msg);
     if (r === "full") this.#slowConsumer();
-    return r === "queued";
+    return r;
+  }
+
+  /** Why the session is ending ("" while it is not). */
+  get closeDetail(): string {
+    return this.#closing?.detail ?? "";
   }
 
   #slowConsumer(): void {
@@ -226,7 +236,7 @@ export class AgentSession {
       );
     }
     const reg = msg.value;
-    const bad = invalidIdReason(reg.nodeId, "node_id");
+    const bad = invalidNodeIdReason(reg.nodeId, "node_id");
     if (bad) throw new ConnectError(bad, Code.InvalidArgument);
     const identity = this.#identify(reg.nodeId);
     this.nodeId = reg.nodeId;

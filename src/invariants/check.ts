@@ -12,12 +12,14 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { GpuPlacementRule } from "./gpus.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
 import type { AckedMessage, CheckedEvent, Violation } from "./types.js";
+import { UndeliverableRule } from "./undeliverable.js";
 
 export interface CheckOptions {
   /** Messages the agents saw acknowledged (their own record); each must be in the log once. */
@@ -52,6 +54,8 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
   const gpus = new GpuPlacementRule();
+  const undeliverable = new UndeliverableRule();
+  const failureReasons = new FailureReasonRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -74,8 +78,10 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     stored.observe(r);
     fencing.observe(r);
     slots.observe(r, state);
+    failureReasons.observe(r, state);
     sessions.observe(r);
     gpus.observe(r);
+    undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
     gpus.recordAfter(r, state);
@@ -95,6 +101,8 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...sessions.violations,
     ...fencing.violations,
     ...gpus.violations,
+    ...undeliverable.violations,
+    ...failureReasons.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

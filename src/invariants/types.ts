@@ -14,6 +14,8 @@ export const RULES = [
   "one-current-session",
   "fencing",
   "command-to-stale-session",
+  "command-undeliverable",
+  "failure-reason",
   "acked-lost",
   "stored-twice",
   "replay-determinism",

@@ -78,6 +78,7 @@ export function subjectFor(subjects: Subjects, event: Event): string {
     case "gatewayStarted":
     case "gatewayDraining":
     case "gatewayStopped":
+    case "commandUndeliverable":
       return subjects.gateway(body.value.gatewayId);
     case "catalogChanged":
       return subjects.catalog;

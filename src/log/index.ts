@@ -13,6 +13,14 @@ export {
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
+export {
+  invalidNodeIdReason,
+  NODE_ID_MAX_LABEL,
+  NODE_ID_MAX_LENGTH,
+  NODE_ID_RULE,
+  nodeIdFromToken,
+  nodeIdToken,
+} from "./node-id.js";
 export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 export {

@@ -1,8 +1,10 @@
 /**
- * The subject layout of the log (DESIGN §2). One writer family per subject.
- * Ids that become subject tokens are validated first: a dot, a wildcard or a
- * space in a node id must never create a new subject.
+ * The subject layout of the log (docs/ARCHITECTURE.md, "The log"). One writer family per subject.
+ * Ids that become subject tokens are validated first: a wildcard or a space
+ * in an id must never create a new subject. Node ids are DNS names and go in
+ * encoded (node-id.ts), so their dots never become subject levels.
  */
+import { nodeIdToken } from "./node-id.js";
 
 export const DEFAULT_STREAM = "LLMGW";
 export const DEFAULT_PREFIX = "llmgw.evt";
@@ -40,13 +42,13 @@ export class Subjects {
     return `${this.prefix}.>`;
   }
   session(nodeId: string): string {
-    return `${this.prefix}.session.${token(nodeId)}`;
+    return `${this.prefix}.session.${nodeIdToken(nodeId)}`;
   }
   get sessions(): string {
     return `${this.prefix}.session.*`;
   }
   node(nodeId: string): string {
-    return `${this.prefix}.node.${token(nodeId)}`;
+    return `${this.prefix}.node.${nodeIdToken(nodeId)}`;
   }
   gateway(gatewayId: string): string {
     return `${this.prefix}.gateway.${token(gatewayId)}`;
@@ -55,7 +57,7 @@ export class Subjects {
     return `${this.prefix}.catalog`;
   }
   operator(nodeId: string): string {
-    return `${this.prefix}.operator.${token(nodeId)}`;
+    return `${this.prefix}.operator.${nodeIdToken(nodeId)}`;
   }
   get reconciler(): string {
     return `${this.prefix}.reconciler`;

@@ -73,6 +73,15 @@ export function describeEvent(event: Event): DescribedEvent {
       return out(b.case, `gateway ${b.value.gatewayId} draining`);
     case "gatewayStopped":
       return out(b.case, `gateway ${b.value.gatewayId} stopped`);
+    case "commandUndeliverable": {
+      const v = b.value;
+      nodes.add(v.nodeId);
+      if (v.replicaId) replicas.add(v.replicaId);
+      return out(
+        b.case,
+        `gateway ${v.gatewayId} could not deliver command ${v.commandId} to ${v.nodeId}${reason(v.detail)}`,
+      );
+    }
     case "catalogChanged": {
       const models = b.value.catalog?.models ?? [];
       return out(
@@ -158,6 +167,10 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
     case "duplicateStopped":
       replicas.add(k.value.replicaId);
       nodes.add(k.value.nodeId);
+      return;
+    case "undeliverableHandled":
+      nodes.add(k.value.nodeId);
+      if (k.value.replicaId) replicas.add(k.value.replicaId);
       return;
     case "shardsAdopted":
       nodes.add(k.value.nodeId);

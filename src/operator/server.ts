@@ -116,7 +116,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       const e =
         err.code === "FST_ERR_MAX_PARAM_LENGTH"
           ? invalid(
-              `a path segment is longer than ${MAX_PATH_SEGMENT} characters; node ids have at most 64, replica ids at most 128`,
+              `a path segment is longer than ${MAX_PATH_SEGMENT} characters; node ids have at most 253, replica ids at most 128`,
             )
           : invalid(`the URL cannot be read: ${err.message}`);
       void (reply as unknown as FastifyReply).status(e.status).send(e.body());

@@ -3,7 +3,15 @@
  * an operator asks first (which GPUs hold which replica, on which nodes a
  * replica runs). Pure functions of a FleetState.
  */
-import type { FleetState, GpuFault, NodeState, ReplicaState, ShardState } from "../projections/index.js";
+import {
+  type FleetState,
+  type GpuFault,
+  isReady,
+  type NodeState,
+  type ReplicaState,
+  readyCounts,
+  type ShardState,
+} from "../projections/index.js";
 
 export interface GpuView {
   index: number;
@@ -46,6 +54,22 @@ export interface NodeView {
 export interface ReplicaView extends ReplicaState {
   /** Nodes of its shards, in rank order. */
   nodeIds: string[];
+  /** Every shard reports RUNNING and none is draining or stopping: it counts as capacity. */
+  ready: boolean;
+}
+
+/** One model's capacity: replicas ready against the catalog's desired count. */
+export interface ModelReadiness {
+  model: string;
+  ready: number;
+  desired: number;
+}
+
+/** Per model, by name: ready/desired (a model gone from the catalog but still holding replicas has desired 0). */
+export function modelReadiness(state: FleetState): ModelReadiness[] {
+  return Object.entries(readyCounts(state.replicas))
+    .map(([model, c]) => ({ model, ...c }))
+    .sort((a, b) => cmp(a.model, b.model));
 }
 
 /** A shard holds its GPUs until it is both meant to stop and reported gone. */
@@ -137,7 +161,7 @@ export function replicaView(r: ReplicaState): ReplicaView {
   for (const s of [...copy.shards].sort((a, b) => a.rank - b.rank)) {
     if (!nodeIds.includes(s.nodeId)) nodeIds.push(s.nodeId);
   }
-  return { ...copy, nodeIds };
+  return { ...copy, nodeIds, ready: isReady(r) };
 }
 
 /** Every replica, by model then id. */

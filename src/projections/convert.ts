@@ -112,6 +112,9 @@ export function profileFrom(p: Profile): ProfileSpec {
     nodeLabels: sortedRecord(p.nodeLabels),
     engineArgs: [...p.engineArgs],
     engineEnv: sortedRecord(p.engineEnv),
+    startTimeoutMs: p.startTimeoutMs,
+    readyTimeoutMs: p.readyTimeoutMs,
+    startAttempts: p.startAttempts,
   };
 }
 

@@ -15,9 +15,14 @@ import type { FleetState } from "./state.js";
  * 4 — replicas record when their drain started (drainStartedMs);
  * 5 — commands of a session that ended (closed, superseded or expired) are
  *     dropped rather than kept for ever;
- * 6 — GPUs record faults reported by heartbeats and operator cordons.
+ * 6 — shards record lifecycle facts (fault, start attempts and due time,
+ *     STARTING since, last output), replicas their last failure, profiles
+ *     their deadline overrides; failures count from ReplicaFailed decisions;
+ *     commands a gateway reported undeliverable wait in `undeliverable`
+ *     until a pass handles them; a restated drain keeps its start time;
+ * 7 — GPUs record faults reported by heartbeats and operator cordons.
  */
-export const FLEET_SCHEMA_VERSION = 6;
+export const FLEET_SCHEMA_VERSION = 7;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

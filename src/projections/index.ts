@@ -3,6 +3,7 @@ export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialF
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
-export { evolveReplicas, initialReplicas } from "./replicas.js";
+export { isReady, readyCounts } from "./ready.js";
+export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { canonicalJson } from "./serialize.js";
 export * from "./state.js";

@@ -290,6 +290,9 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       }
       return state;
     }
+    case "commandUndeliverable":
+      // The session's end is the SessionClosed that follows; the replicas fold keeps the command.
+      return state;
     case undefined:
       // An event kind from a newer version: nothing this version can fold.
       return state;

@@ -7,7 +7,7 @@
  * a failed shard, a lost node or an expired command is the reconciler's next
  * pass, which reads this state.
  */
-import type { Event, ReconcilePass } from "../gen/llmgw/v1/events_pb.js";
+import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { modelFrom, shardStateName } from "./convert.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
@@ -20,6 +20,7 @@ import {
   type ReplicasState,
   type ShardState,
 } from "./state.js";
+import { foldUndeliverable } from "./undeliverable.js";
 
 export function initialReplicas(): ReplicasState {
   return {
@@ -27,6 +28,7 @@ export function initialReplicas(): ReplicasState {
     replicas: {},
     commands: {},
     failures: {},
+    undeliverable: {},
     cooldowns: {},
     lastPass: null,
     passes: 0,
@@ -48,8 +50,64 @@ function newReplica(replicaId: string, model: string, seq: number): ReplicaState
     drainStartedMs: 0,
     restarts: 0,
     backoffUntilMs: 0,
+    lastFailure: null,
     lastChangeSeq: seq,
   };
+}
+
+/** A shard as a pass places or adopts it: no reports, no fault, no start sent yet. */
+function newShard(
+  init: Pick<ShardState, "shardId" | "rank" | "nodeId" | "sessionId" | "gpuIndices" | "state" | "adopted">,
+  seq: number,
+): ShardState {
+  return {
+    ...init,
+    gpuIndices: [...init.gpuIndices],
+    desired: "running",
+    lastError: "",
+    exitCode: 0,
+    lastOutput: "",
+    fault: null,
+    startCommandId: "",
+    startAttempts: 0,
+    startDueMs: 0,
+    startingSinceMs: 0,
+    lastChangeSeq: seq,
+  };
+}
+
+const FAILURE_REASONS: Record<ReplicaFailed_Reason, string> = {
+  [ReplicaFailed_Reason.UNSPECIFIED]: "unspecified",
+  [ReplicaFailed_Reason.SHARD_FAILED]: "shard-failed",
+  [ReplicaFailed_Reason.UNREQUESTED_STOP]: "unrequested-stop",
+  [ReplicaFailed_Reason.START_REFUSED]: "start-refused",
+  [ReplicaFailed_Reason.START_TIMEOUT]: "start-timeout",
+  [ReplicaFailed_Reason.READY_TIMEOUT]: "ready-timeout",
+  [ReplicaFailed_Reason.INCOMPLETE]: "incomplete",
+  [ReplicaFailed_Reason.UNDELIVERABLE]: "undeliverable",
+};
+
+/** The reason's name, for state and people; a reason added later reads as "unspecified". */
+export function failureReasonName(r: ReplicaFailed_Reason): string {
+  return FAILURE_REASONS[r] ?? "unspecified";
+}
+
+/**
+ * Failures that say something about the model on that node (it would not
+ * start, serve or stay up there) count toward the model×node cooldown. A
+ * lost node, an incomplete adoption or a session that went away do not.
+ */
+function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
+  switch (r) {
+    case ReplicaFailed_Reason.SHARD_FAILED:
+    case ReplicaFailed_Reason.UNREQUESTED_STOP:
+    case ReplicaFailed_Reason.START_REFUSED:
+    case ReplicaFailed_Reason.START_TIMEOUT:
+    case ReplicaFailed_Reason.READY_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
 }
 
 function replicaFor(state: ReplicasState, replicaId: string, model: string, seq: number): ReplicaState {
@@ -91,11 +149,23 @@ export function evolveReplicas(
       if (!r || !shard) return state;
       shard.state = shardStateName(st.state);
       shard.lastChangeSeq = meta.seq;
-      if (shard.state === "failed") {
+      if (st.lastOutput !== "") shard.lastOutput = st.lastOutput;
+      // Any report means the start took: the start deadline no longer applies.
+      shard.startDueMs = 0;
+      if (shard.state === "starting" && shard.startingSinceMs === 0) shard.startingSinceMs = meta.timeMs;
+      if (shard.state === "failed" || shard.state === "stopped") {
         shard.lastError = st.error;
         shard.exitCode = st.exitCode;
-        const key = cooldownKey(r.model, v.nodeId);
-        state.failures[key] = (state.failures[key] ?? 0) + 1;
+        // Wanted running and gone on its own: the next pass fails the replica.
+        if (shard.desired === "running" && shard.fault === null) {
+          shard.fault =
+            shard.state === "failed"
+              ? { kind: "failed", message: st.error || `exit code ${st.exitCode}` }
+              : {
+                  kind: "unrequested-stop",
+                  message: `stopped without being asked (exit code ${st.exitCode}${st.error ? `: ${st.error}` : ""})`,
+                };
+        }
       }
       r.lastChangeSeq = meta.seq;
       refreshPhase(r);
@@ -113,12 +183,23 @@ export function evolveReplicas(
         if (shard) {
           shard.lastError = res.error;
           shard.lastChangeSeq = meta.seq;
+          // A refused start will never come up: no waiting for its deadline.
+          if (
+            cmd.kind === "start" &&
+            shard.desired === "running" &&
+            shard.state === "pending" &&
+            !shard.fault
+          )
+            shard.fault = { kind: "start-refused", message: res.error || "refused without a reason" };
         }
       }
       return state;
     }
     case "reconcilePass":
       foldPass(state, body.value, meta);
+      return state;
+    case "commandUndeliverable":
+      foldUndeliverable(state, body.value, meta);
       return state;
     case "sessionOpened":
       // The node's earlier sessions are superseded: their commands can no
@@ -188,20 +269,19 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         r.phase = "placed";
         r.pendingReason = "";
         forgetShards(state.replicas, r);
-        r.shards = v.shards.map(
-          (s): ShardState => ({
-            shardId: s.shardId,
-            rank: s.rank,
-            nodeId: s.nodeId,
-            sessionId: s.sessionId,
-            gpuIndices: [...s.gpuIndices],
-            state: "pending",
-            desired: "running",
-            adopted: false,
-            lastError: "",
-            exitCode: 0,
-            lastChangeSeq: meta.seq,
-          }),
+        r.shards = v.shards.map((s) =>
+          newShard(
+            {
+              shardId: s.shardId,
+              rank: s.rank,
+              nodeId: s.nodeId,
+              sessionId: s.sessionId,
+              gpuIndices: s.gpuIndices,
+              state: "pending",
+              adopted: false,
+            },
+            meta.seq,
+          ),
         );
         recordShards(state.replicas, r);
         r.lastChangeSeq = meta.seq;
@@ -219,19 +299,18 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
           const r = replicaFor(state, a.replicaId, a.model, meta.seq);
           if (r.profile === "") r.profile = a.profile;
           if (r.phase === "pending") r.phase = "placed";
-          const shard: ShardState = {
-            shardId: a.shardId,
-            rank: a.rank,
-            nodeId: v.nodeId,
-            sessionId: v.sessionId,
-            gpuIndices: [...a.gpuIndices],
-            state: "running",
-            desired: "running",
-            adopted: true,
-            lastError: "",
-            exitCode: 0,
-            lastChangeSeq: meta.seq,
-          };
+          const shard = newShard(
+            {
+              shardId: a.shardId,
+              rank: a.rank,
+              nodeId: v.nodeId,
+              sessionId: v.sessionId,
+              gpuIndices: a.gpuIndices,
+              state: "running",
+              adopted: true,
+            },
+            meta.seq,
+          );
           forgetShards(state.replicas, r);
           const i = r.shards.findIndex((s) => s.shardId === a.shardId);
           if (i >= 0) r.shards[i] = shard;
@@ -254,9 +333,11 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
       case "replicaDrainStarted": {
         const r = state.replicas[k.value.replicaId];
         if (!r) break;
+        // A drain restated (a shard re-adopted mid-drain) keeps its start: the
+        // deadline the agents were told does not move.
+        if (r.phase !== "draining") r.drainStartedMs = Number(pass.nowUnixMs);
         r.phase = "draining";
         r.drainReason = k.value.reason;
-        r.drainStartedMs = Number(pass.nowUnixMs);
         if (k.value.replacementId) r.replacedBy = k.value.replacementId;
         for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
         r.lastChangeSeq = meta.seq;
@@ -264,8 +345,22 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
       }
       case "replicaFailed": {
         // Its shards are gone or being stopped; the replica waits to be placed again.
-        const r = state.replicas[k.value.replicaId];
+        const v = k.value;
+        const r = state.replicas[v.replicaId];
         if (!r) break;
+        r.lastFailure = {
+          reason: failureReasonName(v.reason),
+          message: v.error,
+          nodeId: v.nodeId,
+          shardId: v.shardId,
+          exitCode: v.exitCode,
+          lastOutput: v.lastOutput,
+          seq: meta.seq,
+        };
+        if (v.nodeId !== "" && countsTowardCooldown(v.reason)) {
+          const key = cooldownKey(r.model, v.nodeId);
+          state.failures[key] = (state.failures[key] ?? 0) + 1;
+        }
         forgetShards(state.replicas, r);
         r.shards = [];
         r.phase = "pending";
@@ -295,6 +390,9 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);
+        break;
+      case "undeliverableHandled":
+        delete state.undeliverable[k.value.commandId];
         break;
       case "commandReissued":
       case "shardUnclaimed":
@@ -331,12 +429,18 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
       issuedSeq: meta.seq,
       deadlineMs: Number(c.deadlineUnixMs),
     };
-    if (kind !== "start") {
-      const shard = state.replicas[replicaId]?.shards.find((s) => s.shardId === shardId);
-      if (shard) {
-        shard.desired = kind === "stop" ? "stopped" : "draining";
-        shard.lastChangeSeq = meta.seq;
+    const shard = state.replicas[replicaId]?.shards.find((s) => s.shardId === shardId);
+    if (!shard) continue;
+    if (kind === "start") {
+      // Each send of a start (re-sends keep the id) restarts the wait for STARTING.
+      if (shard.state === "pending") {
+        shard.startCommandId = c.commandId;
+        shard.startAttempts = c.attempt;
+        shard.startDueMs = Number(c.deadlineUnixMs);
       }
+    } else {
+      shard.desired = kind === "stop" ? "stopped" : "draining";
+      shard.lastChangeSeq = meta.seq;
     }
   }
 }

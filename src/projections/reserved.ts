@@ -44,6 +44,14 @@ export function namesReservedKey(event: Event): boolean {
     case "gatewayDraining":
     case "gatewayStopped":
       return reserved(b.value.gatewayId);
+    case "commandUndeliverable":
+      return reserved(
+        b.value.nodeId,
+        b.value.gatewayId,
+        b.value.commandId,
+        b.value.replicaId,
+        b.value.shardId,
+      );
     case "catalogChanged":
     case "reconcilePass":
     case undefined:

@@ -130,6 +130,10 @@ export interface ProfileSpec {
   nodeLabels: Record<string, string>;
   engineArgs: string[];
   engineEnv: Record<string, string>;
+  /** Per-profile overrides of the reconciler's lifecycle deadlines; 0 = its default. */
+  startTimeoutMs: number;
+  readyTimeoutMs: number;
+  startAttempts: number;
 }
 
 export interface ModelSpec {
@@ -172,14 +176,49 @@ export interface ShardState {
   adopted: boolean;
   lastError: string;
   exitCode: number;
+  /** The last lines the engine printed, as last reported. */
+  lastOutput: string;
+  /**
+   * A fact that makes the shard unable to serve although it is wanted
+   * running: the agent refused its start, or it stopped or failed on its own.
+   * Recorded by the fold; the reconciler's next pass fails the replica.
+   */
+  fault: ShardFault | null;
+  /** The start command this shard was placed with ("" for an adopted shard). */
+  startCommandId: string;
+  /** Sends of that start command so far. */
+  startAttempts: number;
+  /** STARTING is due by then (ms); 0 once it was reported (or for an adopted shard). */
+  startDueMs: number;
+  /** When the shard first reported STARTING (stream time, ms); 0 otherwise. The ready timeout counts from it. */
+  startingSinceMs: number;
   /** Sequence of the last report or decision about this shard. */
   lastChangeSeq: number;
+}
+
+/** Why a wanted shard cannot serve, as the fold saw it. */
+export interface ShardFault {
+  kind: "start-refused" | "failed" | "unrequested-stop";
+  message: string;
+}
+
+/** Why a replica last failed, kept after its shards are gone so operators can see it. */
+export interface ReplicaFailure {
+  /** ReplicaFailed.Reason in lower-case words ("start-timeout", "ready-timeout", ...). */
+  reason: string;
+  message: string;
+  nodeId: string;
+  shardId: string;
+  exitCode: number;
+  lastOutput: string;
+  /** Sequence of the pass that failed it. */
+  seq: number;
 }
 
 /**
  * - pending: wanted, not placed (no fit, backoff or cooldown).
  * - placed: shards assigned and start commands sent; not all running yet.
- * - running: every shard reports running.
+ * - running: every shard reports running — the replica is ready: only these count as capacity.
  * - draining: being replaced or scaled down; shards drain then stop.
  */
 export type ReplicaPhase = "pending" | "placed" | "running" | "draining";
@@ -206,6 +245,8 @@ export interface ReplicaState {
   restarts: number;
   /** No new start before this time (ms); 0 = none. */
   backoffUntilMs: number;
+  /** The last failure, or null when it never failed. */
+  lastFailure: ReplicaFailure | null;
   lastChangeSeq: number;
 }
 
@@ -222,6 +263,28 @@ export interface CommandState {
   issuedSeq: number;
   /** A result is expected by then (ms). */
   deadlineMs: number;
+}
+
+/** Why a gateway could not deliver a command (CommandUndeliverable.Reason). */
+export type UndeliverableReason = "session-closed" | "session-closing" | "queue-full" | "unspecified";
+
+/**
+ * A command the gateway holding its session could not deliver, kept until a
+ * reconcile pass handles it (an UndeliverableHandled decision removes it).
+ */
+export interface UndeliverableState {
+  commandId: string;
+  attempt: number;
+  kind: CommandKind;
+  nodeId: string;
+  sessionId: string;
+  gatewayId: string;
+  shardId: string;
+  replicaId: string;
+  reason: UndeliverableReason;
+  detail: string;
+  /** Sequence of the CommandUndeliverable event. */
+  seq: number;
 }
 
 export interface CooldownState {
@@ -243,6 +306,8 @@ export interface ReplicasState {
   replicas: Record<string, ReplicaState>;
   /** Commands sent and not yet answered. */
   commands: Record<string, CommandState>;
+  /** Commands reported undeliverable and not yet handled by a pass, by command id. */
+  undeliverable: Record<string, UndeliverableState>;
   /** Failures of a model on a node, keyed `<model>@<node>`, counted from shard reports. */
   failures: Record<string, number>;
   /** Model/node pairs placement avoids, keyed `<model>@<node>`. */

@@ -19,7 +19,15 @@ import type { SimConfig } from "./config.js";
 import type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
 import { zeroCounters } from "./events.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
-import { CRASH_ERROR, CRASH_EXIT_CODE, oomError, type ShardFault, xidProblem } from "./faults.js";
+import {
+  CRASH_ERROR,
+  CRASH_EXIT_CODE,
+  oomError,
+  REFUSE_START_ERROR,
+  type ShardFault,
+  UNASKED_EXIT_OUTPUT,
+  xidProblem,
+} from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
 import { Outbox } from "./outbox.js";
 import type { Rng } from "./rng.js";
@@ -34,7 +42,8 @@ export interface SimShard {
   profile: string;
   gpuIndices: number[];
   state: State;
-  fault: ShardFault | undefined;
+  /** The fault of a shard whose engine was launched (refused and never-started ones never get here). */
+  fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
 }
 
 export interface AgentOptions {
@@ -441,7 +450,13 @@ export class SimAgent {
     }
   }
 
-  private result(command: "start" | "stop" | "drain", commandId: string, shardId: string, error?: string) {
+  private result(
+    command: "start" | "stop" | "drain",
+    commandId: string,
+    shardId: string,
+    error?: string,
+    received: { deadlineUnixMs?: number } = {},
+  ) {
     const ok = error === undefined;
     this.send({ msg: { case: "result", value: { commandId, ok, error: error ?? "" } } });
     this.opts.emit({
@@ -452,6 +467,7 @@ export class SimAgent {
       shardId,
       ok,
       ...(error === undefined ? {} : { error }),
+      ...received,
     });
   }
 
@@ -472,6 +488,16 @@ export class SimAgent {
       this.result("start", cmd.commandId, cmd.shardId, why);
       return;
     }
+    const fault = this.opts.faults.shardFault();
+    if (fault === "refuse-start") {
+      this.result("start", cmd.commandId, cmd.shardId, REFUSE_START_ERROR);
+      return;
+    }
+    if (fault === "never-starting") {
+      // Acknowledged, and then nothing: the engine process never came up.
+      this.result("start", cmd.commandId, cmd.shardId);
+      return;
+    }
     const shard: SimShard = {
       shardId: cmd.shardId,
       replicaId: cmd.replicaId,
@@ -479,7 +505,7 @@ export class SimAgent {
       profile: cmd.profile,
       gpuIndices: [...cmd.gpuIndices],
       state: State.STARTING,
-      fault: this.opts.faults.shardFault(),
+      fault,
     };
     this.shards.set(shard.shardId, shard);
     this.result("start", cmd.commandId, cmd.shardId);
@@ -504,6 +530,14 @@ export class SimAgent {
               exitCode: CRASH_EXIT_CODE,
               output: `${CRASH_ERROR}\nAborted (core dumped)`,
             }),
+          );
+        });
+        return;
+      case "exit-after-running":
+        this.after(shard, startDelayMs, () => {
+          this.transition(shard, State.RUNNING);
+          this.after(shard, crashAfterMs, () =>
+            this.finish(shard, State.STOPPED, { exitCode: 0, output: UNASKED_EXIT_OUTPUT }),
           );
         });
         return;
@@ -533,14 +567,25 @@ export class SimAgent {
       this.result("drain", cmd.commandId, cmd.shardId, `unknown shard ${JSON.stringify(cmd.shardId)}`);
       return;
     }
-    this.result("drain", cmd.commandId, cmd.shardId);
+    this.result("drain", cmd.commandId, cmd.shardId, undefined, {
+      deadlineUnixMs: Number(cmd.deadlineUnixMs),
+    });
     if (shard.state === State.DRAINING) return;
     this.clearShardTimers(shard.shardId);
     this.transition(shard, State.DRAINING);
+    // The reconciler stops the shard at the deadline anyway; an engine that
+    // honours it exits then, cutting off what is still in flight, and says so.
     const deadline = Number(cmd.deadlineUnixMs);
     const untilDeadline = deadline > 0 ? Math.max(0, deadline - Date.now()) : Number.POSITIVE_INFINITY;
-    this.after(shard, Math.min(this.config.drainMs, untilDeadline), () =>
-      this.finish(shard, State.STOPPED, { exitCode: 0 }),
+    if (untilDeadline >= this.config.drainMs) {
+      this.after(shard, this.config.drainMs, () => this.finish(shard, State.STOPPED, { exitCode: 0 }));
+      return;
+    }
+    this.after(shard, untilDeadline, () =>
+      this.finish(shard, State.STOPPED, {
+        exitCode: 0,
+        output: `INFO drain deadline ${new Date(deadline).toISOString()} passed with requests still in flight; exiting`,
+      }),
     );
   }
 

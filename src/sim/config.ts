@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { FAULT_NAMES, type FaultSpec, parseFaultSpec } from "./faults.js";
 import { H100 } from "./hardware.js";
-import { invalidNodeIdReason, nodeIds } from "./ids.js";
+import { fleetNodeIds, invalidNodeIdReason } from "./ids.js";
 
 /** Where `llmgw gateway` listens unless told otherwise. */
 export const DEFAULT_GATEWAY_PORT = 7443;
@@ -24,8 +24,10 @@ const Schema = z
     nodes: z.int().min(0).max(100_000).default(4),
     nodePrefix: z
       .string()
-      .regex(/^[A-Za-z0-9_-]{0,48}$/)
+      // Only the characters of a DNS name; whether <prefix>N is one is checked below, on the longest id.
+      .regex(/^[a-z0-9.-]{0,240}$/)
       .default("node-"),
+    nodeIds: z.array(z.string()).default([]),
     gpusPerNode: z.int().min(0).max(256).default(8),
     gpuProduct: z.string().min(1).max(128).default(H100.product),
     gpuMemoryMb: z.int().min(1024).max(4_194_304).default(H100.memoryMb),
@@ -78,7 +80,9 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   insecureDev: "true or false",
   certsDir: "a directory written by `llmgw certs`",
   nodes: "an integer from 0 to 100000",
-  nodePrefix: "up to 48 letters, digits, '-' or '_'",
+  nodeIds: "node ids (DNS names such as gpu-1.dc1.example.com), each once, besides <prefix>1..<prefix>N",
+  nodePrefix:
+    "up to 240 lower-case letters, digits, '-' or '.', such that <prefix>N is a DNS name (e.g. gpu- or dc1-rack4-gpu-)",
   gpusPerNode: "an integer from 0 to 256",
   gpuProduct: "a product name of 1 to 128 characters",
   gpuMemoryMb: "an integer number of MiB from 1024 to 4194304",
@@ -166,10 +170,18 @@ export function parseSimConfig(input: SimConfigInput): SimConfig {
     if (!c.insecureDev && scheme !== "https:")
       expect("gateways", `${url} is not https:// and insecureDev is not set (TLS is the default)`);
   }
-  const ids = nodeIds(c.nodes, c.nodePrefix);
-  const last = ids[ids.length - 1];
-  const idProblem = last === undefined ? undefined : invalidNodeIdReason(last);
+  const numbered = c.nodes > 0 ? `${c.nodePrefix}${c.nodes}` : undefined;
+  const idProblem = numbered === undefined ? undefined : invalidNodeIdReason(numbered);
   if (idProblem) expect("nodePrefix", idProblem);
+  const ids = fleetNodeIds(c);
+  // Each node is one agent with one certificate: an id named twice would be two agents fighting over one session.
+  const seen = new Set(ids.slice(0, ids.length - c.nodeIds.length));
+  for (const id of c.nodeIds) {
+    const why = invalidNodeIdReason(id);
+    if (why) expect("nodeIds", why);
+    else if (seen.has(id)) expect("nodeIds", `${JSON.stringify(id)} is in the fleet twice`);
+    seen.add(id);
+  }
 
   const nvlinkDomainSize = c.nvlinkDomainSize ?? c.gpusPerNode;
   if (

@@ -16,6 +16,8 @@ export type SimEvent =
       shardId: string;
       ok: boolean;
       error?: string;
+      /** A drain's deadline as received (ms since the epoch; 0: none given). */
+      deadlineUnixMs?: number;
     }
   | { type: "status"; nodeId: string; shardId: string; state: ShardStateName; sent: boolean; error?: string }
   | { type: "problem"; nodeId: string; problem: string }

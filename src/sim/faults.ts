@@ -3,7 +3,14 @@
  * to a started shard; node faults change what the node itself reports.
  */
 
-export const SHARD_FAULTS = ["fail", "crash-loop", "hang"] as const;
+export const SHARD_FAULTS = [
+  "fail",
+  "crash-loop",
+  "hang",
+  "refuse-start",
+  "never-starting",
+  "exit-after-running",
+] as const;
 export const NODE_FAULTS = ["leak", "partition", "xid"] as const;
 export const FAULT_NAMES = [...SHARD_FAULTS, ...NODE_FAULTS] as const;
 
@@ -12,7 +19,12 @@ export type NodeFault = (typeof NODE_FAULTS)[number];
 export type FaultName = (typeof FAULT_NAMES)[number];
 
 /** Other names operators reach for first. */
-const ALIASES: Record<string, FaultName> = { oom: "fail", crashloop: "crash-loop" };
+const ALIASES: Record<string, FaultName> = {
+  oom: "fail",
+  crashloop: "crash-loop",
+  "crash-after-running": "crash-loop",
+  "stuck-starting": "hang",
+};
 
 /** One `--fault` entry: a fault for every node (subject to the fault rate) or for one node. */
 export interface FaultSpec {
@@ -54,6 +66,14 @@ export function oomError(
   ].join("\n");
   return { error, output };
 }
+
+/** Why an agent refuses a start (`refuse-start`): the engine cannot even be launched. */
+export const REFUSE_START_ERROR =
+  "cannot launch engine: image vllm/vllm-openai:v0.0.0-missing not found on this node";
+
+/** What an engine that exits cleanly on its own (`exit-after-running`) prints last. */
+export const UNASKED_EXIT_OUTPUT =
+  "INFO Shutting down: received SIGTERM from outside the agent\nINFO Engine exited";
 
 /** What a crash-looping engine leaves behind. */
 export const CRASH_ERROR = "engine exited unexpectedly: RuntimeError: NCCL error: unhandled system error";

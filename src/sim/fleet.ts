@@ -8,7 +8,7 @@ import { SimAgent } from "./agent.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
-import { nodeIds } from "./ids.js";
+import { fleetNodeIds } from "./ids.js";
 import { seededRng } from "./rng.js";
 import { loadTlsIdentity } from "./transport.js";
 
@@ -43,7 +43,7 @@ export class SimFleet {
     if (this.started) return;
     const c = this.config;
     const rng = seededRng(c.seed);
-    const ids = nodeIds(c.nodes, c.nodePrefix);
+    const ids = fleetNodeIds(c);
     const tls = c.insecureDev ? [] : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
     ids.forEach((nodeId, position) => {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));

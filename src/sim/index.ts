@@ -27,4 +27,4 @@ export {
 } from "./faults.js";
 export { type FleetSummary, formatSummary, SimFleet } from "./fleet.js";
 export { H100, type NodeHardware, nodeHardware } from "./hardware.js";
-export { invalidNodeIdReason, NODE_ID_PATTERN, nodeIds } from "./ids.js";
+export { fleetNodeIds, invalidNodeIdReason, NODE_ID_RULE, nodeIds } from "./ids.js";

@@ -554,8 +554,16 @@ describe("gateway: hostile and broken agents", () => {
       ["a wildcard", "gpu-*"],
       ["a full wildcard", "gpu->"],
       ["a lone >", ">"],
-      ["a dot", "gpu.evil"],
-      ["a subject of its own", "llmgw.evt.catalog"],
+      ["upper case", "GPU-EVIL"],
+      // '_' is how a dot is written in a subject: "gpu_evil" must never alias "gpu.evil".
+      ["an underscore", "gpu_evil"],
+      ["an empty label", "gpu..evil"],
+      ["a leading dot", ".gpu"],
+      ["a trailing dot", "gpu."],
+      ["a label ending in '-'", "gpu-.evil"],
+      ["a label starting with '-'", "-gpu"],
+      ["a 64-character label", `${"g".repeat(64)}.example.com`],
+      ["254 characters", `${"g".repeat(63)}.`.repeat(4).slice(0, 254)],
       ["a space", "gpu evil"],
       ["a tab", "gpu\tevil"],
       ["a newline", "gpu\r\nPUB x 1"],
@@ -595,6 +603,27 @@ describe("gateway: hostile and broken agents", () => {
     it("serves agents on both gateways afterwards", async () => {
       await served("connect", "tls");
       await served("grpc-web", "dev");
+    });
+
+    // DNS names are let in; their dots stay inside one subject token, whatever they spell.
+    it("lets in DNS names that spell subjects, each on one token of its own subjects", async () => {
+      for (const node of ["llmgw.evt.catalog", `${prefix}.reconciler`, "gpu-1.dc1.example.com"]) {
+        const a = await registered(node);
+        try {
+          await a.waitForAck(a.shardStatus({ shardId: "s", state: ShardStatus_State.RUNNING }));
+          assert.equal(codeOf(await a.close()), "OK");
+        } finally {
+          a.abort();
+        }
+        await closedWith(node, SessionClosed_Reason.DISCONNECTED);
+        const subjects = (await readAll(log)).filter((r) => nodeOf(r) === node).map((r) => r.subject);
+        const token = node.replaceAll(".", "_");
+        assert.deepEqual(
+          [...new Set(subjects)].sort(),
+          [`${prefix}.node.${token}`, `${prefix}.session.${token}`],
+          node,
+        );
+      }
     });
   });
 

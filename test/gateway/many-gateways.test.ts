@@ -118,10 +118,24 @@ describe("gateway: newest session wins across gateways", () => {
       );
       assert.equal((await a.metrics.commandsRelayed.get()).values[0]?.value ?? 0, 0);
       assert.equal((await b.metrics.commandsRelayed.get()).values[0]?.value, 1);
-      const droppedByA = (await a.metrics.commandsDropped.get()).values.find(
-        (v) => v.labels.reason === "not_held",
+      const droppedByA = async (reason: string) =>
+        (await a.metrics.commandsDropped.get()).values.find((v) => v.labels.reason === reason)?.value;
+      // The new session was never A's; the old one was, so A reports its command undeliverable.
+      assert.equal(await droppedByA("not_held"), 1);
+      assert.equal(await droppedByA("session_closed"), 1);
+      const reports = await waitForLog(
+        log,
+        (rs) => rs.some((r) => r.event.body.case === "commandUndeliverable"),
+        "A's report of the command for the session it held",
       );
-      assert.equal(droppedByA?.value, 2);
+      assert.deepEqual(
+        reports.flatMap((r) =>
+          r.event.body.case === "commandUndeliverable"
+            ? [[r.event.body.value.commandId, r.event.body.value.gatewayId, r.event.body.value.sessionId]]
+            : [],
+        ),
+        [["cmd-old", "gw-a", oldSession.value.sessionId]],
+      );
       // A still serves its other agent.
       assert.equal(other.done, false);
       await other.waitForAck(other.shardStatus({ shardId: "still-here" }));

@@ -13,9 +13,8 @@ import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
-import { SimFleet } from "../../src/sim/index.js";
+import { type SimEvent, SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
-import { jsonCall } from "../support/api-json.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
@@ -36,6 +35,8 @@ const CATALOG = {
   ],
 };
 const WANTED: Record<string, number> = { "llama-3.1-8b": 3, "llama-3.3-70b": 2 };
+/** The reconciler's drain deadline in this test. */
+const DRAIN_DEADLINE_MS = 120_000;
 
 /** A replica serves when it has shards and every one reports running. */
 function serving(state: FleetState): Record<string, number> {
@@ -88,7 +89,17 @@ describe("drain a node through the operator API", () => {
     let rec: ReconcilerProcess | undefined;
     let api: ApiServer | undefined;
     let fleet: SimFleet | undefined;
-    const call = (method: string, path: string, body?: unknown) => jsonCall(api!.url, method, path, body);
+    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
+      const res = await fetch(`${api!.url}${path}`, {
+        method,
+        ...(body === undefined
+          ? {}
+          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      });
+      const json = (await res.json()) as any;
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
     const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
     const why = async () =>
       `\nreplicas: ${JSON.stringify(
@@ -110,7 +121,13 @@ describe("drain a node through the operator API", () => {
         leaseBucket: `rl_${rand()}`,
         gatewaysBucket,
         // Spread: replicas go to the emptiest node, so where they land is predictable.
-        config: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
+        config: {
+          policy: "spread",
+          commandTimeoutMs: 5000,
+          suspectAfterMs: 10_000,
+          lostAfterMs: 20_000,
+          drainDeadlineMs: DRAIN_DEADLINE_MS,
+        },
       });
       api = await startApi({
         log,
@@ -130,6 +147,10 @@ describe("drain a node through the operator API", () => {
         drainMs: 300,
         reconnectMinMs: 50,
         reconnectMaxMs: 500,
+      });
+      const drainsReceived: Array<Extract<SimEvent, { type: "command" }>> = [];
+      fleet.on((e) => {
+        if (e.type === "command" && e.command === "drain") drainsReceived.push(e);
       });
       await fleet.start();
       await eventually(
@@ -248,6 +269,28 @@ describe("drain a node through the operator API", () => {
         }
         const removed = decisions.find((x) => x.d.case === "replicaRemoved" && x.d.value.replicaId === old);
         assert.ok(removed && removed.seq > drainStarted.seq, `${old} removed after its drain`);
+
+        // Drain deadlines on the wire: every drain carries the drain's end
+        // (the pass that started it + drainDeadlineMs), after its own pass
+        // time, and the agent received exactly that.
+        const drainPass = records.find((r) => r.seq === drainStarted.seq)!.event.body;
+        assert.ok(drainPass.case === "reconcilePass");
+        const end = drainPass.value.nowUnixMs + BigInt(DRAIN_DEADLINE_MS);
+        const drains = toOld.filter((x) => x.c.action.case === "drain");
+        assert.ok(drains.length > 0, `drain commands sent to ${old}'s shards`);
+        for (const x of drains) {
+          assert.ok(x.c.action.case === "drain");
+          const pass = records.find((r) => r.seq === x.seq)!.event.body;
+          assert.ok(pass.case === "reconcilePass");
+          assert.equal(x.c.action.value.deadlineUnixMs, end, `${x.c.commandId} carries the drain's end`);
+          assert.ok(end > pass.value.nowUnixMs, `${x.c.commandId}'s deadline is after its pass time`);
+          const got = drainsReceived.find((e) => e.commandId === x.c.commandId);
+          assert.equal(
+            got?.deadlineUnixMs,
+            Number(end),
+            `the agent received ${x.c.commandId} with its deadline`,
+          );
+        }
       }
 
       // At no point of the log after everything first ran did a model serve fewer replicas than wanted.

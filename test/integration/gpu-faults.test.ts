@@ -9,17 +9,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
 import { GpuProblem_Kind, ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import type { Log, LogRecord } from "../../src/log/index.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import { TestAgent } from "../support/agent.js";
-import { jsonCall } from "../support/api-json.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { readAll } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
+import { type Stack, startStack } from "../support/stack.js";
 
 const NODE = "gpu-a1";
 const MODEL = "llama-3.1-8b";
@@ -33,13 +30,13 @@ const catalog = (replicas: number) => ({
   ],
 });
 
-interface Stack {
+interface GpuStack {
   log: Log;
   agent: TestAgent;
-  call(method: string, path: string, body?: unknown): Promise<any>;
+  call: Stack["call"];
   /** GPU index → replica ids holding it, from the API's node view. */
   holders(): Promise<Map<number, string[]>>;
-  why(): Promise<string>;
+  why: Stack["why"];
 }
 
 /**
@@ -71,70 +68,42 @@ function obey(agent: TestAgent): () => void {
   };
 }
 
-async function withStack(server: NatsServer, fn: (s: Stack) => Promise<void>): Promise<void> {
-  const stream = uniqueStream("GPUF");
-  const prefix = `g${rand()}.evt`;
-  const gatewaysBucket = `gwl_${rand()}`;
-  const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-  let gw: Gateway | undefined;
-  let rec: ReconcilerProcess | undefined;
-  let api: ApiServer | undefined;
+async function withStack(server: NatsServer, fn: (s: GpuStack) => Promise<void>): Promise<void> {
+  const stack = await startStack(server.url, {
+    name: "gpuf",
+    gateway: { heartbeatTimeoutMs: 10_000 },
+    reconciler: { commandTimeoutMs: 5000 },
+  });
   let agent: TestAgent | undefined;
   let stop = () => {};
   try {
-    gw = await startTestGateway({
-      nats: server.url,
-      stream,
-      prefix,
-      leaseBucket: gatewaysBucket,
-      heartbeatTimeoutMs: 10_000,
-    });
-    rec = await spawnReconciler({
-      id: "rec-gpu",
-      nats: server.url,
-      stream,
-      prefix,
-      leaseBucket: `rl_${rand()}`,
-      gatewaysBucket,
-      config: { commandTimeoutMs: 5000 },
-    });
-    api = await startApi({ log, host: "127.0.0.1", port: 0, auth: { kind: "dev" }, instanceId: "api-gpu" });
     agent = await TestAgent.connect({
-      baseUrl: gw.url,
+      baseUrl: stack.gw.url,
       registration: h100Registration(NODE),
       autoAnswer: true,
     });
     stop = obey(agent);
-    const url = api.url;
-    const call = (method: string, path: string, body?: unknown) => jsonCall(url, method, path, body);
     const holders = async () => {
-      const n = (await call("GET", `/v1/nodes/${NODE}`)).node;
+      const n = (await stack.call("GET", `/v1/nodes/${NODE}`)).node;
       return new Map<number, string[]>(
         n.gpus.map((g: any) => [g.index, g.shards.map((s: any) => s.replicaId as string)]),
       );
     };
-    const why = async () => {
-      const rs = (await call("GET", "/v1/replicas").catch(() => ({ replicas: [] }))).replicas;
-      return `\nreplicas: ${JSON.stringify(rs.map((r: any) => [r.replicaId, r.phase, r.pendingReason]))}\nreconciler:\n${rec?.output()}`;
-    };
-    await fn({ log, agent, call, holders, why });
+    await fn({ log: stack.log, agent, call: stack.call, holders, why: stack.why });
   } finally {
     stop();
     agent?.abort();
-    await killAll([rec]);
-    await api?.close();
-    await gw?.drain("test over");
-    await log.close();
+    await stack.close();
   }
 }
 
-async function until(s: Stack, what: string, cond: () => Promise<boolean>): Promise<void> {
+async function until(s: GpuStack, what: string, cond: () => Promise<boolean>): Promise<void> {
   await eventually(cond, { what, timeoutMs: 30_000 }).catch(async (err) => {
     throw new Error(`${(err as Error).message}${await s.why()}`);
   });
 }
 
-async function running(s: Stack, n: number): Promise<any[]> {
+async function running(s: GpuStack, n: number): Promise<any[]> {
   const rs = (await s.call("GET", "/v1/replicas")).replicas as any[];
   return rs.length === n && rs.every((r) => r.phase === "running") ? rs : [];
 }

@@ -7,7 +7,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Event, EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import {
+  CommandUndeliverable_Action,
+  CommandUndeliverable_Reason,
+  type Event,
+  EventSchema,
+  ReplicaFailed_Reason,
+  Writer_Kind,
+} from "../../src/gen/llmgw/v1/events_pb.js";
 import { type CheckedEvent, checkLog, parseAckedList, type Violation } from "../../src/invariants/index.js";
 import { fleetProjection, type Projection } from "../../src/projections/index.js";
 import { Fleet, llama8b, llama70b } from "../support/fleet.js";
@@ -130,6 +137,99 @@ describe("checkLog", () => {
     const f = converged();
     pass(f, { observedSeq: f.state.seq + 5 });
     assert.deepEqual(rules(checkLog(f.events).violations), ["fencing"]);
+  });
+
+  it("command-undeliverable: a report names a command an earlier pass issued and a session its gateway held, once", () => {
+    const f = converged();
+    const session = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const stop = {
+      commandId: "cmd-u",
+      nodeId: "gpu-1",
+      sessionId: session,
+      attempt: 1,
+      action: { case: "stop", value: { commandId: "cmd-u", shardId: "x" } },
+    };
+    pass(f, { commands: [stop] });
+    f.disconnect("gpu-1");
+    const report = (over: Record<string, unknown> = {}) =>
+      f.apply({
+        case: "commandUndeliverable",
+        value: {
+          commandId: "cmd-u",
+          attempt: 1,
+          nodeId: "gpu-1",
+          sessionId: session,
+          gatewayId: "gw-1",
+          reason: CommandUndeliverable_Reason.SESSION_CLOSED,
+          action: CommandUndeliverable_Action.STOP,
+          shardId: "x",
+          ...over,
+        },
+      });
+    report();
+    assert.deepEqual(checkLog(f.events).violations, []);
+    report();
+    report({ commandId: "cmd-never" });
+    report({ attempt: 2 });
+    report({ gatewayId: "gw-2" });
+    const vs = checkLog(f.events).violations;
+    // The last one is both a repeat and from a gateway that did not hold the session.
+    assert.deepEqual(rules(vs), Array(5).fill("command-undeliverable"));
+    assert.match(vs[0]!.message, /reported more than once/);
+    assert.match(vs[1]!.message, /command cmd-never .* no earlier pass issued that command attempt/);
+    assert.match(vs[2]!.message, /attempt 2.* no earlier pass issued/);
+    assert.match(vs[3]!.message, new RegExp(`session ${session} was held by gateway gw-1`));
+    assert.match(vs[4]!.message, /gateway gw-2 .* reported more than once/);
+  });
+
+  it("failure-reason: a failure's reason is backed by the shard's fact in the log", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0 });
+    f.connect("gpu-1");
+    f.connect("gpu-2");
+    f.connect("gpu-3");
+    f.catalog(llama70b(1));
+    f.advance(1000).settle();
+    // Real failures, decided by decide over the fold: a refused start, then a crash after running.
+    const [cmd] = Object.values(f.state.replicas.commands);
+    f.result(cmd?.nodeId as string, cmd?.commandId as string, false, "no such image");
+    f.run();
+    const r = Object.values(f.state.replicas.replicas)[0]!;
+    const s = r.shards[0]!;
+    f.shard(s.nodeId, r.replicaId, s.shardId, ShardStatus_State.FAILED, "NCCL error");
+    f.run();
+    assert.deepEqual(checkLog(f.events).violations, []);
+
+    // A pass that blames a running shard for failing, and one that calls a running shard stuck STARTING.
+    const now = Object.values(f.state.replicas.replicas)[0]!;
+    const live = now.shards[0]!;
+    assert.equal(live.state, "running", "the replica runs on the third node");
+    const forged = (reason: ReplicaFailed_Reason) =>
+      f.apply(
+        {
+          case: "reconcilePass",
+          value: {
+            leaderId: "rec-1",
+            observedSeq: BigInt(f.state.seq),
+            nowUnixMs: BigInt(f.nowMs),
+            decisions: [
+              {
+                explanation: "forged",
+                kind: {
+                  case: "replicaFailed",
+                  value: { replicaId: now.replicaId, shardId: live.shardId, nodeId: live.nodeId, reason },
+                },
+              },
+            ],
+            commands: [],
+            trigger: "events",
+          },
+        },
+        Writer_Kind.RECONCILER,
+      );
+    forged(ReplicaFailed_Reason.SHARD_FAILED);
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["failure-reason"]);
+    assert.match(vs[0]?.message ?? "", /as SHARD_FAILED, but the shard never reported FAILED/);
   });
 
   it("command-to-stale-session: a command for the session the node left", () => {

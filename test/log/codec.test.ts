@@ -27,6 +27,7 @@ const ALL_KINDS: EventKind[] = [
   "nodeUncordoned",
   "nodeDrainRequested",
   "reconcilePass",
+  "commandUndeliverable",
   "gpuProblemsCleared",
   "gpuCordoned",
   "gpuUncordoned",
@@ -83,7 +84,7 @@ describe("event codec", () => {
     }
   });
 
-  it("maps every kind to its subject and refuses ids that are not subject tokens", () => {
+  it("maps every kind to its subject and refuses node ids that are not DNS names", () => {
     const s = new Subjects("llmgw.evt");
     const subjects = sampleEvents().map((e) => subjectFor(s, e));
     assert.ok(subjects.includes("llmgw.evt.session.gpu-a1"));
@@ -92,7 +93,7 @@ describe("event codec", () => {
     assert.ok(subjects.includes("llmgw.evt.reconciler"));
     assert.ok(subjects.includes("llmgw.evt.gateway.gw-1"));
     assert.ok(subjects.includes("llmgw.evt.operator.gpu-a1"));
-    for (const bad of ["a.b", "*", ">", "a b", "", "x".repeat(65)]) {
+    for (const bad of ["a_b", "A.b", "a..b", "*", ">", "a b", "", "x".repeat(64), "x".repeat(254)]) {
       assert.throws(() => s.node(bad), RangeError, bad);
     }
   });

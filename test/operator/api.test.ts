@@ -129,7 +129,7 @@ describe("operator API against a real nats-server", () => {
       const unknown = await fx.call("/v1/nodes/gpu-zz");
       assert.equal(unknown.status, 404);
       assert.deepEqual(unknown.body, { error: { code: "not-found", message: "node gpu-zz not found" } });
-      const bad = await fx.call("/v1/nodes/gpu.a1");
+      const bad = await fx.call("/v1/nodes/gpu_a1");
       assert.equal(bad.status, 400);
       assert.equal(bad.body.error.code, "invalid-argument");
       const noRoute = await fx.call("/v1/nope");

@@ -3,8 +3,10 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import {
   catalogFileFrom,
+  formatDuration,
   formatMemory,
   parseCatalogText,
+  parseDuration,
   parseMemory,
   toProtoCatalog,
   validateCatalog,
@@ -146,5 +148,53 @@ describe("catalog file", () => {
     assert.match((parseMemory("1.3MiB") as { error: string }).error, /whole number/);
     assert.equal(formatMemory(73728), "72GiB");
     assert.equal(formatMemory(1000), "1000MiB");
+  });
+
+  it("reads and writes lifecycle deadlines with units, and refuses bare or absurd ones naming the field", () => {
+    assert.deepEqual(parseDuration("90s"), { ms: 90_000 });
+    assert.deepEqual(parseDuration("1h30m"), { ms: 5_400_000 });
+    assert.deepEqual(parseDuration("250ms"), { ms: 250 });
+    assert.match((parseDuration("90") as { error: string }).error, /duration like "90s"/);
+    assert.match((parseDuration("0s") as { error: string }).error, /positive/);
+    assert.match((parseDuration("25h") as { error: string }).error, /longer than 24h/);
+    assert.equal(formatDuration(1_200_000), "20m");
+    assert.equal(formatDuration(1500), "1500ms");
+
+    const withDeadlines = `models:
+  - name: big
+    replicas: 1
+    profiles:
+      - name: tp8
+        gpusPerShard: 8
+        memoryPerGpu: 70GiB
+        startTimeout: 2m
+        startAttempts: 5
+        readyTimeout: 45m
+`;
+    const r = parseCatalogText(withDeadlines, "yaml");
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.issues));
+    const spec = modelFrom(toProtoCatalog(r.catalog).models[0]!).profiles[0];
+    assert.deepEqual(
+      [spec?.startTimeoutMs, spec?.startAttempts, spec?.readyTimeoutMs],
+      [120_000, 5, 2_700_000],
+    );
+    // Back to the file's shape as written; unset deadlines are not written out.
+    const back = catalogFileFrom([modelFrom(toProtoCatalog(r.catalog).models[0]!)]).models[0]?.profiles?.[0];
+    assert.deepEqual([back?.startTimeout, back?.startAttempts, back?.readyTimeout], ["2m", 5, "45m"]);
+
+    assert.deepEqual(
+      issuesOf(
+        withDeadlines
+          .replace("readyTimeout: 45m", "readyTimeout: 1200")
+          .replace("startAttempts: 5", "startAttempts: 0"),
+      ),
+      [
+        { path: "models[0].profiles[0].startAttempts", message: "must be at least 1" },
+        {
+          path: "models[0].profiles[0].readyTimeout",
+          message: 'expected a duration with a unit, like "90s", "20m" or "1h30m"',
+        },
+      ],
+    );
   });
 });

@@ -48,14 +48,16 @@ describe("operator CLI against a real API", () => {
     );
   });
 
-  it("llmgw replicas prints model, profile, phase, nodes and why pending", async () => {
+  it("llmgw replicas prints ready/desired per model, then model, profile, phase, readiness, nodes and why pending", async () => {
     const r = await runCli(["replicas"], { env });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+NODES\s+PENDING$/m);
-    assert.match(r.stdout, /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+placed\s+gpu-a1,gpu-a2\s+-$/m);
+    assert.match(r.stdout, /^MODEL\s+READY\nllama-3\.1-405b\s+0\/1\nllama-3\.3-70b\s+1\/2\n/);
+    assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m);
+    assert.match(r.stdout, /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+placed\s+no\s+gpu-a1,gpu-a2\s+-\s+-$/m);
+    assert.match(r.stdout, /^r-70b-1\s+llama-3\.3-70b\s+tp4\s+running\s+yes\s+gpu-b1\s+-\s+-$/m);
     assert.match(
       r.stdout,
-      /^r-70b-2\s+llama-3\.3-70b\s+-\s+pending\s+-\s+0\/3 nodes fit: 3 too few free GPUs$/m,
+      /^r-70b-2\s+llama-3\.3-70b\s+-\s+pending\s+no\s+-\s+0\/3 nodes fit: 3 too few free GPUs\s+-$/m,
     );
     const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env });
     assert.deepEqual(
@@ -146,7 +148,7 @@ describe("operator CLI against a real API", () => {
     const [unknown, badId, badFlag, noArg, badIfMatch, noFile, badUrl, wrongToken, noApi] = await Promise.all(
       [
         runCli(["cordon", "gpu-zz"], { env }),
-        runCli(["drain", "gpu.a1"], { env }),
+        runCli(["drain", "gpu_a1"], { env }),
         runCli(["nodes", "--bogus"], { env }),
         runCli(["cordon"], { env }),
         runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", "x"], { env }),
@@ -159,7 +161,7 @@ describe("operator CLI against a real API", () => {
     assert.equal(unknown.code, 2);
     assert.equal(unknown.stderr, "llmgw: node gpu-zz not found\n");
     assert.equal(badId.code, 2);
-    assert.match(badId.stderr, /node id "gpu\.a1" may contain only/);
+    assert.match(badId.stderr, /invalid <node>: node id "gpu_a1" must be a DNS name/);
     assert.equal(badFlag.code, 2);
     assert.match(badFlag.stderr, /unknown option '--bogus'/);
     assert.equal(noArg.code, 2);

@@ -6,7 +6,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { type CommandSchema, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { summarizeEvent } from "../../src/cli/render/event-summary.js";
+import {
+  type CommandSchema,
+  CommandUndeliverable_Action,
+  CommandUndeliverable_Reason,
+  EventSchema,
+} from "../../src/gen/llmgw/v1/events_pb.js";
 import { describeEvent } from "../../src/operator/describe.js";
 
 function pass(commands: MessageInitShape<typeof CommandSchema>[]) {
@@ -60,5 +66,34 @@ describe("describeEvent", () => {
     );
     assert.deepEqual(d.replicaIds, []);
     assert.deepEqual(d.nodeIds, ["gpu-a"]);
+  });
+
+  it("names the node and replica of an undeliverable command, and says what it was", () => {
+    const e = create(EventSchema, {
+      id: "u-1",
+      body: {
+        case: "commandUndeliverable",
+        value: {
+          commandId: "c-9-1",
+          attempt: 1,
+          nodeId: "gpu-a",
+          sessionId: "s-1",
+          gatewayId: "gw-1",
+          reason: CommandUndeliverable_Reason.SESSION_CLOSED,
+          detail: "session s-1 of gpu-a ended on gateway gw-1: the connection ended",
+          action: CommandUndeliverable_Action.START,
+          shardId: "r-1-s0-9",
+          replicaId: "r-1",
+        },
+      },
+    });
+    const d = describeEvent(e);
+    assert.equal(d.kind, "commandUndeliverable");
+    assert.deepEqual(d.nodeIds, ["gpu-a"]);
+    assert.deepEqual(d.replicaIds, ["r-1"]);
+    assert.equal(
+      summarizeEvent(e),
+      "gpu-a start c-9-1 (attempt 1) undeliverable on gw-1: session_closed (session s-1 of gpu-a ended on gateway gw-1: the connection ended)",
+    );
   });
 });

@@ -101,7 +101,7 @@ describe("GPU clear, cordon and uncordon", () => {
         /GPU 8 of node gpu-b1 .*gpu index must be one the node registered: 0, 1/,
       ],
       ["/v1/nodes/gpu-zz/gpus/0/cordon", {}, 404, /node gpu-zz not found/],
-      ["/v1/nodes/gpu.b1/gpus/0/cordon", {}, 400, /node id/],
+      ["/v1/nodes/GPU-B1/gpus/0/cordon", {}, 400, /node id/],
       ["/v1/nodes/gpu-b1/gpus/0/cordon", { reason: "x".repeat(501) }, 400, /reason: must be at most 500/],
       ["/v1/nodes/gpu-b1/gpus/0/cordon", { bogus: 1 }, 400, /unknown "bogus"/],
       ["/v1/nodes/gpu-zz/problems/clear", {}, 404, /node gpu-zz not found/],

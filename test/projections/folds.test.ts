@@ -347,7 +347,7 @@ describe("replicas fold", () => {
     assert.equal(after.replicas.replicas["r1"]?.phase, "running");
   });
 
-  it("shardStatus failed: counts a failure of the model on the node and keeps the error", () => {
+  it("shardStatus failed: keeps the error and marks the wanted shard faulty (the pass that fails it counts the failure)", () => {
     const f = new EventFactory();
     const { after } = given(...placedOnA1(f)).when(
       f.shardStatus("a1", "s-1", "r1", "r1.0", ShardStatus_State.FAILED, { error: "CUDA OOM", exitCode: 1 }),
@@ -356,7 +356,8 @@ describe("replicas fold", () => {
     assert.equal(shard?.state, "failed");
     assert.equal(shard?.lastError, "CUDA OOM");
     assert.equal(shard?.exitCode, 1);
-    assert.equal(after.replicas.failures[`${M70}@a1`], 1);
+    assert.deepEqual(shard?.fault, { kind: "failed", message: "CUDA OOM" });
+    assert.equal(after.replicas.failures[`${M70}@a1`], undefined);
     assert.equal(after.replicas.replicas["r1"]?.phase, "placed");
   });
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { actions, Fleet, kinds, llama8b, llama70b, ofKind } from "../support/fleet.js";
+import { ReplicaFailed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
+import { actions, Fleet, kinds, llama8b, llama70b, model, ofKind } from "../support/fleet.js";
 
 function running(nodes: string[], ...models: Parameters<Fleet["catalog"]>) {
   const f = new Fleet();
@@ -26,8 +27,8 @@ describe("decide: scale", () => {
     assert.deepEqual(
       out.commands.map((c) => [c.action.case, c.deadlineUnixMs]),
       [
-        ["drain", BigInt(f.nowMs + f.config.drainDeadlineMs)],
-        ["drain", BigInt(f.nowMs + f.config.drainDeadlineMs)],
+        ["drain", BigInt(f.nowMs + f.config.commandTimeoutMs)],
+        ["drain", BigInt(f.nowMs + f.config.commandTimeoutMs)],
       ],
     );
     assert.deepEqual(f.settle(), [], "nothing new while the shards drain");
@@ -43,7 +44,8 @@ describe("decide: scale", () => {
     f.catalog(llama70b(0));
     const out = f.step();
     assert.deepEqual(kinds(out.decisions), ["replicaDrainStarted"]);
-    assert.equal(f.decide().nextDeadlineMs, f.nowMs + f.config.drainDeadlineMs);
+    // The drain's result is due first (commandTimeoutMs), then the drain's end.
+    assert.equal(f.decide().nextDeadlineMs, f.nowMs + f.config.commandTimeoutMs);
     f.advance(f.config.drainDeadlineMs);
     const late = f.step();
     assert.ok(kinds(late.decisions).includes("replicaRemoved"));
@@ -111,17 +113,25 @@ describe("decide: node drain and cordon", () => {
 });
 
 describe("decide: commands", () => {
-  it("re-issues a command past its deadline with the same id, attempt+1 and capped exponential backoff", () => {
-    const f = new Fleet({ retryBaseMs: 5_000, retryMaxMs: 8_000 });
+  it("re-sends a start without STARTING with the same id and a doubling wait, then fails the placement", () => {
+    const f = new Fleet({
+      startTimeoutMs: 5_000,
+      retryMaxMs: 30_000,
+      startAttempts: 3,
+      crashBackoffBaseMs: 0,
+    });
     f.connect("gpu-a1");
     f.catalog(llama70b(1));
     f.settle();
     const [cmd] = Object.values(f.state.replicas.commands);
     assert.ok(cmd);
-    assert.equal(f.decide().nextDeadlineMs, cmd.deadlineMs);
-    f.advance(f.config.commandTimeoutMs);
+    assert.equal(cmd.deadlineMs, f.nowMs + 5_000, "a start is due STARTING within the start timeout");
+    // The agent acknowledges, then never says STARTING: an acknowledgement is not progress.
+    f.result("gpu-a1", cmd.commandId);
+    assert.equal(f.decide().nextDeadlineMs, f.nowMs + 5_000);
+    f.advance(5_000);
     const waits: number[] = [];
-    for (let attempt = 2; attempt <= 4; attempt++) {
+    for (let attempt = 2; attempt <= 3; attempt++) {
       const out = f.step();
       assert.deepEqual(kinds(out.decisions), ["commandReissued"]);
       const c = out.commands[0];
@@ -129,9 +139,83 @@ describe("decide: commands", () => {
       assert.equal(c?.attempt, attempt);
       assert.equal(c?.action.case, "start");
       waits.push(Number(c?.deadlineUnixMs) - f.nowMs);
+      assert.equal(out.nextDeadlineMs, Number(c?.deadlineUnixMs));
       f.advance(waits.at(-1) as number);
     }
-    assert.deepEqual(waits, [5_000, 8_000, 8_000]);
+    assert.deepEqual(waits, [10_000, 20_000]);
+    const out = f.step();
+    assert.deepEqual(kinds(out.decisions).slice(0, 3), ["replicaFailed", "shardBackoff", "cooldownStarted"]);
+    const failed = ofKind(out.decisions, "replicaFailed")[0];
+    assert.equal(failed?.reason, ReplicaFailed_Reason.START_TIMEOUT);
+    assert.match(failed?.error ?? "", /no STARTING from gpu-a1 .* after 3 start\(s\)/);
+    assert.deepEqual(
+      actions(out.commands).slice(0, 1),
+      ["stop:gpu-a1"],
+      "a late engine must not hold the GPUs",
+    );
+    assert.equal(
+      f.state.replicas.replicas[failed?.replicaId as string]?.lastFailure?.reason,
+      "start-timeout",
+    );
+  });
+
+  it("a refused start fails the replica at once with the agent's error; the replacement goes elsewhere", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0 });
+    f.connect("gpu-a1");
+    f.catalog(llama70b(1));
+    f.settle();
+    f.connect("gpu-b1", { ib: null, labels: {} });
+    f.settle();
+    const [cmd] = Object.values(f.state.replicas.commands);
+    f.result("gpu-a1", cmd?.commandId as string, false, "engine image vllm:0.9 not found");
+    const out = f.step();
+    assert.deepEqual(kinds(out.decisions), [
+      "replicaFailed",
+      "shardBackoff",
+      "cooldownStarted",
+      "replicaPlaced",
+    ]);
+    const failed = ofKind(out.decisions, "replicaFailed")[0];
+    assert.equal(failed?.reason, ReplicaFailed_Reason.START_REFUSED);
+    assert.equal(failed?.error, "engine image vllm:0.9 not found");
+    assert.deepEqual(ofKind(out.decisions, "replicaPlaced")[0]?.chosen?.nodeIds, ["gpu-b1"]);
+  });
+
+  it("a shard STARTING past the profile's ready timeout is stopped and its replica failed", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0, readyTimeoutMs: 600_000 });
+    f.connect("gpu-a1");
+    f.catalog(model("llama-3.3-70b", 1, { name: "tp4", gpus: 4, memGb: 72, readyTimeoutMs: 90_000 }));
+    f.settle();
+    const [r] = f.replicasOf("llama-3.3-70b");
+    const s = r?.shards[0];
+    f.result("gpu-a1", s?.startCommandId as string);
+    f.shard("gpu-a1", r?.replicaId as string, s?.shardId as string, ShardStatus_State.STARTING);
+    assert.equal(f.decide().nextDeadlineMs, f.nowMs + 90_000, "the profile's ready timeout, not the default");
+    f.advance(89_999);
+    assert.deepEqual(f.settle(), []);
+    f.advance(1);
+    const out = f.step();
+    const failed = ofKind(out.decisions, "replicaFailed")[0];
+    assert.equal(failed?.reason, ReplicaFailed_Reason.READY_TIMEOUT);
+    assert.match(failed?.error ?? "", /STARTING for 90s, past its ready timeout of 90s/);
+    assert.deepEqual(actions(out.commands), ["stop:gpu-a1"]);
+  });
+
+  it("a running shard that stops unasked fails its replica, which is replaced", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0 });
+    f.connect("gpu-a1");
+    f.connect("gpu-b1", { ib: null, labels: {} });
+    f.catalog(llama70b(1));
+    f.run();
+    const [r] = f.replicasOf("llama-3.3-70b");
+    const s = r?.shards[0];
+    f.shard(s?.nodeId as string, r?.replicaId as string, s?.shardId as string, ShardStatus_State.STOPPED);
+    const out = f.step();
+    const failed = ofKind(out.decisions, "replicaFailed")[0];
+    assert.equal(failed?.reason, ReplicaFailed_Reason.UNREQUESTED_STOP);
+    assert.ok(kinds(out.decisions).includes("cooldownStarted"));
+    const placed = ofKind(out.decisions, "replicaPlaced")[0];
+    assert.notEqual(placed?.chosen?.nodeIds[0], s?.nodeId, "the cooldown sends the replacement elsewhere");
   });
 
   it("does not re-issue a command whose session is gone", () => {
@@ -143,7 +227,7 @@ describe("decide: commands", () => {
     assert.ok(!kinds(f.step().decisions).includes("commandReissued"));
   });
 
-  it("stops re-issuing once the shard reports it started", () => {
+  it("stops re-sending a start once the shard reports STARTING", () => {
     const f = new Fleet();
     f.connect("gpu-a1");
     f.catalog(llama70b(1));

@@ -112,13 +112,15 @@ describe("simulated agents against a real Connect server (h2c)", () => {
       const s = await registered(gw, "node-1");
       gw.command("node-1", { case: "start", value: { shardId: "sh-d", replicaId: "r", gpuIndices: [0] } });
       await waitFor("RUNNING", () => statuses(s, "sh-d").some((x) => x.state === State.RUNNING));
-      gw.command("node-1", {
-        case: "drain",
-        value: { shardId: "sh-d", deadlineUnixMs: BigInt(Date.now() + 200) },
-      });
-      await waitFor("STOPPED at the deadline", () =>
-        statuses(s, "sh-d").some((x) => x.state === State.STOPPED),
+      const deadline = Date.now() + 200;
+      gw.command("node-1", { case: "drain", value: { shardId: "sh-d", deadlineUnixMs: BigInt(deadline) } });
+      const stopped = await waitFor("STOPPED at the deadline", () =>
+        statuses(s, "sh-d").find((x) => x.state === State.STOPPED),
       );
+      assert.ok(Date.now() >= deadline, "not before the deadline");
+      assert.equal(stopped.exitCode, 0);
+      assert.match(stopped.lastOutput, /drain deadline .* passed with requests still in flight/);
+      assert.ok(stopped.lastOutput.includes(new Date(deadline).toISOString()));
     }));
 
   it("speaks the gRPC protocol too", () =>

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
-import { nodeHardware, parseSimConfig, SimConfigError, SimFleet } from "../../src/sim/index.js";
+import { fleetNodeIds, nodeHardware, parseSimConfig, SimConfigError, SimFleet } from "../../src/sim/index.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { FakeGateway, waitFor } from "../support/fake-gateway.js";
 
@@ -15,6 +15,13 @@ describe("sim configuration", () => {
     assert.equal(c.insecureDev, false);
     assert.match(c.gateways[0]!, /^https:\/\//);
     assert.equal(c.faultRate, 0);
+  });
+
+  it("names nodes by prefix and number, and one by one with DNS names", () => {
+    const c = parseSimConfig({ nodes: 2, nodePrefix: "rack4-gpu-", nodeIds: ["gpu-1.dc1.example.com"] });
+    assert.deepEqual(fleetNodeIds(c), ["rack4-gpu-1", "rack4-gpu-2", "gpu-1.dc1.example.com"]);
+    assert.deepEqual(fleetNodeIds(parseSimConfig({ nodes: 0, nodeIds: ["a.b"] })), ["a.b"]);
+    assert.deepEqual(fleetNodeIds(parseSimConfig({ nodes: 1, nodePrefix: "dc1.gpu-" })), ["dc1.gpu-1"]);
   });
 
   it("models several NVLink domains per node and rack-scale domains across nodes", () => {
@@ -45,7 +52,11 @@ describe("sim configuration", () => {
       [{ faults: ["oom@node-99"], nodes: 2 }, "faults", /not in this fleet/],
       [{ gateways: ["ftp://x"] }, "gateways", /https:\/\//],
       [{ gateways: ["http://127.0.0.1:1"] }, "gateways", /insecureDev/],
-      [{ nodePrefix: "a.b" }, "nodePrefix", /letters, digits/],
+      [{ nodePrefix: "A_b" }, "nodePrefix", /lower-case letters, digits/],
+      [{ nodePrefix: "-gpu" }, "nodePrefix", /"-gpu4" must be a DNS name/],
+      [{ nodeIds: ["gpu_1.dc1"] }, "nodeIds", /"gpu_1\.dc1" must be a DNS name/],
+      [{ nodeIds: ["node-2"] }, "nodeIds", /"node-2" is in the fleet twice/],
+      [{ nodes: 0, nodeIds: ["a.b", "a.b"] }, "nodeIds", /"a\.b" is in the fleet twice/],
       [{ gpusPerNode: 8, nvlinkDomainSize: 3 }, "nvlinkDomainSize", /does not fit/],
       [{ restartMode: "maybe" }, "restartMode", /keep or empty/],
       [{ reconnectMinMs: 500, reconnectMaxMs: 100 }, "reconnectMaxMs", /below/],

@@ -56,6 +56,7 @@ export interface ProfileInit {
   product?: string;
   fabric?: string;
   labels?: Record<string, string>;
+  readyTimeoutMs?: number;
 }
 
 export function model(name: string, replicas: number, ...profiles: ProfileInit[]) {
@@ -72,6 +73,7 @@ export function model(name: string, replicas: number, ...profiles: ProfileInit[]
       nodeLabels: p.labels ?? {},
       engineArgs: ["--tensor-parallel-size", String(p.gpus)],
       engineEnv: { VLLM_USE_V1: "1" },
+      readyTimeoutMs: p.readyTimeoutMs ?? 0,
     })),
   };
 }
@@ -216,10 +218,10 @@ export class Fleet {
     return this;
   }
 
-  result(nodeId: string, commandId: string, ok = true): this {
+  result(nodeId: string, commandId: string, ok = true, error = ""): this {
     this.apply({
       case: "commandResult",
-      value: { nodeId, ...this.#next(nodeId), result: { commandId, ok } },
+      value: { nodeId, ...this.#next(nodeId), result: { commandId, ok, error } },
     });
     return this;
   }

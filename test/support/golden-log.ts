@@ -333,7 +333,7 @@ export async function appendRaw(log: Log, records: RawRecord[]): Promise<number>
 }
 
 /** Stream times differ on every append; these keys of replay's JSON hold them. */
-const STREAM_TIME_KEYS = new Set(["time", "timeMs", "openedAtMs", "disconnectedSinceMs"]);
+const STREAM_TIME_KEYS = new Set(["time", "timeMs", "openedAtMs", "disconnectedSinceMs", "startingSinceMs"]);
 
 /** Replaces stream times by a marker, so a replay compares with the recorded expectation. */
 export function maskStreamTimes(v: unknown): unknown {

@@ -5,6 +5,8 @@
 import { create } from "@bufbuild/protobuf";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
+  CommandUndeliverable_Action,
+  CommandUndeliverable_Reason,
   type Event,
   EventSchema,
   Liveness,
@@ -238,13 +240,30 @@ export function sampleEvents(): Event[] {
       value: { gatewayId: "gw-1", deadlineUnixMs: BigInt(t0 + 30_000), openSessions: 0 },
     }),
     mk(13, { case: "gatewayStopped", value: { gatewayId: "gw-1", reason: "SIGTERM" } }),
+    mk(14, {
+      case: "commandUndeliverable",
+      value: {
+        commandId: "c-30-2",
+        attempt: 1,
+        nodeId: "gpu-a1",
+        sessionId: "9f6c2d1e-0b7a-4f8e-9a51-3c2d7e1f0a42",
+        gatewayId: "gw-1",
+        reason: CommandUndeliverable_Reason.SESSION_CLOSED,
+        detail:
+          "session 9f6c2d1e-0b7a-4f8e-9a51-3c2d7e1f0a42 of gpu-a1 ended on gateway gw-1: the connection ended",
+        action: CommandUndeliverable_Action.STOP,
+        shardId: "llama-3.3-70b-9-1-s0-9",
+        replicaId: "llama-3.3-70b-9-1",
+        passSeq: 30n,
+      },
+    }),
     mk(
-      14,
+      15,
       { case: "gpuCordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, reason: "ECC", operator: "alice" } },
       { kind: Writer_Kind.OPERATOR, id: "api-1" },
     ),
     mk(
-      15,
+      16,
       {
         case: "gpuProblemsCleared",
         value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice", reason: "reseated", nodeLevel: false },
@@ -252,7 +271,7 @@ export function sampleEvents(): Event[] {
       { kind: Writer_Kind.OPERATOR, id: "api-1" },
     ),
     mk(
-      16,
+      17,
       { case: "gpuUncordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice" } },
       { kind: Writer_Kind.OPERATOR, id: "api-1" },
     ),

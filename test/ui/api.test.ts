@@ -125,7 +125,8 @@ describe("the UI's API endpoints against a real nats-server", () => {
 
     for (const [q, word] of [
       ["kind=bogus", 'unknown event kind "bogus"'],
-      ["node=a.b", "node"],
+      ["node=a_b", 'node: "a_b" must be a DNS name'],
+      ["node=A.b", 'node: "A.b" must be a DNS name'],
       ["replica=%20", "replica"],
       ["from=5&to=2", "from \\(5\\) must not be after to \\(2\\)"],
     ] as const) {

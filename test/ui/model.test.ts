@@ -227,6 +227,8 @@ describe("UI model", () => {
       profile: "p",
       phase,
       shards: [],
+      ready: phase === "running",
+      lastFailure: null,
       pendingReason: "",
       replaces: "",
       replacedBy: "",

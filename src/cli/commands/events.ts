@@ -7,8 +7,8 @@ import { createRegistry, toJson } from "@bufbuild/protobuf";
 import { type Command, Option } from "commander";
 import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
-import type { Log, LogError } from "../../log/index.js";
-import { intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import { invalidNodeIdReason, type Log, type LogError } from "../../log/index.js";
+import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
 import { openLogForReading } from "../read-log.js";
 import { eventKind, summarizeEvent } from "../render/event-summary.js";
 import { isoTime } from "../time.js";
@@ -20,6 +20,7 @@ interface EventsFlags {
   fromSeq?: number;
   untilSeq?: number;
   subject: string[];
+  node?: string;
   follow?: boolean;
   json?: boolean;
 }
@@ -41,9 +42,13 @@ export function registerEvents(program: Command): void {
     )
     .option(
       "--subject <subject>",
-      "only these subjects (repeatable; wildcards * and >; relative to the prefix unless it starts with it), e.g. session.* or node.gpu-a1",
+      "only these subjects (repeatable; wildcards * and >; relative to the prefix unless it starts with it), e.g. session.* or node.gpu-a1; a node id's dots are written '_' in a subject (node.gpu-1_dc1_example_com)",
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
+    )
+    .option(
+      "--node <id>",
+      "only the subjects of this node (its session, what it reported, operator intent), the id as typed (gpu-1.dc1.example.com); the passes that name it: `llmgw explain node`",
     )
     .option("--follow", "keep printing new events until Ctrl-C")
     .option("--json", "one JSON object per line: seq, time, subject, kind and the event in protobuf JSON")
@@ -52,12 +57,18 @@ export function registerEvents(program: Command): void {
     });
 }
 
-function subjectsOf(log: Log, given: string[]): string[] {
+function subjectsOf(log: Log, given: string[], node: string | undefined): string[] {
   const prefix = log.subjects.prefix;
-  return given.map((s) => (s === prefix || s.startsWith(`${prefix}.`) ? s : `${prefix}.${s}`));
+  const out = given.map((s) => (s === prefix || s.startsWith(`${prefix}.`) ? s : `${prefix}.${s}`));
+  if (node !== undefined) {
+    out.push(log.subjects.session(node), log.subjects.node(node), log.subjects.operator(node));
+  }
+  return out;
 }
 
 async function runEvents(flags: EventsFlags): Promise<void> {
+  const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
+  if (badNode) throw new CliError(`invalid --node: ${badNode}`);
   const log = await openLogForReading(flags, "llmgw events");
   const ac = new AbortController();
   const onSigint = () => ac.abort();
@@ -69,7 +80,7 @@ async function runEvents(flags: EventsFlags): Promise<void> {
   });
   const out = new LineWriter();
   try {
-    const subjects = subjectsOf(log, flags.subject);
+    const subjects = subjectsOf(log, flags.subject, flags.node);
     const showMalformed = (err: LogError, raw: { seq: number; subject: string; data: Uint8Array }) => {
       if (flags.json) {
         out.line(

@@ -3,7 +3,7 @@
  * decisions (and commands) that touched it, read from the log up to --at.
  */
 import { type Command, Option } from "commander";
-import type { LogRecord } from "../../log/index.js";
+import { invalidNodeIdReason, type LogRecord } from "../../log/index.js";
 import {
   formatTouches,
   type RecordedPass,
@@ -51,6 +51,8 @@ export async function readPasses(flags: LogFlags, at: string | undefined): Promi
 
 function explainSubcommand(what: "replica" | "node", select: (p: RecordedPass[], id: string) => Touch[]) {
   return async (id: string, flags: ExplainFlags) => {
+    const bad = what === "node" ? invalidNodeIdReason(id) : undefined;
+    if (bad) throw new CliError(`invalid <id>: ${bad}`);
     const touches = select(await readPasses(flags, flags.at), id);
     if (flags.json) process.stdout.write(`${JSON.stringify({ [what]: id, decisions: touches }, null, 2)}\n`);
     else process.stdout.write(formatTouches(`${what} ${id}`, touches));

@@ -1,6 +1,6 @@
 /** `llmgw gpu clear <node> <gpu|node>`: an operator says a GPU's (or the node's) problems are dealt with. */
 import type { Command } from "commander";
-import { invalidIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../log/index.js";
 import type { NodeView } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
@@ -24,8 +24,8 @@ export function registerGpu(program: Command): void {
       .argument("<gpu>", "GPU index, or `node` for the problems not tied to a GPU")
       .option("--reason <text>", "why, recorded in the log"),
   ).action(async (node: string, which: string, flags: ApiFlags & { reason?: string }) => {
-    const why = invalidIdReason(node, "node id");
-    if (why) throw new CliError(why);
+    const why = invalidNodeIdReason(node);
+    if (why) throw new CliError(`invalid <node>: ${why}`);
     const path =
       which === "node"
         ? `/v1/nodes/${node}/problems/clear`

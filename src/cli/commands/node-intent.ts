@@ -1,6 +1,6 @@
 /** `llmgw cordon|uncordon|drain <node>` (cordon/uncordon also `--gpu N`): operator intent, written to the log by the API. */
 import type { Command } from "commander";
-import { invalidIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../log/index.js";
 import type { NodeView } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { gpuIndexArg } from "./gpu.js";
@@ -13,12 +13,15 @@ const SUMMARY = {
 } as const;
 
 export function registerNodeIntent(program: Command, action: keyof typeof SUMMARY): void {
-  const cmd = program.command(action).description(SUMMARY[action]).argument("<node>", "node id");
+  const cmd = program
+    .command(action)
+    .description(SUMMARY[action])
+    .argument("<node>", "node id, a DNS name (e.g. gpu-017.rack4.dc1.example.com)");
   if (action !== "uncordon") cmd.option("--reason <text>", "why, recorded in the log");
   if (action !== "drain") cmd.option("--gpu <index>", `${action} one GPU of the node instead of the node`);
   withApiOptions(cmd).action(async (node: string, flags: ApiFlags & { reason?: string; gpu?: string }) => {
-    const why = invalidIdReason(node, "node id");
-    if (why) throw new CliError(why);
+    const why = invalidNodeIdReason(node);
+    if (why) throw new CliError(`invalid <node>: ${why}`);
     const gpu = flags.gpu === undefined ? undefined : gpuIndexArg(flags.gpu, "--gpu");
     const path =
       gpu === undefined ? `/v1/nodes/${node}/${action}` : `/v1/nodes/${node}/gpus/${gpu}/${action}`;

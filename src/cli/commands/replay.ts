@@ -3,6 +3,7 @@
  * or from the nearest earlier snapshot.
  */
 import { type Command, Option } from "commander";
+import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { DEFAULT_SNAPSHOT_BUCKET, openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
@@ -41,7 +42,7 @@ export function registerReplay(program: Command): void {
         .argParser(timeArg("--until-time"))
         .conflicts("untilSeq"),
     )
-    .option("--node <id>", "only this node and the replicas with a shard on it")
+    .option("--node <id>", "only this node (its DNS name, as typed) and the replicas with a shard on it")
     .option("--replica <id>", "only this replica and the nodes its shards are on")
     .option("--json", "canonical JSON of the (filtered) state and the sequence and time it covers")
     .option("--no-snapshots", "fold the whole log, ignoring snapshots")
@@ -56,6 +57,8 @@ export function registerReplay(program: Command): void {
 }
 
 async function runReplay(flags: ReplayFlags): Promise<void> {
+  const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
+  if (badNode) throw new CliError(`invalid --node: ${badNode}`);
   const log = await openLogForReading(flags, "llmgw replay");
   try {
     const snapshots = flags.snapshots

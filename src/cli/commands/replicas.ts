@@ -1,35 +1,49 @@
 /** `llmgw replicas`: replicas, where they run and why they wait. */
 import type { Command } from "commander";
-import type { ReplicaView } from "../../operator/index.js";
+import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
 import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
 
 export function registerReplicas(program: Command): void {
   withApiOptions(
     program
       .command("replicas")
-      .description("list replicas: model, profile, phase, nodes, why pending")
+      .description(
+        "list replicas: ready/desired per model, then each replica's phase, nodes, why it waits and why it last failed",
+      )
       .option("--model <name>", "only replicas of this model"),
   ).action(async (flags: ApiFlags & { model?: string }) => {
     const client = clientFor(flags);
     const q = flags.model ? `?model=${encodeURIComponent(flags.model)}` : "";
     const { body } = await call(() =>
-      client.get<{ seq: number; replicas: ReplicaView[] }>(`/v1/replicas${q}`),
+      client.get<{ seq: number; models: ModelReadiness[]; replicas: ReplicaView[] }>(`/v1/replicas${q}`),
     );
     if (flags.json) return printJson(body);
-    process.stdout.write(`${replicasTable(body.replicas)}\n`);
+    process.stdout.write(`${readinessTable(body.models)}\n\n${replicasTable(body.replicas)}\n`);
   });
+}
+
+/** Capacity per model: only ready replicas (every shard RUNNING) count. */
+export function readinessTable(models: ModelReadiness[]): string {
+  return formatTable(
+    ["MODEL", "READY"],
+    models.map((m) => [m.model, `${m.ready}/${m.desired}`]),
+  );
 }
 
 export function replicasTable(replicas: ReplicaView[]): string {
   return formatTable(
-    ["REPLICA", "MODEL", "PROFILE", "PHASE", "NODES", "PENDING"],
+    ["REPLICA", "MODEL", "PROFILE", "PHASE", "READY", "NODES", "PENDING", "LAST FAILURE"],
     replicas.map((r) => [
       r.replicaId,
       r.model,
       r.profile,
       r.phase,
+      r.ready ? "yes" : "no",
       r.nodeIds.join(","),
       r.phase === "pending" ? r.pendingReason : "",
+      r.lastFailure
+        ? `${r.lastFailure.reason} on ${r.lastFailure.nodeId || "?"}: ${r.lastFailure.message}`
+        : "",
     ]),
   );
 }

@@ -39,7 +39,14 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     flag: "--node-prefix",
     arg: "<prefix>",
     kind: "string",
-    help: "node ids are <prefix>1..<prefix>N (default node-)",
+    help: "node ids are <prefix>1..<prefix>N, DNS names (default node-)",
+  },
+  {
+    field: "nodeIds",
+    flag: "--node",
+    arg: "<ids>",
+    kind: "list",
+    help: "more nodes by name (DNS names, e.g. gpu-1.dc1.example.com), comma-separated or repeatable; --nodes 0 for only these",
   },
   {
     field: "gpusPerNode",
@@ -130,7 +137,7 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     flag: "--fault",
     arg: "<name[@node]>",
     kind: "list",
-    help: "faults: fail (oom), crash-loop, hang, leak, partition, xid; repeatable or comma-separated",
+    help: "faults: fail (oom), crash-loop (crash-after-running), hang (stuck-starting), refuse-start, never-starting, exit-after-running, leak, partition, xid; each NAME or NAME@NODE; repeatable or comma-separated",
   },
   {
     field: "faultRate",
@@ -151,7 +158,7 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     flag: "--crash-after-ms",
     arg: "<ms>",
     kind: "number",
-    help: "crash-loop: time running before the crash",
+    help: "crash-loop, exit-after-running: time running before the engine exits",
   },
   {
     field: "leakMbPerHeartbeat",

@@ -1,6 +1,6 @@
 /** The live one-line summary of `llmgw dev`, from the operator API. */
 import type { ApiClient } from "../../operator/client.js";
-import type { ReplicaState } from "../../projections/index.js";
+import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
 
 interface NodesBody {
   seq: number;
@@ -8,7 +8,8 @@ interface NodesBody {
 }
 interface ReplicasBody {
   seq: number;
-  replicas: ReplicaState[];
+  models: ModelReadiness[];
+  replicas: ReplicaView[];
 }
 interface CatalogBody {
   seq: number;
@@ -20,7 +21,8 @@ export interface FleetSummary {
   nodes: number;
   connected: number;
   wanted: number;
-  running: number;
+  /** Replicas whose every shard runs: the capacity that serves. */
+  ready: number;
   placed: number;
   pending: number;
   draining: number;
@@ -39,7 +41,7 @@ export async function fetchSummary(api: ApiClient): Promise<FleetSummary> {
     nodes: nodes.body.nodes.length,
     connected: nodes.body.nodes.filter((n) => n.liveness === "connected").length,
     wanted: (catalog.body.catalog.models ?? []).reduce((a, m) => a + (m.replicas ?? 0), 0),
-    running: count("running"),
+    ready: replicas.body.models.reduce((a, m) => a + m.ready, 0),
     placed: count("placed"),
     pending: count("pending"),
     draining: count("draining"),
@@ -49,7 +51,7 @@ export async function fetchSummary(api: ApiClient): Promise<FleetSummary> {
 export function formatSummary(s: FleetSummary): string {
   const parts = [
     `nodes ${s.connected}/${s.nodes} connected`,
-    `replicas ${s.running}/${s.wanted} running, ${s.placed} starting, ${s.pending} pending` +
+    `replicas ${s.ready}/${s.wanted} ready, ${s.placed} starting, ${s.pending} pending` +
       (s.draining > 0 ? `, ${s.draining} draining` : ""),
     `log seq ${s.seq}`,
   ];

@@ -3,7 +3,14 @@
  * covered (the switch is exhaustive); a kind from a newer version says so.
  */
 import { ShardStatus_State } from "../../gen/llmgw/v1/agent_pb.js";
-import { type Decision, type Event, Liveness, SessionClosed_Reason } from "../../gen/llmgw/v1/events_pb.js";
+import {
+  CommandUndeliverable_Action,
+  CommandUndeliverable_Reason,
+  type Decision,
+  type Event,
+  Liveness,
+  SessionClosed_Reason,
+} from "../../gen/llmgw/v1/events_pb.js";
 import { gpuProblemLine } from "../../projections/convert.js";
 
 const gib = (mb: bigint) => (Number(mb) / 1024).toFixed(0);
@@ -74,6 +81,10 @@ export function summarizeEvent(event: Event): string {
       return `${b.value.nodeId} GPU ${b.value.gpuIndex} cordoned by ${b.value.operator || "-"}${b.value.reason ? `: ${b.value.reason}` : ""}`;
     case "gpuUncordoned":
       return `${b.value.nodeId} GPU ${b.value.gpuIndex} uncordoned by ${b.value.operator || "-"}`;
+    case "commandUndeliverable": {
+      const v = b.value;
+      return `${v.nodeId} ${enumName(CommandUndeliverable_Action, v.action, "ACTION_")} ${v.commandId} (attempt ${v.attempt}) undeliverable on ${v.gatewayId}: ${enumName(CommandUndeliverable_Reason, v.reason, "REASON_")}${v.detail ? ` (${v.detail})` : ""}`;
+    }
     case "reconcilePass": {
       const v = b.value;
       const decisions = v.decisions.map(decisionSummary).join("; ");
@@ -122,6 +133,8 @@ function decisionSummary(d: Decision): string {
       return `failed ${k.value.replicaId} (${k.value.shardId} on ${k.value.nodeId})`;
     case "duplicateStopped":
       return `duplicate ${k.value.shardId} on ${k.value.nodeId}`;
+    case "undeliverableHandled":
+      return `undeliverable ${k.value.commandId} on ${k.value.nodeId} handled`;
     case undefined:
       return "unknown decision";
     default: {

@@ -1,4 +1,5 @@
 // The catalog file: schema, validation, conversion. Everything public is named here.
+export { formatDuration, parseDuration } from "./duration.js";
 export { formatMemory, parseMemory } from "./memory.js";
 export { catalogFileFrom, toProtoCatalog } from "./proto.js";
 export {

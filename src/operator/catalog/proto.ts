@@ -6,6 +6,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Catalog, CatalogSchema } from "../../gen/llmgw/v1/events_pb.js";
 import type { ModelSpec } from "../../projections/index.js";
+import { formatDuration } from "./duration.js";
 import { formatMemory } from "./memory.js";
 import type { CatalogFile, CatalogFileInput } from "./schema.js";
 
@@ -24,6 +25,9 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
         nodeLabels: { ...p.nodeLabels },
         engineArgs: [...p.engineArgs],
         engineEnv: { ...p.engineEnv },
+        startTimeoutMs: p.startTimeout ?? 0,
+        startAttempts: p.startAttempts ?? 0,
+        readyTimeoutMs: p.readyTimeout ?? 0,
       })),
     })),
   });
@@ -45,6 +49,10 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
         nodeLabels: { ...p.nodeLabels },
         engineArgs: [...p.engineArgs],
         engineEnv: { ...p.engineEnv },
+        // Written out only when set, so a catalog without them round-trips unchanged.
+        ...(p.startTimeoutMs > 0 ? { startTimeout: formatDuration(p.startTimeoutMs) } : {}),
+        ...(p.startAttempts > 0 ? { startAttempts: p.startAttempts } : {}),
+        ...(p.readyTimeoutMs > 0 ? { readyTimeout: formatDuration(p.readyTimeoutMs) } : {}),
       })),
     })),
   };

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { isReservedKey } from "../../log/index.js";
+import { parseDuration } from "./duration.js";
 import { parseMemory } from "./memory.js";
 
 /**
@@ -37,6 +38,18 @@ const memory = z.string().transform((text, ctx) => {
   return r.mb;
 });
 
+const duration = z
+  // A bare number is the mistake this guards against: say what to write instead.
+  .string({ error: 'expected a duration with a unit, like "90s", "20m" or "1h30m"' })
+  .transform((text, ctx) => {
+    const r = parseDuration(text);
+    if ("error" in r) {
+      ctx.addIssue({ code: "custom", message: r.error });
+      return z.NEVER;
+    }
+    return r.ms;
+  });
+
 export const profileSchema = z.strictObject({
   name,
   /** Shards per replica; more than one need a fabricKind. */
@@ -58,6 +71,12 @@ export const profileSchema = z.strictObject({
   engineEnv: z
     .record(z.string().regex(ENV_NAME, "must be an environment variable name"), z.string().max(4096))
     .default({}),
+  /** How long a started shard has to report STARTING before its start is sent again; default: the reconciler's (60s). */
+  startTimeout: duration.optional(),
+  /** How many sends of a start without STARTING before the placement fails; default: the reconciler's (3). */
+  startAttempts: positiveInt(100).optional(),
+  /** How long a shard may load (STARTING) before it is stopped and its replica failed; default: the reconciler's (20m). */
+  readyTimeout: duration.optional(),
 });
 
 export const modelSchema = z.strictObject({

@@ -6,7 +6,7 @@ import { toJson } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
-import { EVENT_KINDS, ID_PATTERN } from "../../log/index.js";
+import { EVENT_KINDS, invalidNodeIdReason } from "../../log/index.js";
 import type { ApiContext } from "../context.js";
 import { describeEvent } from "../describe.js";
 import { invalid } from "../errors.js";
@@ -32,7 +32,14 @@ const eventsQuery = z.strictObject({
     .regex(SUBJECT, "must be dot-separated tokens of letters, digits, '_', '-', or the wildcards * and >")
     .max(256)
     .optional(),
-  node: z.string().regex(ID_PATTERN, "must be a node id: letters, digits, '-', '_' (1 to 64)").optional(),
+  // The id as typed, dots included; the same rule as everywhere a node id is taken.
+  node: z
+    .string()
+    .superRefine((id, ctx) => {
+      const why = invalidNodeIdReason(id, "");
+      if (why) ctx.addIssue({ code: "custom", message: why.trimStart() });
+    })
+    .optional(),
   replica: z
     .string()
     .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be a replica id: letters, digits, '.', ':', '_', '-'")

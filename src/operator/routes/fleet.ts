@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { FleetState } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
 import { invalid } from "../errors.js";
-import { nodeViews, replicaViews } from "../views.js";
+import { modelReadiness, nodeViews, replicaViews } from "../views.js";
 import { parseWith, seqParam } from "./params.js";
 
 const fleetQuery = z.strictObject({
@@ -27,6 +27,7 @@ export function fleetBody(s: FleetState, lastSeq: number) {
     nodes: nodeViews(s),
     replicas: replicaViews(s),
     catalog: { seq: s.replicas.catalog.seq, models: s.replicas.catalog.models.map((m) => m.name) },
+    readiness: modelReadiness(s),
     lastPass: s.replicas.lastPass,
   };
 }

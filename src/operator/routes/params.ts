@@ -1,13 +1,13 @@
 /** Validation of path and query parameters shared by the routes. */
 import { z } from "zod";
-import { invalidIdReason, isReservedKey } from "../../log/index.js";
+import { invalidNodeIdReason, isReservedKey } from "../../log/index.js";
 import { formatPath } from "../catalog/index.js";
 import { ApiError, invalid } from "../errors.js";
 
-/** A node id: it becomes a subject token, so the log's own rule applies. */
+/** A node id, as typed (a DNS name, dots included): the log's own rule applies. */
 export function nodeIdParam(params: unknown): string {
   const id = (params as { id?: string }).id ?? "";
-  const why = invalidIdReason(id, "node id");
+  const why = invalidNodeIdReason(id);
   if (why) throw invalid(why);
   return id;
 }

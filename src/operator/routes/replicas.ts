@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { ApiContext } from "../context.js";
 import { notFound } from "../errors.js";
 import { explainReplica, replicaHistory } from "../explain.js";
-import { replicaView, replicaViews } from "../views.js";
+import { modelReadiness, replicaView, replicaViews } from "../views.js";
 import { parseWith, replicaIdParam, seqParam } from "./params.js";
 
 const listQuery = z.strictObject({
@@ -19,7 +19,8 @@ export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const replicas = replicaViews(s).filter(
       (r) => (q.model === undefined || r.model === q.model) && (q.phase === undefined || r.phase === q.phase),
     );
-    return { seq: s.seq, replicas };
+    const models = modelReadiness(s).filter((m) => q.model === undefined || m.model === q.model);
+    return { seq: s.seq, models, replicas };
   });
 
   app.get("/v1/replicas/:id", async (req) => {

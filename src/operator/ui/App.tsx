@@ -239,6 +239,7 @@ export function App() {
           {tab === "replicas" && fleet && (
             <ReplicaList
               replicas={fleet.replicas}
+              readiness={fleet.readiness}
               selected={selected?.kind === "replica" ? selected.id : null}
               onSelect={selectReplica}
             />

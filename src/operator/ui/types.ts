@@ -54,6 +54,9 @@ export interface ReplicaShard {
   gpuIndices: number[];
   state: string;
   desired: string;
+  lastError: string;
+  exitCode: number;
+  lastOutput: string;
 }
 
 export type Phase = "pending" | "placed" | "running" | "draining";
@@ -68,6 +71,23 @@ export interface Replica {
   replaces: string;
   replacedBy: string;
   nodeIds: string[];
+  /** Every shard RUNNING, none draining or stopping: counts as capacity. */
+  ready: boolean;
+  lastFailure: {
+    reason: string;
+    message: string;
+    nodeId: string;
+    shardId: string;
+    exitCode: number;
+    lastOutput: string;
+    seq: number;
+  } | null;
+}
+
+export interface ModelReadiness {
+  model: string;
+  ready: number;
+  desired: number;
 }
 
 export interface Fleet {
@@ -77,6 +97,7 @@ export interface Fleet {
   nodes: Node[];
   replicas: Replica[];
   catalog: { seq: number; models: string[] };
+  readiness: ModelReadiness[];
 }
 
 export interface EventRow {

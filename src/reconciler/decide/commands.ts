@@ -1,20 +1,23 @@
 /**
- * Commands without a result in time are sent again, with the same id (the
- * agent treats a repeat as the same request), while still wanted: the
- * session they were for is still current and the shard still needs what the
- * command asks. A command for a session that is gone is not re-issued; the
- * node's next session is re-planned from its adoption.
+ * Stop and drain commands without a result in time are sent again, with the
+ * same id (the agent treats a repeat as the same request), while still
+ * wanted: the session they were for is still current and the shard still
+ * needs what the command asks. A command for a session that is gone is not
+ * re-issued; the node's next session is re-planned from its adoption.
+ * Starts have their own rule (start-deadlines.ts). A command a gateway
+ * reported undeliverable has left the commands in flight (the fold removes
+ * it), so it is never re-issued either: undeliverable.ts handles it.
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
 import type { CommandState, ShardState } from "../../projections/index.js";
-import { currentSession, decision, finished, sortedValues } from "./messages.js";
+import { currentSession, decision, drainDeadline, finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function reissueCommands(pass: Pass): void {
   const { retryBaseMs, retryMaxMs } = pass.config;
   for (const c of sortedValues(pass.work.replicas.commands)) {
-    if (c.deadlineMs > pass.nowMs) continue;
+    if (c.kind === "start" || c.deadlineMs > pass.nowMs) continue;
     if (currentSession(pass, c.nodeId) !== c.sessionId) continue;
     const cmd = rebuild(pass, c);
     if (!cmd) continue;
@@ -54,41 +57,25 @@ function rebuild(pass: Pass, c: CommandState): Command | undefined {
   const base = { commandId: c.commandId, nodeId: c.nodeId, sessionId: c.sessionId, replicaId: c.replicaId };
   const shard = findShard(pass, c);
   switch (c.kind) {
-    case "start": {
+    case "start":
+      // Starts are re-sent by the start-deadline rule, which also waits for
+      // STARTING after the agent acknowledged (start-deadlines.ts).
+      return undefined;
+    case "drain": {
+      if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
       const r = pass.work.replicas.replicas[c.replicaId];
-      if (!r || !shard || shard.desired !== "running" || shard.state !== "pending") return undefined;
-      if (shard.sessionId !== c.sessionId) return undefined;
-      const p = pass.work.replicas.catalog.models
-        .find((m) => m.name === r.model)
-        ?.profiles.find((x) => x.name === r.profile);
-      if (!p) return undefined;
-      const shards = Math.max(1, p.shards);
+      // The same deadline as the first issue: the drain's, not this attempt's.
+      // Past it, the drains rule stops the shard instead.
+      const deadline = r ? drainDeadline(pass, r) : 0;
+      if (deadline <= pass.nowMs) return undefined;
       return create(CommandSchema, {
         ...base,
         action: {
-          case: "start",
-          value: {
-            commandId: c.commandId,
-            shardId: shard.shardId,
-            replicaId: r.replicaId,
-            model: r.model,
-            profile: p.name,
-            gpuIndices: [...shard.gpuIndices],
-            engineArgs: [...p.engineArgs],
-            engineEnv: { ...p.engineEnv },
-            rank: shard.rank,
-            worldSize: shards,
-            peers: shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((s) => s.nodeId) : [],
-          },
+          case: "drain",
+          value: { commandId: c.commandId, shardId: c.shardId, deadlineUnixMs: BigInt(deadline) },
         },
       });
     }
-    case "drain":
-      if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
-      return create(CommandSchema, {
-        ...base,
-        action: { case: "drain", value: { commandId: c.commandId, shardId: c.shardId } },
-      });
     case "stop":
       // A shard nobody claims any more (unclaimed, duplicate, failed replica) is still to be stopped.
       if (shard && (shard.desired !== "stopped" || finished(shard))) return undefined;

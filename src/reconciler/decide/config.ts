@@ -14,10 +14,19 @@ export interface ReconcilerConfig {
   lostAfterMs: number;
   /** A command's first deadline for a result. */
   commandTimeoutMs: number;
+  /**
+   * A started shard must report STARTING within this long, or its start is
+   * sent again (same command id, doubling wait) — unless the profile says otherwise.
+   */
+  startTimeoutMs: number;
+  /** Sends of a start without STARTING before the placement fails (profile may override). */
+  startAttempts: number;
+  /** A shard STARTING for longer than this is stopped and its replica failed (profile may override). */
+  readyTimeoutMs: number;
   /** Re-issue backoff: retryBase·2^(attempt-1), capped at retryMax. */
   retryBaseMs: number;
   retryMaxMs: number;
-  /** Failures of a model on a node before the pair is put on cooldown. */
+  /** Failures of a model on a node before the pair is put on cooldown (1: every failure). */
   cooldownFailures: number;
   cooldownMs: number;
   /** Crash-loop backoff: min(crashBackoffMax, crashBackoffBase·2^restarts). */
@@ -34,9 +43,13 @@ export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
   suspectAfterMs: 30_000,
   lostAfterMs: 120_000,
   commandTimeoutMs: 60_000,
+  startTimeoutMs: 60_000,
+  startAttempts: 3,
+  // Large models load for minutes.
+  readyTimeoutMs: 20 * 60_000,
   retryBaseMs: 5_000,
   retryMaxMs: 120_000,
-  cooldownFailures: 3,
+  cooldownFailures: 1,
   cooldownMs: 10 * 60_000,
   crashBackoffBaseMs: 10_000,
   crashBackoffMaxMs: 5 * 60_000,
@@ -52,6 +65,9 @@ const fields = z.strictObject({
   suspectAfterMs: positiveMs(),
   lostAfterMs: positiveMs(),
   commandTimeoutMs: positiveMs(),
+  startTimeoutMs: positiveMs(),
+  startAttempts: z.number().int().positive(),
+  readyTimeoutMs: positiveMs(),
   retryBaseMs: positiveMs(),
   retryMaxMs: positiveMs(),
   cooldownFailures: z.number().int().positive(),

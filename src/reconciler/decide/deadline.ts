@@ -1,11 +1,12 @@
 /**
  * The earliest future time at which a pass would decide something new on
  * the state this pass leaves behind: a node turning suspect or lost, a
- * command's deadline, a backoff or cooldown ending for a pending replica, a
- * drain deadline. The runner sleeps until then (or until new events).
+ * command's deadline, a shard's start or ready deadline, a backoff or
+ * cooldown ending for a pending replica, a drain deadline. The runner sleeps until then (or until new events).
  */
 import type { FleetState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
+import { limitsFor } from "./limits.js";
 
 export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
   let next = Number.POSITIVE_INFINITY;
@@ -21,7 +22,19 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
     if (state.inventory.nodes[c.nodeId]?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
   }
   const pendingModels = new Set<string>();
+  const profiles = new Map(
+    state.replicas.catalog.models.flatMap((m) => m.profiles.map((p) => [`${m.name}/${p.name}`, p] as const)),
+  );
   for (const r of Object.values(state.replicas.replicas)) {
+    if (r.phase === "placed") {
+      const limits = limitsFor(config, profiles.get(`${r.model}/${r.profile}`));
+      for (const s of r.shards) {
+        if (s.desired !== "running" || s.fault !== null) continue;
+        if (s.state === "pending" && s.startDueMs > 0) consider(s.startDueMs);
+        if (s.state === "starting" && s.startingSinceMs > 0)
+          consider(s.startingSinceMs + limits.readyTimeoutMs);
+      }
+    }
     if (r.phase === "pending") {
       pendingModels.add(r.model);
       consider(r.backoffUntilMs);

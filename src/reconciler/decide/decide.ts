@@ -2,9 +2,11 @@
  * One reconcile pass: a pure function of the projected fleet, the config,
  * the time and the live gateways. Rules run in a fixed priority order; when
  * the pass is full, what is left waits for the next pass:
- *   1. gateway loss        4. failures, cooldowns    7. GPU faults
- *   2. node expiry         5. command re-issues      8. scale
- *   3. adoption            6. drains                 9. placement
+ *   1. gateway loss        4. failures (faults the fold recorded),
+ *   2. node expiry            start and ready deadlines, cooldowns
+ *   3. adoption            5. undeliverable commands   8. GPU faults
+ *                          6. command re-issues        9. scale
+ *                          7. drains                  10. placement
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -13,14 +15,16 @@ import { adoptSessions } from "./adoption.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
-import { failIncomplete, handleFailures } from "./failures.js";
+import { failIncomplete, handleFailures, startCooldowns } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
 import { moveOffFaultyGpus } from "./gpu-faults.js";
 import { expireNodes } from "./liveness.js";
 import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
 import { scaleModels } from "./scale.js";
+import { enforceStartDeadlines } from "./start-deadlines.js";
 import type { DecideInput, DecideOutput } from "./types.js";
+import { handleUndeliverable } from "./undeliverable.js";
 
 export function decide(input: DecideInput): DecideOutput {
   const pass = new Pass(input);
@@ -28,8 +32,11 @@ export function decide(input: DecideInput): DecideOutput {
   expireNodes(pass);
   adoptSessions(pass);
   handleFailures(pass);
+  enforceStartDeadlines(pass);
+  startCooldowns(pass);
   const adopting = pass.unadopted.size > 0;
   if (!adopting) failIncomplete(pass);
+  handleUndeliverable(pass);
   reissueCommands(pass);
   handleDrains(pass);
   moveOffFaultyGpus(pass);

@@ -6,10 +6,11 @@
  * what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState } from "../../projections/index.js";
+import { isReady, type ReplicaState } from "../../projections/index.js";
 import {
   decision,
   drainCommand,
+  drainDeadline,
   finished,
   hasLiveReplacement,
   reachable,
@@ -25,9 +26,10 @@ export function drainUnit(
   replacementId: string,
   reason: string,
 ): { decisions: Decision[]; commands: Command[] } {
+  const deadline = drainDeadline(pass, r);
   const commands = r.shards
     .filter((s) => s.desired === "running" && !finished(s) && reachable(pass, s))
-    .map((s) => drainCommand(pass, { ...s, replicaId: r.replicaId }));
+    .map((s) => drainCommand(pass, { ...s, replicaId: r.replicaId }, deadline));
   return {
     decisions: [
       decision(
@@ -74,7 +76,8 @@ export function replaceThenDrain(
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   if (hasLiveReplacement(pass, r)) {
     const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
-    if (next.phase !== "running") return undefined;
+    // Make-before-break waits for ready (every shard RUNNING), not for placed.
+    if (!isReady(next)) return undefined;
     return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
   }
   // A model gone from the catalog is drained by the scale rule, not replaced.
@@ -106,10 +109,10 @@ function finishDrain(
     commands,
   });
   if (left.length === 0) return removed(`drained (${r.drainReason || "drain"})`);
-  const deadline = r.drainStartedMs + pass.config.drainDeadlineMs;
+  const deadline = drainDeadline(pass, r);
   if (pass.nowMs >= deadline) {
     return removed(
-      `drain deadline passed with ${left.length} shard(s) still running; stopping them`,
+      `drain deadline ${new Date(deadline).toISOString()} of ${r.replicaId} passed (drain started ${new Date(r.drainStartedMs).toISOString()}) with ${left.length} shard(s) still running; stopping ${left.map((s) => `${s.shardId} on ${s.nodeId}`).join(", ")}`,
       left.map((s) => stopCommand(pass, { ...s, replicaId: r.replicaId })),
     );
   }

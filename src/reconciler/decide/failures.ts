@@ -1,41 +1,76 @@
 /**
- * Failures. A shard that reports failed fails its replica (the other shards
- * are stopped; the replica is placed again) after a crash-loop backoff that
- * doubles with each restart. A model that keeps failing on one node puts the
- * pair on cooldown so placement tries elsewhere. A replica adopted with
- * fewer shards than its profile needs cannot serve: it fails too.
+ * Failures. A shard the fold marked faulty — it failed, stopped without
+ * being asked, or the agent refused its start — fails its replica at once:
+ * the other shards are stopped and the replica is placed again after a
+ * crash-loop backoff that doubles with each restart. Every such failure
+ * counts against the model on that node, and after cooldownFailures (1 by
+ * default) the pair is put on cooldown, so the replacement goes elsewhere.
+ * A replica adopted with fewer shards than its profile needs cannot serve:
+ * it fails too.
  */
-import { decision, failReplica, sortedValues } from "./messages.js";
-import type { Pass } from "./pass.js";
+import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
+import type { ReplicaState, ShardFault, ShardState } from "../../projections/index.js";
+import { decision, type FailureDetail, failReplica, sortedValues } from "./messages.js";
+import type { Pass, Unit } from "./pass.js";
 
 export function handleFailures(pass: Pass): void {
-  const { crashBackoffBaseMs, crashBackoffMaxMs } = pass.config;
   for (const r of sortedValues(pass.work.replicas.replicas)) {
     if (r.phase === "draining") continue;
-    const s = r.shards.find((x) => x.state === "failed" && x.desired === "running");
-    if (!s) continue;
-    const error = s.lastError || `exit code ${s.exitCode}`;
-    const unit = failReplica(pass, r, s.shardId, s.nodeId, error);
-    if (unit.decisions[0]?.kind.case === "replicaFailed") {
-      const restarts = r.restarts + 1;
-      const wait = Math.min(crashBackoffMaxMs, crashBackoffBaseMs * 2 ** r.restarts);
-      const until = pass.nowMs + wait;
-      unit.decisions.push(
-        decision(
-          `${r.replicaId} restart ${restarts}: waits ${Math.round(wait / 1000)}s before it is placed again`,
-          {
-            case: "shardBackoff",
-            value: { replicaId: r.replicaId, restarts, untilUnixMs: BigInt(until) },
-          },
-        ),
-      );
-    }
+    const s = r.shards.find((x) => x.fault !== null && x.desired === "running");
+    if (!s?.fault) continue;
+    const unit = failedUnit(pass, r, s, s.fault.message, {
+      reason: reasonOf(s.fault),
+      exitCode: s.exitCode,
+      lastOutput: s.lastOutput,
+    });
     if (!pass.add(unit)) return;
   }
-  startCooldowns(pass);
 }
 
-function startCooldowns(pass: Pass): void {
+function reasonOf(f: ShardFault): ReplicaFailed_Reason {
+  switch (f.kind) {
+    case "failed":
+      return ReplicaFailed_Reason.SHARD_FAILED;
+    case "unrequested-stop":
+      return ReplicaFailed_Reason.UNREQUESTED_STOP;
+    case "start-refused":
+      return ReplicaFailed_Reason.START_REFUSED;
+    default: {
+      const never: never = f.kind;
+      return never;
+    }
+  }
+}
+
+/** A replica failed by one of its shards, with the crash-loop backoff before it is placed again. */
+export function failedUnit(
+  pass: Pass,
+  r: ReplicaState,
+  s: ShardState,
+  error: string,
+  detail: FailureDetail,
+): Unit {
+  const { crashBackoffBaseMs, crashBackoffMaxMs } = pass.config;
+  const unit = failReplica(pass, r, s.shardId, s.nodeId, error, detail);
+  if (unit.decisions[0]?.kind.case === "replicaFailed") {
+    const restarts = r.restarts + 1;
+    const wait = Math.min(crashBackoffMaxMs, crashBackoffBaseMs * 2 ** r.restarts);
+    const until = pass.nowMs + wait;
+    unit.decisions.push(
+      decision(
+        `${r.replicaId} restart ${restarts}: waits ${Math.round(wait / 1000)}s before it is placed again`,
+        {
+          case: "shardBackoff",
+          value: { replicaId: r.replicaId, restarts, untilUnixMs: BigInt(until) },
+        },
+      ),
+    );
+  }
+  return unit;
+}
+
+/** Model×node pairs that reached cooldownFailures (counted by the fold from this and earlier passes' failures). */
+export function startCooldowns(pass: Pass): void {
   const { cooldownFailures, cooldownMs } = pass.config;
   const failures = pass.work.replicas.failures;
   for (const key of Object.keys(failures).sort()) {
@@ -48,7 +83,7 @@ function startCooldowns(pass: Pass): void {
     const ok = pass.add({
       decisions: [
         decision(
-          `${model} failed ${count} times on ${nodeId}: placement avoids the pair for ${Math.round(cooldownMs / 1000)}s`,
+          `${model} failed ${count} time${count === 1 ? "" : "s"} on ${nodeId}: placement avoids the pair for ${Math.round(cooldownMs / 1000)}s`,
           {
             case: "cooldownStarted",
             value: { model, nodeId, failures: count, untilUnixMs: BigInt(until) },
@@ -78,6 +113,7 @@ export function failIncomplete(pass: Pass): void {
       "",
       "",
       `incomplete: ${held.length} of ${want} shards registered${first ? ` (on ${held.map((s) => s.nodeId).join(", ")})` : ""}`,
+      { reason: ReplicaFailed_Reason.INCOMPLETE },
     );
     if (!pass.add(unit)) return;
   }

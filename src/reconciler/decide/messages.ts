@@ -1,6 +1,12 @@
 /** Builders of the decisions and commands a pass emits, so every rule writes them the same way. */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { type Command, CommandSchema, type Decision, DecisionSchema } from "../../gen/llmgw/v1/events_pb.js";
+import {
+  type Command,
+  CommandSchema,
+  type Decision,
+  DecisionSchema,
+  ReplicaFailed_Reason,
+} from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState, ShardState } from "../../projections/index.js";
 import type { Pass } from "./pass.js";
 
@@ -43,27 +49,51 @@ interface ShardTarget {
   replicaId: string;
 }
 
-function shardCommand(pass: Pass, kind: "stop" | "drain", timeoutMs: number, t: ShardTarget): Command {
+export function stopCommand(pass: Pass, t: ShardTarget): Command {
   const value = { commandId: pass.newCommandId(), shardId: t.shardId };
-  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, { case: kind, value });
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, pass.config.commandTimeoutMs, {
+    case: "stop",
+    value,
+  });
 }
 
-export function stopCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "stop", pass.config.commandTimeoutMs, target);
+/**
+ * A drain that tells the agent when the reconciler will stop the shard
+ * anyway (`drainDeadline`). The agent answers a drain at once and exits
+ * later, so its result is due like any command's, and never after the
+ * drain's end: a lost drain is sent again while draining still means
+ * something.
+ */
+export function drainCommand(pass: Pass, t: ShardTarget, deadlineMs: number): Command {
+  const value = { commandId: pass.newCommandId(), shardId: t.shardId, deadlineUnixMs: BigInt(deadlineMs) };
+  const timeoutMs = Math.max(0, Math.min(pass.config.commandTimeoutMs, deadlineMs - pass.nowMs));
+  return command(pass, t.nodeId, t.sessionId, t.replicaId, timeoutMs, {
+    case: "drain",
+    value,
+  });
 }
 
-export function drainCommand(pass: Pass, target: ShardTarget): Command {
-  return shardCommand(pass, "drain", pass.config.drainDeadlineMs, target);
+/**
+ * When a replica's drain ends: its start (this pass's time for a drain
+ * starting now) plus drainDeadlineMs. The agent is told this time in every
+ * DrainShard, re-issues included, and the drains rule stops what still
+ * runs once it has passed.
+ */
+export function drainDeadline(pass: Pass, r: ReplicaState): number {
+  const started = r.phase === "draining" ? r.drainStartedMs : pass.nowMs;
+  return started + pass.config.drainDeadlineMs;
 }
 
+/** A start command; `timeoutMs` is how long the shard has to report STARTING (the profile's start timeout). */
 export function startCommand(
   pass: Pass,
   nodeId: string,
   sessionId: string,
+  timeoutMs: number,
   start: Omit<NonNullable<Extract<Action, { case: "start" }>["value"]>, "commandId" | "$typeName">,
 ): Command {
   const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, start.replicaId ?? "", pass.config.commandTimeoutMs, {
+  return command(pass, nodeId, sessionId, start.replicaId ?? "", timeoutMs, {
     case: "start",
     value: { ...start, commandId },
   });
@@ -99,6 +129,15 @@ export function hasLiveReplacement(pass: Pass, r: ReplicaState): boolean {
   return next !== undefined && next.phase !== "draining";
 }
 
+/** What the log says of a failure beyond its text. */
+export interface FailureDetail {
+  reason?: ReplicaFailed_Reason;
+  exitCode?: number;
+  lastOutput?: string;
+  /** The failing shard still runs (stuck STARTING): stop it too. */
+  stopFailing?: boolean;
+}
+
 /**
  * The unit for "this replica's shards are gone": it fails and waits to be
  * placed again, and whatever still runs of it elsewhere is stopped. A
@@ -111,8 +150,9 @@ export function failReplica(
   shardId: string,
   nodeId: string,
   error: string,
+  detail: FailureDetail = {},
 ): { decisions: Decision[]; commands: Command[] } {
-  const commands = stopOthers(pass, r, shardId);
+  const commands = stopOthers(pass, r, detail.stopFailing ? "" : shardId);
   if (hasLiveReplacement(pass, r)) {
     return {
       decisions: [
@@ -131,7 +171,15 @@ export function failReplica(
         `${r.replicaId} failed${nodeId ? ` on ${nodeId}` : ""}: ${error}${stops}; it will be placed again`,
         {
           case: "replicaFailed",
-          value: { replicaId: r.replicaId, shardId, nodeId, error },
+          value: {
+            replicaId: r.replicaId,
+            shardId,
+            nodeId,
+            error,
+            reason: detail.reason ?? ReplicaFailed_Reason.UNSPECIFIED,
+            exitCode: detail.exitCode ?? 0,
+            lastOutput: detail.lastOutput ?? "",
+          },
         },
       ),
     ],

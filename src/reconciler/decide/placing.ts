@@ -7,6 +7,7 @@
  */
 import type { ModelSpec, ReplicaState } from "../../projections/index.js";
 import { FleetView, type NoFit, type Placed, placeReplica } from "../placement/index.js";
+import { limitsFor } from "./limits.js";
 import { decision, sortedValues, startCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -52,7 +53,7 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
   const worldSize = shards.length;
   const peers = worldSize > 1 ? shards.map((s) => s.nodeId) : [];
   const commands = shards.map((s) =>
-    startCommand(pass, s.nodeId, s.sessionId, {
+    startCommand(pass, s.nodeId, s.sessionId, limitsFor(pass.config, p.profile).startTimeoutMs, {
       shardId: s.shardId,
       replicaId: r.replicaId,
       model: model.name,

@@ -88,6 +88,9 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
       case "commandReissued":
         add(`command ${k.value.commandId}`, `re-issued (attempt ${k.value.attempt})`);
         break;
+      case "undeliverableHandled":
+        add(`command ${k.value.commandId}`, "undeliverable, handled");
+        break;
       case undefined:
         break;
       default: {

@@ -4,7 +4,8 @@
  * through its shards and commands too: a stop command names only a shard,
  * a re-issue only a command id.
  */
-import type { Command, Decision, ReconcilePass } from "../../gen/llmgw/v1/events_pb.js";
+import type { Command, Decision, ReconcilePass, ReplicaFailed } from "../../gen/llmgw/v1/events_pb.js";
+import { failureReasonName } from "../../projections/index.js";
 
 /** One pass as read from the log. */
 export interface RecordedPass {
@@ -21,12 +22,21 @@ export interface Touch {
   /** The decision kind (e.g. "replicaPlaced"), or "command". */
   kind: string;
   text: string;
+  /** More than the one-line text, when the decision carries it (a failure's reason, exit code and engine output). */
+  detail?: string;
 }
 
 export function describeCommand(c: Command): string {
   const a = c.action;
   const what = a.case === undefined ? "unknown command" : `${a.case} ${a.value.shardId}`;
   return `${what} (${c.commandId}, attempt ${c.attempt}) to ${c.nodeId} session ${c.sessionId}`;
+}
+
+/** A failure's reason, exit code and the engine's last lines, for people. */
+function failureDetail(f: ReplicaFailed): string {
+  const exit = f.exitCode !== 0 ? `, exit code ${f.exitCode}` : "";
+  const output = f.lastOutput.trim() === "" ? "" : `\nlast output:\n${f.lastOutput.trimEnd()}`;
+  return `reason ${failureReasonName(f.reason)}${exit}${output}`;
 }
 
 function touch(p: RecordedPass, kind: string, text: string): Touch {
@@ -39,8 +49,11 @@ export function touchingReplica(passes: Iterable<RecordedPass>, replicaId: strin
   const out: Touch[] = [];
   for (const p of passes) {
     for (const d of p.pass.decisions) {
-      if (decisionTouchesReplica(d, replicaId, shards, commands))
-        out.push(touch(p, d.kind.case ?? "unknown", d.explanation));
+      if (decisionTouchesReplica(d, replicaId, shards, commands)) {
+        const t = touch(p, d.kind.case ?? "unknown", d.explanation);
+        if (d.kind.case === "replicaFailed") t.detail = failureDetail(d.kind.value);
+        out.push(t);
+      }
     }
     for (const c of p.pass.commands) {
       const a = c.action;
@@ -82,6 +95,7 @@ function decisionTouchesReplica(
     case "shardBackoff":
     case "shardUnclaimed":
     case "duplicateStopped":
+    case "undeliverableHandled":
       return k.value.replicaId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);
@@ -127,6 +141,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "cooldownStarted":
     case "replicaFailed":
     case "duplicateStopped":
+    case "undeliverableHandled":
       return k.value.nodeId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);

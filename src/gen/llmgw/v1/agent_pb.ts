@@ -79,8 +79,13 @@ export const AgentMessageSchema: GenMessage<AgentMessage> = /*@__PURE__*/
  */
 export type Register = Message<"llmgw.v1.Register"> & {
   /**
-   * The node's identity. It becomes a subject token, so it must match
-   * [A-Za-z0-9_-]{1,64}; with TLS it must equal the client certificate's CN.
+   * The node's identity: a DNS name (RFC 1123 subdomain), e.g.
+   * "gpu-017.rack4.dc1.example.com": lower-case letters, digits, '-' and
+   * '.', labels of 1 to 63 characters that start and end with a letter or
+   * digit, at most 253 in all. Anything else is refused with
+   * INVALID_ARGUMENT. The log writes it as one subject token with each '.'
+   * as '_' (reversible: a DNS name has no '_'). With TLS it must equal the
+   * client certificate's CN.
    *
    * @generated from field: string node_id = 1;
    */
@@ -754,7 +759,10 @@ export type DrainShard = Message<"llmgw.v1.DrainShard"> & {
   shardId: string;
 
   /**
-   * Deadline, milliseconds since the Unix epoch.
+   * Deadline, milliseconds since the Unix epoch: the drain's start plus the
+   * reconciler's drain deadline, the same in every re-issue. The reconciler
+   * stops the shard once it has passed; an agent exits by then. 0 (logs
+   * written before it was set): no deadline given.
    *
    * @generated from field: int64 deadline_unix_ms = 3;
    */

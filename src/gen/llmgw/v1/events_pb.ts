@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIuAHCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPAoUZ3B1X3Byb2JsZW1zX2NsZWFyZWQYGSABKAsyHC5sbG1ndy52MS5HcHVQcm9ibGVtc0NsZWFyZWRIABItCgxncHVfY29yZG9uZWQYGiABKAsyFS5sbG1ndy52MS5HcHVDb3Jkb25lZEgAEjEKDmdwdV91bmNvcmRvbmVkGBsgASgLMhcubGxtZ3cudjEuR3B1VW5jb3Jkb25lZEgAQgYKBGJvZHkioAEKBldyaXRlchIjCgRraW5kGAEgASgOMhUubGxtZ3cudjEuV3JpdGVyLktpbmQSCgoCaWQYAiABKAkiZQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9HQVRFV0FZEAESEwoPS0lORF9SRUNPTkNJTEVSEAISEQoNS0lORF9PUEVSQVRPUhADEg0KCUtJTkRfVE9PTBAEIoQBCg1TZXNzaW9uT3BlbmVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyEhAKCGlkZW50aXR5GAUgASgJIvACCg1TZXNzaW9uQ2xvc2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEi4KBnJlYXNvbhgEIAEoDjIeLmxsbWd3LnYxLlNlc3Npb25DbG9zZWQuUmVhc29uEg4KBmRldGFpbBgFIAEoCSLlAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9ESVNDT05ORUNURUQQARIRCg1SRUFTT05fU0lMRU5UEAISFQoRUkVBU09OX1NVUEVSU0VERUQQAxIbChdSRUFTT05fR0FURVdBWV9EUkFJTklORxAEEhgKFFJFQVNPTl9TTE9XX0NPTlNVTUVSEAUSGQoVUkVBU09OX1BST1RPQ09MX0VSUk9SEAYSGgoWUkVBU09OX0xPR19VTkFWQUlMQUJMRRAHEhIKDlJFQVNPTl9FWFBJUkVEEAgidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciKmAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0idgoTU2hhcmRTdGF0dXNSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJQoGc3RhdHVzGAQgASgLMhUubGxtZ3cudjEuU2hhcmRTdGF0dXMiegoVQ29tbWFuZFJlc3VsdFJlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBInCgZyZXN1bHQYBCABKAsyFy5sbG1ndy52MS5Db21tYW5kUmVzdWx0ImMKDkdhdGV3YXlTdGFydGVkEhIKCmdhdGV3YXlfaWQYASABKAkSFgoObGlzdGVuX2FkZHJlc3MYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRIUCgxsZWFzZV90dGxfbXMYBCABKA0iVgoPR2F0ZXdheURyYWluaW5nEhIKCmdhdGV3YXlfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIVCg1vcGVuX3Nlc3Npb25zGAMgASgNIjQKDkdhdGV3YXlTdG9wcGVkEhIKCmdhdGV3YXlfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIkgKDkNhdGFsb2dDaGFuZ2VkEiIKB2NhdGFsb2cYASABKAsyES5sbG1ndy52MS5DYXRhbG9nEhIKCmFwcGxpZWRfYnkYAiABKAkiKgoHQ2F0YWxvZxIfCgZtb2RlbHMYASADKAsyDy5sbG1ndy52MS5Nb2RlbCJMCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZSLsAgoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5GjEKD05vZGVMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQQoMTm9kZUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIjMKDk5vZGVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEAoIb3BlcmF0b3IYAiABKAkiRwoSTm9kZURyYWluUmVxdWVzdGVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIm4KEkdwdVByb2JsZW1zQ2xlYXJlZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKbm9kZV9sZXZlbBgFIAEoCCJTCgtHcHVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIOCgZyZWFzb24YAyABKAkSEAoIb3BlcmF0b3IYBCABKAkiRQoNR3B1VW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCSLVAQoNUmVjb25jaWxlUGFzcxIRCglsZWFkZXJfaWQYASABKAkSFgoObGVhc2VfcmV2aXNpb24YAiABKAQSFAoMb2JzZXJ2ZWRfc2VxGAMgASgEEhMKC25vd191bml4X21zGAQgASgDEiUKCWRlY2lzaW9ucxgFIAMoCzISLmxsbWd3LnYxLkRlY2lzaW9uEiMKCGNvbW1hbmRzGAYgAygLMhEubGxtZ3cudjEuQ29tbWFuZBIRCgl0cnVuY2F0ZWQYByABKAgSDwoHdHJpZ2dlchgIIAEoCSKbBgoIRGVjaXNpb24SEwoLZXhwbGFuYXRpb24YASABKAkSMwoPcmVwbGljYV9jcmVhdGVkGAogASgLMhgubGxtZ3cudjEuUmVwbGljYUNyZWF0ZWRIABIxCg5yZXBsaWNhX3BsYWNlZBgLIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FQbGFjZWRIABIzCg9yZXBsaWNhX3BlbmRpbmcYDCABKAsyGC5sbG1ndy52MS5SZXBsaWNhUGVuZGluZ0gAEjEKDnNoYXJkc19hZG9wdGVkGA0gASgLMhcubGxtZ3cudjEuU2hhcmRzQWRvcHRlZEgAEjMKD3NoYXJkX3VuY2xhaW1lZBgOIAEoCzIYLmxsbWd3LnYxLlNoYXJkVW5jbGFpbWVkSAASNgoNbm9kZV9saXZlbmVzcxgPIAEoCzIdLmxsbWd3LnYxLk5vZGVMaXZlbmVzc0NoYW5nZWRIABI1ChBzZXNzaW9uc19leHBpcmVkGBAgASgLMhkubGxtZ3cudjEuU2Vzc2lvbnNFeHBpcmVkSAASMwoPcmVwbGljYV9yZW1vdmVkGBEgASgLMhgubGxtZ3cudjEuUmVwbGljYVJlbW92ZWRIABI+ChVyZXBsaWNhX2RyYWluX3N0YXJ0ZWQYEiABKAsyHS5sbG1ndy52MS5SZXBsaWNhRHJhaW5TdGFydGVkSAASNQoQY29tbWFuZF9yZWlzc3VlZBgTIAEoCzIZLmxsbWd3LnYxLkNvbW1hbmRSZWlzc3VlZEgAEjUKEGNvb2xkb3duX3N0YXJ0ZWQYFCABKAsyGS5sbG1ndy52MS5Db29sZG93blN0YXJ0ZWRIABIvCg1zaGFyZF9iYWNrb2ZmGBUgASgLMhYubGxtZ3cudjEuU2hhcmRCYWNrb2ZmSAASMQoOcmVwbGljYV9mYWlsZWQYFiABKAsyFy5sbG1ndy52MS5SZXBsaWNhRmFpbGVkSAASNwoRZHVwbGljYXRlX3N0b3BwZWQYFyABKAsyGi5sbG1ndy52MS5EdXBsaWNhdGVTdG9wcGVkSABCBgoEa2luZCJFCg5SZXBsaWNhQ3JlYXRlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcGxhY2VzGAMgASgJImoKDlNoYXJkUGxhY2VtZW50EhAKCHNoYXJkX2lkGAEgASgJEgwKBHJhbmsYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNIiwKCUNhbmRpZGF0ZRIQCghub2RlX2lkcxgBIAMoCRINCgVzY29yZRgCIAEoASLLAQoNUmVwbGljYVBsYWNlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3Byb2ZpbGUYAyABKAkSKAoGc2hhcmRzGAQgAygLMhgubGxtZ3cudjEuU2hhcmRQbGFjZW1lbnQSIwoGY2hvc2VuGAUgASgLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEicKCnJ1bm5lcnNfdXAYBiADKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSDgoGcG9saWN5GAcgASgJIikKCFJ1bGVkT3V0Eg4KBnJlYXNvbhgBIAEoCRINCgVub2RlcxgCIAEoDSKHAQoOUmVwbGljYVBlbmRpbmcSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIYChBub2Rlc19jb25zaWRlcmVkGAMgASgNEhEKCW5vZGVzX2ZpdBgEIAEoDRIlCglydWxlZF9vdXQYBSADKAsyEi5sbG1ndy52MS5SdWxlZE91dCJ3CgxBZG9wdGVkU2hhcmQSEAoIc2hhcmRfaWQYASABKAkSEgoKcmVwbGljYV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIPCgdwcm9maWxlGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNEgwKBHJhbmsYBiABKA0iXAoNU2hhcmRzQWRvcHRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSJgoGc2hhcmRzGAMgAygLMhYubGxtZ3cudjEuQWRvcHRlZFNoYXJkInoKDlNoYXJkVW5jbGFpbWVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghzaGFyZF9pZBgDIAEoCRISCgpyZXBsaWNhX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKEAQoTTm9kZUxpdmVuZXNzQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEiQKCGxpdmVuZXNzGAIgASgOMhIubGxtZ3cudjEuTGl2ZW5lc3MSEgoKc2Vzc2lvbl9pZBgDIAEoCRIiChpkaXNjb25uZWN0ZWRfc2luY2VfdW5peF9tcxgEIAEoAyIxCgpTZXNzaW9uUmVmEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJNCg9TZXNzaW9uc0V4cGlyZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRImCghzZXNzaW9ucxgCIAMoCzIULmxsbWd3LnYxLlNlc3Npb25SZWYiQwoOUmVwbGljYVJlbW92ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUQoTUmVwbGljYURyYWluU3RhcnRlZBISCgpyZXBsaWNhX2lkGAEgASgJEhYKDnJlcGxhY2VtZW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJSCg9Db21tYW5kUmVpc3N1ZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhoKEm5leHRfcmV0cnlfdW5peF9tcxgDIAEoAyJaCg9Db29sZG93blN0YXJ0ZWQSDQoFbW9kZWwYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIQCghmYWlsdXJlcxgDIAEoDRIVCg11bnRpbF91bml4X21zGAQgASgDIksKDFNoYXJkQmFja29mZhISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHJlc3RhcnRzGAIgASgNEhUKDXVudGlsX3VuaXhfbXMYAyABKAMiVQoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkiSQoQRHVwbGljYXRlU3RvcHBlZBIPCgdub2RlX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAki/gEKB0NvbW1hbmQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIYChBkZWFkbGluZV91bml4X21zGAUgASgDEiUKBXN0YXJ0GAogASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYCyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgMIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABISCgpyZXBsaWNhX2lkGAYgASgJQggKBmFjdGlvbiqAAQoITGl2ZW5lc3MSGAoUTElWRU5FU1NfVU5TUEVDSUZJRUQQABIWChJMSVZFTkVTU19DT05ORUNURUQQARIZChVMSVZFTkVTU19ESVNDT05ORUNURUQQAhIUChBMSVZFTkVTU19TVVNQRUNUEAMSEQoNTElWRU5FU1NfTE9TVBAEYgZwcm90bzM", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIqEICgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSABCBgoEYm9keSKgAQoGV3JpdGVyEiMKBGtpbmQYASABKA4yFS5sbG1ndy52MS5Xcml0ZXIuS2luZBIKCgJpZBgCIAEoCSJlCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX0dBVEVXQVkQARITCg9LSU5EX1JFQ09OQ0lMRVIQAhIRCg1LSU5EX09QRVJBVE9SEAMSDQoJS0lORF9UT09MEAQihAEKDVNlc3Npb25PcGVuZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXISEAoIaWRlbnRpdHkYBSABKAki8AIKDVNlc3Npb25DbG9zZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSLgoGcmVhc29uGAQgASgOMh4ubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZC5SZWFzb24SDgoGZGV0YWlsGAUgASgJIuUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX0RJU0NPTk5FQ1RFRBABEhEKDVJFQVNPTl9TSUxFTlQQAhIVChFSRUFTT05fU1VQRVJTRURFRBADEhsKF1JFQVNPTl9HQVRFV0FZX0RSQUlOSU5HEAQSGAoUUkVBU09OX1NMT1dfQ09OU1VNRVIQBRIZChVSRUFTT05fUFJPVE9DT0xfRVJST1IQBhIaChZSRUFTT05fTE9HX1VOQVZBSUxBQkxFEAcSEgoOUkVBU09OX0VYUElSRUQQCCJ1Cg9IYXJkd2FyZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyIqYBCgxVc2FnZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEhoKEmdwdV9tZW1vcnlfdXNlZF9tYhgEIAMoBBIUCgxuZXdfcHJvYmxlbXMYBSADKAkSKgoMZ3B1X3Byb2JsZW1zGAYgAygLMhQubGxtZ3cudjEuR3B1UHJvYmxlbSJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAki8QMKFENvbW1hbmRVbmRlbGl2ZXJhYmxlEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKZ2F0ZXdheV9pZBgFIAEoCRI1CgZyZWFzb24YBiABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5SZWFzb24SDgoGZGV0YWlsGAcgASgJEjUKBmFjdGlvbhgIIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLkFjdGlvbhIQCghzaGFyZF9pZBgJIAEoCRISCgpyZXBsaWNhX2lkGAogASgJEhAKCHBhc3Nfc2VxGAsgASgEIm4KBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIZChVSRUFTT05fU0VTU0lPTl9DTE9TRUQQARIaChZSRUFTT05fU0VTU0lPTl9DTE9TSU5HEAISFQoRUkVBU09OX1FVRVVFX0ZVTEwQAyJVCgZBY3Rpb24SFgoSQUNUSU9OX1VOU1BFQ0lGSUVEEAASEAoMQUNUSU9OX1NUQVJUEAESDwoLQUNUSU9OX1NUT1AQAhIQCgxBQ1RJT05fRFJBSU4QAyJICg5DYXRhbG9nQ2hhbmdlZBIiCgdjYXRhbG9nGAEgASgLMhEubGxtZ3cudjEuQ2F0YWxvZxISCgphcHBsaWVkX2J5GAIgASgJIioKB0NhdGFsb2cSHwoGbW9kZWxzGAEgAygLMg8ubGxtZ3cudjEuTW9kZWwiTAoFTW9kZWwSDAoEbmFtZRgBIAEoCRIQCghyZXBsaWNhcxgCIAEoDRIjCghwcm9maWxlcxgDIAMoCzIRLmxsbWd3LnYxLlByb2ZpbGUiuAMKB1Byb2ZpbGUSDAoEbmFtZRgBIAEoCRIOCgZzaGFyZHMYAiABKA0SFgoOZ3B1c19wZXJfc2hhcmQYAyABKA0SGQoRbWVtb3J5X3Blcl9ncHVfbWIYBCABKAQSEwoLZ3B1X3Byb2R1Y3QYBSABKAkSEwoLZmFicmljX2tpbmQYBiABKAkSNgoLbm9kZV9sYWJlbHMYByADKAsyIS5sbG1ndy52MS5Qcm9maWxlLk5vZGVMYWJlbHNFbnRyeRITCgtlbmdpbmVfYXJncxgIIAMoCRI0CgplbmdpbmVfZW52GAkgAygLMiAubGxtZ3cudjEuUHJvZmlsZS5FbmdpbmVFbnZFbnRyeRIYChBzdGFydF90aW1lb3V0X21zGAogASgNEhgKEHJlYWR5X3RpbWVvdXRfbXMYCyABKA0SFgoOc3RhcnRfYXR0ZW1wdHMYDCABKA0aMQoPTm9kZUxhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJBCgxOb2RlQ29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkiMwoOTm9kZVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJHChJOb2RlRHJhaW5SZXF1ZXN0ZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkibgoSR3B1UHJvYmxlbXNDbGVhcmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpub2RlX2xldmVsGAUgASgIIlMKC0dwdUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghvcGVyYXRvchgEIAEoCSJFCg1HcHVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJItUBCg1SZWNvbmNpbGVQYXNzEhEKCWxlYWRlcl9pZBgBIAEoCRIWCg5sZWFzZV9yZXZpc2lvbhgCIAEoBBIUCgxvYnNlcnZlZF9zZXEYAyABKAQSEwoLbm93X3VuaXhfbXMYBCABKAMSJQoJZGVjaXNpb25zGAUgAygLMhIubGxtZ3cudjEuRGVjaXNpb24SIwoIY29tbWFuZHMYBiADKAsyES5sbG1ndy52MS5Db21tYW5kEhEKCXRydW5jYXRlZBgHIAEoCBIPCgd0cmlnZ2VyGAggASgJItwGCghEZWNpc2lvbhITCgtleHBsYW5hdGlvbhgBIAEoCRIzCg9yZXBsaWNhX2NyZWF0ZWQYCiABKAsyGC5sbG1ndy52MS5SZXBsaWNhQ3JlYXRlZEgAEjEKDnJlcGxpY2FfcGxhY2VkGAsgASgLMhcubGxtZ3cudjEuUmVwbGljYVBsYWNlZEgAEjMKD3JlcGxpY2FfcGVuZGluZxgMIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FQZW5kaW5nSAASMQoOc2hhcmRzX2Fkb3B0ZWQYDSABKAsyFy5sbG1ndy52MS5TaGFyZHNBZG9wdGVkSAASMwoPc2hhcmRfdW5jbGFpbWVkGA4gASgLMhgubGxtZ3cudjEuU2hhcmRVbmNsYWltZWRIABI2Cg1ub2RlX2xpdmVuZXNzGA8gASgLMh0ubGxtZ3cudjEuTm9kZUxpdmVuZXNzQ2hhbmdlZEgAEjUKEHNlc3Npb25zX2V4cGlyZWQYECABKAsyGS5sbG1ndy52MS5TZXNzaW9uc0V4cGlyZWRIABIzCg9yZXBsaWNhX3JlbW92ZWQYESABKAsyGC5sbG1ndy52MS5SZXBsaWNhUmVtb3ZlZEgAEj4KFXJlcGxpY2FfZHJhaW5fc3RhcnRlZBgSIAEoCzIdLmxsbWd3LnYxLlJlcGxpY2FEcmFpblN0YXJ0ZWRIABI1ChBjb21tYW5kX3JlaXNzdWVkGBMgASgLMhkubGxtZ3cudjEuQ29tbWFuZFJlaXNzdWVkSAASNQoQY29vbGRvd25fc3RhcnRlZBgUIAEoCzIZLmxsbWd3LnYxLkNvb2xkb3duU3RhcnRlZEgAEi8KDXNoYXJkX2JhY2tvZmYYFSABKAsyFi5sbG1ndy52MS5TaGFyZEJhY2tvZmZIABIxCg5yZXBsaWNhX2ZhaWxlZBgWIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWRIABI3ChFkdXBsaWNhdGVfc3RvcHBlZBgXIAEoCzIaLmxsbWd3LnYxLkR1cGxpY2F0ZVN0b3BwZWRIABI/ChV1bmRlbGl2ZXJhYmxlX2hhbmRsZWQYHCABKAsyHi5sbG1ndy52MS5VbmRlbGl2ZXJhYmxlSGFuZGxlZEgAQgYKBGtpbmQiRQoOUmVwbGljYUNyZWF0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIQCghyZXBsYWNlcxgDIAEoCSJqCg5TaGFyZFBsYWNlbWVudBIQCghzaGFyZF9pZBgBIAEoCRIMCgRyYW5rGAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDSIsCglDYW5kaWRhdGUSEAoIbm9kZV9pZHMYASADKAkSDQoFc2NvcmUYAiABKAEiywEKDVJlcGxpY2FQbGFjZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEigKBnNoYXJkcxgEIAMoCzIYLmxsbWd3LnYxLlNoYXJkUGxhY2VtZW50EiMKBmNob3NlbhgFIAEoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRInCgpydW5uZXJzX3VwGAYgAygLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEg4KBnBvbGljeRgHIAEoCSIpCghSdWxlZE91dBIOCgZyZWFzb24YASABKAkSDQoFbm9kZXMYAiABKA0ihwEKDlJlcGxpY2FQZW5kaW5nEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSGAoQbm9kZXNfY29uc2lkZXJlZBgDIAEoDRIRCglub2Rlc19maXQYBCABKA0SJQoJcnVsZWRfb3V0GAUgAygLMhIubGxtZ3cudjEuUnVsZWRPdXQidwoMQWRvcHRlZFNoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIMCgRyYW5rGAYgASgNIlwKDVNoYXJkc0Fkb3B0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiYKBnNoYXJkcxgDIAMoCzIWLmxsbWd3LnYxLkFkb3B0ZWRTaGFyZCJ6Cg5TaGFyZFVuY2xhaW1lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIc2hhcmRfaWQYAyABKAkSEgoKcmVwbGljYV9pZBgEIAEoCRINCgVtb2RlbBgFIAEoCRIOCgZyZWFzb24YBiABKAkihAEKE05vZGVMaXZlbmVzc0NoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRIkCghsaXZlbmVzcxgCIAEoDjISLmxsbWd3LnYxLkxpdmVuZXNzEhIKCnNlc3Npb25faWQYAyABKAkSIgoaZGlzY29ubmVjdGVkX3NpbmNlX3VuaXhfbXMYBCABKAMiMQoKU2Vzc2lvblJlZhIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiTQoPU2Vzc2lvbnNFeHBpcmVkEhIKCmdhdGV3YXlfaWQYASABKAkSJgoIc2Vzc2lvbnMYAiADKAsyFC5sbG1ndy52MS5TZXNzaW9uUmVmIkMKDlJlcGxpY2FSZW1vdmVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDgoGcmVhc29uGAMgASgJIlEKE1JlcGxpY2FEcmFpblN0YXJ0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIWCg5yZXBsYWNlbWVudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUgoPQ29tbWFuZFJlaXNzdWVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIaChJuZXh0X3JldHJ5X3VuaXhfbXMYAyABKAMiWgoPQ29vbGRvd25TdGFydGVkEg0KBW1vZGVsGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEAoIZmFpbHVyZXMYAyABKA0SFQoNdW50aWxfdW5peF9tcxgEIAEoAyJLCgxTaGFyZEJhY2tvZmYSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghyZXN0YXJ0cxgCIAEoDRIVCg11bnRpbF91bml4X21zGAMgASgDIoUDCg1SZXBsaWNhRmFpbGVkEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRINCgVlcnJvchgEIAEoCRIuCgZyZWFzb24YBSABKA4yHi5sbG1ndy52MS5SZXBsaWNhRmFpbGVkLlJlYXNvbhIRCglleGl0X2NvZGUYBiABKAUSEwoLbGFzdF9vdXRwdXQYByABKAki1QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0hBUkRfRkFJTEVEEAESGwoXUkVBU09OX1VOUkVRVUVTVEVEX1NUT1AQAhIYChRSRUFTT05fU1RBUlRfUkVGVVNFRBADEhgKFFJFQVNPTl9TVEFSVF9USU1FT1VUEAQSGAoUUkVBU09OX1JFQURZX1RJTUVPVVQQBRIVChFSRUFTT05fSU5DT01QTEVURRAGEhgKFFJFQVNPTl9VTkRFTElWRVJBQkxFEAciSQoQRHVwbGljYXRlU3RvcHBlZBIPCgdub2RlX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAkihgEKFFVuZGVsaXZlcmFibGVIYW5kbGVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKcmVwbGljYV9pZBgFIAEoCRIQCghzaGFyZF9pZBgGIAEoCSL+AQoHQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAMSJQoFc3RhcnQYCiABKAsyFC5sbG1ndy52MS5TdGFydFNoYXJkSAASIwoEc3RvcBgLIAEoCzITLmxsbWd3LnYxLlN0b3BTaGFyZEgAEiUKBWRyYWluGAwgASgLMhQubGxtZ3cudjEuRHJhaW5TaGFyZEgAEhIKCnJlcGxpY2FfaWQYBiABKAlCCAoGYWN0aW9uKoABCghMaXZlbmVzcxIYChRMSVZFTkVTU19VTlNQRUNJRklFRBAAEhYKEkxJVkVORVNTX0NPTk5FQ1RFRBABEhkKFUxJVkVORVNTX0RJU0NPTk5FQ1RFRBACEhQKEExJVkVORVNTX1NVU1BFQ1QQAxIRCg1MSVZFTkVTU19MT1NUEARiBnByb3RvMw", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -137,6 +137,12 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: ReconcilePass;
     case: "reconcilePass";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.CommandUndeliverable command_undeliverable = 24;
+     */
+    value: CommandUndeliverable;
+    case: "commandUndeliverable";
   } | {
     /**
      * @generated from field: llmgw.v1.GpuProblemsCleared gpu_problems_cleared = 25;
@@ -634,6 +640,154 @@ export const GatewayStoppedSchema: GenMessage<GatewayStopped> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_events, 10);
 
 /**
+ * CommandUndeliverable: a gateway could not relay a command to the session
+ * it addresses, a session this gateway held: it has closed, is closing, or
+ * its send queue was full. Only the gateway that held the session writes it
+ * (a gateway that never held it drops the command silently: another one
+ * holds it), once per command id and attempt, so the next pass re-plans at
+ * once instead of waiting for the command's deadline.
+ *
+ * @generated from message llmgw.v1.CommandUndeliverable
+ */
+export type CommandUndeliverable = Message<"llmgw.v1.CommandUndeliverable"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * The command's attempt (1 for the first issue).
+   *
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string gateway_id = 5;
+   */
+  gatewayId: string;
+
+  /**
+   * @generated from field: llmgw.v1.CommandUndeliverable.Reason reason = 6;
+   */
+  reason: CommandUndeliverable_Reason;
+
+  /**
+   * @generated from field: string detail = 7;
+   */
+  detail: string;
+
+  /**
+   * @generated from field: llmgw.v1.CommandUndeliverable.Action action = 8;
+   */
+  action: CommandUndeliverable_Action;
+
+  /**
+   * @generated from field: string shard_id = 9;
+   */
+  shardId: string;
+
+  /**
+   * @generated from field: string replica_id = 10;
+   */
+  replicaId: string;
+
+  /**
+   * Sequence of the reconcile pass that carried the command.
+   *
+   * @generated from field: uint64 pass_seq = 11;
+   */
+  passSeq: bigint;
+};
+
+/**
+ * Describes the message llmgw.v1.CommandUndeliverable.
+ * Use `create(CommandUndeliverableSchema)` to create a new message.
+ */
+export const CommandUndeliverableSchema: GenMessage<CommandUndeliverable> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 11);
+
+/**
+ * @generated from enum llmgw.v1.CommandUndeliverable.Reason
+ */
+export enum CommandUndeliverable_Reason {
+  /**
+   * @generated from enum value: REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The session ended on this gateway before the command arrived.
+   *
+   * @generated from enum value: REASON_SESSION_CLOSED = 1;
+   */
+  SESSION_CLOSED = 1,
+
+  /**
+   * The session is ending (its stream is closing); nothing more is sent on it.
+   *
+   * @generated from enum value: REASON_SESSION_CLOSING = 2;
+   */
+  SESSION_CLOSING = 2,
+
+  /**
+   * The agent's send queue was full: it is disconnected as a slow consumer.
+   *
+   * @generated from enum value: REASON_QUEUE_FULL = 3;
+   */
+  QUEUE_FULL = 3,
+}
+
+/**
+ * Describes the enum llmgw.v1.CommandUndeliverable.Reason.
+ */
+export const CommandUndeliverable_ReasonSchema: GenEnum<CommandUndeliverable_Reason> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_events, 11, 0);
+
+/**
+ * What the command asked, so the event is understood without the pass.
+ *
+ * @generated from enum llmgw.v1.CommandUndeliverable.Action
+ */
+export enum CommandUndeliverable_Action {
+  /**
+   * @generated from enum value: ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ACTION_START = 1;
+   */
+  START = 1,
+
+  /**
+   * @generated from enum value: ACTION_STOP = 2;
+   */
+  STOP = 2,
+
+  /**
+   * @generated from enum value: ACTION_DRAIN = 3;
+   */
+  DRAIN = 3,
+}
+
+/**
+ * Describes the enum llmgw.v1.CommandUndeliverable.Action.
+ */
+export const CommandUndeliverable_ActionSchema: GenEnum<CommandUndeliverable_Action> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_events, 11, 1);
+
+/**
  * CatalogChanged carries the whole desired catalog (not a diff), so the
  * newest one is the catalog.
  *
@@ -658,7 +812,7 @@ export type CatalogChanged = Message<"llmgw.v1.CatalogChanged"> & {
  * Use `create(CatalogChangedSchema)` to create a new message.
  */
 export const CatalogChangedSchema: GenMessage<CatalogChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 11);
+  messageDesc(file_llmgw_v1_events, 12);
 
 /**
  * Catalog: the models to serve and how.
@@ -677,7 +831,7 @@ export type Catalog = Message<"llmgw.v1.Catalog"> & {
  * Use `create(CatalogSchema)` to create a new message.
  */
 export const CatalogSchema: GenMessage<Catalog> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 12);
+  messageDesc(file_llmgw_v1_events, 13);
 
 /**
  * Model: a model to serve with a number of replicas.
@@ -713,7 +867,7 @@ export type Model = Message<"llmgw.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 13);
+  messageDesc(file_llmgw_v1_events, 14);
 
 /**
  * Profile: one way to lay out a replica.
@@ -781,6 +935,31 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
    * @generated from field: map<string, string> engine_env = 9;
    */
   engineEnv: { [key: string]: string };
+
+  /**
+   * How long a started shard may take to report STARTING before its start
+   * is sent again (and the placement fails after start_attempts sends), ms;
+   * 0 = the reconciler's default.
+   *
+   * @generated from field: uint32 start_timeout_ms = 10;
+   */
+  startTimeoutMs: number;
+
+  /**
+   * How long a shard may stay STARTING (loading weights) before it is
+   * stopped and its replica failed, ms; 0 = the reconciler's default.
+   *
+   * @generated from field: uint32 ready_timeout_ms = 11;
+   */
+  readyTimeoutMs: number;
+
+  /**
+   * Sends of a start command without STARTING before the placement fails;
+   * 0 = the reconciler's default.
+   *
+   * @generated from field: uint32 start_attempts = 12;
+   */
+  startAttempts: number;
 };
 
 /**
@@ -788,7 +967,7 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 14);
+  messageDesc(file_llmgw_v1_events, 15);
 
 /**
  * @generated from message llmgw.v1.NodeCordoned
@@ -815,7 +994,7 @@ export type NodeCordoned = Message<"llmgw.v1.NodeCordoned"> & {
  * Use `create(NodeCordonedSchema)` to create a new message.
  */
 export const NodeCordonedSchema: GenMessage<NodeCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 15);
+  messageDesc(file_llmgw_v1_events, 16);
 
 /**
  * @generated from message llmgw.v1.NodeUncordoned
@@ -837,7 +1016,7 @@ export type NodeUncordoned = Message<"llmgw.v1.NodeUncordoned"> & {
  * Use `create(NodeUncordonedSchema)` to create a new message.
  */
 export const NodeUncordonedSchema: GenMessage<NodeUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 16);
+  messageDesc(file_llmgw_v1_events, 17);
 
 /**
  * NodeDrainRequested: move everything off the node (make-before-break) and
@@ -867,7 +1046,7 @@ export type NodeDrainRequested = Message<"llmgw.v1.NodeDrainRequested"> & {
  * Use `create(NodeDrainRequestedSchema)` to create a new message.
  */
 export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 17);
+  messageDesc(file_llmgw_v1_events, 18);
 
 /**
  * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
@@ -908,7 +1087,7 @@ export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
  * Use `create(GpuProblemsClearedSchema)` to create a new message.
  */
 export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 19);
 
 /**
  * GpuCordoned: keep new work off one GPU; what runs on it stays.
@@ -942,7 +1121,7 @@ export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
  * Use `create(GpuCordonedSchema)` to create a new message.
  */
 export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 20);
 
 /**
  * @generated from message llmgw.v1.GpuUncordoned
@@ -969,7 +1148,7 @@ export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
  * Use `create(GpuUncordonedSchema)` to create a new message.
  */
 export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * ReconcilePass: one pass of the leading reconciler. Appended with
@@ -1038,7 +1217,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1140,6 +1319,12 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
      */
     value: DuplicateStopped;
     case: "duplicateStopped";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.UndeliverableHandled undeliverable_handled = 28;
+     */
+    value: UndeliverableHandled;
+    case: "undeliverableHandled";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1148,7 +1333,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1179,7 +1364,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1218,7 +1403,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1242,7 +1427,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1293,7 +1478,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1317,7 +1502,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1356,7 +1541,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1400,7 +1585,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1430,7 +1615,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1474,7 +1659,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1512,7 +1697,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * SessionRef names one session.
@@ -1536,7 +1721,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1560,7 +1745,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1590,7 +1775,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1620,7 +1805,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1649,7 +1834,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -1684,7 +1869,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -1713,7 +1898,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -1740,6 +1925,23 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
    * @generated from field: string error = 4;
    */
   error: string;
+
+  /**
+   * @generated from field: llmgw.v1.ReplicaFailed.Reason reason = 5;
+   */
+  reason: ReplicaFailed_Reason;
+
+  /**
+   * The failing shard's process exit code and last output, when it exited.
+   *
+   * @generated from field: int32 exit_code = 6;
+   */
+  exitCode: number;
+
+  /**
+   * @generated from field: string last_output = 7;
+   */
+  lastOutput: string;
 };
 
 /**
@@ -1747,7 +1949,76 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 41);
+
+/**
+ * What went wrong, as a value to branch on (`error` says it for people).
+ *
+ * @generated from enum llmgw.v1.ReplicaFailed.Reason
+ */
+export enum ReplicaFailed_Reason {
+  /**
+   * Written before reasons existed, or not one of the kinds below.
+   *
+   * @generated from enum value: REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A shard exited (FAILED) on its own, starting or serving.
+   *
+   * @generated from enum value: REASON_SHARD_FAILED = 1;
+   */
+  SHARD_FAILED = 1,
+
+  /**
+   * A shard that was serving reported STOPPED although nobody asked it to stop.
+   *
+   * @generated from enum value: REASON_UNREQUESTED_STOP = 2;
+   */
+  UNREQUESTED_STOP = 2,
+
+  /**
+   * The agent refused the start command (CommandResult ok=false).
+   *
+   * @generated from enum value: REASON_START_REFUSED = 3;
+   */
+  START_REFUSED = 3,
+
+  /**
+   * No STARTING after every send of the start command.
+   *
+   * @generated from enum value: REASON_START_TIMEOUT = 4;
+   */
+  START_TIMEOUT = 4,
+
+  /**
+   * STARTING for longer than the profile's ready timeout.
+   *
+   * @generated from enum value: REASON_READY_TIMEOUT = 5;
+   */
+  READY_TIMEOUT = 5,
+
+  /**
+   * Adopted with fewer shards than its profile needs.
+   *
+   * @generated from enum value: REASON_INCOMPLETE = 6;
+   */
+  INCOMPLETE = 6,
+
+  /**
+   * The start command could not be delivered (the session was gone).
+   *
+   * @generated from enum value: REASON_UNDELIVERABLE = 7;
+   */
+  UNDELIVERABLE = 7,
+}
+
+/**
+ * Describes the enum llmgw.v1.ReplicaFailed.Reason.
+ */
+export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_events, 41, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -1777,7 +2048,54 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 42);
+
+/**
+ * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
+ * undelivered start failed its replica back to pending (in the same pass);
+ * an undelivered stop or drain needs nothing sent (the node's next session
+ * is handled by adoption).
+ *
+ * @generated from message llmgw.v1.UndeliverableHandled
+ */
+export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string replica_id = 5;
+   */
+  replicaId: string;
+
+  /**
+   * @generated from field: string shard_id = 6;
+   */
+  shardId: string;
+};
+
+/**
+ * Describes the message llmgw.v1.UndeliverableHandled.
+ * Use `create(UndeliverableHandledSchema)` to create a new message.
+ */
+export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 43);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -1857,7 +2175,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 42);
+  messageDesc(file_llmgw_v1_events, 44);
 
 /**
  * Liveness of a node as the reconciler decides it.

@@ -9,6 +9,7 @@ const KINDS = [
   "reconcilePass",
   "shardStatus",
   "commandResult",
+  "commandUndeliverable",
   "sessionOpened",
   "sessionClosed",
   "usageChanged",

@@ -1,31 +1,53 @@
 /** Every replica at the current position, those needing a look (pending, draining) first. */
 import { sortReplicas } from "../model.ts";
-import type { Replica } from "../types.ts";
+import type { ModelReadiness, Replica } from "../types.ts";
 
 export function ReplicaList(props: {
   replicas: Replica[];
+  readiness: ModelReadiness[];
   selected: string | null;
   onSelect(id: string): void;
 }) {
   const list = sortReplicas(props.replicas);
-  if (list.length === 0) return <p class="muted">No replicas at this point of the log.</p>;
-  return (
-    <ul class="replicas" data-testid="replica-list">
-      {list.map((r) => (
-        <li key={r.replicaId}>
-          <button
-            type="button"
-            class={r.replicaId === props.selected ? "selected" : ""}
-            data-replica-id={r.replicaId}
-            data-phase={r.phase}
-            onClick={() => props.onSelect(r.replicaId)}
-          >
-            <span class={`phase p-${r.phase}`}>{r.phase}</span>
-            <span class="rid">{r.replicaId}</span>
-            <span class="muted">{r.nodeIds.join(" + ") || r.pendingReason}</span>
-          </button>
+  const readiness = (
+    <ul class="readiness" data-testid="readiness">
+      {props.readiness.map((m) => (
+        <li key={m.model} class={m.ready < m.desired ? "short" : ""} data-model={m.model}>
+          {m.model} <b>{m.ready}</b>/{m.desired} ready
         </li>
       ))}
     </ul>
+  );
+  if (list.length === 0)
+    return (
+      <>
+        {readiness}
+        <p class="muted">No replicas at this point of the log.</p>
+      </>
+    );
+  return (
+    <>
+      {readiness}
+      <ul class="replicas" data-testid="replica-list">
+        {list.map((r) => (
+          <li key={r.replicaId}>
+            <button
+              type="button"
+              class={r.replicaId === props.selected ? "selected" : ""}
+              data-replica-id={r.replicaId}
+              data-phase={r.phase}
+              onClick={() => props.onSelect(r.replicaId)}
+            >
+              <span class={`phase p-${r.phase}`}>{r.phase}</span>
+              <span class="rid">{r.replicaId}</span>
+              <span class="muted">
+                {r.nodeIds.join(" + ") || r.pendingReason}
+                {r.lastFailure && ` · last failure: ${r.lastFailure.reason}`}
+              </span>
+            </button>
+          </li>
+        ))}
+      </ul>
+    </>
   );
 }

@@ -63,7 +63,23 @@ export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: P
           ))}
           {r.replaces && <span class="muted"> · replaces {r.replaces}</span>}
           {r.replacedBy && <span class="muted"> · replaced by {r.replacedBy}</span>}
+          <span class="muted"> · {r.ready ? "ready" : "not ready"}</span>
         </p>
+      )}
+      {r?.lastFailure && (
+        <div class="failure" data-testid="last-failure">
+          <h3>
+            Last failure at{" "}
+            <button type="button" class="link" onClick={() => onSeek(r.lastFailure?.seq ?? 0)}>
+              #{r.lastFailure.seq}
+            </button>
+            : {r.lastFailure.reason}
+            {r.lastFailure.nodeId && ` on ${r.lastFailure.nodeId}`}
+            {r.lastFailure.exitCode !== 0 && ` · exit code ${r.lastFailure.exitCode}`}
+          </h3>
+          <p>{r.lastFailure.message}</p>
+          {r.lastFailure.lastOutput && <pre class="output">{r.lastFailure.lastOutput}</pre>}
+        </div>
       )}
       {explain?.pending && (
         <div class="pending" data-testid="pending-reasons">

@@ -1,0 +1,21 @@
+/**
+ * A shard's lifecycle deadlines: the reconciler's defaults, overridden per
+ * profile in the catalog (a large model may load for half an hour; a small
+ * one that is not STARTING after a minute is not coming).
+ */
+import type { ProfileSpec } from "../../projections/index.js";
+import type { ReconcilerConfig } from "./config.js";
+
+export interface LifecycleLimits {
+  startTimeoutMs: number;
+  startAttempts: number;
+  readyTimeoutMs: number;
+}
+
+export function limitsFor(config: ReconcilerConfig, profile: ProfileSpec | undefined): LifecycleLimits {
+  return {
+    startTimeoutMs: profile?.startTimeoutMs || config.startTimeoutMs,
+    startAttempts: profile?.startAttempts || config.startAttempts,
+    readyTimeoutMs: profile?.readyTimeoutMs || config.readyTimeoutMs,
+  };
+}
