@@ -405,7 +405,11 @@ export class SimAgent {
 
   private fireXid(): void {
     this.xidFired = true;
-    const gpu = this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)];
+    const named = this.config.xidGpu;
+    const gpu =
+      named === undefined
+        ? this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)]
+        : this.hardware.gpus.find((g) => g.index === named);
     if (!gpu) return;
     const problem = xidProblem(gpu.index, gpu.uuid);
     this.problems[gpu.index]!.push(problem);

@@ -123,6 +123,18 @@ describe("named faults", () => {
       assert.equal(broken[0]!.problems[0], reported.message);
     }));
 
+  it("xid with --xid-gpu: the problem is on the GPU named", () =>
+    withFleet({ nodes: 1, faults: ["xid@node-1"], xidAfterHeartbeats: 2, xidGpu: 3 }, async (_fleet, gw) => {
+      const s = await registered(gw, "node-1");
+      const hb = await waitFor("a heartbeat with a GPU problem", () =>
+        heartbeats(s).find((h) => h.gpuProblems.length > 0),
+      );
+      assert.deepEqual(
+        hb.gpuProblems.map((p) => [p.gpuIndex, p.kind]),
+        [[3, GpuProblem_Kind.XID]],
+      );
+    }));
+
   it("partition: goes silent with the stream open, ignores commands, reconnects after the gateway closes it", () =>
     withFleet(
       { nodes: 2, faults: ["partition@node-2"], partitionAfterMs: 300, partitionHealMs: 200 },
