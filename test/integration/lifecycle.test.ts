@@ -16,6 +16,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ReplicaFailed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
+import { checkLog } from "../../src/invariants/index.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
@@ -226,6 +227,8 @@ describe("replica lifecycle through the real stream and the real log", () => {
           [],
           `no new start for ${c.model} on its faulty node during the cooldown`,
         );
+      // Every invariant holds over the whole history, failure reasons backed by the log included.
+      assert.deepEqual(checkLog(records).violations, []);
     } finally {
       await Promise.allSettled(fleets.map((f) => f.stop()));
       await stack.close();
