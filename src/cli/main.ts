@@ -6,6 +6,7 @@ import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
 import { registerDev } from "./commands/dev.js";
+import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
@@ -55,6 +56,7 @@ registerCheckLog(program);
 // Operating
 registerNodes(program);
 registerReplicas(program);
+registerEndpoints(program);
 registerCatalog(program);
 registerNodeIntent(program, "cordon");
 registerNodeIntent(program, "uncordon");

@@ -28,6 +28,8 @@ export const LIMITS = {
   /** Problems listed per GPU in a registration, and per heartbeat. */
   problems: 256,
   problemChars: 1024,
+  /** A shard's endpoint URL. */
+  endpointChars: 2048,
 } as const;
 
 /** The first thing wrong with a registration (field named as in the proto), or undefined. */
@@ -78,7 +80,9 @@ export function registrationProblem(reg: Register): string | undefined {
       return `running_shards[${i}].shard_id: shard ${JSON.stringify(s.shardId)} is listed twice (also running_shards[${first}])`;
     }
     shards.set(s.shardId, i);
-    const p = indexList(`running_shards[${i}].gpu_indices`, s.gpuIndices);
+    const p =
+      indexList(`running_shards[${i}].gpu_indices`, s.gpuIndices) ??
+      endpointProblem(`running_shards[${i}].endpoint`, s.endpoint);
     if (p) return p;
   }
   return undefined;
@@ -86,7 +90,27 @@ export function registrationProblem(reg: Register): string | undefined {
 
 /** The first thing wrong with a shard status, or undefined. */
 export function shardStatusProblem(st: ShardStatus): string | undefined {
-  return reservedProblem("shard.replica_id", st.replicaId) ?? reservedProblem("shard.shard_id", st.shardId);
+  return (
+    reservedProblem("shard.replica_id", st.replicaId) ??
+    reservedProblem("shard.shard_id", st.shardId) ??
+    endpointProblem("shard.endpoint", st.endpoint)
+  );
+}
+
+/**
+ * An endpoint goes to routers as it is (the routing table, the endpoints
+ * bucket): it is an http or https URL of bounded length, or empty (not known).
+ */
+function endpointProblem(field: string, value: string): string | undefined {
+  if (value === "") return undefined;
+  if (value.length > LIMITS.endpointChars) {
+    return `${field} is ${value.length} characters long; at most ${LIMITS.endpointChars} are allowed`;
+  }
+  const url = URL.parse(value);
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    return `${field} ${JSON.stringify(value.slice(0, 80))} is not an http:// or https:// URL`;
+  }
+  return undefined;
 }
 
 /** The first thing wrong with a command result, or undefined. */

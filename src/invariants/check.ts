@@ -12,6 +12,7 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { EndpointRule } from "./endpoints.js";
 import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { GpuPlacementRule } from "./gpus.js";
@@ -56,6 +57,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const gpus = new GpuPlacementRule();
   const undeliverable = new UndeliverableRule();
   const failureReasons = new FailureReasonRule();
+  const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -84,6 +86,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    endpoints.recordAfter(r, state);
     gpus.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
@@ -103,6 +106,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...gpus.violations,
     ...undeliverable.violations,
     ...failureReasons.violations,
+    ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

@@ -20,6 +20,7 @@ export const RULES = [
   "stored-twice",
   "replay-determinism",
   "malformed-event",
+  "endpoint-not-ready",
   "placed-on-unavailable-gpu",
 ] as const;
 export type RuleName = (typeof RULES)[number];

@@ -184,6 +184,10 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
       for (const s of k.value.sessions) nodes.add(s.nodeId);
       return;
     case "commandReissued":
+    // The whole table of a model: naming every listed replica would match
+    // passes that did not change them; the drain or failure decision next to
+    // it names the replica that left.
+    case "endpointsChanged":
     case undefined:
       return;
     default: {

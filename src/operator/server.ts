@@ -17,6 +17,7 @@ import { FleetHistory } from "./history.js";
 import { apiRegistry, instrument } from "./metrics.js";
 import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
+import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
@@ -131,11 +132,15 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
   const streams = streamRoutes(app, ctx);
+  const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
   // Live streams never end by themselves; close them so the server can.
-  app.addHook("preClose", async () => streams.closeAll());
+  app.addHook("preClose", async () => {
+    streams.closeAll();
+    endpointStreams.closeAll();
+  });
 
   // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).
   void ctx.history.prefill().catch((err: unknown) => logger.warn({ err }, "fleet history prefill failed"));

@@ -91,6 +91,7 @@ export function registeredShardFrom(r: RunningShard): RegisteredShard {
     profile: r.profile,
     gpuIndices: [...r.gpuIndices],
     state: shardStateName(r.state),
+    endpoint: r.endpoint,
   };
 }
 

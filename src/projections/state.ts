@@ -66,6 +66,8 @@ export interface RegisteredShard {
   gpuIndices: number[];
   /** ShardStatus state name as the agent reported it: "running", "starting", ... */
   state: ShardReportedState;
+  /** The URL the engine serves on, as registered; "" when unknown. */
+  endpoint: string;
 }
 
 export interface NodeState {
@@ -176,6 +178,8 @@ export interface ShardState {
   adopted: boolean;
   lastError: string;
   exitCode: number;
+  /** The URL the engine serves on, from the newest status (or registration) that named one; "" until then. */
+  endpoint: string;
   /** The last lines the engine printed, as last reported. */
   lastOutput: string;
   /**
@@ -294,6 +298,13 @@ export interface CooldownState {
   untilMs: number;
 }
 
+/** One row of the routing table: a ready replica and where its rank 0 serves. */
+export interface EndpointEntry {
+  replicaId: string;
+  url: string;
+  nodeId: string;
+}
+
 export interface PassState {
   seq: number;
   leaderId: string;
@@ -312,6 +323,11 @@ export interface ReplicasState {
   failures: Record<string, number>;
   /** Model/node pairs placement avoids, keyed `<model>@<node>`. */
   cooldowns: Record<string, CooldownState>;
+  /**
+   * The routing table as the passes published it (EndpointsChanged), per
+   * model, sorted by replica id. A model whose list became empty is dropped.
+   */
+  endpoints: Record<string, EndpointEntry[]>;
   /** The last reconcile pass folded, or null. */
   lastPass: PassState | null;
   passes: number;

@@ -354,6 +354,7 @@ export class SimAgent {
         profile: s.profile,
         gpuIndices: [...s.gpuIndices],
         state: s.state,
+        endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
       })),
       labels: { ...this.config.labels },
       cumulativeAcks: true,
@@ -632,6 +633,11 @@ export class SimAgent {
     this.status(shard, exit);
   }
 
+  /** Where the simulated engine "serves": one port per shard on the node, from its first GPU. */
+  private endpoint(shard: SimShard): string {
+    return `http://${this.nodeId}:${8000 + (shard.gpuIndices[0] ?? 0)}`;
+  }
+
   private status(shard: SimShard, exit?: { error?: string; exitCode: number; output?: string }): void {
     const sent = this.send({
       msg: {
@@ -643,6 +649,7 @@ export class SimAgent {
           error: exit?.error ?? "",
           exitCode: exit?.exitCode ?? 0,
           lastOutput: exit?.output ?? "",
+          endpoint: shard.state === State.RUNNING ? this.endpoint(shard) : "",
         },
       },
     });

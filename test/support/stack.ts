@@ -20,6 +20,8 @@ export interface StackOptions {
   gateway?: Partial<TestGatewayOptions>;
   /** The reconciler's config file (see ReconcilerConfig). */
   reconciler?: Record<string, unknown>;
+  /** More `llmgw reconciler` flags (e.g. `--endpoints-bucket`), for every reconciler of the stack. */
+  reconcilerArgs?: string[];
 }
 
 export interface Stack {
@@ -28,6 +30,8 @@ export interface Stack {
   log: Log;
   gw: Gateway;
   rec: ReconcilerProcess;
+  /** Starts another reconciler on the same lease: it follows, and leads once `rec` is gone. */
+  standby(id: string): Promise<ReconcilerProcess>;
   api: ApiServer;
   /** `--nats … --stream … --subject-prefix …`: what a CLI command needs to read this log. */
   logFlags: string[];
@@ -44,13 +48,26 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
   const stream = uniqueStream(o.name.toUpperCase());
   const prefix = `${o.name.toLowerCase()}${rand()}.evt`;
   const gatewaysBucket = `gwl_${rand()}`;
+  const leaseBucket = `rl_${rand()}`;
+  const reconciler = (id: string) =>
+    spawnReconciler({
+      id,
+      nats: natsUrl,
+      stream,
+      prefix,
+      leaseBucket,
+      gatewaysBucket,
+      ...(o.reconciler ? { config: o.reconciler } : {}),
+      ...(o.reconcilerArgs ? { args: o.reconcilerArgs } : {}),
+    });
   const log = await openLog({ url: natsUrl, clientName: "test", name: stream, prefix });
   let gw: Gateway | undefined;
   let rec: ReconcilerProcess | undefined;
+  const standbys: ReconcilerProcess[] = [];
   let api: ApiServer | undefined;
   const close = async () => {
     await api?.close().catch(() => {});
-    await killAll([rec]);
+    await killAll([rec, ...standbys]);
     await gw?.drain("test over").catch(() => {});
     await log.jsm.streams.delete(stream).catch(() => {});
     await log.close();
@@ -64,15 +81,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
       heartbeatTimeoutMs: 5000,
       ...o.gateway,
     });
-    rec = await spawnReconciler({
-      id: `rec-${o.name}`,
-      nats: natsUrl,
-      stream,
-      prefix,
-      leaseBucket: `rl_${rand()}`,
-      gatewaysBucket,
-      ...(o.reconciler ? { config: o.reconciler } : {}),
-    });
+    rec = await reconciler(`rec-${o.name}`);
     api = await startApi({
       log,
       host: "127.0.0.1",
@@ -100,13 +109,18 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
       throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
-  const reconciler = rec;
+  const leader = rec;
   return {
     stream,
     prefix,
     log,
     gw,
     rec,
+    async standby(id) {
+      const r = await reconciler(id);
+      standbys.push(r);
+      return r;
+    },
     api,
     logFlags: ["--nats", natsUrl, "--stream", stream, "--subject-prefix", prefix],
     call,
@@ -121,7 +135,8 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
         r.pendingReason,
         r.lastFailure?.reason,
       ]);
-      return `\nreplicas: ${JSON.stringify(rows)}\nreconciler:\n${reconciler.output()}`;
+      const output = [leader, ...standbys].map((r) => `${r.id}:\n${r.output()}`).join("\n");
+      return `\nreplicas: ${JSON.stringify(rows)}\nreconciler:\n${output}`;
     },
     close,
   };

@@ -135,6 +135,8 @@ function decisionSummary(d: Decision): string {
       return `duplicate ${k.value.shardId} on ${k.value.nodeId}`;
     case "undeliverableHandled":
       return `undeliverable ${k.value.commandId} on ${k.value.nodeId} handled`;
+    case "endpointsChanged":
+      return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
     case undefined:
       return "unknown decision";
     default: {

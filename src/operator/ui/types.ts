@@ -57,6 +57,8 @@ export interface ReplicaShard {
   lastError: string;
   exitCode: number;
   lastOutput: string;
+  /** Where the engine serves ("" until a status names it). */
+  endpoint: string;
 }
 
 export type Phase = "pending" | "placed" | "running" | "draining";

@@ -7,6 +7,8 @@
  *   3. adoption            5. undeliverable commands   8. GPU faults
  *                          6. command re-issues        9. scale
  *                          7. drains                  10. placement
+ * Then, outside the limit, the routing table is restated for every model
+ * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -15,6 +17,7 @@ import { adoptSessions } from "./adoption.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
+import { publishEndpoints } from "./endpoints.js";
 import { failIncomplete, handleFailures, startCooldowns } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
 import { moveOffFaultyGpus } from "./gpu-faults.js";
@@ -44,6 +47,7 @@ export function decide(input: DecideInput): DecideOutput {
     scaleModels(pass);
     placePending(pass);
   }
+  publishEndpoints(pass);
   return {
     decisions: pass.decisions,
     commands: pass.commands,
