@@ -14,6 +14,7 @@ import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
+import { registerGpu } from "./commands/gpu.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -65,6 +66,7 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "cordon");
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");
+  registerGpu(program);
   registerBench(program);
   return program;
 }

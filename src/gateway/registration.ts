@@ -133,16 +133,26 @@ export function heartbeatProblem(hb: Heartbeat): string | undefined {
   if (hb.gpuMemoryUsedMb.length > LIMITS.gpus) {
     return `heartbeat.gpu_memory_used_mb lists ${hb.gpuMemoryUsedMb.length} GPUs; at most ${LIMITS.gpus} are allowed`;
   }
-  return problemsProblem("heartbeat.new_problems", hb.newProblems);
+  const node = problemsProblem("heartbeat.new_problems", hb.newProblems);
+  if (node) return node;
+  return problemsProblem(
+    "heartbeat.gpu_problems",
+    hb.gpuProblems.map((p) => p.message),
+    (i) => `heartbeat.gpu_problems[${i}].message`,
+  );
 }
 
-function problemsProblem(field: string, problems: readonly string[]): string | undefined {
+function problemsProblem(
+  field: string,
+  problems: readonly string[],
+  entry: (i: number) => string = (i) => `${field}[${i}]`,
+): string | undefined {
   if (problems.length > LIMITS.problems) {
     return `${field} lists ${problems.length} problems; at most ${LIMITS.problems} are allowed`;
   }
   for (const [i, p] of problems.entries()) {
     if (p.length > LIMITS.problemChars) {
-      return `${field}[${i}] is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
+      return `${entry(i)} is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
     }
   }
   return undefined;

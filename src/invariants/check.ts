@@ -15,6 +15,7 @@ import { determinismViolations } from "./determinism.js";
 import { EndpointRule } from "./endpoints.js";
 import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
+import { GpuPlacementRule } from "./gpus.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
@@ -53,6 +54,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const gpus = new GpuPlacementRule();
   const undeliverable = new UndeliverableRule();
   const failureReasons = new FailureReasonRule();
   const endpoints = new EndpointRule();
@@ -80,10 +82,12 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     slots.observe(r, state);
     failureReasons.observe(r, state);
     sessions.observe(r);
+    gpus.observe(r);
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
     endpoints.recordAfter(r, state);
+    gpus.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -99,6 +103,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...gpus.violations,
     ...undeliverable.violations,
     ...failureReasons.violations,
     ...endpoints.violations,

@@ -21,6 +21,7 @@ export const RULES = [
   "replay-determinism",
   "malformed-event",
   "endpoint-not-ready",
+  "placed-on-unavailable-gpu",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

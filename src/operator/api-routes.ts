@@ -45,6 +45,8 @@ export interface ApiRoute {
   open?: true;
   /** What `:id` is, when the path has one. */
   id?: "node" | "replica";
+  /** The path has `:index`, a GPU index of the node. */
+  gpuIndex?: true;
   query?: z.ZodObject;
   body?: z.ZodType;
   /** The catalog body: JSON or YAML, checked by the catalog's own validation. */
@@ -60,6 +62,12 @@ const NODE_ACTIONS = [
   ["cordon", "Cordon a node: no new shards are placed on it."],
   ["uncordon", "Uncordon a node."],
   ["drain", "Drain a node: its replicas are replaced elsewhere first, then stopped."],
+] as const;
+
+const GPU_ACTIONS = [
+  ["clear", "Clear a GPU's problems and faults: it takes work again (unless cordoned)."],
+  ["cordon", "Cordon one GPU: no new work on it; what runs there stays."],
+  ["uncordon", "Uncordon one GPU."],
 ] as const;
 
 export const API_ROUTES: ApiRoute[] = [
@@ -132,6 +140,31 @@ export const API_ROUTES: ApiRoute[] = [
       errors: [400, 404, 503, 504],
     }),
   ),
+  ...GPU_ACTIONS.map(
+    ([action, summary]): ApiRoute => ({
+      method: "POST",
+      url: `/v1/nodes/:id/gpus/:index/${action}`,
+      summary,
+      id: "node",
+      gpuIndex: true,
+      body: intentBody,
+      answer: {
+        kind: "json",
+        schema: NodeSchema,
+        description: "the sequence appended and the node after it",
+      },
+      errors: [400, 404, 503, 504],
+    }),
+  ),
+  {
+    method: "POST",
+    url: "/v1/nodes/:id/problems/clear",
+    summary: "Clear a node's node-level problems (those tied to no GPU).",
+    id: "node",
+    body: intentBody,
+    answer: { kind: "json", schema: NodeSchema, description: "the sequence appended and the node after it" },
+    errors: [400, 404, 503, 504],
+  },
   {
     method: "GET",
     url: "/v1/replicas",

@@ -56,6 +56,14 @@ const GpuViewSchema = named(
     memoryTotalMb: z.number(),
     memoryUsedMb: z.number(),
     problems: z.array(z.string()),
+    faults: z.array(
+      z.object({
+        kind: z.enum(["xid", "ecc", "thermal", "retired-pages", "other", "unspecified"]),
+        message: z.string(),
+      }),
+    ),
+    cordoned: z.boolean(),
+    cordonReason: z.string(),
     shards: z.array(
       z.object({ replicaId: z.string(), shardId: z.string(), model: z.string(), state: z.string() }),
     ),

@@ -109,6 +109,15 @@ const ID_PARAM = {
 function parameters(r: ApiRoute): unknown[] {
   const out: unknown[] = [];
   if (r.id) out.push({ name: "id", in: "path", required: true, ...ID_PARAM[r.id] });
+  if (r.gpuIndex) {
+    out.push({
+      name: "index",
+      in: "path",
+      required: true,
+      description: "A GPU index the node registered.",
+      schema: { type: "integer", minimum: 0 },
+    });
+  }
   if (r.query) {
     const q = inputSchema(r.query) as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, schema] of Object.entries(q.properties ?? {})) {

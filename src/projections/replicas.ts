@@ -222,6 +222,9 @@ export function evolveReplicas(
     case "nodeCordoned":
     case "nodeUncordoned":
     case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
       // Inventory facts; the reconciler combines them with replica state.
       return state;
     case undefined:

@@ -17,8 +17,21 @@ export interface GpuState {
   memoryTotalMb: number;
   /** Memory in use by anything on the card (ours or foreign), MiB, as last reported. */
   memoryUsedMb: number;
-  /** Health problems of this GPU; any keeps it out of placement. */
+  /** Health problems of this GPU as the agent registered them; any keeps it out of placement. */
   problems: string[];
+  /** Problems heartbeats reported for this GPU since; any keeps it out of placement and moves its shards off. */
+  faults: GpuFault[];
+  /** An operator keeps new work off this GPU; what runs on it stays. */
+  cordoned: boolean;
+  cordonReason: string;
+}
+
+/** GpuProblem.Kind in lower case; "unspecified" also stands for a kind from a newer agent. */
+export type GpuFaultKind = "unspecified" | "xid" | "ecc" | "thermal" | "retired-pages" | "other";
+
+export interface GpuFault {
+  kind: GpuFaultKind;
+  message: string;
 }
 
 export interface FabricState {
@@ -66,7 +79,8 @@ export interface NodeState {
   /**
    * Problems reported per node (heartbeats). Not attributable to one GPU, so
    * they keep every GPU of the node out of placement (the conservative
-   * direction) until the node registers again with its own health view.
+   * direction) until the node registers again with its own health view or
+   * an operator clears them.
    */
   nodeProblems: string[];
   /** The current session, or null when the node has none open. */

@@ -8,6 +8,7 @@ import {
   type AgentMessageSchema,
   type ControlMessage,
   type DrainShard,
+  GpuProblem_Kind,
   RegisterSchema,
   type StartShard,
   ShardStatus_State as State,
@@ -92,7 +93,8 @@ export class SimAgent {
   private readonly leakedMb: number[];
   /** Problems per GPU; kept across reconnects because the hardware stays broken. */
   private readonly problems: string[][];
-  private readonly pendingProblems: string[] = [];
+  /** GPU problems for the next heartbeat. */
+  private readonly pendingProblems: Array<{ gpuIndex: number; kind: GpuProblem_Kind; message: string }> = [];
   private session: Session | undefined;
   private partitioned = false;
   private partitionScheduled = false;
@@ -395,7 +397,7 @@ export class SimAgent {
         case: "heartbeat",
         value: {
           gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
-          newProblems: this.pendingProblems.splice(0),
+          gpuProblems: this.pendingProblems.splice(0),
         },
       },
     });
@@ -404,11 +406,16 @@ export class SimAgent {
 
   private fireXid(): void {
     this.xidFired = true;
-    const gpu = this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)];
+    const named = this.config.xidGpu;
+    const gpu =
+      named === undefined
+        ? this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)]
+        : this.hardware.gpus.find((g) => g.index === named);
     if (!gpu) return;
     const problem = xidProblem(gpu.index, gpu.uuid);
     this.problems[gpu.index]!.push(problem);
-    this.pendingProblems.push(problem);
+    // Tagged with its GPU: only that GPU leaves placement.
+    this.pendingProblems.push({ gpuIndex: gpu.index, kind: GpuProblem_Kind.XID, message: problem });
     this.opts.emit({ type: "problem", nodeId: this.nodeId, problem });
     // The engine on a GPU that fell off the bus dies with it.
     for (const shard of [...this.shards.values()]) {

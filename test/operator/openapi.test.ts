@@ -179,6 +179,32 @@ describe("OpenAPI document", () => {
       });
       assert.equal(r.status, 200, `${action}: ${JSON.stringify(r.body)}`);
     }
+    for (const action of ["cordon", "uncordon", "clear"]) {
+      const r = await check(
+        "POST",
+        `/v1/nodes/:id/gpus/:index/${action}`,
+        `/v1/nodes/gpu-b1/gpus/3/${action}`,
+        {
+          body: JSON.stringify({ reason: "openapi test" }),
+          headers: json,
+        },
+      );
+      assert.equal(r.status, 200, `GPU ${action}: ${JSON.stringify(r.body)}`);
+    }
+    const gpu = "/v1/nodes/:id/gpus/:index/cordon";
+    assert.equal(
+      (await check("POST", gpu, "/v1/nodes/gpu-b1/gpus/99/cordon", { headers: json, body: "{}" })).status,
+      404,
+    );
+    assert.equal(
+      (await check("POST", gpu, "/v1/nodes/gpu-b1/gpus/x/cordon", { headers: json, body: "{}" })).status,
+      400,
+    );
+    const cleared = await check("POST", "/v1/nodes/:id/problems/clear", "/v1/nodes/gpu-b1/problems/clear", {
+      body: "{}",
+      headers: json,
+    });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
     const whatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
       body: JSON.stringify({ config: { policy: "spread" } }),
       headers: json,

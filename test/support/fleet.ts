@@ -6,7 +6,7 @@
  * inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
-import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type Command,
   type Decision,
@@ -251,6 +251,43 @@ export class Fleet {
   drain(nodeId: string): this {
     this.apply(
       { case: "nodeDrainRequested", value: { nodeId, reason: "RMA", operator: "bob" } },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+
+  /** A heartbeat's problem on one GPU, as the gateway records it. */
+  gpuProblem(nodeId: string, gpuIndex: number, message = "Xid 79: GPU has fallen off the bus"): this {
+    this.apply({
+      case: "usageChanged",
+      value: {
+        nodeId,
+        ...this.#next(nodeId),
+        gpuProblems: [{ gpuIndex, kind: GpuProblem_Kind.XID, message }],
+      },
+    });
+    return this;
+  }
+  clearGpu(nodeId: string, gpuIndex: number, nodeLevel = false): this {
+    this.apply(
+      {
+        case: "gpuProblemsCleared",
+        value: { nodeId, gpuIndex, nodeLevel, operator: "alice", reason: "reseated" },
+      },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+  cordonGpu(nodeId: string, gpuIndex: number): this {
+    this.apply(
+      { case: "gpuCordoned", value: { nodeId, gpuIndex, reason: "fan", operator: "alice" } },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+  uncordonGpu(nodeId: string, gpuIndex: number): this {
+    this.apply(
+      { case: "gpuUncordoned", value: { nodeId, gpuIndex, operator: "alice" } },
       Writer_Kind.OPERATOR,
     );
     return this;
