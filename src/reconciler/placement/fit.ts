@@ -4,7 +4,7 @@
  * counted in a pending explanation.
  */
 import type { ProfileSpec } from "../../projections/index.js";
-import type { GpuView, NodeView } from "./view.js";
+import type { GpuView, NodeView } from "./node-view.js";
 
 export type Policy = "binpack" | "spread";
 

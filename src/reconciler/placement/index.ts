@@ -1,5 +1,6 @@
 // Placement: which GPUs on which nodes a replica gets, and why not when none fit. Pure.
 export { fitNode, type NodeFit, type Policy } from "./fit.js";
+export type { GpuView, NodeView } from "./node-view.js";
 export {
   type NoFit,
   type Placed,
@@ -11,4 +12,4 @@ export {
   type ShardSlot,
   summarize,
 } from "./place.js";
-export { FleetView, type GpuView, type NodeView } from "./view.js";
+export { FleetView } from "./view.js";
