@@ -22,13 +22,13 @@ export {
   nodeIdToken,
 } from "./node-id.js";
 export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
+export { isReservedKey } from "./reserved-keys.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 export {
   DEFAULT_PREFIX,
   DEFAULT_STREAM,
   ID_PATTERN,
   invalidIdReason,
-  isReservedKey,
   Subjects,
 } from "./subjects.js";
 export { AppendWindow } from "./window.js";

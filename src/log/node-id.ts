@@ -5,7 +5,7 @@
  * a subject as it is: it goes in as one token with every `.` written as `_`.
  * A DNS name never contains `_`, so the token maps back to exactly one id.
  */
-import { isReservedKey } from "./subjects.js";
+import { isReservedKey } from "./reserved-keys.js";
 
 /** The longest DNS name. */
 export const NODE_ID_MAX_LENGTH = 253;

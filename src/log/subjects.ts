@@ -5,22 +5,13 @@
  * encoded (node-id.ts), so their dots never become subject levels.
  */
 import { nodeIdToken } from "./node-id.js";
+import { isReservedKey } from "./reserved-keys.js";
 
 export const DEFAULT_STREAM = "LLMGW";
 export const DEFAULT_PREFIX = "llmgw.evt";
 
 /** Letters, digits, `-`, `_`; 1 to 64 characters. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-
-/**
- * Names every plain JavaScript object answers to (`constructor`,
- * `__proto__`, `toString`…). Ids become keys of the projected state's maps;
- * one of these as a key would read (or write) the object's prototype
- * instead of an entry, so no id may be one.
- */
-export function isReservedKey(id: string): boolean {
-  return id in Object.prototype;
-}
 
 /** Why `id` cannot be a subject token, or undefined when it can. */
 export function invalidIdReason(id: string, what = "id"): string | undefined {
