@@ -12,7 +12,6 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { foldFleet } from "../../src/projections/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { type ReceivedCommand, TestAgent } from "../support/agent.js";
-import { DECIDE_NOT_READY, decidePlaces } from "../support/decide-probe.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, h100Node, llamaCatalog, type RunningInit } from "../support/fleet-events.js";
 import { rand, readAll, startTestGateway } from "../support/gateway.js";
@@ -21,9 +20,7 @@ import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/rec
 
 type Start = Extract<ReceivedCommand, { case: "start" }>["value"];
 
-describe("reconciler end to end: gateway, agents, log", {
-  skip: decidePlaces() ? false : DECIDE_NOT_READY,
-}, () => {
+describe("reconciler end to end: gateway, agents, log", () => {
   let server: NatsServer & { close(): Promise<void> };
   before(async () => {
     server = await startServer();

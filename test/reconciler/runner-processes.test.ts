@@ -12,7 +12,6 @@ import { Kvm } from "@nats-io/kv";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
-import { DECIDE_NOT_READY, decidePlaces } from "../support/decide-probe.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, h100Node, llamaCatalog } from "../support/fleet-events.js";
 import { readAll } from "../support/gateway.js";
@@ -67,63 +66,57 @@ describe("llmgw reconciler processes", () => {
     return passesOf(records).flatMap((p) => p.pass.commands.filter((c) => c.action.case === "start"));
   }
 
-  const needsDecide = { skip: decidePlaces() ? false : DECIDE_NOT_READY };
+  it("one of two leads; placements and starts; a SIGKILLed leader is replaced and nothing is started twice", async () => {
+    const { log, f, spec } = await setup();
+    let a: ReconcilerProcess | undefined;
+    let b: ReconcilerProcess | undefined;
+    try {
+      a = await spawnReconciler(spec("rec-a"));
+      b = await spawnReconciler(spec("rec-b"));
+      const procs = [a, b];
+      await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
+      const [first] = await leaders(procs);
+      const leader = first === "rec-a" ? a : b;
+      const other = first === "rec-a" ? b : a;
 
-  it(
-    "one of two leads; placements and starts; a SIGKILLed leader is replaced and nothing is started twice",
-    needsDecide,
-    async () => {
-      const { log, f, spec } = await setup();
-      let a: ReconcilerProcess | undefined;
-      let b: ReconcilerProcess | undefined;
-      try {
-        a = await spawnReconciler(spec("rec-a"));
-        b = await spawnReconciler(spec("rec-b"));
-        const procs = [a, b];
-        await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
-        const [first] = await leaders(procs);
-        const leader = first === "rec-a" ? a : b;
-        const other = first === "rec-a" ? b : a;
+      await log.append(f.catalog(llamaCatalog(2, 0)));
+      for (const n of ["gpu-a1", "gpu-a2"]) await addNode(log, f, n);
+      await eventually(async () => startsOf(await readAll(log)).length >= 2, {
+        what: `start commands for two 70B replicas (leader ${leader.id}):\n${leader.output()}`,
+      });
+      const records = await readAll(log);
+      const placed = passesOf(records).flatMap((p) =>
+        p.pass.decisions.filter((d) => d.kind.case === "replicaPlaced"),
+      );
+      assert.ok(placed.length >= 2, "replicas were placed");
+      assert.ok(passesOf(records).every((p) => p.pass.leaderId === leader.id));
 
-        await log.append(f.catalog(llamaCatalog(2, 0)));
-        for (const n of ["gpu-a1", "gpu-a2"]) await addNode(log, f, n);
-        await eventually(async () => startsOf(await readAll(log)).length >= 2, {
-          what: `start commands for two 70B replicas (leader ${leader.id}):\n${leader.output()}`,
-        });
-        const records = await readAll(log);
-        const placed = passesOf(records).flatMap((p) =>
-          p.pass.decisions.filter((d) => d.kind.case === "replicaPlaced"),
-        );
-        assert.ok(placed.length >= 2, "replicas were placed");
-        assert.ok(passesOf(records).every((p) => p.pass.leaderId === leader.id));
+      // More work arrives and the leader dies in the middle of it.
+      await log.append(f.catalog(llamaCatalog(6, 1)));
+      for (const n of ["gpu-b1", "gpu-b2", "gpu-b3"]) await addNode(log, f, n);
+      await leader.kill();
+      await eventually(async () => await other.isLeader(), { what: `${other.id} to take over` });
+      for (const n of ["gpu-c1", "gpu-c2"]) await addNode(log, f, n);
+      await eventually(
+        async () =>
+          passesOf(await readAll(log)).some(
+            (p) => p.pass.leaderId === other.id && p.pass.commands.length > 0,
+          ),
+        { what: `${other.id} to append passes with commands:\n${other.output()}` },
+      );
+      const all = await readAll(log);
+      assert.deepEqual(passViolations(all), []);
+      const passes = passesOf(all);
+      const takeover = passes.findIndex((p) => p.pass.leaderId === other.id);
+      assert.ok(passes.slice(takeover).every((p) => p.pass.leaderId === other.id));
+      assert.ok(startsOf(all).length > 2, "the new leader continued the work");
+    } finally {
+      await killAll([a, b]);
+      await log.close();
+    }
+  });
 
-        // More work arrives and the leader dies in the middle of it.
-        await log.append(f.catalog(llamaCatalog(6, 1)));
-        for (const n of ["gpu-b1", "gpu-b2", "gpu-b3"]) await addNode(log, f, n);
-        await leader.kill();
-        await eventually(async () => await other.isLeader(), { what: `${other.id} to take over` });
-        for (const n of ["gpu-c1", "gpu-c2"]) await addNode(log, f, n);
-        await eventually(
-          async () =>
-            passesOf(await readAll(log)).some(
-              (p) => p.pass.leaderId === other.id && p.pass.commands.length > 0,
-            ),
-          { what: `${other.id} to append passes with commands:\n${other.output()}` },
-        );
-        const all = await readAll(log);
-        assert.deepEqual(passViolations(all), []);
-        const passes = passesOf(all);
-        const takeover = passes.findIndex((p) => p.pass.leaderId === other.id);
-        assert.ok(passes.slice(takeover).every((p) => p.pass.leaderId === other.id));
-        assert.ok(startsOf(all).length > 2, "the new leader continued the work");
-      } finally {
-        await killAll([a, b]);
-        await log.close();
-      }
-    },
-  );
-
-  it("a paused leader appends nothing after it resumes and steps down", needsDecide, async () => {
+  it("a paused leader appends nothing after it resumes and steps down", async () => {
     const { log, f, spec } = await setup();
     let a: ReconcilerProcess | undefined;
     let b: ReconcilerProcess | undefined;
