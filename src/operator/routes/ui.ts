@@ -33,8 +33,8 @@ export async function uiRoutes(app: FastifyInstance, dir: string): Promise<void>
     // The header is set here per file, not by the plugin for all.
     cacheControl: false,
     // Vite names every asset by its content, so they never change under one name.
-    setHeaders(res, path) {
-      res.setHeader(
+    setHeaders(reply, path) {
+      reply.header(
         "cache-control",
         path.includes("/assets/") ? "public, max-age=31536000, immutable" : "no-cache",
       );
