@@ -5,6 +5,7 @@ import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
+import { registerCompletion } from "./commands/completion.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
@@ -59,6 +60,7 @@ registerNodeIntent(program, "cordon");
 registerNodeIntent(program, "uncordon");
 registerNodeIntent(program, "drain");
 registerBench(program);
+registerCompletion(program);
 
 try {
   await program.parseAsync(process.argv);
