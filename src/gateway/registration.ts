@@ -28,6 +28,8 @@ export const LIMITS = {
   /** Problems listed per GPU in a registration, and per heartbeat. */
   problems: 256,
   problemChars: 1024,
+  /** A shard's endpoint URL. */
+  endpointChars: 2048,
 } as const;
 
 /** The first thing wrong with a registration (field named as in the proto), or undefined. */
@@ -78,7 +80,9 @@ export function registrationProblem(reg: Register): string | undefined {
       return `running_shards[${i}].shard_id: shard ${JSON.stringify(s.shardId)} is listed twice (also running_shards[${first}])`;
     }
     shards.set(s.shardId, i);
-    const p = indexList(`running_shards[${i}].gpu_indices`, s.gpuIndices);
+    const p =
+      indexList(`running_shards[${i}].gpu_indices`, s.gpuIndices) ??
+      endpointProblem(`running_shards[${i}].endpoint`, s.endpoint);
     if (p) return p;
   }
   return undefined;
@@ -86,7 +90,27 @@ export function registrationProblem(reg: Register): string | undefined {
 
 /** The first thing wrong with a shard status, or undefined. */
 export function shardStatusProblem(st: ShardStatus): string | undefined {
-  return reservedProblem("shard.replica_id", st.replicaId) ?? reservedProblem("shard.shard_id", st.shardId);
+  return (
+    reservedProblem("shard.replica_id", st.replicaId) ??
+    reservedProblem("shard.shard_id", st.shardId) ??
+    endpointProblem("shard.endpoint", st.endpoint)
+  );
+}
+
+/**
+ * An endpoint goes to routers as it is (the routing table, the endpoints
+ * bucket): it is an http or https URL of bounded length, or empty (not known).
+ */
+function endpointProblem(field: string, value: string): string | undefined {
+  if (value === "") return undefined;
+  if (value.length > LIMITS.endpointChars) {
+    return `${field} is ${value.length} characters long; at most ${LIMITS.endpointChars} are allowed`;
+  }
+  const url = URL.parse(value);
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    return `${field} ${JSON.stringify(value.slice(0, 80))} is not an http:// or https:// URL`;
+  }
+  return undefined;
 }
 
 /** The first thing wrong with a command result, or undefined. */
@@ -109,16 +133,26 @@ export function heartbeatProblem(hb: Heartbeat): string | undefined {
   if (hb.gpuMemoryUsedMb.length > LIMITS.gpus) {
     return `heartbeat.gpu_memory_used_mb lists ${hb.gpuMemoryUsedMb.length} GPUs; at most ${LIMITS.gpus} are allowed`;
   }
-  return problemsProblem("heartbeat.new_problems", hb.newProblems);
+  const node = problemsProblem("heartbeat.new_problems", hb.newProblems);
+  if (node) return node;
+  return problemsProblem(
+    "heartbeat.gpu_problems",
+    hb.gpuProblems.map((p) => p.message),
+    (i) => `heartbeat.gpu_problems[${i}].message`,
+  );
 }
 
-function problemsProblem(field: string, problems: readonly string[]): string | undefined {
+function problemsProblem(
+  field: string,
+  problems: readonly string[],
+  entry: (i: number) => string = (i) => `${field}[${i}]`,
+): string | undefined {
   if (problems.length > LIMITS.problems) {
     return `${field} lists ${problems.length} problems; at most ${LIMITS.problems} are allowed`;
   }
   for (const [i, p] of problems.entries()) {
     if (p.length > LIMITS.problemChars) {
-      return `${field}[${i}] is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
+      return `${entry(i)} is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
     }
   }
   return undefined;

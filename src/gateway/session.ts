@@ -425,11 +425,19 @@ export class AgentSession {
       case "heartbeat": {
         const bad = heartbeatProblem(msg.value);
         if (bad) throw new ConnectError(`invalid heartbeat: ${bad}`, Code.InvalidArgument);
-        if (!this.#usage?.observe(msg.value)) return { acked: false };
+        const seen = this.#usage?.observe(msg.value);
+        if (seen && seen.unknownGpu.length > 0) {
+          this.#logger.warn(
+            { gpus: [...new Set(seen.unknownGpu.map((p) => p.gpuIndex))] },
+            "heartbeat.gpu_problems names GPUs the registration does not list; dropped",
+          );
+        }
+        if (!seen?.record) return { acked: false };
         const value = {
           ...at,
           gpuMemoryUsedMb: msg.value.gpuMemoryUsedMb,
           newProblems: msg.value.newProblems,
+          gpuProblems: seen.gpuProblems,
         };
         return { event: gatewayEvent(gw, id, { case: "usageChanged", value }), acked: false };
       }

@@ -12,7 +12,10 @@ import {
   type Projection,
 } from "../projections/index.js";
 import { determinismViolations } from "./determinism.js";
+import { EndpointRule } from "./endpoints.js";
+import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
+import { GpuPlacementRule } from "./gpus.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
@@ -51,7 +54,10 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const fencing = new FencingRule();
   const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
   const stored = new StoredRule();
+  const gpus = new GpuPlacementRule();
   const undeliverable = new UndeliverableRule();
+  const failureReasons = new FailureReasonRule();
+  const endpoints = new EndpointRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -74,10 +80,14 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     stored.observe(r);
     fencing.observe(r);
     slots.observe(r, state);
+    failureReasons.observe(r, state);
     sessions.observe(r);
+    gpus.observe(r);
     undeliverable.observe(r);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
+    endpoints.recordAfter(r, state);
+    gpus.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -93,7 +103,10 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...slots.violations,
     ...sessions.violations,
     ...fencing.violations,
+    ...gpus.violations,
     ...undeliverable.violations,
+    ...failureReasons.violations,
+    ...endpoints.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

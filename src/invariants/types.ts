@@ -15,10 +15,13 @@ export const RULES = [
   "fencing",
   "command-to-stale-session",
   "command-undeliverable",
+  "failure-reason",
   "acked-lost",
   "stored-twice",
   "replay-determinism",
   "malformed-event",
+  "endpoint-not-ready",
+  "placed-on-unavailable-gpu",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

@@ -85,6 +85,9 @@ export function subjectFor(subjects: Subjects, event: Event): string {
     case "nodeCordoned":
     case "nodeUncordoned":
     case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
       return subjects.operator(body.value.nodeId);
     case "reconcilePass":
       return subjects.reconciler;

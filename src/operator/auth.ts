@@ -6,10 +6,12 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { API_ROUTES } from "./api-routes.js";
 import { ApiError } from "./errors.js";
 import { isUiPath } from "./routes/ui.js";
 
-const OPEN_PATHS = new Set(["/healthz", "/readyz"]);
+/** The probes and the API's own description (api-routes.ts marks them `open`). */
+const OPEN_PATHS = new Set(API_ROUTES.filter((r) => r.open).map((r) => r.url));
 
 export type AuthMode = { kind: "token"; token: string } | { kind: "dev" };
 

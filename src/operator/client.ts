@@ -87,4 +87,56 @@ export class ApiClient {
   get<T>(path: string) {
     return this.request<T>("GET", path);
   }
+
+  /**
+   * Follows a server-sent event stream: yields each event's name and parsed
+   * data until the server ends it. No timeout: a follow lasts until the
+   * caller stops reading or `signal` aborts.
+   */
+  async *follow<T>(path: string, signal?: AbortSignal): AsyncGenerator<{ event: string; data: T }> {
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    if (this.opts.token) headers["authorization"] = `Bearer ${this.opts.token}`;
+    let res: Response;
+    try {
+      res = await fetch(`${this.#base}${path}`, { headers, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      if (signal?.aborted) return;
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new ApiCallError(
+        0,
+        "unreachable",
+        `cannot reach the API at ${this.#base} (${cause?.code ?? cause?.message ?? (err as Error).message})`,
+      );
+    }
+    if (!res.ok || !res.body) {
+      const e = ((await res.json().catch(() => undefined)) as { error?: { code?: string; message?: string } })
+        ?.error;
+      throw new ApiCallError(
+        res.status,
+        e?.code ?? `http-${res.status}`,
+        e?.message ?? `GET ${path} answered ${res.status} ${res.statusText}`,
+      );
+    }
+    const decoder = new TextDecoder();
+    let buf = "";
+    try {
+      for await (const chunk of res.body) {
+        buf += decoder.decode(chunk as Uint8Array, { stream: true });
+        for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let event = "message";
+          const data: string[] = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event: ")) event = line.slice(7);
+            else if (line.startsWith("data: ")) data.push(line.slice(6));
+          }
+          // Comment-only blocks (keepalives) carry no data.
+          if (data.length > 0) yield { event, data: JSON.parse(data.join("\n")) as T };
+        }
+      }
+    } catch (err) {
+      if (!signal?.aborted) throw err;
+    }
+  }
 }

@@ -3,7 +3,7 @@
  * (what the event list filters on). Pure.
  */
 import { type Decision, type Event, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
-import { shardStateName } from "../projections/convert.js";
+import { gpuProblemLine, shardStateName } from "../projections/convert.js";
 import { describeCommand } from "../reconciler/index.js";
 
 export interface DescribedEvent {
@@ -45,8 +45,8 @@ export function describeEvent(event: Event): DescribedEvent {
       return out(b.case, `${b.value.nodeId} re-registered its hardware`);
     case "usageChanged": {
       nodes.add(b.value.nodeId);
-      const problems =
-        b.value.newProblems.length > 0 ? `; new problems: ${b.value.newProblems.join(", ")}` : "";
+      const all = [...b.value.newProblems, ...b.value.gpuProblems.map(gpuProblemLine)];
+      const problems = all.length > 0 ? `; new problems: ${all.join(", ")}` : "";
       return out(b.case, `${b.value.nodeId} GPU memory use changed${problems}`);
     }
     case "shardStatus": {
@@ -98,6 +98,21 @@ export function describeEvent(event: Event): DescribedEvent {
     case "nodeDrainRequested":
       nodes.add(b.value.nodeId);
       return out(b.case, `${b.value.nodeId} drain requested by ${b.value.operator}${reason(b.value.reason)}`);
+    case "gpuProblemsCleared": {
+      const v = b.value;
+      nodes.add(v.nodeId);
+      const what = v.nodeLevel ? "node-level problems" : `GPU ${v.gpuIndex} problems`;
+      return out(b.case, `${v.nodeId} ${what} cleared by ${v.operator}${reason(v.reason)}`);
+    }
+    case "gpuCordoned":
+      nodes.add(b.value.nodeId);
+      return out(
+        b.case,
+        `${b.value.nodeId} GPU ${b.value.gpuIndex} cordoned by ${b.value.operator}${reason(b.value.reason)}`,
+      );
+    case "gpuUncordoned":
+      nodes.add(b.value.nodeId);
+      return out(b.case, `${b.value.nodeId} GPU ${b.value.gpuIndex} uncordoned by ${b.value.operator}`);
     case "reconcilePass": {
       const p = b.value;
       for (const d of p.decisions) decisionSubjects(d, nodes, replicas);
@@ -169,6 +184,10 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
       for (const s of k.value.sessions) nodes.add(s.nodeId);
       return;
     case "commandReissued":
+    // The whole table of a model: naming every listed replica would match
+    // passes that did not change them; the drain or failure decision next to
+    // it names the replica that left.
+    case "endpointsChanged":
     case undefined:
       return;
     default: {

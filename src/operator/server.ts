@@ -17,10 +17,12 @@ import { FleetHistory } from "./history.js";
 import { apiRegistry, instrument } from "./metrics.js";
 import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
+import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { nodeRoutes } from "./routes/nodes.js";
+import { openApiRoutes } from "./routes/openapi.js";
 import { replicaRoutes } from "./routes/replicas.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
@@ -58,6 +60,8 @@ export interface ApiServer {
   readonly url: string;
   readonly runtime: ProjectionRuntime<FleetState>;
   readonly registry: Registry;
+  /** Every route registered (method and URL as fastify writes them): what the OpenAPI document must describe. */
+  readonly routes: ReadonlyArray<{ method: string; url: string }>;
   close(): Promise<void>;
 }
 
@@ -122,6 +126,10 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       void (reply as unknown as FastifyReply).status(e.status).send(e.body());
     },
   }) as unknown as FastifyInstance;
+  const routes: Array<{ method: string; url: string }> = [];
+  app.addHook("onRoute", (r) => {
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url });
+  });
   installErrorHandlers(app);
   installAuth(app, opts.auth);
   instrument(app, registry);
@@ -131,11 +139,16 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
   const streams = streamRoutes(app, ctx);
+  const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
+  openApiRoutes(app);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
   // Live streams never end by themselves; close them so the server can.
-  app.addHook("preClose", async () => streams.closeAll());
+  app.addHook("preClose", async () => {
+    streams.closeAll();
+    endpointStreams.closeAll();
+  });
 
   // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).
   void ctx.history.prefill().catch((err: unknown) => logger.warn({ err }, "fleet history prefill failed"));
@@ -157,6 +170,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     url,
     runtime,
     registry,
+    routes,
     async close() {
       await app.close();
       await runtime.stop();

@@ -5,6 +5,7 @@
  */
 import {
   type FleetState,
+  type GpuFault,
   isReady,
   type NodeState,
   type ReplicaState,
@@ -19,6 +20,11 @@ export interface GpuView {
   memoryTotalMb: number;
   memoryUsedMb: number;
   problems: string[];
+  /** Problems heartbeats reported for this GPU since registration (kind and message). */
+  faults: GpuFault[];
+  /** An operator keeps new work off this GPU. */
+  cordoned: boolean;
+  cordonReason: string;
   /** Shards holding this GPU. */
   shards: Array<{ replicaId: string; shardId: string; model: string; state: string }>;
 }
@@ -102,6 +108,9 @@ function nodeViewWith(n: NodeState, holders: Holders): NodeView {
     memoryTotalMb: g.memoryTotalMb,
     memoryUsedMb: g.memoryUsedMb,
     problems: [...g.problems],
+    faults: g.faults.map((f) => ({ ...f })),
+    cordoned: g.cordoned,
+    cordonReason: g.cordonReason,
     shards: byGpu?.get(g.index) ?? [],
   }));
   const replicaIds = [...new Set(gpus.flatMap((g) => g.shards.map((s) => s.replicaId)))].sort();

@@ -3,11 +3,13 @@
  * int64 fields arrive as bigint; the state holds numbers (MiB and ms fit
  * easily in a double).
  */
-import type { Fabric, Gpu, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
-import { ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
+import type { Fabric, Gpu, GpuProblem, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
 import type { Model, Profile } from "../gen/llmgw/v1/events_pb.js";
 import type {
   FabricState,
+  GpuFault,
+  GpuFaultKind,
   GpuState,
   ModelSpec,
   ProfileSpec,
@@ -23,7 +25,38 @@ export function gpuFrom(g: Gpu): GpuState {
     memoryTotalMb: Number(g.memoryTotalMb),
     memoryUsedMb: Number(g.memoryUsedMb),
     problems: [...g.problems],
+    faults: [],
+    cordoned: false,
+    cordonReason: "",
   };
+}
+
+/** A GPU problem in one line for people: "GPU 3 xid: Xid 79: ...". */
+export function gpuProblemLine(p: GpuProblem): string {
+  const f = gpuFaultFrom(p);
+  return `GPU ${p.gpuIndex} ${f.kind}: ${f.message}`;
+}
+
+export function gpuFaultFrom(p: GpuProblem): GpuFault {
+  return { kind: gpuFaultKind(p.kind), message: p.message };
+}
+
+function gpuFaultKind(k: GpuProblem_Kind): GpuFaultKind {
+  switch (k) {
+    case GpuProblem_Kind.XID:
+      return "xid";
+    case GpuProblem_Kind.ECC:
+      return "ecc";
+    case GpuProblem_Kind.THERMAL:
+      return "thermal";
+    case GpuProblem_Kind.RETIRED_PAGES:
+      return "retired-pages";
+    case GpuProblem_Kind.OTHER:
+      return "other";
+    default:
+      // UNSPECIFIED, or a kind a newer agent knows: a problem all the same.
+      return "unspecified";
+  }
 }
 
 export function fabricFrom(f: Fabric): FabricState {
@@ -58,6 +91,7 @@ export function registeredShardFrom(r: RunningShard): RegisteredShard {
     profile: r.profile,
     gpuIndices: [...r.gpuIndices],
     state: shardStateName(r.state),
+    endpoint: r.endpoint,
   };
 }
 

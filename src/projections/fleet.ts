@@ -19,9 +19,11 @@ import type { FleetState } from "./state.js";
  *     STARTING since, last output), replicas their last failure, profiles
  *     their deadline overrides; failures count from ReplicaFailed decisions;
  *     commands a gateway reported undeliverable wait in `undeliverable`
- *     until a pass handles them; a restated drain keeps its start time.
+ *     until a pass handles them; a restated drain keeps its start time;
+ * 7 — shards record their endpoint, replicas state the routing table;
+ * 8 — GPUs record faults reported by heartbeats and operator cordons.
  */
-export const FLEET_SCHEMA_VERSION = 6;
+export const FLEET_SCHEMA_VERSION = 8;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

@@ -1,10 +1,10 @@
 /**
  * The inventory fold: nodes (hardware, sessions, liveness, usage, health,
- * cordon/drain) and gateways. Pure: no I/O, no clock.
+ * cordon/drain, per-GPU faults and cordons) and gateways. Pure: no I/O, no clock.
  */
 import type { Register } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, Liveness, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
-import { fabricFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
+import { fabricFrom, gpuFaultFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
 import type { EventMeta } from "./projection.js";
 import type { InventoryState, NodeLiveness, NodeState } from "./state.js";
 
@@ -44,12 +44,38 @@ function nodeFor(state: InventoryState, nodeId: string, seq: number): NodeState 
 
 function applyRegistration(n: NodeState, reg: Register | undefined): void {
   if (!reg) return;
+  const cordons = new Map(n.gpus.filter((g) => g.cordoned).map((g) => [g.index, g.cordonReason]));
   n.agentVersion = reg.agentVersion;
   n.labels = sortedRecord(reg.labels);
-  n.gpus = reg.gpus.map(gpuFrom);
+  // A fresh registration carries the agent's own per-GPU health view; a GPU
+  // cordon is operator intent and outlives it.
+  n.gpus = reg.gpus.map((g) => {
+    const gpu = gpuFrom(g);
+    const reason = cordons.get(gpu.index);
+    if (reason !== undefined) {
+      gpu.cordoned = true;
+      gpu.cordonReason = reason;
+    }
+    return gpu;
+  });
   n.fabrics = reg.fabrics.map(fabricFrom);
-  // A fresh registration carries the agent's own per-GPU health view.
   n.nodeProblems = [];
+}
+
+/** A GPU cordon on or off; intent for a node or GPU never seen changes nothing. */
+function setGpuCordon(
+  state: InventoryState,
+  at: { nodeId: string; gpuIndex: number },
+  cordoned: boolean,
+  reason: string,
+  seq: number,
+): void {
+  const n = state.nodes[at.nodeId];
+  const g = n?.gpus.find((x) => x.index === at.gpuIndex);
+  if (!n || !g) return;
+  g.cordoned = cordoned;
+  g.cordonReason = reason;
+  n.lastChangeSeq = seq;
 }
 
 /**
@@ -144,6 +170,11 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
         if (g) g.memoryUsedMb = Number(used);
       });
       for (const p of v.newProblems) if (!n.nodeProblems.includes(p)) n.nodeProblems.push(p);
+      for (const p of v.gpuProblems) {
+        const g = n.gpus.find((x) => x.index === p.gpuIndex);
+        const f = gpuFaultFrom(p);
+        if (g && !g.faults.some((x) => x.kind === f.kind && x.message === f.message)) g.faults.push(f);
+      }
       n.lastChangeSeq = meta.seq;
       return state;
     }
@@ -205,6 +236,27 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       n.lastChangeSeq = meta.seq;
       return state;
     }
+    case "gpuProblemsCleared": {
+      const v = body.value;
+      const n = state.nodes[v.nodeId];
+      if (!n) return state;
+      if (v.nodeLevel) {
+        n.nodeProblems = [];
+      } else {
+        const g = n.gpus.find((x) => x.index === v.gpuIndex);
+        if (!g) return state;
+        g.problems = [];
+        g.faults = [];
+      }
+      n.lastChangeSeq = meta.seq;
+      return state;
+    }
+    case "gpuCordoned":
+      setGpuCordon(state, body.value, true, body.value.reason, meta.seq);
+      return state;
+    case "gpuUncordoned":
+      setGpuCordon(state, body.value, false, "", meta.seq);
+      return state;
     case "reconcilePass": {
       for (const d of body.value.decisions) {
         const k = d.kind;

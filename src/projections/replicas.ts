@@ -30,6 +30,7 @@ export function initialReplicas(): ReplicasState {
     failures: {},
     undeliverable: {},
     cooldowns: {},
+    endpoints: {},
     lastPass: null,
     passes: 0,
   };
@@ -57,12 +58,15 @@ function newReplica(replicaId: string, model: string, seq: number): ReplicaState
 
 /** A shard as a pass places or adopts it: no reports, no fault, no start sent yet. */
 function newShard(
-  init: Pick<ShardState, "shardId" | "rank" | "nodeId" | "sessionId" | "gpuIndices" | "state" | "adopted">,
+  init: Pick<ShardState, "shardId" | "rank" | "nodeId" | "sessionId" | "gpuIndices" | "state" | "adopted"> & {
+    endpoint?: string;
+  },
   seq: number,
 ): ShardState {
   return {
     ...init,
     gpuIndices: [...init.gpuIndices],
+    endpoint: init.endpoint ?? "",
     desired: "running",
     lastError: "",
     exitCode: 0,
@@ -148,6 +152,7 @@ export function evolveReplicas(
       const shard = r?.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId);
       if (!r || !shard) return state;
       shard.state = shardStateName(st.state);
+      if (st.endpoint !== "") shard.endpoint = st.endpoint;
       shard.lastChangeSeq = meta.seq;
       if (st.lastOutput !== "") shard.lastOutput = st.lastOutput;
       // Any report means the start took: the start deadline no longer applies.
@@ -196,7 +201,7 @@ export function evolveReplicas(
       return state;
     }
     case "reconcilePass":
-      foldPass(state, body.value, meta);
+      foldPass(state, body.value, meta, inventory);
       return state;
     case "commandUndeliverable":
       foldUndeliverable(state, body.value, meta);
@@ -217,6 +222,9 @@ export function evolveReplicas(
     case "nodeCordoned":
     case "nodeUncordoned":
     case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
       // Inventory facts; the reconciler combines them with replica state.
       return state;
     case undefined:
@@ -228,7 +236,12 @@ export function evolveReplicas(
   }
 }
 
-function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): void {
+function foldPass(
+  state: ReplicasState,
+  pass: ReconcilePass,
+  meta: EventMeta,
+  inventory: InventoryState,
+): void {
   state.passes++;
   state.lastPass = {
     seq: meta.seq,
@@ -305,6 +318,7 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
               gpuIndices: a.gpuIndices,
               state: "running",
               adopted: true,
+              endpoint: registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
             },
             meta.seq,
           );
@@ -384,6 +398,17 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
         state.failures[key] = 0;
         break;
       }
+      case "endpointsChanged": {
+        const v = k.value;
+        if (v.endpoints.length === 0) delete state.endpoints[v.model];
+        else
+          state.endpoints[v.model] = v.endpoints.map((e) => ({
+            replicaId: e.replicaId,
+            url: e.url,
+            nodeId: e.nodeId,
+          }));
+        break;
+      }
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);
@@ -451,6 +476,18 @@ function foldPass(state: ReplicasState, pass: ReconcilePass, meta: EventMeta): v
 function forgetCommands(state: ReplicasState, nodeId: string, gone: (sessionId: string) => boolean): void {
   for (const [id, c] of Object.entries(state.commands))
     if (c.nodeId === nodeId && gone(c.sessionId)) delete state.commands[id];
+}
+
+/** The endpoint a node registered for a shard it runs (adoption keeps it), or "". */
+function registeredEndpoint(
+  inventory: InventoryState,
+  nodeId: string,
+  sessionId: string,
+  shardId: string,
+): string {
+  const session = inventory.nodes[nodeId]?.session;
+  if (!session || session.sessionId !== sessionId) return "";
+  return session.registeredShards.find((s) => s.shardId === shardId)?.endpoint ?? "";
 }
 
 function replicaOfShard(state: ReplicasState, nodeId: string, shardId: string): string {

@@ -32,6 +32,9 @@ export function namesReservedKey(event: Event): boolean {
     case "nodeCordoned":
     case "nodeUncordoned":
     case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
       return reserved(b.value.nodeId);
     case "shardStatus":
       return reserved(b.value.nodeId, b.value.status?.replicaId ?? "", b.value.status?.shardId ?? "");

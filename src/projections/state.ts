@@ -17,8 +17,21 @@ export interface GpuState {
   memoryTotalMb: number;
   /** Memory in use by anything on the card (ours or foreign), MiB, as last reported. */
   memoryUsedMb: number;
-  /** Health problems of this GPU; any keeps it out of placement. */
+  /** Health problems of this GPU as the agent registered them; any keeps it out of placement. */
   problems: string[];
+  /** Problems heartbeats reported for this GPU since; any keeps it out of placement and moves its shards off. */
+  faults: GpuFault[];
+  /** An operator keeps new work off this GPU; what runs on it stays. */
+  cordoned: boolean;
+  cordonReason: string;
+}
+
+/** GpuProblem.Kind in lower case; "unspecified" also stands for a kind from a newer agent. */
+export type GpuFaultKind = "unspecified" | "xid" | "ecc" | "thermal" | "retired-pages" | "other";
+
+export interface GpuFault {
+  kind: GpuFaultKind;
+  message: string;
 }
 
 export interface FabricState {
@@ -53,6 +66,8 @@ export interface RegisteredShard {
   gpuIndices: number[];
   /** ShardStatus state name as the agent reported it: "running", "starting", ... */
   state: ShardReportedState;
+  /** The URL the engine serves on, as registered; "" when unknown. */
+  endpoint: string;
 }
 
 export interface NodeState {
@@ -64,7 +79,8 @@ export interface NodeState {
   /**
    * Problems reported per node (heartbeats). Not attributable to one GPU, so
    * they keep every GPU of the node out of placement (the conservative
-   * direction) until the node registers again with its own health view.
+   * direction) until the node registers again with its own health view or
+   * an operator clears them.
    */
   nodeProblems: string[];
   /** The current session, or null when the node has none open. */
@@ -162,6 +178,8 @@ export interface ShardState {
   adopted: boolean;
   lastError: string;
   exitCode: number;
+  /** The URL the engine serves on, from the newest status (or registration) that named one; "" until then. */
+  endpoint: string;
   /** The last lines the engine printed, as last reported. */
   lastOutput: string;
   /**
@@ -280,6 +298,13 @@ export interface CooldownState {
   untilMs: number;
 }
 
+/** One row of the routing table: a ready replica and where its rank 0 serves. */
+export interface EndpointEntry {
+  replicaId: string;
+  url: string;
+  nodeId: string;
+}
+
 export interface PassState {
   seq: number;
   leaderId: string;
@@ -298,6 +323,11 @@ export interface ReplicasState {
   failures: Record<string, number>;
   /** Model/node pairs placement avoids, keyed `<model>@<node>`. */
   cooldowns: Record<string, CooldownState>;
+  /**
+   * The routing table as the passes published it (EndpointsChanged), per
+   * model, sorted by replica id. A model whose list became empty is dropped.
+   */
+  endpoints: Record<string, EndpointEntry[]>;
   /** The last reconcile pass folded, or null. */
   lastPass: PassState | null;
   passes: number;

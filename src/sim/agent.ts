@@ -8,6 +8,7 @@ import {
   type AgentMessageSchema,
   type ControlMessage,
   type DrainShard,
+  GpuProblem_Kind,
   RegisterSchema,
   type StartShard,
   ShardStatus_State as State,
@@ -92,7 +93,8 @@ export class SimAgent {
   private readonly leakedMb: number[];
   /** Problems per GPU; kept across reconnects because the hardware stays broken. */
   private readonly problems: string[][];
-  private readonly pendingProblems: string[] = [];
+  /** GPU problems for the next heartbeat. */
+  private readonly pendingProblems: Array<{ gpuIndex: number; kind: GpuProblem_Kind; message: string }> = [];
   private session: Session | undefined;
   private partitioned = false;
   private partitionScheduled = false;
@@ -352,6 +354,7 @@ export class SimAgent {
         profile: s.profile,
         gpuIndices: [...s.gpuIndices],
         state: s.state,
+        endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
       })),
       labels: { ...this.config.labels },
       cumulativeAcks: true,
@@ -394,7 +397,7 @@ export class SimAgent {
         case: "heartbeat",
         value: {
           gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
-          newProblems: this.pendingProblems.splice(0),
+          gpuProblems: this.pendingProblems.splice(0),
         },
       },
     });
@@ -403,11 +406,16 @@ export class SimAgent {
 
   private fireXid(): void {
     this.xidFired = true;
-    const gpu = this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)];
+    const named = this.config.xidGpu;
+    const gpu =
+      named === undefined
+        ? this.hardware.gpus[Math.floor(this.opts.rng() * this.hardware.gpus.length)]
+        : this.hardware.gpus.find((g) => g.index === named);
     if (!gpu) return;
     const problem = xidProblem(gpu.index, gpu.uuid);
     this.problems[gpu.index]!.push(problem);
-    this.pendingProblems.push(problem);
+    // Tagged with its GPU: only that GPU leaves placement.
+    this.pendingProblems.push({ gpuIndex: gpu.index, kind: GpuProblem_Kind.XID, message: problem });
     this.opts.emit({ type: "problem", nodeId: this.nodeId, problem });
     // The engine on a GPU that fell off the bus dies with it.
     for (const shard of [...this.shards.values()]) {
@@ -625,6 +633,11 @@ export class SimAgent {
     this.status(shard, exit);
   }
 
+  /** Where the simulated engine "serves": one port per shard on the node, from its first GPU. */
+  private endpoint(shard: SimShard): string {
+    return `http://${this.nodeId}:${8000 + (shard.gpuIndices[0] ?? 0)}`;
+  }
+
   private status(shard: SimShard, exit?: { error?: string; exitCode: number; output?: string }): void {
     const sent = this.send({
       msg: {
@@ -636,6 +649,7 @@ export class SimAgent {
           error: exit?.error ?? "",
           exitCode: exit?.exitCode ?? 0,
           lastOutput: exit?.output ?? "",
+          endpoint: shard.state === State.RUNNING ? this.endpoint(shard) : "",
         },
       },
     });

@@ -46,6 +46,8 @@ const Schema = z
     crashAfterMs: ms().default(3000),
     leakMbPerHeartbeat: z.int().min(0).max(1_000_000).default(256),
     xidAfterHeartbeats: z.int().min(0).max(1_000_000).default(3),
+    /** The GPU the xid fault hits; unset: one the seeded rng picks. */
+    xidGpu: z.int().min(0).max(1023).optional(),
     partitionAfterMs: ms().default(10_000),
     partitionHealMs: ms().default(5000),
     reconnectMinMs: ms().default(250),
@@ -101,6 +103,7 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   crashAfterMs: "an integer number of milliseconds ≥ 0",
   leakMbPerHeartbeat: "an integer number of MiB ≥ 0",
   xidAfterHeartbeats: "an integer ≥ 0",
+  xidGpu: "a GPU index (an integer ≥ 0)",
   partitionAfterMs: "an integer number of milliseconds ≥ 0",
   partitionHealMs: "an integer number of milliseconds ≥ 0",
   reconnectMinMs: "an integer number of milliseconds ≥ 0",

@@ -21,6 +21,7 @@ describe("llmgw command", () => {
       "replicas",
       "catalog",
       "drain",
+      "gpu",
       "bench",
     ]) {
       assert.match(r.stdout, new RegExp(`^\\s+${c}\\b`, "m"), `--help does not list ${c}`);

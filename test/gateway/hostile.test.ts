@@ -511,6 +511,52 @@ describe("gateway: hostile and broken agents", () => {
     });
   });
 
+  describe("endpoints that routers could not use", () => {
+    const cases: Array<[string, string, RegExp]> = [
+      [
+        "a script URL",
+        "javascript:alert(1)",
+        /shard\.endpoint "javascript:alert\(1\)" is not an http:\/\/ or https:\/\/ URL/,
+      ],
+      ["words", "the usual port", /shard\.endpoint "the usual port" is not an http/],
+      [
+        "3,000 characters",
+        `http://h/${"x".repeat(3000)}`,
+        /shard\.endpoint is 3009 characters long; at most 2048/,
+      ],
+    ];
+    for (const [i, [what, endpoint, message]] of cases.entries()) {
+      it(`ends the session on a shard status whose endpoint is ${what} (InvalidArgument)`, async () => {
+        const node = `gpu-endpoint-${i}`;
+        const a = await registered(node, PROTOCOLS[i % PROTOCOLS.length]);
+        try {
+          a.shardStatus({ replicaId: "r1", shardId: "s1", state: ShardStatus_State.RUNNING, endpoint });
+          const err = await a.ended;
+          assert.equal(codeOf(err), "InvalidArgument");
+          assert.match(String(err), message);
+        } finally {
+          a.abort();
+        }
+        await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
+      });
+    }
+
+    it("refuses a registration whose running shard names an endpoint that is not a URL", async () => {
+      const node = "gpu-endpoint-reg";
+      const reg = h100Registration(node, [{ shard: "s1", replica: "r1", gpus: [0] }]);
+      const err = await refused({
+        tls: tls(node),
+        registration: {
+          ...reg,
+          runningShards: reg.runningShards?.map((s) => ({ ...s, endpoint: "ftp://h/x" })),
+        },
+      });
+      assert.equal(codeOf(err), "InvalidArgument");
+      assert.match(String(err), /running_shards\[0\]\.endpoint "ftp:\/\/h\/x" is not an http/);
+      await served();
+    });
+  });
+
   describe("protobuf JSON", () => {
     it("refuses values no schema allows and pollutes no prototype, in all three protocols", async () => {
       const node = "gpu-json";

@@ -79,16 +79,16 @@ describe("usage tracker: bounded memory under a flood of new problems", () => {
     const t = new UsageTracker(1024, reg(h100Registration("gpu-a1")));
     let events = 0;
     for (let i = 0; i < REMEMBERED_PROBLEMS * 3; i++) {
-      if (t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${i}`] }))) events++;
+      if (t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${i}`] })).record) events++;
       assert.ok(t.rememberedProblems <= REMEMBERED_PROBLEMS);
     }
     assert.equal(events, REMEMBERED_PROBLEMS * 3, "the rule: every problem new to the session is an event");
     // A recent problem is still known; the oldest was forgotten and counts as new again.
     assert.equal(
-      t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`] })),
+      t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`] })).record,
       false,
     );
-    assert.equal(t.observe(create(HeartbeatSchema, { newProblems: ["Xid 0"] })), true);
+    assert.equal(t.observe(create(HeartbeatSchema, { newProblems: ["Xid 0"] })).record, true);
   });
 });
 

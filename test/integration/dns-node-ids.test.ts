@@ -11,18 +11,15 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { certsLayout, createCerts, SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { readAll } from "../support/gateway.js";
 import { eventually as eventualValue } from "../support/operator-api.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { startStack } from "../support/stack.js";
 
 const N1 = "gpu-1.dc1.example.com";
 const N2 = "gpu-2.dc1.example.com";
@@ -46,56 +43,33 @@ describe("node ids that are DNS names", () => {
   });
 
   it("register over mTLS, are placed, drained, replayed and filtered by, the id as typed", async () => {
-    const stream = uniqueStream("DNS");
-    const prefix = `d${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
     const certsDir = tempDir("dns-certs");
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
-    let rec: ReconcilerProcess | undefined;
-    let api: ApiServer | undefined;
-    let fleet: SimFleet | undefined;
-    const call = async (path: string, init: RequestInit = {}): Promise<{ status: number; body: any }> => {
-      const res = await fetch(`${api!.url}${path}`, init);
-      return { status: res.status, body: await res.json() };
-    };
-    const ok = async (path: string): Promise<any> => {
-      const r = await call(path);
-      assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
-    const logFlags = ["--nats", server.url, "--stream", stream, "--subject-prefix", prefix];
-    const apiEnv = () => ({ LLMGW_API_URL: api!.url });
-    const why = async () =>
-      `\nreplicas: ${JSON.stringify((await call("/v1/replicas").catch(() => ({ body: {} }))).body)}\nreconciler:\n${rec?.output()}`;
-    try {
-      await createCerts({ out: certsDir, nodes: [N1, N2] });
-      const files = certsLayout(certsDir);
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: gatewaysBucket,
-        heartbeatTimeoutMs: 5000,
+    await createCerts({ out: certsDir, nodes: [N1, N2] });
+    const files = certsLayout(certsDir);
+    const stack = await startStack(server.url, {
+      name: "dns",
+      gateway: {
         insecureDev: false,
         tls: {
           cert: await readFile(files.gatewayCert, "utf8"),
           key: await readFile(files.gatewayKey, "utf8"),
           clientCa: await readFile(files.ca, "utf8"),
         },
-      });
-      rec = await spawnReconciler({
-        id: "rec-dns",
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: `rl_${rand()}`,
-        gatewaysBucket,
-        config: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
-      });
-      api = await startApi({ log, host: "127.0.0.1", port: 0, auth: { kind: "dev" }, instanceId: "api-dns" });
+      },
+      reconciler: { policy: "spread", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
+    });
+    const { log, prefix, logFlags, why } = stack;
+    const call = stack.request;
+    let fleet: SimFleet | undefined;
+    const ok = async (path: string): Promise<any> => {
+      const r = await call(path);
+      assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const apiEnv = () => ({ LLMGW_API_URL: stack.api.url });
+    try {
       fleet = new SimFleet({
-        gateways: [gw.url],
+        gateways: [stack.gw.url],
         insecureDev: false,
         certsDir,
         nodes: 0,
@@ -245,11 +219,7 @@ describe("node ids that are DNS names", () => {
       assert.equal(await log.lastSeq(), before);
     } finally {
       await fleet?.stop();
-      await api?.close().catch(() => {});
-      await killAll([rec]);
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await stack.close();
     }
   });
 });

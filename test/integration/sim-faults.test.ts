@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
-import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
 import { SimFleet } from "../../src/sim/index.js";
@@ -235,15 +235,20 @@ describe("simulated faults, observed through a real gateway and the log", () => 
       }
       assert.ok(leak.at(-1)![0]! >= 4 * 2048, `leaked at least four heartbeats' worth: ${leak.at(-1)![0]}`);
 
-      // xid: a usage event naming the Xid as a new problem, and the engine on that GPU failed.
+      // xid: a usage event naming the Xid as a problem of one GPU, and the engine on that GPU failed.
       records = await waitForLog(
         log,
-        (rs) => usage(rs, "node-5").some((u) => u.newProblems.length > 0),
+        (rs) => usage(rs, "node-5").some((u) => u.gpuProblems.length > 0),
         "node-5's Xid in a usage event",
       );
-      const xid = usage(records, "node-5").find((u) => u.newProblems.length > 0)!;
-      assert.equal(xid.newProblems.length, 1);
-      assert.match(xid.newProblems[0]!, /^Xid 79: GPU has fallen off the bus \(GPU \d, GPU-/);
+      const xid = usage(records, "node-5").find((u) => u.gpuProblems.length > 0)!;
+      assert.deepEqual(xid.newProblems, [], "tagged with its GPU, not node-level");
+      assert.equal(xid.gpuProblems.length, 1);
+      assert.equal(xid.gpuProblems[0]!.kind, GpuProblem_Kind.XID);
+      assert.match(
+        xid.gpuProblems[0]!.message,
+        new RegExp(`^Xid 79: GPU has fallen off the bus \\(GPU ${xid.gpuProblems[0]!.gpuIndex}, GPU-`),
+      );
       const xidSession = opened(records, "node-5")[0]!;
       assert.deepEqual(
         xidSession.registration?.runningShards.map((s) => s.shardId),
@@ -257,7 +262,7 @@ describe("simulated faults, observed through a real gateway and the log", () => 
       );
       assert.match(xidFailed[0]!.error, /Xid 79/);
       // Only one: the problem is new once per session.
-      assert.equal(usage(records, "node-5").filter((u) => u.newProblems.length > 0).length, 1);
+      assert.equal(usage(records, "node-5").filter((u) => u.gpuProblems.length > 0).length, 1);
 
       // partition: the gateway closes the silent session, and the node opens a new one later.
       records = await waitForLog(

@@ -12,6 +12,7 @@ import {
   CommandUndeliverable_Reason,
   type Event,
   EventSchema,
+  ReplicaFailed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type CheckedEvent, checkLog, parseAckedList, type Violation } from "../../src/invariants/index.js";
@@ -41,7 +42,10 @@ function startsOf(f: Fleet) {
 }
 
 /** A pass as the leader would append it, deciding on the log up to `observedSeq`. */
-function pass(f: Fleet, body: { observedSeq?: number; commands?: unknown[]; leader?: string }): Event {
+function pass(
+  f: Fleet,
+  body: { observedSeq?: number; commands?: unknown[]; decisions?: unknown[]; leader?: string },
+): Event {
   return f.apply(
     {
       case: "reconcilePass",
@@ -49,7 +53,7 @@ function pass(f: Fleet, body: { observedSeq?: number; commands?: unknown[]; lead
         leaderId: body.leader ?? "rec-2",
         observedSeq: BigInt(body.observedSeq ?? f.state.seq),
         nowUnixMs: BigInt(f.nowMs),
-        decisions: [],
+        decisions: (body.decisions ?? []) as never,
         commands: (body.commands ?? []) as never,
         trigger: "events",
       },
@@ -179,6 +183,56 @@ describe("checkLog", () => {
     assert.match(vs[2]!.message, /attempt 2.* no earlier pass issued/);
     assert.match(vs[3]!.message, new RegExp(`session ${session} was held by gateway gw-1`));
     assert.match(vs[4]!.message, /gateway gw-2 .* reported more than once/);
+  });
+
+  it("failure-reason: a failure's reason is backed by the shard's fact in the log", () => {
+    const f = new Fleet({ crashBackoffBaseMs: 0 });
+    f.connect("gpu-1");
+    f.connect("gpu-2");
+    f.connect("gpu-3");
+    f.catalog(llama70b(1));
+    f.advance(1000).settle();
+    // Real failures, decided by decide over the fold: a refused start, then a crash after running.
+    const [cmd] = Object.values(f.state.replicas.commands);
+    f.result(cmd?.nodeId as string, cmd?.commandId as string, false, "no such image");
+    f.run();
+    const r = Object.values(f.state.replicas.replicas)[0]!;
+    const s = r.shards[0]!;
+    f.shard(s.nodeId, r.replicaId, s.shardId, ShardStatus_State.FAILED, "NCCL error");
+    f.run();
+    assert.deepEqual(checkLog(f.events).violations, []);
+
+    // A pass that blames a running shard for failing, and one that calls a running shard stuck STARTING.
+    const now = Object.values(f.state.replicas.replicas)[0]!;
+    const live = now.shards[0]!;
+    assert.equal(live.state, "running", "the replica runs on the third node");
+    const forged = (reason: ReplicaFailed_Reason) =>
+      f.apply(
+        {
+          case: "reconcilePass",
+          value: {
+            leaderId: "rec-1",
+            observedSeq: BigInt(f.state.seq),
+            nowUnixMs: BigInt(f.nowMs),
+            decisions: [
+              {
+                explanation: "forged",
+                kind: {
+                  case: "replicaFailed",
+                  value: { replicaId: now.replicaId, shardId: live.shardId, nodeId: live.nodeId, reason },
+                },
+              },
+            ],
+            commands: [],
+            trigger: "events",
+          },
+        },
+        Writer_Kind.RECONCILER,
+      );
+    forged(ReplicaFailed_Reason.SHARD_FAILED);
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["failure-reason"]);
+    assert.match(vs[0]?.message ?? "", /as SHARD_FAILED, but the shard never reported FAILED/);
   });
 
   it("command-to-stale-session: a command for the session the node left", () => {
@@ -350,6 +404,62 @@ describe("checkLog", () => {
       [["malformed-event", 3]],
     );
     assert.match(vs[0]!.message, /message at 3 is not an event: not an llmgw event/);
+  });
+
+  it("endpoint-not-ready: passes a churned history with endpoints; a table listing a replica that is not ready", () => {
+    const f = new Fleet();
+    f.endpointOf = (node, shard) => `http://${node}:8000/${shard}`;
+    f.catalog(llama70b(2));
+    f.connect("gpu-1");
+    f.connect("gpu-2");
+    f.advance(1000).run();
+    f.catalog(llama70b(1));
+    f.run();
+    assert.equal(f.state.replicas.endpoints["llama-3.3-70b"]?.length, 1);
+    assert.deepEqual(checkLog(f.events).violations, []);
+
+    // A pass that lists a replica whose only shard failed before the state it decided on.
+    const [r] = Object.values(f.state.replicas.replicas);
+    const shard = r!.shards[0]!;
+    f.shard(shard.nodeId, r!.replicaId, shard.shardId, ShardStatus_State.FAILED, "engine died");
+    pass(f, {
+      decisions: [
+        {
+          explanation: "stale",
+          kind: {
+            case: "endpointsChanged",
+            value: {
+              model: r!.model,
+              endpoints: [{ replicaId: r!.replicaId, url: shard.endpoint, nodeId: shard.nodeId }],
+            },
+          },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
+    assert.match(vs[0]!.message, new RegExp(`lists ${r!.replicaId} .*shard ${shard.shardId} is failed`));
+  });
+
+  it("endpoint-not-ready: a replica whose drain starts in a pass is out of that pass's table", () => {
+    const f = new Fleet();
+    f.endpointOf = (node, shard) => `http://${node}:8000/${shard}`;
+    f.catalog(llama70b(1));
+    f.connect("gpu-1");
+    f.advance(1000).run();
+    const [r] = Object.values(f.state.replicas.replicas);
+    // The drain, without restating the table: the replica stays listed.
+    pass(f, {
+      decisions: [
+        {
+          explanation: "drain",
+          kind: { case: "replicaDrainStarted", value: { replicaId: r!.replicaId, reason: "scale down" } },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations;
+    assert.deepEqual(rules(vs), ["endpoint-not-ready"]);
+    assert.match(vs[0]!.message, /its drain starts in this very pass/);
   });
 
   it("a log out of order is reported", () => {

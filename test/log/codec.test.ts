@@ -28,6 +28,9 @@ const ALL_KINDS: EventKind[] = [
   "nodeDrainRequested",
   "reconcilePass",
   "commandUndeliverable",
+  "gpuProblemsCleared",
+  "gpuCordoned",
+  "gpuUncordoned",
 ];
 
 describe("event codec", () => {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { EventFactory } from "../support/fleet-events.js";
 import {
   type ApiFixture,
   appendAll,
@@ -36,9 +37,9 @@ describe("operator CLI against a real API", () => {
     const r = await runCli(["nodes"], { env });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON$/);
-    assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-$/);
-    assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-$/);
+    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/);
+    assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
+    assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
     const j = await runCli(["nodes", "--json"], { env });
     assert.equal(j.code, 0, j.stderr);
     const body = JSON.parse(j.stdout);
@@ -125,7 +126,7 @@ describe("operator CLI against a real API", () => {
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^gpu-b1 cordoned \(log sequence \d+\)\n$/);
     const n = await runCli(["nodes"], { env });
-    assert.match(n.stdout, /^gpu-b1\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan$/m);
+    assert.match(n.stdout, /^gpu-b1\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan\s+-$/m);
     const d = await runCli(["drain", "gpu-b1", "--json"], { env });
     assert.equal(d.code, 0, d.stderr);
     assert.equal(JSON.parse(d.stdout).node.draining, true);
@@ -176,6 +177,74 @@ describe("operator CLI against a real API", () => {
       noApi.stderr,
       /^llmgw: cannot reach the API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\).*\n$/,
     );
+  });
+
+  it("llmgw endpoints prints the routing table, one model with --model, and follows changes", async () => {
+    const f = new EventFactory("endpoints");
+    const table = (replicaIds: string[]) =>
+      f.pass([
+        {
+          explanation: "routing table of llama-3.3-70b",
+          kind: {
+            case: "endpointsChanged",
+            value: {
+              model: "llama-3.3-70b",
+              endpoints: replicaIds.map((id) => ({
+                replicaId: id,
+                url: `http://gpu-b1:8000/${id}`,
+                nodeId: "gpu-b1",
+              })),
+            },
+          },
+        },
+      ]);
+    await fx.api.runtime.waitFor(await appendAll(fx.log, [table(["r-70b-1"])]));
+    const r = await runCli(["endpoints"], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^MODEL\s+REPLICA\s+URL\s+NODE$/m);
+    assert.match(r.stdout, /^llama-3\.3-70b\s+r-70b-1\s+http:\/\/gpu-b1:8000\/r-70b-1\s+gpu-b1$/m);
+    const none = await runCli(["endpoints", "--json", "--model", "llama-3.1-405b"], { env });
+    assert.equal(none.code, 0, none.stderr);
+    assert.deepEqual(JSON.parse(none.stdout).endpoints, [], "a known model with nothing ready");
+    const unknown = await runCli(["endpoints", "--model", "gpt-9"], { env });
+    assert.equal(unknown.code, 2);
+    assert.equal(unknown.stderr, "llmgw: model gpt-9 not found\n");
+
+    // --follow --json: one line at once, another after the table changes.
+    const child = spawn(
+      process.execPath,
+      [LLMGW_BIN, "endpoints", "--follow", "--json", "--model", "llama-3.3-70b"],
+      {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    try {
+      const lines: any[] = [];
+      let buf = "";
+      child.stdout.on("data", (b: Buffer) => {
+        buf += b.toString();
+        for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+          lines.push(JSON.parse(buf.slice(0, i)));
+          buf = buf.slice(i + 1);
+        }
+      });
+      await eventually(async () => (lines.length >= 1 ? true : undefined), "the first table");
+      assert.deepEqual(
+        lines[0].endpoints.map((e: any) => e.replicaId),
+        ["r-70b-1"],
+      );
+      await appendAll(fx.log, [table(["r-70b-1", "r-70b-2"])]);
+      await eventually(async () => (lines.length >= 2 ? true : undefined), "the changed table");
+      assert.deepEqual(
+        lines[1].endpoints.map((e: any) => e.replicaId),
+        ["r-70b-1", "r-70b-2"],
+      );
+    } finally {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGINT");
+      await exited;
+    }
   });
 });
 

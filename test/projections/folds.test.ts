@@ -87,6 +87,7 @@ describe("inventory fold", () => {
         profile: "tp4",
         gpuIndices: [4, 5, 6, 7],
         state: "running",
+        endpoint: "",
       },
     ]);
     assert.deepEqual(after.replicas.replicas, {});

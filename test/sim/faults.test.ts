@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { SimEvent } from "../../src/sim/index.js";
 import { waitFor } from "../support/fake-gateway.js";
 import { heartbeats, nextHeartbeat, registered, results, statuses, withFleet } from "../support/sim.js";
@@ -92,28 +92,47 @@ describe("named faults", () => {
       }
     }));
 
-  it("xid: a heartbeat reports the new problem, the shard on that GPU fails, and re-registration carries it", () =>
+  it("xid: a heartbeat reports the problem on its GPU, the shard on that GPU fails, and re-registration carries it", () =>
     withFleet({ nodes: 1, faults: ["xid@node-1"], xidAfterHeartbeats: 20 }, async (fleet, gw) => {
       const s = await registered(gw, "node-1");
       gw.command("node-1", start("sh-x", [0, 1, 2, 3, 4, 5, 6, 7]));
-      const hb = await waitFor("a heartbeat with a new problem", () =>
-        heartbeats(s).find((h) => h.newProblems.length > 0),
+      const hb = await waitFor("a heartbeat with a GPU problem", () =>
+        heartbeats(s).find((h) => h.gpuProblems.length > 0),
       );
-      assert.equal(hb.newProblems.length, 1);
-      assert.match(hb.newProblems[0]!, /^Xid 79: GPU has fallen off the bus \(GPU \d, GPU-/);
+      assert.deepEqual(hb.newProblems, [], "tagged with its GPU, not node-level");
+      assert.equal(hb.gpuProblems.length, 1);
+      const reported = hb.gpuProblems[0]!;
+      assert.equal(reported.kind, GpuProblem_Kind.XID);
+      assert.match(
+        reported.message,
+        new RegExp(`^Xid 79: GPU has fallen off the bus \\(GPU ${reported.gpuIndex}, GPU-`),
+      );
       const failed = await waitFor("the shard FAILED", () =>
         statuses(s, "sh-x").find((x) => x.state === State.FAILED),
       );
       assert.match(failed.error, /Xid 79/);
       // Reported once: later heartbeats carry no new problem.
       const later = await nextHeartbeat(s);
-      assert.deepEqual(later.newProblems, []);
+      assert.deepEqual(later.gpuProblems, []);
       // The GPU stays broken: a new registration lists the problem on it.
       fleet.restartNode("node-1", { keepShards: true });
       const again = await waitFor("a second registration", () => gw.of("node-1")[1]?.register);
       const broken = again.gpus.filter((g) => g.problems.length > 0);
       assert.equal(broken.length, 1);
-      assert.equal(broken[0]!.problems[0], hb.newProblems[0]);
+      assert.equal(broken[0]!.index, reported.gpuIndex);
+      assert.equal(broken[0]!.problems[0], reported.message);
+    }));
+
+  it("xid with --xid-gpu: the problem is on the GPU named", () =>
+    withFleet({ nodes: 1, faults: ["xid@node-1"], xidAfterHeartbeats: 2, xidGpu: 3 }, async (_fleet, gw) => {
+      const s = await registered(gw, "node-1");
+      const hb = await waitFor("a heartbeat with a GPU problem", () =>
+        heartbeats(s).find((h) => h.gpuProblems.length > 0),
+      );
+      assert.deepEqual(
+        hb.gpuProblems.map((p) => [p.gpuIndex, p.kind]),
+        [[3, GpuProblem_Kind.XID]],
+      );
     }));
 
   it("partition: goes silent with the stream open, ignores commands, reconnects after the gateway closes it", () =>

@@ -6,7 +6,7 @@
  * inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
-import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type Command,
   type Decision,
@@ -45,6 +45,7 @@ export interface NodeSpec {
     profile: string;
     gpus: number[];
     state?: ShardStatus_State;
+    endpoint?: string;
   }>;
 }
 
@@ -111,6 +112,7 @@ export function registration(nodeId: string, spec: NodeSpec = {}) {
       profile: r.profile,
       gpuIndices: r.gpus,
       state: r.state ?? ShardStatus_State.RUNNING,
+      endpoint: r.endpoint ?? "",
     })),
     labels: spec.labels ?? { zone: "eu-west-1a", pool: "general" },
   };
@@ -124,6 +126,8 @@ export class Fleet {
   readonly events: Array<{ seq: number; timeMs: number; event: Event }> = [];
   /** Gateways whose lease is live (decide's liveGateways). */
   readonly live = new Set<string>(["gw-1"]);
+  /** When set, `obey` reports a running shard's endpoint as this gives it (the routing table's input). */
+  endpointOf: ((nodeId: string, shardId: string) => string) | undefined;
   #sessions = 0;
   #sessionSeq = new Map<string, number>();
 
@@ -206,13 +210,20 @@ export class Fleet {
     return this;
   }
 
-  shard(nodeId: string, replicaId: string, shardId: string, state: ShardStatus_State, error = ""): this {
+  shard(
+    nodeId: string,
+    replicaId: string,
+    shardId: string,
+    state: ShardStatus_State,
+    error = "",
+    endpoint = "",
+  ): this {
     this.apply({
       case: "shardStatus",
       value: {
         nodeId,
         ...this.#next(nodeId),
-        status: { replicaId, shardId, state, error, exitCode: error ? 1 : 0 },
+        status: { replicaId, shardId, state, error, exitCode: error ? 1 : 0, endpoint },
       },
     });
     return this;
@@ -240,6 +251,43 @@ export class Fleet {
   drain(nodeId: string): this {
     this.apply(
       { case: "nodeDrainRequested", value: { nodeId, reason: "RMA", operator: "bob" } },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+
+  /** A heartbeat's problem on one GPU, as the gateway records it. */
+  gpuProblem(nodeId: string, gpuIndex: number, message = "Xid 79: GPU has fallen off the bus"): this {
+    this.apply({
+      case: "usageChanged",
+      value: {
+        nodeId,
+        ...this.#next(nodeId),
+        gpuProblems: [{ gpuIndex, kind: GpuProblem_Kind.XID, message }],
+      },
+    });
+    return this;
+  }
+  clearGpu(nodeId: string, gpuIndex: number, nodeLevel = false): this {
+    this.apply(
+      {
+        case: "gpuProblemsCleared",
+        value: { nodeId, gpuIndex, nodeLevel, operator: "alice", reason: "reseated" },
+      },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+  cordonGpu(nodeId: string, gpuIndex: number): this {
+    this.apply(
+      { case: "gpuCordoned", value: { nodeId, gpuIndex, reason: "fan", operator: "alice" } },
+      Writer_Kind.OPERATOR,
+    );
+    return this;
+  }
+  uncordonGpu(nodeId: string, gpuIndex: number): this {
+    this.apply(
+      { case: "gpuUncordoned", value: { nodeId, gpuIndex, operator: "alice" } },
       Writer_Kind.OPERATOR,
     );
     return this;
@@ -303,6 +351,7 @@ export class Fleet {
           a.value.shardId,
           state === "running" ? ShardStatus_State.RUNNING : ShardStatus_State.FAILED,
           state === "failed" ? "CUDA out of memory" : "",
+          state === "running" ? (this.endpointOf?.(c.nodeId, a.value.shardId) ?? "") : "",
         );
       } else if (a.case === "stop" || a.case === "drain") {
         const replica = replicaOf(this.state, a.value.shardId);

@@ -24,6 +24,9 @@ export function nodeOf(r: LogRecord): string | undefined {
     case "nodeCordoned":
     case "nodeUncordoned":
     case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
       return b.value.nodeId;
     default:
       return undefined;

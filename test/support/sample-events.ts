@@ -3,7 +3,7 @@
  * H100 80 GB nodes, NVLink inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
-import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   CommandUndeliverable_Action,
   CommandUndeliverable_Reason,
@@ -106,6 +106,7 @@ export function sampleEvents(): Event[] {
         sessionSeq: 3n,
         gpuMemoryUsedMb: [72n * 1024n, 72n * 1024n, 72n * 1024n, 72n * 1024n, 0n, 0n, 0n, 0n],
         newProblems: [],
+        gpuProblems: [{ gpuIndex: 6, kind: GpuProblem_Kind.ECC, message: "uncorrectable ECC errors" }],
       },
     }),
     mk(5, {
@@ -256,5 +257,23 @@ export function sampleEvents(): Event[] {
         passSeq: 30n,
       },
     }),
+    mk(
+      15,
+      { case: "gpuCordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, reason: "ECC", operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      16,
+      {
+        case: "gpuProblemsCleared",
+        value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice", reason: "reseated", nodeLevel: false },
+      },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      17,
+      { case: "gpuUncordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
   ];
 }

@@ -27,6 +27,9 @@ function gpu(index: number, shards: Gpu["shards"] = [], problems: string[] = [])
     memoryTotalMb: 81920,
     memoryUsedMb: shards.length > 0 ? 73728 : 0,
     problems,
+    faults: [],
+    cordoned: false,
+    cordonReason: "",
     shards,
   };
 }
@@ -122,6 +125,23 @@ describe("UI model", () => {
       ["lost", "2 GPU problems", "node problem"],
     );
     assert.equal(nodeBadges(sick)[1]?.title, "GPU 0: Xid 79\nGPU 1: ECC");
+  });
+
+  it("shows a GPU's reported faults and its cordon on its cell and as node badges", () => {
+    const faulty = { ...gpu(3), faults: [{ kind: "xid", message: "Xid 79" }] };
+    const fenced = { ...gpu(5), cordoned: true, cordonReason: "fan" };
+    const n = node("a", { gpus: [gpu(0), faulty, fenced] });
+    assert.deepEqual(
+      nodeBadges(n).map((b) => [b.text, b.title]),
+      [
+        ["1 GPU problem", "GPU 3: xid: Xid 79"],
+        ["1 GPU cordoned", "GPU 5: fan"],
+      ],
+    );
+    assert.equal(cellView(faulty).label, "problem");
+    assert.equal(cellView(faulty).problem, true);
+    assert.equal(cellView(fenced).label, "cordoned");
+    assert.match(cellView(fenced).title, /cordoned: fan/);
   });
 
   it("groups nodes by InfiniBand fabric with a header row each, nodes without one last", () => {

@@ -4,14 +4,16 @@ import type { NodeView } from "../../operator/index.js";
 import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
 
 export function registerNodes(program: Command): void {
-  withApiOptions(program.command("nodes").description("list nodes: liveness, GPUs in use, cordon")).action(
-    async (flags: ApiFlags) => {
-      const client = clientFor(flags);
-      const { body } = await call(() => client.get<{ seq: number; nodes: NodeView[] }>("/v1/nodes"));
-      if (flags.json) return printJson(body);
-      process.stdout.write(`${nodesTable(body.nodes)}\n`);
-    },
-  );
+  withApiOptions(
+    program
+      .command("nodes")
+      .description("list nodes: liveness, GPUs in use, cordon, faulty or cordoned GPUs"),
+  ).action(async (flags: ApiFlags) => {
+    const client = clientFor(flags);
+    const { body } = await call(() => client.get<{ seq: number; nodes: NodeView[] }>("/v1/nodes"));
+    if (flags.json) return printJson(body);
+    process.stdout.write(`${nodesTable(body.nodes)}\n`);
+  });
 }
 
 export function cordonCell(n: NodeView): string {
@@ -20,7 +22,7 @@ export function cordonCell(n: NodeView): string {
 
 export function nodesTable(nodes: NodeView[]): string {
   return formatTable(
-    ["NODE", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON"],
+    ["NODE", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON", "GPU ISSUES"],
     nodes.map((n) => [
       n.nodeId,
       n.liveness,
@@ -28,6 +30,21 @@ export function nodesTable(nodes: NodeView[]): string {
       cordonCell(n),
       String(n.replicaIds.length),
       n.cordonReason,
+      gpuIssuesCell(n),
     ]),
   );
+}
+
+/** GPUs out of placement and why, e.g. "gpu3 xid, gpu5 cordoned"; node-level problems first. */
+export function gpuIssuesCell(n: NodeView): string {
+  const out = n.nodeProblems.length > 0 ? ["node problem"] : [];
+  for (const g of n.gpus) {
+    const why = [
+      ...(g.problems.length > 0 ? ["problem"] : []),
+      ...new Set(g.faults.map((f) => f.kind)),
+      ...(g.cordoned ? ["cordoned"] : []),
+    ];
+    if (why.length > 0) out.push(`gpu${g.index} ${why.join("+")}`);
+  }
+  return out.join(", ");
 }

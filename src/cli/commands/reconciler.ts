@@ -7,6 +7,8 @@ import { openKvSnapshotStore, ProjectionRuntime } from "../../projections/runtim
 import { decide, reconcilerConfigSchema } from "../../reconciler/decide/index.js";
 import {
   ConfigFileError,
+  DEFAULT_ENDPOINTS_BUCKET,
+  EndpointsBucket,
   Lease,
   LiveGateways,
   loadConfigFile,
@@ -35,6 +37,7 @@ interface ReconcilerFlags {
   leaseKey: string;
   leaseTtlMs: number;
   gatewaysBucket: string;
+  endpointsBucket: string;
   debounceMs: number;
   maxDelayMs: number;
   tickMs: number;
@@ -85,6 +88,14 @@ export function registerReconciler(program: Command): void {
       new Option("--gateways-bucket <name>", "KV bucket of the gateways' leases (one key per live gateway)")
         .env(env("GATEWAYS_BUCKET"))
         .default("llmgw-gateways"),
+    )
+    .addOption(
+      new Option(
+        "--endpoints-bucket <name>",
+        "KV bucket the leader keeps the routing table in (one key per model, a JSON list of ready endpoints)",
+      )
+        .env(env("ENDPOINTS_BUCKET"))
+        .default(DEFAULT_ENDPOINTS_BUCKET),
     )
     .addOption(ms("--debounce-ms", "DEBOUNCE_MS", "a pass runs this long after the last new event", 100))
     .addOption(ms("--max-delay-ms", "MAX_DELAY_MS", "... but at most this long after the first", 1_000))
@@ -166,6 +177,10 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
         "the lease bucket exists with another max age; its own TTL is the one in force",
       );
     }
+    const endpoints = await EndpointsBucket.open(log.js, {
+      bucket: flags.endpointsBucket,
+      replicas: log.replicas,
+    });
     await gateways.start();
     await projection.start();
     if (flags.metricsListen !== undefined) {
@@ -183,6 +198,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
       config,
       logger,
       metrics,
+      endpoints,
       triggers: { debounceMs: flags.debounceMs, maxDelayMs: flags.maxDelayMs, tickMs: flags.tickMs },
       passTimeoutMs: flags.passTimeoutMs,
     });

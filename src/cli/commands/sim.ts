@@ -175,6 +175,13 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     help: "xid: heartbeats before the Xid",
   },
   {
+    field: "xidGpu",
+    flag: "--xid-gpu",
+    arg: "<index>",
+    kind: "number",
+    help: "xid: the GPU it hits (default: one the seed picks)",
+  },
+  {
     field: "partitionAfterMs",
     flag: "--partition-after-ms",
     arg: "<ms>",

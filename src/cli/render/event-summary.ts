@@ -11,6 +11,7 @@ import {
   Liveness,
   SessionClosed_Reason,
 } from "../../gen/llmgw/v1/events_pb.js";
+import { gpuProblemLine } from "../../projections/convert.js";
 
 const gib = (mb: bigint) => (Number(mb) / 1024).toFixed(0);
 const enumName = (table: Record<number, string>, v: number, prefix: string) =>
@@ -40,7 +41,8 @@ export function summarizeEvent(event: Event): string {
     case "usageChanged": {
       const v = b.value;
       const used = v.gpuMemoryUsedMb.map(gib).join(",");
-      return `${v.nodeId} session ${v.sessionId} GPU memory used [${used}] GiB${v.newProblems.length ? `; problems: ${v.newProblems.join(", ")}` : ""}`;
+      const problems = [...v.newProblems, ...v.gpuProblems.map(gpuProblemLine)];
+      return `${v.nodeId} session ${v.sessionId} GPU memory used [${used}] GiB${problems.length ? `; problems: ${problems.join(", ")}` : ""}`;
     }
     case "shardStatus": {
       const v = b.value;
@@ -70,6 +72,15 @@ export function summarizeEvent(event: Event): string {
       return `${b.value.nodeId} uncordoned by ${b.value.operator || "-"}`;
     case "nodeDrainRequested":
       return `${b.value.nodeId} drain requested by ${b.value.operator || "-"}${b.value.reason ? `: ${b.value.reason}` : ""}`;
+    case "gpuProblemsCleared": {
+      const v = b.value;
+      const what = v.nodeLevel ? "node-level problems" : `GPU ${v.gpuIndex} problems`;
+      return `${v.nodeId} ${what} cleared by ${v.operator || "-"}${v.reason ? `: ${v.reason}` : ""}`;
+    }
+    case "gpuCordoned":
+      return `${b.value.nodeId} GPU ${b.value.gpuIndex} cordoned by ${b.value.operator || "-"}${b.value.reason ? `: ${b.value.reason}` : ""}`;
+    case "gpuUncordoned":
+      return `${b.value.nodeId} GPU ${b.value.gpuIndex} uncordoned by ${b.value.operator || "-"}`;
     case "commandUndeliverable": {
       const v = b.value;
       return `${v.nodeId} ${enumName(CommandUndeliverable_Action, v.action, "ACTION_")} ${v.commandId} (attempt ${v.attempt}) undeliverable on ${v.gatewayId}: ${enumName(CommandUndeliverable_Reason, v.reason, "REASON_")}${v.detail ? ` (${v.detail})` : ""}`;
@@ -124,6 +135,8 @@ function decisionSummary(d: Decision): string {
       return `duplicate ${k.value.shardId} on ${k.value.nodeId}`;
     case "undeliverableHandled":
       return `undeliverable ${k.value.commandId} on ${k.value.nodeId} handled`;
+    case "endpointsChanged":
+      return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
     case undefined:
       return "unknown decision";
     default: {

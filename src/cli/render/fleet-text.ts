@@ -3,7 +3,13 @@
  * replicas with their shards, then commands in flight. Ids are sorted so the
  * same state always prints the same text.
  */
-import { type FleetState, type NodeState, type ReplicaState, shardsByGpu } from "../../projections/index.js";
+import {
+  type FleetState,
+  type GpuState,
+  type NodeState,
+  type ReplicaState,
+  shardsByGpu,
+} from "../../projections/index.js";
 import { isoTime } from "../time.js";
 
 const gib = (mb: number) => (mb / 1024).toFixed(1);
@@ -118,7 +124,7 @@ function renderNode(state: FleetState, n: NodeState): string[] {
       `gpu${g.index}`,
       g.product,
       `${gib(g.memoryUsedMb)}/${gib(g.memoryTotalMb)} GiB`,
-      g.problems.length > 0 ? `problems: ${g.problems.join(",")}` : "ok",
+      gpuHealth(g),
       shards || "-",
     ];
   });
@@ -151,4 +157,14 @@ function renderReplica(r: ReplicaState): string[] {
     ),
   );
   return out;
+}
+
+/** A GPU's health column: its problems, reported faults and cordon, or "ok". */
+function gpuHealth(g: GpuState): string {
+  const parts = [
+    g.problems.length > 0 ? `problems: ${g.problems.join(",")}` : "",
+    g.faults.length > 0 ? `faults: ${g.faults.map((f) => `${f.kind}: ${f.message}`).join(",")}` : "",
+    g.cordoned ? `cordoned${g.cordonReason ? ` (${g.cordonReason})` : ""}` : "",
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join("; ") : "ok";
 }

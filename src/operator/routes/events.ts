@@ -17,7 +17,7 @@ const SUBJECT = /^([A-Za-z0-9_-]+|\*)(\.([A-Za-z0-9_-]+|\*))*(\.>)?$|^>$/;
 /** The kinds the `kind` filter takes: every event kind, and `unknown` for a kind from a later version. */
 const KIND_FILTERS: [string, ...string[]] = ["unknown", ...EVENT_KINDS];
 
-const eventsQuery = z.strictObject({
+export const eventsQuery = z.strictObject({
   after: seqParam.default(0),
   from: seqParam.optional(),
   to: seqParam.optional(),

@@ -10,7 +10,7 @@ import { invalid } from "../errors.js";
 import { modelReadiness, nodeViews, replicaViews } from "../views.js";
 import { parseWith, seqParam } from "./params.js";
 
-const fleetQuery = z.strictObject({
+export const fleetQuery = z.strictObject({
   at: seqParam.optional(),
   time: z
     .string()

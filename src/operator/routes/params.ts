@@ -12,6 +12,15 @@ export function nodeIdParam(params: unknown): string {
   return id;
 }
 
+/** A GPU index in a path: a whole number as the node registered it (checked against the node by the route). */
+export function gpuIndexParam(params: unknown): number {
+  const raw = (params as { index?: string }).index ?? "";
+  if (!/^\d{1,9}$/.test(raw)) {
+    throw invalid(`gpu index ${JSON.stringify(raw.slice(0, 32))} must be a whole number ≥ 0`);
+  }
+  return Number(raw);
+}
+
 const REPLICA_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function replicaIdParam(params: unknown): string {

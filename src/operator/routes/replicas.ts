@@ -7,7 +7,7 @@ import { explainReplica, replicaHistory } from "../explain.js";
 import { modelReadiness, replicaView, replicaViews } from "../views.js";
 import { parseWith, replicaIdParam, seqParam } from "./params.js";
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   model: z.string().max(64).optional(),
   phase: z.enum(["pending", "placed", "running", "draining"]).optional(),
 });
@@ -64,7 +64,7 @@ export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 }
 
-const atQuery = z.strictObject({ at: seqParam.optional() });
+export const atQuery = z.strictObject({ at: seqParam.optional() });
 
 /** The fleet now, or at an earlier sequence (the UI's slider position). */
 async function stateAt(ctx: ApiContext, at: number | undefined) {

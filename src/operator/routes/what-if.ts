@@ -16,7 +16,7 @@ const seq = z
   .int("must be a whole number")
   .min(0, "must not be negative");
 
-const whatIfBody = z.strictObject({
+export const whatIfBody = z.strictObject({
   /** The alternative config; missing fields take the defaults (as `llmgw what-if --config`). */
   config: z.record(z.string(), z.unknown()).default({}),
   fromSeq: seq.optional(),

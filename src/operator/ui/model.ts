@@ -50,15 +50,16 @@ export function shortReplica(id: string, max = 10): string {
 
 export function cellView(gpu: Gpu): CellView {
   const first = gpu.shards[0];
-  const problem = gpu.problems.length > 0;
+  const problem = gpu.problems.length > 0 || gpu.faults.length > 0;
   const mem = `${Math.round(gpu.memoryUsedMb / 1024)}/${Math.round(gpu.memoryTotalMb / 1024)} GiB`;
   const lines = [`GPU ${gpu.index} · ${gpu.product} · ${mem}`];
   for (const s of gpu.shards) lines.push(`${s.model} · ${s.replicaId} · ${s.shardId} · ${s.state}`);
-  if (problem) lines.push(`problems: ${gpu.problems.join(", ")}`);
+  if (problem) lines.push(`problems: ${gpuProblemTexts(gpu).join(", ")}`);
+  if (gpu.cordoned) lines.push(`cordoned${gpu.cordonReason ? `: ${gpu.cordonReason}` : ""}`);
   if (!first) {
     return {
       state: "free",
-      label: problem ? "problem" : "free",
+      label: problem ? "problem" : gpu.cordoned ? "cordoned" : "free",
       sublabel: "",
       title: lines.join("\n"),
       replicaIds: [],
@@ -75,6 +76,11 @@ export function cellView(gpu: Gpu): CellView {
     problem,
     shared: gpu.shards.length > 1,
   };
+}
+
+/** A GPU's problems for people: as registered, then as heartbeats reported them ("xid: …"). */
+function gpuProblemTexts(gpu: Gpu): string[] {
+  return [...gpu.problems, ...gpu.faults.map((f) => `${f.kind}: ${f.message}`)];
 }
 
 // ---- node badges ----
@@ -112,12 +118,20 @@ export function nodeBadges(node: Node): Badge[] {
       kind: "cordoned",
       title: node.cordonReason || "cordoned: takes no new work",
     });
-  const sick = node.gpus.filter((g) => g.problems.length > 0);
+  const sick = node.gpus.filter((g) => g.problems.length > 0 || g.faults.length > 0);
   if (sick.length > 0) {
     out.push({
       text: `${sick.length} GPU problem${sick.length > 1 ? "s" : ""}`,
       kind: "problem",
-      title: sick.map((g) => `GPU ${g.index}: ${g.problems.join(", ")}`).join("\n"),
+      title: sick.map((g) => `GPU ${g.index}: ${gpuProblemTexts(g).join(", ")}`).join("\n"),
+    });
+  }
+  const cordoned = node.gpus.filter((g) => g.cordoned);
+  if (cordoned.length > 0) {
+    out.push({
+      text: `${cordoned.length} GPU${cordoned.length > 1 ? "s" : ""} cordoned`,
+      kind: "cordoned",
+      title: cordoned.map((g) => `GPU ${g.index}: ${g.cordonReason || "cordoned"}`).join("\n"),
     });
   }
   if (node.nodeProblems.length > 0) {

@@ -19,6 +19,10 @@ export interface Gpu {
   memoryTotalMb: number;
   memoryUsedMb: number;
   problems: string[];
+  /** Problems heartbeats reported for this GPU (kind: xid, ecc, thermal, retired-pages, other). */
+  faults: Array<{ kind: string; message: string }>;
+  cordoned: boolean;
+  cordonReason: string;
   shards: ShardOnGpu[];
 }
 
@@ -53,6 +57,8 @@ export interface ReplicaShard {
   lastError: string;
   exitCode: number;
   lastOutput: string;
+  /** Where the engine serves ("" until a status names it). */
+  endpoint: string;
 }
 
 export type Phase = "pending" | "placed" | "running" | "draining";

@@ -4,9 +4,11 @@
  * the pass is full, what is left waits for the next pass:
  *   1. gateway loss        4. failures (faults the fold recorded),
  *   2. node expiry            start and ready deadlines, cooldowns
- *   3. adoption            5. undeliverable commands   8. scale
- *                          6. command re-issues        9. placement
- *                          7. drains
+ *   3. adoption            5. undeliverable commands   8. GPU faults
+ *                          6. command re-issues        9. scale
+ *                          7. drains                  10. placement
+ * Then, outside the limit, the routing table is restated for every model
+ * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
  * been handled (adoption may claim replicas they would otherwise create or
  * place twice).
@@ -15,8 +17,10 @@ import { adoptSessions } from "./adoption.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
+import { publishEndpoints } from "./endpoints.js";
 import { failIncomplete, handleFailures, startCooldowns } from "./failures.js";
 import { expireLostGateways } from "./gateways.js";
+import { moveOffFaultyGpus } from "./gpu-faults.js";
 import { expireNodes } from "./liveness.js";
 import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
@@ -38,10 +42,12 @@ export function decide(input: DecideInput): DecideOutput {
   handleUndeliverable(pass);
   reissueCommands(pass);
   handleDrains(pass);
+  moveOffFaultyGpus(pass);
   if (!adopting) {
     scaleModels(pass);
     placePending(pass);
   }
+  publishEndpoints(pass);
   return {
     decisions: pass.decisions,
     commands: pass.commands,

@@ -60,29 +60,35 @@ function moveOff(
   const nodes = pass.work.inventory.nodes;
   const onDraining = r.shards.find((s) => s.desired === "running" && nodes[s.nodeId]?.draining === true);
   if (!onDraining) return undefined;
+  return replaceThenDrain(pass, r, models, `node ${onDraining.nodeId} is draining`);
+}
+
+/**
+ * Make-before-break for a replica that must leave where it runs (`cause`
+ * says why): a replacement is created; once it runs, the replica drains.
+ * Nothing while the replacement is on its way.
+ */
+export function replaceThenDrain(
+  pass: Pass,
+  r: ReplicaState,
+  models: ReadonlySet<string>,
+  cause: string,
+): { decisions: Decision[]; commands: Command[] } | undefined {
   if (hasLiveReplacement(pass, r)) {
     const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
     // Make-before-break waits for ready (every shard RUNNING), not for placed.
     if (!isReady(next)) return undefined;
-    return drainUnit(
-      pass,
-      r,
-      next.replicaId,
-      `node ${onDraining.nodeId} is draining and replacement ${next.replicaId} runs`,
-    );
+    return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
   }
   // A model gone from the catalog is drained by the scale rule, not replaced.
   if (!models.has(r.model) || r.phase === "pending") return undefined;
   const id = pass.newReplicaId(r.model);
   return {
     decisions: [
-      decision(
-        `${id} created to replace ${r.replicaId}: node ${onDraining.nodeId} is draining (make-before-break)`,
-        {
-          case: "replicaCreated",
-          value: { replicaId: id, model: r.model, replaces: r.replicaId },
-        },
-      ),
+      decision(`${id} created to replace ${r.replicaId}: ${cause} (make-before-break)`, {
+        case: "replicaCreated",
+        value: { replicaId: id, model: r.model, replaces: r.replicaId },
+      }),
     ],
     commands: [],
   };

@@ -80,6 +80,21 @@ export class Pass {
       this.truncated = true;
       return false;
     }
+    this.#apply(unit);
+    return true;
+  }
+
+  /**
+   * Adds a unit whatever the limit: for decisions that restate what the
+   * pass's own units already did (the routing table after a drain starts)
+   * and must land in the same pass. The caller keeps such units small.
+   */
+  addAlways(unit: Unit): void {
+    if (unit.decisions.length === 0 && unit.commands.length === 0) return;
+    this.#apply(unit);
+  }
+
+  #apply(unit: Unit): void {
     this.decisions.push(...unit.decisions);
     this.commands.push(...unit.commands);
     const event = create(EventSchema, {
@@ -94,6 +109,5 @@ export class Pass {
       },
     });
     evolveFleet(this.work, event, { seq: this.seq + 1, timeMs: this.nowMs });
-    return true;
   }
 }

@@ -91,6 +91,12 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
       case "undeliverableHandled":
         add(`command ${k.value.commandId}`, "undeliverable, handled");
         break;
+      case "endpointsChanged":
+        add(
+          `model ${k.value.model}`,
+          `routes to ${k.value.endpoints.map((e) => e.replicaId).join(", ") || "nothing"}`,
+        );
+        break;
       case undefined:
         break;
       default: {

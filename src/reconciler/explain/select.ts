@@ -46,10 +46,11 @@ function touch(p: RecordedPass, kind: string, text: string): Touch {
 export function touchingReplica(passes: Iterable<RecordedPass>, replicaId: string): Touch[] {
   const shards = new Set<string>();
   const commands = new Set<string>();
+  const routed = new Set<string>();
   const out: Touch[] = [];
   for (const p of passes) {
     for (const d of p.pass.decisions) {
-      if (decisionTouchesReplica(d, replicaId, shards, commands)) {
+      if (decisionTouchesReplica(d, replicaId, shards, commands, routed)) {
         const t = touch(p, d.kind.case ?? "unknown", d.explanation);
         if (d.kind.case === "replicaFailed") t.detail = failureDetail(d.kind.value);
         out.push(t);
@@ -73,9 +74,18 @@ function decisionTouchesReplica(
   id: string,
   shards: Set<string>,
   commands: Set<string>,
+  routed: Set<string>,
 ): boolean {
   const k = d.kind;
   switch (k.case) {
+    case "endpointsChanged": {
+      // Only the changes that add the replica to its model's table or take it out.
+      const listed = k.value.endpoints.some((e) => e.replicaId === id);
+      const was = routed.has(k.value.model);
+      if (listed) routed.add(k.value.model);
+      else routed.delete(k.value.model);
+      return listed !== was;
+    }
     case "replicaCreated":
       return k.value.replicaId === id || k.value.replaces === id;
     case "replicaPlaced":
@@ -150,6 +160,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "replicaRemoved":
     case "replicaDrainStarted":
     case "shardBackoff":
+    case "endpointsChanged":
     case undefined:
       return false;
     default: {

@@ -25,6 +25,7 @@ export function fitNode(
   const k = p.gpusPerShard;
   let product = 0;
   let healthy = 0;
+  let uncordoned = 0;
   let free = 0;
   let roomy = 0;
   for (const g of n.gpus) {
@@ -32,6 +33,8 @@ export function fitNode(
     product++;
     if (!g.healthy) continue;
     healthy++;
+    if (g.cordoned) continue;
+    uncordoned++;
     if (g.allocated) continue;
     free++;
     if (g.freeMb >= p.memoryPerGpuMb) roomy++;
@@ -39,6 +42,7 @@ export function fitNode(
   if (product === 0) return { ok: false, reason: want === "" ? "no GPUs" : `no ${p.gpuProduct} GPUs` };
   if (onCooldown) return { ok: false, reason: "cooldown" };
   if (healthy < k) return { ok: false, reason: "too few healthy GPUs" };
+  if (uncordoned < k) return { ok: false, reason: "too few uncordoned GPUs" };
   if (free < k) return { ok: false, reason: "too few free GPUs" };
   if (roomy < k) return { ok: false, reason: "too little free memory" };
   return { ok: true, score: score(n, model, k, policy) };
@@ -49,7 +53,11 @@ export function chooseGpus(n: NodeView, p: ProfileSpec): number[] {
   const want = p.gpuProduct.toLowerCase();
   const roomy = n.gpus.filter(
     (g) =>
-      (want === "" || g.product.includes(want)) && g.healthy && !g.allocated && g.freeMb >= p.memoryPerGpuMb,
+      (want === "" || g.product.includes(want)) &&
+      g.healthy &&
+      !g.cordoned &&
+      !g.allocated &&
+      g.freeMb >= p.memoryPerGpuMb,
   );
   return pickGpus(roomy, p.gpusPerShard);
 }

@@ -11,8 +11,10 @@ import { fitNode, type NodeFit, type Policy } from "./fit.js";
 export interface GpuView {
   index: number;
   product: string;
-  /** No problem on the GPU and none reported for its node. */
+  /** No problem on the GPU (registered or reported since) and none reported for its node. */
   healthy: boolean;
+  /** An operator keeps new work off it. */
+  cordoned: boolean;
   freeMb: number;
   /** Held by a shard of some replica (ours, not stopped) or taken earlier in this pass. */
   allocated: boolean;
@@ -158,7 +160,8 @@ function nodeView(n: NodeState, unadopted: boolean): NodeView {
       .map((g) => ({
         index: g.index,
         product: g.product.toLowerCase(),
-        healthy: nodeHealthy && g.problems.length === 0,
+        healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
+        cordoned: g.cordoned,
         freeMb: g.memoryTotalMb - g.memoryUsedMb,
         allocated: false,
         nvlink: nvlinkOf.get(g.index) ?? "",

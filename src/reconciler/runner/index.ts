@@ -2,6 +2,12 @@
 export { Backoff } from "./backoff.js";
 export { ConfigFileError, loadConfigFile, parseConfig } from "./config-file.js";
 export type { DecideFn, DecideInputOf, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";
+export {
+  DEFAULT_ENDPOINTS_BUCKET,
+  EndpointsBucket,
+  endpointsKey,
+  modelOfEndpointsKey,
+} from "./endpoints-bucket.js";
 export { Lease, type LeaseOptions, type LeaseValue, type LeaseWrite, monotonicMs } from "./lease.js";
 export { LiveGateways, type LiveGatewaysOptions } from "./live-gateways.js";
 export { RunnerMetrics } from "./metrics.js";

@@ -5,6 +5,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { type ReplicasState, readyCounts } from "../../projections/index.js";
 
 export class RunnerMetrics {
   readonly registry = new Registry();
@@ -17,6 +18,11 @@ export class RunnerMetrics {
   readonly passErrors: Counter;
   readonly leaseLost: Counter<"reason">;
   readonly observedSeq: Gauge;
+  readonly replicasReady: Gauge<"model">;
+  readonly replicasDesired: Gauge<"model">;
+  readonly replicasPending: Gauge<"model">;
+  /** The replica state the gauges above are read from at each scrape (set by observeReplicas). */
+  #replicas: (() => ReplicasState) | undefined;
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -72,6 +78,46 @@ export class RunnerMetrics {
       help: "Last log sequence folded by this process's projection",
       registers,
     });
+    // Read from the projection when scraped, so they are never stale and cost nothing between scrapes.
+    const metrics = this;
+    const perModel = (name: string, help: string, count: (s: ReplicasState) => Record<string, number>) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["model"] as const,
+        registers,
+        collect() {
+          this.reset();
+          const state = metrics.#replicas?.();
+          if (!state) return;
+          for (const [model, n] of Object.entries(count(state))) this.set({ model }, n);
+        },
+      });
+    this.replicasReady = perModel(
+      "llmgw_reconciler_replicas_ready",
+      "Replicas ready per model (every shard RUNNING, none draining or stopping), in this process's projection",
+      (s) => mapCounts(readyCounts(s), (c) => c.ready),
+    );
+    this.replicasDesired = perModel(
+      "llmgw_reconciler_replicas_desired",
+      "Replicas the catalog in force wants per model",
+      (s) => mapCounts(readyCounts(s), (c) => c.desired),
+    );
+    this.replicasPending = perModel(
+      "llmgw_reconciler_replicas_pending",
+      "Replicas per model waiting for a placement (phase pending)",
+      (s) => {
+        const out = mapCounts(readyCounts(s), () => 0);
+        for (const r of Object.values(s.replicas))
+          if (r.phase === "pending") out[r.model] = (out[r.model] ?? 0) + 1;
+        return out;
+      },
+    );
+  }
+
+  /** Where the replica gauges read from: the runner's projection. */
+  observeReplicas(read: () => ReplicasState): void {
+    this.#replicas = read;
   }
 
   /** Serves GET /metrics on host:port (port 0 picks one); resolves with the bound address. */
@@ -95,4 +141,8 @@ export class RunnerMetrics {
     });
     return { server, address: server.address() as AddressInfo };
   }
+}
+
+function mapCounts<T>(byModel: Record<string, T>, f: (v: T) => number): Record<string, number> {
+  return Object.fromEntries(Object.entries(byModel).map(([m, v]) => [m, f(v)]));
 }

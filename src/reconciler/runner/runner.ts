@@ -22,6 +22,7 @@ import { isLogError, type Log, newEvent } from "../../log/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { Backoff } from "./backoff.js";
 import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";
+import type { EndpointsBucket } from "./endpoints-bucket.js";
 import { type Lease, monotonicMs } from "./lease.js";
 import type { RunnerMetrics } from "./metrics.js";
 import { DEFAULT_TRIGGER_OPTIONS, PassTriggers, type Trigger, type TriggerOptions } from "./triggers.js";
@@ -36,6 +37,8 @@ export interface RunnerOptions<C> {
   config: C;
   logger: Logger;
   metrics?: RunnerMetrics;
+  /** The routing table's KV mirror, kept current while leading; none = not mirrored. */
+  endpoints?: EndpointsBucket;
   triggers?: Partial<TriggerOptions>;
   /** Renew the lease this often; default a quarter of the TTL. */
   renewEveryMs?: number;
@@ -71,6 +74,8 @@ export class ReconcilerRunner<C> {
   /** Bumped on every change of leadership: a pass of an older term never appends. */
   #term = 0;
   #needCatchUp = true;
+  /** The endpoints bucket is rewritten from the folded table before the next pass. */
+  #needEndpointsSync = true;
   #stopping = false;
   #cooldownUntil = 0;
   #leaseLoop: Promise<void> | undefined;
@@ -107,6 +112,7 @@ export class ReconcilerRunner<C> {
 
   start(): void {
     const { projection, gateways, lease } = this.opts;
+    this.opts.metrics?.observeReplicas(() => projection.state.replicas);
     this.#unsubscribe.push(
       projection.onChange((seq) => {
         this.opts.metrics?.observedSeq.set(seq);
@@ -203,6 +209,7 @@ export class ReconcilerRunner<C> {
     this.#term++;
     this.#role = "leader";
     this.#needCatchUp = true;
+    this.#needEndpointsSync = true;
     this.#backoff.reset();
     this.#triggers.interrupt();
     this.#triggers.reset();
@@ -311,6 +318,7 @@ export class ReconcilerRunner<C> {
         }
         if (err instanceof NotLeading) continue;
         this.#needCatchUp = true;
+        this.#needEndpointsSync = true;
         const wait = this.#backoff.fail();
         this.opts.metrics?.passErrors.inc();
         this.#log.warn(
@@ -341,6 +349,14 @@ export class ReconcilerRunner<C> {
     }
     if (!current()) return { kind: "not-leading" };
 
+    if (this.#needEndpointsSync && this.opts.endpoints) {
+      // A new leader (or one after a failed pass) makes the bucket equal to
+      // the table the log records; this pass then writes what it changes.
+      await this.opts.endpoints.sync(projection.state.replicas.endpoints);
+      this.#needEndpointsSync = false;
+      if (!current()) return { kind: "not-leading" };
+    }
+
     // Before the state is taken: the await lets the projection fold on.
     await this.#confirmGateways(projection.state);
     if (!current()) return { kind: "not-leading" };
@@ -365,6 +381,12 @@ export class ReconcilerRunner<C> {
     }
 
     const event = this.#passEvent(out, { observedSeq, nowMs, trigger });
+    // The routing table first: a router hears that a replica drains before
+    // the pass carrying its DrainShard exists for any gateway to relay.
+    if (this.opts.endpoints) {
+      if (!current()) throw new NotLeading();
+      await this.opts.endpoints.publish(out.decisions);
+    }
     // Checked again right before the append: the lease must still be
     // certain by our own clock, whatever happened during decide.
     if (!current()) throw new NotLeading();

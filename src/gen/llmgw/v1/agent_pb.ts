@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/agent.proto.
  */
 export const file_llmgw_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEiugEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIAEIFCgNtc2cimgIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKVAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlIj0KCUhlYXJ0YmVhdBIaChJncHVfbWVtb3J5X3VzZWRfbWIYASADKAQSFAoMbmV3X3Byb2JsZW1zGAIgAygJIpYCCgtTaGFyZFN0YXR1cxISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEioKBXN0YXRlGAMgASgOMhsubGxtZ3cudjEuU2hhcmRTdGF0dXMuU3RhdGUSDQoFZXJyb3IYBCABKAkSEQoJZXhpdF9jb2RlGAUgASgFEhMKC2xhc3Rfb3V0cHV0GAYgASgJIn4KBVN0YXRlEhUKEVNUQVRFX1VOU1BFQ0lGSUVEEAASEgoOU1RBVEVfU1RBUlRJTkcQARIRCg1TVEFURV9SVU5OSU5HEAISEgoOU1RBVEVfRFJBSU5JTkcQAxIRCg1TVEFURV9TVE9QUEVEEAQSEAoMU1RBVEVfRkFJTEVEEAUiPgoNQ29tbWFuZFJlc3VsdBISCgpjb21tYW5kX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJItIBCg5Db250cm9sTWVzc2FnZRIcCgNhY2sYASABKAsyDS5sbG1ndy52MS5BY2tIABIlCgVzdGFydBgCIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAMgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YBCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASKAoJcmVjb25uZWN0GAUgASgLMhMubGxtZ3cudjEuUmVjb25uZWN0SABCBQoDbXNnIkgKA0FjaxISCgptZXNzYWdlX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkirAIKClN0YXJ0U2hhcmQSEgoKY29tbWFuZF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJEg0KBW1vZGVsGAQgASgJEg8KB3Byb2ZpbGUYBSABKAkSEwoLZ3B1X2luZGljZXMYBiADKA0SEwoLZW5naW5lX2FyZ3MYByADKAkSNwoKZW5naW5lX2VudhgIIAMoCzIjLmxsbWd3LnYxLlN0YXJ0U2hhcmQuRW5naW5lRW52RW50cnkSDAoEcmFuaxgJIAEoDRISCgp3b3JsZF9zaXplGAogASgNEg0KBXBlZXJzGAsgAygJGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMQoJU3RvcFNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkiTAoKRHJhaW5TaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAyABKAMiMwoJUmVjb25uZWN0Eg4KBnJlYXNvbhgBIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgCIAEoDTJPCgxBZ2VudFNlcnZpY2USPwoHQ29ubmVjdBIWLmxsbWd3LnYxLkFnZW50TWVzc2FnZRoYLmxsbWd3LnYxLkNvbnRyb2xNZXNzYWdlKAEwAWIGcHJvdG8z");
+  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEiugEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIAEIFCgNtc2cimgIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKnAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlEhAKCGVuZHBvaW50GAcgASgJImkKCUhlYXJ0YmVhdBIaChJncHVfbWVtb3J5X3VzZWRfbWIYASADKAQSFAoMbmV3X3Byb2JsZW1zGAIgAygJEioKDGdwdV9wcm9ibGVtcxgDIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0izQEKCkdwdVByb2JsZW0SEQoJZ3B1X2luZGV4GAEgASgNEicKBGtpbmQYAiABKA4yGS5sbG1ndy52MS5HcHVQcm9ibGVtLktpbmQSDwoHbWVzc2FnZRgDIAEoCSJyCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIMCghLSU5EX1hJRBABEgwKCEtJTkRfRUNDEAISEAoMS0lORF9USEVSTUFMEAMSFgoSS0lORF9SRVRJUkVEX1BBR0VTEAQSDgoKS0lORF9PVEhFUhAFIqgCCgtTaGFyZFN0YXR1cxISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEioKBXN0YXRlGAMgASgOMhsubGxtZ3cudjEuU2hhcmRTdGF0dXMuU3RhdGUSDQoFZXJyb3IYBCABKAkSEQoJZXhpdF9jb2RlGAUgASgFEhMKC2xhc3Rfb3V0cHV0GAYgASgJEhAKCGVuZHBvaW50GAcgASgJIn4KBVN0YXRlEhUKEVNUQVRFX1VOU1BFQ0lGSUVEEAASEgoOU1RBVEVfU1RBUlRJTkcQARIRCg1TVEFURV9SVU5OSU5HEAISEgoOU1RBVEVfRFJBSU5JTkcQAxIRCg1TVEFURV9TVE9QUEVEEAQSEAoMU1RBVEVfRkFJTEVEEAUiPgoNQ29tbWFuZFJlc3VsdBISCgpjb21tYW5kX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJItIBCg5Db250cm9sTWVzc2FnZRIcCgNhY2sYASABKAsyDS5sbG1ndy52MS5BY2tIABIlCgVzdGFydBgCIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAMgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YBCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASKAoJcmVjb25uZWN0GAUgASgLMhMubGxtZ3cudjEuUmVjb25uZWN0SABCBQoDbXNnIkgKA0FjaxISCgptZXNzYWdlX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkirAIKClN0YXJ0U2hhcmQSEgoKY29tbWFuZF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJEg0KBW1vZGVsGAQgASgJEg8KB3Byb2ZpbGUYBSABKAkSEwoLZ3B1X2luZGljZXMYBiADKA0SEwoLZW5naW5lX2FyZ3MYByADKAkSNwoKZW5naW5lX2VudhgIIAMoCzIjLmxsbWd3LnYxLlN0YXJ0U2hhcmQuRW5naW5lRW52RW50cnkSDAoEcmFuaxgJIAEoDRISCgp3b3JsZF9zaXplGAogASgNEg0KBXBlZXJzGAsgAygJGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMQoJU3RvcFNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkiTAoKRHJhaW5TaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAyABKAMiMwoJUmVjb25uZWN0Eg4KBnJlYXNvbhgBIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgCIAEoDTJPCgxBZ2VudFNlcnZpY2USPwoHQ29ubmVjdBIWLmxsbWd3LnYxLkFnZW50TWVzc2FnZRoYLmxsbWd3LnYxLkNvbnRyb2xNZXNzYWdlKAEwAWIGcHJvdG8z");
 
 /**
  * AgentMessage is one message from an agent to the control plane.
@@ -275,6 +275,14 @@ export type RunningShard = Message<"llmgw.v1.RunningShard"> & {
    * @generated from field: llmgw.v1.ShardStatus.State state = 6;
    */
   state: ShardStatus_State;
+
+  /**
+   * Where the engine serves (see ShardStatus.endpoint), so a shard adopted
+   * after a control-plane restart keeps its place in the routing table.
+   *
+   * @generated from field: string endpoint = 7;
+   */
+  endpoint: string;
 };
 
 /**
@@ -305,6 +313,16 @@ export type Heartbeat = Message<"llmgw.v1.Heartbeat"> & {
    * @generated from field: repeated string new_problems = 2;
    */
   newProblems: string[];
+
+  /**
+   * Problems of one GPU each (Xid, ECC, thermal...). Only the named GPU
+   * leaves placement, and shards on it are replaced make-before-break. An
+   * agent may repeat a problem on every heartbeat: the gateway records each
+   * distinct one once per session.
+   *
+   * @generated from field: repeated llmgw.v1.GpuProblem gpu_problems = 3;
+   */
+  gpuProblems: GpuProblem[];
 };
 
 /**
@@ -313,6 +331,88 @@ export type Heartbeat = Message<"llmgw.v1.Heartbeat"> & {
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_agent, 5);
+
+/**
+ * GpuProblem: a health problem of one GPU of the node.
+ *
+ * @generated from message llmgw.v1.GpuProblem
+ */
+export type GpuProblem = Message<"llmgw.v1.GpuProblem"> & {
+  /**
+   * Index of the GPU, as in Register.gpus.
+   *
+   * @generated from field: uint32 gpu_index = 1;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: llmgw.v1.GpuProblem.Kind kind = 2;
+   */
+  kind: GpuProblem_Kind;
+
+  /**
+   * Human-readable detail, e.g. "Xid 79: GPU has fallen off the bus".
+   *
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuProblem.
+ * Use `create(GpuProblemSchema)` to create a new message.
+ */
+export const GpuProblemSchema: GenMessage<GpuProblem> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_agent, 6);
+
+/**
+ * @generated from enum llmgw.v1.GpuProblem.Kind
+ */
+export enum GpuProblem_Kind {
+  /**
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An Xid error the driver reported.
+   *
+   * @generated from enum value: KIND_XID = 1;
+   */
+  XID = 1,
+
+  /**
+   * Uncorrectable ECC errors.
+   *
+   * @generated from enum value: KIND_ECC = 2;
+   */
+  ECC = 2,
+
+  /**
+   * Over its temperature limit (throttling or shutdown).
+   *
+   * @generated from enum value: KIND_THERMAL = 3;
+   */
+  THERMAL = 3,
+
+  /**
+   * Memory pages retired past the safe count.
+   *
+   * @generated from enum value: KIND_RETIRED_PAGES = 4;
+   */
+  RETIRED_PAGES = 4,
+
+  /**
+   * @generated from enum value: KIND_OTHER = 5;
+   */
+  OTHER = 5,
+}
+
+/**
+ * Describes the enum llmgw.v1.GpuProblem.Kind.
+ */
+export const GpuProblem_KindSchema: GenEnum<GpuProblem_Kind> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_agent, 6, 0);
 
 /**
  * ShardStatus reports one shard's state.
@@ -355,6 +455,16 @@ export type ShardStatus = Message<"llmgw.v1.ShardStatus"> & {
    * @generated from field: string last_output = 6;
    */
   lastOutput: string;
+
+  /**
+   * The URL the engine serves on (e.g. "http://10.0.0.5:8000"), once it
+   * serves. For a multi-node replica only rank 0's is routed to. Empty in a
+   * status that does not know it: the last one reported is kept. Anything
+   * but an http:// or https:// URL of at most 2048 characters is refused.
+   *
+   * @generated from field: string endpoint = 7;
+   */
+  endpoint: string;
 };
 
 /**
@@ -362,7 +472,7 @@ export type ShardStatus = Message<"llmgw.v1.ShardStatus"> & {
  * Use `create(ShardStatusSchema)` to create a new message.
  */
 export const ShardStatusSchema: GenMessage<ShardStatus> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 6);
+  messageDesc(file_llmgw_v1_agent, 7);
 
 /**
  * State of an inference-engine process.
@@ -415,7 +525,7 @@ export enum ShardStatus_State {
  * Describes the enum llmgw.v1.ShardStatus.State.
  */
 export const ShardStatus_StateSchema: GenEnum<ShardStatus_State> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_agent, 6, 0);
+  enumDesc(file_llmgw_v1_agent, 7, 0);
 
 /**
  * CommandResult is the agent's answer to a StartShard, StopShard or DrainShard.
@@ -446,7 +556,7 @@ export type CommandResult = Message<"llmgw.v1.CommandResult"> & {
  * Use `create(CommandResultSchema)` to create a new message.
  */
 export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 7);
+  messageDesc(file_llmgw_v1_agent, 8);
 
 /**
  * ControlMessage is one message from the control plane to an agent.
@@ -495,7 +605,7 @@ export type ControlMessage = Message<"llmgw.v1.ControlMessage"> & {
  * Use `create(ControlMessageSchema)` to create a new message.
  */
 export const ControlMessageSchema: GenMessage<ControlMessage> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 8);
+  messageDesc(file_llmgw_v1_agent, 9);
 
 /**
  * Ack acknowledges a message from the agent; the registration is acked only
@@ -540,7 +650,7 @@ export type Ack = Message<"llmgw.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 9);
+  messageDesc(file_llmgw_v1_agent, 10);
 
 /**
  * StartShard asks the agent to start one shard of a replica.
@@ -623,7 +733,7 @@ export type StartShard = Message<"llmgw.v1.StartShard"> & {
  * Use `create(StartShardSchema)` to create a new message.
  */
 export const StartShardSchema: GenMessage<StartShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 10);
+  messageDesc(file_llmgw_v1_agent, 11);
 
 /**
  * StopShard asks the agent to stop a shard now.
@@ -647,7 +757,7 @@ export type StopShard = Message<"llmgw.v1.StopShard"> & {
  * Use `create(StopShardSchema)` to create a new message.
  */
 export const StopShardSchema: GenMessage<StopShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 11);
+  messageDesc(file_llmgw_v1_agent, 12);
 
 /**
  * DrainShard asks the agent to stop taking new requests on a shard and exit
@@ -682,7 +792,7 @@ export type DrainShard = Message<"llmgw.v1.DrainShard"> & {
  * Use `create(DrainShardSchema)` to create a new message.
  */
 export const DrainShardSchema: GenMessage<DrainShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 12);
+  messageDesc(file_llmgw_v1_agent, 13);
 
 /**
  * Reconnect tells the agent to close this stream and connect again,
@@ -709,7 +819,7 @@ export type Reconnect = Message<"llmgw.v1.Reconnect"> & {
  * Use `create(ReconnectSchema)` to create a new message.
  */
 export const ReconnectSchema: GenMessage<Reconnect> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 13);
+  messageDesc(file_llmgw_v1_agent, 14);
 
 /**
  * AgentService is served by every gateway.

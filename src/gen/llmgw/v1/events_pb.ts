@@ -9,7 +9,7 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { CommandResult, DrainShard, Register, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
+import type { CommandResult, DrainShard, GpuProblem, Register, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
 import { file_llmgw_v1_agent } from "./agent_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIoEHCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIAEIGCgRib2R5IqABCgZXcml0ZXISIwoEa2luZBgBIAEoDjIVLmxsbWd3LnYxLldyaXRlci5LaW5kEgoKAmlkGAIgASgJImUKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhAKDEtJTkRfR0FURVdBWRABEhMKD0tJTkRfUkVDT05DSUxFUhACEhEKDUtJTkRfT1BFUkFUT1IQAxINCglLSU5EX1RPT0wQBCKEAQoNU2Vzc2lvbk9wZW5lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlchIQCghpZGVudGl0eRgFIAEoCSLwAgoNU2Vzc2lvbkNsb3NlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIuCgZyZWFzb24YBCABKA4yHi5sbG1ndy52MS5TZXNzaW9uQ2xvc2VkLlJlYXNvbhIOCgZkZXRhaWwYBSABKAki5QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fRElTQ09OTkVDVEVEEAESEQoNUkVBU09OX1NJTEVOVBACEhUKEVJFQVNPTl9TVVBFUlNFREVEEAMSGwoXUkVBU09OX0dBVEVXQVlfRFJBSU5JTkcQBBIYChRSRUFTT05fU0xPV19DT05TVU1FUhAFEhkKFVJFQVNPTl9QUk9UT0NPTF9FUlJPUhAGEhoKFlJFQVNPTl9MT0dfVU5BVkFJTEFCTEUQBxISCg5SRUFTT05fRVhQSVJFRBAIInUKD0hhcmR3YXJlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXIiegoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJInYKE1NoYXJkU3RhdHVzUmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEiUKBnN0YXR1cxgEIAEoCzIVLmxsbWd3LnYxLlNoYXJkU3RhdHVzInoKFUNvbW1hbmRSZXN1bHRSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJwoGcmVzdWx0GAQgASgLMhcubGxtZ3cudjEuQ29tbWFuZFJlc3VsdCJjCg5HYXRld2F5U3RhcnRlZBISCgpnYXRld2F5X2lkGAEgASgJEhYKDmxpc3Rlbl9hZGRyZXNzGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFAoMbGVhc2VfdHRsX21zGAQgASgNIlYKD0dhdGV3YXlEcmFpbmluZxISCgpnYXRld2F5X2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFQoNb3Blbl9zZXNzaW9ucxgDIAEoDSI0Cg5HYXRld2F5U3RvcHBlZBISCgpnYXRld2F5X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSLxAwoUQ29tbWFuZFVuZGVsaXZlcmFibGUSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpnYXRld2F5X2lkGAUgASgJEjUKBnJlYXNvbhgGIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLlJlYXNvbhIOCgZkZXRhaWwYByABKAkSNQoGYWN0aW9uGAggASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuQWN0aW9uEhAKCHNoYXJkX2lkGAkgASgJEhIKCnJlcGxpY2FfaWQYCiABKAkSEAoIcGFzc19zZXEYCyABKAQibgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhkKFVJFQVNPTl9TRVNTSU9OX0NMT1NFRBABEhoKFlJFQVNPTl9TRVNTSU9OX0NMT1NJTkcQAhIVChFSRUFTT05fUVVFVUVfRlVMTBADIlUKBkFjdGlvbhIWChJBQ1RJT05fVU5TUEVDSUZJRUQQABIQCgxBQ1RJT05fU1RBUlQQARIPCgtBQ1RJT05fU1RPUBACEhAKDEFDVElPTl9EUkFJThADIkgKDkNhdGFsb2dDaGFuZ2VkEiIKB2NhdGFsb2cYASABKAsyES5sbG1ndy52MS5DYXRhbG9nEhIKCmFwcGxpZWRfYnkYAiABKAkiKgoHQ2F0YWxvZxIfCgZtb2RlbHMYASADKAsyDy5sbG1ndy52MS5Nb2RlbCJMCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZSK4AwoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5EhgKEHN0YXJ0X3RpbWVvdXRfbXMYCiABKA0SGAoQcmVhZHlfdGltZW91dF9tcxgLIAEoDRIWCg5zdGFydF9hdHRlbXB0cxgMIAEoDRoxCg9Ob2RlTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkEKDE5vZGVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSIzCg5Ob2RlVW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkcKEk5vZGVEcmFpblJlcXVlc3RlZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSLVAQoNUmVjb25jaWxlUGFzcxIRCglsZWFkZXJfaWQYASABKAkSFgoObGVhc2VfcmV2aXNpb24YAiABKAQSFAoMb2JzZXJ2ZWRfc2VxGAMgASgEEhMKC25vd191bml4X21zGAQgASgDEiUKCWRlY2lzaW9ucxgFIAMoCzISLmxsbWd3LnYxLkRlY2lzaW9uEiMKCGNvbW1hbmRzGAYgAygLMhEubGxtZ3cudjEuQ29tbWFuZBIRCgl0cnVuY2F0ZWQYByABKAgSDwoHdHJpZ2dlchgIIAEoCSLcBgoIRGVjaXNpb24SEwoLZXhwbGFuYXRpb24YASABKAkSMwoPcmVwbGljYV9jcmVhdGVkGAogASgLMhgubGxtZ3cudjEuUmVwbGljYUNyZWF0ZWRIABIxCg5yZXBsaWNhX3BsYWNlZBgLIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FQbGFjZWRIABIzCg9yZXBsaWNhX3BlbmRpbmcYDCABKAsyGC5sbG1ndy52MS5SZXBsaWNhUGVuZGluZ0gAEjEKDnNoYXJkc19hZG9wdGVkGA0gASgLMhcubGxtZ3cudjEuU2hhcmRzQWRvcHRlZEgAEjMKD3NoYXJkX3VuY2xhaW1lZBgOIAEoCzIYLmxsbWd3LnYxLlNoYXJkVW5jbGFpbWVkSAASNgoNbm9kZV9saXZlbmVzcxgPIAEoCzIdLmxsbWd3LnYxLk5vZGVMaXZlbmVzc0NoYW5nZWRIABI1ChBzZXNzaW9uc19leHBpcmVkGBAgASgLMhkubGxtZ3cudjEuU2Vzc2lvbnNFeHBpcmVkSAASMwoPcmVwbGljYV9yZW1vdmVkGBEgASgLMhgubGxtZ3cudjEuUmVwbGljYVJlbW92ZWRIABI+ChVyZXBsaWNhX2RyYWluX3N0YXJ0ZWQYEiABKAsyHS5sbG1ndy52MS5SZXBsaWNhRHJhaW5TdGFydGVkSAASNQoQY29tbWFuZF9yZWlzc3VlZBgTIAEoCzIZLmxsbWd3LnYxLkNvbW1hbmRSZWlzc3VlZEgAEjUKEGNvb2xkb3duX3N0YXJ0ZWQYFCABKAsyGS5sbG1ndy52MS5Db29sZG93blN0YXJ0ZWRIABIvCg1zaGFyZF9iYWNrb2ZmGBUgASgLMhYubGxtZ3cudjEuU2hhcmRCYWNrb2ZmSAASMQoOcmVwbGljYV9mYWlsZWQYFiABKAsyFy5sbG1ndy52MS5SZXBsaWNhRmFpbGVkSAASNwoRZHVwbGljYXRlX3N0b3BwZWQYFyABKAsyGi5sbG1ndy52MS5EdXBsaWNhdGVTdG9wcGVkSAASPwoVdW5kZWxpdmVyYWJsZV9oYW5kbGVkGBwgASgLMh4ubGxtZ3cudjEuVW5kZWxpdmVyYWJsZUhhbmRsZWRIAEIGCgRraW5kIkUKDlJlcGxpY2FDcmVhdGVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEAoIcmVwbGFjZXMYAyABKAkiagoOU2hhcmRQbGFjZW1lbnQSEAoIc2hhcmRfaWQYASABKAkSDAoEcmFuaxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0iLAoJQ2FuZGlkYXRlEhAKCG5vZGVfaWRzGAEgAygJEg0KBXNjb3JlGAIgASgBIssBCg1SZXBsaWNhUGxhY2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHJvZmlsZRgDIAEoCRIoCgZzaGFyZHMYBCADKAsyGC5sbG1ndy52MS5TaGFyZFBsYWNlbWVudBIjCgZjaG9zZW4YBSABKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSJwoKcnVubmVyc191cBgGIAMoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRIOCgZwb2xpY3kYByABKAkiKQoIUnVsZWRPdXQSDgoGcmVhc29uGAEgASgJEg0KBW5vZGVzGAIgASgNIocBCg5SZXBsaWNhUGVuZGluZxISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhgKEG5vZGVzX2NvbnNpZGVyZWQYAyABKA0SEQoJbm9kZXNfZml0GAQgASgNEiUKCXJ1bGVkX291dBgFIAMoCzISLmxsbWd3LnYxLlJ1bGVkT3V0IncKDEFkb3B0ZWRTaGFyZBIQCghzaGFyZF9pZBgBIAEoCRISCgpyZXBsaWNhX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0SDAoEcmFuaxgGIAEoDSJcCg1TaGFyZHNBZG9wdGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRImCgZzaGFyZHMYAyADKAsyFi5sbG1ndy52MS5BZG9wdGVkU2hhcmQiegoOU2hhcmRVbmNsYWltZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCHNoYXJkX2lkGAMgASgJEhIKCnJlcGxpY2FfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGcmVhc29uGAYgASgJIoQBChNOb2RlTGl2ZW5lc3NDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSJAoIbGl2ZW5lc3MYAiABKA4yEi5sbG1ndy52MS5MaXZlbmVzcxISCgpzZXNzaW9uX2lkGAMgASgJEiIKGmRpc2Nvbm5lY3RlZF9zaW5jZV91bml4X21zGAQgASgDIjEKClNlc3Npb25SZWYSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIk0KD1Nlc3Npb25zRXhwaXJlZBISCgpnYXRld2F5X2lkGAEgASgJEiYKCHNlc3Npb25zGAIgAygLMhQubGxtZ3cudjEuU2Vzc2lvblJlZiJDCg5SZXBsaWNhUmVtb3ZlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJRChNSZXBsaWNhRHJhaW5TdGFydGVkEhIKCnJlcGxpY2FfaWQYASABKAkSFgoOcmVwbGFjZW1lbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIlIKD0NvbW1hbmRSZWlzc3VlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SGgoSbmV4dF9yZXRyeV91bml4X21zGAMgASgDIloKD0Nvb2xkb3duU3RhcnRlZBINCgVtb2RlbBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhAKCGZhaWx1cmVzGAMgASgNEhUKDXVudGlsX3VuaXhfbXMYBCABKAMiSwoMU2hhcmRCYWNrb2ZmEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIcmVzdGFydHMYAiABKA0SFQoNdW50aWxfdW5peF9tcxgDIAEoAyKFAwoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSLgoGcmVhc29uGAUgASgOMh4ubGxtZ3cudjEuUmVwbGljYUZhaWxlZC5SZWFzb24SEQoJZXhpdF9jb2RlGAYgASgFEhMKC2xhc3Rfb3V0cHV0GAcgASgJItUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NIQVJEX0ZBSUxFRBABEhsKF1JFQVNPTl9VTlJFUVVFU1RFRF9TVE9QEAISGAoUUkVBU09OX1NUQVJUX1JFRlVTRUQQAxIYChRSRUFTT05fU1RBUlRfVElNRU9VVBAEEhgKFFJFQVNPTl9SRUFEWV9USU1FT1VUEAUSFQoRUkVBU09OX0lOQ09NUExFVEUQBhIYChRSRUFTT05fVU5ERUxJVkVSQUJMRRAHIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIoYBChRVbmRlbGl2ZXJhYmxlSGFuZGxlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCnJlcGxpY2FfaWQYBSABKAkSEAoIc2hhcmRfaWQYBiABKAki/gEKB0NvbW1hbmQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIYChBkZWFkbGluZV91bml4X21zGAUgASgDEiUKBXN0YXJ0GAogASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYCyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgMIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABISCgpyZXBsaWNhX2lkGAYgASgJQggKBmFjdGlvbiqAAQoITGl2ZW5lc3MSGAoUTElWRU5FU1NfVU5TUEVDSUZJRUQQABIWChJMSVZFTkVTU19DT05ORUNURUQQARIZChVMSVZFTkVTU19ESVNDT05ORUNURUQQAhIUChBMSVZFTkVTU19TVVNQRUNUEAMSEQoNTElWRU5FU1NfTE9TVBAEYgZwcm90bzM", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIqEICgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSABCBgoEYm9keSKgAQoGV3JpdGVyEiMKBGtpbmQYASABKA4yFS5sbG1ndy52MS5Xcml0ZXIuS2luZBIKCgJpZBgCIAEoCSJlCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX0dBVEVXQVkQARITCg9LSU5EX1JFQ09OQ0lMRVIQAhIRCg1LSU5EX09QRVJBVE9SEAMSDQoJS0lORF9UT09MEAQihAEKDVNlc3Npb25PcGVuZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXISEAoIaWRlbnRpdHkYBSABKAki8AIKDVNlc3Npb25DbG9zZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSLgoGcmVhc29uGAQgASgOMh4ubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZC5SZWFzb24SDgoGZGV0YWlsGAUgASgJIuUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX0RJU0NPTk5FQ1RFRBABEhEKDVJFQVNPTl9TSUxFTlQQAhIVChFSRUFTT05fU1VQRVJTRURFRBADEhsKF1JFQVNPTl9HQVRFV0FZX0RSQUlOSU5HEAQSGAoUUkVBU09OX1NMT1dfQ09OU1VNRVIQBRIZChVSRUFTT05fUFJPVE9DT0xfRVJST1IQBhIaChZSRUFTT05fTE9HX1VOQVZBSUxBQkxFEAcSEgoOUkVBU09OX0VYUElSRUQQCCJ1Cg9IYXJkd2FyZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyIqYBCgxVc2FnZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEhoKEmdwdV9tZW1vcnlfdXNlZF9tYhgEIAMoBBIUCgxuZXdfcHJvYmxlbXMYBSADKAkSKgoMZ3B1X3Byb2JsZW1zGAYgAygLMhQubGxtZ3cudjEuR3B1UHJvYmxlbSJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAki8QMKFENvbW1hbmRVbmRlbGl2ZXJhYmxlEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKZ2F0ZXdheV9pZBgFIAEoCRI1CgZyZWFzb24YBiABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5SZWFzb24SDgoGZGV0YWlsGAcgASgJEjUKBmFjdGlvbhgIIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLkFjdGlvbhIQCghzaGFyZF9pZBgJIAEoCRISCgpyZXBsaWNhX2lkGAogASgJEhAKCHBhc3Nfc2VxGAsgASgEIm4KBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIZChVSRUFTT05fU0VTU0lPTl9DTE9TRUQQARIaChZSRUFTT05fU0VTU0lPTl9DTE9TSU5HEAISFQoRUkVBU09OX1FVRVVFX0ZVTEwQAyJVCgZBY3Rpb24SFgoSQUNUSU9OX1VOU1BFQ0lGSUVEEAASEAoMQUNUSU9OX1NUQVJUEAESDwoLQUNUSU9OX1NUT1AQAhIQCgxBQ1RJT05fRFJBSU4QAyJICg5DYXRhbG9nQ2hhbmdlZBIiCgdjYXRhbG9nGAEgASgLMhEubGxtZ3cudjEuQ2F0YWxvZxISCgphcHBsaWVkX2J5GAIgASgJIioKB0NhdGFsb2cSHwoGbW9kZWxzGAEgAygLMg8ubGxtZ3cudjEuTW9kZWwiTAoFTW9kZWwSDAoEbmFtZRgBIAEoCRIQCghyZXBsaWNhcxgCIAEoDRIjCghwcm9maWxlcxgDIAMoCzIRLmxsbWd3LnYxLlByb2ZpbGUiuAMKB1Byb2ZpbGUSDAoEbmFtZRgBIAEoCRIOCgZzaGFyZHMYAiABKA0SFgoOZ3B1c19wZXJfc2hhcmQYAyABKA0SGQoRbWVtb3J5X3Blcl9ncHVfbWIYBCABKAQSEwoLZ3B1X3Byb2R1Y3QYBSABKAkSEwoLZmFicmljX2tpbmQYBiABKAkSNgoLbm9kZV9sYWJlbHMYByADKAsyIS5sbG1ndy52MS5Qcm9maWxlLk5vZGVMYWJlbHNFbnRyeRITCgtlbmdpbmVfYXJncxgIIAMoCRI0CgplbmdpbmVfZW52GAkgAygLMiAubGxtZ3cudjEuUHJvZmlsZS5FbmdpbmVFbnZFbnRyeRIYChBzdGFydF90aW1lb3V0X21zGAogASgNEhgKEHJlYWR5X3RpbWVvdXRfbXMYCyABKA0SFgoOc3RhcnRfYXR0ZW1wdHMYDCABKA0aMQoPTm9kZUxhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJBCgxOb2RlQ29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkiMwoOTm9kZVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJHChJOb2RlRHJhaW5SZXF1ZXN0ZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkibgoSR3B1UHJvYmxlbXNDbGVhcmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpub2RlX2xldmVsGAUgASgIIlMKC0dwdUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghvcGVyYXRvchgEIAEoCSJFCg1HcHVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJItUBCg1SZWNvbmNpbGVQYXNzEhEKCWxlYWRlcl9pZBgBIAEoCRIWCg5sZWFzZV9yZXZpc2lvbhgCIAEoBBIUCgxvYnNlcnZlZF9zZXEYAyABKAQSEwoLbm93X3VuaXhfbXMYBCABKAMSJQoJZGVjaXNpb25zGAUgAygLMhIubGxtZ3cudjEuRGVjaXNpb24SIwoIY29tbWFuZHMYBiADKAsyES5sbG1ndy52MS5Db21tYW5kEhEKCXRydW5jYXRlZBgHIAEoCBIPCgd0cmlnZ2VyGAggASgJIpUHCghEZWNpc2lvbhITCgtleHBsYW5hdGlvbhgBIAEoCRIzCg9yZXBsaWNhX2NyZWF0ZWQYCiABKAsyGC5sbG1ndy52MS5SZXBsaWNhQ3JlYXRlZEgAEjEKDnJlcGxpY2FfcGxhY2VkGAsgASgLMhcubGxtZ3cudjEuUmVwbGljYVBsYWNlZEgAEjMKD3JlcGxpY2FfcGVuZGluZxgMIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FQZW5kaW5nSAASMQoOc2hhcmRzX2Fkb3B0ZWQYDSABKAsyFy5sbG1ndy52MS5TaGFyZHNBZG9wdGVkSAASMwoPc2hhcmRfdW5jbGFpbWVkGA4gASgLMhgubGxtZ3cudjEuU2hhcmRVbmNsYWltZWRIABI2Cg1ub2RlX2xpdmVuZXNzGA8gASgLMh0ubGxtZ3cudjEuTm9kZUxpdmVuZXNzQ2hhbmdlZEgAEjUKEHNlc3Npb25zX2V4cGlyZWQYECABKAsyGS5sbG1ndy52MS5TZXNzaW9uc0V4cGlyZWRIABIzCg9yZXBsaWNhX3JlbW92ZWQYESABKAsyGC5sbG1ndy52MS5SZXBsaWNhUmVtb3ZlZEgAEj4KFXJlcGxpY2FfZHJhaW5fc3RhcnRlZBgSIAEoCzIdLmxsbWd3LnYxLlJlcGxpY2FEcmFpblN0YXJ0ZWRIABI1ChBjb21tYW5kX3JlaXNzdWVkGBMgASgLMhkubGxtZ3cudjEuQ29tbWFuZFJlaXNzdWVkSAASNQoQY29vbGRvd25fc3RhcnRlZBgUIAEoCzIZLmxsbWd3LnYxLkNvb2xkb3duU3RhcnRlZEgAEi8KDXNoYXJkX2JhY2tvZmYYFSABKAsyFi5sbG1ndy52MS5TaGFyZEJhY2tvZmZIABIxCg5yZXBsaWNhX2ZhaWxlZBgWIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWRIABI3ChFkdXBsaWNhdGVfc3RvcHBlZBgXIAEoCzIaLmxsbWd3LnYxLkR1cGxpY2F0ZVN0b3BwZWRIABI/ChV1bmRlbGl2ZXJhYmxlX2hhbmRsZWQYHCABKAsyHi5sbG1ndy52MS5VbmRlbGl2ZXJhYmxlSGFuZGxlZEgAEjcKEWVuZHBvaW50c19jaGFuZ2VkGCQgASgLMhoubGxtZ3cudjEuRW5kcG9pbnRzQ2hhbmdlZEgAQgYKBGtpbmQiRQoOUmVwbGljYUNyZWF0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIQCghyZXBsYWNlcxgDIAEoCSJqCg5TaGFyZFBsYWNlbWVudBIQCghzaGFyZF9pZBgBIAEoCRIMCgRyYW5rGAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDSIsCglDYW5kaWRhdGUSEAoIbm9kZV9pZHMYASADKAkSDQoFc2NvcmUYAiABKAEiywEKDVJlcGxpY2FQbGFjZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEigKBnNoYXJkcxgEIAMoCzIYLmxsbWd3LnYxLlNoYXJkUGxhY2VtZW50EiMKBmNob3NlbhgFIAEoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRInCgpydW5uZXJzX3VwGAYgAygLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEg4KBnBvbGljeRgHIAEoCSIpCghSdWxlZE91dBIOCgZyZWFzb24YASABKAkSDQoFbm9kZXMYAiABKA0ihwEKDlJlcGxpY2FQZW5kaW5nEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSGAoQbm9kZXNfY29uc2lkZXJlZBgDIAEoDRIRCglub2Rlc19maXQYBCABKA0SJQoJcnVsZWRfb3V0GAUgAygLMhIubGxtZ3cudjEuUnVsZWRPdXQidwoMQWRvcHRlZFNoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIMCgRyYW5rGAYgASgNIlwKDVNoYXJkc0Fkb3B0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiYKBnNoYXJkcxgDIAMoCzIWLmxsbWd3LnYxLkFkb3B0ZWRTaGFyZCJ6Cg5TaGFyZFVuY2xhaW1lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIc2hhcmRfaWQYAyABKAkSEgoKcmVwbGljYV9pZBgEIAEoCRINCgVtb2RlbBgFIAEoCRIOCgZyZWFzb24YBiABKAkihAEKE05vZGVMaXZlbmVzc0NoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRIkCghsaXZlbmVzcxgCIAEoDjISLmxsbWd3LnYxLkxpdmVuZXNzEhIKCnNlc3Npb25faWQYAyABKAkSIgoaZGlzY29ubmVjdGVkX3NpbmNlX3VuaXhfbXMYBCABKAMiMQoKU2Vzc2lvblJlZhIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiTQoPU2Vzc2lvbnNFeHBpcmVkEhIKCmdhdGV3YXlfaWQYASABKAkSJgoIc2Vzc2lvbnMYAiADKAsyFC5sbG1ndy52MS5TZXNzaW9uUmVmIkMKDlJlcGxpY2FSZW1vdmVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDgoGcmVhc29uGAMgASgJIlEKE1JlcGxpY2FEcmFpblN0YXJ0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIWCg5yZXBsYWNlbWVudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUgoPQ29tbWFuZFJlaXNzdWVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIaChJuZXh0X3JldHJ5X3VuaXhfbXMYAyABKAMiWgoPQ29vbGRvd25TdGFydGVkEg0KBW1vZGVsGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEAoIZmFpbHVyZXMYAyABKA0SFQoNdW50aWxfdW5peF9tcxgEIAEoAyJLCgxTaGFyZEJhY2tvZmYSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghyZXN0YXJ0cxgCIAEoDRIVCg11bnRpbF91bml4X21zGAMgASgDIoUDCg1SZXBsaWNhRmFpbGVkEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRINCgVlcnJvchgEIAEoCRIuCgZyZWFzb24YBSABKA4yHi5sbG1ndy52MS5SZXBsaWNhRmFpbGVkLlJlYXNvbhIRCglleGl0X2NvZGUYBiABKAUSEwoLbGFzdF9vdXRwdXQYByABKAki1QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0hBUkRfRkFJTEVEEAESGwoXUkVBU09OX1VOUkVRVUVTVEVEX1NUT1AQAhIYChRSRUFTT05fU1RBUlRfUkVGVVNFRBADEhgKFFJFQVNPTl9TVEFSVF9USU1FT1VUEAQSGAoUUkVBU09OX1JFQURZX1RJTUVPVVQQBRIVChFSRUFTT05fSU5DT01QTEVURRAGEhgKFFJFQVNPTl9VTkRFTElWRVJBQkxFEAciSQoQRHVwbGljYXRlU3RvcHBlZBIPCgdub2RlX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAkiPAoIRW5kcG9pbnQSEgoKcmVwbGljYV9pZBgBIAEoCRILCgN1cmwYAiABKAkSDwoHbm9kZV9pZBgDIAEoCSJIChBFbmRwb2ludHNDaGFuZ2VkEg0KBW1vZGVsGAEgASgJEiUKCWVuZHBvaW50cxgCIAMoCzISLmxsbWd3LnYxLkVuZHBvaW50IoYBChRVbmRlbGl2ZXJhYmxlSGFuZGxlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCnJlcGxpY2FfaWQYBSABKAkSEAoIc2hhcmRfaWQYBiABKAki/gEKB0NvbW1hbmQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIYChBkZWFkbGluZV91bml4X21zGAUgASgDEiUKBXN0YXJ0GAogASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYCyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgMIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABISCgpyZXBsaWNhX2lkGAYgASgJQggKBmFjdGlvbiqAAQoITGl2ZW5lc3MSGAoUTElWRU5FU1NfVU5TUEVDSUZJRUQQABIWChJMSVZFTkVTU19DT05ORUNURUQQARIZChVMSVZFTkVTU19ESVNDT05ORUNURUQQAhIUChBMSVZFTkVTU19TVVNQRUNUEAMSEQoNTElWRU5FU1NfTE9TVBAEYgZwcm90bzM", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -143,6 +143,24 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: CommandUndeliverable;
     case: "commandUndeliverable";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuProblemsCleared gpu_problems_cleared = 25;
+     */
+    value: GpuProblemsCleared;
+    case: "gpuProblemsCleared";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuCordoned gpu_cordoned = 26;
+     */
+    value: GpuCordoned;
+    case: "gpuCordoned";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.GpuUncordoned gpu_uncordoned = 27;
+     */
+    value: GpuUncordoned;
+    case: "gpuUncordoned";
   } | { case: undefined; value?: undefined };
 };
 
@@ -450,6 +468,13 @@ export type UsageChanged = Message<"llmgw.v1.UsageChanged"> & {
    * @generated from field: repeated string new_problems = 5;
    */
   newProblems: string[];
+
+  /**
+   * Problems of single GPUs not yet recorded in this session.
+   *
+   * @generated from field: repeated llmgw.v1.GpuProblem gpu_problems = 6;
+   */
+  gpuProblems: GpuProblem[];
 };
 
 /**
@@ -1024,6 +1049,108 @@ export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PUR
   messageDesc(file_llmgw_v1_events, 18);
 
 /**
+ * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
+ * GPU takes work again (unless cordoned). With node_level, the node's
+ * untagged problems are cleared instead and gpu_index is ignored.
+ *
+ * @generated from message llmgw.v1.GpuProblemsCleared
+ */
+export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string operator = 3;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: bool node_level = 5;
+   */
+  nodeLevel: boolean;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuProblemsCleared.
+ * Use `create(GpuProblemsClearedSchema)` to create a new message.
+ */
+export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 19);
+
+/**
+ * GpuCordoned: keep new work off one GPU; what runs on it stays.
+ *
+ * @generated from message llmgw.v1.GpuCordoned
+ */
+export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string operator = 4;
+   */
+  operator: string;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuCordoned.
+ * Use `create(GpuCordonedSchema)` to create a new message.
+ */
+export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 20);
+
+/**
+ * @generated from message llmgw.v1.GpuUncordoned
+ */
+export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: uint32 gpu_index = 2;
+   */
+  gpuIndex: number;
+
+  /**
+   * @generated from field: string operator = 3;
+   */
+  operator: string;
+};
+
+/**
+ * Describes the message llmgw.v1.GpuUncordoned.
+ * Use `create(GpuUncordonedSchema)` to create a new message.
+ */
+export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 21);
+
+/**
  * ReconcilePass: one pass of the leading reconciler. Appended with
  * "expect last subject sequence" so at most one pass exists per log position.
  *
@@ -1090,7 +1217,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1198,6 +1325,12 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
      */
     value: UndeliverableHandled;
     case: "undeliverableHandled";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.EndpointsChanged endpoints_changed = 36;
+     */
+    value: EndpointsChanged;
+    case: "endpointsChanged";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1206,7 +1339,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1237,7 +1370,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1276,7 +1409,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1300,7 +1433,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1351,7 +1484,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1375,7 +1508,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1414,7 +1547,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1458,7 +1591,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1488,7 +1621,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1532,7 +1665,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1570,7 +1703,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * SessionRef names one session.
@@ -1594,7 +1727,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1618,7 +1751,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1648,7 +1781,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1678,7 +1811,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1707,7 +1840,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -1742,7 +1875,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -1771,7 +1904,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -1822,7 +1955,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 41);
 
 /**
  * What went wrong, as a value to branch on (`error` says it for people).
@@ -1891,7 +2024,7 @@ export enum ReplicaFailed_Reason {
  * Describes the enum llmgw.v1.ReplicaFailed.Reason.
  */
 export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 38, 0);
+  enumDesc(file_llmgw_v1_events, 41, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -1921,7 +2054,67 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 42);
+
+/**
+ * Endpoint: one ready replica a router may send a model's requests to.
+ *
+ * @generated from message llmgw.v1.Endpoint
+ */
+export type Endpoint = Message<"llmgw.v1.Endpoint"> & {
+  /**
+   * @generated from field: string replica_id = 1;
+   */
+  replicaId: string;
+
+  /**
+   * The URL rank 0 of the replica serves on.
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * The node rank 0 runs on.
+   *
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+};
+
+/**
+ * Describes the message llmgw.v1.Endpoint.
+ * Use `create(EndpointSchema)` to create a new message.
+ */
+export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 43);
+
+/**
+ * EndpointsChanged: the routing table of one model changed. It carries the
+ * whole list for the model (sorted by replica id; empty = nothing to route
+ * to), so the newest one is the model's table. A replica is listed while it
+ * is ready (every shard running) and neither draining nor stopping.
+ *
+ * @generated from message llmgw.v1.EndpointsChanged
+ */
+export type EndpointsChanged = Message<"llmgw.v1.EndpointsChanged"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: repeated llmgw.v1.Endpoint endpoints = 2;
+   */
+  endpoints: Endpoint[];
+};
+
+/**
+ * Describes the message llmgw.v1.EndpointsChanged.
+ * Use `create(EndpointsChangedSchema)` to create a new message.
+ */
+export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 44);
 
 /**
  * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
@@ -1968,7 +2161,7 @@ export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
  * Use `create(UndeliverableHandledSchema)` to create a new message.
  */
 export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 45);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -2048,7 +2241,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 46);
 
 /**
  * Liveness of a node as the reconciler decides it.

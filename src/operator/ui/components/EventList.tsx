@@ -17,6 +17,9 @@ const KINDS = [
   "nodeCordoned",
   "nodeUncordoned",
   "nodeDrainRequested",
+  "gpuProblemsCleared",
+  "gpuCordoned",
+  "gpuUncordoned",
   "gatewayStarted",
 ];
 

@@ -1,7 +1,7 @@
 /** One replica: where it is and why (the decision with its runners-up), or why it waits; and its history. */
 import { useEffect, useState } from "preact/hooks";
 import { type Api, ApiFailure } from "../api.ts";
-import type { Explain, HistoryEntry } from "../types.ts";
+import type { Explain, HistoryEntry, Replica } from "../types.ts";
 
 interface Props {
   api: Api;
@@ -10,6 +10,18 @@ interface Props {
   onSeek(seq: number): void;
   onNode(id: string): void;
   onClose(): void;
+}
+
+/** Where rank 0 serves, and whether the routing table sends requests there (ready: every shard runs, none leaving). */
+function Serves({ replica }: { replica: Replica }) {
+  const head = replica.shards.find((s) => s.rank === 0);
+  if (!head?.endpoint) return null;
+  return (
+    <p data-testid="replica-endpoint">
+      serves at <code>{head.endpoint}</code>{" "}
+      <span class="muted">{replica.ready ? "· in the routing table" : "· not routed (not ready)"}</span>
+    </p>
+  );
 }
 
 export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: Props) {
@@ -66,6 +78,7 @@ export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: P
           <span class="muted"> · {r.ready ? "ready" : "not ready"}</span>
         </p>
       )}
+      {r && <Serves replica={r} />}
       {r?.lastFailure && (
         <div class="failure" data-testid="last-failure">
           <h3>

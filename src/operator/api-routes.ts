@@ -1,0 +1,266 @@
+/**
+ * Every route of the operator API with the schemas of what it takes and
+ * answers: the table the OpenAPI document is built from (openapi.ts). A new
+ * route is one entry here; test/operator/openapi.test.ts fails for a route
+ * the server has and this table lacks, and for an answer that does not match.
+ */
+import type { z } from "zod";
+import {
+  CatalogAppliedSchema,
+  EndpointsSchema,
+  EventsPageSchema,
+  ExplainSchema,
+  FleetSchema,
+  HealthSchema,
+  HistorySchema,
+  NodeSchema,
+  NodesSchema,
+  ReadySchema,
+  ReplicaSchema,
+  ReplicasSchema,
+  WhatIfResultSchema,
+} from "./api-schemas.js";
+import { query as endpointsQuery } from "./routes/endpoints.js";
+import { eventsQuery } from "./routes/events.js";
+import { fleetQuery } from "./routes/fleet.js";
+import { intentBody } from "./routes/nodes.js";
+import { atQuery, listQuery } from "./routes/replicas.js";
+import { whatIfBody } from "./routes/what-if.js";
+
+/** What a route answers with on success. */
+export type RouteAnswer =
+  /** `stream`: with the query's follow=true, the same body as server-sent events instead. */
+  | { kind: "json"; schema: z.ZodType; description: string; stream?: string }
+  /** The catalog file as operators write it (its own component, CatalogResponse). */
+  | { kind: "catalog"; description: string }
+  /** Not JSON: Prometheus text, server-sent events, a web page. */
+  | { kind: "text"; contentType: string; description: string };
+
+export interface ApiRoute {
+  method: "GET" | "POST" | "PUT";
+  /** As fastify writes it: `/v1/nodes/:id`. */
+  url: string;
+  summary: string;
+  /** Open without a token (probes, the document itself). */
+  open?: true;
+  /** What `:id` is, when the path has one. */
+  id?: "node" | "replica";
+  /** The path has `:index`, a GPU index of the node. */
+  gpuIndex?: true;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The catalog body: JSON or YAML, checked by the catalog's own validation. */
+  catalogBody?: true;
+  /** Headers the route reads or sets (documented with the route). */
+  ifMatch?: true;
+  answer: RouteAnswer;
+  /** Error statuses besides 401 and 500. */
+  errors: number[];
+}
+
+const NODE_ACTIONS = [
+  ["cordon", "Cordon a node: no new shards are placed on it."],
+  ["uncordon", "Uncordon a node."],
+  ["drain", "Drain a node: its replicas are replaced elsewhere first, then stopped."],
+] as const;
+
+const GPU_ACTIONS = [
+  ["clear", "Clear a GPU's problems and faults: it takes work again (unless cordoned)."],
+  ["cordon", "Cordon one GPU: no new work on it; what runs there stays."],
+  ["uncordon", "Uncordon one GPU."],
+] as const;
+
+export const API_ROUTES: ApiRoute[] = [
+  {
+    method: "GET",
+    url: "/healthz",
+    summary: "Liveness.",
+    open: true,
+    answer: { kind: "json", schema: HealthSchema, description: "the process is up" },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/readyz",
+    summary: "Readiness: connected to NATS and the projection caught up with the log.",
+    open: true,
+    answer: { kind: "json", schema: ReadySchema, description: "ready, at this sequence" },
+    errors: [503],
+  },
+  {
+    method: "GET",
+    url: "/metrics",
+    summary: "Prometheus metrics of this API process.",
+    answer: { kind: "text", contentType: "text/plain", description: "Prometheus text exposition" },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/openapi.json",
+    summary: "This document.",
+    open: true,
+    answer: { kind: "text", contentType: "application/json", description: "the OpenAPI 3.1 document" },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/docs",
+    summary: "A reference page of the API, built from this document.",
+    open: true,
+    answer: { kind: "text", contentType: "text/html", description: "the reference page" },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/v1/nodes",
+    summary: "Every node, sorted by id.",
+    answer: { kind: "json", schema: NodesSchema, description: "the nodes" },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/v1/nodes/:id",
+    summary: "One node.",
+    id: "node",
+    answer: { kind: "json", schema: NodeSchema, description: "the node" },
+    errors: [400, 404],
+  },
+  ...NODE_ACTIONS.map(
+    ([action, summary]): ApiRoute => ({
+      method: "POST",
+      url: `/v1/nodes/:id/${action}`,
+      summary,
+      id: "node",
+      body: intentBody,
+      answer: {
+        kind: "json",
+        schema: NodeSchema,
+        description: "the sequence appended and the node after it",
+      },
+      errors: [400, 404, 503, 504],
+    }),
+  ),
+  ...GPU_ACTIONS.map(
+    ([action, summary]): ApiRoute => ({
+      method: "POST",
+      url: `/v1/nodes/:id/gpus/:index/${action}`,
+      summary,
+      id: "node",
+      gpuIndex: true,
+      body: intentBody,
+      answer: {
+        kind: "json",
+        schema: NodeSchema,
+        description: "the sequence appended and the node after it",
+      },
+      errors: [400, 404, 503, 504],
+    }),
+  ),
+  {
+    method: "POST",
+    url: "/v1/nodes/:id/problems/clear",
+    summary: "Clear a node's node-level problems (those tied to no GPU).",
+    id: "node",
+    body: intentBody,
+    answer: { kind: "json", schema: NodeSchema, description: "the sequence appended and the node after it" },
+    errors: [400, 404, 503, 504],
+  },
+  {
+    method: "GET",
+    url: "/v1/replicas",
+    summary: "Replicas (by model, then id) and each model's ready/desired count.",
+    query: listQuery,
+    answer: { kind: "json", schema: ReplicasSchema, description: "the replicas" },
+    errors: [400],
+  },
+  {
+    method: "GET",
+    url: "/v1/replicas/:id",
+    summary: "One replica.",
+    id: "replica",
+    answer: { kind: "json", schema: ReplicaSchema, description: "the replica" },
+    errors: [400, 404],
+  },
+  {
+    method: "GET",
+    url: "/v1/replicas/:id/explain",
+    summary: "The decisions that touched a replica, and where it is and why (or why it waits).",
+    id: "replica",
+    query: atQuery,
+    answer: { kind: "json", schema: ExplainSchema, description: "the explanation" },
+    errors: [400, 404],
+  },
+  {
+    method: "GET",
+    url: "/v1/replicas/:id/history",
+    summary: "A replica's history: created, placed, each shard's state, drained, removed.",
+    id: "replica",
+    query: atQuery,
+    answer: { kind: "json", schema: HistorySchema, description: "the history, oldest first" },
+    errors: [400, 404],
+  },
+  {
+    method: "GET",
+    url: "/v1/events",
+    summary: "The log decoded, a page at a time, filterable by subject, node, replica and kind.",
+    query: eventsQuery,
+    answer: { kind: "json", schema: EventsPageSchema, description: "a page of events" },
+    errors: [400, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/fleet",
+    summary: "The fleet now, at a sequence (`at`) or at a time (`time`).",
+    query: fleetQuery,
+    answer: { kind: "json", schema: FleetSchema, description: "the fleet" },
+    errors: [400],
+  },
+  {
+    method: "GET",
+    url: "/v1/stream",
+    summary: "Server-sent events with the API's live position in the log (`event: position`).",
+    answer: {
+      kind: "text",
+      contentType: "text/event-stream",
+      description: "`event: position` with `data: {seq, timeMs}`, at once and as the log grows",
+    },
+    errors: [],
+  },
+  {
+    method: "GET",
+    url: "/v1/endpoints",
+    summary: "The routing table as the log records it: ready replicas per model and where rank 0 serves.",
+    query: endpointsQuery,
+    answer: {
+      kind: "json",
+      schema: EndpointsSchema,
+      description: "the table, or one model's list",
+      stream: "with follow=true: `event: endpoints` with the same body, at once and after every change",
+    },
+    errors: [400, 404],
+  },
+  {
+    method: "POST",
+    url: "/v1/what-if",
+    summary: "Re-run placement over recorded passes with another reconciler config; nothing is written.",
+    body: whatIfBody,
+    answer: { kind: "json", schema: WhatIfResultSchema, description: "the passes whose decisions differ" },
+    errors: [400],
+  },
+  {
+    method: "GET",
+    url: "/v1/catalog",
+    summary: "The catalog in force; its ETag is the catalog's sequence.",
+    answer: { kind: "catalog", description: "the catalog in force" },
+    errors: [],
+  },
+  {
+    method: "PUT",
+    url: "/v1/catalog",
+    summary: "Apply a catalog (JSON or YAML); `If-Match` names the sequence the change was based on.",
+    catalogBody: true,
+    ifMatch: true,
+    answer: { kind: "json", schema: CatalogAppliedSchema, description: "applied at this sequence" },
+    errors: [400, 412, 413, 415, 503, 504],
+  },
+];

@@ -1,0 +1,331 @@
+/**
+ * The shapes of the operator API's answers, as zod schemas. They are the
+ * source of the OpenAPI document (`GET /openapi.json`, built by openapi.ts)
+ * and are checked against the real answers by test/operator/openapi.test.ts,
+ * so a field added to a view without its schema fails that test. Each schema
+ * with an `id` becomes one entry of the document's `components.schemas`.
+ */
+import { z } from "zod";
+import type { EndpointEntry } from "../projections/index.js";
+import type { PendingDecision, PlacementDecision } from "../reconciler/explain/index.js";
+import type { ExplainedTouch, HistoryEntry } from "./explain.js";
+import type { ModelReadiness, NodeView, ReplicaView } from "./views.js";
+
+/** Schemas named in the document, by id. */
+export const apiSchemaRegistry = z.registry<{ id: string; description?: string }>();
+
+function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  apiSchemaRegistry.add(schema, description === undefined ? { id } : { id, description });
+  return schema;
+}
+
+const seq = z.int().min(0);
+const ms = z.number();
+
+export const ErrorBodySchema = named(
+  "Error",
+  z.object({
+    error: z.object({
+      code: z.enum([
+        "unauthorized",
+        "invalid-argument",
+        "invalid-catalog",
+        "not-found",
+        "precondition-failed",
+        "unsupported-media-type",
+        "payload-too-large",
+        "log-unavailable",
+        "not-ready",
+        "timeout",
+        "internal",
+      ]),
+      message: z.string(),
+      issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+      seq: seq.optional(),
+    }),
+  }),
+  "Every error: clients branch on `code`, people read `message`.",
+);
+
+const GpuViewSchema = named(
+  "GpuView",
+  z.object({
+    index: z.int(),
+    uuid: z.string(),
+    product: z.string(),
+    memoryTotalMb: z.number(),
+    memoryUsedMb: z.number(),
+    problems: z.array(z.string()),
+    faults: z.array(
+      z.object({
+        kind: z.enum(["xid", "ecc", "thermal", "retired-pages", "other", "unspecified"]),
+        message: z.string(),
+      }),
+    ),
+    cordoned: z.boolean(),
+    cordonReason: z.string(),
+    shards: z.array(
+      z.object({ replicaId: z.string(), shardId: z.string(), model: z.string(), state: z.string() }),
+    ),
+  }),
+);
+
+export const NodeViewSchema = named(
+  "NodeView",
+  z.object({
+    nodeId: z.string(),
+    liveness: z.enum(["connected", "disconnected", "suspect", "lost"]),
+    agentVersion: z.string(),
+    labels: z.record(z.string(), z.string()),
+    cordoned: z.boolean(),
+    cordonReason: z.string(),
+    draining: z.boolean(),
+    session: z
+      .object({ sessionId: z.string(), gatewayId: z.string(), openedSeq: seq, identity: z.string() })
+      .nullable(),
+    disconnectedSinceMs: ms.nullable(),
+    lastCloseReason: z.string(),
+    nodeProblems: z.array(z.string()),
+    fabrics: z.array(z.object({ name: z.string(), kind: z.string(), gpuIndices: z.array(z.int()) })),
+    gpus: z.array(GpuViewSchema),
+    gpusTotal: z.int(),
+    gpusUsed: z.int(),
+    replicaIds: z.array(z.string()),
+    lastChangeSeq: seq,
+  }),
+  "A node with which shards hold each of its GPUs.",
+);
+
+const ShardSchema = named(
+  "Shard",
+  z.object({
+    shardId: z.string(),
+    rank: z.int(),
+    nodeId: z.string(),
+    sessionId: z.string(),
+    gpuIndices: z.array(z.int()),
+    state: z.enum(["pending", "unspecified", "starting", "running", "draining", "stopped", "failed"]),
+    desired: z.enum(["running", "draining", "stopped"]),
+    adopted: z.boolean(),
+    lastError: z.string(),
+    exitCode: z.int(),
+    endpoint: z.string(),
+    lastOutput: z.string(),
+    fault: z
+      .object({ kind: z.enum(["start-refused", "failed", "unrequested-stop"]), message: z.string() })
+      .nullable(),
+    startCommandId: z.string(),
+    startAttempts: z.int(),
+    startDueMs: ms,
+    startingSinceMs: ms,
+    lastChangeSeq: seq,
+  }),
+);
+
+export const ReplicaViewSchema = named(
+  "ReplicaView",
+  z.object({
+    replicaId: z.string(),
+    model: z.string(),
+    profile: z.string(),
+    phase: z.enum(["pending", "placed", "running", "draining"]),
+    createdSeq: seq,
+    shards: z.array(ShardSchema),
+    replaces: z.string(),
+    replacedBy: z.string(),
+    pendingReason: z.string(),
+    drainReason: z.string(),
+    drainStartedMs: ms,
+    restarts: z.int(),
+    backoffUntilMs: ms,
+    lastFailure: z
+      .object({
+        reason: z.string(),
+        message: z.string(),
+        nodeId: z.string(),
+        shardId: z.string(),
+        exitCode: z.int(),
+        lastOutput: z.string(),
+        seq,
+      })
+      .nullable(),
+    lastChangeSeq: seq,
+    nodeIds: z.array(z.string()),
+    ready: z.boolean(),
+  }),
+  "A replica and its shards; `ready` means every shard reports RUNNING and none is draining or stopping.",
+);
+
+export const ModelReadinessSchema = named(
+  "ModelReadiness",
+  z.object({ model: z.string(), ready: z.int().min(0), desired: z.int().min(0) }),
+);
+
+const CandidateSchema = z.object({ nodeIds: z.array(z.string()), score: z.number() });
+
+const PlacementSchema = named(
+  "PlacementDecision",
+  z.object({
+    seq,
+    timeMs: ms,
+    profile: z.string(),
+    policy: z.string(),
+    chosen: CandidateSchema.nullable(),
+    runnersUp: z.array(CandidateSchema),
+    nodes: z.array(z.object({ nodeId: z.string(), gpuIndices: z.array(z.int()) })),
+    explanation: z.string(),
+  }),
+);
+
+const PendingSchema = named(
+  "PendingDecision",
+  z.object({
+    seq,
+    timeMs: ms,
+    nodesConsidered: z.int(),
+    nodesFit: z.int(),
+    ruledOut: z.array(z.object({ reason: z.string(), nodes: z.int() })),
+    explanation: z.string(),
+  }),
+);
+
+export const ExplainSchema = named(
+  "ReplicaExplanation",
+  z.object({
+    seq,
+    lastSeq: seq,
+    replicaId: z.string(),
+    replica: ReplicaViewSchema.nullable(),
+    decisions: z.array(
+      z.object({
+        seq,
+        timeMs: ms,
+        leaderId: z.string(),
+        trigger: z.string(),
+        kind: z.string(),
+        text: z.string(),
+      }),
+    ),
+    placement: PlacementSchema.nullable(),
+    pending: PendingSchema.nullable(),
+  }),
+);
+
+export const HistorySchema = named(
+  "ReplicaHistory",
+  z.object({
+    seq,
+    replicaId: z.string(),
+    history: z.array(
+      z.object({ seq, timeMs: ms, kind: z.string(), text: z.string(), nodeId: z.string().optional() }),
+    ),
+  }),
+);
+
+export const FleetSchema = named(
+  "Fleet",
+  z.object({
+    seq,
+    timeMs: ms,
+    lastSeq: seq,
+    nodes: z.array(NodeViewSchema),
+    replicas: z.array(ReplicaViewSchema),
+    catalog: z.object({ seq, models: z.array(z.string()) }),
+    readiness: z.array(ModelReadinessSchema),
+    lastPass: z.object({ seq, leaderId: z.string(), observedSeq: seq, nowMs: ms }).nullable(),
+  }),
+  "The fleet at one position of the log.",
+);
+
+export const EventsPageSchema = named(
+  "EventsPage",
+  z.object({
+    events: z.array(
+      z.object({
+        seq,
+        timeMs: ms,
+        subject: z.string(),
+        kind: z.string().optional(),
+        text: z.string().optional(),
+        nodeIds: z.array(z.string()).optional(),
+        replicaIds: z.array(z.string()).optional(),
+        event: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe("The llmgw.v1.Event as protobuf JSON (proto/llmgw/v1/events.proto)."),
+        malformed: z.string().optional(),
+      }),
+    ),
+    next: seq.nullable(),
+    lastSeq: seq,
+  }),
+);
+
+export const CatalogAppliedSchema = named(
+  "CatalogApplied",
+  z.object({ seq, models: z.array(z.object({ name: z.string(), replicas: z.int() })) }),
+);
+
+export const WhatIfResultSchema = named(
+  "WhatIfResult",
+  z.object({
+    config: z.record(z.string(), z.unknown()).describe("The whole reconciler config the run used."),
+    compared: z.int(),
+    differing: z.int(),
+    passes: z.array(
+      z.object({
+        seq,
+        nowMs: ms,
+        differences: z.array(
+          z.object({
+            subject: z.string(),
+            record: z.string(),
+            alternative: z.string(),
+            nodes: z.array(z.string()),
+          }),
+        ),
+      }),
+    ),
+  }),
+);
+
+const EndpointEntrySchema = named(
+  "EndpointEntry",
+  z.object({ replicaId: z.string(), url: z.string(), nodeId: z.string() }),
+  "A ready replica and where its rank 0 serves.",
+);
+
+export const EndpointsSchema = named(
+  "Endpoints",
+  z.union([
+    z.object({ seq, endpoints: z.record(z.string(), z.array(EndpointEntrySchema)) }),
+    z.object({ seq, model: z.string(), endpoints: z.array(EndpointEntrySchema) }),
+  ]),
+  "The routing table by model, or (with `model`) one model's list.",
+);
+
+export const NodesSchema = named("Nodes", z.object({ seq, nodes: z.array(NodeViewSchema) }));
+export const NodeSchema = named("Node", z.object({ seq, node: NodeViewSchema }));
+export const ReplicasSchema = named(
+  "Replicas",
+  z.object({ seq, models: z.array(ModelReadinessSchema), replicas: z.array(ReplicaViewSchema) }),
+);
+export const ReplicaSchema = named("Replica", z.object({ seq, replica: ReplicaViewSchema }));
+export const HealthSchema = named("Health", z.object({ status: z.literal("ok") }));
+export const ReadySchema = named("Ready", z.object({ status: z.literal("ready"), seq }));
+
+/*
+ * The schemas and the types the views are written in must agree: a field
+ * added to a view and not here (or the other way round) fails the type check
+ * here, before the test that compares real answers.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const agree = <_T extends true>() => undefined;
+agree<Same<z.output<typeof NodeViewSchema>, NodeView>>();
+agree<Same<z.output<typeof ReplicaViewSchema>, ReplicaView>>();
+agree<Same<z.output<typeof ModelReadinessSchema>, ModelReadiness>>();
+agree<Same<z.output<typeof EndpointEntrySchema>, EndpointEntry>>();
+agree<Same<z.output<typeof PlacementSchema>, PlacementDecision>>();
+agree<Same<z.output<typeof PendingSchema>, PendingDecision>>();
+agree<Same<z.output<typeof HistorySchema>["history"][number], HistoryEntry>>();
+agree<Same<z.output<typeof ExplainSchema>["decisions"][number], ExplainedTouch>>();

@@ -1,0 +1,194 @@
+/**
+ * The OpenAPI 3.1 document of the operator API, built from the zod schemas
+ * of its routes (api-routes.ts) and answers (api-schemas.ts) with zod's own
+ * JSON Schema output (draft 2020-12, the dialect of OpenAPI 3.1). Pure: the
+ * same code gives the same document.
+ */
+import { z } from "zod";
+import { API_ROUTES, type ApiRoute, type RouteAnswer } from "./api-routes.js";
+import { apiSchemaRegistry } from "./api-schemas.js";
+import { catalogFileSchema } from "./catalog/index.js";
+
+type JsonSchema = Record<string, unknown>;
+
+export interface OpenApiDocument {
+  openapi: "3.1.0";
+  info: { title: string; version: string; description: string };
+  paths: Record<string, Record<string, unknown>>;
+  components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown> };
+  /** Applies to every operation that does not say `security: []`. */
+  security: Array<Record<string, string[]>>;
+}
+
+const REF = (id: string) => `#/components/schemas/${id}`;
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "invalid id, query or body (`issues` names each bad field)",
+  401: "missing or wrong token",
+  404: "no such node, replica or endpoint",
+  412: "the catalog changed since the If-Match sequence (`seq` is the one in force)",
+  413: "body over 4 MiB",
+  415: "a catalog that is neither JSON nor YAML",
+  500: "a bug",
+  503: "NATS unreachable, or the projection not caught up",
+  504: "appended, but the projection did not fold it in time",
+};
+
+/** A zod schema as a JSON Schema to embed: no `$schema`/`$id` of its own. */
+function embed(schema: JsonSchema): JsonSchema {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+/** What a request takes, as written (`io: "input"`): defaults not applied, transforms not run. */
+function inputSchema(schema: z.ZodType): JsonSchema {
+  return embed(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema);
+}
+
+/** `/v1/nodes/:id` → `/v1/nodes/{id}` */
+export function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z_]+)/g, "{$1}");
+}
+
+function components(): Record<string, JsonSchema> {
+  const { schemas } = z.toJSONSchema(apiSchemaRegistry, { uri: REF });
+  const out: Record<string, JsonSchema> = {};
+  for (const [id, s] of Object.entries(schemas)) out[id] = embed(s as JsonSchema);
+  out["CatalogFile"] = {
+    ...inputSchema(catalogFileSchema),
+    description: "A catalog as operators write it (memory and durations as text); examples/catalog.yaml.",
+  };
+  out["CatalogResponse"] = {
+    type: "object",
+    properties: {
+      seq: { type: "integer", minimum: 0 },
+      appliedBy: { type: "string" },
+      catalog: { $ref: REF("CatalogFile") },
+    },
+    required: ["seq", "appliedBy", "catalog"],
+    additionalProperties: false,
+  };
+  return out;
+}
+
+function schemaId(schema: z.ZodType): string {
+  const id = apiSchemaRegistry.get(schema)?.id;
+  if (!id) throw new Error("an answer schema of api-routes.ts is not registered in api-schemas.ts");
+  return id;
+}
+
+function answerContent(a: RouteAnswer): Record<string, unknown> {
+  switch (a.kind) {
+    case "json":
+      return {
+        "application/json": { schema: { $ref: REF(schemaId(a.schema)) } },
+        ...(a.stream ? { "text/event-stream": { schema: { type: "string", description: a.stream } } } : {}),
+      };
+    case "catalog":
+      return { "application/json": { schema: { $ref: REF("CatalogResponse") } } };
+    case "text":
+      return { [a.contentType]: { schema: { type: "string" } } };
+    default: {
+      const never: never = a;
+      throw new Error(`unknown answer ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+const ID_PARAM = {
+  node: {
+    description: "A node id as typed: an RFC 1123 DNS name (docs/ARCHITECTURE.md, Node ids are DNS names).",
+    schema: { type: "string", minLength: 1, maxLength: 253 },
+  },
+  replica: {
+    description: "A replica id.",
+    schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
+  },
+} as const;
+
+function parameters(r: ApiRoute): unknown[] {
+  const out: unknown[] = [];
+  if (r.id) out.push({ name: "id", in: "path", required: true, ...ID_PARAM[r.id] });
+  if (r.gpuIndex) {
+    out.push({
+      name: "index",
+      in: "path",
+      required: true,
+      description: "A GPU index the node registered.",
+      schema: { type: "integer", minimum: 0 },
+    });
+  }
+  if (r.query) {
+    const q = inputSchema(r.query) as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      out.push({ name, in: "query", required: q.required?.includes(name) ?? false, schema });
+    }
+  }
+  if (r.ifMatch) {
+    out.push({
+      name: "If-Match",
+      in: "header",
+      required: false,
+      description:
+        'The catalog sequence the change is based on, as its ETag gave it ("12"); `*` or absent: any.',
+      schema: { type: "string" },
+    });
+  }
+  return out;
+}
+
+function operation(r: ApiRoute): Record<string, unknown> {
+  const responses: Record<string, unknown> = {
+    "200": { description: r.answer.description, content: answerContent(r.answer) },
+  };
+  const errors = [...r.errors, ...(r.open ? [] : [401]), 500].sort((a, b) => a - b);
+  for (const status of errors) {
+    responses[String(status)] = {
+      description: STATUS_TEXT[status] ?? "error",
+      content: { "application/json": { schema: { $ref: REF("Error") } } },
+    };
+  }
+  const op: Record<string, unknown> = {
+    operationId: `${r.method.toLowerCase()}${openApiPath(r.url).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    summary: r.summary,
+    parameters: parameters(r),
+    responses,
+  };
+  if (r.open) op["security"] = [];
+  if (r.body) {
+    op["requestBody"] = { required: false, content: { "application/json": { schema: inputSchema(r.body) } } };
+  }
+  if (r.catalogBody) {
+    const ref = { $ref: REF("CatalogFile") };
+    op["requestBody"] = {
+      required: true,
+      content: { "application/json": { schema: ref }, "application/yaml": { schema: ref } },
+    };
+  }
+  return op;
+}
+
+/** The document for the given routes (default: every route of the API). */
+export function openApiDocument(routes: readonly ApiRoute[] = API_ROUTES): OpenApiDocument {
+  const paths: OpenApiDocument["paths"] = {};
+  for (const r of routes) {
+    const path = openApiPath(r.url);
+    paths[path] = { ...paths[path], [r.method.toLowerCase()]: operation(r) };
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "llmgw operator API",
+      version: "1",
+      description:
+        "The operator API of llmgw: nodes, replicas, the log, the catalog, what-if. Every request needs " +
+        "`Authorization: Bearer <token>` except the probes, this document and the UI's files (docs/operator-api.md).",
+    },
+    paths,
+    components: {
+      schemas: components(),
+      securitySchemes: { token: { type: "http", scheme: "bearer" } },
+    },
+    security: [{ token: [] }],
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * GPU faults. A replica with a shard on a GPU that has a problem (reported
+ * by a heartbeat or in the registration) is moved off make-before-break,
+ * exactly like a replica on a draining node: a replacement is placed on
+ * healthy GPUs, and once it runs the replica drains. A cordoned GPU only
+ * keeps new work off (placement), like a cordoned node: nothing moves.
+ * Node-level problems (not tied to a GPU) also only keep new work off.
+ */
+import type { NodeState, ReplicaState, ShardState } from "../../projections/index.js";
+import { replaceThenDrain } from "./drains.js";
+import { finished, sortedValues } from "./messages.js";
+import type { Pass } from "./pass.js";
+
+export function moveOffFaultyGpus(pass: Pass): void {
+  const models = new Set(pass.work.replicas.catalog.models.map((m) => m.name));
+  for (const r of sortedValues(pass.work.replicas.replicas)) {
+    if (r.phase === "draining") continue;
+    const cause = faultOf(pass.work.inventory.nodes, r);
+    if (cause === undefined) continue;
+    const unit = replaceThenDrain(pass, r, models, cause);
+    if (unit && !pass.add(unit)) return;
+  }
+}
+
+/** Why the replica must move: its first running shard on a faulty GPU, or undefined. */
+function faultOf(nodes: Record<string, NodeState>, r: ReplicaState): string | undefined {
+  for (const s of r.shards) {
+    if (s.desired !== "running" || finished(s)) continue;
+    const why = faultyGpu(nodes[s.nodeId], s);
+    if (why !== undefined) return why;
+  }
+  return undefined;
+}
+
+function faultyGpu(n: NodeState | undefined, s: ShardState): string | undefined {
+  if (!n) return undefined;
+  for (const i of s.gpuIndices) {
+    const g = n.gpus.find((x) => x.index === i);
+    if (!g) continue;
+    const first = g.faults[0];
+    if (first) return `GPU ${i} of ${n.nodeId} has a problem (${first.kind}: ${first.message})`;
+    const registered = g.problems[0];
+    if (registered !== undefined) return `GPU ${i} of ${n.nodeId} has a problem (${registered})`;
+  }
+  return undefined;
+}

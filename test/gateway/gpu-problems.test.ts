@@ -1,0 +1,81 @@
+/**
+ * Heartbeats that name a GPU's problem, on a real gateway and a real
+ * stream: each distinct problem is recorded once per session, however often
+ * the agent repeats it; a problem naming a GPU the node did not register is
+ * dropped (the session stays); an oversized one ends the session with
+ * InvalidArgument naming the field.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { Gateway } from "../../src/gateway/index.js";
+import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { codeOf, TestAgent } from "../support/agent.js";
+import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { h100Registration } from "../support/sample-events.js";
+
+describe("gateway: per-GPU problems in heartbeats", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let gw: Gateway;
+  let log: Log;
+  before(async () => {
+    server = await startServer();
+    const stream = uniqueStream("GWGPU");
+    const prefix = `t${rand()}.evt`;
+    log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    gw = await startTestGateway({ nats: server.url, stream, prefix });
+  });
+  after(async () => {
+    await gw?.drain("test over");
+    await log?.close();
+    await server?.close();
+  });
+
+  const usageOf = async (node: string) =>
+    (await readAll(log)).flatMap((r) =>
+      r.event.body.case === "usageChanged" && r.event.body.value.nodeId === node ? [r.event.body.value] : [],
+    );
+
+  it("records each distinct problem once, and drops one naming a GPU the node does not have", async () => {
+    const node = "gpu-xid";
+    const a = await TestAgent.connect({ baseUrl: gw.url, registration: h100Registration(node) });
+    try {
+      const xid = { gpuIndex: 3, kind: GpuProblem_Kind.XID, message: "Xid 79: GPU has fallen off the bus" };
+      const hot = { gpuIndex: 3, kind: GpuProblem_Kind.THERMAL, message: "92 C" };
+      for (let i = 0; i < 20; i++) a.heartbeat({ gpuProblems: [xid, xid] });
+      a.heartbeat({ gpuProblems: [{ gpuIndex: 12, kind: GpuProblem_Kind.ECC, message: "no such GPU" }] });
+      a.heartbeat({ gpuProblems: [xid, hot] });
+      const last = a.shardStatus({ shardId: "s1", state: ShardStatus_State.RUNNING });
+      await a.waitForAck(last);
+      assert.equal(a.done, false, "the session stays open");
+    } finally {
+      a.abort();
+    }
+    const usage = await usageOf(node);
+    assert.deepEqual(
+      usage.map((u) => u.gpuProblems.map((p) => [p.gpuIndex, p.kind, p.message])),
+      [
+        [[3, GpuProblem_Kind.XID, "Xid 79: GPU has fallen off the bus"]],
+        [[3, GpuProblem_Kind.THERMAL, "92 C"]],
+      ],
+    );
+  });
+
+  it("ends a session whose GPU problem message is too long (InvalidArgument naming the field)", async () => {
+    const node = "gpu-chatty";
+    const a = await TestAgent.connect({ baseUrl: gw.url, registration: h100Registration(node) });
+    try {
+      a.heartbeat({ gpuProblems: [{ gpuIndex: 0, kind: GpuProblem_Kind.OTHER, message: "x".repeat(2000) }] });
+      const err = await a.ended;
+      assert.equal(codeOf(err), "InvalidArgument");
+      assert.match(
+        String(err),
+        /heartbeat\.gpu_problems\[0\]\.message is 2000 characters long; at most 1024/,
+      );
+    } finally {
+      a.abort();
+    }
+    assert.deepEqual(await usageOf(node), []);
+  });
+});

@@ -1,0 +1,302 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: response bodies are loosely typed JSON, checked against the document
+/**
+ * The OpenAPI document against the real API on a real nats-server: every
+ * route the server registers is in the document (and nothing else is), and
+ * every answer of every route, called with real data, matches the schema
+ * the document gives for its status — checked by a JSON Schema 2020-12
+ * validator (ajv), the dialect of OpenAPI 3.1.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { openApiPath } from "../../src/operator/openapi.js";
+import { isUiPath } from "../../src/operator/routes/ui.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
+import { Fleet, llama70b } from "../support/fleet.js";
+import { type ApiFixture, appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
+
+const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
+
+describe("OpenAPI document", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let fx: ApiFixture;
+  let doc: any;
+  let ajv: Ajv2020;
+  /** Operations answered 200 at least once: "get /v1/nodes/{id}". */
+  const answered = new Set<string>();
+
+  before(async () => {
+    server = await startServer();
+    fx = await startApiFixture(server.url);
+    const last = await appendAll(fx.log, smallFleet());
+    await fx.api.runtime.waitFor(last);
+    const r = await fx.call("/openapi.json", { token: null });
+    assert.equal(r.status, 200, "the document is open like the probes");
+    doc = r.body;
+    ajv = new Ajv2020({ allErrors: true });
+    // Strict about the schemas themselves; `components` is only the wrapper that holds them.
+    ajv.addVocabulary(["components"]);
+    // The components under one id, so the document's `#/components/schemas/…` references resolve.
+    ajv.addSchema({ $id: "llmgw-api", components: { schemas: doc.components.schemas } });
+  });
+  after(async () => {
+    await fx?.close();
+    await server?.close();
+  });
+
+  /** Calls the API and checks the answer against what the document says for that operation and status. */
+  async function check(
+    method: string,
+    template: string,
+    path: string,
+    init: Parameters<ApiFixture["call"]>[1] = {},
+  ) {
+    const op = doc.paths[openApiPath(template)]?.[method.toLowerCase()];
+    assert.ok(op, `${method} ${template} is not in the document`);
+    const res = await fx.call(path, { ...init, method });
+    const documented = op.responses[String(res.status)];
+    assert.ok(documented, `${method} ${path} answered ${res.status}, which the document does not list`);
+    const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
+    const content = documented.content?.[type];
+    assert.ok(
+      content,
+      `${method} ${path} answered ${type}, the document lists ${Object.keys(documented.content ?? {})}`,
+    );
+    if (type === "application/json" && content.schema.$ref) {
+      const validate = ajv.getSchema(`llmgw-api${content.schema.$ref}`);
+      assert.ok(validate, `no schema ${content.schema.$ref}`);
+      assert.ok(
+        validate(res.body),
+        `${method} ${path} (${res.status}) does not match ${content.schema.$ref}: ${ajv.errorsText(validate.errors)}`,
+      );
+    }
+    if (res.status === 200) answered.add(`${method.toLowerCase()} ${openApiPath(template)}`);
+    return res;
+  }
+
+  it("is OpenAPI 3.1 and describes exactly the routes the server has", () => {
+    assert.equal(doc.openapi, "3.1.0");
+    const served = new Set(
+      fx.api.routes
+        .filter((r) => r.method !== "HEAD" && !isUiPath(r.url) && !r.url.includes("*"))
+        .map((r) => `${r.method.toLowerCase()} ${openApiPath(r.url)}`),
+    );
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops as object).map((m) => `${m} ${p}`)),
+    );
+    for (const r of served) assert.ok(documented.has(r), `the server has ${r}, the document does not`);
+    for (const d of documented) assert.ok(served.has(d), `the document has ${d}, the server does not`);
+    assert.ok(served.size >= 20, `only ${served.size} routes seen`);
+  });
+
+  it("is whole: every reference resolves, operation ids are unique, path parameters are declared", () => {
+    const refs = new Set<string>();
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === "object") {
+        for (const [k, x] of Object.entries(v)) {
+          if (k === "$ref" && typeof x === "string") refs.add(x);
+          else walk(x);
+        }
+      }
+    };
+    walk(doc);
+    for (const r of refs) {
+      const id = /^#\/components\/schemas\/([A-Za-z0-9_]+)$/.exec(r)?.[1];
+      assert.ok(id && doc.components.schemas[id], `${r} resolves to nothing`);
+    }
+    const ids: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        ids.push(op.operationId);
+        assert.ok(op.summary, `${method} ${path} has no summary`);
+        assert.ok(op.responses["200"], `${method} ${path} documents no success`);
+        for (const name of [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])) {
+          assert.ok(
+            op.parameters.some((p: any) => p.in === "path" && p.name === name && p.required),
+            `${method} ${path} does not declare its path parameter ${name}`,
+          );
+        }
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, `operation ids repeat: ${ids}`);
+  });
+
+  it("matches every real answer, successes and errors", async () => {
+    await check("GET", "/healthz", "/healthz", { token: null });
+    await check("GET", "/readyz", "/readyz", { token: null });
+    const nodes = await check("GET", "/v1/nodes", "/v1/nodes");
+    assert.equal(nodes.body.nodes.length, 3);
+    await check("GET", "/v1/nodes/:id", "/v1/nodes/gpu-a1");
+    assert.equal((await check("GET", "/v1/nodes/:id", "/v1/nodes/gpu-zz")).status, 404);
+    assert.equal((await check("GET", "/v1/nodes/:id", "/v1/nodes/Not_A_Name")).status, 400);
+    assert.equal((await check("GET", "/v1/nodes", "/v1/nodes", { token: "wrong-token-123" })).status, 401);
+
+    const replicas = await check("GET", "/v1/replicas", "/v1/replicas");
+    assert.equal(replicas.body.replicas.length, 3);
+    assert.ok(replicas.body.models.length > 0);
+    assert.equal((await check("GET", "/v1/replicas", "/v1/replicas?phase=lost")).status, 400);
+    await check("GET", "/v1/replicas/:id", "/v1/replicas/r-70b-1");
+    for (const id of ["r-405b-1", "r-70b-2"]) {
+      const ex = await check("GET", "/v1/replicas/:id/explain", `/v1/replicas/${id}/explain`);
+      assert.ok(ex.body.placement !== null || ex.body.pending !== null, `${id} has no decision`);
+      await check("GET", "/v1/replicas/:id/history", `/v1/replicas/${id}/history`);
+    }
+    await check("GET", "/v1/replicas/:id/explain", "/v1/replicas/r-405b-1/explain?at=3");
+    assert.equal((await check("GET", "/v1/replicas/:id", "/v1/replicas/r-never")).status, 404);
+
+    const events = await check("GET", "/v1/events", "/v1/events?limit=3");
+    assert.equal(events.body.events.length, 3);
+    await check("GET", "/v1/events", "/v1/events?kind=reconcilePass");
+    assert.equal((await check("GET", "/v1/events", "/v1/events?limit=0")).status, 400);
+    await check("GET", "/v1/endpoints", "/v1/endpoints");
+    await check("GET", "/v1/endpoints", "/v1/endpoints?model=llama-3.3-70b");
+    assert.equal((await check("GET", "/v1/endpoints", "/v1/endpoints?model=no-such-model")).status, 404);
+    await check("GET", "/v1/fleet", "/v1/fleet");
+    await check("GET", "/v1/fleet", "/v1/fleet?at=4");
+
+    const catalog = await check("GET", "/v1/catalog", "/v1/catalog");
+    const etag = catalog.headers.get("etag") ?? "";
+    const yaml = { "content-type": "application/yaml", "if-match": etag };
+    const applied = await check("PUT", "/v1/catalog", "/v1/catalog", { body: example, headers: yaml });
+    assert.equal(applied.status, 200);
+    const stale = await check("PUT", "/v1/catalog", "/v1/catalog", { body: example, headers: yaml });
+    assert.equal(stale.status, 412);
+    const bad = await check("PUT", "/v1/catalog", "/v1/catalog", {
+      body: "models: [{name: x}]",
+      headers: { "content-type": "application/yaml" },
+    });
+    assert.equal(bad.status, 400);
+    await check("GET", "/v1/catalog", "/v1/catalog");
+
+    const json = { "content-type": "application/json" };
+    for (const action of ["cordon", "uncordon", "drain"]) {
+      const r = await check("POST", `/v1/nodes/:id/${action}`, `/v1/nodes/gpu-b1/${action}`, {
+        body: JSON.stringify({ reason: "openapi test" }),
+        headers: json,
+      });
+      assert.equal(r.status, 200, `${action}: ${JSON.stringify(r.body)}`);
+    }
+    for (const action of ["cordon", "uncordon", "clear"]) {
+      const r = await check(
+        "POST",
+        `/v1/nodes/:id/gpus/:index/${action}`,
+        `/v1/nodes/gpu-b1/gpus/3/${action}`,
+        {
+          body: JSON.stringify({ reason: "openapi test" }),
+          headers: json,
+        },
+      );
+      assert.equal(r.status, 200, `GPU ${action}: ${JSON.stringify(r.body)}`);
+    }
+    const gpu = "/v1/nodes/:id/gpus/:index/cordon";
+    assert.equal(
+      (await check("POST", gpu, "/v1/nodes/gpu-b1/gpus/99/cordon", { headers: json, body: "{}" })).status,
+      404,
+    );
+    assert.equal(
+      (await check("POST", gpu, "/v1/nodes/gpu-b1/gpus/x/cordon", { headers: json, body: "{}" })).status,
+      400,
+    );
+    const cleared = await check("POST", "/v1/nodes/:id/problems/clear", "/v1/nodes/gpu-b1/problems/clear", {
+      body: "{}",
+      headers: json,
+    });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    const whatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
+      body: JSON.stringify({ config: { policy: "spread" } }),
+      headers: json,
+    });
+    assert.equal(whatIf.status, 200, JSON.stringify(whatIf.body));
+    const badWhatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
+      body: JSON.stringify({ config: { policy: "nope" } }),
+      headers: json,
+    });
+    assert.equal(badWhatIf.status, 400);
+
+    await check("GET", "/metrics", "/metrics");
+    await check("GET", "/openapi.json", "/openapi.json", { token: null });
+    const page = await check("GET", "/docs", "/docs", { token: null });
+    for (const p of Object.keys(doc.paths)) assert.ok(page.body.includes(p), `the reference page lacks ${p}`);
+    await checkStream("/v1/stream", "/v1/stream", "position");
+    await checkStream(
+      "/v1/endpoints",
+      "/v1/endpoints?follow=true",
+      "endpoints",
+      "#/components/schemas/Endpoints",
+    );
+
+    const operations = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.keys(ops as object).map((m) => `${m} ${p}`),
+    );
+    for (const op of operations) assert.ok(answered.has(op), `${op} was never called with success here`);
+  });
+
+  it("matches a routing table with rows and a replica serving at an endpoint", async () => {
+    // A fleet decided by the real reconciler: one replica placed, running at an endpoint, then routed to.
+    const f = new Fleet();
+    f.connect("gpu-r1");
+    f.catalog(llama70b(1));
+    const start = f
+      .settle()
+      .flatMap((o) => o.commands)
+      .find((c) => c.action.case === "start");
+    assert.ok(start?.action.case === "start", "the reconciler started nothing");
+    const { replicaId, shardId } = start.action.value;
+    f.shard("gpu-r1", replicaId, shardId, ShardStatus_State.RUNNING, "", "http://10.0.0.5:8000");
+    f.step();
+    const routed = await startApiFixture(server.url);
+    try {
+      const last = await appendAll(
+        routed.log,
+        f.events.map((e) => e.event),
+      );
+      await routed.api.runtime.waitFor(last);
+      const saved = fx;
+      fx = routed;
+      try {
+        const table = await check("GET", "/v1/endpoints", "/v1/endpoints");
+        assert.deepEqual(table.body.endpoints["llama-3.3-70b"], [
+          { replicaId, url: "http://10.0.0.5:8000", nodeId: "gpu-r1" },
+        ]);
+        await check("GET", "/v1/endpoints", "/v1/endpoints?model=llama-3.3-70b");
+        const r = await check("GET", "/v1/replicas/:id", `/v1/replicas/${replicaId}`);
+        assert.equal(r.body.replica.shards[0].endpoint, "http://10.0.0.5:8000");
+        await check("GET", "/v1/fleet", "/v1/fleet");
+      } finally {
+        fx = saved;
+      }
+    } finally {
+      await routed.close();
+    }
+  });
+
+  /**
+   * A live stream never ends: its first event is read, checked (its data against
+   * `schema` when the document gives the body one), then the request is dropped.
+   */
+  async function checkStream(template: string, path: string, event: string, schema?: string) {
+    const op = doc.paths[template].get;
+    const ctl = new AbortController();
+    const res = await fetch(`${fx.api.url}${path}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      signal: ctl.signal,
+    });
+    assert.equal(res.status, 200);
+    const type = (res.headers.get("content-type") ?? "").split(";")[0]!;
+    assert.ok(op.responses["200"].content[type], `${path}: the stream's ${type} is not documented`);
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    ctl.abort();
+    const m = /^event: (\S+)\ndata: (.*)\n/.exec(first);
+    assert.ok(m, `${path} sent ${JSON.stringify(first)}`);
+    assert.equal(m[1], event);
+    if (schema) {
+      const validate = ajv.getSchema(`llmgw-api${schema}`)!;
+      assert.ok(validate(JSON.parse(m[2]!)), `${path}: ${ajv.errorsText(validate.errors)}`);
+    }
+    answered.add(`get ${template}`);
+  }
+});
