@@ -52,7 +52,7 @@ const CLOSE_GRACE_MS = 2_000;
 
 /**
  * One agent stream, from the Register to the session-closed event
- * (DESIGN §3). The handler's generator writes what the session's writer
+ * (docs/ARCHITECTURE.md, "Gateway"). The handler's generator writes what the session's writer
  * holds; a reader task turns agent messages into events and publishes them
  * through the session's ordered pipeline: several in flight, stored and
  * acknowledged in the order the agent sent them, and a full pipeline stops

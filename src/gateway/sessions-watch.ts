@@ -9,7 +9,7 @@ interface Newest {
 }
 
 /**
- * Newest session wins, across gateways (DESIGN §3.6). Every gateway follows
+ * Newest session wins, across gateways (docs/ARCHITECTURE.md, "Gateway"). Every gateway follows
  * the session subjects; the log's order decides which session is newer.
  * When a session opens for a node this gateway holds an older session of,
  * the older one is closed. The newest opening per node is remembered so a

@@ -1,6 +1,6 @@
 /**
  * The invariant checker: one pass over a decoded log (plus two folds for
- * replay determinism) that reports every violation of DESIGN §8 it can see
+ * replay determinism) that reports every violation of the invariants (docs/ARCHITECTURE.md) it can see
  * in the log, each naming the sequence and what broke. Pure: the log is an
  * input, nothing is read or timed here.
  */

@@ -1,4 +1,4 @@
-// The invariant checker (DESIGN §8) over a decoded log. Everything public is named here.
+// The invariant checker (docs/ARCHITECTURE.md, "Invariants and where they are tested") over a decoded log. Everything public is named here.
 
 export { type AckedList, parseAckedList } from "./acked-list.js";
 export { type CheckOptions, type CheckReport, checkLog, DEFAULT_SUPERSEDE_GRACE_MS } from "./check.js";

@@ -8,7 +8,7 @@ export interface CheckedEvent {
   event: Event;
 }
 
-/** The invariants of DESIGN §8 the checker verifies, by name. */
+/** The invariants (docs/ARCHITECTURE.md) the checker verifies, by name. */
 export const RULES = [
   "slot-started-twice",
   "one-current-session",

@@ -26,7 +26,7 @@ export interface Appended {
 }
 
 /**
- * Typed writes to the log. Each event goes to its subject (DESIGN §2) with its
+ * Typed writes to the log. Each event goes to its subject (docs/ARCHITECTURE.md, "The log") with its
  * id as `Nats-Msg-Id`, so a retry within the duplicate window is stored once.
  */
 export class LogAppender {

@@ -63,7 +63,7 @@ export function decodeEvent(bytes: Uint8Array, seq?: number): Event {
   return event;
 }
 
-/** The subject an event belongs on (DESIGN §2). */
+/** The subject an event belongs on (docs/ARCHITECTURE.md, "The log"). */
 export function subjectFor(subjects: Subjects, event: Event): string {
   const body = event.body;
   switch (body.case) {

@@ -1,6 +1,6 @@
 /**
  * Checks over a whole log that the reconciler's passes kept the invariants
- * a leader change must not break (DESIGN §8: 1 and 4), with the rules of
+ * a leader change must not break (invariants 1 and 4 of docs/ARCHITECTURE.md), with the rules of
  * the invariant checker (`src/invariants`, `llmgw check-log`).
  */
 import type { ReconcilePass } from "../../src/gen/llmgw/v1/events_pb.js";

@@ -1,6 +1,6 @@
 /**
  * `llmgw check-log`: reads the whole log and verifies the invariants of
- * DESIGN §8 over it (src/invariants). Exit 0 when the log keeps them, 1 when
+ * docs/ARCHITECTURE.md over it (src/invariants). Exit 0 when the log keeps them, 1 when
  * it breaks one (or cannot be read), 2 on bad usage.
  */
 import { readFile } from "node:fs/promises";
