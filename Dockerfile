@@ -1,28 +1,31 @@
 # The llmgw image: one image for every process (gateway, reconciler, api, sim, certs).
 
-# The web UI is built with the dev dependencies (Vite, Preact) in a stage of its own;
-# only the built files go into the image.
-FROM node:20-bookworm-slim AS ui
+# Built the way the npm package is (scripts/build: tsc compiles src into
+# dist/src, Vite builds the web UI into dist/ui) in a stage that has the dev
+# dependencies; only the built files and the production dependencies go into
+# the image, which runs the compiled JavaScript (no tsx, no TypeScript sources).
+FROM node:24-bookworm-slim AS build
 WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY src/operator/ui ./src/operator/ui
-COPY scripts/build-ui ./scripts/build-ui
-RUN scripts/build-ui --force
+COPY . .
+RUN scripts/build
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # openssl: `llmgw certs` creates development certificates with it.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openssl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
-COPY src ./src
 COPY examples ./examples
-COPY tsconfig.json ./
-COPY --from=ui /build/dist/ui ./dist/ui
-USER node
+COPY scripts/ensure-nats-server ./scripts/ensure-nats-server
+COPY --from=build /build/dist/src ./dist/src
+COPY --from=build /build/dist/ui ./dist/ui
+# The image's `node` user, by number so that Kubernetes' runAsNonRoot can
+# verify it is not root.
+USER 1000:1000
 ENTRYPOINT ["node", "/app/bin/llmgw.js"]
 CMD ["--help"]

@@ -1,7 +1,15 @@
 #!/usr/bin/env node
-// The llmgw command. TypeScript sources are loaded through tsx's loader so
-// the command always runs the code in the tree, with no build step.
-import { register } from "tsx/esm/api";
+// The llmgw command. An installed package or image runs the JavaScript
+// compiled into dist/src (`npm run build`); a source checkout runs the
+// TypeScript in the tree through tsx's loader, so development needs no build
+// step and never runs stale compiled code.
+import { existsSync } from "node:fs";
 
-register();
-await import("../src/cli/main.ts");
+const sources = new URL("../src/cli/main.ts", import.meta.url);
+if (existsSync(sources)) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import(sources.href);
+} else {
+  await import("../dist/src/cli/main.js");
+}

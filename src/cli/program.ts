@@ -9,6 +9,7 @@ import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
+import { registerCompletion } from "./commands/completion.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
@@ -68,5 +69,6 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "drain");
   registerGpu(program);
   registerBench(program);
+  registerCompletion(program);
   return program;
 }

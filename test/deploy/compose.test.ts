@@ -118,8 +118,13 @@ describe("docker-compose.yml", () => {
     for (const c of copies)
       assert.ok(existsSync(join(ROOT, c)), `Dockerfile copies ${c}, which does not exist`);
     assert.match(dockerfile, /ENTRYPOINT \["node", "\/app\/bin\/llmgw\.js"\]/);
-    // The web UI is built in its own stage and only its output is copied in.
-    assert.match(dockerfile, /^RUN scripts\/build-ui/m);
-    assert.match(dockerfile, /^COPY --from=ui \/build\/dist\/ui \.\/dist\/ui$/m);
+    // The code and the web UI are built in a stage of their own, as the npm package is
+    // (scripts/build), and only the output is copied in.
+    assert.match(dockerfile, /^RUN scripts\/build$/m);
+    assert.match(dockerfile, /^COPY --from=build \/build\/dist\/src \.\/dist\/src$/m);
+    assert.match(dockerfile, /^COPY --from=build \/build\/dist\/ui \.\/dist\/ui$/m);
+    // The image runs as a non-root user.
+    const user = [...dockerfile.matchAll(/^USER\s+(\S+)$/gm)].at(-1)?.[1];
+    assert.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `the image runs as ${user ?? "root"}`);
   });
 });

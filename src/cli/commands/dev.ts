@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import { type Command, Option } from "commander";
 import { connectNats } from "../../log/index.js";
 import { ApiCallError, ApiClient } from "../../operator/client.js";
+import { PACKAGE_ROOT } from "../../package-root.js";
 import type { ReplicaState } from "../../projections/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
 import { Children } from "../dev/children.js";
@@ -18,7 +19,7 @@ import { pickPort } from "../dev/ports.js";
 import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
 
-const ROOT = resolve(import.meta.dirname, "../../..");
+const ROOT = PACKAGE_ROOT;
 const LLMGW = join(ROOT, "bin/llmgw.js");
 
 interface DevOptions {

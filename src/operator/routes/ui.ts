@@ -5,11 +5,12 @@
  * that exist at start are served; any other path stays a JSON 404.
  */
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
+import { PACKAGE_ROOT } from "../../package-root.js";
 
-export const DEFAULT_UI_DIR = fileURLToPath(new URL("../../../dist/ui/", import.meta.url));
+export const DEFAULT_UI_DIR = join(PACKAGE_ROOT, "dist/ui/");
 
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>llmgw</title></head>
 <body><h1>llmgw</h1><p>The web UI is not built. Run <code>scripts/build-ui</code> (or <code>npm run setup</code>)
@@ -33,8 +34,8 @@ export async function uiRoutes(app: FastifyInstance, dir: string): Promise<void>
     // The header is set here per file, not by the plugin for all.
     cacheControl: false,
     // Vite names every asset by its content, so they never change under one name.
-    setHeaders(res, path) {
-      res.setHeader(
+    setHeaders(reply, path) {
+      reply.header(
         "cache-control",
         path.includes("/assets/") ? "public, max-age=31536000, immutable" : "no-cache",
       );
