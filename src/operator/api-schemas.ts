@@ -4,12 +4,13 @@
  * and are checked against the real answers by test/operator/openapi.test.ts,
  * so a field added to a view without its schema fails that test. Each schema
  * with an `id` becomes one entry of the document's `components.schemas`.
+ *
+ * This file imports nothing but zod, so the web UI imports its types from
+ * here (src/operator/ui/types.ts): the UI is type-checked against the API's
+ * own answers, and its build fails when they drift. That the schemas agree
+ * with the server's view types is checked in api-schemas-agree.ts.
  */
 import { z } from "zod";
-import type { EndpointEntry } from "../projections/index.js";
-import type { PendingDecision, PlacementDecision } from "../reconciler/explain/index.js";
-import type { ExplainedTouch, HistoryEntry } from "./explain.js";
-import type { ModelReadiness, NodeView, ReplicaView } from "./views.js";
 
 /** Schemas named in the document, by id. */
 export const apiSchemaRegistry = z.registry<{ id: string; description?: string }>();
@@ -47,7 +48,7 @@ export const ErrorBodySchema = named(
   "Every error: clients branch on `code`, people read `message`.",
 );
 
-const GpuViewSchema = named(
+export const GpuViewSchema = named(
   "GpuView",
   z.object({
     index: z.int(),
@@ -96,7 +97,7 @@ export const NodeViewSchema = named(
   "A node with which shards hold each of its GPUs.",
 );
 
-const ShardSchema = named(
+export const ShardSchema = named(
   "Shard",
   z.object({
     shardId: z.string(),
@@ -163,7 +164,7 @@ export const ModelReadinessSchema = named(
 
 const CandidateSchema = z.object({ nodeIds: z.array(z.string()), score: z.number() });
 
-const PlacementSchema = named(
+export const PlacementSchema = named(
   "PlacementDecision",
   z.object({
     seq,
@@ -177,7 +178,7 @@ const PlacementSchema = named(
   }),
 );
 
-const PendingSchema = named(
+export const PendingSchema = named(
   "PendingDecision",
   z.object({
     seq,
@@ -289,7 +290,7 @@ export const WhatIfResultSchema = named(
   }),
 );
 
-const EndpointEntrySchema = named(
+export const EndpointEntrySchema = named(
   "EndpointEntry",
   z.object({ replicaId: z.string(), url: z.string(), nodeId: z.string() }),
   "A ready replica and where its rank 0 serves.",
@@ -313,19 +314,3 @@ export const ReplicasSchema = named(
 export const ReplicaSchema = named("Replica", z.object({ seq, replica: ReplicaViewSchema }));
 export const HealthSchema = named("Health", z.object({ status: z.literal("ok") }));
 export const ReadySchema = named("Ready", z.object({ status: z.literal("ready"), seq }));
-
-/*
- * The schemas and the types the views are written in must agree: a field
- * added to a view and not here (or the other way round) fails the type check
- * here, before the test that compares real answers.
- */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const agree = <_T extends true>() => undefined;
-agree<Same<z.output<typeof NodeViewSchema>, NodeView>>();
-agree<Same<z.output<typeof ReplicaViewSchema>, ReplicaView>>();
-agree<Same<z.output<typeof ModelReadinessSchema>, ModelReadiness>>();
-agree<Same<z.output<typeof EndpointEntrySchema>, EndpointEntry>>();
-agree<Same<z.output<typeof PlacementSchema>, PlacementDecision>>();
-agree<Same<z.output<typeof PendingSchema>, PendingDecision>>();
-agree<Same<z.output<typeof HistorySchema>["history"][number], HistoryEntry>>();
-agree<Same<z.output<typeof ExplainSchema>["decisions"][number], ExplainedTouch>>();

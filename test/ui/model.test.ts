@@ -39,6 +39,7 @@ function node(id: string, over: Partial<Node> = {}, pod: string | null = "ib-pod
   return {
     nodeId: id,
     liveness: "connected",
+    agentVersion: "llmgw-sim/0.1.0",
     labels: {},
     cordoned: false,
     cordonReason: "",
@@ -52,6 +53,10 @@ function node(id: string, over: Partial<Node> = {}, pod: string | null = "ib-pod
     gpusTotal: gpus.length,
     gpusUsed: gpus.filter((g) => g.shards.length > 0).length,
     replicaIds: [],
+    session: null,
+    disconnectedSinceMs: null,
+    lastCloseReason: "",
+    lastChangeSeq: 1,
     ...over,
   };
 }
@@ -128,7 +133,7 @@ describe("UI model", () => {
   });
 
   it("shows a GPU's reported faults and its cordon on its cell and as node badges", () => {
-    const faulty = { ...gpu(3), faults: [{ kind: "xid", message: "Xid 79" }] };
+    const faulty: Gpu = { ...gpu(3), faults: [{ kind: "xid", message: "Xid 79" }] };
     const fenced = { ...gpu(5), cordoned: true, cordonReason: "fan" };
     const n = node("a", { gpus: [gpu(0), faulty, fenced] });
     assert.deepEqual(
@@ -226,12 +231,18 @@ describe("UI model", () => {
       model,
       profile: "p",
       phase,
+      createdSeq: 1,
       shards: [],
       ready: phase === "running",
       lastFailure: null,
       pendingReason: "",
       replaces: "",
       replacedBy: "",
+      drainReason: "",
+      drainStartedMs: 0,
+      restarts: 0,
+      backoffUntilMs: 0,
+      lastChangeSeq: 1,
       nodeIds: [],
     });
     const replicas = [
@@ -260,6 +271,7 @@ describe("UI model", () => {
   it("maps what-if differences onto the nodes they involve", () => {
     assert.equal(whatIfHighlights(null).size, 0);
     const h = whatIfHighlights({
+      config: {},
       compared: 3,
       differing: 1,
       passes: [
