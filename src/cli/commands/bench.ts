@@ -1,5 +1,9 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { Command } from "commander";
-import { CliError, EXIT } from "../common.js";
+import { PACKAGE_ROOT } from "../../package-root.js";
+import { CliError } from "../common.js";
 
 interface BenchFlags {
   quick?: boolean;
@@ -9,7 +13,8 @@ interface BenchFlags {
 
 /**
  * `llmgw bench`: the benchmarks live beside the sources (bench/), not in the
- * shipped image, so they are loaded only when the command runs.
+ * package or the image, and run as a program of their own (bench/main.ts) in
+ * a child process: nothing under src/ imports bench/.
  */
 export function registerBench(program: Command): void {
   program
@@ -21,31 +26,28 @@ export function registerBench(program: Command): void {
     .option("--only <scenarios>", "comma-separated: ingest, fan-in, replay, placement, convergence")
     .option("--out <file>", "JSON result file (default .bench/results-<time>.json)")
     .action(async (f: BenchFlags) => {
-      let mod: typeof import("../../../bench/run.js");
-      try {
-        mod = await import("../../../bench/run.js");
-      } catch (err) {
-        throw new CliError(`the benchmarks are not in this installation (bench/): ${(err as Error).message}`);
-      }
-      const only = f.only
-        ?.split(",")
-        .map((s) => s.trim())
-        .filter((s) => s.length > 0);
-      let out: Awaited<ReturnType<typeof mod.runBench>>;
-      try {
-        out = await mod.runBench({
-          quick: f.quick === true,
-          ...(only ? { only } : {}),
-          ...(f.out ? { out: f.out } : {}),
-          stdout: process.stdout,
-          stderr: process.stderr,
-        });
-      } catch (err) {
-        throw new CliError((err as Error).message);
-      }
-      if (out.run.failures.length > 0) process.exitCode = EXIT.failure;
-      // Every scenario cleans up after itself; should one fail mid-way and
-      // leave a handle open, the run still ends (it must stop by itself).
-      setTimeout(() => process.exit(), 10_000).unref();
+      const main = join(PACKAGE_ROOT, "bench", "main.ts");
+      if (!existsSync(main))
+        throw new CliError(
+          `the benchmarks are not in this installation (no ${main}); run them from a source checkout`,
+        );
+      const args = [
+        ...(f.quick ? ["--quick"] : []),
+        ...(f.only !== undefined ? ["--only", f.only] : []),
+        ...(f.out !== undefined ? ["--out", f.out] : []),
+      ];
+      const child = spawn(process.execPath, ["--import", "tsx", main, ...args], {
+        stdio: "inherit",
+        cwd: process.cwd(),
+      });
+      // Ctrl-C reaches the child through the terminal; a SIGTERM sent to us is passed on.
+      const forward = () => child.kill("SIGTERM");
+      process.once("SIGTERM", forward);
+      const code = await new Promise<number>((resolve, reject) => {
+        child.once("error", reject);
+        child.once("exit", (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+      });
+      process.off("SIGTERM", forward);
+      process.exitCode = code;
     });
 }
