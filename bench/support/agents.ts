@@ -16,6 +16,7 @@ import {
   type RegisterSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "../../src/sim/index.js";
+import { Outbox } from "../../src/sim/outbox.js";
 
 const GIB = 1024;
 
@@ -35,38 +36,6 @@ export function registration(nodeId: string, cumulativeAcks = true): MessageInit
     runningShards: [],
     cumulativeAcks,
   };
-}
-
-/** An unbounded async queue of outgoing messages (the agent side is ours: we never outrun our own use). */
-class Outbox implements AsyncIterable<AgentMessage> {
-  readonly #items: AgentMessage[] = [];
-  #wake: (() => void) | undefined;
-  #ended = false;
-
-  push(m: AgentMessage): void {
-    this.#items.push(m);
-    this.#wake?.();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<AgentMessage> {
-    for (;;) {
-      const m = this.#items.shift();
-      if (m) {
-        yield m;
-        continue;
-      }
-      if (this.#ended) return;
-      await new Promise<void>((r) => {
-        this.#wake = r;
-      });
-      this.#wake = undefined;
-    }
-  }
 }
 
 /** Connections shared by many agents: `streamsPerConnection` streams on each. */
@@ -104,7 +73,7 @@ export interface LightAgentOptions {
 }
 
 export class LightAgent {
-  readonly #out = new Outbox();
+  readonly #out = new Outbox<AgentMessage>();
   readonly #abort = new AbortController();
   #acks = 0;
   readonly #tracker: AckTracker;
@@ -177,7 +146,7 @@ export class LightAgent {
 
   /** Ends the stream (the gateway records the session closed). */
   close(): void {
-    this.#out.end();
+    this.#out.close();
   }
 
   abort(): void {

@@ -23,6 +23,7 @@ import {
   type ShardStatusSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "../../src/sim/index.js";
+import { Outbox } from "../../src/sim/outbox.js";
 
 export type Protocol = "connect" | "grpc" | "grpc-web";
 export type RegisterInit = MessageInitShape<typeof RegisterSchema>;
@@ -230,7 +231,7 @@ export class TestAgent {
 
   /** Ends the stream from this side (half-close) and waits for the gateway to end it. */
   async close(): Promise<ConnectError | undefined> {
-    this.#out.end();
+    this.#out.close();
     const r = await this.ended;
     this.#sessions.abort();
     return r;
@@ -247,7 +248,7 @@ export class TestAgent {
   /** Drops the stream and the connection at once. */
   abort(): void {
     this.#abort.abort();
-    this.#out.end();
+    this.#out.close();
     this.#sessions.abort();
   }
 
@@ -284,39 +285,6 @@ function transportFor(protocol: Protocol, baseUrl: string, sessionManager: Http2
       return createGrpcTransport({ baseUrl, sessionManager });
     case "grpc-web":
       return createGrpcWebTransport({ baseUrl, httpVersion: "2", sessionManager });
-  }
-}
-
-/** An async iterable the agent's requests are pushed into. */
-class Outbox<T> implements AsyncIterable<T> {
-  readonly #items: T[] = [];
-  #ended = false;
-  #wake: (() => void) | undefined;
-
-  push(item: T): void {
-    if (this.#ended) return;
-    this.#items.push(item);
-    this.#wake?.();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    for (;;) {
-      const next = this.#items.shift();
-      if (next !== undefined) {
-        yield next;
-        continue;
-      }
-      if (this.#ended) return;
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-      this.#wake = undefined;
-    }
   }
 }
 
