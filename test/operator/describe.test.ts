@@ -6,14 +6,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { summarizeEvent } from "../../src/cli/render/event-summary.js";
 import {
   type CommandSchema,
   CommandUndeliverable_Action,
   CommandUndeliverable_Reason,
   EventSchema,
 } from "../../src/gen/llmgw/v1/events_pb.js";
-import { describeEvent } from "../../src/operator/describe.js";
+import { describeEvent } from "../../src/reconciler/index.js";
 
 function pass(commands: MessageInitShape<typeof CommandSchema>[]) {
   return create(EventSchema, {
@@ -92,7 +91,7 @@ describe("describeEvent", () => {
     assert.deepEqual(d.nodeIds, ["gpu-a"]);
     assert.deepEqual(d.replicaIds, ["r-1"]);
     assert.equal(
-      summarizeEvent(e),
+      d.text,
       "gpu-a start c-9-1 (attempt 1) undeliverable on gw-1: session_closed (session s-1 of gpu-a ended on gateway gw-1: the connection ended)",
     );
   });

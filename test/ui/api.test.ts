@@ -115,13 +115,13 @@ describe("the UI's API endpoints against a real nats-server", () => {
       byKind.body.events.map((e: any) => e.kind),
       ["catalogChanged", "shardStatus"],
     );
-    assert.equal(byKind.body.events[1].text, "r-70b-1.0 on gpu-b1 is running");
+    assert.equal(byKind.body.events[1].text, "gpu-b1 shard r-70b-1.0 of r-70b-1: running");
     const range = await fx.call("/v1/events?from=2&to=3");
     assert.deepEqual(
       range.body.events.map((e: any) => e.seq),
       [2, 3],
     );
-    assert.match(range.body.events[0].text, /gpu-a1 connected to gw-1 \(8 GPUs/);
+    assert.match(range.body.events[0].text, /^gpu-a1 session \S+ on gw-1 \(.*\): 8 GPU\(s\)/);
 
     for (const [q, word] of [
       ["kind=bogus", 'unknown event kind "bogus"'],

@@ -8,9 +8,9 @@ import { type Command, Option } from "commander";
 import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
 import { invalidNodeIdReason, type Log, type LogError } from "../../log/index.js";
+import { describeEvent } from "../../reconciler/index.js";
 import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
 import { openLogForReading } from "../read-log.js";
-import { eventKind, summarizeEvent } from "../render/event-summary.js";
 import { isoTime } from "../time.js";
 
 interface EventsFlags {
@@ -112,14 +112,13 @@ async function runEvents(flags: EventsFlags): Promise<void> {
             time: isoTime(r.timeMs),
             timeMs: r.timeMs,
             subject: r.subject,
-            kind: eventKind(r.event),
+            kind: r.event.body.case ?? "unknown",
             event: toJson(EventSchema, r.event, { registry }),
           }),
         );
       } else {
-        out.line(
-          `${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  ${eventKind(r.event)}  ${summarizeEvent(r.event)}`,
-        );
+        const d = describeEvent(r.event);
+        out.line(`${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  ${d.kind}  ${d.text}`);
       }
       // While following, show each event as it comes; while reading history, batch the writes.
       if (flags.follow) await out.flush();

@@ -7,8 +7,8 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
 import { EVENT_KINDS, invalidNodeIdReason } from "../../log/index.js";
+import { describeEvent } from "../../reconciler/index.js";
 import type { ApiContext } from "../context.js";
-import { describeEvent } from "../describe.js";
 import { invalid } from "../errors.js";
 import { parseWith, seqParam } from "./params.js";
 

@@ -7,6 +7,7 @@ export {
   type ReplicaDecision,
   replicaDecision,
 } from "./decision.js";
+export { type DescribedEvent, describeEvent } from "./describe-event.js";
 export { type Difference, diffDecisions, outcomeNodes, outcomes } from "./diff.js";
 export { formatTouches } from "./format.js";
 export { describeCommand, type RecordedPass, type Touch, touchingNode, touchingReplica } from "./select.js";

@@ -1,6 +1,8 @@
 /**
- * One short line about an event's content, for `llmgw events`. Every kind is
- * covered (the switch is exhaustive); a kind from a newer version says so.
+ * One event in a line for people, with the nodes and replicas it concerns
+ * (what the API's event list filters on): the one renderer `llmgw events`,
+ * the API and the web UI share. Every kind is covered (the switches are
+ * exhaustive); a kind from a newer version says so. Pure.
  */
 import { ShardStatus_State } from "../../gen/llmgw/v1/agent_pb.js";
 import {
@@ -13,15 +15,29 @@ import {
 } from "../../gen/llmgw/v1/events_pb.js";
 import { gpuProblemLine } from "../../projections/convert.js";
 
+export interface DescribedEvent {
+  /** The event kind (`sessionOpened`, `reconcilePass`, …), or "unknown" for a kind this version does not know. */
+  kind: string;
+  text: string;
+  nodeIds: string[];
+  replicaIds: string[];
+}
+
 const gib = (mb: bigint) => (Number(mb) / 1024).toFixed(0);
 const enumName = (table: Record<number, string>, v: number, prefix: string) =>
   (table[v] ?? String(v)).replace(prefix, "").toLowerCase();
 
-export function eventKind(event: Event): string {
-  return event.body.case ?? "unknown";
+export function describeEvent(event: Event): DescribedEvent {
+  const { nodes, replicas } = eventSubjects(event);
+  return {
+    kind: event.body.case ?? "unknown",
+    text: eventText(event),
+    nodeIds: [...nodes].sort(),
+    replicaIds: [...replicas].sort(),
+  };
 }
 
-export function summarizeEvent(event: Event): string {
+function eventText(event: Event): string {
   const b = event.body;
   switch (b.case) {
     case "sessionOpened": {
@@ -102,6 +118,60 @@ export function summarizeEvent(event: Event): string {
   }
 }
 
+/** The nodes and replicas an event concerns. */
+function eventSubjects(event: Event): { nodes: Set<string>; replicas: Set<string> } {
+  const nodes = new Set<string>();
+  const replicas = new Set<string>();
+  const b = event.body;
+  switch (b.case) {
+    case "sessionOpened":
+      nodes.add(b.value.nodeId);
+      for (const s of b.value.registration?.runningShards ?? []) replicas.add(s.replicaId);
+      break;
+    case "shardStatus":
+      nodes.add(b.value.nodeId);
+      if (b.value.status) replicas.add(b.value.status.replicaId);
+      break;
+    case "commandUndeliverable":
+      nodes.add(b.value.nodeId);
+      if (b.value.replicaId) replicas.add(b.value.replicaId);
+      break;
+    case "sessionClosed":
+    case "hardwareChanged":
+    case "usageChanged":
+    case "commandResult":
+    case "nodeCordoned":
+    case "nodeUncordoned":
+    case "nodeDrainRequested":
+    case "gpuProblemsCleared":
+    case "gpuCordoned":
+    case "gpuUncordoned":
+      nodes.add(b.value.nodeId);
+      break;
+    case "reconcilePass":
+      for (const d of b.value.decisions) decisionSubjects(d, nodes, replicas);
+      for (const c of b.value.commands) {
+        nodes.add(c.nodeId);
+        // A stop or drain names only its shard; the command says whose it is
+        // (logs written before Command.replica_id do not).
+        if (c.replicaId) replicas.add(c.replicaId);
+        if (c.action.case === "start") replicas.add(c.action.value.replicaId);
+      }
+      break;
+    case "gatewayStarted":
+    case "gatewayDraining":
+    case "gatewayStopped":
+    case "catalogChanged":
+    case undefined:
+      break;
+    default: {
+      const never: never = b;
+      void never;
+    }
+  }
+  return { nodes, replicas };
+}
+
 function decisionSummary(d: Decision): string {
   const k = d.kind;
   switch (k.case) {
@@ -142,6 +212,61 @@ function decisionSummary(d: Decision): string {
     default: {
       const never: never = k;
       return String(never);
+    }
+  }
+}
+
+function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>): void {
+  const k = d.kind;
+  switch (k.case) {
+    case "replicaPlaced":
+      replicas.add(k.value.replicaId);
+      for (const s of k.value.shards) nodes.add(s.nodeId);
+      return;
+    case "replicaCreated":
+      replicas.add(k.value.replicaId);
+      if (k.value.replaces) replicas.add(k.value.replaces);
+      return;
+    case "replicaDrainStarted":
+      replicas.add(k.value.replicaId);
+      if (k.value.replacementId) replicas.add(k.value.replacementId);
+      return;
+    case "replicaPending":
+    case "replicaRemoved":
+    case "shardBackoff":
+      replicas.add(k.value.replicaId);
+      return;
+    case "replicaFailed":
+    case "shardUnclaimed":
+    case "duplicateStopped":
+      replicas.add(k.value.replicaId);
+      nodes.add(k.value.nodeId);
+      return;
+    case "undeliverableHandled":
+      nodes.add(k.value.nodeId);
+      if (k.value.replicaId) replicas.add(k.value.replicaId);
+      return;
+    case "shardsAdopted":
+      nodes.add(k.value.nodeId);
+      for (const s of k.value.shards) replicas.add(s.replicaId);
+      return;
+    case "nodeLiveness":
+    case "cooldownStarted":
+      nodes.add(k.value.nodeId);
+      return;
+    case "sessionsExpired":
+      for (const s of k.value.sessions) nodes.add(s.nodeId);
+      return;
+    case "commandReissued":
+    // The whole table of a model: naming every listed replica would match
+    // passes that did not change them; the drain or failure decision next to
+    // it names the replica that left.
+    case "endpointsChanged":
+    case undefined:
+      return;
+    default: {
+      const never: never = k;
+      void never;
     }
   }
 }
