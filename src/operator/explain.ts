@@ -5,14 +5,9 @@
  * reported state, drained, replaced, removed). Which decisions touch it is
  * the reconciler's own rule (touchingReplica); this file only reads the log.
  */
-import type { Log } from "../log/index.js";
+import { collectPasses, type Log } from "../log/index.js";
 import { shardStateName } from "../projections/convert.js";
-import {
-  type RecordedPass,
-  type ReplicaDecision,
-  replicaDecision,
-  touchingReplica,
-} from "../reconciler/explain/index.js";
+import { type ReplicaDecision, replicaDecision, touchingReplica } from "../reconciler/explain/index.js";
 
 export interface ExplainedTouch {
   /** Sequence of the pass in the log. */
@@ -31,20 +26,6 @@ export interface Explained {
   decision: ReplicaDecision;
 }
 
-async function passesOf(log: Log, fromSeq: number, untilSeq: number | undefined): Promise<RecordedPass[]> {
-  const passes: RecordedPass[] = [];
-  for await (const r of log.read({
-    fromSeq,
-    ...(untilSeq === undefined ? {} : { untilSeq }),
-    subjects: [log.subjects.reconciler],
-  })) {
-    if (r.event.body.case === "reconcilePass") {
-      passes.push({ seq: r.seq, timeMs: r.timeMs, pass: r.event.body.value });
-    }
-  }
-  return passes;
-}
-
 /**
  * Reads the reconciler's passes from `fromSeq` up to `untilSeq` and returns
  * what touched the replica, oldest first (the newest `limit` kept), and the
@@ -55,7 +36,10 @@ export async function explainReplica(
   replicaId: string,
   opts: { fromSeq?: number; untilSeq?: number; limit?: number } = {},
 ): Promise<Explained> {
-  const passes = await passesOf(log, opts.fromSeq ?? 1, opts.untilSeq);
+  const passes = await collectPasses(log, {
+    fromSeq: opts.fromSeq ?? 1,
+    ...(opts.untilSeq === undefined ? {} : { untilSeq: opts.untilSeq }),
+  });
   const bySeq = new Map(passes.map((p) => [p.seq, p.pass]));
   const touches = touchingReplica(passes, replicaId).map((t) => ({
     seq: t.seq,

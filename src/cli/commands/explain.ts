@@ -3,7 +3,7 @@
  * decisions (and commands) that touched it, read from the log up to --at.
  */
 import { type Command, Option } from "commander";
-import { invalidNodeIdReason, type LogRecord } from "../../log/index.js";
+import { collectPasses, invalidNodeIdReason } from "../../log/index.js";
 import {
   formatTouches,
   type RecordedPass,
@@ -29,31 +29,24 @@ export function parseAt(at: string | undefined): { untilSeq?: number; untilTimeM
   return { untilTimeMs: t };
 }
 
-export async function readPasses(flags: LogFlags, at: string | undefined): Promise<RecordedPass[]> {
+async function passesAt(flags: LogFlags, at: string | undefined): Promise<RecordedPass[]> {
   const { untilSeq, untilTimeMs } = parseAt(at);
   const log = await openLogForReading(flags, "llmgw-explain");
-  const passes: RecordedPass[] = [];
   try {
-    const records: AsyncIterable<LogRecord> = log.read({
-      subjects: [log.subjects.reconciler],
+    return await collectPasses(log, {
       ...(untilSeq !== undefined ? { untilSeq } : {}),
+      ...(untilTimeMs !== undefined ? { untilTimeMs } : {}),
     });
-    for await (const r of records) {
-      if (untilTimeMs !== undefined && r.timeMs > untilTimeMs) break;
-      if (r.event.body.case !== "reconcilePass") continue;
-      passes.push({ seq: r.seq, timeMs: r.timeMs, pass: r.event.body.value });
-    }
   } finally {
     await log.close();
   }
-  return passes;
 }
 
 function explainSubcommand(what: "replica" | "node", select: (p: RecordedPass[], id: string) => Touch[]) {
   return async (id: string, flags: ExplainFlags) => {
     const bad = what === "node" ? invalidNodeIdReason(id) : undefined;
     if (bad) throw new CliError(`invalid <id>: ${bad}`);
-    const touches = select(await readPasses(flags, flags.at), id);
+    const touches = select(await passesAt(flags, flags.at), id);
     if (flags.json) process.stdout.write(`${JSON.stringify({ [what]: id, decisions: touches }, null, 2)}\n`);
     else process.stdout.write(formatTouches(`${what} ${id}`, touches));
   };

@@ -4,16 +4,12 @@
  * through its shards and commands too: a stop command names only a shard,
  * a re-issue only a command id.
  */
-import type { Command, Decision, ReconcilePass, ReplicaFailed } from "../../gen/llmgw/v1/events_pb.js";
+import type { Command, Decision, ReplicaFailed } from "../../gen/llmgw/v1/events_pb.js";
+import type { RecordedPass } from "../../log/passes.js";
 import { failureReasonName } from "../../projections/index.js";
 
-/** One pass as read from the log. */
-export interface RecordedPass {
-  seq: number;
-  /** The stream's time for the pass (ms since the epoch). */
-  timeMs: number;
-  pass: ReconcilePass;
-}
+/** One pass as read from the log (`readPasses` in the log yields them). */
+export type { RecordedPass };
 
 /** One decision or command that touched the subject. */
 export interface Touch {

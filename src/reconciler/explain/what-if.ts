@@ -11,6 +11,7 @@ import { type FleetState, fleetProjection } from "../../projections/index.js";
 import type { ReconcilerConfig } from "../decide/config.js";
 import { decide } from "../decide/decide.js";
 import { type Difference, diffDecisions } from "./diff.js";
+import type { RecordedPass } from "./select.js";
 
 /** What the reader yields: a stored event with its sequence and time. */
 export interface WhatIfRecord {
@@ -21,7 +22,7 @@ export interface WhatIfRecord {
 
 export interface WhatIfReader {
   /** Reconcile passes only, from `fromSeq` up to `untilSeq` (inclusive; undefined: the end). */
-  passes(fromSeq: number, untilSeq: number | undefined): AsyncIterable<WhatIfRecord>;
+  passes(fromSeq: number, untilSeq: number | undefined): AsyncIterable<RecordedPass>;
   /** Every event from the start up to `untilSeq`. */
   all(untilSeq: number): AsyncIterable<WhatIfRecord>;
 }
@@ -56,11 +57,10 @@ export async function runWhatIf(
 ): Promise<WhatIfResult> {
   const passes: Array<{ seq: number; target: number; nowMs: number }> = [];
   for await (const r of reader.passes(range.fromSeq ?? 1, range.toSeq)) {
-    if (r.event.body.case !== "reconcilePass") continue;
-    const observed = Number(r.event.body.value.observedSeq);
+    const observed = Number(r.pass.observedSeq);
     // The state the pass decided on; an older writer without observedSeq decided on what came before it.
     const target = observed > 0 && observed < r.seq ? observed : r.seq - 1;
-    passes.push({ seq: r.seq, target, nowMs: Number(r.event.body.value.nowUnixMs) });
+    passes.push({ seq: r.seq, target, nowMs: Number(r.pass.nowUnixMs) });
   }
   const results: WhatIfPass[] = [];
   const last = passes.at(-1)?.seq;
