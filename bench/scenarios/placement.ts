@@ -12,6 +12,7 @@ import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import { DEFAULT_RECONCILER_CONFIG, decide } from "../../src/reconciler/index.js";
+import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 import { figure, type Scenario } from "../support/result.js";
 
 export const placement: Scenario = {
@@ -83,27 +84,17 @@ function fleet(nodes: number, replicas: number): FleetState {
   });
   for (let i = 0; i < nodes; i++) {
     const nodeId = `gpu-${String(i).padStart(5, "0")}`;
-    const all = [0, 1, 2, 3, 4, 5, 6, 7];
     apply({
       case: "sessionOpened",
       value: {
         nodeId,
         sessionId: `s-${i}`,
         gatewayId: "gw-1",
-        registration: {
+        registration: registrationOf(
           nodeId,
-          gpus: all.map((g) => ({
-            index: g,
-            product: "NVIDIA H100 80GB HBM3",
-            memoryTotalMb: BigInt(80 * GIB),
-            memoryUsedMb: 0n,
-          })),
-          fabrics: [
-            { name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: all },
-            { name: `ib-pod-${Math.floor(i / 32)}`, kind: "infiniband", gpuIndices: all },
-          ],
-          runningShards: [],
-        },
+          h100Hardware(nodeId, { memoryMb: 80 * GIB, pod: `ib-pod-${Math.floor(i / 32)}` }),
+          { agentVersion: "bench" },
+        ),
       },
     });
   }

@@ -15,27 +15,16 @@ import {
   type ControlMessage,
   type RegisterSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { AckTracker } from "../../src/sim/index.js";
+import { AckTracker, h100Hardware, registrationOf } from "../../src/sim/index.js";
 import { Outbox } from "../../src/sim/outbox.js";
 
 const GIB = 1024;
 
 export function registration(nodeId: string, cumulativeAcks = true): MessageInitShape<typeof RegisterSchema> {
-  const all = [0, 1, 2, 3, 4, 5, 6, 7];
-  return {
-    nodeId,
+  return registrationOf(nodeId, h100Hardware(nodeId, { memoryMb: 80 * GIB, pod: null }), {
     agentVersion: "bench",
-    gpus: all.map((i) => ({
-      index: i,
-      uuid: `GPU-${nodeId}-${i}`,
-      product: "NVIDIA H100 80GB HBM3",
-      memoryTotalMb: BigInt(80 * GIB),
-      memoryUsedMb: 0n,
-    })),
-    fabrics: [{ name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: all }],
-    runningShards: [],
     cumulativeAcks,
-  };
+  });
 }
 
 /** Connections shared by many agents: `streamsPerConnection` streams on each. */

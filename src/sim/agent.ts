@@ -30,6 +30,7 @@ import {
 } from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
 import { Outbox } from "./outbox.js";
+import { registrationOf } from "./registration.js";
 import type { Rng } from "./rng.js";
 import { connectAgent, type TlsIdentity } from "./transport.js";
 
@@ -333,32 +334,25 @@ export class SimAgent {
   }
 
   private registration() {
-    const used = this.memoryUsedMb();
-    return create(RegisterSchema, {
-      nodeId: this.nodeId,
-      agentVersion: this.config.agentVersion,
-      gpus: this.hardware.gpus.map((g) => ({
-        index: g.index,
-        uuid: g.uuid,
-        product: g.product,
-        memoryTotalMb: BigInt(g.memoryTotalMb),
-        memoryUsedMb: BigInt(used[g.index] ?? 0),
-        problems: [...(this.problems[g.index] ?? [])],
-      })),
-      fabrics: this.hardware.fabrics.map((f) => ({ ...f, gpuIndices: [...f.gpuIndices] })),
-      // Empty means "running nothing", and is sent as such.
-      runningShards: [...this.shards.values()].map((s) => ({
-        shardId: s.shardId,
-        replicaId: s.replicaId,
-        model: s.model,
-        profile: s.profile,
-        gpuIndices: [...s.gpuIndices],
-        state: s.state,
-        endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
-      })),
-      labels: { ...this.config.labels },
-      cumulativeAcks: true,
-    });
+    return create(
+      RegisterSchema,
+      registrationOf(this.nodeId, this.hardware, {
+        agentVersion: this.config.agentVersion,
+        usedMb: this.memoryUsedMb(),
+        problems: this.problems,
+        runningShards: [...this.shards.values()].map((s) => ({
+          shardId: s.shardId,
+          replicaId: s.replicaId,
+          model: s.model,
+          profile: s.profile,
+          gpuIndices: [...s.gpuIndices],
+          state: s.state,
+          endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
+        })),
+        labels: this.config.labels,
+        cumulativeAcks: true,
+      }),
+    );
   }
 
   /** Sends on the current stream when registered and reachable; false when the message was lost. */

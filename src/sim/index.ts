@@ -28,3 +28,11 @@ export {
 export { type FleetSummary, formatSummary, SimFleet } from "./fleet.js";
 export { H100, type NodeHardware, nodeHardware } from "./hardware.js";
 export { fleetNodeIds, invalidNodeIdReason, NODE_ID_RULE, nodeIds } from "./ids.js";
+export {
+  type H100NodeSpec,
+  h100Hardware,
+  type RegisterInit,
+  type RegistrationState,
+  type RunningShardInit,
+  registrationOf,
+} from "./registration.js";

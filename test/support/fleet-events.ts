@@ -5,7 +5,7 @@
  * counter, so the same calls always build the same events.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { type RegisterSchema, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type CommandSchema,
   type DecisionSchema,
@@ -17,6 +17,7 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit } from "../../src/log/index.js";
+import { h100Hardware, type RegisterInit, registrationOf } from "../../src/sim/index.js";
 
 export { Liveness, SessionClosed_Reason, ShardStatus_State };
 
@@ -24,7 +25,7 @@ const GIB = 1024;
 export type DecisionInit = MessageInitShape<typeof DecisionSchema>;
 export type CommandInit = MessageInitShape<typeof CommandSchema>;
 export type ModelInit = MessageInitShape<typeof ModelSchema>;
-export type RegisterInit = MessageInitShape<typeof RegisterSchema>;
+export type { RegisterInit };
 
 export interface RunningInit {
   shard: string;
@@ -45,21 +46,10 @@ export function h100Node(
     gpuProblems?: Record<number, string[]>;
   } = {},
 ): RegisterInit {
-  return {
-    nodeId,
+  return registrationOf(nodeId, h100Hardware(nodeId, { memoryMb: 80 * GIB, pod: opts.pod ?? "ib-pod-1" }), {
     agentVersion: "1.8.2",
-    gpus: Array.from({ length: 8 }, (_, i) => ({
-      index: i,
-      uuid: `GPU-${nodeId}-${i}`,
-      product: "NVIDIA H100 80GB HBM3",
-      memoryTotalMb: BigInt(80 * GIB),
-      memoryUsedMb: BigInt((opts.usedGib?.[i] ?? 0) * GIB),
-      problems: opts.gpuProblems?.[i] ?? [],
-    })),
-    fabrics: [
-      { name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: [0, 1, 2, 3, 4, 5, 6, 7] },
-      { name: opts.pod ?? "ib-pod-1", kind: "infiniband", gpuIndices: [0, 1, 2, 3, 4, 5, 6, 7] },
-    ],
+    usedMb: (opts.usedGib ?? []).map((g) => g * GIB),
+    ...(opts.gpuProblems ? { problems: opts.gpuProblems } : {}),
     runningShards: (opts.running ?? []).map((r) => ({
       shardId: r.shard,
       replicaId: r.replica,
@@ -69,7 +59,7 @@ export function h100Node(
       state: r.state ?? ShardStatus_State.RUNNING,
     })),
     labels: { zone: "eu-west-1a", pool: "general", pod: opts.pod ?? "ib-pod-1" },
-  };
+  });
 }
 
 /** The catalog of the fleet facts: Llama 3.3 70B on 4 GPUs, Llama 3.1 405B on two 8-GPU nodes. */

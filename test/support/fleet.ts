@@ -23,6 +23,7 @@ import {
   decide,
   type ReconcilerConfig,
 } from "../../src/reconciler/index.js";
+import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 
 export const T0 = 1_780_000_000_000;
 const GIB = 1024;
@@ -87,24 +88,16 @@ export const llama405b = (n: number) =>
 export type ModelInit = ReturnType<typeof model>;
 
 export function registration(nodeId: string, spec: NodeSpec = {}) {
-  const count = spec.gpus ?? 8;
-  const all = Array.from({ length: count }, (_, i) => i);
-  const ib = spec.ib === undefined ? "ib-pod-1" : spec.ib;
-  return {
-    nodeId,
+  const hw = h100Hardware(nodeId, {
+    gpus: spec.gpus ?? 8,
+    ...(spec.product ? { product: spec.product } : {}),
+    memoryMb: (spec.memoryGb ?? 80) * GIB,
+    pod: spec.ib === undefined ? "ib-pod-1" : spec.ib,
+  });
+  return registrationOf(nodeId, hw, {
     agentVersion: "1.8.2",
-    gpus: all.map((i) => ({
-      index: i,
-      uuid: `GPU-${nodeId}-${i}`,
-      product: spec.product ?? "NVIDIA H100 80GB HBM3",
-      memoryTotalMb: BigInt((spec.memoryGb ?? 80) * GIB),
-      memoryUsedMb: BigInt((spec.usedGb?.[i] ?? 0) * GIB),
-      problems: spec.problems?.[i] ?? [],
-    })),
-    fabrics: [
-      { name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: all },
-      ...(ib ? [{ name: ib, kind: "infiniband", gpuIndices: all }] : []),
-    ],
+    usedMb: (spec.usedGb ?? []).map((g) => g * GIB),
+    ...(spec.problems ? { problems: spec.problems } : {}),
     runningShards: (spec.running ?? []).map((r) => ({
       shardId: r.shard,
       replicaId: r.replica,
@@ -115,7 +108,7 @@ export function registration(nodeId: string, spec: NodeSpec = {}) {
       endpoint: r.endpoint ?? "",
     })),
     labels: spec.labels ?? { zone: "eu-west-1a", pool: "general" },
-  };
+  });
 }
 
 /** A fleet under test: events folded as they are added, passes decided and folded back. */

@@ -14,6 +14,7 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit } from "../../src/log/index.js";
+import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 
 const gib = 1024;
 
@@ -21,21 +22,8 @@ export function h100Registration(
   nodeId: string,
   running: Array<{ shard: string; replica: string; gpus: number[] }> = [],
 ) {
-  return {
-    nodeId,
+  return registrationOf(nodeId, h100Hardware(nodeId, { memoryMb: 80 * gib, pod: "ib-pod-1" }), {
     agentVersion: "1.8.2",
-    gpus: Array.from({ length: 8 }, (_, i) => ({
-      index: i,
-      uuid: `GPU-${nodeId}-${i}`,
-      product: "NVIDIA H100 80GB HBM3",
-      memoryTotalMb: BigInt(80 * gib),
-      memoryUsedMb: 0n,
-      problems: [],
-    })),
-    fabrics: [
-      { name: `${nodeId}-nvlink`, kind: "nvlink", gpuIndices: [0, 1, 2, 3, 4, 5, 6, 7] },
-      { name: "ib-pod-1", kind: "infiniband", gpuIndices: [0, 1, 2, 3, 4, 5, 6, 7] },
-    ],
     runningShards: running.map((r) => ({
       shardId: r.shard,
       replicaId: r.replica,
@@ -45,7 +33,7 @@ export function h100Registration(
       state: ShardStatus_State.RUNNING,
     })),
     labels: { zone: "eu-west-1a", pool: "general" },
-  };
+  });
 }
 
 const writer = { kind: Writer_Kind.GATEWAY, id: "gw-1" };
