@@ -1,51 +1,25 @@
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
-import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
+import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent, type TestAgentOptions } from "../support/agent.js";
-import { makeTestCerts, type TestCerts } from "../support/certs.js";
-import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { readAll, waitForLog } from "../support/gateway.js";
+import { gatewaySuite } from "../support/gateway-suite.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway: bad input gets the right error and harms no one else", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let certs: TestCerts;
-  let gw: Gateway;
-  let log: Log;
-  let stream: string;
+  const env = gatewaySuite("GWBAD", {
+    withCerts: true,
+    gateway: () => ({ registrationTimeoutMs: 1_000, readMaxBytes: 64 * 1024 }),
+  });
   let good = 0;
 
-  before(async () => {
-    server = await startServer();
-    certs = makeTestCerts();
-    stream = uniqueStream("GWBAD");
-    const prefix = `t${rand()}.evt`;
-    log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    gw = await startTestGateway({
-      nats: server.url,
-      stream,
-      prefix,
-      certs,
-      registrationTimeoutMs: 1_000,
-      readMaxBytes: 64 * 1024,
-    });
-  });
-  after(async () => {
-    await gw?.drain("test over");
-    await log?.jsm.streams.delete(stream).catch(() => {});
-    await log?.close();
-    await server?.close();
-  });
-
-  const tls = (cn: string) => ({ ca: certs.ca, ...certs.client(cn) });
+  const tls = env.tls;
 
   /** Runs a stream that must fail, returning its error. */
   async function refused(opts: Omit<TestAgentOptions, "baseUrl">): Promise<Error | undefined> {
-    const a = TestAgent.open({ baseUrl: gw.url, ...opts });
+    const a = TestAgent.open({ baseUrl: env.gw.url, ...opts });
     try {
       return await a.ended;
     } finally {
@@ -57,7 +31,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
   async function othersStillServed() {
     const node = `gpu-good-${++good}`;
     const a = await TestAgent.connect({
-      baseUrl: gw.url,
+      baseUrl: env.gw.url,
       tls: tls(node),
       registration: h100Registration(node),
     });
@@ -88,7 +62,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
   });
 
   it("refuses an agent without a client certificate", async () => {
-    const err = await refused({ tls: { ca: certs.ca }, registration: h100Registration("gpu-b4") });
+    const err = await refused({ tls: { ca: env.certs.ca }, registration: h100Registration("gpu-b4") });
     assert.equal(codeOf(err), "Unauthenticated");
     assert.match(String(err), /no client certificate/);
     await othersStillServed();
@@ -96,7 +70,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
 
   it("refuses a certificate from another CA", async () => {
     const err = await refused({
-      tls: { ca: certs.ca, ...certs.foreignClient("gpu-b5") },
+      tls: { ca: env.certs.ca, ...env.certs.foreignClient("gpu-b5") },
       registration: h100Registration("gpu-b5"),
     });
     assert.equal(codeOf(err), "Unauthenticated");
@@ -138,7 +112,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
 
   it("refuses garbage bytes sent straight over HTTP/2", async () => {
     const c = tls("gpu-b8");
-    const session = http2.connect(gw.url, { ca: c.ca, cert: c.cert, key: c.key });
+    const session = http2.connect(env.gw.url, { ca: c.ca, cert: c.cert, key: c.key });
     try {
       for (const body of [
         // A gRPC frame whose payload is not protobuf.
@@ -185,7 +159,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
   it("takes a re-registration as hardware changed, and refuses one naming another node", async () => {
     const node = "gpu-b10";
     const a = await TestAgent.connect({
-      baseUrl: gw.url,
+      baseUrl: env.gw.url,
       tls: tls(node),
       registration: h100Registration(node),
     });
@@ -201,7 +175,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
       a.abort();
     }
     const records = await waitForLog(
-      log,
+      env.log,
       (rs) =>
         rs.some(
           (r) =>
@@ -218,7 +192,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
   });
 
   it("wrote no event for any refused stream", async () => {
-    const records = await readAll(log);
+    const records = await readAll(env.log);
     const opened = records
       .map((r) => r.event.body)
       .filter((b) => b.case === "sessionOpened")

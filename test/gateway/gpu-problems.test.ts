@@ -6,40 +6,24 @@
  * InvalidArgument naming the field.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
+import { describe, it } from "node:test";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { readAll } from "../support/gateway.js";
+import { gatewaySuite } from "../support/gateway-suite.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway: per-GPU problems in heartbeats", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let gw: Gateway;
-  let log: Log;
-  before(async () => {
-    server = await startServer();
-    const stream = uniqueStream("GWGPU");
-    const prefix = `t${rand()}.evt`;
-    log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    gw = await startTestGateway({ nats: server.url, stream, prefix });
-  });
-  after(async () => {
-    await gw?.drain("test over");
-    await log?.close();
-    await server?.close();
-  });
+  const env = gatewaySuite("GWGPU");
 
   const usageOf = async (node: string) =>
-    (await readAll(log)).flatMap((r) =>
+    (await readAll(env.log)).flatMap((r) =>
       r.event.body.case === "usageChanged" && r.event.body.value.nodeId === node ? [r.event.body.value] : [],
     );
 
   it("records each distinct problem once, and drops one naming a GPU the node does not have", async () => {
     const node = "gpu-xid";
-    const a = await TestAgent.connect({ baseUrl: gw.url, registration: h100Registration(node) });
+    const a = await TestAgent.connect({ baseUrl: env.gw.url, registration: h100Registration(node) });
     try {
       const xid = { gpuIndex: 3, kind: GpuProblem_Kind.XID, message: "Xid 79: GPU has fallen off the bus" };
       const hot = { gpuIndex: 3, kind: GpuProblem_Kind.THERMAL, message: "92 C" };
@@ -64,7 +48,7 @@ describe("gateway: per-GPU problems in heartbeats", () => {
 
   it("ends a session whose GPU problem message is too long (InvalidArgument naming the field)", async () => {
     const node = "gpu-chatty";
-    const a = await TestAgent.connect({ baseUrl: gw.url, registration: h100Registration(node) });
+    const a = await TestAgent.connect({ baseUrl: env.gw.url, registration: h100Registration(node) });
     try {
       a.heartbeat({ gpuProblems: [{ gpuIndex: 0, kind: GpuProblem_Kind.OTHER, message: "x".repeat(2000) }] });
       const err = await a.ended;

@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import type { Log, LogRecord } from "../../src/log/index.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
-import { makeTestCerts, type TestCerts } from "../support/certs.js";
-import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { readAll, type TestGatewayOptions, waitForLog } from "../support/gateway.js";
+import { serverSuite, startGatewayOnNewLog } from "../support/gateway-suite.js";
 import { assertLogInvariants } from "../support/invariants.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -59,35 +58,21 @@ export function sessionOf(records: LogRecord[], nodeId: string): string {
 }
 
 describe("gateway: one agent stream through the real log", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let certs: TestCerts;
-  before(async () => {
-    server = await startServer();
-    certs = makeTestCerts();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
   async function withGateway(
     fn: (gw: Gateway, log: Log) => Promise<void>,
-    over: Parameters<typeof startTestGateway>[0] extends infer T ? Partial<T> : never = {},
+    over: Partial<TestGatewayOptions> = {},
   ) {
-    const stream = uniqueStream("GW");
-    const prefix = `t${rand()}.evt`;
-    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
+    const on = await startGatewayOnNewLog(env.server.url, "GW", { certs: env.certs, ...over });
     try {
-      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, ...over });
-      await fn(gw, log);
+      await fn(on.gw, on.log);
     } finally {
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await on.close();
     }
   }
 
-  const agentTls = (node: string) => ({ ca: certs.ca, ...certs.client(node) });
+  const agentTls = env.tls;
 
   for (const protocol of ["connect", "grpc", "grpc-web"] as Protocol[]) {
     it(`registers, reports, receives a command and answers it (${protocol})`, () =>
