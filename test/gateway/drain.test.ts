@@ -1,30 +1,18 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
-import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { type GatewayProcess, rand, readAll, spawnGateway, waitForLog } from "../support/gateway.js";
+import { openTestLog, serverSuite } from "../support/gateway-suite.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway process: SIGTERM drains", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let certs: TestCerts;
-  before(async () => {
-    server = await startServer();
-    certs = makeTestCerts();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
   it("tells agents to reconnect, records draining and stopped, releases its lease and exits", async () => {
-    const stream = uniqueStream("GWDRAIN");
-    const prefix = `t${rand()}.evt`;
+    const { log, stream, prefix } = await openTestLog(env.server.url, "GWDRAIN");
     const bucket = `leases_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
     let gw: GatewayProcess | undefined;
     const agents: TestAgent[] = [];
     try {
@@ -33,7 +21,7 @@ describe("gateway process: SIGTERM drains", () => {
           "--id",
           "gw-drain",
           "--nats",
-          server.url,
+          env.server.url,
           "--stream",
           stream,
           "--subject-prefix",
@@ -45,13 +33,13 @@ describe("gateway process: SIGTERM drains", () => {
           "--metrics-listen",
           "127.0.0.1:0",
         ],
-        certs,
+        env.certs,
       );
       for (const node of ["gpu-drain-1", "gpu-drain-2"]) {
         agents.push(
           await TestAgent.connect({
             baseUrl: gw.url,
-            tls: { ca: certs.ca, ...certs.client(node) },
+            tls: env.tls(node),
             registration: h100Registration(node),
           }),
         );

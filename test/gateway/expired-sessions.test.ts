@@ -8,34 +8,25 @@
  * register again.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { Code } from "@connectrpc/connect";
 import type { Gateway } from "../../src/gateway/index.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { TestAgent } from "../support/agent.js";
 import { decide, EventFactory } from "../support/fleet-events.js";
 import { rand, startTestGateway, waitForLog } from "../support/gateway.js";
+import { openTestLog, serverSuite } from "../support/gateway-suite.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway: sessions the reconciler expired", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
   it("ends the expired stream (Unavailable, SessionClosed EXPIRED) and leaves the others alone", async () => {
-    const stream = uniqueStream("EXP");
-    const prefix = `e${rand()}.evt`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    const { log, stream, prefix } = await openTestLog(env.server.url, "EXP");
     let gw: Gateway | undefined;
     const agents: TestAgent[] = [];
     try {
-      gw = await startTestGateway({ nats: server.url, stream, prefix });
+      gw = await startTestGateway({ nats: env.server.url, stream, prefix });
       for (const node of ["gpu-e1", "gpu-e2"]) {
         agents.push(await TestAgent.connect({ baseUrl: gw.url, registration: h100Registration(node, []) }));
       }

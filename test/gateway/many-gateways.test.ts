@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
 import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
-import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { rand, readAll, startTestGateway, waitForLog, waitUntil } from "../support/gateway.js";
+import { openTestLog, serverSuite } from "../support/gateway-suite.js";
 import { h100Registration } from "../support/sample-events.js";
 
 function stopPass(id: string, commands: Array<{ commandId: string; nodeId: string; sessionId: string }>) {
@@ -30,36 +28,27 @@ function stopPass(id: string, commands: Array<{ commandId: string; nodeId: strin
 }
 
 describe("gateway: newest session wins across gateways", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let certs: TestCerts;
-  before(async () => {
-    server = await startServer();
-    certs = makeTestCerts();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
   it("moves an agent from gateway A to B: A aborts naming B, commands reach only B's session", async () => {
-    const stream = uniqueStream("GWMANY");
-    const prefix = `t${rand()}.evt`;
+    const { log, stream, prefix } = await openTestLog(env.server.url, "GWMANY");
     const leaseBucket = `leases_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+
     const gws: Gateway[] = [];
     const agents: TestAgent[] = [];
     try {
-      const common = { nats: server.url, stream, prefix, certs, leaseBucket };
+      const common = { nats: env.server.url, stream, prefix, certs: env.certs, leaseBucket };
       const a = await startTestGateway({ ...common, id: "gw-a" });
       gws.push(a);
       const b = await startTestGateway({ ...common, id: "gw-b" });
       gws.push(b);
       const node = "gpu-move-1";
-      const tls = { ca: certs.ca, ...certs.client(node) };
+      const tls = env.tls(node);
       const onA = await TestAgent.connect({ baseUrl: a.url, tls, registration: h100Registration(node) });
       agents.push(onA);
       const other = await TestAgent.connect({
         baseUrl: a.url,
-        tls: { ca: certs.ca, ...certs.client("gpu-stay-1") },
+        tls: env.tls("gpu-stay-1"),
         registration: h100Registration("gpu-stay-1"),
         autoAnswer: true,
       });
@@ -148,15 +137,13 @@ describe("gateway: newest session wins across gateways", () => {
   });
 
   it("closes an older session on the same gateway too", async () => {
-    const stream = uniqueStream("GWSAME");
-    const prefix = `t${rand()}.evt`;
-    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+    const { log, stream, prefix } = await openTestLog(env.server.url, "GWSAME");
     let gw: Gateway | undefined;
     const agents: TestAgent[] = [];
     try {
-      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, id: "gw-one" });
+      gw = await startTestGateway({ nats: env.server.url, stream, prefix, certs: env.certs, id: "gw-one" });
       const node = "gpu-twice-1";
-      const tls = { ca: certs.ca, ...certs.client(node) };
+      const tls = env.tls(node);
       const first = await TestAgent.connect({ baseUrl: gw.url, tls, registration: h100Registration(node) });
       agents.push(first);
       const second = await TestAgent.connect({ baseUrl: gw.url, tls, registration: h100Registration(node) });

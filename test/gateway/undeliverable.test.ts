@@ -10,7 +10,7 @@
  * happens when an agent drops right after placement.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { Gateway } from "../../src/gateway/index.js";
 import {
   CommandUndeliverable_Action,
@@ -19,12 +19,12 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
-import { type Log, type LogRecord, newEvent, openLog } from "../../src/log/index.js";
+import { type Log, type LogRecord, newEvent } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import { DEFAULT_RECONCILER_CONFIG, type DecideOutput, decide } from "../../src/reconciler/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { TestAgent } from "../support/agent.js";
 import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { openTestLog, serverSuite } from "../support/gateway-suite.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -87,24 +87,17 @@ async function appendPass(log: Log, p: { out: DecideOutput; observedSeq: number 
 }
 
 describe("gateway: undeliverable commands", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
   it("a start for a session that just ended is reported within a second, and the next pass re-plans it elsewhere", async () => {
-    const stream = uniqueStream("UNDL");
-    const prefix = `u${rand()}.evt`;
+    const { log, stream, prefix } = await openTestLog(env.server.url, "UNDL");
     const gatewaysBucket = `gwl_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+
     let gw: Gateway | undefined;
     let rec: ReconcilerProcess | undefined;
     const agents: TestAgent[] = [];
     try {
-      gw = await startTestGateway({ nats: server.url, stream, prefix, leaseBucket: gatewaysBucket });
+      gw = await startTestGateway({ nats: env.server.url, stream, prefix, leaseBucket: gatewaysBucket });
       const gatewayId = gw.config.id;
       for (const node of ["gpu-u1", "gpu-u2"]) {
         agents.push(
@@ -188,7 +181,7 @@ describe("gateway: undeliverable commands", () => {
       // The next pass, by a real reconciler, re-plans the replica on the other node.
       rec = await spawnReconciler({
         id: "rec-undl",
-        nats: server.url,
+        nats: env.server.url,
         stream,
         prefix,
         leaseBucket: `rl_${rand()}`,
