@@ -5,7 +5,7 @@
  */
 import {
   type FleetState,
-  type GpuFault,
+  type GpuState,
   isReady,
   type NodeState,
   type ReplicaState,
@@ -13,18 +13,8 @@ import {
   type ShardState,
 } from "../projections/index.js";
 
-export interface GpuView {
-  index: number;
-  uuid: string;
-  product: string;
-  memoryTotalMb: number;
-  memoryUsedMb: number;
-  problems: string[];
-  /** Problems heartbeats reported for this GPU since registration (kind and message). */
-  faults: GpuFault[];
-  /** An operator keeps new work off this GPU. */
-  cordoned: boolean;
-  cordonReason: string;
+/** A GPU as the inventory holds it, with the shards on it. */
+export interface GpuView extends GpuState {
   /** Shards holding this GPU. */
   shards: Array<{ replicaId: string; shardId: string; model: string; state: string }>;
 }

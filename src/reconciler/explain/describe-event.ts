@@ -136,16 +136,16 @@ function eventSubjects(event: Event): { nodes: Set<string>; replicas: Set<string
       nodes.add(b.value.nodeId);
       if (b.value.replicaId) replicas.add(b.value.replicaId);
       break;
+    case "nodeCordoned":
+    case "gpuCordoned":
+    case "nodeUncordoned":
+    case "gpuUncordoned":
+    case "nodeDrainRequested":
+    case "gpuProblemsCleared":
     case "sessionClosed":
     case "hardwareChanged":
     case "usageChanged":
     case "commandResult":
-    case "nodeCordoned":
-    case "nodeUncordoned":
-    case "nodeDrainRequested":
-    case "gpuProblemsCleared":
-    case "gpuCordoned":
-    case "gpuUncordoned":
       nodes.add(b.value.nodeId);
       break;
     case "reconcilePass":
