@@ -195,18 +195,11 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       };
       return state;
     }
-    case "gatewayDraining": {
-      const g = state.gateways[body.value.gatewayId];
-      if (g) {
-        g.status = "draining";
-        g.lastChangeSeq = meta.seq;
-      }
-      return state;
-    }
+    case "gatewayDraining":
     case "gatewayStopped": {
       const g = state.gateways[body.value.gatewayId];
       if (g) {
-        g.status = "stopped";
+        g.status = body.case === "gatewayDraining" ? "draining" : "stopped";
         g.lastChangeSeq = meta.seq;
       }
       return state;

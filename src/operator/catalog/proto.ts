@@ -10,21 +10,37 @@ import { formatDuration } from "./duration.js";
 import { formatMemory } from "./memory.js";
 import type { CatalogFile, CatalogFileInput } from "./schema.js";
 
+/** The profile fields the file and the log name and type alike, copied. */
+function sameInBoth(p: {
+  name: string;
+  shards: number;
+  gpusPerShard: number;
+  gpuProduct: string;
+  fabricKind: string;
+  nodeLabels: Record<string, string>;
+  engineArgs: readonly string[];
+  engineEnv: Record<string, string>;
+}) {
+  return {
+    name: p.name,
+    shards: p.shards,
+    gpusPerShard: p.gpusPerShard,
+    gpuProduct: p.gpuProduct,
+    fabricKind: p.fabricKind,
+    nodeLabels: { ...p.nodeLabels },
+    engineArgs: [...p.engineArgs],
+    engineEnv: { ...p.engineEnv },
+  };
+}
+
 export function toProtoCatalog(file: CatalogFile): Catalog {
   return create(CatalogSchema, {
     models: file.models.map((m) => ({
       name: m.name,
       replicas: m.replicas,
       profiles: m.profiles.map((p) => ({
-        name: p.name,
-        shards: p.shards,
-        gpusPerShard: p.gpusPerShard,
+        ...sameInBoth(p),
         memoryPerGpuMb: BigInt(p.memoryPerGpu),
-        gpuProduct: p.gpuProduct,
-        fabricKind: p.fabricKind,
-        nodeLabels: { ...p.nodeLabels },
-        engineArgs: [...p.engineArgs],
-        engineEnv: { ...p.engineEnv },
         startTimeoutMs: p.startTimeout ?? 0,
         startAttempts: p.startAttempts ?? 0,
         readyTimeoutMs: p.readyTimeout ?? 0,
@@ -40,15 +56,8 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
       name: m.name,
       replicas: m.replicas,
       profiles: m.profiles.map((p) => ({
-        name: p.name,
-        shards: p.shards,
-        gpusPerShard: p.gpusPerShard,
+        ...sameInBoth(p),
         memoryPerGpu: formatMemory(p.memoryPerGpuMb),
-        gpuProduct: p.gpuProduct,
-        fabricKind: p.fabricKind,
-        nodeLabels: { ...p.nodeLabels },
-        engineArgs: [...p.engineArgs],
-        engineEnv: { ...p.engineEnv },
         // Written out only when set, so a catalog without them round-trips unchanged.
         ...(p.startTimeoutMs > 0 ? { startTimeout: formatDuration(p.startTimeoutMs) } : {}),
         ...(p.startAttempts > 0 ? { startAttempts: p.startAttempts } : {}),

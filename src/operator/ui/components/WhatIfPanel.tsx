@@ -52,45 +52,22 @@ export function WhatIfPanel({ api, lastSeq, result, onResult, onSeek }: Props) {
             <option value="spread">spread</option>
           </select>
         </label>
-        <label>
-          max decisions per pass{" "}
-          <input
-            inputMode="numeric"
-            size={6}
-            value={maxDecisions}
-            placeholder="500"
-            onInput={(e) => setMaxDecisions((e.currentTarget as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          suspect after (s){" "}
-          <input
-            inputMode="numeric"
-            size={6}
-            value={suspectAfter}
-            placeholder="30"
-            onInput={(e) => setSuspectAfter((e.currentTarget as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          from #{" "}
-          <input
-            inputMode="numeric"
-            size={7}
-            value={from}
-            onInput={(e) => setFrom((e.currentTarget as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          to #{" "}
-          <input
-            inputMode="numeric"
-            size={7}
-            value={to}
-            placeholder={String(lastSeq)}
-            onInput={(e) => setTo((e.currentTarget as HTMLInputElement).value)}
-          />
-        </label>
+        <NumberField
+          label="max decisions per pass"
+          size={6}
+          value={maxDecisions}
+          placeholder="500"
+          onInput={setMaxDecisions}
+        />
+        <NumberField
+          label="suspect after (s)"
+          size={6}
+          value={suspectAfter}
+          placeholder="30"
+          onInput={setSuspectAfter}
+        />
+        <NumberField label="from #" size={7} value={from} onInput={setFrom} />
+        <NumberField label="to #" size={7} value={to} placeholder={String(lastSeq)} onInput={setTo} />
         <button type="button" onClick={run} disabled={busy} data-testid="run-what-if">
           {busy ? "running…" : "run"}
         </button>
@@ -127,5 +104,27 @@ export function WhatIfPanel({ api, lastSeq, result, onResult, onSeek }: Props) {
         </div>
       )}
     </section>
+  );
+}
+
+/** A labelled numeric input. */
+function NumberField(p: {
+  label: string;
+  size: number;
+  value: string;
+  placeholder?: string;
+  onInput(value: string): void;
+}) {
+  return (
+    <label>
+      {p.label}{" "}
+      <input
+        inputMode="numeric"
+        size={p.size}
+        value={p.value}
+        placeholder={p.placeholder}
+        onInput={(e) => p.onInput((e.currentTarget as HTMLInputElement).value)}
+      />
+    </label>
   );
 }
