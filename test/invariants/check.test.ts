@@ -21,10 +21,7 @@ import { Fleet, llama8b, llama70b } from "../support/fleet.js";
 
 /** A converged fleet: two nodes, a catalog, every pass obeyed. */
 function converged(): Fleet {
-  const f = new Fleet();
-  f.catalog(llama70b(2), llama8b(2));
-  f.connect("gpu-1");
-  f.connect("gpu-2");
+  const f = Fleet.of([llama70b(2), llama8b(2)], ["gpu-1", "gpu-2"]);
   f.advance(1000).run();
   return f;
 }

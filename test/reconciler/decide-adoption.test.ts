@@ -21,9 +21,7 @@ describe("decide: the empty cases", () => {
   });
 
   it("given a catalog with no models and a connected node running nothing, only adopts (an empty list)", () => {
-    const f = new Fleet();
-    f.catalog();
-    f.connect("gpu-a1");
+    const f = Fleet.of([], ["gpu-a1"]);
     const out = f.step();
     assert.deepEqual(kinds(out.decisions), ["shardsAdopted"]);
     assert.deepEqual(ofKind(out.decisions, "shardsAdopted")[0]?.shards, []);
@@ -33,9 +31,7 @@ describe("decide: the empty cases", () => {
   });
 
   it("given a model with 0 replicas, creates nothing", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(0));
-    f.connect("gpu-a1");
+    const f = Fleet.of([llama70b(0)], ["gpu-a1"]);
     f.step();
     assert.deepEqual(f.settle(), []);
     assert.deepEqual(f.state.replicas.replicas, {});
@@ -58,9 +54,7 @@ describe("decide: the empty cases", () => {
 
 describe("decide: adoption", () => {
   it("given a node that registers running a shard of a known replica, adopts it as running and restarts nothing", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(1));
-    f.connect("gpu-a1");
+    const f = Fleet.of([llama70b(1)], ["gpu-a1"]);
     f.obey(f.step()).obey(f.step());
     const [r] = f.replicasOf("llama-3.3-70b");
     assert.ok(r);
@@ -131,10 +125,7 @@ describe("decide: adoption", () => {
   });
 
   it("given a node that re-registers running nothing, its earlier shards are gone and their replicas placed again", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(1));
-    f.connect("gpu-a1");
-    f.connect("gpu-b1");
+    const f = Fleet.of([llama70b(1)], ["gpu-a1", "gpu-b1"]);
     f.run();
     const [r] = f.replicasOf("llama-3.3-70b");
     const was = r?.shards[0]?.nodeId as string;
@@ -148,9 +139,7 @@ describe("decide: adoption", () => {
   });
 
   it("waits for every connected node's adoption before placing anything", () => {
-    const f = new Fleet();
-    f.catalog(llama8b(1));
-    f.connect("gpu-a1");
+    const f = Fleet.of([llama8b(1)], ["gpu-a1"]);
     const first = f.step();
     assert.deepEqual(
       kinds(first.decisions),
@@ -162,10 +151,7 @@ describe("decide: adoption", () => {
   });
 
   it("stops a returning node's shard whose replica was re-placed while it was away (duplicate)", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(1));
-    f.connect("gpu-a1");
-    f.connect("gpu-b1");
+    const f = Fleet.of([llama70b(1)], ["gpu-a1", "gpu-b1"]);
     f.run();
     const [r] = f.replicasOf("llama-3.3-70b");
     const shard = r?.shards[0];

@@ -5,10 +5,7 @@ import { actions, Fleet, kinds, llama70b, llama405b, ofKind } from "../support/f
 
 describe("decide: two-stage expiry", () => {
   it("given a node without a session: suspect after suspectAfter (replicas kept), lost after lostAfter (re-placed)", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(1));
-    f.connect("gpu-a1");
-    f.connect("gpu-b1");
+    const f = Fleet.of([llama70b(1)], ["gpu-a1", "gpu-b1"]);
     f.run();
     const [r] = f.replicasOf("llama-3.3-70b");
     const node = r?.shards[0]?.nodeId as string;
@@ -34,9 +31,7 @@ describe("decide: two-stage expiry", () => {
   });
 
   it("given a node that comes back before it is lost, keeps everything", () => {
-    const f = new Fleet();
-    f.catalog(llama70b(1));
-    f.connect("gpu-a1");
+    const f = Fleet.of([llama70b(1)], ["gpu-a1"]);
     f.run();
     const [r] = f.replicasOf("llama-3.3-70b");
     const s = r?.shards[0];

@@ -150,6 +150,14 @@ export class Fleet {
     return this;
   }
 
+  /** A fleet with this catalog, then these nodes connected (in that order); nothing decided yet. */
+  static of(models: ModelInit[], nodes: string[]): Fleet {
+    const f = new Fleet();
+    f.catalog(...models);
+    for (const n of nodes) f.connect(n);
+    return f;
+  }
+
   catalog(...models: ModelInit[]): this {
     this.apply(
       { case: "catalogChanged", value: { appliedBy: "ops", catalog: { models } } },
