@@ -34,6 +34,20 @@ export interface RunningInit {
   profile: string;
   gpus: number[];
   state?: ShardStatus_State;
+  endpoint?: string;
+}
+
+/** The running shards a registration lists. */
+export function runningShards(running: readonly RunningInit[] = []) {
+  return running.map((r) => ({
+    shardId: r.shard,
+    replicaId: r.replica,
+    model: r.model,
+    profile: r.profile,
+    gpuIndices: r.gpus,
+    state: r.state ?? ShardStatus_State.RUNNING,
+    endpoint: r.endpoint ?? "",
+  }));
 }
 
 /** The registration of an H100 80 GB node with 8 GPUs, NVLink inside and an InfiniBand pod. */
@@ -50,14 +64,7 @@ export function h100Node(
     agentVersion: "1.8.2",
     usedMb: (opts.usedGib ?? []).map((g) => g * GIB),
     ...(opts.gpuProblems ? { problems: opts.gpuProblems } : {}),
-    runningShards: (opts.running ?? []).map((r) => ({
-      shardId: r.shard,
-      replicaId: r.replica,
-      model: r.model,
-      profile: r.profile,
-      gpuIndices: r.gpus,
-      state: r.state ?? ShardStatus_State.RUNNING,
-    })),
+    runningShards: runningShards(opts.running),
     labels: { zone: "eu-west-1a", pool: "general", pod: opts.pod ?? "ib-pod-1" },
   });
 }
@@ -478,14 +485,10 @@ export const command = {
     shardId: string,
     deadlineMs = 1_780_000_600_000,
   ) {
-    return {
-      commandId,
-      nodeId,
-      sessionId,
-      attempt: 1,
-      deadlineUnixMs: BigInt(deadlineMs),
-      action: { case: "stop", value: { commandId, shardId } },
-    } satisfies CommandInit;
+    return shardCommand(commandId, nodeId, sessionId, deadlineMs, {
+      case: "stop",
+      value: { commandId, shardId },
+    });
   },
   drain(
     commandId: string,
@@ -494,13 +497,20 @@ export const command = {
     shardId: string,
     deadlineMs = 1_780_000_600_000,
   ) {
-    return {
-      commandId,
-      nodeId,
-      sessionId,
-      attempt: 1,
-      deadlineUnixMs: BigInt(deadlineMs),
-      action: { case: "drain", value: { commandId, shardId, deadlineUnixMs: BigInt(deadlineMs) } },
-    } satisfies CommandInit;
+    return shardCommand(commandId, nodeId, sessionId, deadlineMs, {
+      case: "drain",
+      value: { commandId, shardId, deadlineUnixMs: BigInt(deadlineMs) },
+    });
   },
 };
+
+/** A first attempt of a stop or drain command. */
+function shardCommand(
+  commandId: string,
+  nodeId: string,
+  sessionId: string,
+  deadlineMs: number,
+  action: CommandInit["action"],
+): CommandInit {
+  return { commandId, nodeId, sessionId, attempt: 1, deadlineUnixMs: BigInt(deadlineMs), action };
+}

@@ -24,6 +24,7 @@ import {
   type ReconcilerConfig,
 } from "../../src/reconciler/index.js";
 import { h100Hardware, registrationOf } from "../../src/sim/index.js";
+import { type RunningInit, runningShards } from "./fleet-events.js";
 
 export const T0 = 1_780_000_000_000;
 const GIB = 1024;
@@ -39,15 +40,7 @@ export interface NodeSpec {
   /** InfiniBand pod name, or null for none. */
   ib?: string | null;
   labels?: Record<string, string>;
-  running?: Array<{
-    shard: string;
-    replica: string;
-    model: string;
-    profile: string;
-    gpus: number[];
-    state?: ShardStatus_State;
-    endpoint?: string;
-  }>;
+  running?: RunningInit[];
 }
 
 export interface ProfileInit {
@@ -98,15 +91,7 @@ export function registration(nodeId: string, spec: NodeSpec = {}) {
     agentVersion: "1.8.2",
     usedMb: (spec.usedGb ?? []).map((g) => g * GIB),
     ...(spec.problems ? { problems: spec.problems } : {}),
-    runningShards: (spec.running ?? []).map((r) => ({
-      shardId: r.shard,
-      replicaId: r.replica,
-      model: r.model,
-      profile: r.profile,
-      gpuIndices: r.gpus,
-      state: r.state ?? ShardStatus_State.RUNNING,
-      endpoint: r.endpoint ?? "",
-    })),
+    runningShards: runningShards(spec.running),
     labels: spec.labels ?? { zone: "eu-west-1a", pool: "general" },
   });
 }
