@@ -5,7 +5,7 @@ import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent, type TestAgentOptions } from "../support/agent.js";
 import { readAll, waitForLog } from "../support/gateway.js";
-import { gatewaySuite } from "../support/gateway-suite.js";
+import { gatewaySuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway: bad input gets the right error and harms no one else", () => {

@@ -4,7 +4,7 @@ import { Kvm } from "@nats-io/kv";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { type GatewayProcess, rand, readAll, spawnGateway, waitForLog } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/gateway-suite.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
 
 describe("gateway process: SIGTERM drains", () => {

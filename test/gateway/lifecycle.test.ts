@@ -7,7 +7,7 @@ import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/ll
 import type { Log, LogRecord } from "../../src/log/index.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
 import { readAll, type TestGatewayOptions, waitForLog } from "../support/gateway.js";
-import { serverSuite, startGatewayOnNewLog } from "../support/gateway-suite.js";
+import { serverSuite, startGatewayOnNewLog } from "../support/suites.js";
 import { assertLogInvariants } from "../support/invariants.js";
 import { h100Registration } from "../support/sample-events.js";
 

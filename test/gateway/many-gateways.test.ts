@@ -5,7 +5,7 @@ import type { Gateway } from "../../src/gateway/index.js";
 import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { rand, readAll, startTestGateway, waitForLog, waitUntil } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/gateway-suite.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
 
 function stopPass(id: string, commands: Array<{ commandId: string; nodeId: string; sessionId: string }>) {

@@ -1,25 +1,15 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DecisionSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { EndpointsBucket, endpointsKey, modelOfEndpointsKey } from "../../src/reconciler/runner/index.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
+import { connectionSuite } from "../support/suites.js";
 
 const entry = (replicaId: string) => ({ replicaId, url: `http://n1:8000/${replicaId}`, nodeId: "n1" });
 
 describe("the endpoints bucket (KV, one key per model)", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let nc: NatsConnection;
-  before(async () => {
-    server = await startServer();
-    nc = await connect({ servers: server.url });
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.close();
-  });
+  const env = connectionSuite();
 
   it("keys a model by its name, or by = and base64url when a KV key cannot be the name", () => {
     assert.equal(endpointsKey("llama-3.3-70b"), "llama-3.3-70b");
@@ -33,7 +23,9 @@ describe("the endpoints bucket (KV, one key per model)", () => {
   });
 
   it("sync makes the bucket equal to a table; a pass's changes write or delete one key each", async () => {
-    const bucket = await EndpointsBucket.open(jetstream(nc), { bucket: `endp_${Date.now().toString(36)}` });
+    const bucket = await EndpointsBucket.open(jetstream(env.nc), {
+      bucket: `endp_${Date.now().toString(36)}`,
+    });
     await bucket.kv.put("gone-model", JSON.stringify([entry("old")]));
     await bucket.kv.put("llama-3.3-70b", JSON.stringify([entry("stale")]));
 

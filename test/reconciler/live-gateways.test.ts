@@ -4,35 +4,25 @@
  * holds, so a key being renewed while the bucket is listed must not blink out.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { LiveGateways } from "../../src/reconciler/runner/live-gateways.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { rand } from "../support/gateway.js";
+import { connectionSuite } from "../support/suites.js";
 
 describe("live gateways", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let nc: NatsConnection;
-  before(async () => {
-    server = await startServer();
-    nc = await connect({ servers: server.url });
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.close();
-  });
+  const env = connectionSuite();
 
   it("keeps a gateway whose lease is renewed while the bucket is listed, and drops one whose lease expired", async () => {
     const bucket = `gws_${rand()}`;
     // As the gateway makes it: one revision per key, entries expire after the TTL.
-    const kv = await new Kvm(nc).create(bucket, { ttl: 1000, history: 1 });
+    const kv = await new Kvm(env.nc).create(bucket, { ttl: 1000, history: 1 });
     await kv.put("gw-busy", "lease");
     await kv.put("gw-dead", "lease");
-    const live = new LiveGateways(jetstream(nc), { bucket, pollMs: 1 }, pino({ level: "silent" }));
+    const live = new LiveGateways(jetstream(env.nc), { bucket, pollMs: 1 }, pino({ level: "silent" }));
     const seen: string[][] = [];
     live.onChange(() => seen.push([...live.ids].sort()));
     let renewing = true;
@@ -64,8 +54,8 @@ describe("live gateways", () => {
 
   it("confirm: a lease the set has not seen yet (the log can be ahead of the watch) joins it; a missing one does not", async () => {
     const bucket = `gws_${rand()}`;
-    const kv = await new Kvm(nc).create(bucket, { ttl: 10_000, history: 1 });
-    const live = new LiveGateways(jetstream(nc), { bucket, pollMs: 60_000 }, pino({ level: "silent" }));
+    const kv = await new Kvm(env.nc).create(bucket, { ttl: 10_000, history: 1 });
+    const live = new LiveGateways(jetstream(env.nc), { bucket, pollMs: 60_000 }, pino({ level: "silent" }));
     try {
       // One listing, no watch and no polling: the set stays as it was listed.
       await live.refresh();

@@ -1,25 +1,15 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Lease } from "../../src/reconciler/runner/index.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
+import { connectionSuite } from "../support/suites.js";
 
 describe("reconciler lease (KV bucket with a max age)", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let nc: NatsConnection;
-  before(async () => {
-    server = await startServer();
-    nc = await connect({ servers: server.url });
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.close();
-  });
+  const env = connectionSuite();
 
   const open = (bucket: string, holderId: string, ttlMs = 1500) =>
-    Lease.open(jetstream(nc), { bucket, key: "reconciler", holderId, ttlMs });
+    Lease.open(jetstream(env.nc), { bucket, key: "reconciler", holderId, ttlMs });
 
   it("is held by one process at a time; a renewal is conditioned on the revision held", async () => {
     const bucket = `lease_${Date.now().toString(36)}_a`;

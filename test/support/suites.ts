@@ -1,11 +1,12 @@
 /**
- * The setup the gateway tests share: a nats-server for a describe block
- * (and test certificates, made when first asked for), a log of its own on
- * it, and a gateway over that log. The `*Suite` functions register the
+ * The setup the tests share: a nats-server for a describe block (and test
+ * certificates, made when first asked for; or a client connection to it),
+ * a log of its own on it, and a gateway over that log. The `*Suite` functions register the
  * before/after hooks themselves, so call them in a describe body and read
  * their fields inside tests and hooks only.
  */
 import { after, before } from "node:test";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Gateway } from "../../src/gateway/index.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { startServer, uniqueStream } from "../harness/nats.js";
@@ -53,6 +54,37 @@ function serverHolder(): { start(): Promise<void>; stop(): Promise<void>; suite:
       await server?.close();
     },
     suite,
+  };
+}
+
+export interface ConnectionSuite {
+  readonly server: Server;
+  readonly nc: NatsConnection;
+}
+
+/** One nats-server for the describe block, and one client connection to it. */
+export function connectionSuite(): ConnectionSuite {
+  const s = serverHolder();
+  let nc: NatsConnection | undefined;
+  before(async () => {
+    await s.start();
+    nc = await connect({ servers: s.suite.server.url });
+  });
+  after(async () => {
+    try {
+      await nc?.close();
+    } finally {
+      await s.stop();
+    }
+  });
+  return {
+    get server() {
+      return s.suite.server;
+    },
+    get nc() {
+      if (!nc) throw new Error("the suite's connection is not open: read it inside a test or hook");
+      return nc;
+    },
   };
 }
 
