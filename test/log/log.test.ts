@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { headers } from "@nats-io/transport-node";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { isLogError, type Log, type LogError, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { uniqueStream } from "../harness/nats.js";
 import { sampleEvents } from "../support/sample-events.js";
+import { serverSuite, withTestLog } from "../support/suites.js";
 
 function cordon(id: string, node = "gpu-a1") {
   return create(EventSchema, {
@@ -17,28 +18,9 @@ function cordon(id: string, node = "gpu-a1") {
 }
 
 describe("log against a real nats-server", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
-  async function withLog(fn: (log: Log) => Promise<void>) {
-    const log = await openLog({
-      url: server.url,
-      clientName: "test",
-      name: uniqueStream(),
-      prefix: `t${Math.random().toString(36).slice(2, 8)}.evt`,
-    });
-    try {
-      await fn(log);
-    } finally {
-      await log.jsm.streams.delete(log.stream).catch(() => {});
-      await log.close();
-    }
-  }
+  const withLog = (fn: (log: Log) => Promise<void>) => withTestLog(env.server.url, "T", fn);
 
   it("stores a retried publish once", () =>
     withLog(async (log) => {
@@ -191,10 +173,10 @@ describe("log against a real nats-server", () => {
 
   it("refuses a stream that exists with other subjects", async () => {
     const name = uniqueStream();
-    const log = await openLog({ url: server.url, clientName: "test", name, prefix: "first.evt" });
+    const log = await openLog({ url: env.server.url, clientName: "test", name, prefix: "first.evt" });
     try {
       await assert.rejects(
-        openLog({ url: server.url, clientName: "test", name, prefix: "other.evt" }),
+        openLog({ url: env.server.url, clientName: "test", name, prefix: "other.evt" }),
         (err: unknown) => isLogError(err, "incompatible-stream") && /other\.evt/.test((err as Error).message),
       );
     } finally {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { headers } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
+import type { Log } from "../../src/log/index.js";
 import { canonicalJson, type FleetState, fleetProjection, foldFleet } from "../../src/projections/index.js";
 import {
   isProjectionError,
@@ -12,9 +12,9 @@ import {
   openKvSnapshotStore,
   ProjectionRuntime,
 } from "../../src/projections/runtime/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { fleetChurn } from "../support/fleet-churn.js";
 import { EventFactory } from "../support/fleet-events.js";
+import { serverSuite, withTestLog } from "../support/suites.js";
 
 /** A logger whose lines the test can read. */
 function capturingLogger() {
@@ -37,28 +37,9 @@ async function freshReplay(log: Log, untilSeq?: number): Promise<FleetState> {
 }
 
 describe("projection runtime against a real nats-server", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => {
-    await server?.close();
-  });
+  const env = serverSuite();
 
-  async function withLog(fn: (log: Log) => Promise<void>) {
-    const log = await openLog({
-      url: server.url,
-      clientName: "test",
-      name: uniqueStream("P"),
-      prefix: `t${Math.random().toString(36).slice(2, 8)}.evt`,
-    });
-    try {
-      await fn(log);
-    } finally {
-      await log.jsm.streams.delete(log.stream).catch(() => {});
-      await log.close();
-    }
-  }
+  const withLog = (fn: (log: Log) => Promise<void>) => withTestLog(env.server.url, "P", fn);
 
   it("folds what real writers append, byte-identical to a fresh replay, and follows live", () =>
     withLog(async (log) => {
@@ -155,7 +136,7 @@ describe("projection runtime against a real nats-server", () => {
       const rt = new ProjectionRuntime(log, fleetProjection);
       try {
         await rt.start();
-        await server.restart();
+        await env.server.restart();
         // Appends wait for the client to reconnect; retry until the server takes them.
         let seq = 0;
         const deadline = Date.now() + 30_000;

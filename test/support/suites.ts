@@ -112,6 +112,16 @@ export async function openTestLog(natsUrl: string, tag: string): Promise<TestLog
   };
 }
 
+/** Runs `fn` with a log of its own, deleted afterwards. */
+export async function withTestLog<T>(natsUrl: string, tag: string, fn: (log: Log) => Promise<T>): Promise<T> {
+  const t = await openTestLog(natsUrl, tag);
+  try {
+    return await fn(t.log);
+  } finally {
+    await t.close();
+  }
+}
+
 export interface GatewayOnLog extends TestLog {
   gw: Gateway;
 }
