@@ -19,17 +19,11 @@ import {
   llamaCatalog,
   SessionClosed_Reason,
   ShardStatus_State,
+  s70,
 } from "../support/fleet-events.js";
 import { given, timeOf } from "./gwt.js";
 
 const M70 = "llama-3.3-70b";
-const s70 = (shard: string, replica: string, gpus: number[]) => ({
-  shard,
-  replica,
-  model: M70,
-  profile: "tp4",
-  gpus,
-});
 /** Everything except the bookkeeping of where the fold is. */
 const content = (s: FleetState) => canonicalJson({ ...s, seq: 0, timeMs: 0 });
 

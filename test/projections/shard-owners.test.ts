@@ -10,17 +10,10 @@ import { describe, it } from "node:test";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { canonicalJson, evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import { fleetChurn } from "../support/fleet-churn.js";
-import { command, decide, EventFactory, llamaCatalog } from "../support/fleet-events.js";
+import { command, decide, EventFactory, llamaCatalog, s70 } from "../support/fleet-events.js";
 import { timeOf } from "./gwt.js";
 
 const M70 = "llama-3.3-70b";
-const s70 = (shard: string, replica: string, gpus: number[]) => ({
-  shard,
-  replica,
-  model: M70,
-  profile: "tp4",
-  gpus,
-});
 
 /** The answer the index must give: the first replica, in the record's order, naming the shard on the node. */
 function scanOwner(s: FleetState, nodeId: string, shardId: string): string {

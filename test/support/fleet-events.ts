@@ -50,6 +50,15 @@ export function runningShards(running: readonly RunningInit[] = []) {
   }));
 }
 
+/** A running Llama 3.3 70B shard on 4 GPUs (tp4). */
+export const s70 = (shard: string, replica: string, gpus: number[]): RunningInit => ({
+  shard,
+  replica,
+  model: "llama-3.3-70b",
+  profile: "tp4",
+  gpus,
+});
+
 /** The registration of an H100 80 GB node with 8 GPUs, NVLink inside and an InfiniBand pod. */
 export function h100Node(
   nodeId: string,

@@ -22,6 +22,7 @@ import {
   llamaCatalog,
   SessionClosed_Reason,
   ShardStatus_State,
+  s70,
 } from "./fleet-events.js";
 
 export const FIXTURES = join(import.meta.dirname, "../fixtures");
@@ -46,13 +47,6 @@ export function buildGoldenLog(): RawRecord[] {
   const ev: Array<Event | RawRecord> = [];
   const rel = new Subjects("x");
   const pod1 = { pod: "ib-pod-1" };
-  const s70 = (shard: string, replica: string, gpus: number[]) => ({
-    shard,
-    replica,
-    model: M70,
-    profile: "tp4",
-    gpus,
-  });
   const s405 = (shard: string, rank: number) => ({
     shard,
     replica: "r-405b-1",
