@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
 import { describe, it } from "node:test";
-import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { codeOf, TestAgent, type TestAgentOptions } from "../support/agent.js";
+import { assertServed, codeOf, TestAgent, type TestAgentOptions } from "../support/agent.js";
 import { readAll, waitForLog } from "../support/gateway.js";
-import { gatewaySuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
+import { gatewaySuite } from "../support/suites.js";
 
 describe("gateway: bad input gets the right error and harms no one else", () => {
   const env = gatewaySuite("GWBAD", {
@@ -30,17 +29,7 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
   /** Another agent still registers, reports and gets its ack. */
   async function othersStillServed() {
     const node = `gpu-good-${++good}`;
-    const a = await TestAgent.connect({
-      baseUrl: env.gw.url,
-      tls: tls(node),
-      registration: h100Registration(node),
-    });
-    try {
-      await a.waitForAck(a.shardStatus({ shardId: "s", state: ShardStatus_State.RUNNING }));
-      assert.equal(codeOf(await a.close()), "OK");
-    } finally {
-      a.abort();
-    }
+    await assertServed({ baseUrl: env.gw.url, tls: tls(node), registration: h100Registration(node) });
   }
 
   it("refuses a stream whose first message is not a Register", async () => {

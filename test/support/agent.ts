@@ -4,6 +4,7 @@
  * shard status and command results; it records everything the control plane
  * sends and can answer commands by itself.
  */
+import assert from "node:assert/strict";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import {
@@ -20,6 +21,7 @@ import {
   type ControlMessage,
   type HeartbeatSchema,
   type RegisterSchema,
+  ShardStatus_State,
   type ShardStatusSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "../../src/sim/index.js";
@@ -292,4 +294,20 @@ function transportFor(protocol: Protocol, baseUrl: string, sessionManager: Http2
 export function codeOf(err: unknown): string {
   if (err === undefined) return "OK";
   return Code[ConnectError.from(err).code] ?? "unknown";
+}
+
+/**
+ * A well-behaved agent registers with `registration`, reports a running
+ * shard, gets its ack and closes with OK: the gateway still serves others.
+ */
+export async function assertServed(
+  opts: Pick<TestAgentOptions, "baseUrl" | "tls" | "registration">,
+): Promise<void> {
+  const a = await TestAgent.connect(opts);
+  try {
+    await a.waitForAck(a.shardStatus({ shardId: "s", state: ShardStatus_State.RUNNING }));
+    assert.equal(codeOf(await a.close()), "OK");
+  } finally {
+    a.abort();
+  }
 }
