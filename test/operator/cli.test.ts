@@ -7,40 +7,21 @@ import { after, before, describe, it } from "node:test";
 import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { EventFactory } from "../support/fleet-events.js";
-import {
-  type ApiFixture,
-  appendAll,
-  eventually,
-  smallFleet,
-  startApiFixture,
-  TOKEN,
-} from "../support/operator-api.js";
+import { apiSuite, appendAll, eventually } from "../support/operator-api.js";
 
 const EXAMPLE = join(import.meta.dirname, "../../examples/catalog.yaml");
 
 describe("operator CLI against a real API", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let fx: ApiFixture;
-  let env: NodeJS.ProcessEnv;
-  before(async () => {
-    server = await startServer();
-    fx = await startApiFixture(server.url);
-    await fx.api.runtime.waitFor(await appendAll(fx.log, smallFleet()));
-    env = { LLMGW_API_URL: fx.api.url, LLMGW_API_TOKEN: TOKEN };
-  });
-  after(async () => {
-    await fx?.close();
-    await server?.close();
-  });
+  const api = apiSuite();
 
   it("llmgw nodes prints a table, and JSON with --json", async () => {
-    const r = await runCli(["nodes"], { env });
+    const r = await runCli(["nodes"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
     assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/);
     assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
     assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
-    const j = await runCli(["nodes", "--json"], { env });
+    const j = await runCli(["nodes", "--json"], { env: api.cliEnv });
     assert.equal(j.code, 0, j.stderr);
     const body = JSON.parse(j.stdout);
     assert.deepEqual(
@@ -50,7 +31,7 @@ describe("operator CLI against a real API", () => {
   });
 
   it("llmgw replicas prints ready/desired per model, then model, profile, phase, readiness, nodes and why pending", async () => {
-    const r = await runCli(["replicas"], { env });
+    const r = await runCli(["replicas"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^MODEL\s+READY\nllama-3\.1-405b\s+0\/1\nllama-3\.3-70b\s+1\/2\n/);
     assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m);
@@ -60,7 +41,7 @@ describe("operator CLI against a real API", () => {
       r.stdout,
       /^r-70b-2\s+llama-3\.3-70b\s+-\s+pending\s+no\s+-\s+0\/3 nodes fit: 3 too few free GPUs\s+-$/m,
     );
-    const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env });
+    const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env: api.cliEnv });
     assert.deepEqual(
       JSON.parse(j.stdout).replicas.map((x: any) => x.replicaId),
       ["r-70b-1", "r-70b-2"],
@@ -68,20 +49,22 @@ describe("operator CLI against a real API", () => {
   });
 
   it("llmgw catalog apply applies a file, --if-match guards it, get prints it", async () => {
-    const r = await runCli(["catalog", "apply", "-f", EXAMPLE], { env });
+    const r = await runCli(["catalog", "apply", "-f", EXAMPLE], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     const m = /catalog applied at log sequence (\d+): llama-3\.1-8b×4, llama-3\.3-70b×4/.exec(r.stdout);
     assert.ok(m, r.stdout);
     const seq = Number(m[1]);
-    const stale = await runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", String(seq - 1)], { env });
+    const stale = await runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", String(seq - 1)], {
+      env: api.cliEnv,
+    });
     assert.equal(stale.code, 1);
     assert.match(stale.stderr, /^llmgw: the catalog changed: .*\n$/);
     const ok = await runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", String(seq), "--json"], {
-      env,
+      env: api.cliEnv,
     });
     assert.equal(ok.code, 0, ok.stderr);
     assert.equal(JSON.parse(ok.stdout).seq > seq, true);
-    const got = await runCli(["catalog", "get"], { env });
+    const got = await runCli(["catalog", "get"], { env: api.cliEnv });
     assert.equal(got.code, 0, got.stderr);
     assert.match(got.stdout, /memoryPerGpu: 72GiB/);
     assert.match(got.stdout, /fabricKind: infiniband/);
@@ -105,7 +88,7 @@ describe("operator CLI against a real API", () => {
         "    replicas: 0",
       ].join("\n"),
     );
-    const r = await runCli(["catalog", "apply", "-f", file], { env });
+    const r = await runCli(["catalog", "apply", "-f", file], { env: api.cliEnv });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.gpusPerShard: must be at least 1$/m);
     assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.fabricKind: a profile with 2 shards/m);
@@ -113,29 +96,29 @@ describe("operator CLI against a real API", () => {
     assert.match(r.stderr, /llmgw: .*bad\.yaml: the catalog has 3 invalid fields; nothing was applied\n$/);
     const json = join(dir, "broken.json");
     writeFileSync(json, '{"models": [');
-    const j = await runCli(["catalog", "apply", "-f", json], { env });
+    const j = await runCli(["catalog", "apply", "-f", json], { env: api.cliEnv });
     assert.equal(j.code, 2);
     assert.match(j.stderr, /invalid JSON/);
-    const missing = await runCli(["catalog", "apply", "-f", join(dir, "nope.yaml")], { env });
+    const missing = await runCli(["catalog", "apply", "-f", join(dir, "nope.yaml")], { env: api.cliEnv });
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /cannot read .*nope\.yaml: ENOENT/);
   });
 
   it("llmgw cordon, drain and uncordon write intent the API shows", async () => {
-    const c = await runCli(["cordon", "gpu-b1", "--reason", "bad fan"], { env });
+    const c = await runCli(["cordon", "gpu-b1", "--reason", "bad fan"], { env: api.cliEnv });
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^gpu-b1 cordoned \(log sequence \d+\)\n$/);
-    const n = await runCli(["nodes"], { env });
+    const n = await runCli(["nodes"], { env: api.cliEnv });
     assert.match(n.stdout, /^gpu-b1\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan\s+-$/m);
-    const d = await runCli(["drain", "gpu-b1", "--json"], { env });
+    const d = await runCli(["drain", "gpu-b1", "--json"], { env: api.cliEnv });
     assert.equal(d.code, 0, d.stderr);
     assert.equal(JSON.parse(d.stdout).node.draining, true);
-    const u = await runCli(["uncordon", "gpu-b1"], { env });
+    const u = await runCli(["uncordon", "gpu-b1"], { env: api.cliEnv });
     assert.equal(u.code, 0, u.stderr);
-    const node = (await fx.call("/v1/nodes/gpu-b1")).body.node;
+    const node = (await api.fx.call("/v1/nodes/gpu-b1")).body.node;
     assert.equal(node.cordoned, false);
     assert.equal(node.draining, false);
-    const ev = (await fx.call("/v1/events?subject=operator.gpu-b1")).body.events;
+    const ev = (await api.fx.call("/v1/events?subject=operator.gpu-b1")).body.events;
     assert.deepEqual(
       ev.map((e: any) => Object.keys(e.event).at(-1)),
       ["nodeCordoned", "nodeDrainRequested", "nodeUncordoned"],
@@ -148,15 +131,15 @@ describe("operator CLI against a real API", () => {
     // Independent commands: run them side by side.
     const [unknown, badId, badFlag, noArg, badIfMatch, noFile, badUrl, wrongToken, noApi] = await Promise.all(
       [
-        runCli(["cordon", "gpu-zz"], { env }),
-        runCli(["drain", "gpu_a1"], { env }),
-        runCli(["nodes", "--bogus"], { env }),
-        runCli(["cordon"], { env }),
-        runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", "x"], { env }),
-        runCli(["catalog", "apply"], { env }),
-        runCli(["nodes", "--api", "not a url"], { env }),
-        runCli(["nodes", "--token", "wrong-token-123"], { env }),
-        runCli(["replicas", "--api", `http://127.0.0.1:${port}`], { env }),
+        runCli(["cordon", "gpu-zz"], { env: api.cliEnv }),
+        runCli(["drain", "gpu_a1"], { env: api.cliEnv }),
+        runCli(["nodes", "--bogus"], { env: api.cliEnv }),
+        runCli(["cordon"], { env: api.cliEnv }),
+        runCli(["catalog", "apply", "-f", EXAMPLE, "--if-match", "x"], { env: api.cliEnv }),
+        runCli(["catalog", "apply"], { env: api.cliEnv }),
+        runCli(["nodes", "--api", "not a url"], { env: api.cliEnv }),
+        runCli(["nodes", "--token", "wrong-token-123"], { env: api.cliEnv }),
+        runCli(["replicas", "--api", `http://127.0.0.1:${port}`], { env: api.cliEnv }),
       ],
     );
     assert.equal(unknown.code, 2);
@@ -198,15 +181,15 @@ describe("operator CLI against a real API", () => {
           },
         },
       ]);
-    await fx.api.runtime.waitFor(await appendAll(fx.log, [table(["r-70b-1"])]));
-    const r = await runCli(["endpoints"], { env });
+    await api.fx.api.runtime.waitFor(await appendAll(api.fx.log, [table(["r-70b-1"])]));
+    const r = await runCli(["endpoints"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^MODEL\s+REPLICA\s+URL\s+NODE$/m);
     assert.match(r.stdout, /^llama-3\.3-70b\s+r-70b-1\s+http:\/\/gpu-b1:8000\/r-70b-1\s+gpu-b1$/m);
-    const none = await runCli(["endpoints", "--json", "--model", "llama-3.1-405b"], { env });
+    const none = await runCli(["endpoints", "--json", "--model", "llama-3.1-405b"], { env: api.cliEnv });
     assert.equal(none.code, 0, none.stderr);
     assert.deepEqual(JSON.parse(none.stdout).endpoints, [], "a known model with nothing ready");
-    const unknown = await runCli(["endpoints", "--model", "gpt-9"], { env });
+    const unknown = await runCli(["endpoints", "--model", "gpt-9"], { env: api.cliEnv });
     assert.equal(unknown.code, 2);
     assert.equal(unknown.stderr, "llmgw: model gpt-9 not found\n");
 
@@ -215,7 +198,7 @@ describe("operator CLI against a real API", () => {
       process.execPath,
       [LLMGW_BIN, "endpoints", "--follow", "--json", "--model", "llama-3.3-70b"],
       {
-        env: { ...process.env, ...env },
+        env: { ...process.env, ...api.cliEnv },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -234,7 +217,7 @@ describe("operator CLI against a real API", () => {
         lines[0].endpoints.map((e: any) => e.replicaId),
         ["r-70b-1"],
       );
-      await appendAll(fx.log, [table(["r-70b-1", "r-70b-2"])]);
+      await appendAll(api.fx.log, [table(["r-70b-1", "r-70b-2"])]);
       await eventually(async () => (lines.length >= 2 ? true : undefined), "the changed table");
       assert.deepEqual(
         lines[1].endpoints.map((e: any) => e.replicaId),

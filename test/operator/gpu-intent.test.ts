@@ -5,48 +5,39 @@
  * every kind of bad input answered with a 4xx (CLI exit 2) naming the field.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { GpuProblem_Kind } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { EventFactory } from "../support/fleet-events.js";
-import { type ApiFixture, appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
+import { apiSuite, smallFleet } from "../support/operator-api.js";
 
 describe("GPU clear, cordon and uncordon", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let fx: ApiFixture;
-  let env: NodeJS.ProcessEnv;
-  before(async () => {
-    server = await startServer();
-    fx = await startApiFixture(server.url);
-    const f = new EventFactory("gpu");
-    const problems = f.make({
-      case: "usageChanged",
-      value: {
-        nodeId: "gpu-b1",
-        sessionId: "s-b1",
-        sessionSeq: 9n,
-        newProblems: ["NVLink down"],
-        gpuProblems: [{ gpuIndex: 5, kind: GpuProblem_Kind.ECC, message: "uncorrectable ECC errors" }],
-      },
-    });
-    await fx.api.runtime.waitFor(await appendAll(fx.log, [...smallFleet(), problems]));
-    env = { LLMGW_API_URL: fx.api.url, LLMGW_API_TOKEN: TOKEN };
-  });
-  after(async () => {
-    await fx?.close();
-    await server?.close();
+  const api = apiSuite({
+    seed: () => {
+      const f = new EventFactory("gpu");
+      const problems = f.make({
+        case: "usageChanged",
+        value: {
+          nodeId: "gpu-b1",
+          sessionId: "s-b1",
+          sessionSeq: 9n,
+          newProblems: ["NVLink down"],
+          gpuProblems: [{ gpuIndex: 5, kind: GpuProblem_Kind.ECC, message: "uncorrectable ECC errors" }],
+        },
+      });
+      return [...smallFleet(), problems];
+    },
   });
 
   const post = (path: string, body: unknown = {}) =>
-    fx.call(path, {
+    api.fx.call(path, {
       method: "POST",
       body: JSON.stringify(body),
       headers: { "content-type": "application/json" },
     });
 
   it("the node view shows a GPU's reported problem with its kind; the API clears it", async () => {
-    const before = (await fx.call("/v1/nodes/gpu-b1")).body.node;
+    const before = (await api.fx.call("/v1/nodes/gpu-b1")).body.node;
     assert.deepEqual(before.gpus[5].faults, [{ kind: "ecc", message: "uncorrectable ECC errors" }]);
     assert.deepEqual(before.nodeProblems, ["NVLink down"]);
     const r = await post("/v1/nodes/gpu-b1/gpus/5/clear", { reason: "reseated" });
@@ -56,7 +47,7 @@ describe("GPU clear, cordon and uncordon", () => {
     const n = await post("/v1/nodes/gpu-b1/problems/clear");
     assert.equal(n.status, 200);
     assert.deepEqual(n.body.node.nodeProblems, []);
-    const ev = (await fx.call("/v1/events?subject=operator.gpu-b1")).body.events;
+    const ev = (await api.fx.call("/v1/events?subject=operator.gpu-b1")).body.events;
     assert.deepEqual(
       ev.map((e: any) => e.event.gpuProblemsCleared),
       [
@@ -67,22 +58,22 @@ describe("GPU clear, cordon and uncordon", () => {
   });
 
   it("llmgw cordon --gpu / uncordon --gpu / gpu clear write intent the node views show", async () => {
-    const c = await runCli(["cordon", "gpu-a2", "--gpu", "2", "--reason", "fan"], { env });
+    const c = await runCli(["cordon", "gpu-a2", "--gpu", "2", "--reason", "fan"], { env: api.cliEnv });
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^gpu-a2 GPU 2 cordoned \(log sequence \d+\)\n$/);
-    const nodes = await runCli(["nodes"], { env });
+    const nodes = await runCli(["nodes"], { env: api.cliEnv });
     assert.match(nodes.stdout, /^gpu-a2\s+connected\s+8\/8\s+-\s+1\s+-\s+gpu2 cordoned$/m);
-    const view = (await fx.call("/v1/nodes/gpu-a2")).body.node;
+    const view = (await api.fx.call("/v1/nodes/gpu-a2")).body.node;
     assert.deepEqual([view.gpus[2].cordoned, view.gpus[2].cordonReason], [true, "fan"]);
-    const u = await runCli(["uncordon", "gpu-a2", "--gpu", "2", "--json"], { env });
+    const u = await runCli(["uncordon", "gpu-a2", "--gpu", "2", "--json"], { env: api.cliEnv });
     assert.equal(u.code, 0, u.stderr);
     assert.equal(JSON.parse(u.stdout).node.gpus[2].cordoned, false);
-    const g = await runCli(["gpu", "clear", "gpu-a2", "4", "--reason", "swapped"], { env });
+    const g = await runCli(["gpu", "clear", "gpu-a2", "4", "--reason", "swapped"], { env: api.cliEnv });
     assert.equal(g.code, 0, g.stderr);
     assert.match(g.stdout, /^gpu-a2 GPU 4 problems cleared \(log sequence \d+\)\n$/);
-    const k = await runCli(["gpu", "clear", "gpu-a2", "node"], { env });
+    const k = await runCli(["gpu", "clear", "gpu-a2", "node"], { env: api.cliEnv });
     assert.equal(k.code, 0, k.stderr);
-    const ev = (await fx.call("/v1/events?subject=operator.gpu-a2")).body.events;
+    const ev = (await api.fx.call("/v1/events?subject=operator.gpu-a2")).body.events;
     assert.deepEqual(
       ev.map((e: any) => Object.keys(e.event).at(-1)),
       ["gpuCordoned", "gpuUncordoned", "gpuProblemsCleared", "gpuProblemsCleared"],
@@ -106,18 +97,18 @@ describe("GPU clear, cordon and uncordon", () => {
       ["/v1/nodes/gpu-b1/gpus/0/cordon", { bogus: 1 }, 400, /unknown "bogus"/],
       ["/v1/nodes/gpu-zz/problems/clear", {}, 404, /node gpu-zz not found/],
     ];
-    const seq = fx.api.runtime.state.seq;
+    const seq = api.fx.api.runtime.state.seq;
     for (const [path, body, status, message] of cases) {
       const r = await post(path, body);
       assert.equal(r.status, status, `${path}: ${JSON.stringify(r.body)}`);
       assert.match(r.body.error.message, message, path);
     }
-    assert.equal(fx.api.runtime.state.seq, seq, "nothing appended");
+    assert.equal(api.fx.api.runtime.state.seq, seq, "nothing appended");
     const [badFlag, badArg, noGpu, drainGpu] = await Promise.all([
-      runCli(["cordon", "gpu-b1", "--gpu", "x"], { env }),
-      runCli(["gpu", "clear", "gpu-b1", "first"], { env }),
-      runCli(["gpu", "clear", "gpu-b1", "99"], { env }),
-      runCli(["drain", "gpu-b1", "--gpu", "1"], { env }),
+      runCli(["cordon", "gpu-b1", "--gpu", "x"], { env: api.cliEnv }),
+      runCli(["gpu", "clear", "gpu-b1", "first"], { env: api.cliEnv }),
+      runCli(["gpu", "clear", "gpu-b1", "99"], { env: api.cliEnv }),
+      runCli(["drain", "gpu-b1", "--gpu", "1"], { env: api.cliEnv }),
     ]);
     assert.equal(badFlag.code, 2);
     assert.equal(badFlag.stderr, 'llmgw: --gpu "x" must be a whole number ≥ 0\n');

@@ -4,11 +4,14 @@
  * small fleet to seed it with (three H100 nodes, a catalog, a reconciler
  * pass that places two replicas and leaves one pending).
  */
+
+import { after, before } from "node:test";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, type AuthMode, startApi } from "../../src/operator/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { decide, EventFactory, h100Node, llamaCatalog, ShardStatus_State } from "./fleet-events.js";
+import { type ServerSuite, serverHolder } from "./suites.js";
 
 export const TOKEN = "test-token-0123456789";
 
@@ -21,6 +24,57 @@ export interface ApiFixture {
     init?: { method?: string; body?: string; headers?: Record<string, string>; token?: string | null },
   ): Promise<{ status: number; headers: Headers; body: any }>;
   close(): Promise<void>;
+}
+
+export interface ApiSuite {
+  readonly server: ServerSuite["server"];
+  readonly fx: ApiFixture;
+  /** The sequence of the last seed event. */
+  readonly last: number;
+  /** The environment that points the CLI at this API. */
+  readonly cliEnv: NodeJS.ProcessEnv;
+}
+
+/**
+ * For the describe block this is called in: a nats-server and an API over
+ * a log of its own, seeded with `seed` (the small fleet unless told) and
+ * folded before the first test.
+ */
+export function apiSuite(opts: { seed?: () => Event[]; uiDir?: string } = {}): ApiSuite {
+  const server = serverHolder();
+  let fx: ApiFixture | undefined;
+  let last = 0;
+  before(async () => {
+    await server.start();
+    fx = await startApiFixture(server.suite.server.url, opts.uiDir ? { uiDir: opts.uiDir } : {});
+    last = await appendAll(fx.log, (opts.seed ?? smallFleet)());
+    await fx.api.runtime.waitFor(last);
+  });
+  after(async () => {
+    try {
+      await fx?.close();
+    } finally {
+      await server.stop();
+    }
+  });
+  const started = (): ApiFixture => {
+    if (!fx) throw new Error("the suite's API is not started: read it inside a test or hook");
+    return fx;
+  };
+  return {
+    get server() {
+      return server.suite.server;
+    },
+    get fx() {
+      return started();
+    },
+    get last() {
+      return last;
+    },
+    get cliEnv() {
+      return { LLMGW_API_URL: started().api.url, LLMGW_API_TOKEN: TOKEN };
+    },
+  };
 }
 
 export async function startApiFixture(

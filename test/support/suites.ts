@@ -30,9 +30,11 @@ export function serverSuite(): ServerSuite {
   return s.suite;
 }
 
-// The server's start and stop apart from the hooks, so a suite with more to
-// tear down can stop the server last.
-function serverHolder(): { start(): Promise<void>; stop(): Promise<void>; suite: ServerSuite } {
+/**
+ * A suite's server with its start and stop apart from the hooks, so a suite
+ * with more to set up and tear down can start the server first and stop it last.
+ */
+export function serverHolder(): { start(): Promise<void>; stop(): Promise<void>; suite: ServerSuite } {
   let server: Server | undefined;
   let certs: TestCerts | undefined;
   const suite: ServerSuite = {

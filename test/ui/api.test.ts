@@ -8,45 +8,33 @@
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { FleetHistory } from "../../src/operator/index.js";
 import { canonicalJson, foldFleet } from "../../src/projections/index.js";
-import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
-import { type ApiFixture, appendAll, smallFleet, startApiFixture } from "../support/operator-api.js";
+import { tempDir } from "../harness/nats.js";
+import { apiSuite } from "../support/operator-api.js";
 
 describe("the UI's API endpoints against a real nats-server", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let fx: ApiFixture;
-  let last: number;
   const uiDir = tempDir("ui");
-  before(async () => {
-    server = await startServer();
-    mkdirSync(join(uiDir, "assets"));
-    writeFileSync(join(uiDir, "index.html"), "<!doctype html><title>llmgw fleet</title>");
-    writeFileSync(join(uiDir, "assets", "index-abc.js"), "console.log('ui')");
-    fx = await startApiFixture(server.url, { uiDir });
-    last = await appendAll(fx.log, smallFleet());
-    await fx.api.runtime.waitFor(last);
-  });
-  after(async () => {
-    await fx?.close();
-    await server?.close();
-  });
+  mkdirSync(join(uiDir, "assets"));
+  writeFileSync(join(uiDir, "index.html"), "<!doctype html><title>llmgw fleet</title>");
+  writeFileSync(join(uiDir, "assets", "index-abc.js"), "console.log('ui')");
+  const api = apiSuite({ uiDir });
 
   it("answers the fleet at a sequence and at a time, and refuses bad positions", async () => {
-    const at4 = await fx.call("/v1/fleet?at=4");
+    const at4 = await api.fx.call("/v1/fleet?at=4");
     assert.equal(at4.status, 200);
     assert.equal(at4.body.seq, 4);
-    assert.equal(at4.body.lastSeq, last);
+    assert.equal(at4.body.lastSeq, api.last);
     assert.deepEqual(
       at4.body.nodes.map((n: any) => n.nodeId),
       ["gpu-a1", "gpu-a2", "gpu-b1"],
     );
     assert.deepEqual(at4.body.replicas, []);
     // The time of event 6 (the pass) gives the fleet after it, with its placements.
-    const ev = await fx.call("/v1/events?from=6&to=6");
+    const ev = await api.fx.call("/v1/events?from=6&to=6");
     const t6 = new Date(ev.body.events[0].timeMs).toISOString();
-    const byTime = await fx.call(`/v1/fleet?time=${encodeURIComponent(t6)}`);
+    const byTime = await api.fx.call(`/v1/fleet?time=${encodeURIComponent(t6)}`);
     assert.equal(byTime.status, 200);
     assert.ok(byTime.body.seq >= 6, `seq at ${t6} is ${byTime.body.seq}`);
     assert.equal(byTime.body.replicas.length, 3);
@@ -58,7 +46,7 @@ describe("the UI's API endpoints against a real nats-server", () => {
       ["at=3&time=2026-01-01T00:00:00Z", "either"],
       ["seq=3", "seq"],
     ] as const) {
-      const r = await fx.call(`/v1/fleet?${q}`);
+      const r = await api.fx.call(`/v1/fleet?${q}`);
       assert.equal(r.status, 400, q);
       assert.equal(r.body.error.code, "invalid-argument");
       assert.match(r.body.error.message, new RegExp(field), q);
@@ -66,12 +54,12 @@ describe("the UI's API endpoints against a real nats-server", () => {
   });
 
   it("folds a jump from the nearest state it already has, with the same state as a fresh fold", async () => {
-    const history = new FleetHistory(fx.log, { checkpointEvery: 2, maxAnchors: 2, maxRecent: 2 });
+    const history = new FleetHistory(api.fx.log, { checkpointEvery: 2, maxAnchors: 2, maxRecent: 2 });
     const records = [];
-    for await (const r of fx.log.read({ untilSeq: last })) records.push(r);
+    for await (const r of api.fx.log.read({ untilSeq: api.last })) records.push(r);
     for (const seq of [5, 3, 7, 6, 5, 99]) {
       const state = await history.at(seq);
-      const want = foldFleet(records.slice(0, Math.min(seq, last)));
+      const want = foldFleet(records.slice(0, Math.min(seq, api.last)));
       assert.equal(canonicalJson(state), canonicalJson(want), `at ${seq}`);
     }
     assert.equal(history.stats.fromStart, 1, "only the first jump folds from the start");
@@ -83,7 +71,7 @@ describe("the UI's API endpoints against a real nats-server", () => {
 
   it("streams the live position as server-sent events", async () => {
     const ctl = new AbortController();
-    const res = await fetch(`${fx.api.url}/v1/stream`, {
+    const res = await fetch(`${api.fx.api.url}/v1/stream`, {
       headers: { authorization: "Bearer test-token-0123456789" },
       signal: ctl.signal,
     });
@@ -93,30 +81,30 @@ describe("the UI's API endpoints against a real nats-server", () => {
     let text = "";
     while (!text.includes("\n\n")) text += new TextDecoder().decode((await reader.read()).value);
     ctl.abort();
-    assert.match(text, new RegExp(`^event: position\\ndata: \\{"seq":${last},"timeMs":\\d+\\}`));
-    assert.equal((await fx.call("/v1/stream", { token: null })).status, 401);
+    assert.match(text, new RegExp(`^event: position\\ndata: \\{"seq":${api.last},"timeMs":\\d+\\}`));
+    assert.equal((await api.fx.call("/v1/stream", { token: null })).status, 401);
   });
 
   it("filters and decodes events by node, replica and kind", async () => {
-    const byNode = await fx.call("/v1/events?node=gpu-b1&limit=1000");
+    const byNode = await api.fx.call("/v1/events?node=gpu-b1&limit=1000");
     assert.equal(byNode.status, 200);
     assert.deepEqual(
       byNode.body.events.map((e: any) => e.kind),
       ["sessionOpened", "reconcilePass", "shardStatus"],
     );
     assert.ok(byNode.body.events.every((e: any) => e.nodeIds.includes("gpu-b1")));
-    const byReplica = await fx.call("/v1/events?replica=r-70b-2");
+    const byReplica = await api.fx.call("/v1/events?replica=r-70b-2");
     assert.deepEqual(
       byReplica.body.events.map((e: any) => e.seq),
       [6],
     );
-    const byKind = await fx.call("/v1/events?kind=shardStatus,catalogChanged");
+    const byKind = await api.fx.call("/v1/events?kind=shardStatus,catalogChanged");
     assert.deepEqual(
       byKind.body.events.map((e: any) => e.kind),
       ["catalogChanged", "shardStatus"],
     );
     assert.equal(byKind.body.events[1].text, "gpu-b1 shard r-70b-1.0 of r-70b-1: running");
-    const range = await fx.call("/v1/events?from=2&to=3");
+    const range = await api.fx.call("/v1/events?from=2&to=3");
     assert.deepEqual(
       range.body.events.map((e: any) => e.seq),
       [2, 3],
@@ -130,46 +118,46 @@ describe("the UI's API endpoints against a real nats-server", () => {
       ["replica=%20", "replica"],
       ["from=5&to=2", "from \\(5\\) must not be after to \\(2\\)"],
     ] as const) {
-      const r = await fx.call(`/v1/events?${q}`);
+      const r = await api.fx.call(`/v1/events?${q}`);
       assert.equal(r.status, 400, q);
       assert.match(r.body.error.message, new RegExp(word), q);
     }
   });
 
   it("explains a placement with its runners-up and a pending replica with the nodes ruled out per reason", async () => {
-    const placed = await fx.call("/v1/replicas/r-405b-1/explain");
+    const placed = await api.fx.call("/v1/replicas/r-405b-1/explain");
     assert.equal(placed.status, 200);
     assert.deepEqual(placed.body.placement.chosen, { nodeIds: ["gpu-a1", "gpu-a2"], score: 0.75 });
     assert.equal(placed.body.placement.policy, "binpack");
     assert.equal(placed.body.pending, null);
-    const pending = await fx.call("/v1/replicas/r-70b-2/explain");
+    const pending = await api.fx.call("/v1/replicas/r-70b-2/explain");
     assert.equal(pending.body.replica.phase, "pending");
     assert.deepEqual(pending.body.pending.ruledOut, [{ reason: "cordoned", nodes: 3 }]);
     assert.equal(pending.body.pending.nodesConsidered, 3);
     // Before the pass that created it, the log up to there does not know the replica.
-    const before = await fx.call("/v1/replicas/r-70b-2/explain?at=5");
+    const before = await api.fx.call("/v1/replicas/r-70b-2/explain?at=5");
     assert.equal(before.status, 404);
-    const atPass = await fx.call("/v1/replicas/r-70b-2/explain?at=6");
+    const atPass = await api.fx.call("/v1/replicas/r-70b-2/explain?at=6");
     assert.equal(atPass.body.seq, 6);
     assert.equal(atPass.body.pending.nodesFit, 0);
-    assert.equal((await fx.call("/v1/replicas/r-70b-2/explain?at=x")).status, 400);
-    assert.equal((await fx.call("/v1/replicas/nope/explain")).status, 404);
+    assert.equal((await api.fx.call("/v1/replicas/r-70b-2/explain?at=x")).status, 400);
+    assert.equal((await api.fx.call("/v1/replicas/nope/explain")).status, 404);
   });
 
   it("tells a replica's history: created, placed, running", async () => {
-    const h = await fx.call("/v1/replicas/r-70b-1/history");
+    const h = await api.fx.call("/v1/replicas/r-70b-1/history");
     assert.equal(h.status, 200);
     assert.deepEqual(
       h.body.history.map((e: any) => e.kind),
       ["created", "placed", "running"],
     );
     assert.equal(h.body.history[2].nodeId, "gpu-b1");
-    assert.equal((await fx.call("/v1/replicas/nope/history")).status, 404);
-    assert.equal((await fx.call("/v1/replicas/bad%20id/history")).status, 400);
+    assert.equal((await api.fx.call("/v1/replicas/nope/history")).status, 404);
+    assert.equal((await api.fx.call("/v1/replicas/bad%20id/history")).status, 400);
   });
 
   it("runs what-if over the history and refuses a bad config with the field named", async () => {
-    const ok = await fx.call("/v1/what-if", {
+    const ok = await api.fx.call("/v1/what-if", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ config: { policy: "spread" }, fromSeq: 1 }),
@@ -187,7 +175,7 @@ describe("the UI's API endpoints against a real nats-server", () => {
       [{ config: {}, fromSeq: "one" }, "fromSeq"],
       [{ config: {}, extra: 1 }, "extra"],
     ] as const) {
-      const r = await fx.call("/v1/what-if", {
+      const r = await api.fx.call("/v1/what-if", {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
@@ -198,13 +186,13 @@ describe("the UI's API endpoints against a real nats-server", () => {
   });
 
   it("serves the built UI without a token, and nothing else without one", async () => {
-    const page = await fx.call("/", { token: null });
+    const page = await api.fx.call("/", { token: null });
     assert.equal(page.status, 200);
     assert.match(page.body, /llmgw fleet/);
-    const asset = await fx.call("/assets/index-abc.js", { token: null });
+    const asset = await api.fx.call("/assets/index-abc.js", { token: null });
     assert.equal(asset.status, 200);
     assert.match(asset.headers.get("cache-control") ?? "", /immutable/);
-    assert.equal((await fx.call("/assets/missing.js", { token: null })).status, 404);
-    assert.equal((await fx.call("/v1/nodes", { token: null })).status, 401);
+    assert.equal((await api.fx.call("/assets/missing.js", { token: null })).status, 404);
+    assert.equal((await api.fx.call("/v1/nodes", { token: null })).status, 401);
   });
 });
