@@ -11,26 +11,15 @@ import { type LogRecord, nodeIdToken } from "../../src/log/index.js";
 /** Gateway ids up to 64 characters; a node id's token up to 253. */
 const TOKEN = "[A-Za-z0-9_-]{1,253}";
 
-/** The node an event is about, for the kinds that name one. */
+/**
+ * The node an event is about, for the kinds written on a node's own
+ * subject: every kind that names a node except CommandUndeliverable, which
+ * its gateway writes on the gateway's subject.
+ */
 export function nodeOf(r: LogRecord): string | undefined {
   const b = r.event.body;
-  switch (b.case) {
-    case "sessionOpened":
-    case "sessionClosed":
-    case "hardwareChanged":
-    case "usageChanged":
-    case "shardStatus":
-    case "commandResult":
-    case "nodeCordoned":
-    case "nodeUncordoned":
-    case "nodeDrainRequested":
-    case "gpuProblemsCleared":
-    case "gpuCordoned":
-    case "gpuUncordoned":
-      return b.value.nodeId;
-    default:
-      return undefined;
-  }
+  if (b.case === undefined || b.case === "commandUndeliverable" || !("nodeId" in b.value)) return undefined;
+  return b.value.nodeId;
 }
 
 export function assertLogHygiene(
