@@ -1,49 +1,40 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { Log, LogRecord } from "../../src/log/index.js";
 import { codeOf, type Protocol, TestAgent } from "../support/agent.js";
+import { testPass } from "../support/fleet-events.js";
 import { readAll, type TestGatewayOptions, waitForLog } from "../support/gateway.js";
-import { serverSuite, startGatewayOnNewLog } from "../support/suites.js";
 import { assertLogInvariants } from "../support/invariants.js";
 import { h100Registration } from "../support/sample-events.js";
+import { serverSuite, startGatewayOnNewLog } from "../support/suites.js";
 
 /** Appends a reconciler pass carrying one start command, as the reconciler would. */
 async function appendStart(log: Log, nodeId: string, sessionId: string, commandId: string) {
   return await log.append(
-    create(EventSchema, {
-      id: `pass-${commandId}`,
-      timeUnixMs: BigInt(Date.now()),
-      writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
-      body: {
-        case: "reconcilePass",
-        value: {
-          leaderId: "rec-test",
-          trigger: "events",
-          commands: [
-            {
-              commandId,
-              nodeId,
-              sessionId,
-              attempt: 1,
-              action: {
-                case: "start",
-                value: {
-                  shardId: `${commandId}-s0`,
-                  replicaId: "llama-70b-r1",
-                  model: "llama-3.3-70b",
-                  profile: "tp4",
-                  gpuIndices: [4, 5, 6, 7],
-                  worldSize: 1,
-                },
-              },
+    testPass(`pass-${commandId}`, {
+      trigger: "events",
+      commands: [
+        {
+          commandId,
+          nodeId,
+          sessionId,
+          attempt: 1,
+          action: {
+            case: "start",
+            value: {
+              shardId: `${commandId}-s0`,
+              replicaId: "llama-70b-r1",
+              model: "llama-3.3-70b",
+              profile: "tp4",
+              gpuIndices: [4, 5, 6, 7],
+              worldSize: 1,
             },
-          ],
+          },
         },
-      },
+      ],
     }),
   );
 }

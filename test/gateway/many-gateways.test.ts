@@ -1,29 +1,20 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
 import type { Gateway } from "../../src/gateway/index.js";
-import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
+import { testPass } from "../support/fleet-events.js";
 import { rand, readAll, startTestGateway, waitForLog, waitUntil } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 
 function stopPass(id: string, commands: Array<{ commandId: string; nodeId: string; sessionId: string }>) {
-  return create(EventSchema, {
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
-    body: {
-      case: "reconcilePass",
-      value: {
-        leaderId: "rec-test",
-        commands: commands.map((c) => ({
-          ...c,
-          attempt: 1,
-          action: { case: "stop" as const, value: { shardId: `${c.commandId}-shard` } },
-        })),
-      },
-    },
+  return testPass(id, {
+    commands: commands.map((c) => ({
+      ...c,
+      attempt: 1,
+      action: { case: "stop" as const, value: { shardId: `${c.commandId}-shard` } },
+    })),
   });
 }
 

@@ -523,3 +523,16 @@ function shardCommand(
 ): CommandInit {
   return { commandId, nodeId, sessionId, attempt: 1, deadlineUnixMs: BigInt(deadlineMs), action };
 }
+
+/** A reconcile pass as a test leader ("rec-test") writes it, stamped now, with the id given. */
+export function testPass(
+  id: string,
+  pass: { trigger?: string; decisions?: DecisionInit[]; commands?: CommandInit[] },
+): Event {
+  return create(EventSchema, {
+    id,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.RECONCILER, id: "rec-test" },
+    body: { case: "reconcilePass", value: { leaderId: "rec-test", ...pass } },
+  });
+}
