@@ -317,6 +317,47 @@ export class ChaosWorld {
       .join("\n");
   }
 
+  /**
+   * Waits until the reconciler has adopted the current session of every node
+   * given (its `shardsAdopted` decision folded): a pass that observed those
+   * sessions. Returns the projection's position then.
+   */
+  async waitAdopted(nodes: readonly string[], timeoutMs = 60_000): Promise<number> {
+    const pending = () =>
+      nodes.filter((n) => {
+        const s = this.rt.state.inventory.nodes[n]?.session;
+        return !s || s.adoptionSeq === 0;
+      });
+    try {
+      await eventually(() => pending().length === 0, {
+        what: `the adoption of the current sessions of ${nodes.length} nodes`,
+        timeoutMs,
+      });
+    } catch (err) {
+      throw new Error(
+        `${(err as Error).message}; not adopted: ${pending().slice(0, 10).join(", ")}; leader output:\n${this.reconcilerOutput()}`,
+        { cause: err },
+      );
+    }
+    return this.rt.lastSeq;
+  }
+
+  /** Waits until a gateway's lease key was written at or after `sinceMs` (by its own clock). */
+  async waitLeaseRenewed(gw: GatewayHandle, sinceMs: number, timeoutMs = 30_000): Promise<void> {
+    const kv = await new Kvm(this.log.js).open(this.gatewaysBucket);
+    await eventually(
+      async () => {
+        const e = await kv.get(gw.id);
+        if (e?.operation !== "PUT") return false;
+        return (e.json<{ renewedAtMs?: number }>().renewedAtMs ?? 0) >= sinceMs;
+      },
+      {
+        what: `${gw.id} to renew its lease after ${new Date(sinceMs).toISOString()}:\n${gw.child.output()}`,
+        timeoutMs,
+      },
+    );
+  }
+
   /** Start commands appended after `seq` (a shard (re)started). */
   async startsAfter(seq: number): Promise<string[]> {
     const out: string[] = [];
