@@ -408,12 +408,30 @@ describe("NATS credentials in URLs", () => {
 
   before(async () => {
     dir = tempDir("nats-auth");
-    port = await freePort();
-    nats = spawn(
+    // Port -1: the server chooses one and says which.
+    const server = spawn(
       natsServerBinary(),
-      ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, "--user", "llmgw", "--pass", SECRET],
-      { stdio: "ignore" },
+      ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", dir, "--user", "llmgw", "--pass", SECRET],
+      { stdio: ["ignore", "pipe", "pipe"] },
     );
+    nats = server;
+    port = await new Promise<number>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`nats-server named no port:\n${out}`)), 15_000);
+      const onData = (b: Buffer) => {
+        out += b.toString();
+        const m = /Listening for client connections on [^\s]*:(\d+)/.exec(out);
+        if (!m) return;
+        clearTimeout(timer);
+        server.stdout?.off("data", onData);
+        server.stderr?.off("data", onData);
+        server.stdout?.resume();
+        server.stderr?.resume();
+        resolve(Number(m[1]));
+      };
+      server.stdout?.on("data", onData);
+      server.stderr?.on("data", onData);
+    });
     const deadline = Date.now() + 10_000;
     for (;;) {
       try {
