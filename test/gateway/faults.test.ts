@@ -10,7 +10,7 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
-import { runCli } from "../support/cli.js";
+import { runCheckLog } from "../support/cli.js";
 import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -140,10 +140,7 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
       // The checker over the whole log: every event id once, every acked message present once.
       const file = join(tempDir("gw-fault"), "acked.jsonl");
       writeFileSync(file, agentAcks.map((a) => JSON.stringify(a)).join("\n"));
-      const check = await runCli(
-        ["check-log", "--nats", server.url, "--stream", stream, "--subject-prefix", prefix, "--acked", file],
-        { timeoutMs: 60_000 },
-      );
+      const check = await runCheckLog({ nats: server.url, stream, prefix, acked: file });
       assert.equal(check.code, 0, `check-log --acked over the log:\n${check.stdout}${check.stderr}`);
       assert.match(
         check.stdout,

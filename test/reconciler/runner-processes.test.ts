@@ -13,7 +13,7 @@ import { Kvm } from "@nats-io/kv";
 import { type Log, openLog } from "../../src/log/index.js";
 import { TEST_PAUSE_ENV } from "../../src/reconciler/runner/test-pause.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { runCli } from "../support/cli.js";
+import { runCheckLog, runCli } from "../support/cli.js";
 import { DECIDE_NOT_READY, decidePlaces } from "../support/decide-probe.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, h100Node, llamaCatalog } from "../support/fleet-events.js";
@@ -232,15 +232,7 @@ describe("llmgw reconciler processes", () => {
         );
         assert.deepEqual(passViolations(all), []);
         const { stream, prefix } = spec("check");
-        const check = await runCli([
-          "check-log",
-          "--nats",
-          server.url,
-          "--stream",
-          stream,
-          "--subject-prefix",
-          prefix,
-        ]);
+        const check = await runCheckLog({ nats: server.url, stream, prefix });
         assert.equal(check.code, 0, `check-log over the log: ${check.stdout}${check.stderr}`);
       } finally {
         await killAll([a, b]);
