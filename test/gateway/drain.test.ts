@@ -4,8 +4,8 @@ import { Kvm } from "@nats-io/kv";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { type GatewayProcess, rand, readAll, spawnGateway, waitForLog } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 
 describe("gateway process: SIGTERM drains", () => {
   const env = serverSuite();

@@ -15,8 +15,8 @@ import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { TestAgent } from "../support/agent.js";
 import { decide, EventFactory } from "../support/fleet-events.js";
 import { rand, startTestGateway, waitForLog } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 
 describe("gateway: sessions the reconciler expired", () => {
   const env = serverSuite();

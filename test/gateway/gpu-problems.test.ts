@@ -10,8 +10,8 @@ import { describe, it } from "node:test";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { readAll } from "../support/gateway.js";
-import { gatewaySuite } from "../support/suites.js";
 import { h100Registration } from "../support/sample-events.js";
+import { gatewaySuite } from "../support/suites.js";
 
 describe("gateway: per-GPU problems in heartbeats", () => {
   const env = gatewaySuite("GWGPU");

@@ -24,9 +24,9 @@ import { evolveFleet, type FleetState, initialFleet } from "../../src/projection
 import { DEFAULT_RECONCILER_CONFIG, type DecideOutput, decide } from "../../src/reconciler/index.js";
 import { TestAgent } from "../support/agent.js";
 import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
-import { openTestLog, serverSuite } from "../support/suites.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 import { h100Registration } from "../support/sample-events.js";
+import { openTestLog, serverSuite } from "../support/suites.js";
 
 const GIB = 1024;
 const MODEL = "llama-3.1-8b";
