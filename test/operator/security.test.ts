@@ -23,7 +23,7 @@ import {
 import { LLMGW_BIN } from "../support/cli.js";
 import { rand, readAll } from "../support/gateway.js";
 import { assertLogHygiene } from "../support/log-hygiene.js";
-import { appendAll, smallFleet } from "../support/operator-api.js";
+import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
 
 const TOKEN = "op-token-7f3a9c2e5b1d";
 const WRONG = "not-the-token-4e8b2a";
@@ -74,22 +74,10 @@ describe("operator API: hostile use", () => {
       auth?: string | null;
     } = {},
   ): Promise<{ status: number; headers: Headers; body: any }> {
-    const headers: Record<string, string> = { ...init.headers };
-    const auth = init.auth === undefined ? `Bearer ${TOKEN}` : init.auth;
-    if (auth !== null) headers["authorization"] = auth;
-    const res = await fetch(`${api.url}${path}`, {
-      method: init.method ?? "GET",
-      headers,
-      ...(init.body === undefined ? {} : { body: init.body }),
+    return callApi(api.url, path, {
+      ...init,
+      authorization: init.auth === undefined ? `Bearer ${TOKEN}` : init.auth,
     });
-    const text = await res.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: res.status, headers: res.headers, body };
   }
 
   /** Asserts the JSON error shape with a message a person can act on. */

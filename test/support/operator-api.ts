@@ -104,23 +104,9 @@ export async function startApiFixture(
   return {
     api,
     log,
-    async call(path, init = {}) {
-      const headers: Record<string, string> = { ...init.headers };
+    call: (path, init = {}) => {
       const token = init.token === undefined ? TOKEN : init.token;
-      if (token !== null) headers["authorization"] = `Bearer ${token}`;
-      const res = await fetch(`${api.url}${path}`, {
-        method: init.method ?? "GET",
-        headers,
-        ...(init.body === undefined ? {} : { body: init.body }),
-      });
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // Not JSON (metrics, the UI page): the text itself.
-      }
-      return { status: res.status, headers: res.headers, body };
+      return callApi(api.url, path, { ...init, authorization: token === null ? null : `Bearer ${token}` });
     },
     async close() {
       await api.close().catch(() => {});
@@ -135,6 +121,34 @@ export async function startApiFixture(
  * Llama catalog, and a pass: r-70b-1 placed on gpu-a1 and running, r-405b-1
  * placed on gpu-a1+gpu-a2, r-70b-2 pending.
  */
+/** fetch against an API with this Authorization header (null: none); a JSON answer is parsed. */
+export async function callApi(
+  baseUrl: string,
+  path: string,
+  init: {
+    method?: string;
+    body?: string | Buffer;
+    headers?: Record<string, string>;
+    authorization: string | null;
+  },
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.authorization !== null) headers["authorization"] = init.authorization;
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: init.method ?? "GET",
+    headers,
+    ...(init.body === undefined ? {} : { body: init.body }),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON (metrics, the UI page): the text itself.
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
 export function smallFleet(): Event[] {
   const f = new EventFactory("seed");
   return [
