@@ -5,13 +5,12 @@
  * pass that places two replicas and leaves one pending).
  */
 
-import { after, before } from "node:test";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, type AuthMode, startApi } from "../../src/operator/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { decide, EventFactory, h100Node, llamaCatalog, ShardStatus_State } from "./fleet-events.js";
-import { type ServerSuite, serverHolder } from "./suites.js";
+import { onSuiteServer, type Server } from "./suites.js";
 
 export const TOKEN = "test-token-0123456789";
 
@@ -27,7 +26,7 @@ export interface ApiFixture {
 }
 
 export interface ApiSuite {
-  readonly server: ServerSuite["server"];
+  readonly server: Server;
   readonly fx: ApiFixture;
   /** The sequence of the last seed event. */
   readonly last: number;
@@ -41,38 +40,33 @@ export interface ApiSuite {
  * folded before the first test.
  */
 export function apiSuite(opts: { seed?: () => Event[]; uiDir?: string } = {}): ApiSuite {
-  const server = serverHolder();
-  let fx: ApiFixture | undefined;
-  let last = 0;
-  before(async () => {
-    await server.start();
-    fx = await startApiFixture(server.suite.server.url, opts.uiDir ? { uiDir: opts.uiDir } : {});
-    last = await appendAll(fx.log, (opts.seed ?? smallFleet)());
-    await fx.api.runtime.waitFor(last);
-  });
-  after(async () => {
-    try {
-      await fx?.close();
-    } finally {
-      await server.stop();
-    }
-  });
-  const started = (): ApiFixture => {
-    if (!fx) throw new Error("the suite's API is not started: read it inside a test or hook");
-    return fx;
-  };
+  const s = onSuiteServer(
+    "the suite's API",
+    async (server) => {
+      const fx = await startApiFixture(server.url, opts.uiDir ? { uiDir: opts.uiDir } : {});
+      try {
+        const last = await appendAll(fx.log, (opts.seed ?? smallFleet)());
+        await fx.api.runtime.waitFor(last);
+        return { fx, last };
+      } catch (err) {
+        await fx.close();
+        throw err;
+      }
+    },
+    ({ fx }) => fx.close(),
+  );
   return {
     get server() {
-      return server.suite.server;
+      return s().server;
     },
     get fx() {
-      return started();
+      return s().value.fx;
     },
     get last() {
-      return last;
+      return s().value.last;
     },
     get cliEnv() {
-      return { LLMGW_API_URL: started().api.url, LLMGW_API_TOKEN: TOKEN };
+      return { LLMGW_API_URL: s().value.fx.api.url, LLMGW_API_TOKEN: TOKEN };
     },
   };
 }

@@ -1,9 +1,9 @@
 /**
  * The setup the tests share: a nats-server for a describe block (and test
  * certificates, made when first asked for; or a client connection to it),
- * a log of its own on it, and a gateway over that log. The `*Suite` functions register the
- * before/after hooks themselves, so call them in a describe body and read
- * their fields inside tests and hooks only.
+ * a log of its own on it, and a gateway over that log. The `*Suite`
+ * functions register the before/after hooks themselves, so call them in a
+ * describe body and read their fields inside tests and hooks only.
  */
 import { after, before } from "node:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -13,7 +13,41 @@ import { startServer, uniqueStream } from "../harness/nats.js";
 import { makeTestCerts, type TestCerts } from "./certs.js";
 import { rand, startTestGateway, type TestGatewayOptions } from "./gateway.js";
 
-type Server = Awaited<ReturnType<typeof startServer>>;
+export type Server = Awaited<ReturnType<typeof startServer>>;
+
+/**
+ * For the describe block this is called in: a nats-server and what `start`
+ * builds on it, started before its tests and stopped after them (what was
+ * built first, the server last). The getter throws outside tests and hooks.
+ */
+export function onSuiteServer<T>(
+  what: string,
+  start: (server: Server) => Promise<T>,
+  stop: (value: T) => Promise<void>,
+): () => { server: Server; value: T } {
+  let started: { server: Server; value: T } | undefined;
+  before(async () => {
+    const server = await startServer();
+    try {
+      started = { server, value: await start(server) };
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+  });
+  after(async () => {
+    if (!started) return;
+    try {
+      await stop(started.value);
+    } finally {
+      await started.server.close();
+    }
+  });
+  return () => {
+    if (!started) throw new Error(`${what} is not started: read it inside a test or hook`);
+    return started;
+  };
+}
 
 export interface ServerSuite {
   readonly server: Server;
@@ -22,40 +56,35 @@ export interface ServerSuite {
   tls(cn: string): { ca: string; cert: string; key: string };
 }
 
-/** One nats-server for the describe block this is called in. */
-export function serverSuite(): ServerSuite {
-  const s = serverHolder();
-  before(s.start);
-  after(s.stop);
-  return s.suite;
-}
-
-/**
- * A suite's server with its start and stop apart from the hooks, so a suite
- * with more to set up and tear down can start the server first and stop it last.
- */
-export function serverHolder(): { start(): Promise<void>; stop(): Promise<void>; suite: ServerSuite } {
-  let server: Server | undefined;
+/** Test certificates, made when first asked for. */
+function lazyCerts(): Pick<ServerSuite, "certs" | "tls"> {
   let certs: TestCerts | undefined;
-  const suite: ServerSuite = {
-    get server() {
-      if (!server) throw new Error("the suite's nats-server is not started: read it inside a test or hook");
-      return server;
-    },
+  const c = {
     get certs() {
       certs ??= makeTestCerts();
       return certs;
     },
-    tls: (cn) => ({ ca: suite.certs.ca, ...suite.certs.client(cn) }),
+    tls: (cn: string) => ({ ca: c.certs.ca, ...c.certs.client(cn) }),
   };
+  return c;
+}
+
+/** One nats-server for the describe block this is called in. */
+export function serverSuite(): ServerSuite {
+  const s = onSuiteServer(
+    "the suite's nats-server",
+    async () => undefined,
+    async () => {},
+  );
+  const c = lazyCerts();
   return {
-    start: async () => {
-      server = await startServer();
+    get server() {
+      return s().server;
     },
-    stop: async () => {
-      await server?.close();
+    get certs() {
+      return c.certs;
     },
-    suite,
+    tls: c.tls,
   };
 }
 
@@ -66,26 +95,17 @@ export interface ConnectionSuite {
 
 /** One nats-server for the describe block, and one client connection to it. */
 export function connectionSuite(): ConnectionSuite {
-  const s = serverHolder();
-  let nc: NatsConnection | undefined;
-  before(async () => {
-    await s.start();
-    nc = await connect({ servers: s.suite.server.url });
-  });
-  after(async () => {
-    try {
-      await nc?.close();
-    } finally {
-      await s.stop();
-    }
-  });
+  const s = onSuiteServer(
+    "the suite's connection",
+    (server) => connect({ servers: server.url }),
+    (nc) => nc.close(),
+  );
   return {
     get server() {
-      return s.suite.server;
+      return s().server;
     },
     get nc() {
-      if (!nc) throw new Error("the suite's connection is not open: read it inside a test or hook");
-      return nc;
+      return s().value;
     },
   };
 }
@@ -168,46 +188,35 @@ export function gatewaySuite(
   tag: string,
   options: { withCerts?: boolean; gateway?: () => Partial<TestGatewayOptions> } = {},
 ): GatewaySuite {
-  const holder = serverHolder();
-  const base = holder.suite;
-  let on: GatewayOnLog | undefined;
-  before(async () => {
-    await holder.start();
-    on = await startGatewayOnNewLog(base.server.url, tag, {
-      ...(options.withCerts ? { certs: base.certs } : {}),
-      ...options.gateway?.(),
-    });
-  });
-  after(async () => {
-    try {
-      await on?.close();
-    } finally {
-      await holder.stop();
-    }
-  });
-  const started = (): GatewayOnLog => {
-    if (!on) throw new Error("the suite's gateway is not started: read it inside a test or hook");
-    return on;
-  };
+  const c = lazyCerts();
+  const s = onSuiteServer(
+    "the suite's gateway",
+    (server) =>
+      startGatewayOnNewLog(server.url, tag, {
+        ...(options.withCerts ? { certs: c.certs } : {}),
+        ...options.gateway?.(),
+      }),
+    (on) => on.close(),
+  );
   return {
     get server() {
-      return base.server;
+      return s().server;
     },
     get certs() {
-      return base.certs;
+      return c.certs;
     },
-    tls: base.tls,
+    tls: c.tls,
     get gw() {
-      return started().gw;
+      return s().value.gw;
     },
     get log() {
-      return started().log;
+      return s().value.log;
     },
     get stream() {
-      return started().stream;
+      return s().value.stream;
     },
     get prefix() {
-      return started().prefix;
+      return s().value.prefix;
     },
   };
 }
