@@ -56,36 +56,30 @@ export interface ServerSuite {
   tls(cn: string): { ca: string; cert: string; key: string };
 }
 
-/** Test certificates, made when first asked for. */
-function lazyCerts(): Pick<ServerSuite, "certs" | "tls"> {
-  let certs: TestCerts | undefined;
-  const c = {
-    get certs() {
-      certs ??= makeTestCerts();
-      return certs;
-    },
-    tls: (cn: string) => ({ ca: c.certs.ca, ...c.certs.client(cn) }),
-  };
-  return c;
+/** What a suite's tests read: its server, and test certificates made when first asked for. */
+class SuiteView<T> implements ServerSuite {
+  #certs: TestCerts | undefined;
+  constructor(protected readonly started: () => { server: Server; value: T }) {}
+  get server(): Server {
+    return this.started().server;
+  }
+  get certs(): TestCerts {
+    this.#certs ??= makeTestCerts();
+    return this.#certs;
+  }
+  // A property, not a method: tests pass it around on its own.
+  readonly tls = (cn: string) => ({ ca: this.certs.ca, ...this.certs.client(cn) });
 }
 
 /** One nats-server for the describe block this is called in. */
 export function serverSuite(): ServerSuite {
-  const s = onSuiteServer(
-    "the suite's nats-server",
-    async () => undefined,
-    async () => {},
+  return new SuiteView(
+    onSuiteServer(
+      "the suite's nats-server",
+      async () => undefined,
+      async () => {},
+    ),
   );
-  const c = lazyCerts();
-  return {
-    get server() {
-      return s().server;
-    },
-    get certs() {
-      return c.certs;
-    },
-    tls: c.tls,
-  };
 }
 
 export interface ConnectionSuite {
@@ -188,35 +182,32 @@ export function gatewaySuite(
   tag: string,
   options: { withCerts?: boolean; gateway?: () => Partial<TestGatewayOptions> } = {},
 ): GatewaySuite {
-  const c = lazyCerts();
-  const s = onSuiteServer(
-    "the suite's gateway",
-    (server) =>
-      startGatewayOnNewLog(server.url, tag, {
-        ...(options.withCerts ? { certs: c.certs } : {}),
-        ...options.gateway?.(),
-      }),
-    (on) => on.close(),
+  // The hooks run after this returns, so the gateway can be given the view's certificates.
+  const view: GatewaySuiteView = new GatewaySuiteView(
+    onSuiteServer(
+      "the suite's gateway",
+      (server) =>
+        startGatewayOnNewLog(server.url, tag, {
+          ...(options.withCerts ? { certs: view.certs } : {}),
+          ...options.gateway?.(),
+        }),
+      (on) => on.close(),
+    ),
   );
-  return {
-    get server() {
-      return s().server;
-    },
-    get certs() {
-      return c.certs;
-    },
-    tls: c.tls,
-    get gw() {
-      return s().value.gw;
-    },
-    get log() {
-      return s().value.log;
-    },
-    get stream() {
-      return s().value.stream;
-    },
-    get prefix() {
-      return s().value.prefix;
-    },
-  };
+  return view;
+}
+
+class GatewaySuiteView extends SuiteView<GatewayOnLog> implements GatewaySuite {
+  get gw(): Gateway {
+    return this.started().value.gw;
+  }
+  get log(): Log {
+    return this.started().value.log;
+  }
+  get stream(): string {
+    return this.started().value.stream;
+  }
+  get prefix(): string {
+    return this.started().value.prefix;
+  }
 }
