@@ -6,58 +6,43 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { type ReceivedCommand, TestAgent } from "../support/agent.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, h100Node, llamaCatalog } from "../support/fleet-events.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { rand, readAll } from "../support/gateway.js";
 import { assertLogHygiene } from "../support/log-hygiene.js";
 import { passesOf, passViolations } from "../support/pass-invariants.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { gatewaySuite } from "../support/suites.js";
 
 describe("hostile agent end to end: a shard on a GPU the node does not have", () => {
-  let server: NatsServer & { close(): Promise<void> };
-  let log: Log;
-  let gw: Gateway;
+  const gatewaysBucket = `gwl_${rand()}`;
+  const env = gatewaySuite("GWADOPT", { gateway: () => ({ leaseBucket: gatewaysBucket }) });
   let rec: ReconcilerProcess | undefined;
-  let stream: string;
-  let prefix: string;
 
   before(async () => {
-    server = await startServer();
-    stream = uniqueStream("GWADOPT");
-    prefix = `t${rand()}.evt`;
-    const leaseBucket = `gwl_${rand()}`;
-    log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    gw = await startTestGateway({ nats: server.url, stream, prefix, leaseBucket });
     rec = await spawnReconciler({
       id: "rec-hostile",
-      nats: server.url,
-      stream,
-      prefix,
+      nats: env.server.url,
+      stream: env.stream,
+      prefix: env.prefix,
       leaseBucket: `rl_${rand()}`,
-      gatewaysBucket: leaseBucket,
+      gatewaysBucket,
     });
   });
   after(async () => {
     await killAll([rec]);
-    await gw?.drain("test over");
-    await log?.jsm.streams.delete(stream).catch(() => {});
-    await log?.close();
-    await server?.close();
   });
 
   it("is recorded as sent, stopped as unclaimed, and its replica placed on GPUs the node lists", async () => {
-    await log.append(new EventFactory(`adopt-${rand()}`).catalog(llamaCatalog(1, 0)));
+    await env.log.append(new EventFactory(`adopt-${rand()}`).catalog(llamaCatalog(1, 0)));
     const reg = h100Node("gpu-x1", {
       running: [
         { shard: "old-s0", replica: "old-r", model: "llama-3.3-70b", profile: "tp4", gpus: [4, 5, 6, 7] },
       ],
     });
     reg.gpus = reg.gpus?.slice(0, 7); // GPU 7 fell off the bus under the running engine
-    const agent = await TestAgent.connect({ baseUrl: gw.url, registration: reg, autoAnswer: true });
+    const agent = await TestAgent.connect({ baseUrl: env.gw.url, registration: reg, autoAnswer: true });
     const beat = setInterval(() => {
       if (!agent.done) agent.heartbeat({});
     }, 500);
@@ -81,7 +66,7 @@ describe("hostile agent end to end: a shard on a GPU the node does not have", ()
       clearInterval(beat);
       agent.abort();
     }
-    const records = await readAll(log);
+    const records = await readAll(env.log);
     const decisions = passesOf(records).flatMap((p) => p.pass.decisions);
     const unclaimed = decisions.find((d) => d.kind.case === "shardUnclaimed");
     assert.ok(unclaimed?.kind.case === "shardUnclaimed");
@@ -89,6 +74,6 @@ describe("hostile agent end to end: a shard on a GPU the node does not have", ()
     const adopted = decisions.filter((d) => d.kind.case === "shardsAdopted");
     assert.ok(adopted.every((d) => d.kind.case === "shardsAdopted" && d.kind.value.shards.length === 0));
     assert.deepEqual(passViolations(records), []);
-    assertLogHygiene(records, prefix, (n) => n === "gpu-x1");
+    assertLogHygiene(records, env.prefix, (n) => n === "gpu-x1");
   });
 });
