@@ -8,6 +8,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { PushQueue } from "../../src/async/push-queue.js";
 import {
   type AgentMessage,
   AgentMessageSchema,
@@ -16,7 +17,6 @@ import {
   type RegisterSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker, h100Hardware, registrationOf } from "../../src/sim/index.js";
-import { Outbox } from "../../src/sim/outbox.js";
 
 const GIB = 1024;
 
@@ -62,7 +62,7 @@ export interface LightAgentOptions {
 }
 
 export class LightAgent {
-  readonly #out = new Outbox<AgentMessage>();
+  readonly #out = new PushQueue<AgentMessage>();
   readonly #abort = new AbortController();
   #acks = 0;
   readonly #tracker: AckTracker;
@@ -135,7 +135,7 @@ export class LightAgent {
 
   /** Ends the stream (the gateway records the session closed). */
   close(): void {
-    this.#out.close();
+    this.#out.end();
   }
 
   abort(): void {

@@ -5,34 +5,14 @@
  * concurrent. A full queue means the agent is not reading: that is reported
  * to the caller, never absorbed by growing memory.
  */
-export type PushResult = "queued" | "full" | "closed";
+import { PushQueue, type PushResult } from "../async/push-queue.js";
 
-export class StreamWriter<T> implements AsyncIterable<T> {
-  readonly #queue: T[] = [];
-  #wake: (() => void) | undefined;
-  #ended = false;
-  #error: unknown;
-  #failed = false;
+export type { PushResult };
 
-  constructor(readonly max: number) {
-    if (!Number.isInteger(max) || max < 1)
-      throw new RangeError(`queue size must be a positive integer, got ${max}`);
-  }
-
-  get length(): number {
-    return this.#queue.length;
-  }
-
-  get closed(): boolean {
-    return this.#ended || this.#failed;
-  }
-
-  push(msg: T): PushResult {
-    if (this.closed) return "closed";
-    if (this.#queue.length >= this.max) return "full";
-    this.#queue.push(msg);
-    this.#signal();
-    return "queued";
+export class StreamWriter<T> extends PushQueue<T> {
+  // A bound is required here: the gateway never queues without one.
+  constructor(max: number) {
+    super(max);
   }
 
   /**
@@ -43,47 +23,6 @@ export class StreamWriter<T> implements AsyncIterable<T> {
    */
   pushReplacingLast(msg: T, supersedes: (last: T) => boolean): PushResult | "replaced" {
     if (this.closed) return "closed";
-    const last = this.#queue.length - 1;
-    if (last >= 0 && supersedes(this.#queue[last]!)) {
-      this.#queue[last] = msg;
-      return "replaced";
-    }
-    return this.push(msg);
-  }
-
-  /** Ends the stream once what is queued has been written. */
-  end(): void {
-    this.#ended = true;
-    this.#signal();
-  }
-
-  /** Ends the stream now with `err`; what is queued is dropped. */
-  fail(err: unknown): void {
-    if (this.#failed) return;
-    this.#failed = true;
-    this.#error = err;
-    this.#queue.length = 0;
-    this.#signal();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    for (;;) {
-      if (this.#failed) throw this.#error;
-      const next = this.#queue.shift();
-      if (next !== undefined) {
-        yield next;
-        continue;
-      }
-      if (this.#ended) return;
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-    }
-  }
-
-  #signal(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
+    return this.replaceLast(msg, supersedes) ? "replaced" : this.push(msg);
   }
 }

@@ -4,6 +4,7 @@
  * timers. It persists nothing: what it knows lives in this object.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { PushQueue } from "../async/push-queue.js";
 import {
   type AgentMessageSchema,
   type ControlMessage,
@@ -29,7 +30,6 @@ import {
   xidProblem,
 } from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
-import { Outbox } from "./outbox.js";
 import { registrationOf } from "./registration.js";
 import type { Rng } from "./rng.js";
 import { connectAgent, type TlsIdentity } from "./transport.js";
@@ -60,7 +60,7 @@ export interface AgentOptions {
 
 interface Session {
   url: string;
-  outbox: Outbox<AgentMessageInit>;
+  outbox: PushQueue<AgentMessageInit>;
   registered: boolean;
   /** The session the gateway named in the registration's ack ("" from an older gateway). */
   sessionId: string;
@@ -259,7 +259,7 @@ export class SimAgent {
   private async connectOnce(url: string): Promise<Outcome> {
     const session: Session = {
       url,
-      outbox: new Outbox(),
+      outbox: new PushQueue(),
       registered: false,
       sessionId: "",
       heartbeats: 0,
@@ -320,7 +320,7 @@ export class SimAgent {
       return { kind: "ended", reason, registered: session.registered };
     } finally {
       clearTimeout(ackTimer);
-      session.outbox.close();
+      session.outbox.end();
       session.abort.abort();
       conn.close();
       if (this.session === session) this.session = undefined;
@@ -359,7 +359,7 @@ export class SimAgent {
   private send(msg: AgentMessageInit): boolean {
     const s = this.session;
     if (!s?.registered || this.partitioned) return false;
-    if (!s.outbox.push(msg)) return false;
+    if (s.outbox.push(msg) !== "queued") return false;
     s.acks.record(msg.msg?.case);
     return true;
   }
@@ -383,7 +383,7 @@ export class SimAgent {
     if (!s?.registered || this.partitioned) return;
     // The gateway is not reading (HTTP/2 flow control): a heartbeat queued behind
     // unsent ones says nothing new, so the queue does not grow with time.
-    if (s.outbox.pending > 0) return;
+    if (s.outbox.length > 0) return;
     if (faults.has("xid") && !this.xidFired && s.heartbeats >= this.config.xidAfterHeartbeats) this.fireXid();
     s.heartbeats++;
     const sent = this.send({

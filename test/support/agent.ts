@@ -13,6 +13,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import { PushQueue } from "../../src/async/push-queue.js";
 import {
   type AgentMessage,
   AgentMessageSchema,
@@ -25,7 +26,6 @@ import {
   type ShardStatusSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "../../src/sim/index.js";
-import { Outbox } from "../../src/sim/outbox.js";
 
 export type Protocol = "connect" | "grpc" | "grpc-web";
 export type RegisterInit = MessageInitShape<typeof RegisterSchema>;
@@ -59,7 +59,7 @@ export class TestAgent {
   readonly ended: Promise<ConnectError | undefined>;
   /** Messages sent so far; the n-th message's per-session sequence is n. */
   sent = 0;
-  readonly #out = new Outbox<AgentMessage>();
+  readonly #out = new PushQueue<AgentMessage>();
   /** The kind of each message sent, by its per-session sequence. */
   readonly #sentKinds: Array<AgentMessage["msg"]["case"]> = [];
   readonly #abort = new AbortController();
@@ -233,7 +233,7 @@ export class TestAgent {
 
   /** Ends the stream from this side (half-close) and waits for the gateway to end it. */
   async close(): Promise<ConnectError | undefined> {
-    this.#out.close();
+    this.#out.end();
     const r = await this.ended;
     this.#sessions.abort();
     return r;
@@ -250,7 +250,7 @@ export class TestAgent {
   /** Drops the stream and the connection at once. */
   abort(): void {
     this.#abort.abort();
-    this.#out.close();
+    this.#out.end();
     this.#sessions.abort();
   }
 

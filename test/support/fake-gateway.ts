@@ -9,6 +9,7 @@ import type { TLSSocket } from "node:tls";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { PushQueue } from "../../src/async/push-queue.js";
 import {
   type AgentMessage,
   AgentService,
@@ -16,7 +17,6 @@ import {
   ControlMessageSchema,
   type Register,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { Outbox } from "../../src/sim/outbox.js";
 
 type ControlInit = MessageInitShape<typeof ControlMessageSchema>;
 
@@ -77,7 +77,7 @@ export class FakeGateway {
   }
 
   private async *serve(requests: AsyncIterable<AgentMessage>, peerCn: string | undefined) {
-    const out = new Outbox<ControlMessage>();
+    const out = new PushQueue<ControlMessage>();
     const stream: AgentStream = {
       nodeId: "",
       register: undefined,
@@ -87,7 +87,7 @@ export class FakeGateway {
       send: (msg) => out.push(create(ControlMessageSchema, msg)),
       close: () => {
         stream.ended = true;
-        out.close();
+        out.end();
       },
     };
     this.streams.push(stream);
