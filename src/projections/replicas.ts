@@ -225,9 +225,9 @@ export function evolveReplicas(
     case "gpuProblemsCleared":
     case "gpuCordoned":
     case "gpuUncordoned":
-      // Inventory facts; the reconciler combines them with replica state.
-      return state;
     case undefined:
+      // Inventory facts (the reconciler combines them with replica state), or
+      // a kind this version does not know.
       return state;
     default: {
       const never: never = body;
@@ -420,9 +420,9 @@ function foldPass(
       case "shardUnclaimed":
       case "nodeLiveness":
       case "duplicateStopped":
-        // Inventory facts or pure explanations; the commands below carry the effect.
-        break;
       case undefined:
+        // Inventory facts or pure explanations (the commands below carry the
+        // effect), or a decision kind this version does not know.
         break;
       default: {
         const never: never = k;
