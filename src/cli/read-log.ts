@@ -1,7 +1,8 @@
 /**
- * Opening the log for a command that only reads it: the stream is never
- * created or changed, and a missing stream is reported in words that say
- * what to check.
+ * Opening the log from the shared flags: for a process that writes it (the
+ * stream created or checked, with its replicas), or for a command that only
+ * reads it (the stream is never created or changed, and a missing stream is
+ * reported in words that say what to check).
  */
 import { isLogError, type Log, openLog } from "../log/index.js";
 import { CliError, EXIT } from "./common.js";
@@ -10,6 +11,20 @@ export interface LogFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+}
+
+/** The log of a process that appends to it (`llmgw api`, `llmgw reconciler`). */
+export function openLogForWriting(
+  flags: LogFlags & { streamReplicas: number },
+  clientName: string,
+): Promise<Log> {
+  return openLog({
+    url: flags.nats,
+    clientName,
+    name: flags.stream,
+    prefix: flags.subjectPrefix,
+    replicas: flags.streamReplicas,
+  });
 }
 
 export async function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {

@@ -1,11 +1,11 @@
 /** `llmgw api`: serve the operator HTTP API and UI. */
 import { type Command, Option } from "commander";
 import { pino } from "pino";
-import { openLog } from "../../log/index.js";
 import { type AuthMode, checkAuth, startApi } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import { CliError, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
+import { openLogForWriting } from "../read-log.js";
 
 interface ApiCommandFlags {
   listen: string;
@@ -63,13 +63,7 @@ export function registerApi(program: Command): void {
         throw new CliError((err as Error).message);
       }
       const logger = pino({ level: flags.logLevel, base: { service: "llmgw-api" } });
-      const log = await openLog({
-        url: flags.nats,
-        clientName: "llmgw-api",
-        name: flags.stream,
-        prefix: flags.subjectPrefix,
-        replicas: flags.streamReplicas,
-      });
+      const log = await openLogForWriting(flags, "llmgw-api");
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
         // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.

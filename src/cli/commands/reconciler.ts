@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
-import { openLog } from "../../log/index.js";
 import { type FleetState, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, ProjectionRuntime } from "../../projections/runtime/index.js";
 import { decide, reconcilerConfigSchema } from "../../reconciler/decide/index.js";
@@ -24,6 +23,7 @@ import {
   streamOption,
   streamReplicasOption,
 } from "../common.js";
+import { openLogForWriting } from "../read-log.js";
 
 interface ReconcilerFlags {
   nats: string;
@@ -140,13 +140,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
 
   const logger: Logger = pino({ level: flags.logLevel, base: { reconciler: flags.id } });
   const metrics = new RunnerMetrics({ defaultMetrics: true });
-  const log = await openLog({
-    url: flags.nats,
-    clientName: `llmgw-reconciler ${flags.id}`,
-    name: flags.stream,
-    prefix: flags.subjectPrefix,
-    replicas: flags.streamReplicas,
-  });
+  const log = await openLogForWriting(flags, `llmgw-reconciler ${flags.id}`);
   // Undone in reverse order on the way out.
   const cleanup: Array<() => unknown> = [() => log.close()];
   const close = async () => {
