@@ -16,8 +16,8 @@ import { EventSchema } from "../src/gen/llmgw/v1/events_pb.js";
 import { encodeEvent, openLog } from "../src/log/index.js";
 import { fleetProjection } from "../src/projections/index.js";
 import { ProjectionRuntime } from "../src/projections/runtime/index.js";
+import { startServer, uniqueStream } from "../test/harness/nats.js";
 import { sampleEvents } from "../test/support/sample-events.js";
-import { startServer, uniqueStream } from "./support/nats.js";
 
 const seconds = Number(process.argv[2] ?? 3);
 const server = process.env["LLMGW_NATS_URL"] ? undefined : await startServer();

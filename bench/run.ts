@@ -8,12 +8,12 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, freemem, totalmem } from "node:os";
 import { dirname, join } from "node:path";
+import { natsServerBinary } from "../test/harness/nats.js";
 import { convergence } from "./scenarios/convergence.js";
 import { fanIn } from "./scenarios/fan-in.js";
 import { ingest } from "./scenarios/ingest.js";
 import { placement } from "./scenarios/placement.js";
 import { replay } from "./scenarios/replay.js";
-import { natsServerBinary } from "./support/nats.js";
 import { renderTable, type Scenario, type ScenarioResult } from "./support/result.js";
 
 export const SCENARIOS: Scenario[] = [ingest, fanIn, replay, placement, convergence];

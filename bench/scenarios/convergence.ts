@@ -23,9 +23,9 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { ApiClient, startApi } from "../../src/operator/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
+import { startServer, uniqueStream } from "../../test/harness/nats.js";
+import { type Child, spawnLlmgw, until } from "../../test/harness/proc.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
-import { startServer, uniqueStream } from "../support/nats.js";
-import { type Child, spawnLlmgw, until } from "../support/proc.js";
 import { type Figure, figure, type Scenario } from "../support/result.js";
 
 /** The reconcilers' lease TTL (the floor of a takeover); shorter in --quick, which checks the steps, not the figures. */

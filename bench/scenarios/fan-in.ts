@@ -16,12 +16,13 @@
 import { create } from "@bufbuild/protobuf";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
+import { freePort, startServer, uniqueStream } from "../../test/harness/nats.js";
+import { type Child, sleep, until } from "../../test/harness/proc.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
-import { freePort, startServer, uniqueStream } from "../support/nats.js";
 import { describeGc, gcTotals, slowestPass, watchOwnEventLoop } from "../support/pauses.js";
-import { type Child, cpuCores, type ProcSample, sampleProc, sleep, until } from "../support/proc.js";
+import { cpuCores, type ProcSample, sampleProc } from "../support/proc-sample.js";
 import { type Figure, figure, percentile, type Scenario } from "../support/result.js";
 
 const HEARTBEAT_MS = 5_000;

@@ -15,11 +15,11 @@ import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
 import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
+import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
 import { startGatewayProcess } from "../support/gateway.js";
-import { startServer, uniqueStream } from "../support/nats.js";
-import { type ProcSample, sampleProc } from "../support/proc.js";
+import { type ProcSample, sampleProc } from "../support/proc-sample.js";
 import { figure, type Scenario } from "../support/result.js";
 
 /** Messages an agent sends ahead of its acks (more than the gateway's stream window). */

@@ -13,9 +13,9 @@ import { createHash } from "node:crypto";
 import { AppendWindow, openLog } from "../../src/log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { openKvSnapshotStore, ProjectionRuntime } from "../../src/projections/runtime/index.js";
+import { startServer, uniqueStream } from "../../test/harness/nats.js";
+import { spawnScript } from "../../test/harness/proc.js";
 import { fleetChurn } from "../../test/support/fleet-churn.js";
-import { startServer, uniqueStream } from "../support/nats.js";
-import { spawnScript } from "../support/proc.js";
 import { figure, type Scenario } from "../support/result.js";
 
 const SNAPSHOT_BUCKET = "bench_snapshots";

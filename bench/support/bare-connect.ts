@@ -2,7 +2,7 @@
  * Starts the bare Connect server (echo-server.ts) as a child process: the
  * transport's own limit that fan-in and ingest measure the gateway against.
  */
-import { type Child, spawnScript } from "./proc.js";
+import { type Child, spawnScript } from "../../test/harness/proc.js";
 
 export interface BareConnectServer {
   readonly child: Child;

@@ -1,8 +1,7 @@
 /** A gateway under test: `llmgw gateway` as a child process, h2c on loopback. */
-import { connect } from "node:net";
 import { openLog } from "../../src/log/index.js";
-import { freePort } from "./nats.js";
-import { type Child, sleep, spawnLlmgw, until } from "./proc.js";
+import { freePort } from "../../test/harness/nats.js";
+import { type Child, spawnLlmgw, until, waitForPort } from "../../test/harness/proc.js";
 
 export interface BenchGateway {
   readonly child: Child;
@@ -44,27 +43,4 @@ export async function startGatewayProcess(opts: {
     await log.close();
   }
   return { child, url: `http://127.0.0.1:${port}`, id };
-}
-
-/** Resolves once something accepts TCP connections on the loopback port. */
-export async function waitForPort(port: number, timeoutMs: number, child?: Child): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, "127.0.0.1");
-      s.once("connect", () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once("error", () => resolve(false));
-    });
-    if (ok) return;
-    if (child && child.proc.exitCode !== null)
-      throw new Error(`process exited before listening on ${port}:\n${child.output()}`);
-    if (performance.now() > end)
-      throw new Error(
-        `nothing listening on ${port} after ${timeoutMs} ms${child ? `:\n${child.output()}` : ""}`,
-      );
-    await sleep(50);
-  }
 }

@@ -8,14 +8,13 @@
  * log with the invariant checker.
  */
 import { Kvm } from "@nats-io/kv";
-import { waitForPort } from "../../bench/support/gateway.js";
-import { type Child, spawnLlmgw } from "../../bench/support/proc.js";
 import type { AckedMessage } from "../../src/invariants/index.js";
 import { isLogError, type Log, openLog } from "../../src/log/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
+import { type Child, spawnLlmgw, waitForPort } from "../harness/proc.js";
 import { eventually } from "./eventually.js";
 import { EventFactory } from "./fleet-events.js";
 import { rand } from "./gateway.js";

@@ -1,9 +1,10 @@
 /**
- * Child processes of a benchmark: llmgw commands and helper scripts, their
- * CPU time and memory from /proc, and clean shutdown.
+ * Child processes of a test or a benchmark: llmgw commands and helper
+ * scripts, waiting for them to listen, and clean shutdown.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from "node:fs";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
@@ -128,32 +129,6 @@ function spawnNode(args: string[], env: Record<string, string>, ipc = false): Ch
   return child;
 }
 
-export interface ProcSample {
-  /** User + system CPU time, seconds. */
-  cpuS: number;
-  rssBytes: number;
-  atMs: number;
-}
-
-const CLOCK_TICKS = 100;
-
-/** CPU time and resident memory of a process, from /proc (Linux). */
-export function sampleProc(pid: number): ProcSample {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces) in parentheses.
-  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { cpuS: (utime + stime) / CLOCK_TICKS, rssBytes: rssKb * 1024, atMs: performance.now() };
-}
-
-/** CPU use between two samples, in cores (1 = one core busy). */
-export function cpuCores(a: ProcSample, b: ProcSample): number {
-  return (b.cpuS - a.cpuS) / ((b.atMs - a.atMs) / 1000);
-}
-
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -171,5 +146,28 @@ export async function until<T>(
     if (v !== undefined) return v;
     if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
+  }
+}
+
+/** Resolves once something accepts TCP connections on the loopback port. */
+export async function waitForPort(port: number, timeoutMs: number, child?: Child): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1");
+      s.once("connect", () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (child && child.proc.exitCode !== null)
+      throw new Error(`process exited before listening on ${port}:\n${child.output()}`);
+    if (performance.now() > end)
+      throw new Error(
+        `nothing listening on ${port} after ${timeoutMs} ms${child ? `:\n${child.output()}` : ""}`,
+      );
+    await sleep(50);
   }
 }
