@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 
@@ -163,6 +163,12 @@ class ServerProcess implements NatsServer {
     };
     proc.stdout?.on("data", keep);
     proc.stderr?.on("data", keep);
+    if (this.spec.port === 0) {
+      // Port -1 in the config: the server chose one; it is kept (written into
+      // the config) so that a restart comes back on the same port.
+      this.spec.port = await listenedPort(proc, () => this.#out.join(""));
+      writeConfig(this.spec, dirname(this.spec.configFile));
+    }
     await waitForPort(this.spec.port, proc, () => this.output());
   }
 
@@ -188,6 +194,18 @@ class ServerProcess implements NatsServer {
   }
 }
 
+/** The client port a server started with port -1 says it listens on. */
+async function listenedPort(proc: ChildProcess, output: () => string): Promise<number> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const m = /Listening for client connections on [^\s]*:(\d+)/.exec(output());
+    if (m) return Number(m[1]);
+    if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`nats-server did not say which port it listens on within 15 s:\n${output()}`);
+}
+
 async function waitForPort(port: number, proc: ChildProcess, output: () => string): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
@@ -207,7 +225,8 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
   const lines = [
     `server_name: ${spec.name}`,
     "host: 127.0.0.1",
-    `port: ${spec.port}`,
+    // 0 asks the server to choose (-1 in its config): nothing to reserve beforehand.
+    `port: ${spec.port === 0 ? -1 : spec.port}`,
     "jetstream {",
     `  store_dir: ${JSON.stringify(spec.storeDir)}`,
     "  max_memory_store: 256MB",
@@ -232,10 +251,10 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
   return file;
 }
 
-/** Starts one JetStream server on a random loopback port with a temp store. */
+/** Starts one JetStream server on a loopback port it chooses itself (kept across restarts), with a temp store. */
 export async function startServer(): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
-  const spec = { name: "n1", port: await freePort(), storeDir: join(dir, "store") };
+  const spec = { name: "n1", port: 0, storeDir: join(dir, "store") };
   const server = new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
   await server.start();
   return Object.assign(server, {

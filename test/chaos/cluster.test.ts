@@ -153,10 +153,10 @@ describe("chaos: a 3-node NATS cluster (R3) under a working fleet", () => {
     } finally {
       for (const p of proxies) p.restore();
     }
-    // Back on NATS: it serves again (its lease is renewed) and agents may use it.
-    await eventually(async () => (await w.log.lastSubjectSeq(w.log.subjects.gateway(cutGw.id))) > 0, {
-      what: `${cutGw.id} back`,
-    });
+    const restoredAt = Date.now();
+    // Back on NATS: it serves again. Its lease key expired during the cut, so
+    // a write of it after the restore can only be its renewal coming back.
+    await w.waitLeaseRenewed(cutGw, restoredAt);
     const fleet = w.fleets[0]!;
     for (const a of fleet.nodes()) fleet.restartNode(a.nodeId, { keepShards: true });
     await w.waitConnected(NODES);

@@ -63,11 +63,14 @@ describe("chaos: process crashes under a working fleet", () => {
     await eventually(() => held.every((n) => gatewayOf(n) === survivor.id), {
       what: `${held.join(", ")} to re-register on ${survivor.id}`,
     });
-    await w.waitRunning(replicas);
     // Its lease expires: the reconciler records the dead gateway's sessions as closed.
     await eventually(() => w.rt.state.inventory.gateways[victim.id]?.status === "lost", {
       what: `${victim.id} recorded as lost`,
     });
+    // The reconciler has acted on the moved agents: their new sessions are adopted
+    // (the replicas' phase alone does not change when a session closes).
+    await w.waitAdopted(held);
+    await w.waitRunning(replicas);
     assert.deepEqual(await w.startsAfter(killSeq), [], "no shard was started again after the gateway died");
     await w.restartGateway(victim);
     await w.waitConnected(NODES);
@@ -197,6 +200,11 @@ describe("chaos: process crashes under a working fleet", () => {
       what: `all ${STORM_AGENTS} agents on a new session (have ${renewed()})`,
       timeoutMs: 120_000,
     });
+    // "No restart" means something only once the reconciler has acted on the new sessions.
+    await w.waitAdopted(
+      fleet.nodes().map((a) => a.nodeId),
+      120_000,
+    );
     await w.waitRunning(replicas, 60_000);
     assert.deepEqual(await w.startsAfter(stormSeq), [], "no shard was started again after the storm");
     await w.check(`a reconnect storm of ${STORM_AGENTS} agents`);

@@ -1,7 +1,8 @@
 /**
  * `llmgw dev` as a newcomer runs it: the real command as a child process,
  * checked through its API and its log. A second run on the same data folder
- * must adopt the fleet, not restart it.
+ * must adopt the fleet, not restart it: the test waits for the adoption
+ * decisions of the new sessions before it looks for starts and stops.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -129,22 +130,45 @@ async function waitNodes(apiUrl: string, wanted: number, out: () => string): Pro
   }
 }
 
-/** StartShard commands in the log's reconcile passes from `fromSeq` on. */
-async function startCommands(
-  natsUrl: string,
-  fromSeq = 1,
-): Promise<Array<{ seq: number; replicaId: string; shardId: string }>> {
+interface SecondRunLog {
+  /** The newest session of each node opened from `fromSeq` on. */
+  sessions: Map<string, string>;
+  /** `shardsAdopted` decisions of those sessions: node → adopted shard ids. */
+  adopted: Map<string, string[]>;
+  /** StartShard and StopShard commands from `fromSeq` on. */
+  starts: Array<{ seq: number; replicaId: string; shardId: string }>;
+  stops: Array<{ seq: number; shardId: string }>;
+}
+
+/** What the log holds from `fromSeq` on: the new sessions, their adoption, starts and stops. */
+async function readSecondRun(natsUrl: string, fromSeq: number): Promise<SecondRunLog> {
   const log = await openLog({ url: natsUrl, clientName: "dev-test", ensure: false });
   try {
-    const out: Array<{ seq: number; replicaId: string; shardId: string }> = [];
-    for await (const r of log.read({ fromSeq, subjects: [log.subjects.reconciler] })) {
-      if (r.event.body.case !== "reconcilePass") continue;
-      for (const c of r.event.body.value.commands) {
+    const sessions = new Map<string, string>();
+    const adoptions: Array<{ nodeId: string; sessionId: string; shardIds: string[] }> = [];
+    const starts: SecondRunLog["starts"] = [];
+    const stops: SecondRunLog["stops"] = [];
+    for await (const r of log.read({ fromSeq })) {
+      const b = r.event.body;
+      if (b.case === "sessionOpened") sessions.set(b.value.nodeId, b.value.sessionId);
+      if (b.case !== "reconcilePass") continue;
+      for (const d of b.value.decisions) {
+        if (d.kind.case === "shardsAdopted")
+          adoptions.push({
+            nodeId: d.kind.value.nodeId,
+            sessionId: d.kind.value.sessionId,
+            shardIds: d.kind.value.shards.map((x) => x.shardId),
+          });
+      }
+      for (const c of b.value.commands) {
         if (c.action.case === "start")
-          out.push({ seq: r.seq, replicaId: c.action.value.replicaId, shardId: c.action.value.shardId });
+          starts.push({ seq: r.seq, replicaId: c.action.value.replicaId, shardId: c.action.value.shardId });
+        if (c.action.case === "stop") stops.push({ seq: r.seq, shardId: c.action.value.shardId });
       }
     }
-    return out;
+    const adopted = new Map<string, string[]>();
+    for (const a of adoptions) if (sessions.get(a.nodeId) === a.sessionId) adopted.set(a.nodeId, a.shardIds);
+    return { sessions, adopted, starts, stops };
   } finally {
     await log.close();
   }
@@ -168,29 +192,57 @@ describe("llmgw dev", () => {
       assert.equal(await stopDev(first), 0, first.out());
     }
     assert.match(first.out(), /stopped/);
-    const startsOfFirst = await startCommandsAfterRestart(dataDir, catalog, firstReplicas, lastSeqOfFirst);
-    assert.equal(startsOfFirst, 0);
+    await assertAdoptedAfterRestart(dataDir, catalog, firstReplicas, lastSeqOfFirst);
   });
 });
 
-/** Runs dev again on the same data and returns how many shards it started anew. */
-async function startCommandsAfterRestart(
+/**
+ * Runs dev again on the same data: waits until the reconciler has adopted
+ * every node's new session (a replica's phase does not change when its
+ * session closes, so "all running" alone proves nothing), then checks that
+ * the adopted shards are the first run's and that none was started or stopped.
+ */
+async function assertAdoptedAfterRestart(
   dataDir: string,
   catalog: string,
   before: ReplicaBody["replicas"],
   lastSeqOfFirst: number,
-): Promise<number> {
+): Promise<void> {
   const second = await startDev(dataDir, catalog);
   try {
     assert.match(second.out(), /catalog from the log/);
     assert.match(second.out(), /5 shards still running from the last run/);
+    const deadline = Date.now() + 120_000;
+    let seen = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+    while (seen.sessions.size < 3 || seen.adopted.size < seen.sessions.size) {
+      if (Date.now() > deadline)
+        throw new Error(
+          `the second run's sessions were not all adopted: ${seen.sessions.size} new sessions, adoption decisions for ${[...seen.adopted.keys()].join(", ") || "none"}\n${second.out()}`,
+        );
+      await new Promise((r) => setTimeout(r, 300));
+      seen = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+    }
+    const shardsOf = (rs: ReplicaBody["replicas"]) =>
+      rs.flatMap((r) => r.shards.map((x) => x.shardId)).sort();
+    assert.deepEqual(
+      [...seen.adopted.values()].flat().sort(),
+      shardsOf(before),
+      "the new sessions adopted exactly the shards the first run left running",
+    );
     const after = await waitAllRunning(second.apiUrl, 5, second.out);
     // The same replicas on the same shards: adopted, not re-placed.
     const key = (rs: ReplicaBody["replicas"]) =>
-      rs.map((r) => `${r.replicaId}:${r.shards.map((s) => `${s.shardId}@${s.nodeId}`).join(",")}`).sort();
+      rs.map((r) => `${r.replicaId}:${r.shards.map((x) => `${x.shardId}@${x.nodeId}`).join(",")}`).sort();
     assert.deepEqual(key(after), key(before));
-    const starts = await startCommands(second.natsUrl, lastSeqOfFirst + 1);
-    return starts.length;
+    // Read again after the adoption and the running check: any start or stop is now in the log.
+    const final = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+    assert.deepEqual(final.starts, [], "no shard was started after the restart");
+    const adopted = new Set(shardsOf(before));
+    assert.deepEqual(
+      final.stops.filter((x) => adopted.has(x.shardId)),
+      [],
+      "no adopted shard was stopped after the restart",
+    );
   } finally {
     assert.equal(await stopDev(second), 0, second.out());
   }

@@ -88,17 +88,28 @@ describe("acked publishes over one reply subscription", () => {
         p.publish("nobody.listens.here", bytes("x"), "n-1", { stream }, 60_000),
         (err: unknown) => isLogError(err, "unavailable") && /no stream answered/.test((err as Error).message),
       );
-      assert.ok(performance.now() - t < 30_000, "answered by the server, not by the deadline");
+      // A liveness bound: the deadline is 60 s, the server answers at once.
+      assert.ok(
+        performance.now() - t < 30_000,
+        "the no-responders answer did not come: the publish hung until its deadline",
+      );
     }));
 
   it("times out a publish nobody acks, and ignores the ack if it comes later", () =>
-    withStream(async (nc, stream) => {
+    withStream(async (nc, stream, subject) => {
       // A plain subscriber takes the subject and answers late, after the deadline.
       const late = await connect({ servers: server.url });
       try {
+        let answered!: () => void;
+        const lateAnswer = new Promise<void>((r) => {
+          answered = r;
+        });
         late.subscribe("slow.subject", {
           callback: (_err, m) => {
-            setTimeout(() => m.respond(bytes('{"stream":"X","seq":1}')), 400);
+            setTimeout(() => {
+              m.respond(bytes('{"stream":"X","seq":1}'));
+              void late.flush().then(answered);
+            }, 400);
           },
         });
         await late.flush();
@@ -109,8 +120,14 @@ describe("acked publishes over one reply subscription", () => {
             isLogError(err, "unavailable") && /no publish ack within 100 ms/.test(String(err)),
         );
         assert.equal(p.inFlight, 0);
-        await new Promise((r) => setTimeout(r, 600)); // the late ack arrives and is dropped
-        assert.equal(p.inFlight, 0);
+        // The server has the late ack (the responder's flush) and has delivered
+        // it to the publisher's connection before answering this flush.
+        await lateAnswer;
+        await nc.flush();
+        assert.equal(p.inFlight, 0, "the late ack left nothing in flight");
+        // ...and it is not taken for the next publish's ack.
+        const next = await p.publish(`${subject}.n`, bytes("n"), "n-1", { stream }, 5000);
+        assert.deepEqual({ stream: next.stream, seq: next.seq }, { stream, seq: 1 });
       } finally {
         await late.close();
       }

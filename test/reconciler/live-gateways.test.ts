@@ -36,10 +36,12 @@ describe("live gateways", () => {
     const seen: string[][] = [];
     live.onChange(() => seen.push([...live.ids].sort()));
     let renewing = true;
+    let renewed = 0;
     // Renewals far more often than a real gateway's, so listings overlap them again and again.
     const renewals = (async () => {
       while (renewing) {
         await kv.put("gw-busy", "lease");
+        renewed++;
         await new Promise((r) => setTimeout(r, 2));
       }
     })();
@@ -48,10 +50,17 @@ describe("live gateways", () => {
       assert.deepEqual([...live.ids].sort(), ["gw-busy", "gw-dead"]);
       // gw-dead is never renewed: its entry expires and it leaves the set.
       await eventually(() => !live.ids.has("gw-dead"), { what: "gw-dead dropped after its TTL" });
-      // Keep listing for a while under renewals.
-      const listings = seen.length;
-      for (let i = 0; i < 300; i++) await live.refresh();
-      assert.ok(seen.length >= listings);
+      // Keep listing for a while under renewals; after every listing gw-busy is in the set.
+      const renewedBefore = renewed;
+      for (let i = 0; i < 300; i++) {
+        await live.refresh();
+        assert.ok(live.ids.has("gw-busy"), `gw-busy missing from the set after listing ${i + 1}`);
+      }
+      // The scenario happened: the listings ran while the key was being renewed.
+      assert.ok(
+        renewed - renewedBefore >= 30,
+        `only ${renewed - renewedBefore} renewals during 300 listings`,
+      );
       const blinks = seen.filter((ids) => !ids.includes("gw-busy"));
       assert.deepEqual(blinks, [], "gw-busy never left the set");
       assert.deepEqual([...live.ids], ["gw-busy"]);

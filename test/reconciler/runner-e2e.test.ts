@@ -127,11 +127,25 @@ describe("reconciler end to end: gateway, agents, log", () => {
           ),
         { what: `${node}'s shards adopted` },
       );
-      await new Promise((r) => setTimeout(r, 500));
+      // Read from the log, not after a sleep at the agent: every pass up to and
+      // including the adoption is there, and none starts a shard on the node
+      // after its new session opened.
+      const afterAdoption = await readAll(log);
+      const reopenedAt = afterAdoption.findLast(
+        (r) => r.event.body.case === "sessionOpened" && r.event.body.value.nodeId === node,
+      )!.seq;
+      assert.deepEqual(
+        passesOf(afterAdoption)
+          .filter((p) => p.seq > reopenedAt)
+          .flatMap((p) => p.pass.commands.filter((c) => c.nodeId === node && c.action.case === "start"))
+          .map((c) => c.commandId),
+        [],
+        "nothing restarted on the adopted node",
+      );
       assert.deepEqual(
         back.commands().filter((c: ReceivedCommand) => c.case === "start"),
         [],
-        "nothing restarted on the adopted node",
+        "nothing restarted on the adopted node (at the agent)",
       );
 
       // It reconnects running nothing: its replicas are placed again.

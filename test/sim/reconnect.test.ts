@@ -33,11 +33,16 @@ describe("reconnects and restarts", () => {
   });
 
   it("reconnects, with backoff, when its gateway closes the stream", () =>
-    withFleet({ nodes: 1 }, async (fleet, gw) => {
+    // A backoff of 400 ms with jitter down to half: never sooner than 200 ms after the close.
+    withFleet({ nodes: 1, reconnectMinMs: 400, reconnectMaxMs: 400 }, async (fleet, gw) => {
       const first = await registered(gw, "node-1");
+      const closedAt = performance.now();
       first.close();
       await waitFor("a second registration", () => gw.of("node-1")[1]?.register);
+      const waited = performance.now() - closedAt;
       assert.equal(fleet.counters().reconnects, 1);
+      // A lower bound is the behaviour (it waited), not a performance figure.
+      assert.ok(waited >= 195, `reconnected ${Math.round(waited)} ms after the close: no backoff`);
     }));
 
   it("restart keep: comes back reporting the shards it had, with their memory", () =>

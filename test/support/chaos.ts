@@ -15,7 +15,7 @@ import { isLogError, type Log, openLog } from "../../src/log/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
-import { freePort, uniqueStream } from "../harness/nats.js";
+import { uniqueStream } from "../harness/nats.js";
 import { eventually } from "./eventually.js";
 import { EventFactory } from "./fleet-events.js";
 import { rand } from "./gateway.js";
@@ -63,8 +63,9 @@ export function smallCatalog(replicas: number) {
 
 export interface GatewayHandle {
   readonly id: string;
-  readonly url: string;
-  readonly port: number;
+  /** Chosen by the gateway at its first start (it listens on port 0), kept for its restarts. */
+  url: string;
+  port: number;
   child: Child;
   /** NATS URL(s) it connects to (a proxy in the partition test). */
   nats: string;
@@ -136,11 +137,10 @@ export class ChaosWorld {
     await this.rt.start();
     await Promise.all(
       Array.from({ length: o.gateways ?? 2 }, async (_, i) => {
-        const port = await freePort();
         const gw: GatewayHandle = {
           id: `gw-${this.tag}-${i + 1}`,
-          url: `http://127.0.0.1:${port}`,
-          port,
+          url: "",
+          port: 0,
           nats: o.gatewayNats?.(i) ?? o.nats,
           child: undefined as unknown as Child,
         };
@@ -168,6 +168,13 @@ export class ChaosWorld {
       ],
       { LLMGW_LOG_LEVEL: "info" },
     );
+    if (gw.port === 0) {
+      // Its first start: it binds port 0 and says where it listens once it serves.
+      const line = await gw.child.waitForLine(/"gateway listening"/, 60_000);
+      const url = (JSON.parse(line) as { url?: string }).url ?? "";
+      gw.port = Number(new URL(url).port);
+      gw.url = `http://127.0.0.1:${gw.port}`;
+    }
     await waitForPort(gw.port, 60_000, gw.child);
     // It listens before it serves: ready once its GatewayStarted is in the log.
     await eventually(async () => (await this.log.lastSubjectSeq(this.log.subjects.gateway(gw.id))) > before, {
@@ -315,6 +322,47 @@ export class ChaosWorld {
     return this.reconcilers
       .map((r) => `--- ${r.id}${r.running ? "" : " (exited)"}\n${r.output()}`)
       .join("\n");
+  }
+
+  /**
+   * Waits until the reconciler has adopted the current session of every node
+   * given (its `shardsAdopted` decision folded): a pass that observed those
+   * sessions. Returns the projection's position then.
+   */
+  async waitAdopted(nodes: readonly string[], timeoutMs = 60_000): Promise<number> {
+    const pending = () =>
+      nodes.filter((n) => {
+        const s = this.rt.state.inventory.nodes[n]?.session;
+        return !s || s.adoptionSeq === 0;
+      });
+    try {
+      await eventually(() => pending().length === 0, {
+        what: `the adoption of the current sessions of ${nodes.length} nodes`,
+        timeoutMs,
+      });
+    } catch (err) {
+      throw new Error(
+        `${(err as Error).message}; not adopted: ${pending().slice(0, 10).join(", ")}; leader output:\n${this.reconcilerOutput()}`,
+        { cause: err },
+      );
+    }
+    return this.rt.lastSeq;
+  }
+
+  /** Waits until a gateway's lease key was written at or after `sinceMs` (by its own clock). */
+  async waitLeaseRenewed(gw: GatewayHandle, sinceMs: number, timeoutMs = 30_000): Promise<void> {
+    const kv = await new Kvm(this.log.js).open(this.gatewaysBucket);
+    await eventually(
+      async () => {
+        const e = await kv.get(gw.id);
+        if (e?.operation !== "PUT") return false;
+        return (e.json<{ renewedAtMs?: number }>().renewedAtMs ?? 0) >= sinceMs;
+      },
+      {
+        what: `${gw.id} to renew its lease after ${new Date(sinceMs).toISOString()}:\n${gw.child.output()}`,
+        timeoutMs,
+      },
+    );
   }
 
   /** Start commands appended after `seq` (a shard (re)started). */

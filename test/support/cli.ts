@@ -32,3 +32,15 @@ export function runCli(
     child.stdin.end(opts.input ?? "");
   });
 }
+
+/** `llmgw check-log` over one stream (with the agents' acks file when given). */
+export function runCheckLog(o: {
+  nats: string;
+  stream: string;
+  prefix: string;
+  acked?: string;
+}): Promise<CliResult> {
+  const args = ["check-log", "--nats", o.nats, "--stream", o.stream, "--subject-prefix", o.prefix];
+  if (o.acked !== undefined) args.push("--acked", o.acked);
+  return runCli(args, { timeoutMs: 120_000 });
+}

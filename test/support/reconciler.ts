@@ -26,6 +26,8 @@ export interface ReconcilerSpec {
   /** Written to a YAML/JSON file and passed with --config. */
   config?: Record<string, unknown>;
   args?: string[];
+  /** Added to the process's environment (e.g. the runner's test pause point). */
+  env?: Record<string, string>;
   /** How long it may take to start (default 30 s). */
   startTimeoutMs?: number;
 }
@@ -154,7 +156,10 @@ export async function spawnReconciler(spec: ReconcilerSpec): Promise<ReconcilerP
     writeFileSync(file, JSON.stringify(spec.config));
     args.push("--config", file);
   }
-  const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...spec.env },
+  });
   const r = new ReconcilerProcess(spec.id, proc);
   try {
     await eventually(() => r.logged("metrics listening") || !r.running, {

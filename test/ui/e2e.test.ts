@@ -82,6 +82,17 @@ describe("web UI in Chromium against a running fleet", () => {
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
   const runningCells = () => page.locator('.gpu[data-state="running"]').count();
   const shownSeq = async () => Number(await page.locator(".app").getAttribute("data-seq"));
+  /**
+   * Each test starts from the live fleet page with every running shard shown,
+   * whatever the test before it left on screen (the fleet behind it is shared).
+   */
+  async function openLiveFleet(): Promise<void> {
+    await page.goto(url);
+    await page.locator("[data-node]").first().waitFor();
+    await until("every running shard's GPUs on the map", async () =>
+      (await runningCells()) === RUNNING_GPUS ? true : undefined,
+    );
+  }
 
   async function startFleet(): Promise<void> {
     server = await startServer();
@@ -187,12 +198,8 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("shows the nodes and the running replicas on the map", async () => {
-    await page.goto(url);
-    await page.locator("[data-node]").first().waitFor();
+    await openLiveFleet();
     assert.equal(await page.locator("[data-node]").count(), 4);
-    await until("every running shard's GPUs on the map", async () =>
-      (await runningCells()) === RUNNING_GPUS ? true : undefined,
-    );
     // The fabric header rows: the simulated fleet's InfiniBand pods.
     assert.ok((await page.locator(".fabric-row").count()) >= 1);
     assert.match((await page.locator("[data-testid=summary]").textContent()) ?? "", /5 running .* 1 pending/);
@@ -200,6 +207,7 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("dragging the slider to an earlier sequence shows the fleet as it was: fewer replicas running", async () => {
+    await openLiveFleet();
     const slider = page.locator("#slider");
     const box = await slider.boundingBox();
     assert.ok(box);
@@ -236,6 +244,7 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("clicking the pending replica shows the reasons nodes were ruled out", async () => {
+    await openLiveFleet();
     await page.locator('[data-replica-id][data-phase="pending"]').first().click();
     const reasons = page.locator("[data-testid=pending-reasons]");
     await reasons.waitFor();
@@ -246,6 +255,7 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("clicking a running replica's GPU shows the decision that placed it, with the runners-up and their scores", async () => {
+    await openLiveFleet();
     await page.locator('.gpu[data-state="running"][data-replica*="70b"]').first().click();
     const placement = page.locator("[data-testid=placement]");
     await placement.waitFor();
@@ -261,6 +271,7 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("a drain started from the UI, once confirmed, ends with the node's replicas moved", async () => {
+    await openLiveFleet();
     const nodes = (await api("/v1/nodes")).nodes as any[];
     const target = nodes.find((n) => n.replicaIds.length > 0);
     assert.ok(target, "a node with replicas");
@@ -299,6 +310,7 @@ describe("web UI in Chromium against a running fleet", () => {
   });
 
   it("what-if with another policy lists the decisions that would differ and marks their nodes", async () => {
+    await openLiveFleet();
     await page.locator('[data-tab="what-if"]').click();
     await page.locator('select[name="policy"]').selectOption("spread");
     await page.locator("[data-testid=run-what-if]").click();

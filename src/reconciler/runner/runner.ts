@@ -25,6 +25,7 @@ import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./c
 import type { EndpointsBucket } from "./endpoints-bucket.js";
 import { type Lease, monotonicMs } from "./lease.js";
 import type { RunnerMetrics } from "./metrics.js";
+import { testPauseBeforeAppend } from "./test-pause.js";
 import { DEFAULT_TRIGGER_OPTIONS, PassTriggers, type Trigger, type TriggerOptions } from "./triggers.js";
 
 export interface RunnerOptions<C> {
@@ -310,12 +311,16 @@ export class ReconcilerRunner<C> {
         await this.runPass(trigger, term);
         this.#backoff.reset();
       } catch (err) {
-        if (term !== this.#term) continue;
         if (isLogError(err, "wrong-last-sequence")) {
+          // Counted and logged even when this process stepped down meanwhile
+          // (its lease expired while the append was on its way): the log
+          // refused a stale pass, which is what an operator looks for.
           this.opts.metrics?.fencingConflicts.inc();
-          this.#stepDown({ reason: "fencing-conflict", detail: (err as Error).message });
+          this.#log.warn({ code: err.code, err: err.message }, "pass refused by the log: fencing conflict");
+          if (term === this.#term) this.#stepDown({ reason: "fencing-conflict", detail: err.message });
           continue;
         }
+        if (term !== this.#term) continue;
         if (err instanceof NotLeading) continue;
         this.#needCatchUp = true;
         this.#needEndpointsSync = true;
@@ -390,6 +395,7 @@ export class ReconcilerRunner<C> {
     // Checked again right before the append: the lease must still be
     // certain by our own clock, whatever happened during decide.
     if (!current()) throw new NotLeading();
+    await testPauseBeforeAppend(this.#log);
     const appended = await log.append(event, { expectLastSubjectSeq: expect, timeoutMs: left() });
     this.#recordAppended(out, trigger);
     this.#log.info(
