@@ -179,59 +179,56 @@ describe("llmgw reconciler processes", () => {
     }
   });
 
-  it(
-    "a leader held between deciding and appending is refused by the log (wrong-last-sequence): only the standby's passes are stored",
-    async () => {
-      const { log, f, spec } = await setup();
-      const release = join(tempDir("rec-pause"), "release");
-      let a: ReconcilerProcess | undefined;
-      let b: ReconcilerProcess | undefined;
-      try {
-        // rec-a holds every decided pass before its append until `release` exists
-        // (src/reconciler/runner/test-pause.ts); its pass timeout outlasts the hold.
-        a = await spawnReconciler({
-          ...spec("rec-a"),
-          env: { [TEST_PAUSE_ENV]: release },
-          args: ["--pass-timeout-ms", "120000"],
-        });
-        await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
-        b = await spawnReconciler(spec("rec-b"));
-        await log.append(f.catalog(llamaCatalog(2, 0)));
-        await addNode(log, f, "gpu-a1");
-        await eventually(() => a!.logged(/^test pause: holding a decided pass/), {
-          what: `rec-a to decide a pass and hold it before the append:\n${a.output()}`,
-        });
-        // Paused where only the log stands in its way: its lease check is behind it.
-        a.signal("SIGSTOP");
-        await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-b"), {
-          what: `rec-b to take over and append a pass:\n${b.output()}`,
-        });
-        writeFileSync(release, "");
-        a.signal("SIGCONT");
-        const refused = () => a!.lines.find((l) => l.msg === "pass refused by the log: fencing conflict");
-        await eventually(() => refused() !== undefined, {
-          what: `rec-a's held append to be refused by the log:\n${a.output()}`,
-        });
-        assert.equal(refused()?.["code"], "wrong-last-sequence", a.output());
+  it("a leader held between deciding and appending is refused by the log (wrong-last-sequence): only the standby's passes are stored", async () => {
+    const { log, f, spec } = await setup();
+    const release = join(tempDir("rec-pause"), "release");
+    let a: ReconcilerProcess | undefined;
+    let b: ReconcilerProcess | undefined;
+    try {
+      // rec-a holds every decided pass before its append until `release` exists
+      // (src/reconciler/runner/test-pause.ts); its pass timeout outlasts the hold.
+      a = await spawnReconciler({
+        ...spec("rec-a"),
+        env: { [TEST_PAUSE_ENV]: release },
+        args: ["--pass-timeout-ms", "120000"],
+      });
+      await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
+      b = await spawnReconciler(spec("rec-b"));
+      await log.append(f.catalog(llamaCatalog(2, 0)));
+      await addNode(log, f, "gpu-a1");
+      await eventually(() => a!.logged(/^test pause: holding a decided pass/), {
+        what: `rec-a to decide a pass and hold it before the append:\n${a.output()}`,
+      });
+      // Paused where only the log stands in its way: its lease check is behind it.
+      a.signal("SIGSTOP");
+      await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-b"), {
+        what: `rec-b to take over and append a pass:\n${b.output()}`,
+      });
+      writeFileSync(release, "");
+      a.signal("SIGCONT");
+      const refused = () => a!.lines.find((l) => l.msg === "pass refused by the log: fencing conflict");
+      await eventually(() => refused() !== undefined, {
+        what: `rec-a's held append to be refused by the log:\n${a.output()}`,
+      });
+      assert.equal(refused()?.["code"], "wrong-last-sequence", a.output());
 
-        const all = await readAll(log);
-        const passes = passesOf(all);
-        assert.ok(passes.length > 0, "the standby appended passes");
-        assert.deepEqual(
-          passes.filter((p) => p.pass.leaderId !== "rec-b").map((p) => `#${p.seq} by ${p.pass.leaderId}`),
-          [],
-          "the log holds only the standby's passes: the held leader's append was stored",
-        );
-        assert.deepEqual(passViolations(all), []);
-        const { stream, prefix } = spec("check");
-        const check = await runCheckLog({ nats: server.url, stream, prefix });
-        assert.equal(check.code, 0, `check-log over the log: ${check.stdout}${check.stderr}`);
-      } finally {
-        await killAll([a, b]);
-        await log.close();
-      }
-    },
-  );
+      const all = await readAll(log);
+      const passes = passesOf(all);
+      assert.ok(passes.length > 0, "the standby appended passes");
+      assert.deepEqual(
+        passes.filter((p) => p.pass.leaderId !== "rec-b").map((p) => `#${p.seq} by ${p.pass.leaderId}`),
+        [],
+        "the log holds only the standby's passes: the held leader's append was stored",
+      );
+      assert.deepEqual(passViolations(all), []);
+      const { stream, prefix } = spec("check");
+      const check = await runCheckLog({ nats: server.url, stream, prefix });
+      assert.equal(check.code, 0, `check-log over the log: ${check.stdout}${check.stderr}`);
+    } finally {
+      await killAll([a, b]);
+      await log.close();
+    }
+  });
 
   it("hands the lease over at once on SIGTERM", async () => {
     const { log, spec } = await setup();
