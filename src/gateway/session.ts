@@ -423,7 +423,10 @@ export class AgentSession {
 
 /**
  * Bytes the agent sent that do not decode are its fault: InvalidArgument,
- * not the Internal the protocol layer reports them as.
+ * not the Internal the protocol layer reports them as. Connect marks these
+ * with no error class, code or cause of their own (its serializer throws a
+ * plain Internal "parse binary: …", its envelope reader "… envelope …"), so
+ * its text is the only mark there is; every other failure keeps its code.
  */
 function agentFault(err: unknown): ConnectError {
   const ce = ConnectError.from(err);
