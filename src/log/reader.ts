@@ -1,4 +1,5 @@
 import {
+  type Consumer,
   type ConsumerInfo,
   DeliverPolicy,
   type JetStreamClient,
@@ -88,19 +89,7 @@ export async function* readEvents(
   for (;;) {
     let lastDelivered = 0;
     let outcome: "end" | "more" | "lagging" = "more";
-    const consumerOpts =
-      "timeMs" in start
-        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(start.timeMs).toISOString() }
-        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.seq };
-    const consumer = await whileElecting(
-      () =>
-        js.consumers.get(stream, {
-          ...consumerOpts,
-          ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
-        }),
-      `opening a reader on ${stream}`,
-      opts.signal,
-    );
+    const consumer = await openConsumer(js, stream, start, opts);
 
     // The signal may have fired during any of the awaits above. An abort
     // listener added after that never runs, and a following read would then
@@ -203,6 +192,28 @@ export async function* readEvents(
 }
 
 type Start = { seq: number } | { timeMs: number };
+
+/** An ordered consumer of `stream` from `start`, with the read's subject filter. */
+function openConsumer(
+  js: JetStreamClient,
+  stream: string,
+  start: Start,
+  opts: ReadOptions,
+): Promise<Consumer> {
+  const from =
+    "timeMs" in start
+      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(start.timeMs).toISOString() }
+      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.seq };
+  return whileElecting(
+    () =>
+      js.consumers.get(stream, {
+        ...from,
+        ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
+      }),
+    `opening a reader on ${stream}`,
+    opts.signal,
+  );
+}
 
 /**
  * Ends a read with an `unavailable` LogError when its consumer went quiet:

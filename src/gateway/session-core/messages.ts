@@ -49,7 +49,6 @@ export function agentMessage(prev: SessionState, m: AgentMessage): StepResult {
               {
                 kind: "unknown-gpus" as const,
                 gpus: [...new Set(seen.unknownGpu.map((p) => p.gpuIndex))],
-                problems: seen.unknownGpu,
               },
             ]
           : [];

@@ -1,5 +1,5 @@
 import type { Code } from "@connectrpc/connect";
-import type { AgentMessage, ControlMessage, GpuProblem } from "../../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessage, ControlMessage } from "../../gen/llmgw/v1/agent_pb.js";
 import type { BodyInit } from "../events.js";
 import type { PeerIdentity } from "../identity.js";
 import type { UsageTracker } from "../usage.js";
@@ -96,7 +96,8 @@ export interface Reply {
 export type Note =
   | { kind: "opened"; identity: "mtls" | "insecure-dev" }
   | { kind: "ack-coalesced" }
-  | { kind: "unknown-gpus"; gpus: number[]; problems: GpuProblem[] }
+  /** Heartbeat GPU problems on GPUs the registration does not list: dropped, with a warning. */
+  | { kind: "unknown-gpus"; gpus: number[] }
   | { kind: "unknown-message"; seq: number };
 
 export interface StepResult {
