@@ -1,4 +1,3 @@
-import type { Register } from "../gen/llmgw/v1/agent_pb.js";
 import {
   type Command,
   CommandUndeliverable_Action,
@@ -25,18 +24,6 @@ export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Eve
 /** Message id of the n-th message of a session (1 = the registration). */
 export function sessionEventId(sessionId: string, seq: number): string {
   return `${sessionId}-${seq}`;
-}
-
-export function sessionOpened(
-  gatewayId: string,
-  sessionId: string,
-  registration: Register,
-  identity: "mtls" | "insecure-dev",
-): Event {
-  return gatewayEvent(gatewayId, sessionEventId(sessionId, 1), {
-    case: "sessionOpened",
-    value: { nodeId: registration.nodeId, sessionId, gatewayId, registration, identity },
-  });
 }
 
 export function sessionClosed(

@@ -3,7 +3,6 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
 import { type AgentMessage, AgentService, type ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../log/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
@@ -231,7 +230,7 @@ export class Gateway implements SessionHost {
       if (downSince === undefined || Date.now() - downSince < this.config.logUnavailableLimitMs) return;
       for (const s of this.registry.all()) {
         const detail = `the log has been unreachable for ${Date.now() - downSince} ms`;
-        s.close(SessionClosed_Reason.LOG_UNAVAILABLE, detail, new ConnectError(detail, Code.Unavailable));
+        s.close({ kind: "log-unavailable", detail });
       }
     }, 500);
     this.#logWatch.unref();

@@ -1,13 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { type ControlMessage, ControlMessageSchema } from "../gen/llmgw/v1/agent_pb.js";
-import {
-  type Command,
-  CommandUndeliverable_Reason,
-  type Event,
-  SessionClosed_Reason,
-} from "../gen/llmgw/v1/events_pb.js";
+import { type Command, CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
 import type { LogRecord } from "../log/index.js";
 import { EndedSessions } from "./ended-sessions.js";
 import { commandUndeliverable } from "./events.js";
@@ -74,7 +68,7 @@ export class CommandRelay {
         { node: ref.nodeId, session: ref.sessionId, passSeq },
         "session expired by the reconciler; ending its stream",
       );
-      s.close(SessionClosed_Reason.EXPIRED, detail, new ConnectError(detail, Code.Unavailable));
+      s.close({ kind: "expired", detail });
     }
   }
 

@@ -1,4 +1,13 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamStatusError, jserrors } from "@nats-io/jetstream/internal";
+import {
+  ClosedConnectionError,
+  ConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node";
 
 /**
  * What went wrong with the log, in the project's words. Callers branch on
@@ -61,17 +70,7 @@ export class LogError extends Error {
       });
     }
     const message = err instanceof Error ? err.message : String(err);
-    const name = err instanceof Error ? err.name : "";
-    // The client reports transport problems with several error classes
-    // (timeouts, no responders, closed or draining connections); for the
-    // caller they all mean the same thing: the log did not take it, try again.
-    // "jetstream is not enabled" is how the client reports a publish that met
-    // no responders (a restarted server whose JetStream is not up yet).
-    if (
-      /timeout|no responders|jetstream is not enabled|503|closed|draining|disconnect|reconnect|connection|unavailable|ECONNREFUSED/i.test(
-        `${name} ${message}`,
-      )
-    ) {
+    if (isTransportFailure(err)) {
       return new LogError("unavailable", `${prefix}the log is unavailable: ${message}`, { cause: err });
     }
     return new LogError("internal", `${prefix}${message}`, { cause: err });
@@ -81,4 +80,47 @@ export class LogError extends Error {
 /** True when `err` is a LogError with one of the given codes. */
 export function isLogError(err: unknown, ...codes: LogErrorCode[]): err is LogError {
   return err instanceof LogError && (codes.length === 0 || codes.includes(err.code));
+}
+
+/** Socket errors (Node's `code`) that mean the server cannot be reached. */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+/** JetStream status codes of a request nobody could answer in time: no responders, timeout. */
+const UNANSWERED_STATUS = new Set([503, 408]);
+/** How far down a chain of causes to look (the client wraps a timeout in a request error). */
+const CAUSE_DEPTH = 4;
+
+/**
+ * Whether the NATS client failed to get an answer at all, recognised by the
+ * client's exported error classes and codes: timeouts, no responders,
+ * closed, draining or broken connections, and "jetstream is not enabled",
+ * which is how the client reports a publish that met no responders (a
+ * restarted server whose JetStream is not up yet). For the caller they all
+ * mean the same thing: the log did not take it, try again.
+ */
+function isTransportFailure(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < CAUSE_DEPTH && e instanceof Error; depth++, e = e.cause) {
+    if (
+      e instanceof TimeoutError ||
+      e instanceof NoRespondersError ||
+      e instanceof ClosedConnectionError ||
+      e instanceof DrainingConnectionError ||
+      e instanceof ConnectionError ||
+      e instanceof jserrors.JetStreamNotEnabled ||
+      (e instanceof RequestError && e.isNoResponders()) ||
+      (e instanceof JetStreamStatusError && UNANSWERED_STATUS.has(e.code))
+    ) {
+      return true;
+    }
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === "string" && UNREACHABLE.has(code)) return true;
+  }
+  return false;
 }

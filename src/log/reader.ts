@@ -1,4 +1,5 @@
 import {
+  type Consumer,
   type ConsumerInfo,
   DeliverPolicy,
   type JetStreamClient,
@@ -8,6 +9,7 @@ import {
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
+import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
 
 /** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
 const OPEN_ATTEMPTS = 10;
@@ -72,10 +74,9 @@ export async function* readEvents(
   const info = await whileElecting(() => leaderInfo(jsm, stream), `reading stream ${stream}`, opts.signal);
   const lastSeq = info.state.last_seq;
   const fromSeq = Math.max(1, opts.fromSeq ?? 1);
-  const stopAt = opts.untilSeq ?? (opts.follow ? Number.POSITIVE_INFINITY : lastSeq);
-  if (opts.fromTimeMs === undefined && fromSeq > stopAt) return;
-  if (!opts.follow && lastSeq === 0) return;
-  if (opts.signal?.aborted) return;
+  const follow = opts.follow ?? false;
+  const stopAt = readStop({ fromSeq, fromTimeMs: opts.fromTimeMs, untilSeq: opts.untilSeq, follow }, lastSeq);
+  if (stopAt === undefined || opts.signal?.aborted) return;
 
   const replicated = (info.config.num_replicas ?? 1) > 1;
   let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
@@ -88,19 +89,7 @@ export async function* readEvents(
   for (;;) {
     let lastDelivered = 0;
     let outcome: "end" | "more" | "lagging" = "more";
-    const consumerOpts =
-      "timeMs" in start
-        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(start.timeMs).toISOString() }
-        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.seq };
-    const consumer = await whileElecting(
-      () =>
-        js.consumers.get(stream, {
-          ...consumerOpts,
-          ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
-        }),
-      `opening a reader on ${stream}`,
-      opts.signal,
-    );
+    const consumer = await openConsumer(js, stream, start, opts);
 
     // The signal may have fired during any of the awaits above. An abort
     // listener added after that never runs, and a following read would then
@@ -145,7 +134,8 @@ export async function* readEvents(
         outcome = "end";
         try {
           for await (const m of messages) {
-            if (m.seq > stopAt) break;
+            const delivery = onDelivery(m.seq, stopAt, follow, m.info.pending);
+            if (delivery === "past-end") break;
             lastDelivered = m.seq;
             let event: Event | undefined;
             try {
@@ -163,8 +153,8 @@ export async function* readEvents(
             if (event && (opts.fromTimeMs === undefined || timeMs >= opts.fromTimeMs)) {
               yield { seq: m.seq, timeMs, subject: m.subject, event };
             }
-            if (m.seq >= stopAt) break;
-            if (!opts.follow && m.info.pending === 0) {
+            if (delivery === "last") break;
+            if (delivery === "check") {
               const left = await nothingLeft(endCheck, 0, m.seq);
               if (left !== "more") {
                 outcome = left;
@@ -188,8 +178,9 @@ export async function* readEvents(
       messages.stop();
     }
     if (outcome !== "lagging") return;
-    fruitless = lastDelivered > 0 ? 0 : fruitless + 1;
-    if (fruitless > MAX_REOPENS) {
+    const lagging = afterLagging(fruitless, lastDelivered, MAX_REOPENS);
+    fruitless = lagging.fruitless;
+    if (lagging.giveUp) {
       throw new LogError(
         "unavailable",
         `reading ${stream}: ${fruitless} readers in a row delivered nothing (placed on a replica still catching up, or gone quiet); reopen the read`,
@@ -201,6 +192,28 @@ export async function* readEvents(
 }
 
 type Start = { seq: number } | { timeMs: number };
+
+/** An ordered consumer of `stream` from `start`, with the read's subject filter. */
+function openConsumer(
+  js: JetStreamClient,
+  stream: string,
+  start: Start,
+  opts: ReadOptions,
+): Promise<Consumer> {
+  const from =
+    "timeMs" in start
+      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(start.timeMs).toISOString() }
+      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.seq };
+  return whileElecting(
+    () =>
+      js.consumers.get(stream, {
+        ...from,
+        ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
+      }),
+    `opening a reader on ${stream}`,
+    opts.signal,
+  );
+}
 
 /**
  * Ends a read with an `unavailable` LogError when its consumer went quiet:
@@ -316,8 +329,8 @@ interface EndCheck {
  * many seconds when nothing is written).
  */
 async function nothingLeft(c: EndCheck, pending: number, after: number): Promise<"end" | "more" | "lagging"> {
-  if (pending > 0) return "more";
-  if (!c.replicated || after >= c.endSeq) return "end";
+  const first = endBeforeAsking(pending, after, c.endSeq, c.replicated);
+  if (first !== "ask-leader") return first;
   let more: boolean;
   try {
     more = await storedBetween(c, after);

@@ -13,15 +13,16 @@ import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
 import { foldFleet } from "../../src/projections/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
-import {
-  codeOf,
-  type Protocol,
-  type RegisterInit,
-  TestAgent,
-  type TestAgentOptions,
-} from "../support/agent.js";
+import { codeOf, type Protocol, TestAgent, type TestAgentOptions } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import {
+  BAD_ENDPOINTS,
+  DUPLICATES,
+  MANY_FIELDS,
+  ODD_NODE_IDS,
+  RESERVED_IDS,
+} from "../support/hostile-cases.js";
 import { assertLogHygiene, nodeOf } from "../support/log-hygiene.js";
 import { encode, frame, RawAgent } from "../support/raw-agent.js";
 import { h100Registration } from "../support/sample-events.js";
@@ -238,45 +239,7 @@ describe("gateway: hostile and broken agents", () => {
       await served();
     });
 
-    const base = (node: string) => h100Registration(node);
-    const cases: Array<[string, (node: string) => RegisterInit, RegExp]> = [
-      [
-        "300 GPUs",
-        (n) => ({
-          ...base(n),
-          gpus: Array.from({ length: 300 }, (_, i) => ({ index: i, memoryTotalMb: 1n })),
-          fabrics: [],
-        }),
-        /invalid registration: gpus lists 300 entries; at most 256/,
-      ],
-      [
-        "2,000 labels",
-        (n) => ({
-          ...base(n),
-          labels: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}`, ""])),
-        }),
-        /labels lists 2000 entries/,
-      ],
-      [
-        "a running shard on 10,000 GPU indices",
-        (n) => ({
-          ...base(n),
-          runningShards: [
-            { shardId: "s1", replicaId: "r1", gpuIndices: Array.from({ length: 10_000 }, (_, i) => i % 8) },
-          ],
-        }),
-        /running_shards\[0\]\.gpu_indices lists 10000 GPUs; at most 256/,
-      ],
-      [
-        "a GPU with 1,000 problems",
-        (n) => {
-          const r = base(n);
-          const problems = Array.from({ length: 1000 }, (_, i) => `Xid ${i}`);
-          return { ...r, gpus: r.gpus.map((g, i) => (i === 0 ? { ...g, problems } : g)) };
-        },
-        /gpus\[0\]\.problems lists 1000 problems; at most 256/,
-      ],
-    ];
+    const cases = MANY_FIELDS;
     for (const [i, [what, reg, message]] of cases.entries()) {
       it(`refuses a registration with ${what} (InvalidArgument naming the field)`, async () => {
         const protocol = PROTOCOLS[i % PROTOCOLS.length]!;
@@ -309,31 +272,7 @@ describe("gateway: hostile and broken agents", () => {
   });
 
   describe("duplicates and GPUs the node does not have", () => {
-    const cases: Array<[string, (node: string) => RegisterInit, RegExp]> = [
-      [
-        "a GPU index listed twice",
-        (n) => {
-          const r = h100Registration(n);
-          r.gpus[3] = { ...r.gpus[3]!, index: 1 };
-          return r;
-        },
-        /invalid registration: gpus\[3\]\.index: GPU index 1 is listed twice \(also gpus\[1\]\)/,
-      ],
-      [
-        "a shard id listed twice",
-        (n) =>
-          h100Registration(n, [
-            { shard: "s1", replica: "r1", gpus: [0, 1] },
-            { shard: "s1", replica: "r2", gpus: [2, 3] },
-          ]),
-        /running_shards\[1\]\.shard_id: shard "s1" is listed twice \(also running_shards\[0\]\)/,
-      ],
-      [
-        "a running shard without an id",
-        (n) => h100Registration(n, [{ shard: "", replica: "r1", gpus: [0] }]),
-        /running_shards\[0\]\.shard_id is empty/,
-      ],
-    ];
+    const cases = DUPLICATES;
     for (const [i, [what, reg, message]] of cases.entries()) {
       it(`refuses a registration with ${what}`, async () => {
         const protocol = PROTOCOLS[i % PROTOCOLS.length]!;
@@ -462,35 +401,13 @@ describe("gateway: hostile and broken agents", () => {
   });
 
   describe("ids that would reach an object's prototype in the projected state", () => {
-    const cases: Array<[string, (a: TestAgent) => void, RegExp]> = [
-      [
-        "a shard status of replica constructor",
-        (a) => a.shardStatus({ replicaId: "constructor", shardId: "s1", state: ShardStatus_State.RUNNING }),
-        /invalid shard status: shard\.replica_id "constructor" is a reserved name/,
-      ],
-      [
-        "a shard status of shard __proto__",
-        (a) => a.shardStatus({ replicaId: "r1", shardId: "__proto__", state: ShardStatus_State.RUNNING }),
-        /shard\.shard_id "__proto__" is a reserved name/,
-      ],
-      [
-        "a command result for command toString",
-        (a) => a.commandResult({ commandId: "toString", ok: true }),
-        /invalid command result: result\.command_id "toString" is a reserved name/,
-      ],
-      [
-        "a re-registration running replica hasOwnProperty",
-        (a) =>
-          a.register(h100Registration(a.nodeId, [{ shard: "s1", replica: "hasOwnProperty", gpus: [0] }])),
-        /running_shards\[0\]\.replica_id "hasOwnProperty" is a reserved name/,
-      ],
-    ];
-    for (const [i, [what, send, message]] of cases.entries()) {
+    const cases = RESERVED_IDS;
+    for (const [i, [what, msg, message]] of cases.entries()) {
       it(`ends the session on ${what} (InvalidArgument), recording nothing of it`, async () => {
         const node = `gpu-reserved-${i}`;
         const a = await registered(node, PROTOCOLS[i % PROTOCOLS.length]);
         try {
-          send(a);
+          a.send(msg(node));
           const err = await a.ended;
           assert.equal(codeOf(err), "InvalidArgument");
           assert.match(String(err), message);
@@ -518,19 +435,7 @@ describe("gateway: hostile and broken agents", () => {
   });
 
   describe("endpoints that routers could not use", () => {
-    const cases: Array<[string, string, RegExp]> = [
-      [
-        "a script URL",
-        "javascript:alert(1)",
-        /shard\.endpoint "javascript:alert\(1\)" is not an http:\/\/ or https:\/\/ URL/,
-      ],
-      ["words", "the usual port", /shard\.endpoint "the usual port" is not an http/],
-      [
-        "3,000 characters",
-        `http://h/${"x".repeat(3000)}`,
-        /shard\.endpoint is 3009 characters long; at most 2048/,
-      ],
-    ];
+    const cases = BAD_ENDPOINTS;
     for (const [i, [what, endpoint, message]] of cases.entries()) {
       it(`ends the session on a shard status whose endpoint is ${what} (InvalidArgument)`, async () => {
         const node = `gpu-endpoint-${i}`;
@@ -602,35 +507,7 @@ describe("gateway: hostile and broken agents", () => {
   });
 
   describe("node ids with odd characters never become subjects", () => {
-    const odd: Array<[string, string]> = [
-      ["a wildcard", "gpu-*"],
-      ["a full wildcard", "gpu->"],
-      ["a lone >", ">"],
-      ["upper case", "GPU-EVIL"],
-      // '_' is how a dot is written in a subject: "gpu_evil" must never alias "gpu.evil".
-      ["an underscore", "gpu_evil"],
-      ["an empty label", "gpu..evil"],
-      ["a leading dot", ".gpu"],
-      ["a trailing dot", "gpu."],
-      ["a label ending in '-'", "gpu-.evil"],
-      ["a label starting with '-'", "-gpu"],
-      ["a 64-character label", `${"g".repeat(64)}.example.com`],
-      ["254 characters", `${"g".repeat(63)}.`.repeat(4).slice(0, 254)],
-      ["a space", "gpu evil"],
-      ["a tab", "gpu\tevil"],
-      ["a newline", "gpu\r\nPUB x 1"],
-      ["a NUL", "gpu\u0000evil"],
-      ["a non-ASCII letter", "gpu-ü"],
-      ["an emoji", "gpu-😀"],
-      ["full-width letters", "ｇｐｕ"],
-      ["a right-to-left override", "gpu-\u202egnp"],
-      ["65 characters", "g".repeat(65)],
-      ["2,000 characters", "g".repeat(2_000)],
-      ["nothing", ""],
-      ["the name of an object's prototype", "__proto__"],
-      ["the name of an object's constructor", "constructor"],
-      ["the name of an object method", "hasOwnProperty"],
-    ];
+    const odd = ODD_NODE_IDS;
     /** openssl puts these into a CN; the others cannot be a certificate's name. */
     const inCert = (id: string) =>
       id.length > 0 && id.length <= 64 && ![...id].some((c) => c.charCodeAt(0) < 0x20);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import { jserrors } from "@nats-io/jetstream/internal";
 import { heartbeatProblem, LIMITS, registrationProblem } from "../../src/gateway/registration.js";
 import { REMEMBERED_PROBLEMS, UsageTracker } from "../../src/gateway/usage.js";
 import { HeartbeatSchema, RegisterSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
@@ -94,8 +95,8 @@ describe("usage tracker: bounded memory under a flood of new problems", () => {
 
 describe("log errors the gateway retries", () => {
   it("takes a publish that met no responders (reported as 'jetstream is not enabled') as unavailable", () => {
-    // The client's JetStreamNotEnabled, which its package does not export.
-    const notEnabled = Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" });
+    // The client's JetStreamNotEnabled, exported by its "internal" entry point only.
+    const notEnabled = new jserrors.JetStreamNotEnabled("jetstream is not enabled");
     assert.equal(LogError.from(notEnabled, "appending").code, "unavailable");
   });
 });

@@ -1,0 +1,81 @@
+import { Code } from "@connectrpc/connect";
+import { SessionClosed_Reason } from "../../gen/llmgw/v1/events_pb.js";
+
+/**
+ * Why a stream ends, as a typed value. `refused` is a stream that never
+ * became a session (no session-closed event); every other kind closes an
+ * open session. The SessionClosed reason and the Connect code of each are
+ * decided in one place, `closeOutcome`.
+ */
+export type Close =
+  /** Refused before the session opened: the stream ends with `code`. */
+  | { kind: "refused"; code: Code; detail: string }
+  /** The connection or the agent's side of the stream ended; the stream ends OK. */
+  | { kind: "disconnected"; detail: string }
+  /** No message within the heartbeat timeout. */
+  | { kind: "silent"; detail: string }
+  /** The agent sent something the gateway refuses (`code`: what it was). */
+  | { kind: "protocol-error"; code: Code; detail: string }
+  /** The send queue is full: the agent stopped reading. */
+  | { kind: "slow-consumer"; detail: string }
+  /** A newer session for the node opened. */
+  | { kind: "superseded"; detail: string }
+  /** The gateway drains: the agent was told to reconnect; the stream ends OK. */
+  | { kind: "draining"; detail: string }
+  /** The drain deadline passed: the stream ends now. */
+  | { kind: "drain-deadline"; detail: string }
+  /** The log cannot be reached (a publish failed, or the gateway lost it). */
+  | { kind: "log-unavailable"; detail: string }
+  /** The log refused one of the session's events for another reason. */
+  | { kind: "log-failed"; detail: string }
+  /** The reconciler expired the session (the gateway's lease lapsed). */
+  | { kind: "expired"; detail: string };
+
+export type CloseKind = Close["kind"];
+
+/** What a close means on the wire and in the log. */
+export interface CloseOutcome {
+  /** The session-closed event's reason; undefined for a refused stream (no event). */
+  reason: SessionClosed_Reason | undefined;
+  /** The stream ends with this Connect code; undefined: it ends OK after what is queued. */
+  code: Code | undefined;
+}
+
+export function closeOutcome(c: Close): CloseOutcome {
+  switch (c.kind) {
+    case "refused":
+      return { reason: undefined, code: c.code };
+    case "disconnected":
+      return { reason: SessionClosed_Reason.DISCONNECTED, code: undefined };
+    case "silent":
+      return { reason: SessionClosed_Reason.SILENT, code: Code.DeadlineExceeded };
+    case "protocol-error":
+      return { reason: SessionClosed_Reason.PROTOCOL_ERROR, code: c.code };
+    case "slow-consumer":
+      return { reason: SessionClosed_Reason.SLOW_CONSUMER, code: Code.ResourceExhausted };
+    case "superseded":
+      return { reason: SessionClosed_Reason.SUPERSEDED, code: Code.Aborted };
+    case "draining":
+      return { reason: SessionClosed_Reason.GATEWAY_DRAINING, code: undefined };
+    case "drain-deadline":
+      return { reason: SessionClosed_Reason.GATEWAY_DRAINING, code: Code.Unavailable };
+    case "log-unavailable":
+      return { reason: SessionClosed_Reason.LOG_UNAVAILABLE, code: Code.Unavailable };
+    case "log-failed":
+      return { reason: SessionClosed_Reason.PROTOCOL_ERROR, code: Code.Internal };
+    case "expired":
+      return { reason: SessionClosed_Reason.EXPIRED, code: Code.Unavailable };
+    default: {
+      const never: never = c;
+      throw new Error(`unknown close ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/**
+ * Errors reading the request stream that are the agent's fault rather than
+ * a dropped connection.
+ */
+export function isProtocolCode(code: Code): boolean {
+  return [Code.ResourceExhausted, Code.InvalidArgument, Code.Internal, Code.Unimplemented].includes(code);
+}

@@ -1,0 +1,87 @@
+import { Code } from "@connectrpc/connect";
+import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
+import { type BodyInit, sessionEventId } from "../events.js";
+import {
+  commandResultProblem,
+  heartbeatProblem,
+  registrationProblem,
+  shardStatusProblem,
+} from "../registration.js";
+import { closeNow, nothing } from "./result.js";
+import type { SessionState, StepResult } from "./types.js";
+
+/**
+ * A message of an open session: the event it becomes (if any), and whether
+ * the agent gets an ack for it once the log stored it. A message the
+ * gateway refuses closes the session (PROTOCOL_ERROR, InvalidArgument).
+ */
+export function agentMessage(prev: SessionState, m: AgentMessage): StepResult {
+  const seq = prev.seq + 1;
+  const state = { ...prev, seq };
+  const at = { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(seq) };
+  const refuse = (detail: string) =>
+    closeNow(state, { kind: "protocol-error", code: Code.InvalidArgument, detail });
+  const event = (body: BodyInit, acked: boolean): StepResult => ({
+    ...nothing(state),
+    events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: acked ? String(seq) : undefined }],
+  });
+  const msg = m.msg;
+  switch (msg.case) {
+    case "register": {
+      const reg = msg.value;
+      if (reg.nodeId !== state.nodeId) {
+        return refuse(
+          `re-registration names node ${JSON.stringify(reg.nodeId)} but this stream is node ${JSON.stringify(state.nodeId)}`,
+        );
+      }
+      const bad = registrationProblem(reg);
+      if (bad) return refuse(`invalid registration: ${bad}`);
+      state.usage?.reset(reg);
+      return event({ case: "hardwareChanged", value: { ...at, registration: reg } }, true);
+    }
+    case "heartbeat": {
+      const bad = heartbeatProblem(msg.value);
+      if (bad) return refuse(`invalid heartbeat: ${bad}`);
+      const seen = state.usage?.observe(msg.value);
+      const notes =
+        seen && seen.unknownGpu.length > 0
+          ? [
+              {
+                kind: "unknown-gpus" as const,
+                gpus: [...new Set(seen.unknownGpu.map((p) => p.gpuIndex))],
+              },
+            ]
+          : [];
+      if (!seen?.record) return { ...nothing(state), notes };
+      const value = {
+        ...at,
+        gpuMemoryUsedMb: msg.value.gpuMemoryUsedMb,
+        newProblems: msg.value.newProblems,
+        gpuProblems: seen.gpuProblems,
+      };
+      return { ...event({ case: "usageChanged", value }, false), notes };
+    }
+    case "shard": {
+      const bad = shardStatusProblem(msg.value);
+      if (bad) return refuse(`invalid shard status: ${bad}`);
+      return event({ case: "shardStatus", value: { ...at, status: msg.value } }, true);
+    }
+    case "result": {
+      const bad = commandResultProblem(msg.value);
+      if (bad) return refuse(`invalid command result: ${bad}`);
+      return event({ case: "commandResult", value: { ...at, result: msg.value } }, true);
+    }
+    case undefined:
+      // A kind this gateway does not know (a newer agent) or an empty
+      // message: it keeps the session alive but is not recorded.
+      return { ...nothing(state), notes: [{ kind: "unknown-message", seq }] };
+    default: {
+      const never: never = msg;
+      return closeNow(state, {
+        kind: "protocol-error",
+        code: Code.Internal,
+        detail: `unknown agent message ${JSON.stringify(never)}`,
+      });
+    }
+  }
+}

@@ -1,0 +1,124 @@
+import { Code } from "@connectrpc/connect";
+import type { PeerIdentity } from "../identity.js";
+import { flushAck, stored } from "./acks.js";
+import { isProtocolCode } from "./close.js";
+import { agentMessage } from "./messages.js";
+import { refuse, registerFirst } from "./open.js";
+import { ack, reconnect } from "./replies.js";
+import { closeNow, nothing } from "./result.js";
+import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";
+
+/** A stream that has just opened: it waits for its Register. */
+export function initialState(config: CoreConfig, peer: PeerIdentity, sessionId: string): SessionState {
+  return {
+    config,
+    peer,
+    phase: "registering",
+    nodeId: "",
+    sessionId,
+    seq: 0,
+    usage: undefined,
+    cumulativeAcks: false,
+    ackThrough: undefined,
+    ackScheduled: false,
+    close: undefined,
+  };
+}
+
+/** How long the shell waits for the agent's next message before a `read-deadline` timer input. */
+export function readDeadlineMs(state: SessionState): number {
+  return state.phase === "registering" ? state.config.registrationTimeoutMs : state.config.heartbeatTimeoutMs;
+}
+
+/**
+ * The session's one decision: what `input` does to `state`, which events it
+ * publishes, what the agent is sent and whether the session closes. Pure:
+ * no I/O, no clock, no randomness (docs/ARCHITECTURE.md, "Gateway").
+ */
+export function step(state: SessionState, input: Input): StepResult {
+  if (state.phase === "closing") return nothing(state);
+  switch (input.kind) {
+    case "message":
+      if (state.phase === "registering") return registerFirst(state, input.message, input.draining);
+      if (state.phase === "opening") return nothing(state); // the shell reads nothing while opening
+      return agentMessage(state, input.message);
+    case "stream-ended":
+      if (state.phase !== "open") {
+        return refuse(state, Code.InvalidArgument, "the stream ended before a Register");
+      }
+      // The agent is done sending, not done listening: the acks of what it
+      // sent last reach it before the stream ends.
+      return closeNow(state, { kind: "disconnected", detail: "the agent closed the stream" });
+    case "stream-failed":
+      if (state.phase !== "open") return refuse(state, input.code, input.detail);
+      if (input.aborted || !isProtocolCode(input.code)) {
+        return closeNow(state, { kind: "disconnected", detail: `the stream failed: ${input.detail}` });
+      }
+      return closeNow(state, { kind: "protocol-error", code: input.code, detail: input.detail });
+    case "stored":
+      if (state.phase === "opening") {
+        return {
+          ...nothing({ ...state, phase: "open" }),
+          replies: [{ kind: "register-ack", message: ack("register", state.sessionId) }],
+        };
+      }
+      return state.phase === "open" ? stored(state, input.messageId) : nothing(state);
+    case "log-failed":
+      if (state.phase === "opening") {
+        return refuse(
+          state,
+          Code.Unavailable,
+          `the log did not take the session; retry (possibly on another gateway): ${input.detail}`,
+        );
+      }
+      return closeNow(state, {
+        kind: input.unavailable ? "log-unavailable" : "log-failed",
+        detail: `the log did not take the agent's message: ${input.detail}`,
+      });
+    case "timer":
+      switch (input.timer) {
+        case "ack-flush":
+          return flushAck(state);
+        case "read-deadline":
+          if (state.phase === "registering") {
+            return refuse(
+              state,
+              Code.DeadlineExceeded,
+              `no Register within ${state.config.registrationTimeoutMs} ms of opening the stream`,
+            );
+          }
+          return closeNow(state, {
+            kind: "silent",
+            detail: `no message within the heartbeat timeout (${state.config.heartbeatTimeoutMs} ms)`,
+          });
+        default: {
+          const never: never = input.timer;
+          throw new Error(`unknown timer ${String(never)}`);
+        }
+      }
+    case "disconnected":
+      return closeNow(state, { kind: "disconnected", detail: "the connection ended" });
+    case "superseded":
+      return closeNow(state, {
+        kind: "superseded",
+        detail: `superseded by a newer session on gateway ${input.byGateway}`,
+      });
+    case "drain":
+      return closeNow(state, { kind: "draining", detail: input.reason }, [
+        { kind: "reconnect", message: reconnect(input.reason, input.retryAfterMs) },
+      ]);
+    case "drain-deadline":
+      return closeNow(state, { kind: "drain-deadline", detail: input.detail });
+    case "send-queue-full":
+      return closeNow(state, {
+        kind: "slow-consumer",
+        detail: `the agent is ${input.behind} messages behind (send queue full); disconnected`,
+      });
+    case "close":
+      return closeNow(state, input.close);
+    default: {
+      const never: never = input;
+      throw new Error(`unknown session input ${JSON.stringify(never)}`);
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import type { Code } from "@connectrpc/connect";
+import type { AgentMessage, ControlMessage } from "../../gen/llmgw/v1/agent_pb.js";
+import type { BodyInit } from "../events.js";
+import type { PeerIdentity } from "../identity.js";
+import type { UsageTracker } from "../usage.js";
+import type { Close } from "./close.js";
+
+/** What the core knows of the gateway; fixed for the life of a stream. */
+export interface CoreConfig {
+  readonly gatewayId: string;
+  readonly insecureDev: boolean;
+  readonly usageThresholdMb: number;
+  readonly registrationTimeoutMs: number;
+  readonly heartbeatTimeoutMs: number;
+}
+
+/**
+ * Where a stream is: waiting for its Register, waiting for the log to store
+ * the session-opened event, open, or closing (nothing more happens).
+ */
+export type Phase = "registering" | "opening" | "open" | "closing";
+
+/**
+ * One session's state. Replaced, not changed, by `step`, except `usage`:
+ * the heartbeat tracker is a bounded memory of problems and baselines that
+ * is updated in place (copying it per heartbeat would cost more than the
+ * session).
+ */
+export interface SessionState {
+  readonly config: CoreConfig;
+  readonly peer: PeerIdentity;
+  readonly phase: Phase;
+  readonly nodeId: string;
+  /** The id this session takes if it opens (ids are inputs: the core makes no randomness). */
+  readonly sessionId: string;
+  /** Sequence of the agent's last message (1 = the registration). */
+  readonly seq: number;
+  readonly usage: UsageTracker | undefined;
+  /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
+  readonly cumulativeAcks: boolean;
+  /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
+  readonly ackThrough: string | undefined;
+  /** An ack-flush timer is pending. */
+  readonly ackScheduled: boolean;
+  readonly close: Close | undefined;
+}
+
+/** Timers the shell runs for the core; their firing comes back as a `timer` input. */
+export type TimerKind = "read-deadline" | "ack-flush";
+
+/** What the session reacts to. */
+export type Input =
+  /** The agent's next message; `draining`: the gateway was draining when it came. */
+  | { kind: "message"; message: AgentMessage; draining: boolean }
+  /** The agent ended its side of the stream (everything published before is stored). */
+  | { kind: "stream-ended" }
+  /** Reading the stream failed; `aborted`: the connection had gone. */
+  | { kind: "stream-failed"; code: Code; detail: string; aborted: boolean }
+  /** The log stored the event of message `messageId` ("register" for the session-opened event). */
+  | { kind: "stored"; messageId: string }
+  /** The log did not take an event; `unavailable`: it could not be reached. */
+  | { kind: "log-failed"; unavailable: boolean; detail: string }
+  | { kind: "timer"; timer: TimerKind }
+  /** The connection ended under the handler. */
+  | { kind: "disconnected" }
+  /** A newer session for this node opened on gateway `byGateway`. */
+  | { kind: "superseded"; byGateway: string }
+  /** The gateway drains: tell the agent to reconnect elsewhere, then end the stream. */
+  | { kind: "drain"; reason: string; retryAfterMs: number }
+  /** The drain deadline passed. */
+  | { kind: "drain-deadline"; detail: string }
+  /** The send queue is full: the agent is `behind` messages behind. */
+  | { kind: "send-queue-full"; behind: number }
+  /** Closed from outside (the reconciler expired the session, the gateway lost the log). */
+  | { kind: "close"; close: Close };
+
+/** An event to append, as an id and a body (the shell stamps writer and time). */
+export interface EventDraft {
+  readonly id: string;
+  readonly body: BodyInit;
+  /** The agent is acknowledged with this message id once the log stored the event. */
+  readonly ackId: string | undefined;
+}
+
+/**
+ * A message for the agent. `ack`: one acknowledgement; `cumulative-ack`:
+ * replaces an ack still waiting in the send queue; `register-ack` and
+ * `reconnect` are written whatever the queue holds.
+ */
+export interface Reply {
+  readonly kind: "ack" | "cumulative-ack" | "register-ack" | "reconnect";
+  readonly message: ControlMessage;
+}
+
+/** What the shell logs or counts. */
+export type Note =
+  | { kind: "opened"; identity: "mtls" | "insecure-dev" }
+  | { kind: "ack-coalesced" }
+  /** Heartbeat GPU problems on GPUs the registration does not list: dropped, with a warning. */
+  | { kind: "unknown-gpus"; gpus: number[] }
+  | { kind: "unknown-message"; seq: number };
+
+export interface StepResult {
+  readonly state: SessionState;
+  readonly events: EventDraft[];
+  readonly replies: Reply[];
+  /** The session closes (only ever once). */
+  readonly close?: Close;
+  /** Timers to start. */
+  readonly timers: TimerKind[];
+  readonly notes: Note[];
+}

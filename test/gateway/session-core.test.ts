@@ -1,0 +1,458 @@
+/**
+ * The pure session core (src/gateway/session-core) without NATS or streams:
+ * given a state, when an input arrives, then these events, replies and
+ * close. The hostile and fuzzed inputs that hostile.test.ts and
+ * fuzz.test.ts send through real streams are fed to `step` here too: it
+ * never throws, closes with the right reason and code, and every event it
+ * makes encodes and decodes as a well-formed event of the node.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create, fromBinary, fromJsonString } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { gatewayEvent } from "../../src/gateway/events.js";
+import type { PeerIdentity } from "../../src/gateway/identity.js";
+import {
+  type Close,
+  type CoreConfig,
+  closeOutcome,
+  type Input,
+  initialState,
+  readDeadlineMs,
+  type SessionState,
+  type StepResult,
+  step,
+} from "../../src/gateway/session-core/index.js";
+import { type AgentMessage, AgentMessageSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
+import { decodeEvent, encodeEvent } from "../../src/log/index.js";
+import { Fuzzer } from "../support/agent-fuzzer.js";
+import {
+  type AgentMessageInit,
+  BAD_ENDPOINTS,
+  DUPLICATES,
+  MANY_FIELDS,
+  ODD_NODE_IDS,
+  RESERVED_IDS,
+} from "../support/hostile-cases.js";
+import { nodeOf } from "../support/log-hygiene.js";
+import { h100Registration } from "../support/sample-events.js";
+
+const CONFIG: CoreConfig = {
+  gatewayId: "gw-1",
+  insecureDev: false,
+  usageThresholdMb: 1024,
+  registrationTimeoutMs: 10_000,
+  heartbeatTimeoutMs: 15_000,
+};
+const SESSION = "0b5e55ed-0000-4000-8000-000000000001";
+const verified = (node: string): PeerIdentity => ({ kind: "verified", commonName: node });
+
+const msg = (init: AgentMessageInit): AgentMessage => create(AgentMessageSchema, init);
+const message = (init: AgentMessageInit, draining = false): Input => ({
+  kind: "message",
+  message: msg(init),
+  draining,
+});
+const registration = (node: string, opts: { cumulativeAcks?: boolean } = {}): AgentMessageInit => ({
+  msg: { case: "register", value: { ...h100Registration(node), ...opts } },
+});
+
+/** Feeds `inputs` in order; the results of each step and the state after the last. */
+function when(state: SessionState, ...inputs: Input[]): { state: SessionState; steps: StepResult[] } {
+  const steps: StepResult[] = [];
+  for (const input of inputs) {
+    const r = step(state, input);
+    steps.push(r);
+    state = r.state;
+  }
+  return { state, steps };
+}
+
+/** A session of `node` that registered and whose session-opened event is stored. */
+function opened(node = "gpu-a1", opts: { cumulativeAcks?: boolean } = {}): SessionState {
+  const { state } = when(initialState(CONFIG, verified(node), SESSION), message(registration(node, opts)), {
+    kind: "stored",
+    messageId: "register",
+  });
+  assert.equal(state.phase, "open");
+  return state;
+}
+
+const closes = (steps: StepResult[]): Close[] => steps.flatMap((s) => (s.close ? [s.close] : []));
+const codeName = (c: Close): string => {
+  const code = closeOutcome(c).code;
+  return code === undefined ? "OK" : Code[code];
+};
+
+describe("session core: opening", () => {
+  it("a valid Register from the certificate's node becomes the session-opened event, acked once stored", () => {
+    const r = step(initialState(CONFIG, verified("gpu-a1"), SESSION), message(registration("gpu-a1")));
+    assert.equal(r.close, undefined);
+    assert.equal(r.state.phase, "opening");
+    assert.deepEqual(
+      r.events.map((e) => [e.id, e.body.case, e.ackId]),
+      [[`${SESSION}-1`, "sessionOpened", "register"]],
+    );
+    assert.deepEqual(r.replies, [], "no ack before the log stored the session");
+    const stored = step(r.state, { kind: "stored", messageId: "register" });
+    assert.equal(stored.state.phase, "open");
+    const ack = stored.replies[0]?.message.msg;
+    assert.equal(stored.replies[0]?.kind, "register-ack");
+    assert.ok(ack?.case === "ack" && ack.value.messageId === "register" && ack.value.sessionId === SESSION);
+  });
+
+  it("refuses anything but a Register first, an early end and a silent stream", () => {
+    const fresh = initialState(CONFIG, verified("gpu-a1"), SESSION);
+    const cases: Array<[Input, Code, RegExp]> = [
+      [
+        message({ msg: { case: "heartbeat", value: {} } }),
+        Code.InvalidArgument,
+        /must be a Register, got heartbeat/,
+      ],
+      [message({}), Code.InvalidArgument, /got an empty message/],
+      [{ kind: "stream-ended" }, Code.InvalidArgument, /ended before a Register/],
+      [{ kind: "timer", timer: "read-deadline" }, Code.DeadlineExceeded, /no Register within 10000 ms/],
+    ];
+    for (const [input, code, detail] of cases) {
+      const r = step(fresh, input);
+      assert.equal(r.close?.kind, "refused", input.kind);
+      assert.equal(closeOutcome(r.close).code, code, input.kind);
+      assert.equal(closeOutcome(r.close).reason, undefined, "a refused stream has no session-closed event");
+      assert.match(r.close.detail, detail);
+      assert.deepEqual(r.events, []);
+    }
+  });
+
+  it("the certificate decides who the agent is", () => {
+    const cases: Array<[PeerIdentity, boolean, Code | "insecure-dev"]> = [
+      [verified("gpu-b2"), false, Code.PermissionDenied],
+      [{ kind: "none" }, false, Code.Unauthenticated],
+      [
+        { kind: "unverified", reason: "certificate has expired", commonName: "gpu-a1" },
+        false,
+        Code.Unauthenticated,
+      ],
+      [{ kind: "plaintext" }, false, Code.Unauthenticated],
+      [{ kind: "plaintext" }, true, "insecure-dev"],
+    ];
+    for (const [peer, insecureDev, want] of cases) {
+      const r = step(
+        initialState({ ...CONFIG, insecureDev }, peer, SESSION),
+        message(registration("gpu-a1")),
+      );
+      if (want === "insecure-dev") {
+        const body = r.events[0]?.body;
+        assert.ok(body?.case === "sessionOpened" && body.value.identity === "insecure-dev");
+      } else {
+        assert.equal(r.close?.kind, "refused", peer.kind);
+        assert.equal(closeOutcome(r.close).code, want, `${peer.kind}: ${r.close.detail}`);
+      }
+    }
+  });
+
+  it("a draining gateway refuses a new session (Unavailable)", () => {
+    const r = step(initialState(CONFIG, verified("gpu-a1"), SESSION), message(registration("gpu-a1"), true));
+    assert.equal(r.close?.kind, "refused");
+    assert.equal(closeOutcome(r.close).code, Code.Unavailable);
+    assert.match(r.close.detail, /gateway gw-1 is draining/);
+  });
+
+  it("a session-opened event the log did not take refuses the stream (Unavailable, retry)", () => {
+    const { steps } = when(
+      initialState(CONFIG, verified("gpu-a1"), SESSION),
+      message(registration("gpu-a1")),
+      {
+        kind: "log-failed",
+        unavailable: true,
+        detail: "timeout",
+      },
+    );
+    const [c] = closes(steps);
+    assert.equal(c?.kind, "refused");
+    assert.equal(closeOutcome(c).code, Code.Unavailable);
+  });
+
+  it("waits the registration timeout for the Register, the heartbeat timeout after it", () => {
+    assert.equal(readDeadlineMs(initialState(CONFIG, verified("gpu-a1"), SESSION)), 10_000);
+    assert.equal(readDeadlineMs(opened()), 15_000);
+  });
+});
+
+describe("session core: messages of an open session", () => {
+  it("a shard status becomes an event acked by its sequence once stored", () => {
+    const r = step(opened(), message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } }));
+    assert.deepEqual(
+      r.events.map((e) => [e.id, e.body.case, e.ackId]),
+      [[`${SESSION}-2`, "shardStatus", "2"]],
+    );
+    const acked = step(r.state, { kind: "stored", messageId: "2" });
+    assert.deepEqual(
+      acked.replies.map((x) => [x.kind, x.message.msg.case === "ack" && x.message.msg.value.messageId]),
+      [["ack", "2"]],
+    );
+  });
+
+  it("a heartbeat within the usage threshold keeps the session alive without an event; an unknown kind too", () => {
+    const hb = step(opened(), message({ msg: { case: "heartbeat", value: {} } }));
+    assert.deepEqual(hb.events, []);
+    const unknown = step(hb.state, message({}));
+    assert.deepEqual(unknown.events, []);
+    assert.deepEqual(unknown.notes, [{ kind: "unknown-message", seq: 3 }]);
+  });
+
+  it("a heartbeat naming a new problem is an event, not acked", () => {
+    const r = step(opened(), message({ msg: { case: "heartbeat", value: { newProblems: ["Xid 79"] } } }));
+    assert.deepEqual(
+      r.events.map((e) => [e.body.case, e.ackId]),
+      [["usageChanged", undefined]],
+    );
+  });
+
+  it("a re-registration naming another node ends the session (PROTOCOL_ERROR, InvalidArgument)", () => {
+    const r = step(opened("gpu-a1"), message(registration("gpu-a2")));
+    assert.equal(r.close?.kind, "protocol-error");
+    assert.deepEqual(closeOutcome(r.close), {
+      reason: SessionClosed_Reason.PROTOCOL_ERROR,
+      code: Code.InvalidArgument,
+    });
+    assert.deepEqual(r.events, []);
+  });
+
+  it("cumulative acks: the acks stored in one turn become one, written at the flush", () => {
+    const { state, steps } = when(
+      opened("gpu-a1", { cumulativeAcks: true }),
+      { kind: "stored", messageId: "2" },
+      { kind: "stored", messageId: "3" },
+      { kind: "stored", messageId: "4" },
+    );
+    assert.deepEqual(
+      steps.map((s) => s.timers),
+      [["ack-flush"], [], []],
+      "one flush per turn",
+    );
+    assert.equal(steps.flatMap((s) => s.notes).filter((n) => n.kind === "ack-coalesced").length, 2);
+    assert.deepEqual(
+      steps.flatMap((s) => s.replies),
+      [],
+    );
+    const flush = step(state, { kind: "timer", timer: "ack-flush" });
+    assert.deepEqual(
+      flush.replies.map((x) => [x.kind, x.message.msg.case === "ack" && x.message.msg.value.messageId]),
+      [["cumulative-ack", "4"]],
+    );
+  });
+
+  it("the agent closing its side acknowledges what is stored before the stream ends OK", () => {
+    const { steps } = when(
+      opened("gpu-a1", { cumulativeAcks: true }),
+      { kind: "stored", messageId: "2" },
+      {
+        kind: "stream-ended",
+      },
+    );
+    const last = steps[1]!;
+    assert.equal(last.close?.kind, "disconnected");
+    assert.equal(closeOutcome(last.close).code, undefined);
+    assert.deepEqual(
+      last.replies.map((x) => x.kind),
+      ["cumulative-ack"],
+    );
+  });
+});
+
+describe("session core: closing", () => {
+  it("maps each way a session ends to its SessionClosed reason and Connect code, in one place", () => {
+    const cases: Array<[Input, SessionClosed_Reason, Code | undefined]> = [
+      [{ kind: "timer", timer: "read-deadline" }, SessionClosed_Reason.SILENT, Code.DeadlineExceeded],
+      [{ kind: "disconnected" }, SessionClosed_Reason.DISCONNECTED, undefined],
+      [{ kind: "superseded", byGateway: "gw-2" }, SessionClosed_Reason.SUPERSEDED, Code.Aborted],
+      [{ kind: "drain", reason: "bye", retryAfterMs: 5 }, SessionClosed_Reason.GATEWAY_DRAINING, undefined],
+      [{ kind: "drain-deadline", detail: "late" }, SessionClosed_Reason.GATEWAY_DRAINING, Code.Unavailable],
+      [{ kind: "send-queue-full", behind: 9 }, SessionClosed_Reason.SLOW_CONSUMER, Code.ResourceExhausted],
+      [
+        { kind: "log-failed", unavailable: true, detail: "x" },
+        SessionClosed_Reason.LOG_UNAVAILABLE,
+        Code.Unavailable,
+      ],
+      [
+        { kind: "log-failed", unavailable: false, detail: "x" },
+        SessionClosed_Reason.PROTOCOL_ERROR,
+        Code.Internal,
+      ],
+      [
+        { kind: "stream-failed", code: Code.ResourceExhausted, detail: "too big", aborted: false },
+        SessionClosed_Reason.PROTOCOL_ERROR,
+        Code.ResourceExhausted,
+      ],
+      [
+        { kind: "stream-failed", code: Code.InvalidArgument, detail: "x", aborted: true },
+        SessionClosed_Reason.DISCONNECTED,
+        undefined,
+      ],
+      [
+        { kind: "stream-failed", code: Code.Canceled, detail: "x", aborted: false },
+        SessionClosed_Reason.DISCONNECTED,
+        undefined,
+      ],
+      [
+        { kind: "close", close: { kind: "expired", detail: "lease lapsed" } },
+        SessionClosed_Reason.EXPIRED,
+        Code.Unavailable,
+      ],
+    ];
+    for (const [input, reason, code] of cases) {
+      const r = step(opened(), input);
+      assert.ok(r.close, input.kind);
+      assert.deepEqual(closeOutcome(r.close), { reason, code }, `${input.kind}: ${r.close.detail}`);
+      assert.equal(r.state.phase, "closing");
+    }
+  });
+
+  it("draining tells the agent to reconnect before the stream ends", () => {
+    const r = step(opened(), { kind: "drain", reason: "upgrade", retryAfterMs: 250 });
+    const m = r.replies[0]?.message.msg;
+    assert.ok(m?.case === "reconnect" && m.value.reason === "upgrade" && m.value.retryAfterMs === 250);
+  });
+
+  it("closes once: whatever comes after the first close changes nothing", () => {
+    const { steps } = when(
+      opened(),
+      { kind: "superseded", byGateway: "gw-2" },
+      { kind: "drain", reason: "bye", retryAfterMs: 1 },
+      message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } }),
+      { kind: "stored", messageId: "2" },
+    );
+    assert.deepEqual(
+      closes(steps).map((c) => c.kind),
+      ["superseded"],
+    );
+    assert.deepEqual(
+      steps.slice(1).flatMap((s) => [...s.events, ...s.replies]),
+      [],
+    );
+  });
+});
+
+describe("session core: the hostile inputs of hostile.test.ts", () => {
+  for (const [what, reg, detail] of [...MANY_FIELDS, ...DUPLICATES]) {
+    it(`refuses a registration with ${what} (InvalidArgument naming the field)`, () => {
+      const r = step(
+        initialState(CONFIG, verified("gpu-x"), SESSION),
+        message({ msg: { case: "register", value: reg("gpu-x") } }),
+      );
+      assert.equal(r.close?.kind, "refused");
+      assert.equal(closeOutcome(r.close).code, Code.InvalidArgument);
+      assert.match(r.close.detail, detail);
+      assert.deepEqual(r.events, []);
+    });
+  }
+
+  for (const [what, id] of ODD_NODE_IDS) {
+    it(`refuses a node id with ${what} (InvalidArgument, with and without TLS)`, () => {
+      for (const [peer, insecureDev] of [
+        [{ kind: "plaintext" }, true],
+        [verified(id), false],
+      ] as const) {
+        const r = step(initialState({ ...CONFIG, insecureDev }, peer, SESSION), message(registration(id)));
+        assert.equal(r.close?.kind, "refused", peer.kind);
+        assert.equal(closeOutcome(r.close).code, Code.InvalidArgument, peer.kind);
+        assert.match(r.close.detail, /node_id/);
+        assert.ok(r.close.detail.length < 400, `${r.close.detail.length} characters`);
+      }
+    });
+  }
+
+  const afterRegister: Array<[string, (node: string) => AgentMessageInit, RegExp]> = [
+    ...RESERVED_IDS,
+    ...BAD_ENDPOINTS.map(([what, endpoint, detail]): [string, (node: string) => AgentMessageInit, RegExp] => [
+      `a shard status whose endpoint is ${what}`,
+      () => ({ msg: { case: "shard", value: { replicaId: "r1", shardId: "s1", endpoint } } }),
+      detail,
+    ]),
+  ];
+  for (const [what, init, detail] of afterRegister) {
+    it(`ends the session on ${what} (PROTOCOL_ERROR, InvalidArgument), recording nothing of it`, () => {
+      const r = step(opened("gpu-x"), message(init("gpu-x")));
+      assert.ok(r.close);
+      assert.deepEqual(closeOutcome(r.close), {
+        reason: SessionClosed_Reason.PROTOCOL_ERROR,
+        code: Code.InvalidArgument,
+      });
+      assert.match(r.close.detail, detail);
+      assert.deepEqual(r.events, []);
+    });
+  }
+});
+
+const ITERATIONS = Number(process.env["LLMGW_FUZZ_ITERATIONS"] ?? 240) * 10;
+const SEED = Number(process.env["LLMGW_FUZZ_SEED"] ?? Math.floor(Math.random() * 2 ** 31));
+const NODE = "gpu-fuzz";
+
+/**
+ * The messages a stream body decodes to, up to the first frame the
+ * protocol layer would refuse (a flag, a length past the end, bytes that do
+ * not decode): that one ends the stream before the core sees it.
+ */
+function decodeFrames(body: Buffer, codec: "proto" | "json"): AgentMessage[] {
+  const out: AgentMessage[] = [];
+  for (let at = 0; at + 5 <= body.length; ) {
+    const flags = body.readUInt8(at);
+    const length = body.readUInt32BE(at + 1);
+    if (flags !== 0 || at + 5 + length > body.length) break;
+    const payload = body.subarray(at + 5, at + 5 + length);
+    try {
+      out.push(
+        codec === "json"
+          ? fromJsonString(AgentMessageSchema, payload.toString("utf8"))
+          : fromBinary(AgentMessageSchema, payload),
+      );
+    } catch {
+      break;
+    }
+    at += 5 + length;
+  }
+  return out;
+}
+
+describe("session core: the seeded fuzzing of fuzz.test.ts", () => {
+  it(`ends every fuzzed stream with a code an agent can act on, making only well-formed events (${ITERATIONS} streams)`, (t) => {
+    const fuzz = new Fuzzer(SEED, NODE);
+    const seen = new Map<string, number>();
+    for (let i = 0; i < ITERATIONS; i++) {
+      const { what, body, codec } = fuzz.next();
+      const replay = `rerun with LLMGW_FUZZ_SEED=${SEED}: stream ${i} (${what}, ${body.subarray(0, 48).toString("hex")}…)`;
+      let state = initialState(CONFIG, verified(NODE), `fuzz-${i}`);
+      const inputs: Input[] = [
+        ...decodeFrames(body, codec).map((m): Input => ({ kind: "message", message: m, draining: false })),
+        { kind: "stream-ended" },
+      ];
+      let close: Close | undefined;
+      for (const input of inputs) {
+        let r: StepResult;
+        try {
+          r = step(state, input);
+        } catch (err) {
+          throw new Error(`${replay}: step threw on ${input.kind}: ${(err as Error).message}`);
+        }
+        state = r.state;
+        close ??= r.close;
+        for (const e of r.events) {
+          const event = decodeEvent(encodeEvent(gatewayEvent(CONFIG.gatewayId, e.id, e.body)));
+          assert.equal(nodeOf({ seq: 1, timeMs: 0, subject: "", event }), NODE, `${replay}: ${e.body.case}`);
+          if (e.ackId !== undefined) state = step(state, { kind: "stored", messageId: e.ackId }).state;
+        }
+      }
+      assert.ok(close, `${replay}: the stream ended without a close`);
+      const code = codeName(close);
+      assert.ok(
+        ["OK", "InvalidArgument", "PermissionDenied"].includes(code),
+        `${replay}: ${code}: ${close.detail}`,
+      );
+      seen.set(code, (seen.get(code) ?? 0) + 1);
+    }
+    t.diagnostic(`seed ${SEED}: ${[...seen].map(([c, n]) => `${c} ${n}`).join(", ")}`);
+    assert.ok((seen.get("InvalidArgument") ?? 0) > 0, `seed ${SEED}: ${JSON.stringify([...seen])}`);
+    assert.ok((seen.get("OK") ?? 0) > 0, `seed ${SEED}: ${JSON.stringify([...seen])}`);
+  });
+});

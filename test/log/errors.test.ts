@@ -1,0 +1,87 @@
+/**
+ * NATS errors become LogErrors by the client's exported error classes and
+ * codes, never by the text of their messages: errors the real client
+ * throws against a real nats-server, and the classes it exports.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { JetStreamStatusError } from "@nats-io/jetstream/internal";
+import {
+  ClosedConnectionError,
+  connect,
+  DrainingConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node";
+import { LogError } from "../../src/log/index.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
+
+async function thrown(fn: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected the call to throw");
+}
+
+describe("LogError.from: NATS errors by class and code", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  it("a request nobody answers is unavailable", async () => {
+    const nc = await connect({ servers: server.url });
+    try {
+      const err = await thrown(() => nc.request("nobody.listens", "x", { timeout: 500 }));
+      assert.equal(LogError.from(err).code, "unavailable", String(err));
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("a request that is not answered in time is unavailable", async () => {
+    const nc = await connect({ servers: server.url });
+    try {
+      const sub = nc.subscribe("silent.service");
+      const err = await thrown(() => nc.request("silent.service", "x", { timeout: 100, noMux: true }));
+      sub.unsubscribe();
+      assert.equal(LogError.from(err).code, "unavailable", String(err));
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("a request on a closed connection is unavailable", async () => {
+    const nc = await connect({ servers: server.url });
+    await nc.close();
+    const err = await thrown(() => nc.request("any.subject", "x", { timeout: 500 }));
+    assert.equal(LogError.from(err).code, "unavailable", String(err));
+  });
+
+  it("the client's transport classes, bare or as the cause of another error, are unavailable", () => {
+    for (const err of [
+      new TimeoutError(),
+      new NoRespondersError("s"),
+      new ClosedConnectionError(),
+      new DrainingConnectionError(),
+      new RequestError("request failed", { cause: new NoRespondersError("s") }),
+      new Error("wrapped", { cause: new TimeoutError() }),
+      new JetStreamStatusError("no responders", 503),
+      Object.assign(new Error("connect failed"), { code: "ECONNREFUSED" }),
+    ]) {
+      assert.equal(LogError.from(err).code, "unavailable", `${err.name}: ${err.message}`);
+    }
+  });
+
+  it("an error whose text only sounds like a timeout is not taken for one", () => {
+    for (const message of ["timeout", "the connection was closed by the user's choice", "503"]) {
+      assert.equal(LogError.from(new Error(message)).code, "internal", message);
+    }
+  });
+});
