@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, Liveness, SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
   canonicalJson,
   evolveFleet,
@@ -10,17 +11,7 @@ import {
   initialFleet,
 } from "../../src/projections/index.js";
 import { fleetChurn } from "../support/fleet-churn.js";
-import {
-  command,
-  decide,
-  EventFactory,
-  h100Node,
-  Liveness,
-  llamaCatalog,
-  SessionClosed_Reason,
-  ShardStatus_State,
-  s70,
-} from "../support/fleet-events.js";
+import { command, decide, EventFactory, h100Node, llamaCatalog, s70 } from "../support/fleet-events.js";
 import { given, timeOf } from "./gwt.js";
 
 const M70 = "llama-3.3-70b";
