@@ -64,22 +64,28 @@ describe("llmgw reconciler processes", () => {
     return out;
   }
 
+  /** Starts rec-a and rec-b (into `started`, for the caller's cleanup) and waits until exactly one of them leads. */
+  async function leaderAndStandby(
+    spec: (id: string) => Parameters<typeof spawnReconciler>[0],
+    started: ReconcilerProcess[],
+  ): Promise<{ leader: ReconcilerProcess; standby: ReconcilerProcess }> {
+    for (const id of ["rec-a", "rec-b"]) started.push(await spawnReconciler(spec(id)));
+    await eventually(async () => (await leaders(started)).length === 1, { what: "exactly one leader" });
+    const [first] = await leaders(started);
+    const leader = started.find((p) => p.id === first) as ReconcilerProcess;
+    const standby = started.find((p) => p.id !== first) as ReconcilerProcess;
+    return { leader, standby };
+  }
+
   function startsOf(records: Awaited<ReturnType<typeof readAll>>) {
     return passesOf(records).flatMap((p) => p.pass.commands.filter((c) => c.action.case === "start"));
   }
 
   it("one of two leads; placements and starts; a SIGKILLed leader is replaced and nothing is started twice", async () => {
     const { log, f, spec } = await setup();
-    let a: ReconcilerProcess | undefined;
-    let b: ReconcilerProcess | undefined;
+    const started: ReconcilerProcess[] = [];
     try {
-      a = await spawnReconciler(spec("rec-a"));
-      b = await spawnReconciler(spec("rec-b"));
-      const procs = [a, b];
-      await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
-      const [first] = await leaders(procs);
-      const leader = first === "rec-a" ? a : b;
-      const other = first === "rec-a" ? b : a;
+      const { leader, standby: other } = await leaderAndStandby(spec, started);
 
       await log.append(f.catalog(llamaCatalog(2, 0)));
       for (const n of ["gpu-a1", "gpu-a2"]) await addNode(log, f, n);
@@ -113,23 +119,16 @@ describe("llmgw reconciler processes", () => {
       assert.ok(passes.slice(takeover).every((p) => p.pass.leaderId === other.id));
       assert.ok(startsOf(all).length > 2, "the new leader continued the work");
     } finally {
-      await killAll([a, b]);
+      await killAll(started);
       await log.close();
     }
   });
 
   it("a paused leader appends nothing after it resumes and steps down", async () => {
     const { log, f, spec } = await setup();
-    let a: ReconcilerProcess | undefined;
-    let b: ReconcilerProcess | undefined;
+    const started: ReconcilerProcess[] = [];
     try {
-      a = await spawnReconciler(spec("rec-a"));
-      b = await spawnReconciler(spec("rec-b"));
-      const procs = [a, b];
-      await eventually(async () => (await leaders(procs)).length === 1, { what: "exactly one leader" });
-      const [first] = await leaders(procs);
-      const paused = first === "rec-a" ? a : b;
-      const other = first === "rec-a" ? b : a;
+      const { leader: paused, standby: other } = await leaderAndStandby(spec, started);
       await log.append(f.catalog(llamaCatalog(2, 0)));
       await addNode(log, f, "gpu-a1");
       await eventually(async () => startsOf(await readAll(log)).length >= 1, { what: "a first start" });
@@ -174,7 +173,7 @@ describe("llmgw reconciler processes", () => {
       assert.deepEqual(passViolations(all), []);
       assert.equal(await paused.isLeader(), false);
     } finally {
-      await killAll([a, b]);
+      await killAll(started);
       await log.close();
     }
   });
