@@ -6,7 +6,7 @@
  */
 import type { FleetState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
-import { limitsFor } from "./limits.js";
+import { limitsFor, replicaProfile } from "./limits.js";
 
 export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
   let next = Number.POSITIVE_INFINITY;
@@ -22,12 +22,9 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
     if (state.inventory.nodes[c.nodeId]?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
   }
   const pendingModels = new Set<string>();
-  const profiles = new Map(
-    state.replicas.catalog.models.flatMap((m) => m.profiles.map((p) => [`${m.name}/${p.name}`, p] as const)),
-  );
   for (const r of Object.values(state.replicas.replicas)) {
     if (r.phase === "placed") {
-      const limits = limitsFor(config, profiles.get(`${r.model}/${r.profile}`));
+      const limits = limitsFor(config, replicaProfile(state.replicas.catalog.models, r));
       for (const s of r.shards) {
         if (s.desired !== "running" || s.fault !== null) continue;
         if (s.state === "pending" && s.startDueMs > 0) consider(s.startDueMs);

@@ -10,6 +10,7 @@
  */
 import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState, ShardFault, ShardState } from "../../projections/index.js";
+import { replicaProfile } from "./limits.js";
 import { decision, type FailureDetail, failReplica, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
 
@@ -101,7 +102,7 @@ export function failIncomplete(pass: Pass): void {
   const catalog = pass.work.replicas.catalog.models;
   for (const r of sortedValues(pass.work.replicas.replicas)) {
     if (r.phase === "draining" || r.phase === "pending" || r.shards.length === 0) continue;
-    const p = catalog.find((m) => m.name === r.model)?.profiles.find((x) => x.name === r.profile);
+    const p = replicaProfile(catalog, r);
     if (!p) continue;
     const want = Math.max(1, p.shards);
     const held = r.shards.filter((s) => s.desired !== "stopped");

@@ -15,16 +15,14 @@ import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
 import type { ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
 import { failedUnit } from "./failures.js";
-import { type LifecycleLimits, limitsFor } from "./limits.js";
+import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
 import { decision, reachable, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
 
 export function enforceStartDeadlines(pass: Pass): void {
   for (const r of sortedValues(pass.work.replicas.replicas)) {
     if (r.phase !== "placed") continue;
-    const profile = pass.work.replicas.catalog.models
-      .find((m) => m.name === r.model)
-      ?.profiles.find((p) => p.name === r.profile);
+    const profile = replicaProfile(pass.work.replicas.catalog.models, r);
     const limits = limitsFor(pass.config, profile);
     const unit = startOverdue(pass, r, profile, limits) ?? readyOverdue(pass, r, limits);
     if (unit && !pass.add(unit)) return;
