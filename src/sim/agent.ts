@@ -3,19 +3,21 @@
  * heartbeats, and runs shards as state machines driven by commands and
  * timers. It persists nothing: what it knows lives in this object.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { PushQueue } from "../async/push-queue.js";
 import {
-  type AgentMessageSchema,
+  AgentConnection,
+  type AgentMessageInit,
+  type ConnectionEvent,
+  type HeartbeatInit,
+  type TlsIdentity,
+} from "../agent/client/index.js";
+import {
   type ControlMessage,
   type DrainShard,
   GpuProblem_Kind,
-  RegisterSchema,
   type StartShard,
   ShardStatus_State as State,
   type StopShard,
 } from "../gen/llmgw/v1/agent_pb.js";
-import { AckTracker } from "./acks.js";
 import type { SimConfig } from "./config.js";
 import type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
 import { zeroCounters } from "./events.js";
@@ -30,11 +32,8 @@ import {
   xidProblem,
 } from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
-import { registrationOf } from "./registration.js";
+import { type RegisterInit, registrationOf } from "./registration.js";
 import type { Rng } from "./rng.js";
-import { connectAgent, type TlsIdentity } from "./transport.js";
-
-type AgentMessageInit = MessageInitShape<typeof AgentMessageSchema>;
 
 export interface SimShard {
   shardId: string;
@@ -58,22 +57,6 @@ export interface AgentOptions {
   emit: (e: SimEvent) => void;
 }
 
-interface Session {
-  url: string;
-  outbox: PushQueue<AgentMessageInit>;
-  registered: boolean;
-  /** The session the gateway named in the registration's ack ("" from an older gateway). */
-  sessionId: string;
-  heartbeats: number;
-  abort: AbortController;
-  /** What was sent on the stream and which of it the gateway acknowledged. */
-  acks: AckTracker;
-}
-
-type Outcome =
-  | { kind: "reconnect"; retryAfterMs: number; registered: boolean }
-  | { kind: "ended"; reason: string; registered: boolean };
-
 const STATE_NAMES: Record<State, ShardStateName | "unspecified"> = {
   [State.UNSPECIFIED]: "unspecified",
   [State.STARTING]: "starting",
@@ -96,17 +79,13 @@ export class SimAgent {
   private readonly problems: string[][];
   /** GPU problems for the next heartbeat. */
   private readonly pendingProblems: Array<{ gpuIndex: number; kind: GpuProblem_Kind; message: string }> = [];
-  private session: Session | undefined;
-  private partitioned = false;
+  private readonly connection: AgentConnection;
   private partitionScheduled = false;
   private xidFired = false;
-  private stopped = true;
-  private restartPending = false;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Heartbeats sent on the current stream. */
+  private heartbeats = 0;
+  private leakTimer: NodeJS.Timeout | undefined;
   private partitionTimer: NodeJS.Timeout | undefined;
-  private wake: AbortController | undefined;
-  private running: Promise<void> | undefined;
-  private lastReason = "";
 
   constructor(private readonly opts: AgentOptions) {
     this.nodeId = opts.nodeId;
@@ -114,6 +93,7 @@ export class SimAgent {
     this.hardware = nodeHardware(opts.nodeId, opts.position, opts.config);
     this.leakedMb = this.hardware.gpus.map(() => 0);
     this.problems = this.hardware.gpus.map(() => []);
+    this.connection = this.newConnection();
   }
 
   /**
@@ -130,20 +110,21 @@ export class SimAgent {
 
   /** Starts connecting; returns at once (the agent reconnects on its own until stopped). */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.heartbeatTimer = setInterval(() => this.heartbeat(), this.config.heartbeatMs);
-    this.running = this.run();
+    if (this.opts.faults.nodeFaults.has("leak") && !this.leakTimer) {
+      // A leaking foreign process grows whether or not the node is connected.
+      this.leakTimer = setInterval(() => {
+        for (let i = 0; i < this.leakedMb.length; i++) this.leakedMb[i]! += this.config.leakMbPerHeartbeat;
+      }, this.config.heartbeatMs);
+    }
+    this.connection.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.heartbeatTimer);
+    clearInterval(this.leakTimer);
+    this.leakTimer = undefined;
     clearTimeout(this.partitionTimer);
     for (const id of [...this.shardTimers.keys()]) this.clearShardTimers(id);
-    this.session?.abort.abort();
-    this.wake?.abort();
-    await this.running;
+    await this.connection.stop();
   }
 
   /**
@@ -159,26 +140,24 @@ export class SimAgent {
     }
     this.counters.restarts++;
     this.opts.emit({ type: "restarted", nodeId: this.nodeId, keepShards: opts.keepShards });
-    this.restartPending = true;
-    this.session?.abort.abort();
-    this.wake?.abort();
+    this.connection.restart();
   }
 
   get connected(): boolean {
-    return this.session?.registered === true && !this.partitioned;
+    return this.connection.connected;
   }
 
   get isPartitioned(): boolean {
-    return this.partitioned;
+    return this.connection.silent;
   }
 
   get url(): string | undefined {
-    return this.session?.url;
+    return this.connection.url;
   }
 
   /** Why the last stream ended, for operators. */
   get lastDisconnectReason(): string {
-    return this.lastReason;
+    return this.connection.lastDisconnectReason;
   }
 
   shard(id: string): SimShard | undefined {
@@ -202,166 +181,84 @@ export class SimAgent {
     });
   }
 
-  // --- connection loop -----------------------------------------------------
+  // --- connection -------------------------------------------------------------
 
-  private async run(): Promise<void> {
-    const urls = this.config.gateways;
-    let next = this.opts.position % urls.length;
-    let failures = 0;
-    let first = true;
-    while (!this.stopped) {
-      if (!first) this.counters.reconnects++;
-      first = false;
-      const url = urls[next % urls.length]!;
-      const outcome = await this.connectOnce(url);
-      if (this.stopped) break;
-      this.lastReason = outcome.kind === "reconnect" ? "gateway asked to reconnect" : outcome.reason;
-      this.opts.emit({ type: "disconnected", nodeId: this.nodeId, url, reason: this.lastReason });
-      if (this.restartPending) {
-        // A fresh process: back to its first gateway, no backoff.
-        this.restartPending = false;
-        this.partitioned = false;
-        next = this.opts.position % urls.length;
-        failures = 0;
-        continue;
-      }
-      // On any failure or request, the next gateway in the list.
-      next++;
-      failures = outcome.registered ? 0 : failures + 1;
-      let delay = this.backoff(failures);
-      if (outcome.kind === "reconnect") delay = Math.max(delay, outcome.retryAfterMs);
-      if (this.partitioned) delay = Math.max(delay, this.config.partitionHealMs);
-      await this.sleep(delay);
-      this.partitioned = false;
-    }
-  }
-
-  private backoff(failures: number): number {
-    const { reconnectMinMs: min, reconnectMaxMs: max } = this.config;
-    const ceiling = Math.min(max, min * 2 ** Math.min(failures, 20));
-    // Jitter spreads a fleet that lost its gateway at the same moment.
-    return Math.round(ceiling * (0.5 + this.opts.rng() * 0.5));
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.stopped || this.restartPending || ms <= 0) return Promise.resolve();
-    const wake = new AbortController();
-    this.wake = wake;
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      wake.signal.addEventListener("abort", () => {
-        clearTimeout(t);
-        resolve();
-      });
+  private newConnection(): AgentConnection {
+    const c = this.config;
+    return new AgentConnection({
+      gateways: c.gateways,
+      firstGateway: this.opts.position,
+      protocol: c.protocol,
+      tls: () => this.opts.tls,
+      ackTimeoutMs: c.ackTimeoutMs,
+      heartbeatMs: c.heartbeatMs,
+      reconnectMinMs: c.reconnectMinMs,
+      reconnectMaxMs: c.reconnectMaxMs,
+      random: this.opts.rng,
+      registration: () => this.registration(),
+      heartbeat: () => this.heartbeat(),
+      onControl: (m) => this.onControl(m),
+      onEvent: (e) => this.onConnectionEvent(e),
+      // A simulated agent persists nothing in flight: what a stream did not
+      // carry is lost, and the next registration's running shards resynchronise.
+      resendUnacked: false,
     });
   }
 
-  private async connectOnce(url: string): Promise<Outcome> {
-    const session: Session = {
-      url,
-      outbox: new PushQueue(),
-      registered: false,
-      sessionId: "",
-      heartbeats: 0,
-      abort: new AbortController(),
-      acks: new AckTracker(true),
-    };
-    this.session = session;
-    this.opts.emit({ type: "connecting", nodeId: this.nodeId, url });
-    const conn = connectAgent(url, this.config.protocol, this.opts.tls);
-    let ackTimedOut = false;
-    const ackTimer = setTimeout(() => {
-      ackTimedOut = true;
-      session.abort.abort();
-    }, this.config.ackTimeoutMs);
-    session.outbox.push({ msg: { case: "register", value: this.registration() } });
-    session.acks.record("register");
-    try {
-      for await (const m of conn.client.connect(session.outbox, { signal: session.abort.signal })) {
-        // A partitioned node hears nothing either.
-        if (this.partitioned) continue;
-        if (m.msg.case === "reconnect") {
-          return {
-            kind: "reconnect",
-            retryAfterMs: m.msg.value.retryAfterMs,
-            registered: session.registered,
-          };
-        }
-        if (m.msg.case === "ack" && !session.registered && m.msg.value.messageId === "register") {
-          if (!m.msg.value.ok) {
-            return { kind: "ended", reason: `registration refused: ${m.msg.value.error}`, registered: false };
-          }
-          clearTimeout(ackTimer);
-          session.registered = true;
-          session.sessionId = m.msg.value.sessionId;
-          this.counters.registrations++;
-          this.opts.emit({ type: "registered", nodeId: this.nodeId, url });
-          this.acked(session, "1");
-          this.schedulePartition();
-          continue;
-        }
-        if (m.msg.case === "ack" && session.registered && m.msg.value.ok) {
-          // Cumulative (the registration asked for it): the ack of message n
-          // stands for every earlier message the gateway acknowledges.
-          for (const n of session.acks.acked(m.msg.value.messageId)) this.acked(session, String(n));
-          continue;
-        }
-        if (session.registered) this.onControl(m);
+  private onConnectionEvent(e: ConnectionEvent): void {
+    switch (e.type) {
+      case "connecting":
+        if (e.reconnect) this.counters.reconnects++;
+        this.opts.emit({ type: "connecting", nodeId: this.nodeId, url: e.url });
+        return;
+      case "registered":
+        this.heartbeats = 0;
+        this.counters.registrations++;
+        this.opts.emit({ type: "registered", nodeId: this.nodeId, url: e.url });
+        this.schedulePartition();
+        return;
+      case "acked":
+        this.opts.emit({
+          type: "acked",
+          nodeId: this.nodeId,
+          sessionId: e.sessionId,
+          messageId: e.messageId,
+        });
+        return;
+      case "disconnected":
+        this.opts.emit({ type: "disconnected", nodeId: this.nodeId, url: e.url, reason: e.reason });
+        return;
+      case "resent":
+        return;
+      default: {
+        const never: never = e;
+        throw new Error(`unhandled connection event ${JSON.stringify(never)}`);
       }
-      return { kind: "ended", reason: "gateway closed the stream", registered: session.registered };
-    } catch (err) {
-      const reason = ackTimedOut
-        ? `no registration ack within ${this.config.ackTimeoutMs} ms`
-        : this.restartPending
-          ? "agent restarted"
-          : err instanceof Error
-            ? err.message
-            : String(err);
-      return { kind: "ended", reason, registered: session.registered };
-    } finally {
-      clearTimeout(ackTimer);
-      session.outbox.end();
-      session.abort.abort();
-      conn.close();
-      if (this.session === session) this.session = undefined;
     }
   }
 
-  /** The agent's own record of what the control plane acknowledged (checked against the log by check-log). */
-  private acked(session: Session, messageId: string): void {
-    if (session.sessionId === "") return;
-    this.opts.emit({ type: "acked", nodeId: this.nodeId, sessionId: session.sessionId, messageId });
-  }
-
-  private registration() {
-    return create(
-      RegisterSchema,
-      registrationOf(this.nodeId, this.hardware, {
-        agentVersion: this.config.agentVersion,
-        usedMb: this.memoryUsedMb(),
-        problems: this.problems,
-        runningShards: [...this.shards.values()].map((s) => ({
-          shardId: s.shardId,
-          replicaId: s.replicaId,
-          model: s.model,
-          profile: s.profile,
-          gpuIndices: [...s.gpuIndices],
-          state: s.state,
-          endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
-        })),
-        labels: this.config.labels,
-        cumulativeAcks: true,
-      }),
-    );
+  private registration(): RegisterInit {
+    return registrationOf(this.nodeId, this.hardware, {
+      agentVersion: this.config.agentVersion,
+      usedMb: this.memoryUsedMb(),
+      problems: this.problems,
+      runningShards: [...this.shards.values()].map((s) => ({
+        shardId: s.shardId,
+        replicaId: s.replicaId,
+        model: s.model,
+        profile: s.profile,
+        gpuIndices: [...s.gpuIndices],
+        state: s.state,
+        endpoint: s.state === State.RUNNING ? this.endpoint(s) : "",
+      })),
+      labels: this.config.labels,
+      cumulativeAcks: true,
+    });
   }
 
   /** Sends on the current stream when registered and reachable; false when the message was lost. */
   private send(msg: AgentMessageInit): boolean {
-    const s = this.session;
-    if (!s?.registered || this.partitioned) return false;
-    if (s.outbox.push(msg) !== "queued") return false;
-    s.acks.record(msg.msg?.case);
-    return true;
+    return this.connection.send(msg);
   }
 
   private schedulePartition(): void {
@@ -369,33 +266,24 @@ export class SimAgent {
     this.partitionScheduled = true;
     this.partitionTimer = setTimeout(() => {
       // Silent from now on; the stream stays open until the gateway gives up on it.
-      this.partitioned = true;
+      this.connection.silence(this.config.partitionHealMs);
       this.opts.emit({ type: "partitioned", nodeId: this.nodeId });
     }, this.config.partitionAfterMs);
   }
 
-  private heartbeat(): void {
-    const faults = this.opts.faults.nodeFaults;
-    if (faults.has("leak")) {
-      for (let i = 0; i < this.leakedMb.length; i++) this.leakedMb[i]! += this.config.leakMbPerHeartbeat;
-    }
-    const s = this.session;
-    if (!s?.registered || this.partitioned) return;
-    // The gateway is not reading (HTTP/2 flow control): a heartbeat queued behind
-    // unsent ones says nothing new, so the queue does not grow with time.
-    if (s.outbox.length > 0) return;
-    if (faults.has("xid") && !this.xidFired && s.heartbeats >= this.config.xidAfterHeartbeats) this.fireXid();
-    s.heartbeats++;
-    const sent = this.send({
-      msg: {
-        case: "heartbeat",
-        value: {
-          gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
-          gpuProblems: this.pendingProblems.splice(0),
-        },
-      },
-    });
-    if (sent) this.counters.heartbeatsSent++;
+  private heartbeat(): HeartbeatInit {
+    if (
+      this.opts.faults.nodeFaults.has("xid") &&
+      !this.xidFired &&
+      this.heartbeats >= this.config.xidAfterHeartbeats
+    )
+      this.fireXid();
+    this.heartbeats++;
+    this.counters.heartbeatsSent++;
+    return {
+      gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
+      gpuProblems: this.pendingProblems.splice(0),
+    };
   }
 
   private fireXid(): void {

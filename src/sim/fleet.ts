@@ -10,7 +10,7 @@ import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
 import { fleetNodeIds } from "./ids.js";
 import { seededRng } from "./rng.js";
-import { loadTlsIdentity } from "./transport.js";
+import { loadTlsIdentity } from "./tls-identity.js";
 
 export interface FleetSummary {
   nodes: number;

@@ -3,7 +3,7 @@
  * generated code, never the log), used by `llmgw sim`, `llmgw dev`, tests and
  * benchmarks.
  */
-export { AckTracker } from "./acks.js";
+export { AckTracker } from "../agent/client/index.js";
 export { type AgentOptions, SimAgent, type SimShard } from "./agent.js";
 export * from "./certs/index.js";
 export {

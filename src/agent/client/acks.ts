@@ -1,4 +1,4 @@
-import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
 
 /** Kinds of agent message the gateway acknowledges once stored (heartbeats it does not). */
 const ACKED_KINDS: ReadonlySet<AgentMessage["msg"]["case"]> = new Set(["register", "shard", "result"]);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { AckTracker } from "../../src/sim/index.js";
+import { AckTracker } from "../../src/agent/client/index.js";
 
 describe("an agent's record of what the gateway acknowledged", () => {
   it("expands a cumulative ack into the acknowledged kinds it covers, heartbeats left out", () => {
