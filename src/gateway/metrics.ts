@@ -1,6 +1,6 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { parseListen } from "./config.js";
+import { serveRegistry } from "../metrics-endpoint/index.js";
 
 /** The gateway's Prometheus metrics, on a registry of its own (several gateways can share a process). */
 export class GatewayMetrics {
@@ -68,26 +68,9 @@ export class GatewayMetrics {
 }
 
 /** Serves `GET /metrics` on a plain HTTP listener. */
-export async function serveMetrics(
+export function serveMetrics(
   metrics: GatewayMetrics,
   listen: string,
 ): Promise<{ url: string; server: Server }> {
-  const { host, port } = parseListen(listen);
-  const server = createServer((req, res) => {
-    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
-      res.writeHead(404, { "content-type": "text/plain" }).end("not found; try /metrics\n");
-      return;
-    }
-    metrics.registry.metrics().then(
-      (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
-      (err: Error) => res.writeHead(500, { "content-type": "text/plain" }).end(`${err.message}\n`),
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve());
-  });
-  const addr = server.address();
-  const bound = typeof addr === "object" && addr ? addr.port : port;
-  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${bound}/metrics`, server };
+  return serveRegistry(metrics.registry, listen);
 }
