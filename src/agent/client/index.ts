@@ -13,5 +13,6 @@ export {
   type HeartbeatInit,
   type RegisterInit,
 } from "./connection.js";
+export { invalidNodeIdReason, NODE_ID_RULE } from "./node-id.js";
 export { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
 export { type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
