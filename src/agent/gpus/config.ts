@@ -1,0 +1,24 @@
+/** The agent config's `hardware` section: what nvidia-smi cannot tell. */
+import { z } from "zod";
+
+export const hardwareConfigSchema = z.strictObject({
+  /** InfiniBand / RoCE fabrics the node is on: nodes whose fabrics share name and kind can hold one multi-node replica. */
+  fabrics: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1 to 64 letters, digits, '.', '_' or '-'"),
+        kind: z
+          .string()
+          .regex(/^[a-z0-9-]{1,32}$/, "must be a lower-case kind such as infiniband or roce")
+          .default("infiniband"),
+        gpuIndices: z.array(z.number().int().min(0)).default([]),
+      }),
+    )
+    .default([]),
+  /** NVLink domains: "auto" reads `nvidia-smi topo -m`; or the GPU indices of each domain. */
+  nvlink: z.union([z.literal("auto"), z.array(z.array(z.number().int().min(0)).min(2))]).default("auto"),
+  /** At or over this temperature a GPU is reported THERMAL. */
+  thermalLimitC: z.number().int().min(40).max(130).default(90),
+});
+
+export type HardwareConfig = z.output<typeof hardwareConfigSchema>;

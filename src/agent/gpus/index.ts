@@ -1,0 +1,18 @@
+/** The node's GPUs: discovery and periodic samples through nvidia-smi, or from a file. */
+export { type HardwareConfig, hardwareConfigSchema } from "./config.js";
+export {
+  discoverFromFile,
+  discoverWithNvidiaSmi,
+  fileSource,
+  GpuDiscoveryError,
+  type NvidiaSmiOptions,
+  nvidiaSmiSource,
+} from "./discover.js";
+export {
+  GpuOutputError,
+  type GpuRow,
+  parseQueryGpu,
+  parseTopology,
+  QUERY_COLUMNS,
+  rowProblems,
+} from "./parse.js";
