@@ -1,0 +1,48 @@
+/** The agent config's `engines` section: how each engine is started, probed, drained and stopped. */
+import { z } from "zod";
+import { PLACEHOLDERS, unknownPlaceholders } from "./template.js";
+
+const template = z
+  .string()
+  .min(1)
+  .max(4096)
+  .superRefine((t, ctx) => {
+    const bad = unknownPlaceholders(t);
+    if (bad.length > 0)
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown placeholder ${bad.map((b) => `{${b}}`).join(", ")}; known: ${PLACEHOLDERS.map((p) => `{${p}}`).join(" ")}`,
+      });
+  });
+
+export const engineSchema = z.strictObject({
+  /** The argv template; the profile's engine_args are appended. */
+  command: z.array(template).min(1, "needs at least the program"),
+  env: z
+    .record(
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+      z.string().max(4096),
+    )
+    .default({}),
+  ready: z.strictObject({
+    /** Polled until it answers 200: the engine is RUNNING from then on. */
+    http: template,
+    intervalMs: z.number().int().min(50).max(60_000).default(1000),
+    timeoutMs: z.number().int().min(50).max(60_000).default(2000),
+  }),
+  /** Asked before a drain's stop: an engine that stops taking requests finishes what it has. */
+  drain: z.strictObject({ http: template, method: z.enum(["POST", "PUT"]).default("POST") }).optional(),
+  /** SIGTERM to the engine's process group, SIGKILL this long after. */
+  stopGraceSeconds: z.number().min(0).max(3600).default(30),
+  portRange: z
+    .tuple([z.number().int().min(1024).max(65535), z.number().int().min(1024).max(65535)])
+    .default([8000, 8999]),
+});
+
+export const enginesSchema = z.record(
+  z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "engine names are 1 to 63 of a-z, 0-9, '_' and '-'"),
+  engineSchema,
+);
+
+export type EngineConfig = z.output<typeof engineSchema>;
+export type EnginesConfig = z.output<typeof enginesSchema>;

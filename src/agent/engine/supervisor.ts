@@ -1,0 +1,401 @@
+/**
+ * Runs inference engines for shards: one process group per shard, detached
+ * so that engines outlive the agent, recorded under the state directory so
+ * that a restarted agent adopts the ones still alive (PID and start time
+ * both matching) instead of starting them again.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import type {
+  CommandOutcome,
+  ShardEvent,
+  ShardStartSpec,
+  ShardStateName,
+  ShardSupervisor,
+  SupervisedShard,
+} from "../node-agent.js";
+import type { EngineConfig, EnginesConfig } from "./config.js";
+import { processStartTime } from "./process-identity.js";
+import { fill, type TemplateValues } from "./template.js";
+
+/** What the state directory keeps of a shard's engine. */
+interface EngineRecord {
+  spec: ShardStartSpec;
+  pid: number;
+  startTime: string;
+  port: number;
+  endpoint: string;
+  state: ShardStateName;
+  logPath: string;
+}
+
+interface Shard {
+  record: EngineRecord;
+  config: EngineConfig;
+  child: ChildProcess | undefined;
+  stopping: boolean;
+  probe: NodeJS.Timeout | undefined;
+  watch: NodeJS.Timeout | undefined;
+  killTimer: NodeJS.Timeout | undefined;
+  drainTimer: NodeJS.Timeout | undefined;
+  exited: Promise<void>;
+  markExited: () => void;
+}
+
+export interface SupervisorOptions {
+  engines: EnginesConfig;
+  stateDir: string;
+  /** Host in the endpoints engines serve on (http://<host>:<port>). */
+  advertiseHost: string;
+  onEvent: (e: ShardEvent) => void;
+  /** Environment every engine starts from. */
+  baseEnv?: NodeJS.ProcessEnv;
+  /** How often an adopted engine (not our child) is checked for having exited. */
+  watchMs?: number;
+}
+
+const LAST_LINES = 20;
+
+export class EngineSupervisor implements ShardSupervisor {
+  readonly #o: SupervisorOptions;
+  readonly #shards = new Map<string, Shard>();
+  #closed = false;
+
+  constructor(o: SupervisorOptions) {
+    this.#o = o;
+  }
+
+  get #recordsDir(): string {
+    return join(this.#o.stateDir, "shards");
+  }
+
+  /** Engines recorded by an earlier agent process that still run: re-attached, and returned. */
+  async adopt(): Promise<SupervisedShard[]> {
+    await mkdir(this.#recordsDir, { recursive: true });
+    await mkdir(join(this.#o.stateDir, "logs"), { recursive: true });
+    for (const name of await readdir(this.#recordsDir)) {
+      if (!name.endsWith(".json")) continue;
+      const path = join(this.#recordsDir, name);
+      let record: EngineRecord;
+      try {
+        record = JSON.parse(await readFile(path, "utf8")) as EngineRecord;
+      } catch {
+        await rm(path, { force: true });
+        continue;
+      }
+      const config = this.#o.engines[record.spec.engine];
+      const alive = (await processStartTime(record.pid)) === record.startTime;
+      if (!alive || !config) {
+        // Gone, or the PID now belongs to another process: never adopted.
+        await rm(path, { force: true });
+        continue;
+      }
+      const shard = this.#newShard(record, config, undefined);
+      this.#shards.set(record.spec.shardId, shard);
+      this.#watchAdopted(shard);
+      if (record.state === "starting") this.#probe(shard);
+    }
+    return this.shards();
+  }
+
+  shards(): SupervisedShard[] {
+    return [...this.#shards.values()].map(({ record: r }) => ({
+      shardId: r.spec.shardId,
+      replicaId: r.spec.replicaId,
+      model: r.spec.model,
+      profile: r.spec.profile,
+      gpuIndices: [...r.spec.gpuIndices],
+      state: r.state,
+      endpoint: r.endpoint,
+    }));
+  }
+
+  /** PIDs of the engines, by shard (for operators and tests). */
+  pids(): Record<string, number> {
+    return Object.fromEntries([...this.#shards].map(([id, s]) => [id, s.record.pid]));
+  }
+
+  async start(spec: ShardStartSpec): Promise<CommandOutcome> {
+    const existing = this.#shards.get(spec.shardId);
+    if (existing && !existing.stopping) {
+      // A re-sent start: accepted, no second process; its state said again.
+      this.#emit(existing, existing.record.state);
+      return { ok: true };
+    }
+    if (existing)
+      return { ok: false, error: `shard ${spec.shardId} is stopping; start it again once it stopped` };
+    const config = this.#o.engines[spec.engine];
+    if (!config) {
+      const names = Object.keys(this.#o.engines);
+      return {
+        ok: false,
+        error: `engine ${JSON.stringify(spec.engine)} is not configured on this node (configured: ${names.join(", ") || "none"})`,
+      };
+    }
+    const port = await this.#freePort(config.portRange);
+    if (port === undefined)
+      return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
+    const values = templateValues(spec, port);
+    const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
+    const env = {
+      ...(this.#o.baseEnv ?? process.env),
+      ...config.env,
+      ...spec.engineEnv,
+      CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
+    };
+    const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
+    let fd: number;
+    try {
+      fd = openSync(logPath, "a");
+    } catch (err) {
+      return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
+    }
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["ignore", fd, fd], env });
+    } finally {
+      closeSync(fd);
+    }
+    const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
+      child.once("spawn", () => resolve({ ok: true }));
+      child.once("error", (err) => resolve({ ok: false, error: `cannot start ${argv[0]}: ${err.message}` }));
+    });
+    if (!spawned.ok) return spawned;
+    child.unref();
+    const pid = child.pid!;
+    const record: EngineRecord = {
+      spec,
+      pid,
+      startTime: (await processStartTime(pid)) ?? "",
+      port,
+      endpoint: `http://${this.#o.advertiseHost}:${port}`,
+      state: "starting",
+      logPath,
+    };
+    const shard = this.#newShard(record, config, child);
+    this.#shards.set(spec.shardId, shard);
+    child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
+    await this.#save(shard);
+    this.#emit(shard, "starting");
+    this.#probe(shard);
+    return { ok: true };
+  }
+
+  async stop(shardId: string): Promise<CommandOutcome> {
+    const shard = this.#shards.get(shardId);
+    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    this.#terminate(shard);
+    return { ok: true };
+  }
+
+  async drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome> {
+    const shard = this.#shards.get(shardId);
+    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    if (shard.record.state === "draining" || shard.stopping) return { ok: true };
+    shard.record.state = "draining";
+    clearInterval(shard.probe);
+    await this.#save(shard);
+    this.#emit(shard, "draining");
+    const hook = shard.config.drain;
+    if (hook) {
+      const url = fill(hook.http, this.#values(shard));
+      // The hook is advice to the engine; the deadline below stops it regardless.
+      fetch(url, { method: hook.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
+    }
+    // No deadline given (older control planes): the grace the engine has for a stop.
+    const untilDeadline =
+      deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : shard.config.stopGraceSeconds * 1000;
+    shard.drainTimer = setTimeout(() => this.#terminate(shard), untilDeadline);
+    return { ok: true };
+  }
+
+  /** Stops probes and watches; engines keep running (they outlive the agent). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const s of this.#shards.values()) this.#clearTimers(s);
+  }
+
+  /** Stops every engine and waits for them: for tests and a node being emptied. */
+  async stopAll(): Promise<void> {
+    const all = [...this.#shards.values()];
+    for (const s of all) this.#terminate(s);
+    await Promise.all(all.map((s) => s.exited));
+  }
+
+  // --- internals --------------------------------------------------------------
+
+  #newShard(record: EngineRecord, config: EngineConfig, child: ChildProcess | undefined): Shard {
+    let markExited = () => {};
+    const exited = new Promise<void>((r) => {
+      markExited = r;
+    });
+    return {
+      record,
+      config,
+      child,
+      stopping: false,
+      probe: undefined,
+      watch: undefined,
+      killTimer: undefined,
+      drainTimer: undefined,
+      exited,
+      markExited,
+    };
+  }
+
+  #values(shard: Shard): TemplateValues {
+    return templateValues(shard.record.spec, shard.record.port);
+  }
+
+  #probe(shard: Shard): void {
+    const url = fill(shard.config.ready.http, this.#values(shard));
+    let busy = false;
+    shard.probe = setInterval(async () => {
+      if (busy || this.#closed) return;
+      busy = true;
+      try {
+        const r = await fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
+        await r.body?.cancel();
+        if (r.status === 200 && shard.record.state === "starting" && !shard.stopping) {
+          clearInterval(shard.probe);
+          shard.record.state = "running";
+          await this.#save(shard);
+          this.#emit(shard, "running");
+        }
+      } catch {
+        // Not listening yet: loading weights.
+      } finally {
+        busy = false;
+      }
+    }, shard.config.ready.intervalMs);
+  }
+
+  /** An adopted engine is not our child: its exit is seen by its PID going away. */
+  #watchAdopted(shard: Shard): void {
+    shard.watch = setInterval(async () => {
+      if ((await processStartTime(shard.record.pid)) !== shard.record.startTime) {
+        clearInterval(shard.watch);
+        await this.#exited(shard, null, null);
+      }
+    }, this.#o.watchMs ?? 500);
+  }
+
+  #terminate(shard: Shard): void {
+    if (shard.stopping) return;
+    shard.stopping = true;
+    clearTimeout(shard.drainTimer);
+    clearInterval(shard.probe);
+    this.#signal(shard, "SIGTERM");
+    shard.killTimer = setTimeout(() => this.#signal(shard, "SIGKILL"), shard.config.stopGraceSeconds * 1000);
+  }
+
+  #signal(shard: Shard, signal: NodeJS.Signals): void {
+    try {
+      // The whole group: an engine's workers go with it.
+      process.kill(-shard.record.pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  async #exited(shard: Shard, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
+    this.#clearTimers(shard);
+    this.#shards.delete(shard.record.spec.shardId);
+    const lastOutput = await lastLines(shard.record.logPath);
+    await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
+    shard.markExited();
+    if (this.#closed) return;
+    if (shard.stopping) {
+      this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
+      return;
+    }
+    const error =
+      code === null && signal === null
+        ? "the engine exited while the agent was not its parent (exit code unknown)"
+        : signal
+          ? `the engine was killed by ${signal}`
+          : `the engine exited with code ${code}`;
+    this.#emit(shard, "failed", { exitCode: code ?? -1, error, lastOutput });
+  }
+
+  #clearTimers(s: Shard): void {
+    clearInterval(s.probe);
+    clearInterval(s.watch);
+    clearTimeout(s.killTimer);
+    clearTimeout(s.drainTimer);
+  }
+
+  #emit(
+    shard: Shard,
+    state: ShardStateName,
+    extra: { exitCode?: number; error?: string; lastOutput?: string } = {},
+  ): void {
+    shard.record.state = state;
+    this.#o.onEvent({
+      shardId: shard.record.spec.shardId,
+      replicaId: shard.record.spec.replicaId,
+      state,
+      ...(state === "running" ? { endpoint: shard.record.endpoint } : {}),
+      ...extra,
+    });
+  }
+
+  async #save(shard: Shard): Promise<void> {
+    const path = join(this.#recordsDir, `${shard.record.spec.shardId}.json`);
+    const tmp = `${path}.tmp`;
+    // Written whole then renamed: a record is never read half written after a crash.
+    await writeFile(tmp, JSON.stringify(shard.record));
+    await rename(tmp, path);
+  }
+
+  async #freePort([from, to]: [number, number]): Promise<number | undefined> {
+    const taken = new Set([...this.#shards.values()].map((s) => s.record.port));
+    for (let p = from; p <= to; p++) {
+      if (taken.has(p)) continue;
+      const free = await new Promise<boolean>((resolve) => {
+        const srv = createServer();
+        srv.once("error", () => resolve(false));
+        srv.listen(p, "0.0.0.0", () => srv.close(() => resolve(true)));
+      });
+      if (free) return p;
+    }
+    return undefined;
+  }
+}
+
+function templateValues(s: ShardStartSpec, port: number): TemplateValues {
+  return {
+    model: s.model,
+    port: String(port),
+    gpu_count: String(s.gpuIndices.length),
+    gpu_indices: s.gpuIndices.join(","),
+    rank: String(s.rank),
+    world_size: String(s.worldSize),
+    master_addr: s.masterAddr,
+    master_port: String(s.masterPort),
+    shard_id: s.shardId,
+    replica_id: s.replicaId,
+  };
+}
+
+/** The last lines an engine printed (its log file's tail). */
+async function lastLines(path: string): Promise<string> {
+  try {
+    const f = await open(path, "r");
+    try {
+      const { size } = await f.stat();
+      const length = Math.min(size, 16_384);
+      const buf = Buffer.alloc(length);
+      await f.read(buf, 0, length, size - length);
+      return buf.toString("utf8").trimEnd().split("\n").slice(-LAST_LINES).join("\n");
+    } finally {
+      await f.close();
+    }
+  } catch {
+    return "";
+  }
+}
