@@ -4,6 +4,7 @@
  * are checked against them).
  */
 import { Command, Option } from "commander";
+import { registerAgent } from "./commands/agent.js";
 import { registerApi } from "./commands/api.js";
 import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerReconciler(program);
   registerApi(program);
   registerSim(program);
+  registerAgent(program);
   registerCerts(program);
   // Reading the log
   registerEvents(program);

@@ -1,0 +1,25 @@
+/**
+ * The node agent of a GPU machine: a client of the agent protocol (it imports
+ * the generated code and nothing of the control plane) that discovers the
+ * GPUs, supervises inference engines and keeps a stream to a gateway.
+ */
+export {
+  type AgentConfig,
+  AgentConfigError,
+  agentConfigSchema,
+  loadAgentConfig,
+  parseAgentConfig,
+} from "./config.js";
+export * from "./engine/index.js";
+export * from "./gpus/index.js";
+export { AgentMetrics } from "./metrics.js";
+export {
+  type GpuSample,
+  type GpuSource,
+  NodeAgent,
+  type NodeAgentOptions,
+  type NodeHardwareInventory,
+  type ShardEvent,
+  type ShardSupervisor,
+} from "./node-agent.js";
+export { certificateCommonName, TlsFiles, TlsFilesError } from "./tls-files.js";

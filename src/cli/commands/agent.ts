@@ -1,0 +1,241 @@
+/** `llmgw agent`: the node agent of a real GPU machine. */
+import { randomInt } from "node:crypto";
+import { type Command, Option } from "commander";
+import pino from "pino";
+import { invalidNodeIdReason } from "../../agent/client/index.js";
+import {
+  AgentConfigError,
+  AgentMetrics,
+  discoverFromFile,
+  discoverWithNvidiaSmi,
+  EngineSupervisor,
+  fileSource,
+  GpuDiscoveryError,
+  loadAgentConfig,
+  NodeAgent,
+  nvidiaSmiSource,
+  TlsFiles,
+  TlsFilesError,
+} from "../../agent/index.js";
+import { isLoopback, serveRegistry } from "../../metrics-endpoint/index.js";
+import { CliError, intArg } from "../common.js";
+
+interface AgentFlags {
+  config: string;
+  gateway?: string[];
+  tlsCert?: string;
+  tlsKey?: string;
+  ca?: string;
+  insecureDev?: boolean;
+  nodeId?: string;
+  advertiseAddress?: string;
+  nvidiaSmi: string;
+  gpusFrom?: string;
+  stateDir?: string;
+  heartbeatMs?: number;
+  metricsListen?: string;
+  logLevel: string;
+}
+
+const env = (name: string) => `LLMGW_AGENT_${name}`;
+const collect = (v: string, prev: string[] | undefined) => [
+  ...(prev ?? []),
+  ...v.split(",").filter((s) => s !== ""),
+];
+
+export function registerAgent(program: Command): void {
+  program
+    .command("agent")
+    .description(
+      "the node agent of a GPU machine: discovers the GPUs (nvidia-smi), supervises inference engines, keeps a stream to a gateway (docs/agent.md)",
+    )
+    .addOption(
+      new Option("--config <file>", "agent config (YAML/JSON): engines, hardware, state dir")
+        .env(env("CONFIG"))
+        .makeOptionMandatory(),
+    )
+    .addOption(
+      new Option("--gateway <url>", "gateway URL, repeatable or comma-separated; tried in order")
+        .env(env("GATEWAY"))
+        .argParser(collect),
+    )
+    .addOption(
+      new Option("--tls-cert <file>", "the node's client certificate (PEM); its CN is the node id").env(
+        env("TLS_CERT"),
+      ),
+    )
+    .addOption(new Option("--tls-key <file>", "the node's key (PEM)").env(env("TLS_KEY")))
+    .addOption(new Option("--ca <file>", "CA that signed the gateways' certificates (PEM)").env(env("CA")))
+    .addOption(
+      new Option("--insecure-dev", "h2c to a loopback gateway, no certificates: local development only").env(
+        env("INSECURE_DEV"),
+      ),
+    )
+    .addOption(
+      new Option("--node-id <id>", "node id (a DNS name); default: the certificate's CN").env(env("NODE_ID")),
+    )
+    .addOption(
+      new Option(
+        "--advertise-address <host>",
+        "where other nodes and the data plane reach this node (default: the node id)",
+      ).env(env("ADVERTISE_ADDRESS")),
+    )
+    .addOption(
+      new Option("--nvidia-smi <path>", "nvidia-smi to run").env(env("NVIDIA_SMI")).default("nvidia-smi"),
+    )
+    .addOption(
+      new Option(
+        "--gpus-from <file>",
+        "GPUs from a YAML/JSON list instead of nvidia-smi (machines without NVIDIA tools)",
+      ).env(env("GPUS_FROM")),
+    )
+    .addOption(
+      new Option("--state-dir <dir>", "engine records and logs (default: the config's stateDir)").env(
+        env("STATE_DIR"),
+      ),
+    )
+    .addOption(
+      new Option("--heartbeat-ms <ms>", "heartbeat and GPU sample period (default: the config's, 3000)")
+        .env(env("HEARTBEAT_MS"))
+        .argParser(intArg("--heartbeat-ms")),
+    )
+    .addOption(
+      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
+    )
+    .addOption(new Option("--log-level <level>", "pino log level").env("LLMGW_LOG_LEVEL").default("info"))
+    .action(async (flags: AgentFlags) => {
+      await runAgent(flags);
+    });
+}
+
+async function runAgent(flags: AgentFlags): Promise<void> {
+  const logger = pino({ level: flags.logLevel, base: { service: "llmgw-agent" } });
+  let config: Awaited<ReturnType<typeof loadAgentConfig>>;
+  try {
+    config = await loadAgentConfig(flags.config);
+  } catch (err) {
+    if (err instanceof AgentConfigError) throw new CliError(err.message);
+    throw err;
+  }
+  const gateways = flags.gateway ?? config.gateways ?? [];
+  if (gateways.length === 0)
+    throw new CliError("llmgw agent needs --gateway URL (or gateways: in the config)");
+  const tlsFlags = [flags.tlsCert, flags.tlsKey, flags.ca];
+  let tls: TlsFiles | undefined;
+  const metrics = new AgentMetrics().withProcessMetrics();
+  if (flags.insecureDev) {
+    if (tlsFlags.some((f) => f !== undefined))
+      throw new CliError("--insecure-dev takes no --tls-cert, --tls-key or --ca");
+    for (const g of gateways) {
+      const u = new URL(g);
+      if (u.protocol !== "http:" || !isLoopback(u.hostname.replace(/^\[|\]$/g, "")))
+        throw new CliError(
+          `--insecure-dev only talks h2c to a loopback gateway (http://127.0.0.1:PORT), got --gateway ${g}`,
+        );
+    }
+  } else {
+    if (tlsFlags.some((f) => f === undefined))
+      throw new CliError(
+        "llmgw agent needs --tls-cert, --tls-key and --ca (or --insecure-dev for a gateway on loopback)",
+      );
+    try {
+      tls = await TlsFiles.open({ cert: flags.tlsCert!, key: flags.tlsKey!, ca: flags.ca! }, (e) => {
+        metrics.tlsReloads.inc({ outcome: e.ok ? "ok" : "error" });
+        if (e.ok) logger.info({}, "certificate files changed: the next connection uses them");
+        else
+          logger.error(
+            { error: e.error },
+            "certificate files changed but cannot be used; keeping the old ones",
+          );
+      });
+    } catch (err) {
+      if (err instanceof TlsFilesError) throw new CliError(err.message);
+      throw err;
+    }
+  }
+  const cn = tls?.commonName;
+  const nodeId = flags.nodeId ?? config.nodeId ?? cn;
+  if (!nodeId)
+    throw new CliError("llmgw agent needs --node-id (or a client certificate whose CN is the node id)");
+  const bad = invalidNodeIdReason(nodeId);
+  if (bad) throw new CliError(`--node-id: ${bad}`);
+  if (cn !== undefined && cn !== nodeId)
+    throw new CliError(
+      `--node-id ${nodeId} is not the certificate's CN ${cn}: the gateway would refuse the registration`,
+    );
+  const advertiseAddress = flags.advertiseAddress ?? config.advertiseAddress ?? nodeId;
+  const stateDir = flags.stateDir ?? config.stateDir;
+  const heartbeatMs = flags.heartbeatMs ?? config.heartbeatMs;
+
+  let hardware: Awaited<ReturnType<typeof discoverFromFile>>;
+  try {
+    hardware = flags.gpusFrom
+      ? await discoverFromFile(flags.gpusFrom, nodeId, config.hardware)
+      : await discoverWithNvidiaSmi({ path: flags.nvidiaSmi, nodeId, config: config.hardware });
+  } catch (err) {
+    // Never a registration of hardware the agent is not sure of.
+    if (err instanceof GpuDiscoveryError) throw new CliError(err.message);
+    throw err;
+  }
+  const gpus = flags.gpusFrom
+    ? fileSource(flags.gpusFrom)
+    : nvidiaSmiSource({ path: flags.nvidiaSmi, nodeId, config: config.hardware });
+
+  let agent: NodeAgent | undefined;
+  const supervisor = new EngineSupervisor({
+    engines: config.engines,
+    stateDir,
+    advertiseHost: advertiseAddress,
+    onEvent: (e) => {
+      logger.info({ shard: e.shardId, state: e.state, exitCode: e.exitCode, error: e.error }, "shard");
+      agent?.onShardEvent(e);
+    },
+  });
+  const adopted = await supervisor.adopt();
+  metrics.adopted.set(adopted.length);
+  logger.info(
+    { adopted: adopted.map((s) => s.shardId), stateDir },
+    `adopted ${adopted.length} running engines`,
+  );
+  agent = new NodeAgent({
+    nodeId,
+    advertiseAddress,
+    agentVersion: "llmgw-agent/0.1.0",
+    labels: config.labels,
+    gateways,
+    tls: () => tls?.identity,
+    heartbeatMs,
+    ackTimeoutMs: 10_000,
+    reconnectMinMs: 500,
+    reconnectMaxMs: 30_000,
+    random: () => randomInt(1_000_000) / 1_000_000,
+    hardware,
+    gpus,
+    supervisor,
+    metrics,
+    logger,
+  });
+  logger.info(
+    { nodeId, gpus: hardware.gpus.length, fabrics: hardware.fabrics.map((f) => f.name), gateways },
+    "node agent starting",
+  );
+  const metricsServer = flags.metricsListen
+    ? await serveRegistry(metrics.registry, flags.metricsListen)
+    : undefined;
+  if (metricsServer) logger.info({ url: metricsServer.url }, "metrics listening");
+  agent.start();
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      logger.info({ signal: sig }, "stopping; engines keep running and are adopted by the next agent");
+      resolve();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+  await agent.stop();
+  await supervisor.close();
+  tls?.close();
+  metricsServer?.server.close();
+}
