@@ -1,0 +1,184 @@
+/**
+ * The engine supervisor with real processes (the fake engine): idempotent
+ * starts, a crash reported FAILED with its exit code and last output, a
+ * SIGTERM-ignoring engine killed after the grace, a drain ended by its
+ * deadline, and adoption that never takes a reused PID.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { EngineSupervisor, enginesSchema, type ShardEvent, startTimeOfStat } from "../../src/agent/index.js";
+
+const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
+
+function engines(extra: string[], stopGraceSeconds = 1) {
+  return enginesSchema.parse({
+    default: {
+      command: [process.execPath, FAKE_ENGINE, "--port", "{port}", ...extra],
+      ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
+      stopGraceSeconds,
+      portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+    },
+  });
+}
+
+const spec = (shardId: string) => ({
+  shardId,
+  replicaId: `r-${shardId}`,
+  model: "m",
+  profile: "p",
+  engine: "default",
+  gpuIndices: [0, 1],
+  engineArgs: [],
+  engineEnv: {},
+  rank: 0,
+  worldSize: 1,
+  masterAddr: "",
+  masterPort: 0,
+});
+
+async function until<T>(what: string, check: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const v = check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function withSupervisor(
+  extra: string[],
+  fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
+  grace = 1,
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
+  const events: ShardEvent[] = [];
+  const s = new EngineSupervisor({
+    engines: engines(extra, grace),
+    stateDir: dir,
+    advertiseHost: "127.0.0.1",
+    onEvent: (e) => events.push(e),
+    watchMs: 50,
+  });
+  await s.adopt();
+  try {
+    await fn(s, events, dir);
+  } finally {
+    for (const pid of Object.values(s.pids())) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {}
+    }
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const stateOf = (events: ShardEvent[], state: ShardEvent["state"]) => events.find((e) => e.state === state);
+
+describe("engine supervisor (real processes)", () => {
+  it("answers a repeated start without a second process, and stops on request", async () => {
+    await withSupervisor([], async (s, events) => {
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      await until("running", () => stateOf(events, "running"));
+      const pid = s.pids()["s1"];
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      assert.equal(s.pids()["s1"], pid, "no second process");
+      assert.equal(events.filter((e) => e.state === "running").length, 2, "its state said again");
+      await s.stop("s1");
+      const stopped = await until("stopped", () => stateOf(events, "stopped"));
+      assert.equal(stopped.exitCode, 0);
+      assert.deepEqual(await s.stop("nope"), { ok: false, error: 'unknown shard "nope"' });
+    });
+  });
+
+  it("refuses an engine the node does not configure, naming the ones it does", async () => {
+    await withSupervisor([], async (s) => {
+      const r = await s.start({ ...spec("s1"), engine: "vllm" });
+      assert.deepEqual(r, {
+        ok: false,
+        error: 'engine "vllm" is not configured on this node (configured: default)',
+      });
+    });
+  });
+
+  it("reports a crash as FAILED with the exit code and the last output", async () => {
+    await withSupervisor(["--crash-after-ms", "100", "--exit-code", "7"], async (s, events) => {
+      await s.start(spec("s1"));
+      const failed = await until("failed", () => stateOf(events, "failed"));
+      assert.equal(failed.exitCode, 7);
+      assert.match(failed.lastOutput ?? "", /illegal memory access was encountered \(exiting 7\)/);
+      assert.match(failed.error ?? "", /exited with code 7/);
+    });
+  });
+
+  it("kills an engine that ignores SIGTERM once the grace has passed", async () => {
+    await withSupervisor(
+      ["--ignore-sigterm"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await s.stop("s1");
+        const stopped = await until("stopped", () => stateOf(events, "stopped"));
+        assert.match(stopped.lastOutput ?? "", /ignoring SIGTERM/, "it was asked first");
+      },
+      1,
+    );
+  });
+
+  it("ends a drain by its deadline", async () => {
+    await withSupervisor(
+      ["--ignore-sigterm"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await s.drain("s1", Date.now() + 300);
+        assert.ok(stateOf(events, "draining"));
+        await until("stopped after the drain's deadline", () => stateOf(events, "stopped"));
+      },
+      0,
+    );
+  });
+
+  it("adopts a live engine after a restart, and never a recorded PID now held by another process", async () => {
+    await withSupervisor([], async (s, events, dir) => {
+      await s.start(spec("s1"));
+      await until("running", () => stateOf(events, "running"));
+      const pid = s.pids()["s1"]!;
+      await s.close();
+      // Another process under a PID the records name, with the wrong start time.
+      const other = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
+      try {
+        const fake = JSON.parse(readFileSync(join(dir, "shards", "s1.json"), "utf8"));
+        writeFileSync(
+          join(dir, "shards", "s2.json"),
+          JSON.stringify({ ...fake, spec: spec("s2"), pid: other.pid, startTime: "1" }),
+        );
+        const again = new EngineSupervisor({
+          engines: engines([]),
+          stateDir: dir,
+          advertiseHost: "127.0.0.1",
+          onEvent: () => {},
+        });
+        const adopted = await again.adopt();
+        assert.deepEqual(
+          adopted.map((a) => [a.shardId, a.state]),
+          [["s1", "running"]],
+        );
+        assert.equal(again.pids()["s1"], pid, "the same engine process");
+        await again.close();
+      } finally {
+        other.kill("SIGKILL");
+      }
+    });
+  });
+
+  it("reads the start time after the last ')' of /proc/<pid>/stat", () => {
+    const fields = Array.from({ length: 50 }, (_, i) => String(i + 3));
+    assert.equal(startTimeOfStat(`123 (we(ird) name)) ${fields.join(" ")}`), "22");
+  });
+});
