@@ -16,6 +16,7 @@ import type { ReplicaState } from "../../projections/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
 import { Children } from "../dev/children.js";
 import { pickPort } from "../dev/ports.js";
+import { startRealAgents, stopRealEngines } from "../dev/real-agents.js";
 import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
 
@@ -32,6 +33,7 @@ interface DevOptions {
   catalog: string | false;
   summaryMs: number;
   startDelayMs: number;
+  agents: "sim" | "real";
 }
 
 export function registerDev(program: Command): void {
@@ -78,6 +80,14 @@ export function registerDev(program: Command): void {
       new Option("--start-delay-ms <ms>", "simulated engine start-up time")
         .default(3000)
         .argParser(intArg("--start-delay-ms")),
+    )
+    .addOption(
+      new Option(
+        "--agents <kind>",
+        "sim: simulated agents; real: the real node agent (llmgw agent) per node, GPUs from a file and a fake engine",
+      )
+        .choices(["sim", "real"])
+        .default("sim"),
     )
     .addOption(
       new Option("--summary-ms <ms>", "summary line period (0: none)")
@@ -140,6 +150,8 @@ async function runDev(opts: DevOptions): Promise<void> {
 
   let failed: string | undefined;
   const stop = new AbortController();
+  let realStateDirs: string[] = [];
+  let resumedCount = 0;
   const children = new Children(logDir, (c, code) => {
     failed = `${c.name} exited unexpectedly (${code}); see ${c.logFile}`;
     stop.abort();
@@ -220,47 +232,60 @@ async function runDev(opts: DevOptions): Promise<void> {
       );
     }
 
-    // Machines keep their engines while the control plane restarts.
-    const replicas = (await api.request<{ replicas: ReplicaState[] }>("GET", "/v1/replicas")).body.replicas;
-    const resumed = runningShardsByNode(replicas);
-    const resumeFile = join(dataDir, "sim-running-shards.json");
-    await writeFile(resumeFile, JSON.stringify(resumed, null, 2));
-    const resumedCount = Object.values(resumed).reduce((a, l) => a + l.length, 0);
-    children.start(
-      "sim",
-      process.execPath,
-      [
-        LLMGW,
-        "sim",
-        "--insecure-dev",
-        "--gateway",
+    if (opts.agents === "real") {
+      realStateDirs = await startRealAgents(children, {
+        dataDir,
+        nodes: opts.nodes,
+        gpusPerNode: opts.gpusPerNode,
         gatewayUrl,
-        "--nodes",
-        String(opts.nodes),
-        "--node-prefix",
-        "gpu-",
-        "--gpus-per-node",
-        String(opts.gpusPerNode),
-        "--nodes-per-fabric",
-        "4",
-        "--heartbeat-ms",
-        "2000",
-        "--start-delay-ms",
-        String(opts.startDelayMs),
-        "--running-shards",
-        resumeFile,
-        "--summary-ms",
-        "10000",
-      ],
-      env,
-    );
+        startDelayMs: opts.startDelayMs,
+        env,
+      });
+    } else {
+      // Machines keep their engines while the control plane restarts.
+      const replicas = (await api.request<{ replicas: ReplicaState[] }>("GET", "/v1/replicas")).body.replicas;
+      const resumed = runningShardsByNode(replicas);
+      const resumeFile = join(dataDir, "sim-running-shards.json");
+      await writeFile(resumeFile, JSON.stringify(resumed, null, 2));
+      resumedCount = Object.values(resumed).reduce((a, l) => a + l.length, 0);
+      children.start(
+        "sim",
+        process.execPath,
+        [
+          LLMGW,
+          "sim",
+          "--insecure-dev",
+          "--gateway",
+          gatewayUrl,
+          "--nodes",
+          String(opts.nodes),
+          "--node-prefix",
+          "gpu-",
+          "--gpus-per-node",
+          String(opts.gpusPerNode),
+          "--nodes-per-fabric",
+          "4",
+          "--heartbeat-ms",
+          "2000",
+          "--start-delay-ms",
+          String(opts.startDelayMs),
+          "--running-shards",
+          resumeFile,
+          "--summary-ms",
+          "10000",
+        ],
+        env,
+      );
+    }
 
     say(`llmgw dev is up (data in ${dataDir}, logs in ${logDir})`);
     say(`  API and UI  ${apiUrl}`);
     say(`  NATS        ${natsUrl}`);
     say(`  gateway     ${gatewayUrl} (h2c, insecure dev mode)`);
     say(
-      `  fleet       ${opts.nodes} simulated nodes × ${opts.gpusPerNode} H100 80 GB${resumedCount > 0 ? `, ${resumedCount} shards still running from the last run` : ""}`,
+      opts.agents === "real"
+        ? `  fleet       ${opts.nodes} real node agents (llmgw agent) × ${opts.gpusPerNode} GPUs from a file, fake engines; state in ${join(dataDir, "agents")}`
+        : `  fleet       ${opts.nodes} simulated nodes × ${opts.gpusPerNode} H100 80 GB${resumedCount > 0 ? `, ${resumedCount} shards still running from the last run` : ""}`,
     );
     say("Ctrl-C stops everything.");
 
@@ -287,6 +312,8 @@ async function runDev(opts: DevOptions): Promise<void> {
     process.removeListener("SIGTERM", onSignal);
     say("stopping…");
     await children.stopAll();
+    const engines = await stopRealEngines(realStateDirs);
+    if (engines > 0) say(`stopped ${engines} engines the node agents ran`);
     say("stopped");
   }
   if (failed) throw new CliError(failed, EXIT.failure);

@@ -1,0 +1,111 @@
+/**
+ * `llmgw dev --agents real`: the real node agent on every dev node instead of
+ * the simulator, with GPUs from a file (8 × H100 80 GB) and the fake engine
+ * (examples/agent/fake-engine.mjs) as the "inference engine", so the agent
+ * can be watched at work on a machine without GPUs.
+ */
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../package-root.js";
+import type { Children } from "./children.js";
+
+const LLMGW = join(PACKAGE_ROOT, "bin/llmgw.js");
+const FAKE_ENGINE = join(PACKAGE_ROOT, "examples/agent/fake-engine.mjs");
+
+export interface RealAgentsOptions {
+  dataDir: string;
+  nodes: number;
+  gpusPerNode: number;
+  gatewayUrl: string;
+  startDelayMs: number;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Starts one `llmgw agent` per node; resolves with the state directories (for stopping the engines). */
+export async function startRealAgents(children: Children, o: RealAgentsOptions): Promise<string[]> {
+  const stateDirs: string[] = [];
+  for (let i = 1; i <= o.nodes; i++) {
+    const nodeId = `gpu-${i}`;
+    const dir = join(o.dataDir, "agents", nodeId);
+    await mkdir(dir, { recursive: true });
+    const gpus = Array.from({ length: o.gpusPerNode }, (_, g) => ({
+      index: g,
+      uuid: `GPU-${String(i).padStart(4, "0")}${String(g).padStart(4, "0")}-0000-4000-8000-000000000000`,
+      product: "NVIDIA H100 80GB HBM3",
+      memoryTotalMb: 81559,
+      memoryUsedMb: 0,
+    }));
+    await writeFile(join(dir, "gpus.json"), JSON.stringify(gpus, null, 2));
+    const base = 20_000 + i * 100;
+    const config = {
+      stateDir: join(dir, "state"),
+      hardware: {
+        nvlink: [gpus.map((g) => g.index)],
+        fabrics: [{ name: `ib-pod-${Math.ceil(i / 4)}`, kind: "infiniband" }],
+      },
+      engines: {
+        default: {
+          command: [
+            process.execPath,
+            FAKE_ENGINE,
+            "--port",
+            "{port}",
+            "--start-delay-ms",
+            String(o.startDelayMs),
+          ],
+          ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 250 },
+          stopGraceSeconds: 2,
+          // Each node its own range: the agents pick ports at the same moment.
+          portRange: [base, base + 99],
+        },
+      },
+    };
+    await writeFile(join(dir, "agent.json"), JSON.stringify(config, null, 2));
+    stateDirs.push(config.stateDir);
+    children.start(
+      nodeId,
+      process.execPath,
+      [
+        LLMGW,
+        "agent",
+        "--config",
+        join(dir, "agent.json"),
+        "--gateway",
+        o.gatewayUrl,
+        "--insecure-dev",
+        "--node-id",
+        nodeId,
+        "--advertise-address",
+        "127.0.0.1",
+        "--gpus-from",
+        join(dir, "gpus.json"),
+        "--heartbeat-ms",
+        "2000",
+      ],
+      o.env,
+    );
+  }
+  return stateDirs;
+}
+
+/**
+ * Engines outlive their agents by design; dev stops them with everything
+ * else so that a Ctrl-C leaves no process behind.
+ */
+export async function stopRealEngines(stateDirs: readonly string[]): Promise<number> {
+  let n = 0;
+  for (const dir of stateDirs) {
+    const shards = join(dir, "shards");
+    const names = await readdir(shards).catch(() => [] as string[]);
+    for (const name of names.filter((f) => f.endsWith(".json"))) {
+      try {
+        const { pid } = JSON.parse(await readFile(join(shards, name), "utf8")) as { pid: number };
+        process.kill(-pid, "SIGTERM");
+        n++;
+      } catch {
+        // Gone already.
+      }
+    }
+  }
+  return n;
+}
