@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -293,9 +293,10 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
       assert.equal(ready.ready, 1, "the adopted replica is still ready");
     } finally {
       agent?.proc.kill("SIGKILL");
-      if (enginePid !== undefined) {
+      // Every engine any agent started here wrote a record: none outlives the test.
+      for (const f of readdirSync(dir).filter((n) => n.endsWith(".json") && n !== "gpus.json")) {
         try {
-          process.kill(-enginePid, "SIGKILL");
+          process.kill(-JSON.parse(readFileSync(join(dir, f), "utf8")).pid, "SIGKILL");
         } catch {}
       }
       await stack?.close();
