@@ -111,6 +111,8 @@ export function profileFrom(p: Profile): ProfileSpec {
     gpuProduct: p.gpuProduct,
     fabricKind: p.fabricKind,
     nodeLabels: sortedRecord(p.nodeLabels),
+    // Catalogs written before profiles named an engine run the default one.
+    engine: p.engine === "" ? "default" : p.engine,
     engineArgs: [...p.engineArgs],
     engineEnv: sortedRecord(p.engineEnv),
     startTimeoutMs: p.startTimeoutMs,

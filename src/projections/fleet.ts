@@ -23,7 +23,7 @@ import type { FleetState } from "./state.js";
  * 7 — shards record their endpoint, replicas state the routing table;
  * 8 — GPUs record faults reported by heartbeats and operator cordons.
  */
-export const FLEET_SCHEMA_VERSION = 8;
+export const FLEET_SCHEMA_VERSION = 9;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

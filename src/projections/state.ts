@@ -73,6 +73,8 @@ export interface RegisteredShard {
 export interface NodeState {
   nodeId: string;
   agentVersion: string;
+  /** Where other nodes and the data plane reach the node ("" when its agent did not say: the node id stands in). */
+  advertiseAddress: string;
   labels: Record<string, string>;
   gpus: GpuState[];
   fabrics: FabricState[];
@@ -130,6 +132,8 @@ export interface ProfileSpec {
   /** Fabric kind the shards' nodes must share; "" = none needed. */
   fabricKind: string;
   nodeLabels: Record<string, string>;
+  /** The agent's engine to run the shards with ("default" when the catalog names none). */
+  engine: string;
   engineArgs: string[];
   engineEnv: Record<string, string>;
   /** Per-profile overrides of the reconciler's lifecycle deadlines; 0 = its default. */

@@ -20,6 +20,7 @@ function sameInBoth(p: {
   nodeLabels: Record<string, string>;
   engineArgs: readonly string[];
   engineEnv: Record<string, string>;
+  engine: string;
 }) {
   return {
     name: p.name,
@@ -30,6 +31,7 @@ function sameInBoth(p: {
     nodeLabels: { ...p.nodeLabels },
     engineArgs: [...p.engineArgs],
     engineEnv: { ...p.engineEnv },
+    engine: p.engine,
   };
 }
 

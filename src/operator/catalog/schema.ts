@@ -67,6 +67,14 @@ export const profileSchema = z.strictObject({
       z.string().max(256),
     )
     .default({}),
+  /** The engine the node agent runs the shards with (its config's engines.<name>). */
+  engine: z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9_-]{0,62}$/,
+      "engine names are 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit",
+    )
+    .default("default"),
   engineArgs: z.array(z.string().max(4096)).max(256).default([]),
   engineEnv: z
     .record(z.string().regex(ENV_NAME, "must be an environment variable name"), z.string().max(4096))

@@ -7,6 +7,7 @@
  */
 import type { ModelSpec, ReplicaState } from "../../projections/index.js";
 import { FleetView, type NoFit, type Placed, placeReplica } from "../placement/index.js";
+import { launchFields } from "./launch.js";
 import { limitsFor } from "./limits.js";
 import { decision, sortedValues, startCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -64,6 +65,7 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
       rank: s.rank,
       worldSize,
       peers,
+      ...launchFields(pass.work.inventory, p.profile, r.replicaId, peers),
     }),
   );
   const where = shards.map((s) => `${s.nodeId} [${s.gpuIndices.join(",")}]`).join(" + ");

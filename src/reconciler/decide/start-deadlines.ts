@@ -13,8 +13,9 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
-import type { ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
+import type { InventoryState, ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
 import { failedUnit } from "./failures.js";
+import { launchFields } from "./launch.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
 import { decision, reachable, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
@@ -64,7 +65,7 @@ function startOverdue(
           },
         ),
       ],
-      commands: [startAgain(r, s, profile, attempt, due)],
+      commands: [startAgain(pass.work.inventory, r, s, profile, attempt, due)],
     };
   }
   return failedUnit(
@@ -97,8 +98,16 @@ function readyOverdue(pass: Pass, r: ReplicaState, limits: LifecycleLimits): Uni
 }
 
 /** The shard's start command again: same id, so an agent that did start it answers with its state. */
-function startAgain(r: ReplicaState, s: ShardState, p: ProfileSpec, attempt: number, dueMs: number): Command {
+function startAgain(
+  inventory: InventoryState,
+  r: ReplicaState,
+  s: ShardState,
+  p: ProfileSpec,
+  attempt: number,
+  dueMs: number,
+): Command {
   const shards = Math.max(1, p.shards);
+  const peers = shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((x) => x.nodeId) : [];
   return create(CommandSchema, {
     commandId: s.startCommandId,
     nodeId: s.nodeId,
@@ -119,7 +128,8 @@ function startAgain(r: ReplicaState, s: ShardState, p: ProfileSpec, attempt: num
         engineEnv: { ...p.engineEnv },
         rank: s.rank,
         worldSize: shards,
-        peers: shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((x) => x.nodeId) : [],
+        peers,
+        ...launchFields(inventory, p, r.replicaId, peers),
       },
     },
   });
