@@ -16,6 +16,7 @@ function newNode(nodeId: string, seq: number): NodeState {
   return {
     nodeId,
     agentVersion: "",
+    advertiseAddress: "",
     labels: {},
     gpus: [],
     fabrics: [],
@@ -46,6 +47,7 @@ function applyRegistration(n: NodeState, reg: Register | undefined): void {
   if (!reg) return;
   const cordons = new Map(n.gpus.filter((g) => g.cordoned).map((g) => [g.index, g.cordonReason]));
   n.agentVersion = reg.agentVersion;
+  n.advertiseAddress = reg.advertiseAddress;
   n.labels = sortedRecord(reg.labels);
   // A fresh registration carries the agent's own per-GPU health view; a GPU
   // cordon is operator intent and outlives it.
