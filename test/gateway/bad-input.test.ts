@@ -98,7 +98,10 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
       registration: { ...h100Registration("gpu-ba1"), advertiseAddress: "gpu-ba1:8000; rm -rf /" },
     });
     assert.equal(codeOf(err), "InvalidArgument");
-    assert.match(String(err), /invalid registration: advertise_address "gpu-ba1:8000; rm -rf \/" must be empty/);
+    assert.match(
+      String(err),
+      /invalid registration: advertise_address "gpu-ba1:8000; rm -rf \/" must be empty/,
+    );
     await othersStillServed();
   });
 

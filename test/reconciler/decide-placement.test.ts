@@ -112,7 +112,10 @@ describe("decide: placement", () => {
       "both starts are re-sent",
     );
     for (const s of again) {
-      assert.deepEqual(s, first.find((x) => x.shardId === s.shardId));
+      assert.deepEqual(
+        s,
+        first.find((x) => x.shardId === s.shardId),
+      );
     }
   });
 
