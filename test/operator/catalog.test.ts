@@ -18,6 +18,16 @@ import { canonicalJson } from "../../src/projections/index.js";
 
 const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
 
+/** A catalog of one model with one profile; tests append the profile's further fields. */
+const ONE_PROFILE = `models:
+  - name: big
+    replicas: 1
+    profiles:
+      - name: tp8
+        gpusPerShard: 8
+        memoryPerGpu: 70GiB
+`;
+
 function issuesOf(text: string, format: "yaml" | "json" = "yaml") {
   const r = parseCatalogText(text, format);
   assert.equal(r.ok, false, "expected the catalog to be refused");
@@ -162,14 +172,7 @@ describe("catalog file", () => {
     assert.equal(formatDuration(1_200_000), "20m");
     assert.equal(formatDuration(1500), "1500ms");
 
-    const withDeadlines = `models:
-  - name: big
-    replicas: 1
-    profiles:
-      - name: tp8
-        gpusPerShard: 8
-        memoryPerGpu: 70GiB
-        startTimeout: 2m
+    const withDeadlines = `${ONE_PROFILE}        startTimeout: 2m
         startAttempts: 5
         readyTimeout: 45m
 `;
@@ -201,14 +204,8 @@ describe("catalog file", () => {
   });
 
   it("names the engine a profile runs with: the default one unless set, a bad name refused naming the field and the rule", () => {
-    const withEngine = (engine: string | undefined) => `models:
-  - name: big
-    replicas: 1
-    profiles:
-      - name: tp8
-        gpusPerShard: 8
-        memoryPerGpu: 70GiB
-${engine === undefined ? "" : `        engine: ${JSON.stringify(engine)}\n`}`;
+    const withEngine = (engine: string | undefined) =>
+      `${ONE_PROFILE}${engine === undefined ? "" : `        engine: ${JSON.stringify(engine)}\n`}`;
     const plain = parseCatalogText(withEngine(undefined), "yaml");
     assert.ok(plain.ok, JSON.stringify(!plain.ok && plain.issues));
     assert.equal(plain.catalog.models[0]?.profiles[0]?.engine, "default");

@@ -18,7 +18,10 @@ describe("operator CLI against a real API", () => {
     const r = await runCli(["nodes"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^NODE\s+ADDRESS\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/);
+    assert.match(
+      lines[0] ?? "",
+      /^NODE\s+ADDRESS\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/,
+    );
     assert.match(lines[1] ?? "", /^gpu-a1\s+-\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
     assert.match(lines[3] ?? "", /^gpu-b1\s+-\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
     const j = await runCli(["nodes", "--json"], { env: api.cliEnv });
