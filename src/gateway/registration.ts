@@ -1,5 +1,5 @@
 import type { CommandResult, Heartbeat, Register, ShardStatus } from "../gen/llmgw/v1/agent_pb.js";
-import { isReservedKey } from "../log/index.js";
+import { invalidHostAddressReason, isReservedKey } from "../log/index.js";
 
 /**
  * What an agent may claim about itself. The wire format bounds a message's
@@ -42,6 +42,9 @@ export function registrationProblem(reg: Register): string | undefined {
     tooMany("running_shards", reg.runningShards.length, LIMITS.runningShards) ??
     tooMany("labels", Object.keys(reg.labels).length, LIMITS.labels);
   if (count) return count;
+  // Other nodes' engines are pointed at it (StartShard.master_addr).
+  const address = invalidHostAddressReason(reg.advertiseAddress, "advertise_address");
+  if (address) return address;
 
   const gpus = new Map<number, number>();
   for (const [i, g] of reg.gpus.entries()) {

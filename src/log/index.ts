@@ -12,6 +12,7 @@ export {
 } from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
+export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export {
   invalidNodeIdReason,

@@ -77,6 +77,9 @@ export const NodeViewSchema = named(
     nodeId: z.string(),
     liveness: z.enum(["connected", "disconnected", "suspect", "lost"]),
     agentVersion: z.string(),
+    advertiseAddress: z
+      .string()
+      .describe("The host name or IP address other nodes reach it at; empty when it advertised none."),
     labels: z.record(z.string(), z.string()),
     cordoned: z.boolean(),
     cordonReason: z.string(),

@@ -23,6 +23,8 @@ export interface NodeView {
   nodeId: string;
   liveness: NodeState["liveness"];
   agentVersion: string;
+  /** Where other nodes reach it, as it advertised; "" when it advertised none. */
+  advertiseAddress: string;
   labels: Record<string, string>;
   cordoned: boolean;
   cordonReason: string;
@@ -108,6 +110,7 @@ function nodeViewWith(n: NodeState, holders: Holders): NodeView {
     nodeId: n.nodeId,
     liveness: n.liveness,
     agentVersion: n.agentVersion,
+    advertiseAddress: n.advertiseAddress,
     labels: { ...n.labels },
     cordoned: n.cordoned,
     cordonReason: n.cordonReason,

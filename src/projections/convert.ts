@@ -16,6 +16,7 @@ import type {
   RegisteredShard,
   ShardReportedState,
 } from "./state.js";
+import { DEFAULT_ENGINE } from "./state.js";
 
 export function gpuFrom(g: Gpu): GpuState {
   return {
@@ -111,8 +112,8 @@ export function profileFrom(p: Profile): ProfileSpec {
     gpuProduct: p.gpuProduct,
     fabricKind: p.fabricKind,
     nodeLabels: sortedRecord(p.nodeLabels),
-    // Catalogs written before profiles named an engine run the default one.
-    engine: p.engine === "" ? "default" : p.engine,
+    // Catalogs written before profiles named an engine mean the default one.
+    engine: p.engine === "" ? DEFAULT_ENGINE : p.engine,
     engineArgs: [...p.engineArgs],
     engineEnv: sortedRecord(p.engineEnv),
     startTimeoutMs: p.startTimeoutMs,

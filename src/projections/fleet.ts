@@ -21,7 +21,8 @@ import type { FleetState } from "./state.js";
  *     commands a gateway reported undeliverable wait in `undeliverable`
  *     until a pass handles them; a restated drain keeps its start time;
  * 7 — shards record their endpoint, replicas state the routing table;
- * 8 — GPUs record faults reported by heartbeats and operator cordons.
+ * 8 — GPUs record faults reported by heartbeats and operator cordons;
+ * 9 — nodes record their advertised address, profiles their engine.
  */
 export const FLEET_SCHEMA_VERSION = 9;
 

@@ -73,7 +73,10 @@ export interface RegisteredShard {
 export interface NodeState {
   nodeId: string;
   agentVersion: string;
-  /** Where other nodes and the data plane reach the node ("" when its agent did not say: the node id stands in). */
+  /**
+   * Where other nodes reach it (Register.advertise_address of its newest
+   * registration); "" when it advertised none.
+   */
   advertiseAddress: string;
   labels: Record<string, string>;
   gpus: GpuState[];
@@ -122,6 +125,9 @@ export interface InventoryState {
 
 // ----------------------------------------------------------------- replicas
 
+/** The engine of a profile that names none (a catalog's Profile.engine empty). */
+export const DEFAULT_ENGINE = "default";
+
 export interface ProfileSpec {
   name: string;
   shards: number;
@@ -132,7 +138,7 @@ export interface ProfileSpec {
   /** Fabric kind the shards' nodes must share; "" = none needed. */
   fabricKind: string;
   nodeLabels: Record<string, string>;
-  /** The agent's engine to run the shards with ("default" when the catalog names none). */
+  /** The agent's engine the shards run with; "default" when the catalog named none. */
   engine: string;
   engineArgs: string[];
   engineEnv: Record<string, string>;

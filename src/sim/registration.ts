@@ -21,6 +21,8 @@ export interface RegistrationState {
   runningShards?: RunningShardInit[];
   labels?: Record<string, string>;
   cumulativeAcks?: boolean;
+  /** Register.advertise_address; "" (the default) leaves the node id to stand in. */
+  advertiseAddress?: string;
 }
 
 // The return type is the literal's (not RegisterInit, a union with the message type) so callers can spread it and override a field.
@@ -40,6 +42,7 @@ export function registrationOf(nodeId: string, hw: NodeHardware, s: Registration
     runningShards: s.runningShards ?? [],
     labels: { ...s.labels },
     cumulativeAcks: s.cumulativeAcks ?? false,
+    advertiseAddress: s.advertiseAddress ?? "",
   };
 }
 

@@ -92,6 +92,19 @@ describe("gateway: bad input gets the right error and harms no one else", () => 
     });
   }
 
+  it("refuses an advertise_address that is neither a DNS name nor an IP address, naming the field", async () => {
+    const err = await refused({
+      tls: tls("gpu-ba1"),
+      registration: { ...h100Registration("gpu-ba1"), advertiseAddress: "gpu-ba1:8000; rm -rf /" },
+    });
+    assert.equal(codeOf(err), "InvalidArgument");
+    assert.match(
+      String(err),
+      /invalid registration: advertise_address "gpu-ba1:8000; rm -rf \/" must be empty/,
+    );
+    await othersStillServed();
+  });
+
   it("refuses an oversized message", async () => {
     const reg = { ...h100Registration("gpu-b7"), labels: { blob: "x".repeat(100 * 1024) } };
     const err = await refused({ tls: tls("gpu-b7"), registration: reg });

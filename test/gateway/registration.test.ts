@@ -46,6 +46,43 @@ describe("registration rules (pure)", () => {
     assert.equal(registrationProblem(reg(fabric)), "fabrics[1].gpu_indices[1]: GPU 3 is listed twice");
   });
 
+  it("takes an advertise_address that is empty, a DNS name or an IP address, and refuses anything else naming the field", () => {
+    for (const ok of [
+      "",
+      "10.0.0.5",
+      "255.255.255.255",
+      "gpu-1.dc1.example.com",
+      "gpu-1",
+      "fd00::5",
+      "::1",
+      "2001:db8:0:0:0:0:2:1",
+      "::ffff:10.0.0.5",
+    ]) {
+      assert.equal(registrationProblem(reg({ nodeId: "gpu-a1", advertiseAddress: ok })), undefined, ok);
+    }
+    for (const bad of [
+      "10.0.0.256",
+      "10.0.0",
+      "010.0.0.5",
+      "GPU-1.example.com",
+      "gpu_1",
+      "gpu-1:8000",
+      "http://gpu-1",
+      "[fd00::5]",
+      "fe80::1%eth0",
+      "fd00::5::6",
+      "a b",
+      "-gpu",
+      `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}`,
+    ]) {
+      assert.match(
+        registrationProblem(reg({ nodeId: "gpu-a1", advertiseAddress: bad })) ?? "",
+        /^advertise_address .*must be empty, a DNS name \(RFC 1123.*or an IPv4 or IPv6 address, at most 253 characters$/,
+        bad,
+      );
+    }
+  });
+
   it("bounds every repeated field", () => {
     const n = LIMITS.gpus + 1;
     assert.match(

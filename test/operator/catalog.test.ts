@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { ModelSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
   catalogFileFrom,
   formatDuration,
@@ -15,6 +17,16 @@ import { modelFrom } from "../../src/projections/convert.js";
 import { canonicalJson } from "../../src/projections/index.js";
 
 const example = readFileSync(new URL("../../examples/catalog.yaml", import.meta.url), "utf8");
+
+/** A catalog of one model with one profile; tests append the profile's further fields. */
+const ONE_PROFILE = `models:
+  - name: big
+    replicas: 1
+    profiles:
+      - name: tp8
+        gpusPerShard: 8
+        memoryPerGpu: 70GiB
+`;
 
 function issuesOf(text: string, format: "yaml" | "json" = "yaml") {
   const r = parseCatalogText(text, format);
@@ -160,14 +172,7 @@ describe("catalog file", () => {
     assert.equal(formatDuration(1_200_000), "20m");
     assert.equal(formatDuration(1500), "1500ms");
 
-    const withDeadlines = `models:
-  - name: big
-    replicas: 1
-    profiles:
-      - name: tp8
-        gpusPerShard: 8
-        memoryPerGpu: 70GiB
-        startTimeout: 2m
+    const withDeadlines = `${ONE_PROFILE}        startTimeout: 2m
         startAttempts: 5
         readyTimeout: 45m
 `;
@@ -196,5 +201,38 @@ describe("catalog file", () => {
         },
       ],
     );
+  });
+
+  it("names the engine a profile runs with: the default one unless set, a bad name refused naming the field and the rule", () => {
+    const withEngine = (engine: string | undefined) =>
+      `${ONE_PROFILE}${engine === undefined ? "" : `        engine: ${JSON.stringify(engine)}\n`}`;
+    const plain = parseCatalogText(withEngine(undefined), "yaml");
+    assert.ok(plain.ok, JSON.stringify(!plain.ok && plain.issues));
+    assert.equal(plain.catalog.models[0]?.profiles[0]?.engine, "default");
+    const named = parseCatalogText(withEngine("vllm-0_8"), "yaml");
+    assert.ok(named.ok, JSON.stringify(!named.ok && named.issues));
+    const proto = toProtoCatalog(named.catalog);
+    assert.equal(proto.models[0]?.profiles[0]?.engine, "vllm-0_8");
+    const spec = modelFrom(proto.models[0]!);
+    assert.equal(spec.profiles[0]?.engine, "vllm-0_8");
+    assert.equal(catalogFileFrom([spec]).models[0]?.profiles?.[0]?.engine, "vllm-0_8");
+    // A log written before profiles named an engine means the default one.
+    assert.equal(
+      modelFrom(create(ModelSchema, { name: "old", profiles: [{ name: "tp1" }] })).profiles[0]?.engine,
+      "default",
+    );
+    for (const bad of ["", "vLLM", "-vllm", "vllm.nightly", "a b", "x".repeat(64)]) {
+      assert.deepEqual(
+        issuesOf(withEngine(bad)),
+        [
+          {
+            path: "models[0].profiles[0].engine",
+            message:
+              "must be 1 to 63 characters: lower-case letters, digits, '_' or '-', starting with a letter or digit",
+          },
+        ],
+        bad,
+      );
+    }
   });
 });

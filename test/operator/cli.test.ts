@@ -18,9 +18,12 @@ describe("operator CLI against a real API", () => {
     const r = await runCli(["nodes"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^NODE\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/);
-    assert.match(lines[1] ?? "", /^gpu-a1\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
-    assert.match(lines[3] ?? "", /^gpu-b1\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
+    assert.match(
+      lines[0] ?? "",
+      /^NODE\s+ADDRESS\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES$/,
+    );
+    assert.match(lines[1] ?? "", /^gpu-a1\s+-\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
+    assert.match(lines[3] ?? "", /^gpu-b1\s+-\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
     const j = await runCli(["nodes", "--json"], { env: api.cliEnv });
     assert.equal(j.code, 0, j.stderr);
     const body = JSON.parse(j.stdout);
@@ -109,7 +112,7 @@ describe("operator CLI against a real API", () => {
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^gpu-b1 cordoned \(log sequence \d+\)\n$/);
     const n = await runCli(["nodes"], { env: api.cliEnv });
-    assert.match(n.stdout, /^gpu-b1\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan\s+-$/m);
+    assert.match(n.stdout, /^gpu-b1\s+-\s+connected\s+4\/8\s+cordoned\s+1\s+bad fan\s+-$/m);
     const d = await runCli(["drain", "gpu-b1", "--json"], { env: api.cliEnv });
     assert.equal(d.code, 0, d.stderr);
     assert.equal(JSON.parse(d.stdout).node.draining, true);

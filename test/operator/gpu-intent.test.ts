@@ -62,7 +62,7 @@ describe("GPU clear, cordon and uncordon", () => {
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^gpu-a2 GPU 2 cordoned \(log sequence \d+\)\n$/);
     const nodes = await runCli(["nodes"], { env: api.cliEnv });
-    assert.match(nodes.stdout, /^gpu-a2\s+connected\s+8\/8\s+-\s+1\s+-\s+gpu2 cordoned$/m);
+    assert.match(nodes.stdout, /^gpu-a2\s+-\s+connected\s+8\/8\s+-\s+1\s+-\s+gpu2 cordoned$/m);
     const view = (await api.fx.call("/v1/nodes/gpu-a2")).body.node;
     assert.deepEqual([view.gpus[2].cordoned, view.gpus[2].cordonReason], [true, "fan"]);
     const u = await runCli(["uncordon", "gpu-a2", "--gpu", "2", "--json"], { env: api.cliEnv });

@@ -123,6 +123,30 @@ describe("inventory fold", () => {
     });
   });
 
+  it("sessionOpened / hardwareChanged: the node's advertised address is its newest registration's, none for older agents", () => {
+    const f = new EventFactory();
+    const at = (address: string) => ({ ...h100Node("a1"), advertiseAddress: address });
+    const first = given().when(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5")));
+    assert.equal(first.after.inventory.nodes["a1"]?.advertiseAddress, "10.0.0.5");
+    const moved = given(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5"))).when(
+      f.hardwareChanged("a1", "s-1", at("gpu-1.dc1.example.com")),
+    );
+    assert.equal(moved.after.inventory.nodes["a1"]?.advertiseAddress, "gpu-1.dc1.example.com");
+    const older = given(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5"))).when(
+      f.sessionOpened("a1", "s-2", "gw-1", h100Node("a1")),
+    );
+    assert.equal(older.after.inventory.nodes["a1"]?.advertiseAddress, "", "an agent that advertises none");
+    const stale = given(
+      f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5")),
+      f.sessionOpened("a1", "s-2", "gw-1", at("10.0.0.6")),
+    ).when(f.hardwareChanged("a1", "s-1", at("10.0.0.7")));
+    assert.equal(
+      stale.after.inventory.nodes["a1"]?.advertiseAddress,
+      "10.0.0.6",
+      "an old session's is ignored",
+    );
+  });
+
   it("hardwareChanged: the current session's new registration replaces GPUs and clears node problems", () => {
     const f = new EventFactory();
     const { after } = given(
@@ -280,6 +304,18 @@ describe("replicas fold", () => {
       "NCCL_IB_HCA",
       "VLLM_USE_V1",
     ]);
+
+    assert.deepEqual(
+      cat.models.flatMap((m) => m.profiles.map((p) => p.engine)),
+      ["default", "default"],
+      "a profile naming no engine runs the default one",
+    );
+    const named = llamaCatalog(1, 0);
+    named[0]!.profiles![0]!.engine = "vllm-nightly";
+    assert.equal(
+      given().when(f.catalog(named)).after.replicas.catalog.models[0]?.profiles[0]?.engine,
+      "vllm-nightly",
+    );
 
     const emptied = given(f.catalog(llamaCatalog())).when(f.catalog([], "bob"));
     assert.deepEqual(emptied.after.replicas.catalog.models, []);

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { StartShard } from "../../src/gen/llmgw/v1/agent_pb.js";
+import type { Command } from "../../src/gen/llmgw/v1/events_pb.js";
+import { rendezvousPort } from "../../src/reconciler/decide/start-shard.js";
 import { Fleet, kinds, llama8b, llama70b, llama405b, model, ofKind } from "../support/fleet.js";
 
 /** A fleet whose nodes are adopted, with the catalog applied afterwards. */
@@ -67,6 +70,75 @@ describe("decide: placement", () => {
       assert.equal(c.deadlineUnixMs, BigInt(f.nowMs + f.config.commandTimeoutMs));
       assert.equal(c.sessionId, f.state.inventory.nodes[c.nodeId]?.session?.sessionId);
     }
+  });
+
+  it("derives the rendezvous port from the replica id with FNV-1a 32-bit", () => {
+    // Published FNV-1a vectors: "" hashes to 0x811c9dc5, "foobar" to 0xbf9cf968.
+    assert.equal(rendezvousPort(""), 29500 + (0x811c9dc5 % 1000));
+    assert.equal(rendezvousPort("foobar"), 29500 + (0xbf9cf968 % 1000));
+    assert.notEqual(rendezvousPort("llama-3.1-405b-1"), rendezvousPort("llama-3.1-405b-2"));
+  });
+
+  it("tells every rank of a 2-node replica rank 0's advertised address, one port, and the engine, the same again on a re-send", () => {
+    const f = fleet(
+      { "gpu-a1": { advertiseAddress: "10.0.0.1" }, "gpu-a2": { advertiseAddress: "10.0.0.2" } },
+      { startTimeoutMs: 5_000, startAttempts: 3 },
+    );
+    f.catalog(
+      model("llama-3.1-405b", 1, {
+        name: "tp8-pp2",
+        shards: 2,
+        gpus: 8,
+        memGb: 72,
+        fabric: "infiniband",
+        engine: "vllm-nightly",
+      }),
+    );
+    const first = starts(f.step().commands);
+    assert.equal(first.length, 2);
+    const replicaId = first[0]?.replicaId as string;
+    for (const s of first) {
+      assert.equal(s.masterAddr, "10.0.0.1", `rank ${s.rank} rendezvous at rank 0's address`);
+      assert.equal(s.masterPort, rendezvousPort(replicaId));
+      assert.equal(s.engine, "vllm-nightly");
+      assert.equal(s.worldSize, 2);
+    }
+    // Neither shard reports STARTING: both starts are sent again, saying exactly what the first did.
+    f.advance(5_000);
+    const again = [...starts(f.step().commands), ...starts(f.step().commands)];
+    assert.deepEqual(
+      again.map((s) => s.shardId).sort(),
+      first.map((s) => s.shardId).sort(),
+      "both starts are re-sent",
+    );
+    for (const s of again) {
+      assert.deepEqual(
+        s,
+        first.find((x) => x.shardId === s.shardId),
+      );
+    }
+  });
+
+  it("falls back to rank 0's node id when it advertised no address, and to the default engine", () => {
+    const f = fleet({ "gpu-a1": {}, "gpu-a2": { advertiseAddress: "10.0.0.2" } });
+    f.catalog(llama405b(1));
+    const out = starts(f.step().commands);
+    assert.deepEqual(
+      out.map((s) => [s.rank, s.masterAddr, s.engine]),
+      [
+        [0, "gpu-a1", "default"],
+        [1, "gpu-a1", "default"],
+      ],
+    );
+    assert.equal(new Set(out.map((s) => s.masterPort)).size, 1, "one port for every rank");
+    const single = fleet({ "gpu-b1": { advertiseAddress: "10.0.0.9" } });
+    single.catalog(llama70b(1));
+    const [alone] = starts(single.step().commands);
+    assert.deepEqual(
+      [alone?.worldSize, alone?.masterAddr, alone?.masterPort, alone?.peers],
+      [1, "", 0, []],
+      "a single-node replica has no rendezvous",
+    );
   });
 
   it("counts memory foreign processes use, and keeps a node with node-level problems out", () => {
@@ -173,3 +245,8 @@ describe("decide: placement", () => {
     );
   });
 });
+
+/** The StartShards among commands, in order. */
+function starts(commands: readonly Command[]): StartShard[] {
+  return commands.flatMap((c) => (c.action.case === "start" ? [c.action.value] : []));
+}

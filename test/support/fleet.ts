@@ -41,6 +41,8 @@ export interface NodeSpec {
   ib?: string | null;
   labels?: Record<string, string>;
   running?: RunningInit[];
+  /** Register.advertise_address; none by default. */
+  advertiseAddress?: string;
 }
 
 export interface ProfileInit {
@@ -52,6 +54,8 @@ export interface ProfileInit {
   fabric?: string;
   labels?: Record<string, string>;
   readyTimeoutMs?: number;
+  /** Profile.engine; none (the default engine) by default. */
+  engine?: string;
 }
 
 export function model(name: string, replicas: number, ...profiles: ProfileInit[]) {
@@ -69,6 +73,7 @@ export function model(name: string, replicas: number, ...profiles: ProfileInit[]
       engineArgs: ["--tensor-parallel-size", String(p.gpus)],
       engineEnv: { VLLM_USE_V1: "1" },
       readyTimeoutMs: p.readyTimeoutMs ?? 0,
+      engine: p.engine ?? "",
     })),
   };
 }
@@ -93,6 +98,7 @@ export function registration(nodeId: string, spec: NodeSpec = {}) {
     ...(spec.problems ? { problems: spec.problems } : {}),
     runningShards: runningShards(spec.running),
     labels: spec.labels ?? { zone: "eu-west-1a", pool: "general" },
+    ...(spec.advertiseAddress ? { advertiseAddress: spec.advertiseAddress } : {}),
   });
 }
 

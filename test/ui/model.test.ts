@@ -40,6 +40,7 @@ function node(id: string, over: Partial<Node> = {}, pod: string | null = "ib-pod
     nodeId: id,
     liveness: "connected",
     agentVersion: "llmgw-sim/0.1.0",
+    advertiseAddress: "",
     labels: {},
     cordoned: false,
     cordonReason: "",

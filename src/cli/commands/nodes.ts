@@ -22,9 +22,10 @@ export function cordonCell(n: NodeView): string {
 
 export function nodesTable(nodes: NodeView[]): string {
   return formatTable(
-    ["NODE", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON", "GPU ISSUES"],
+    ["NODE", "ADDRESS", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON", "GPU ISSUES"],
     nodes.map((n) => [
       n.nodeId,
+      n.advertiseAddress,
       n.liveness,
       `${n.gpusUsed}/${n.gpusTotal}`,
       cordonCell(n),

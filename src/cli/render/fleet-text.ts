@@ -4,6 +4,7 @@
  * same state always prints the same text.
  */
 import {
+  DEFAULT_ENGINE,
   type FleetState,
   type GpuState,
   type NodeState,
@@ -47,7 +48,8 @@ export function renderFleet(state: FleetState, at: { seq: number; timeMs: number
         .map(
           (p) =>
             `${p.name}: ${p.shards}×${p.gpusPerShard} GPU ${p.gpuProduct || "any"} ${gib(p.memoryPerGpuMb)} GiB/GPU` +
-            (p.fabricKind ? ` over ${p.fabricKind}` : ""),
+            (p.fabricKind ? ` over ${p.fabricKind}` : "") +
+            (p.engine !== DEFAULT_ENGINE ? ` engine ${p.engine}` : ""),
         )
         .join("; ");
       out.push(`  ${m.name} ×${m.replicas}  [${profiles}]`);
@@ -102,7 +104,7 @@ function renderNode(state: FleetState, n: NodeState): string[] {
     .filter(Boolean)
     .join(", ");
   out.push(
-    `  ${n.nodeId}  ${n.liveness}  ${session}${flags ? `  ${flags}` : ""}  agent ${n.agentVersion || "-"}`,
+    `  ${n.nodeId}  ${n.liveness}  ${session}${flags ? `  ${flags}` : ""}  agent ${n.agentVersion || "-"}${n.advertiseAddress ? `  at ${n.advertiseAddress}` : ""}`,
   );
   if (n.nodeProblems.length > 0)
     out.push(`    node problems: ${n.nodeProblems.join(", ")} (every GPU kept out of placement)`);

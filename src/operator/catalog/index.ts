@@ -8,6 +8,7 @@ export {
   type CatalogModel,
   type CatalogProfile,
   catalogFileSchema,
+  ENGINE_NAME_PATTERN,
   NAME_PATTERN,
 } from "./schema.js";
 export {

@@ -17,6 +17,7 @@ function sameInBoth(p: {
   gpusPerShard: number;
   gpuProduct: string;
   fabricKind: string;
+  engine: string;
   nodeLabels: Record<string, string>;
   engineArgs: readonly string[];
   engineEnv: Record<string, string>;
@@ -28,6 +29,7 @@ function sameInBoth(p: {
     gpusPerShard: p.gpusPerShard,
     gpuProduct: p.gpuProduct,
     fabricKind: p.fabricKind,
+    engine: p.engine,
     nodeLabels: { ...p.nodeLabels },
     engineArgs: [...p.engineArgs],
     engineEnv: { ...p.engineEnv },

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { isReservedKey } from "../../log/index.js";
+import { DEFAULT_ENGINE } from "../../projections/index.js";
 import { parseDuration } from "./duration.js";
 import { parseMemory } from "./memory.js";
 
@@ -17,6 +18,11 @@ import { parseMemory } from "./memory.js";
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const LABEL_KEY = /^[A-Za-z0-9._/-]{1,128}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * Engine names: a key of the agent's configuration (`engines.<name>`), which
+ * may also name files after it, so lower case and never a hidden name.
+ */
+export const ENGINE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 const name = z
   .string()
@@ -67,14 +73,14 @@ export const profileSchema = z.strictObject({
       z.string().max(256),
     )
     .default({}),
-  /** The engine the node agent runs the shards with (its config's engines.<name>). */
+  /** The agent's engine (`engines.<name>` of its configuration) the shards run with. */
   engine: z
     .string()
     .regex(
-      /^[a-z0-9][a-z0-9_-]{0,62}$/,
-      "engine names are 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit",
+      ENGINE_NAME_PATTERN,
+      "must be 1 to 63 characters: lower-case letters, digits, '_' or '-', starting with a letter or digit",
     )
-    .default("default"),
+    .default(DEFAULT_ENGINE),
   engineArgs: z.array(z.string().max(4096)).max(256).default([]),
   engineEnv: z
     .record(z.string().regex(ENV_NAME, "must be an environment variable name"), z.string().max(4096))

@@ -11,6 +11,7 @@ import { launchFields } from "./launch.js";
 import { limitsFor } from "./limits.js";
 import { decision, sortedValues, startCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
+import { startShardFields } from "./start-shard.js";
 
 export function placePending(pass: Pass): void {
   const catalog = new Map(pass.work.replicas.catalog.models.map((m) => [m.name, m]));
@@ -51,22 +52,15 @@ export function placePending(pass: Pass): void {
 
 function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
   const shards = p.shards.map((s) => ({ ...s, shardId: pass.shardId(r.replicaId, s.rank) }));
-  const worldSize = shards.length;
-  const peers = worldSize > 1 ? shards.map((s) => s.nodeId) : [];
+  const replica = { replicaId: r.replicaId, model: model.name };
   const commands = shards.map((s) =>
-    startCommand(pass, s.nodeId, s.sessionId, limitsFor(pass.config, p.profile).startTimeoutMs, {
-      shardId: s.shardId,
-      replicaId: r.replicaId,
-      model: model.name,
-      profile: p.profile.name,
-      gpuIndices: s.gpuIndices,
-      engineArgs: [...p.profile.engineArgs],
-      engineEnv: { ...p.profile.engineEnv },
-      rank: s.rank,
-      worldSize,
-      peers,
-      ...launchFields(pass.work.inventory, p.profile, r.replicaId, peers),
-    }),
+    startCommand(
+      pass,
+      s.nodeId,
+      s.sessionId,
+      limitsFor(pass.config, p.profile).startTimeoutMs,
+      startShardFields(replica, p.profile, shards, s, pass.work.inventory),
+    ),
   );
   const where = shards.map((s) => `${s.nodeId} [${s.gpuIndices.join(",")}]`).join(" + ");
   const runners =

@@ -19,6 +19,7 @@ import { launchFields } from "./launch.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
 import { decision, reachable, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
+import { startShardFields } from "./start-shard.js";
 
 export function enforceStartDeadlines(pass: Pass): void {
   for (const r of sortedValues(pass.work.replicas.replicas)) {
@@ -65,7 +66,7 @@ function startOverdue(
           },
         ),
       ],
-      commands: [startAgain(pass.work.inventory, r, s, profile, attempt, due)],
+      commands: [startAgain(pass, r, s, profile, attempt, due)],
     };
   }
   return failedUnit(
@@ -99,15 +100,13 @@ function readyOverdue(pass: Pass, r: ReplicaState, limits: LifecycleLimits): Uni
 
 /** The shard's start command again: same id, so an agent that did start it answers with its state. */
 function startAgain(
-  inventory: InventoryState,
+  pass: Pass,
   r: ReplicaState,
   s: ShardState,
   p: ProfileSpec,
   attempt: number,
   dueMs: number,
 ): Command {
-  const shards = Math.max(1, p.shards);
-  const peers = shards > 1 ? [...r.shards].sort((a, b) => a.rank - b.rank).map((x) => x.nodeId) : [];
   return create(CommandSchema, {
     commandId: s.startCommandId,
     nodeId: s.nodeId,
@@ -119,17 +118,7 @@ function startAgain(
       case: "start",
       value: {
         commandId: s.startCommandId,
-        shardId: s.shardId,
-        replicaId: r.replicaId,
-        model: r.model,
-        profile: p.name,
-        gpuIndices: [...s.gpuIndices],
-        engineArgs: [...p.engineArgs],
-        engineEnv: { ...p.engineEnv },
-        rank: s.rank,
-        worldSize: shards,
-        peers,
-        ...launchFields(inventory, p, r.replicaId, peers),
+        ...startShardFields(r, p, r.shards, s, pass.work.inventory),
       },
     },
   });

@@ -1,0 +1,78 @@
+/**
+ * What a StartShard tells an agent about its shard, built in one place: the
+ * first start (placing.ts) and every re-send (start-deadlines.ts) must say
+ * the same, or an agent that did start the first would be asked for
+ * something else under the same command id.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { StartShardSchema } from "../../gen/llmgw/v1/agent_pb.js";
+import { DEFAULT_ENGINE, type InventoryState, type ProfileSpec } from "../../projections/index.js";
+
+/** A StartShard's fields but the command id (each send names its own, or repeats the first's). */
+export type StartShardFields = Omit<MessageInitShape<typeof StartShardSchema>, "commandId" | "$typeName">;
+
+/** One shard of a replica as placed. */
+export interface PlacedShard {
+  shardId: string;
+  nodeId: string;
+  rank: number;
+  gpuIndices: readonly number[];
+}
+
+/** The lowest rendezvous port; ports span [BASE, BASE + SPAN). 29500 is the PyTorch default. */
+export const RENDEZVOUS_PORT_BASE = 29500;
+export const RENDEZVOUS_PORT_SPAN = 1000;
+
+/**
+ * The rendezvous port of a multi-node replica: derived from its id alone
+ * (29500 + FNV-1a 32-bit of the id, mod 1000). It is not chosen by rank 0:
+ * the ranks > 0 start at the same time and must know it before rank 0
+ * reports anything, and a start sent again must carry the same port as the
+ * first. Different replicas on one node mostly get different ports; the
+ * agent reports a clash as a failed start, and the replacement's new id
+ * gives another port.
+ */
+export function rendezvousPort(replicaId: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(replicaId)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return RENDEZVOUS_PORT_BASE + (hash % RENDEZVOUS_PORT_SPAN);
+}
+
+/**
+ * The StartShard fields for `shard`, one of `shards` (every shard of the
+ * replica, any order). For a multi-node replica the ranks rendezvous at
+ * rank 0's node: its advertised address, or its node id when it advertised
+ * none (older agents).
+ */
+export function startShardFields(
+  replica: { replicaId: string; model: string },
+  profile: ProfileSpec,
+  shards: readonly PlacedShard[],
+  shard: PlacedShard,
+  inventory: InventoryState,
+): StartShardFields {
+  const ranked = [...shards].sort((a, b) => a.rank - b.rank);
+  const worldSize = Math.max(1, ranked.length);
+  const multiNode = worldSize > 1;
+  const master = ranked[0];
+  const masterAddr =
+    multiNode && master ? inventory.nodes[master.nodeId]?.advertiseAddress || master.nodeId : "";
+  return {
+    shardId: shard.shardId,
+    replicaId: replica.replicaId,
+    model: replica.model,
+    profile: profile.name,
+    gpuIndices: [...shard.gpuIndices],
+    engine: profile.engine || DEFAULT_ENGINE,
+    engineArgs: [...profile.engineArgs],
+    engineEnv: { ...profile.engineEnv },
+    rank: shard.rank,
+    worldSize,
+    peers: multiNode ? ranked.map((s) => s.nodeId) : [],
+    masterAddr,
+    masterPort: multiNode ? rendezvousPort(replica.replicaId) : 0,
+  };
+}
