@@ -21,7 +21,6 @@ function sameInBoth(p: {
   nodeLabels: Record<string, string>;
   engineArgs: readonly string[];
   engineEnv: Record<string, string>;
-  engine: string;
 }) {
   return {
     name: p.name,
@@ -33,7 +32,6 @@ function sameInBoth(p: {
     nodeLabels: { ...p.nodeLabels },
     engineArgs: [...p.engineArgs],
     engineEnv: { ...p.engineEnv },
-    engine: p.engine,
   };
 }
 

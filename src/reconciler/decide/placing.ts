@@ -7,7 +7,6 @@
  */
 import type { ModelSpec, ReplicaState } from "../../projections/index.js";
 import { FleetView, type NoFit, type Placed, placeReplica } from "../placement/index.js";
-import { launchFields } from "./launch.js";
 import { limitsFor } from "./limits.js";
 import { decision, sortedValues, startCommand } from "./messages.js";
 import type { Pass } from "./pass.js";

@@ -13,9 +13,8 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
-import type { InventoryState, ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
+import type { ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
 import { failedUnit } from "./failures.js";
-import { launchFields } from "./launch.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
 import { decision, reachable, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
