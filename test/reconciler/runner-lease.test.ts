@@ -46,6 +46,20 @@ describe("reconciler lease (KV bucket with a max age)", () => {
     assert.equal((await b.holder())?.holder, "b");
   });
 
+  it("a stale holder's release after a successor re-created a deleted key is a no-op", async () => {
+    const bucket = `lease_${Date.now().toString(36)}_d`;
+    const a = await open(bucket, "a", 60_000);
+    const b = await open(bucket, "b", 60_000);
+    assert.ok((await a.acquire()).ok);
+    // The key goes from under a (an operator's delete) and b takes the deleted key.
+    await a.kv.delete("reconciler");
+    const got = await b.acquire();
+    assert.ok(got.ok);
+    assert.equal(await a.release(), false, "a's revision is gone: its conditioned delete is refused");
+    assert.deepEqual(await b.holder(), { holder: "b", revision: got.revision });
+    assert.ok((await b.renew(1000)).ok, "b still holds the revision it wrote");
+  });
+
   it("takes its TTL from an existing bucket rather than the one asked for", async () => {
     const bucket = `lease_${Date.now().toString(36)}_c`;
     const a = await open(bucket, "a", 2000);

@@ -229,20 +229,71 @@ describe("llmgw reconciler processes", () => {
     }
   });
 
-  it("hands the lease over at once on SIGTERM", async () => {
-    const { log, spec } = await setup();
+  it("hands the lease over on SIGTERM: the standby, woken by the deleted key, passes well inside a 30 s TTL", async () => {
+    const { log, f, spec } = await setup();
+    const ttlMs = 30_000;
     let a: ReconcilerProcess | undefined;
     let b: ReconcilerProcess | undefined;
     try {
-      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: 60_000 });
+      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: ttlMs });
       await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
-      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: 60_000 });
+      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: ttlMs });
+      await log.append(f.catalog(llamaCatalog(1, 0)));
+      await addNode(log, f, "gpu-a1");
+      await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-a"), {
+        what: `rec-a to append a pass:\n${a.output()}`,
+      });
       a.signal("SIGTERM");
       const exit = await a.exited;
       assert.equal(exit.code, 0, a.output());
       assert.ok(a.logged("lease released"), a.output());
-      // Well before the 60 s TTL: the key was deleted, and the follower was woken by its watch.
-      await eventually(async () => await b!.isLeader(), { what: "rec-b to lead", timeoutMs: 20_000 });
+      // Work only a leader can answer: nobody but rec-b is left to pass.
+      await log.append(f.catalog(llamaCatalog(2, 0)));
+      await addNode(log, f, "gpu-a2");
+      // Only the release explains a pass this soon: the key rec-a wrote lives 30 s.
+      await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-b"), {
+        what: `rec-b's first pass well before the ${ttlMs} ms TTL:\n${b.output()}`,
+        timeoutMs: ttlMs / 3,
+      });
+      const acquired = b.lines.find((l) => l.msg === "leading: lease acquired");
+      assert.equal(acquired?.["after"], "release", `rec-b was woken by the key's deletion:\n${b.output()}`);
+      const kv = await new Kvm(log.js).open(spec("x").leaseBucket);
+      const entry = await kv.get("reconciler");
+      assert.equal(entry?.operation, "PUT");
+      assert.equal(JSON.parse(entry?.string() ?? "{}").holder, "rec-b", "the lease key names the successor");
+      const passes = passesOf(await readAll(log));
+      const first = passes.findIndex((p) => p.pass.leaderId === "rec-b");
+      assert.ok(
+        passes.slice(first).every((p) => p.pass.leaderId === "rec-b"),
+        "no pass of rec-a after rec-b's",
+      );
+    } finally {
+      await killAll([a, b]);
+      await log.close();
+    }
+  });
+
+  it("replaces a SIGKILLed leader within the TTL plus a margin (3 s TTL: polling, not a watch event)", async () => {
+    const { log, f, spec } = await setup();
+    const ttlMs = 3000;
+    let a: ReconcilerProcess | undefined;
+    let b: ReconcilerProcess | undefined;
+    try {
+      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: ttlMs });
+      await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
+      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: ttlMs });
+      await a.kill();
+      await a.exited;
+      // The key rec-a renewed last expires within one TTL; the standby polls at TTL/10.
+      await eventually(async () => await b!.isLeader(), {
+        what: `rec-b to lead within the TTL plus 2 s:\n${b.output()}`,
+        timeoutMs: ttlMs + 2000,
+      });
+      await log.append(f.catalog(llamaCatalog(1, 0)));
+      await addNode(log, f, "gpu-a1");
+      await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-b"), {
+        what: `rec-b to append a pass:\n${b.output()}`,
+      });
     } finally {
       await killAll([a, b]);
       await log.close();

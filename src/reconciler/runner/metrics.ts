@@ -17,6 +17,8 @@ export class RunnerMetrics {
   readonly commands: Counter<"action">;
   readonly passErrors: Counter;
   readonly leaseLost: Counter<"reason">;
+  readonly leaseReleases: Counter<"outcome">;
+  readonly leaseAcquired: Counter<"after">;
   readonly observedSeq: Gauge;
   readonly replicasReady: Gauge<"model">;
   readonly replicasDesired: Gauge<"model">;
@@ -71,6 +73,18 @@ export class RunnerMetrics {
       name: "llmgw_reconciler_lease_lost_total",
       help: "Times this process stopped leading, by reason",
       labelNames: ["reason"],
+      registers,
+    });
+    this.leaseReleases = new Counter({
+      name: "llmgw_reconciler_lease_releases_total",
+      help: "Lease releases at shutdown: released (key deleted), not-held (a successor's key, left alone), failed",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.leaseAcquired = new Counter({
+      name: "llmgw_reconciler_lease_acquired_total",
+      help: "Times this process took the lease: after a release seen by the key watch, or by polling (expiry, startup)",
+      labelNames: ["after"],
       registers,
     });
     this.observedSeq = new Gauge({

@@ -43,7 +43,12 @@ export interface RunnerOptions<C> {
   triggers?: Partial<TriggerOptions>;
   /** Renew the lease this often; default a quarter of the TTL. */
   renewEveryMs?: number;
-  /** A follower tries to take the lease this often (and at once when it is deleted); default a quarter of the TTL. */
+  /**
+   * A follower tries to take the lease this often (and at once when the key
+   * is deleted); default TTL/10, at most 1 s. Expiry by max age emits no
+   * watch event on 2.10, so this period is what a killed leader costs on top
+   * of the TTL.
+   */
   acquireEveryMs?: number;
   /** After stepping down on a conflict, wait this long before trying to lead again; default the TTL. */
   stepDownCooldownMs?: number;
@@ -84,6 +89,8 @@ export class ReconcilerRunner<C> {
   #wakeLease: (() => void) | undefined;
   #wakePassLoop: (() => void) | undefined;
   #leaseWatch: { stop(): void } | undefined;
+  /** Set when the lease watch saw the key deleted or purged: the next acquisition is a handover. */
+  #wokenByRelease = false;
   readonly #triggers: PassTriggers;
   readonly #backoff: Backoff;
   readonly #unsubscribe: Array<() => void> = [];
@@ -149,8 +156,10 @@ export class ReconcilerRunner<C> {
     if (wasLeader) {
       try {
         const released = await this.opts.lease.release();
+        this.opts.metrics?.leaseReleases.inc({ outcome: released ? "released" : "not-held" });
         this.#log.info({ released }, released ? "lease released" : "lease was no longer ours");
       } catch (err) {
+        this.opts.metrics?.leaseReleases.inc({ outcome: "failed" });
         this.#log.warn({ err: String(err) }, "could not release the lease; it will expire");
       }
     } else {
@@ -163,7 +172,8 @@ export class ReconcilerRunner<C> {
   async #runLeaseLoop(): Promise<void> {
     const { lease } = this.opts;
     const renewEvery = this.opts.renewEveryMs ?? Math.max(50, Math.floor(lease.ttlMs / 4));
-    const acquireEvery = this.opts.acquireEveryMs ?? Math.max(50, Math.floor(lease.ttlMs / 4));
+    const acquireEvery =
+      this.opts.acquireEveryMs ?? Math.max(50, Math.min(1000, Math.floor(lease.ttlMs / 10)));
     while (!this.#stopping) {
       if (this.#role !== "leader") {
         const wait = this.#cooldownUntil - monotonicMs();
@@ -172,8 +182,10 @@ export class ReconcilerRunner<C> {
           continue;
         }
         try {
+          const after = this.#wokenByRelease ? "release" : "poll";
+          this.#wokenByRelease = false;
           const r = await lease.acquire();
-          if (r.ok && !this.#stopping) this.#becomeLeader(r.revision);
+          if (r.ok && !this.#stopping) this.#becomeLeader(r.revision, after);
           else if (r.ok) await lease.release();
           else await this.#leaseSleep(jitter(acquireEvery));
         } catch (err) {
@@ -206,7 +218,7 @@ export class ReconcilerRunner<C> {
     }
   }
 
-  #becomeLeader(revision: number): void {
+  #becomeLeader(revision: number, after: "release" | "poll"): void {
     this.#term++;
     this.#role = "leader";
     this.#needCatchUp = true;
@@ -216,7 +228,11 @@ export class ReconcilerRunner<C> {
     this.#triggers.reset();
     this.#triggers.request("startup");
     this.opts.metrics?.isLeader.set(1);
-    this.#log.info({ leaseRevision: revision, ttlMs: this.opts.lease.ttlMs }, "leading: lease acquired");
+    this.opts.metrics?.leaseAcquired.inc({ after });
+    this.#log.info(
+      { leaseRevision: revision, ttlMs: this.opts.lease.ttlMs, after },
+      "leading: lease acquired",
+    );
     this.#wakePassLoop?.();
   }
 
@@ -262,7 +278,10 @@ export class ReconcilerRunner<C> {
         this.#leaseWatch = w;
         if (this.#stopping) w.stop();
         for await (const e of w) {
-          if (e.operation !== "PUT" && this.#role !== "leader") this.#wakeLease?.();
+          if (e.operation !== "PUT" && this.#role !== "leader") {
+            this.#wokenByRelease = true;
+            this.#wakeLease?.();
+          }
         }
       } catch (err) {
         if (this.#stopping) return;
