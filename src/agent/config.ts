@@ -22,7 +22,7 @@ export const agentConfigSchema = z.strictObject({
   /** Engine records and logs; engines are adopted from here after an agent restart. */
   stateDir: z.string().min(1).default("/var/lib/llmgw-agent"),
   heartbeatMs: z.number().int().min(100).max(60_000).default(3000),
-  hardware: hardwareConfigSchema.default({ fabrics: [], nvlink: "auto", thermalLimitC: 90 }),
+  hardware: hardwareConfigSchema.prefault({}),
   engines: enginesSchema.refine(
     (e) => Object.keys(e).length > 0,
     'configure at least one engine (the profiles\' default is "default")',

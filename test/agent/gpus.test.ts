@@ -5,7 +5,7 @@
  * when nvidia-smi is missing, failing or printing garbage — never registering.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
@@ -14,15 +14,20 @@ import {
   GpuDiscoveryError,
   GpuOutputError,
   hardwareConfigSchema,
+  normalisePciBusId,
   nvidiaSmiSource,
+  openKernelLog,
   parseQueryGpu,
   parseTopology,
+  parseXidLines,
   rowProblems,
+  xidProblems,
 } from "../../src/agent/index.js";
 import { GpuProblem_Kind } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { runCli } from "../support/cli.js";
 
 const FAKE_SMI = join(import.meta.dirname, "../fixtures/agent/fake-nvidia-smi.mjs");
+const KMSG_XID = readFileSync(join(import.meta.dirname, "../fixtures/agent/kmsg-xid.txt"), "utf8");
 const config = hardwareConfigSchema.parse({});
 const H100 =
   "0, GPU-1a2b3c4d-0000-1111-2222-333344445555, NVIDIA H100 80GB HBM3, 81559, 0, 00000000:18:00.0, 34, 0, No\n" +
@@ -73,6 +78,81 @@ describe("GPU discovery", () => {
       [2, 3],
     ]);
     assert.throws(() => parseTopology("garbage", 4), /no GPU0 column header/);
+  });
+
+  it("reads Xid lines of /dev/kmsg and dmesg, old and new driver formats, other lines skipped", () => {
+    assert.deepEqual(parseXidLines(KMSG_XID), [
+      { pciKey: "0000:28:00", xid: 79, detail: "GPU has fallen off the bus." },
+      { pciKey: "0000:18:00", xid: 13, detail: "Graphics Exception: ESR 0x504648=0x2000d" },
+      {
+        pciKey: "0000:28:00",
+        xid: 48,
+        detail:
+          "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 1, subpartition 0.",
+      },
+    ]);
+    assert.equal(normalisePciBusId("00000000:3B:00.0"), "0000:3b:00");
+    assert.equal(normalisePciBusId("0000:3b:00"), "0000:3b:00");
+    assert.equal(normalisePciBusId("[N/A]"), undefined);
+  });
+
+  it("puts an Xid on the GPU whose bus it names; application Xids and unknown buses are no problem", () => {
+    const gpus = [
+      { index: 0, pciBusId: "00000000:18:00.0" },
+      { index: 1, pciBusId: "00000000:28:00.0" },
+    ];
+    const problems = xidProblems(
+      [...parseXidLines(KMSG_XID), { pciKey: "0000:99:00", xid: 79, detail: "" }],
+      gpus,
+      config.xidIgnore,
+    );
+    assert.deepEqual(
+      problems.map((p) => [p.gpuIndex, p.kind, p.message]),
+      [
+        [1, GpuProblem_Kind.XID, "Xid 79: GPU has fallen off the bus (GPU has fallen off the bus.)"],
+        [
+          1,
+          GpuProblem_Kind.XID,
+          "Xid 48: double-bit ECC error (An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 1, subpartition 0.)",
+        ],
+      ],
+    );
+    assert.deepEqual(config.xidIgnore, [13, 31, 43, 45]);
+  });
+
+  it("samples Xids the kernel log gained since the last look, a half-written line once whole, again after truncation", async () => {
+    await withState({ gpus: [{}, {}] }, async (path) => {
+      const kmsg = join(dirname(path), "kmsg");
+      writeFileSync(kmsg, "6,1,1,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n");
+      const kernelLog = openKernelLog({ path: kmsg, onUnreadable: (r) => assert.fail(r) });
+      const o = { path: FAKE_SMI, nodeId: "gpu-x", config, kernelLog };
+      try {
+        const inv = await discoverWithNvidiaSmi(o);
+        assert.deepEqual(inv.problems, []);
+        const source = nvidiaSmiSource(o);
+        appendFileSync(kmsg, "4,2,2,-;NVRM: Xid (PCI:0000:28:00): 79, pid=1, name=x, GPU has fallen off");
+        assert.deepEqual((await source.sample()).problems, [], "half a line is not read yet");
+        appendFileSync(kmsg, " the bus.\n");
+        const xid = (await source.sample()).problems;
+        assert.deepEqual(
+          xid.map((p) => [p.gpuIndex, p.kind]),
+          [[1, GpuProblem_Kind.XID]],
+        );
+        assert.deepEqual((await source.sample()).problems, [], "an Xid is read once");
+        writeFileSync(kmsg, "4,1,1,-;NVRM: Xid (PCI:0000:18:00): 95, pid=1, name=x, Uncontained\n");
+        assert.deepEqual(
+          (await source.sample()).problems.map((p) => [p.gpuIndex, p.message]),
+          [[0, "Xid 95: uncontained ECC error (Uncontained)"]],
+        );
+      } finally {
+        kernelLog.close();
+      }
+    });
+    const reasons: string[] = [];
+    const missing = openKernelLog({ path: "/nonexistent/kmsg", onUnreadable: (r) => reasons.push(r) });
+    assert.equal(missing.readNew(), "");
+    assert.equal(missing.readNew(), "");
+    assert.deepEqual(reasons, ["ENOENT"], "an unreadable kernel log is told once");
   });
 
   it("discovers through a real nvidia-smi process, and samples memory a foreign process holds", async () => {

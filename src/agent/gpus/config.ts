@@ -1,5 +1,6 @@
 /** The agent config's `hardware` section: what nvidia-smi cannot tell. */
 import { z } from "zod";
+import { APPLICATION_XIDS } from "./xid.js";
 
 export const hardwareConfigSchema = z.strictObject({
   /** InfiniBand / RoCE fabrics the node is on: nodes whose fabrics share name and kind can hold one multi-node replica. */
@@ -19,6 +20,10 @@ export const hardwareConfigSchema = z.strictObject({
   nvlink: z.union([z.literal("auto"), z.array(z.array(z.number().int().min(0)).min(2))]).default("auto"),
   /** At or over this temperature a GPU is reported THERMAL. */
   thermalLimitC: z.number().int().min(40).max(130).default(90),
+  /** Where the kernel logs the driver's Xid errors; "off" reads none (--kernel-log overrides). */
+  kernelLog: z.string().min(1).default("/dev/kmsg"),
+  /** Xids not taken as GPU problems: by default those an application's own bug raises. */
+  xidIgnore: z.array(z.number().int().min(1)).default([...APPLICATION_XIDS]),
 });
 
 export type HardwareConfig = z.output<typeof hardwareConfigSchema>;

@@ -16,7 +16,16 @@ import type {
   NodeHardwareInventory,
 } from "../node-agent.js";
 import type { HardwareConfig } from "./config.js";
-import { GpuOutputError, parseQueryGpu, parseTopology, QUERY_COLUMNS, rowProblems } from "./parse.js";
+import type { KernelLog } from "./kernel-log.js";
+import {
+  GpuOutputError,
+  type GpuRow,
+  parseQueryGpu,
+  parseTopology,
+  QUERY_COLUMNS,
+  rowProblems,
+} from "./parse.js";
+import { parseXidLines, xidProblems } from "./xid.js";
 
 /** nvidia-smi (or the --gpus-from file) could not tell what the GPUs are. */
 export class GpuDiscoveryError extends Error {
@@ -54,6 +63,8 @@ export interface NvidiaSmiOptions {
   nodeId: string;
   config: HardwareConfig;
   timeoutMs?: number;
+  /** Where Xid errors are read from; none without. */
+  kernelLog?: KernelLog;
 }
 
 const QUERY_ARGS = [`--query-gpu=${QUERY_COLUMNS.join(",")}`, "--format=csv,noheader,nounits"];
@@ -78,6 +89,12 @@ function fabricsOf(nodeId: string, config: HardwareConfig, nvlink: number[][]): 
   ];
 }
 
+/** What the rows show, and the Xids the kernel logged since the last look. */
+function problemsOf(rows: GpuRow[], o: NvidiaSmiOptions): GpuProblemInit[] {
+  const xids = o.kernelLog ? xidProblems(parseXidLines(o.kernelLog.readNew()), rows, o.config.xidIgnore) : [];
+  return [...rows.flatMap((r) => rowProblems(r, o.config.thermalLimitC)), ...xids];
+}
+
 /** The inventory through nvidia-smi: GPUs, NVLink domains (topo -m or the config), the configured fabrics, problems. */
 export async function discoverWithNvidiaSmi(o: NvidiaSmiOptions): Promise<NodeHardwareInventory> {
   const rows = await queryRows(o);
@@ -92,7 +109,7 @@ export async function discoverWithNvidiaSmi(o: NvidiaSmiOptions): Promise<NodeHa
       throw err;
     }
   } else nvlink = o.config.nvlink;
-  const problems = rows.flatMap((r) => rowProblems(r, o.config.thermalLimitC));
+  const problems = problemsOf(rows, o);
   return {
     gpus: rows.map((r) => ({
       index: r.index,
@@ -114,7 +131,7 @@ export function nvidiaSmiSource(o: NvidiaSmiOptions): GpuSource {
       const rows = await queryRows(o);
       return {
         memoryUsedMb: rows.map((r) => r.memoryUsedMb),
-        problems: rows.flatMap((r) => rowProblems(r, o.config.thermalLimitC)),
+        problems: problemsOf(rows, o),
       };
     },
   };

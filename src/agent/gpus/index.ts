@@ -8,6 +8,7 @@ export {
   type NvidiaSmiOptions,
   nvidiaSmiSource,
 } from "./discover.js";
+export { type KernelLog, type KernelLogOptions, openKernelLog } from "./kernel-log.js";
 export {
   GpuOutputError,
   type GpuRow,
@@ -16,3 +17,11 @@ export {
   QUERY_COLUMNS,
   rowProblems,
 } from "./parse.js";
+export {
+  APPLICATION_XIDS,
+  normalisePciBusId,
+  parseXidLines,
+  type XidEvent,
+  xidMessage,
+  xidProblems,
+} from "./xid.js";

@@ -14,6 +14,7 @@ import {
   loadAgentConfig,
   NodeAgent,
   nvidiaSmiSource,
+  openKernelLog,
   TlsFiles,
   TlsFilesError,
 } from "../../agent/index.js";
@@ -31,6 +32,7 @@ interface AgentFlags {
   advertiseAddress?: string;
   nvidiaSmi: string;
   gpusFrom?: string;
+  kernelLog?: string;
   stateDir?: string;
   heartbeatMs?: number;
   metricsListen?: string;
@@ -88,6 +90,12 @@ export function registerAgent(program: Command): void {
         "--gpus-from <file>",
         "GPUs from a YAML/JSON list instead of nvidia-smi (machines without NVIDIA tools)",
       ).env(env("GPUS_FROM")),
+    )
+    .addOption(
+      new Option(
+        "--kernel-log <path>",
+        'where the driver logs Xid errors, read for GPU problems (default: the config\'s, /dev/kmsg; "off" for none)',
+      ).env(env("KERNEL_LOG")),
     )
     .addOption(
       new Option("--state-dir <dir>", "engine records and logs (default: the config's stateDir)").env(
@@ -167,19 +175,31 @@ async function runAgent(flags: AgentFlags): Promise<void> {
   const stateDir = flags.stateDir ?? config.stateDir;
   const heartbeatMs = flags.heartbeatMs ?? config.heartbeatMs;
 
+  const kernelLogPath = flags.kernelLog ?? config.hardware.kernelLog;
+  // Xids name PCI bus ids, which only nvidia-smi tells: none with --gpus-from.
+  const kernelLog =
+    flags.gpusFrom || kernelLogPath === "off"
+      ? undefined
+      : openKernelLog({
+          path: kernelLogPath,
+          onUnreadable: (reason) =>
+            logger.warn(
+              { path: kernelLogPath, reason },
+              "cannot read the kernel log: Xid errors will not be reported (set --kernel-log, or run the agent as root)",
+            ),
+        });
+  const smi = { path: flags.nvidiaSmi, nodeId, config: config.hardware, ...(kernelLog ? { kernelLog } : {}) };
   let hardware: Awaited<ReturnType<typeof discoverFromFile>>;
   try {
     hardware = flags.gpusFrom
       ? await discoverFromFile(flags.gpusFrom, nodeId, config.hardware)
-      : await discoverWithNvidiaSmi({ path: flags.nvidiaSmi, nodeId, config: config.hardware });
+      : await discoverWithNvidiaSmi(smi);
   } catch (err) {
     // Never a registration of hardware the agent is not sure of.
     if (err instanceof GpuDiscoveryError) throw new CliError(err.message);
     throw err;
   }
-  const gpus = flags.gpusFrom
-    ? fileSource(flags.gpusFrom)
-    : nvidiaSmiSource({ path: flags.nvidiaSmi, nodeId, config: config.hardware });
+  const gpus = flags.gpusFrom ? fileSource(flags.gpusFrom) : nvidiaSmiSource(smi);
 
   let agent: NodeAgent | undefined;
   const supervisor = new EngineSupervisor({
@@ -237,5 +257,6 @@ async function runAgent(flags: AgentFlags): Promise<void> {
   await agent.stop();
   await supervisor.close();
   tls?.close();
+  kernelLog?.close();
   metricsServer?.server.close();
 }
