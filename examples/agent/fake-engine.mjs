@@ -6,9 +6,11 @@
 //   --start-delay-ms N     time "loading weights" before /health answers 200
 //   --crash-after-ms N     exit on its own N ms after becoming ready ...
 //   --exit-code K          ... with this code (default 1)
+//   --crash-once FILE      ... only when FILE does not exist yet (it is created): the
+//                          first engine crashes, the one started to replace it runs
 //   --ignore-sigterm       keep running on SIGTERM (only SIGKILL stops it)
 //   --record FILE          write {argv, env, pid} here at start
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
 const args = process.argv.slice(2);
@@ -25,6 +27,7 @@ const startDelayMs = Number(flag("--start-delay-ms") ?? 0);
 const crashAfterMs = flag("--crash-after-ms");
 const exitCode = Number(flag("--exit-code") ?? 1);
 const record = flag("--record");
+const crashOnce = flag("--crash-once");
 if (record) {
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => k === "CUDA_VISIBLE_DEVICES" || k.startsWith("FAKE_ENGINE_")),
@@ -46,7 +49,9 @@ server.listen(port, "0.0.0.0", () => console.log(`fake-engine: loading on port $
 setTimeout(() => {
   ready = true;
   console.log("fake-engine: ready");
-  if (crashAfterMs !== undefined) {
+  const crash = crashOnce === undefined || !existsSync(crashOnce);
+  if (crashAfterMs !== undefined && crash) {
+    if (crashOnce !== undefined) writeFileSync(crashOnce, String(process.pid));
     setTimeout(() => {
       console.log(`fake-engine: CUDA error: an illegal memory access was encountered (exiting ${exitCode})`);
       process.exit(exitCode);

@@ -27,6 +27,8 @@ export interface StackOptions {
 export interface Stack {
   stream: string;
   prefix: string;
+  /** The gateways' lease bucket: another gateway on this log joins it. */
+  gatewaysBucket: string;
   log: Log;
   gw: Gateway;
   rec: ReconcilerProcess;
@@ -113,6 +115,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
   return {
     stream,
     prefix,
+    gatewaysBucket,
     log,
     gw,
     rec,
