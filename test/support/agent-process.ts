@@ -6,7 +6,7 @@
  * statuses and the commands sent for a shard.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
@@ -82,6 +82,7 @@ export interface StartAgentOptions {
 
 /** Starts `llmgw agent` on `<dir>/agent.yaml`, its state in `<dir>/state`, its kernel log `<dir>/kmsg`. */
 export function startAgent(dir: string, o: StartAgentOptions): AgentProc {
+  if (!existsSync(join(dir, "kmsg"))) writeFileSync(join(dir, "kmsg"), "");
   const proc = spawn(
     process.execPath,
     [

@@ -27,6 +27,7 @@ interface GatewayFlags {
   leaseBucket: string;
   leaseTtl: number;
   drainDeadline: number;
+  reconnectAfter: number;
   metricsListen?: string;
 }
 
@@ -95,6 +96,14 @@ export function registerGateway(program: Command): void {
     .addOption(ms("--lease-ttl", "LEASE_TTL_MS", "lease time-to-live", 15_000))
     .addOption(ms("--drain-deadline", "DRAIN_DEADLINE_MS", "SIGTERM: exit within", 10_000))
     .addOption(
+      ms(
+        "--reconnect-after",
+        "RECONNECT_AFTER_MS",
+        "SIGTERM: the retry_after told to agents, so they do not all come back at once",
+        1_000,
+      ),
+    )
+    .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
     )
     .action(async (flags: GatewayFlags) => {
@@ -152,6 +161,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     leaseBucket: f.leaseBucket,
     leaseTtlMs: f.leaseTtl,
     drainDeadlineMs: f.drainDeadline,
+    reconnectAfterMs: f.reconnectAfter,
     metricsListen: f.metricsListen,
   };
   try {
