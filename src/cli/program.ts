@@ -17,6 +17,7 @@ import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerGpu } from "./commands/gpu.js";
+import { registerNatsAuth } from "./commands/nats-auth.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
@@ -55,6 +56,7 @@ export function buildProgram(): Command {
   registerSim(program);
   registerAgent(program);
   registerCerts(program);
+  registerNatsAuth(program);
   // Reading the log
   registerEvents(program);
   registerReplay(program);

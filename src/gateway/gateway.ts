@@ -3,7 +3,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
 import { type AgentMessage, AgentService, type ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { type Log, openLog } from "../log/index.js";
+import { type Log, type NatsSecurity, openLog } from "../log/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
@@ -21,6 +21,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Default: a new registry per gateway. */
   metrics?: GatewayMetrics;
+  /** NATS credentials and TLS (the gateway role's; see docs/SECURITY.md). */
+  natsSecurity?: NatsSecurity;
 }
 
 type State = "starting" | "serving" | "draining" | "stopped";
@@ -77,6 +79,9 @@ export class Gateway implements SessionHost {
       name: config.stream,
       prefix: config.prefix,
       replicas: config.streamReplicas,
+      // A gateway may create a missing log stream but not change one.
+      updateStream: false,
+      ...(opts.natsSecurity ? { security: opts.natsSecurity } : {}),
     });
     const publisher = new Publisher(
       log,

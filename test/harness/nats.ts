@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
 
 const live = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
@@ -113,6 +113,8 @@ interface ServerSpec {
   routes?: number[];
   storeDir: string;
   configFile: string;
+  /** A config file the server includes (e.g. an authorization block). */
+  include?: string;
 }
 
 class ServerProcess implements NatsServer {
@@ -215,7 +217,9 @@ async function waitForPort(port: number, proc: ChildProcess, output: () => strin
       const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false });
       await nc.close();
       return;
-    } catch {
+    } catch (err) {
+      // A server with authentication on refuses the anonymous probe: it is up.
+      if (err instanceof AuthorizationError) return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -234,6 +238,7 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
     "  max_file_store: 2GB",
     "}",
   ];
+  if (spec.include !== undefined) lines.push(`include ${JSON.stringify(spec.include)}`);
   if (spec.clusterPort !== undefined) {
     lines.push(
       "cluster {",
@@ -252,10 +257,21 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
   return file;
 }
 
-/** Starts one JetStream server on a loopback port it chooses itself (kept across restarts), with a temp store. */
-export async function startServer(): Promise<NatsServer & { close(): Promise<void> }> {
+/**
+ * Starts one JetStream server on a loopback port it chooses itself (kept
+ * across restarts), with a temp store; `include` adds a config file of
+ * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`.
+ */
+export async function startServer(
+  opts: { include?: string } = {},
+): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
-  const spec = { name: "n1", port: 0, storeDir: join(dir, "store") };
+  const spec = {
+    name: "n1",
+    port: 0,
+    storeDir: join(dir, "store"),
+    ...(opts.include !== undefined ? { include: opts.include } : {}),
+  };
   const server = new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
   await server.start();
   return Object.assign(server, {

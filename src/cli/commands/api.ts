@@ -4,10 +4,17 @@ import { pino } from "pino";
 import { type AuthMode, checkAuth, startApi } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
-import { CliError, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
+import {
+  CliError,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  streamReplicasOption,
+  withNatsOptions,
+} from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
-interface ApiCommandFlags {
+interface ApiCommandFlags extends NatsSecurityFlags {
   listen: string;
   token?: string;
   dev?: boolean;
@@ -32,8 +39,7 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 export function registerApi(program: Command): void {
-  program
-    .command("api")
+  withNatsOptions(program.command("api"))
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
       new Option("--listen <host:port>", "address to listen on")
@@ -42,7 +48,6 @@ export function registerApi(program: Command): void {
     )
     .addOption(new Option("--token <token>", "bearer token clients must send").env("LLMGW_API_TOKEN"))
     .option("--dev", "development: no token, loopback only")
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(streamReplicasOption())
     .addOption(prefixOption())
@@ -63,7 +68,7 @@ export function registerApi(program: Command): void {
         throw new CliError((err as Error).message);
       }
       const logger = pino({ level: flags.logLevel, base: { service: "llmgw-api" } });
-      const log = await openLogForWriting(flags, "llmgw-api");
+      const log = await openLogForWriting(flags, "llmgw-api", { updateStream: true });
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
         // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.

@@ -2,9 +2,18 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
 import { Gateway, type GatewayConfigInput, GatewayMetrics, parseGatewayConfig } from "../../gateway/index.js";
-import { CliError, intArg, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
+import {
+  CliError,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  streamReplicasOption,
+  withNatsOptions,
+} from "../common.js";
+import { natsSecurityFrom } from "../nats-security.js";
 
-interface GatewayFlags {
+interface GatewayFlags extends NatsSecurityFlags {
   id: string;
   listen: string;
   tlsCert?: string;
@@ -35,8 +44,7 @@ const env = (name: string) => `LLMGW_GATEWAY_${name}`;
 
 /** `llmgw gateway`: serve agent streams and relay commands until SIGTERM. */
 export function registerGateway(program: Command): void {
-  program
-    .command("gateway")
+  withNatsOptions(program.command("gateway"))
     .description("serve agent streams (Connect over HTTP/2, mTLS) and relay commands")
     .addOption(
       new Option("--id <id>", "gateway id (letters, digits, - and _)").env(env("ID")).default(defaultId()),
@@ -55,7 +63,6 @@ export function registerGateway(program: Command): void {
         "h2c on loopback, node identity from the message: local development only",
       ).env(env("INSECURE_DEV")),
     )
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(streamReplicasOption())
@@ -109,6 +116,7 @@ export function registerGateway(program: Command): void {
     .action(async (flags: GatewayFlags) => {
       const gw = await Gateway.start(configFrom(flags), {
         metrics: new GatewayMetrics().withProcessMetrics(),
+        natsSecurity: natsSecurityFrom(flags),
       });
       await new Promise<void>((resolve) => {
         const onSignal = (sig: NodeJS.Signals) => {
