@@ -10,7 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
 
@@ -238,7 +238,8 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
     "  max_file_store: 2GB",
     "}",
   ];
-  if (spec.include !== undefined) lines.push(`include ${JSON.stringify(spec.include)}`);
+  // nats-server resolves an include relative to the including file, absolute paths too.
+  if (spec.include !== undefined) lines.push(`include ${JSON.stringify(relative(dir, spec.include))}`);
   if (spec.clusterPort !== undefined) {
     lines.push(
       "cluster {",
