@@ -32,11 +32,23 @@ export function natsAuthFiles(dir: string): NatsAuthFiles {
   };
 }
 
-/** Creates the files; throws a CliError naming those that exist when `force` is not set. */
-export function writeNatsAuth(dir: string, layout: NatsLayout, opts: { force: boolean }): NatsAuthFiles {
+/**
+ * Creates the files and says whether it did. Existing files: replaced with
+ * `force`; with `keepExisting`, a complete set is kept as it is (a
+ * container's start-up step, run again on every start); otherwise a
+ * CliError names them.
+ */
+export function writeNatsAuth(
+  dir: string,
+  layout: NatsLayout,
+  opts: { force: boolean; keepExisting?: boolean },
+): NatsAuthFiles & { written: boolean } {
   const files = natsAuthFiles(dir);
   const all = [files.serverConfig, ...Object.values(files.creds)];
   const present = all.filter((f) => existsSync(f));
+  if (!opts.force && opts.keepExisting === true && present.length === all.length) {
+    return { ...files, written: false };
+  }
   if (present.length > 0 && !opts.force) {
     throw new CliError(
       `${present.join(", ")} already exist${present.length === 1 ? "s" : ""}: keeping them (--force writes new keys; every process then needs its new credentials)`,
@@ -57,7 +69,7 @@ export function writeNatsAuth(dir: string, layout: NatsLayout, opts: { force: bo
   });
   // Public keys and permissions only: readable by the server's user.
   write(files.serverConfig, renderServerAuth(users, layout), 0o644);
-  return files;
+  return { ...files, written: true };
 }
 
 function write(file: string, text: string, mode: number): void {

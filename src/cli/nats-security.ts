@@ -3,9 +3,31 @@
  * read and checked before any connection is made: a missing, unreadable or
  * garbled file is a usage error naming the flag and the file.
  */
-import { readFileSync } from "node:fs";
-import { authenticatorFromCredentials, NatsCredentialsError, type NatsSecurity } from "../log/index.js";
+import { existsSync, readFileSync } from "node:fs";
+import {
+  authenticatorFromCredentials,
+  DEFAULT_NATS_URL,
+  NatsCredentialsError,
+  type NatsSecurity,
+} from "../log/index.js";
 import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
+import { DEFAULT_DEV_DATA_DIR, devCredsDir } from "./dev/paths.js";
+import { natsAuthFiles } from "./nats-auth-files.js";
+
+/**
+ * For commands that only read the log: with no credentials given and
+ * `--nats` at its default, the reader credentials of `llmgw dev` (run with
+ * its default data directory) when they exist, so that `llmgw events` and
+ * the like work against the dev fleet without flags. Against a server
+ * without authentication the credentials are simply not asked for.
+ */
+export function readerSecurityFrom(flags: NatsSecurityFlags & { nats: string }): NatsSecurity {
+  if (flags.natsCreds === undefined && flags.nats === DEFAULT_NATS_URL) {
+    const devReader = natsAuthFiles(devCredsDir(DEFAULT_DEV_DATA_DIR)).creds.reader;
+    if (existsSync(devReader)) return natsSecurityFrom({ ...flags, natsCreds: devReader });
+  }
+  return natsSecurityFrom(flags);
+}
 
 export function natsSecurityFrom(flags: NatsSecurityFlags): NatsSecurity {
   const security: NatsSecurity = {};

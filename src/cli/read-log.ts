@@ -6,7 +6,7 @@
  */
 import { isLogError, type Log, openLog } from "../log/index.js";
 import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
-import { natsSecurityFrom } from "./nats-security.js";
+import { natsSecurityFrom, readerSecurityFrom } from "./nats-security.js";
 
 export interface LogFlags extends NatsSecurityFlags {
   nats: string;
@@ -39,7 +39,7 @@ export function openLogForWriting(
 export async function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
   const log = await openLog({
     url: flags.nats,
-    security: natsSecurityFrom(flags),
+    security: readerSecurityFrom(flags),
     clientName,
     name: flags.stream,
     prefix: flags.subjectPrefix,

@@ -22,6 +22,7 @@ export {
 } from "./nats-credentials.js";
 export {
   DEFAULT_BUCKETS,
+  DEFAULT_LAYOUT,
   NATS_ROLES,
   type NatsLayout,
   type NatsRole,

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { type Log, openLog } from "../../log/index.js";
 import { prefixOption, streamOption, withNatsOptions } from "../common.js";
-import { natsSecurityFrom } from "../nats-security.js";
+import { readerSecurityFrom } from "../nats-security.js";
 import type { LogFlags } from "../read-log.js";
 
 export type { LogFlags };
@@ -14,7 +14,7 @@ export function withLogOptions(cmd: Command): Command {
 export function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
   return openLog({
     url: flags.nats,
-    security: natsSecurityFrom(flags),
+    security: readerSecurityFrom(flags),
     clientName,
     name: flags.stream,
     prefix: flags.subjectPrefix,

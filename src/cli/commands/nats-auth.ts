@@ -14,6 +14,7 @@ interface InitFlags {
   snapshotBucket: string;
   revokedBucket: string;
   force?: boolean;
+  keepExisting?: boolean;
 }
 
 export function registerNatsAuth(program: Command): void {
@@ -34,6 +35,10 @@ export function registerNatsAuth(program: Command): void {
     .addOption(bucket("--snapshot-bucket", "of projection snapshots", DEFAULT_BUCKETS.snapshots))
     .addOption(bucket("--revoked-bucket", "of revoked agent identities", DEFAULT_BUCKETS.revoked))
     .option("--force", "replace existing files (new keys: every process needs its new .creds)")
+    .option(
+      "--keep-existing",
+      "when every file is there already, keep them and succeed (a start-up step run on each start)",
+    )
     .addHelpText(
       "after",
       "\nFiles (in --dir):\n" +
@@ -55,9 +60,10 @@ export function registerNatsAuth(program: Command): void {
             revoked: flags.revokedBucket,
           },
         },
-        { force: flags.force === true },
+        { force: flags.force === true, keepExisting: flags.keepExisting === true },
       );
       const out = (line: string) => process.stdout.write(`${line}\n`);
+      if (!files.written) out(`kept the existing files in ${flags.dir}`);
       out(`server config  ${files.serverConfig}  (include it from nats-server.conf)`);
       for (const role of NATS_ROLES) out(`${role.padEnd(14)} ${files.creds[role]}`);
     });
