@@ -9,7 +9,7 @@
 import { fromSeed } from "@nats-io/nkeys";
 import {
   type Authenticator,
-  credsAuthenticator,
+  jwtAuthenticator,
   nkeyAuthenticator,
   type TlsOptions,
 } from "@nats-io/transport-node";
@@ -46,8 +46,11 @@ export function authenticatorFromCredentials(text: string): Authenticator {
     throw new NatsCredentialsError(`its nkey seed is not valid: ${(err as Error).message}`);
   }
   if (text.includes("BEGIN NATS USER JWT")) {
-    if (!JWT_BLOCK.test(text)) throw new NatsCredentialsError("its user JWT block is malformed");
-    return credsAuthenticator(new TextEncoder().encode(text));
+    // Parsed here, once, rather than by the client's credsAuthenticator at
+    // every connect: a broken file is reported before any connection.
+    const jwt = JWT_BLOCK.exec(text)?.[1];
+    if (jwt === undefined) throw new NatsCredentialsError("its user JWT block is malformed");
+    return jwtAuthenticator(jwt, seed);
   }
   return nkeyAuthenticator(seed);
 }
