@@ -77,9 +77,8 @@ export class LogError extends Error {
       });
     }
     const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof PermissionViolationError) {
-      return permissionDenied(err, prefix);
-    }
+    const denied = permissionViolation(err);
+    if (denied) return permissionDenied(denied, prefix);
     if (err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError) {
       return new LogError("unauthenticated", `${prefix}NATS refused the credentials: ${message}`, {
         cause: err,
@@ -90,6 +89,19 @@ export class LogError extends Error {
     }
     return new LogError("internal", `${prefix}${message}`, { cause: err });
   }
+}
+
+/**
+ * The server's refusal of a publish or subscription, when that is what
+ * `err` is or wraps: the client fails a request (a JetStream API call, a KV
+ * write) whose subject was refused with it, sometimes as the cause of its own error.
+ */
+function permissionViolation(err: unknown): PermissionViolationError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < CAUSE_DEPTH && e instanceof Error; depth++, e = e.cause) {
+    if (e instanceof PermissionViolationError) return e;
+  }
+  return undefined;
 }
 
 /** The LogError of a subject the server's permissions refused this connection. */

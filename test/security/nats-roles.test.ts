@@ -4,14 +4,16 @@
  * reconciler and the API run as processes with their own credentials and
  * work; a forged reconcile pass with the gateway's or the API's credentials
  * is refused and leaves the log as it was; the reader runs events, replay
- * and check-log and can publish nothing; without credentials the server
- * refuses the connection.
+ * and check-log and can publish nothing, change the stream or write a
+ * bucket; the API writes revocations that the gateway can read but not
+ * lift; without credentials the server refuses the connection.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Kvm } from "@nats-io/kv";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
 import {
@@ -201,7 +203,39 @@ describe("NATS credentials per role (real nats-server with the generated auth co
         `the reader publishing to ${subject}`,
       );
     }
+    // Nor change the stream or write a bucket: refused by the server, reported as such.
+    await assert.rejects(
+      reader.jsm.streams.update(stream, { max_msgs: 1 }).catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied") && /STREAM\.UPDATE/.test(err.message),
+      "the reader updating the stream",
+    );
+    const gateways = await new Kvm(reader.nc).open(buckets.gateways);
+    await assert.rejects(
+      gateways.put("gw-auth", "forged").catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied"),
+      "the reader writing the gateways' lease bucket",
+    );
     assert.equal(await reader.lastSeq(), before, "the log after the reader's publishes");
+  });
+
+  it("lets the API write revocations and the gateway read them, not write them", async () => {
+    const api = await openAs("api");
+    const gateway = await openAs("gateway");
+    const revoked = await new Kvm(api.nc).create(buckets.revoked, { history: 1 });
+    await revoked.put("gpu-revoked-1", "revoked by test");
+    const seen = await (await new Kvm(gateway.nc).open(buckets.revoked)).get("gpu-revoked-1");
+    assert.equal(seen?.string(), "revoked by test");
+    await assert.rejects(
+      (await new Kvm(gateway.nc).open(buckets.revoked)).delete("gpu-revoked-1").catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied"),
+      "the gateway lifting a revocation",
+    );
   });
 
   it("refuses a connection without credentials, and names a bad credentials file", async () => {
