@@ -12,7 +12,12 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
-import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AuthorizationError,
+  type ConnectionOptions,
+  connect,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 
 const live = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
@@ -115,6 +120,8 @@ interface ServerSpec {
   configFile: string;
   /** A config file the server includes (e.g. an authorization block). */
   include?: string;
+  /** What the readiness probe connects with, for a server that requires TLS or credentials. */
+  probe?: Partial<ConnectionOptions>;
 }
 
 class ServerProcess implements NatsServer {
@@ -172,7 +179,7 @@ class ServerProcess implements NatsServer {
       this.spec.port = await listenedPort(proc, () => this.#out.join(""));
       writeConfig(this.spec, dirname(this.spec.configFile));
     }
-    await waitForPort(this.spec.port, proc, () => this.output());
+    await waitForPort(this.spec.port, proc, () => this.output(), this.spec.probe);
   }
 
   async stop(): Promise<void> {
@@ -209,12 +216,17 @@ async function listenedPort(proc: ChildProcess, output: () => string): Promise<n
   throw new Error(`nats-server did not say which port it listens on within 15 s:\n${output()}`);
 }
 
-async function waitForPort(port: number, proc: ChildProcess, output: () => string): Promise<void> {
+async function waitForPort(
+  port: number,
+  proc: ChildProcess,
+  output: () => string,
+  probe: Partial<ConnectionOptions> = {},
+): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}:\n${output()}`);
     try {
-      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false });
+      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false, ...probe });
       await nc.close();
       return;
     } catch (err) {
@@ -261,10 +273,11 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
 /**
  * Starts one JetStream server on a loopback port it chooses itself (kept
  * across restarts), with a temp store; `include` adds a config file of
- * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`.
+ * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`,
+ * and `probe` what the readiness check connects with (TLS, credentials).
  */
 export async function startServer(
-  opts: { include?: string } = {},
+  opts: { include?: string; probe?: Partial<ConnectionOptions> } = {},
 ): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
   const spec = {
@@ -272,6 +285,7 @@ export async function startServer(
     port: 0,
     storeDir: join(dir, "store"),
     ...(opts.include !== undefined ? { include: opts.include } : {}),
+    ...(opts.probe !== undefined ? { probe: opts.probe } : {}),
   };
   const server = new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
   await server.start();
