@@ -182,7 +182,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     }
   });
 
-  it("lets the reader run events, replay and check-log as processes, and publish nothing", async () => {
+  it("lets the reader run events, replay, explain and check-log as processes, and publish nothing", async () => {
     const withReader = [...logFlags(), "--nats-creds", creds("reader")];
     const events = await runCli(["events", ...withReader]);
     assert.equal(events.code, 0, events.stderr);
@@ -190,6 +190,8 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     const replay = await runCli(["replay", ...withReader, "--snapshot-bucket", buckets.snapshots]);
     assert.equal(replay.code, 0, replay.stderr);
     assert.match(replay.stdout, /gpu-auth-1/);
+    const explain = await runCli(["explain", "node", "gpu-auth-1", ...withReader]);
+    assert.equal(explain.code, 0, explain.stderr);
     const check = await runCli(["check-log", ...withReader]);
     assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
 
