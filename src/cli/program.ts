@@ -22,6 +22,7 @@ import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
+import { registerRevocation } from "./commands/revoke.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { applyConfigFile } from "./config-file.js";
@@ -70,6 +71,7 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");
   registerGpu(program);
+  registerRevocation(program);
   registerBench(program);
   registerCompletion(program);
   return program;

@@ -18,3 +18,4 @@ export {
   RevocationSchema,
   serialKey,
 } from "./revocation-keys.js";
+export { RevocationBucketMissing, revocationBucket } from "./revocations.js";

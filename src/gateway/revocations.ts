@@ -159,21 +159,41 @@ export class RevocationWatch {
   }
 
   async #bucket(): Promise<KV | null> {
-    const kvm = new Kvm(this.nc);
-    const kv = await kvm.open(this.opts.bucket);
     try {
-      await kv.status();
-      return kv;
+      return await revocationBucket(this.nc, this.opts.bucket, this.opts.replicas);
     } catch (err) {
-      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-    }
-    try {
-      return await kvm.create(this.opts.bucket, { history: 5, replicas: this.opts.replicas });
-    } catch (err) {
+      if (!(err instanceof RevocationBucketMissing)) throw err;
       // Without the right to create it (a gateway's credentials only read it): nothing is revoked yet.
-      this.logger.debug({ err: String(err) }, "revocation bucket absent and not created here");
+      this.logger.debug({ err: String(err.cause) }, "revocation bucket absent and not created here");
       return null;
     }
+  }
+}
+
+/** The bucket does not exist and could not be created (`cause`: why). */
+export class RevocationBucketMissing extends Error {
+  override readonly name = "RevocationBucketMissing";
+}
+
+/**
+ * Opens the revocation bucket, creating it when absent (five revisions per
+ * key: who revoked and lifted what, and when, stays readable for a while).
+ */
+export async function revocationBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
+  const kvm = new Kvm(nc);
+  const kv = await kvm.open(bucket);
+  try {
+    await kv.status();
+    return kv;
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+  }
+  try {
+    return await kvm.create(bucket, { history: 5, replicas });
+  } catch (err) {
+    throw new RevocationBucketMissing(`the KV bucket ${bucket} does not exist and cannot be created here`, {
+      cause: err,
+    });
   }
 }
 
