@@ -69,7 +69,7 @@ export function registerRevocation(program: Command): void {
     const key = keyFor(cn, flags.serial);
     const was = await withBucket(flags, "llmgw unrevoke", async (kv) => {
       const e = await kv.get(key);
-      if (!e || e.operation !== "PUT") return false;
+      if (e?.operation !== "PUT") return false;
       await kv.delete(key);
       return true;
     });
