@@ -99,9 +99,9 @@ export class GatewayIdentity {
     this.#tlsListener = fn;
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.#files?.close();
-    await this.#revocations?.stop();
+    this.#revocations?.stop();
   }
 
   /** Whether `s`, whose Register was just read, may open its session. */

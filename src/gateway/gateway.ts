@@ -149,6 +149,14 @@ export class Gateway implements SessionHost {
         logger: this.logger,
         onRecord: (r) => this.#watch.onRecord(r),
       }),
+      // Only for the duplicate check: which gateways restarted or stopped (sessions-watch.ts).
+      follow(this.log, {
+        subjects: [this.log.subjects.gateways],
+        fromSeq,
+        signal,
+        logger: this.logger,
+        onRecord: (r) => this.#watch.onGatewayRecord(r),
+      }),
       follow(this.log, {
         subjects: [this.log.subjects.reconciler],
         fromSeq,
@@ -298,7 +306,7 @@ export class Gateway implements SessionHost {
   async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
     this.#state = "stopped";
     clearInterval(this.#logWatch);
-    await this.#identity.stop();
+    this.#identity.stop();
     this.#shutdown.abort();
     await this.#server?.close(500);
     this.#stopFollowing.abort();

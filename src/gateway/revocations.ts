@@ -11,6 +11,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { sleep } from "./publisher.js";
 import {
   cnKey,
   parseRevocationKey,
@@ -34,9 +35,8 @@ export interface RevocationWatchOptions {
 
 export class RevocationWatch {
   readonly #entries = new Map<string, Revocation>();
-  #stopped = false;
+  readonly #stop = new AbortController();
   #watch: { stop(): void } | undefined;
-  #loop: Promise<void> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -53,14 +53,14 @@ export class RevocationWatch {
     const ready = new Promise<void>((resolve) => {
       loaded = resolve;
     });
-    this.#loop = this.#run(loaded);
+    void this.#run(loaded);
     return ready;
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
+  /** Stops watching; the loop ends at its next step. */
+  stop(): void {
+    this.#stop.abort();
     this.#watch?.stop();
-    await this.#loop;
   }
 
   get size(): number {
@@ -87,18 +87,18 @@ export class RevocationWatch {
   async #run(loaded: () => void): Promise<void> {
     let announced = false;
     const retryMs = this.opts.retryMs ?? 1_000;
-    while (!this.#stopped) {
+    while (!this.#stop.signal.aborted) {
       try {
         const kv = await this.#bucket();
         if (!kv) {
           if (!announced) loaded();
           announced = true;
-          await sleep(retryMs);
+          await sleep(retryMs, this.#stop.signal);
           continue;
         }
         const w = await kv.watch({ include: "updates" });
         this.#watch = w;
-        if (this.#stopped) w.stop();
+        if (this.#stop.signal.aborted) w.stop();
         // The listing after the watch started: nothing written in between is missed.
         const keys = await kv.keys();
         for await (const k of keys) {
@@ -109,14 +109,14 @@ export class RevocationWatch {
         announced = true;
         for await (const e of w) this.#apply(e);
       } catch (err) {
-        if (this.#stopped) break;
+        if (this.#stop.signal.aborted) break;
         this.logger.warn(
           { err: String(err), bucket: this.opts.bucket },
           "reading the revocation bucket failed; retrying (revocations known so far still apply)",
         );
         if (!announced) loaded();
         announced = true;
-        await sleep(retryMs);
+        await sleep(retryMs, this.#stop.signal);
       }
     }
   }
@@ -195,8 +195,4 @@ export async function revocationBucket(nc: NatsConnection, bucket: string, repli
       cause: err,
     });
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
 }

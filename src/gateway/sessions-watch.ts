@@ -56,6 +56,20 @@ export class SessionsWatch {
     }
   }
 
+  /**
+   * Handles one event of the gateway subjects: a gateway that started or
+   * stopped holds none of the sessions it opened before (a gateway killed
+   * and restarted under the same id keeps its lease, so the reconciler never
+   * expires them).
+   */
+  onGatewayRecord(r: LogRecord): void {
+    const body = r.event.body;
+    if (body.case !== "gatewayStarted" && body.case !== "gatewayStopped") return;
+    for (const n of this.#newest.values()) {
+      if (n.gatewayId === body.value.gatewayId && n.seq < r.seq) n.closed = true;
+    }
+  }
+
   /** The node's newest session in the log, as far as this gateway followed it. */
   newest(nodeId: string): LoggedSession | undefined {
     return this.#newest.get(nodeId);
