@@ -6,7 +6,14 @@ import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, metricValue, rand, spawnGateway, waitForLog } from "../support/gateway.js";
+import {
+  type GatewayProcess,
+  metricValue,
+  rand,
+  readAll,
+  spawnGateway,
+  waitForLog,
+} from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
@@ -122,6 +129,10 @@ describe("revocation: llmgw revoke applies live on every gateway", () => {
         assert.match(String(err), /revoked/);
         assert.equal(again.sessionId, "", "refused at registration: no session opened");
       }
+      const openings = (await readAll(log)).filter(
+        (r) => r.event.body.case === "sessionOpened" && r.event.body.value.nodeId === "gpu-rev-1",
+      );
+      assert.equal(openings.length, 1, "the refused reconnects opened no session");
       // Nobody else is touched.
       assert.equal(bystander.done, false);
       await bystander.waitForAck(bystander.shardStatus({ shardId: "s1", state: ShardStatus_State.RUNNING }));
