@@ -23,6 +23,7 @@ import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
+import { registerRevocation } from "./commands/revoke.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { applyConfigFile } from "./config-file.js";
@@ -72,6 +73,7 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");
   registerGpu(program);
+  registerRevocation(program);
   registerBench(program);
   registerCompletion(program);
   return program;

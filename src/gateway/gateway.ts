@@ -7,13 +7,14 @@ import { type Log, type NatsSecurity, openLog } from "../log/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
+import { GatewayIdentity } from "./gateway-identity.js";
 import { GatewayLease } from "./lease.js";
 import { GatewayMetrics, serveMetrics } from "./metrics.js";
 import { atMost, Publisher } from "./publisher.js";
 import { SessionRegistry } from "./registry.js";
 import { CommandRelay } from "./relay.js";
 import { type AgentServer, startAgentServer } from "./server.js";
-import { AgentSession, type SessionHost } from "./session.js";
+import { AgentSession, type Refusal, type SessionHost } from "./session.js";
 import { SessionsWatch } from "./sessions-watch.js";
 
 export interface StartOptions {
@@ -51,6 +52,7 @@ export class Gateway implements SessionHost {
   #followers: Promise<void>[] = [];
   readonly #watch: SessionsWatch;
   readonly #relay: CommandRelay;
+  readonly #identity: GatewayIdentity;
   #metricsServer: { url: string; server: import("node:http").Server } | undefined;
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
@@ -64,6 +66,7 @@ export class Gateway implements SessionHost {
   ) {
     this.#watch = new SessionsWatch(this.registry);
     this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
+    this.#identity = new GatewayIdentity(this, this.#watch);
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -118,9 +121,10 @@ export class Gateway implements SessionHost {
 
   async #start(): Promise<void> {
     const cfg = this.config;
+    const tls = await this.#identity.start();
     this.#server = await startAgentServer({
       listen: cfg.listen,
-      tls: cfg.tls,
+      tls,
       readMaxBytes: this.#readMaxBytes(),
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
@@ -129,6 +133,8 @@ export class Gateway implements SessionHost {
           connect: (requests, ctx) => this.#openStream(requests, ctx),
         }),
     });
+    const server = this.#server;
+    this.#identity.onTlsChange((material) => server.setTls(material));
     this.#lease = await GatewayLease.acquire(this.log.nc, {
       bucket: cfg.leaseBucket,
       ttlMs: cfg.leaseTtlMs,
@@ -148,12 +154,23 @@ export class Gateway implements SessionHost {
         logger: this.logger,
         onRecord: (r) => this.#watch.onRecord(r),
       }),
+      // Only for the duplicate check: which gateways restarted or stopped (sessions-watch.ts).
+      follow(this.log, {
+        subjects: [this.log.subjects.gateways],
+        fromSeq,
+        signal,
+        logger: this.logger,
+        onRecord: (r) => this.#watch.onGatewayRecord(r),
+      }),
       follow(this.log, {
         subjects: [this.log.subjects.reconciler],
         fromSeq,
         signal,
         logger: this.logger,
-        onRecord: (r) => this.#relay.onRecord(r),
+        onRecord: (r) => {
+          this.#watch.onPass(r);
+          this.#relay.onRecord(r);
+        },
       }),
     ];
     await this.publisher.append(
@@ -206,9 +223,15 @@ export class Gateway implements SessionHost {
     return s.run(requests);
   }
 
+  admit(s: AgentSession): Refusal | undefined {
+    return this.#identity.admit(s);
+  }
+
   hold(s: AgentSession): void {
     this.registry.add(s);
     this.#watch.check(s);
+    // A revocation that came while the session was opening.
+    this.#identity.checkRevoked(s);
     if (this.#state !== "serving")
       s.reconnect(`gateway ${this.config.id} is shutting down`, this.config.reconnectAfterMs);
   }
@@ -288,6 +311,7 @@ export class Gateway implements SessionHost {
   async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
     this.#state = "stopped";
     clearInterval(this.#logWatch);
+    this.#identity.stop();
     this.#shutdown.abort();
     await this.#server?.close(500);
     this.#stopFollowing.abort();

@@ -5,10 +5,17 @@ import type { Logger } from "pino";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
 
+/** PEM material of the listener: its certificate and key, and the CA agents' certificates must verify against. */
+export interface AgentServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  clientCa: string | Buffer;
+}
+
 export interface AgentServerOptions {
   listen: string;
-  /** PEM material; without it the server speaks h2c (insecure development mode). */
-  tls: { cert: string | Buffer; key: string | Buffer; clientCa: string | Buffer } | undefined;
+  /** Without it the server speaks h2c (insecure development mode). */
+  tls: AgentServerTls | undefined;
   readMaxBytes: number;
   routes: (router: ConnectRouter) => void;
   /** Aborting it aborts every handler's signal. */
@@ -21,6 +28,8 @@ export interface AgentServer {
   readonly url: string;
   /** Accept no new connections; open ones keep running. */
   stopAccepting(): void;
+  /** New handshakes use `tls` from now on; open connections keep theirs. Throws for unusable material. */
+  setTls(tls: AgentServerTls): void;
   /** Sends GOAWAY on every connection and closes them, destroying what is left after `graceMs`. */
   close(graceMs: number): Promise<void>;
 }
@@ -39,19 +48,13 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
     shutdownSignal: opts.shutdownSignal,
     contextValues: contextValuesFor,
   });
-  const server = opts.tls
+  const secure = opts.tls
     ? http2.createSecureServer(
-        {
-          cert: opts.tls.cert,
-          key: opts.tls.key,
-          ca: opts.tls.clientCa,
-          requestCert: true,
-          rejectUnauthorized: false,
-          minVersion: "TLSv1.2",
-        },
+        { ...secureContextOptions(opts.tls), requestCert: true, rejectUnauthorized: false },
         handler,
       )
-    : http2.createServer(handler);
+    : undefined;
+  const server = secure ?? http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
@@ -80,6 +83,9 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
   return {
     url,
     stopAccepting,
+    setTls(tls: AgentServerTls) {
+      secure?.setSecureContext(secureContextOptions(tls));
+    },
     async close(graceMs: number) {
       stopAccepting();
       for (const s of sessions) if (!s.closed) s.close();
@@ -90,4 +96,9 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
       clearTimeout(timer);
     },
   };
+}
+
+/** What a TLS context is made of; also what a reload replaces (the request-a-certificate options stay the server's). */
+function secureContextOptions(tls: AgentServerTls) {
+  return { cert: tls.cert, key: tls.key, ca: tls.clientCa, minVersion: "TLSv1.2" as const };
 }

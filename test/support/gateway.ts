@@ -90,6 +90,10 @@ export interface GatewayProcess {
   readonly proc: ChildProcess;
   /** Where agents connect, as the gateway logged it. */
   readonly url: string;
+  /** Its /metrics endpoint, when started with --metrics-listen. */
+  readonly metricsUrl: string | undefined;
+  /** The certificate, key and client CA files it serves with (replace them to rotate). */
+  readonly files: { cert: string; key: string; ca: string };
   output(): string;
   /** Resolves with the exit code (or signal) once the process is gone. */
   readonly exited: Promise<number | NodeJS.Signals | null>;
@@ -125,8 +129,8 @@ export async function spawnGateway(
   );
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const m = /"url":"(https:\/\/[^"]+)".*"msg":"gateway listening"/.exec(out);
-    if (m?.[1]) return { proc, url: m[1], output: () => out, exited };
+    const m = /"url":"(https:\/\/[^"]+)"(?:,"metrics":"([^"]+)")?.*"msg":"gateway listening"/.exec(out);
+    if (m?.[1]) return { proc, url: m[1], metricsUrl: m[2], files, output: () => out, exited };
     if (proc.exitCode !== null) throw new Error(`llmgw gateway exited with ${proc.exitCode}:\n${out}`);
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
@@ -134,4 +138,12 @@ export async function spawnGateway(
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The value of one sample at a /metrics URL (0 when the series is absent). */
+export async function metricValue(metricsUrl: string, name: string, labels = ""): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const series = labels === "" ? name : `${name}{${labels}}`;
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }

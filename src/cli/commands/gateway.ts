@@ -1,7 +1,13 @@
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
-import { Gateway, type GatewayConfigInput, GatewayMetrics, parseGatewayConfig } from "../../gateway/index.js";
+import {
+  DEFAULT_REVOKED_BUCKET,
+  Gateway,
+  type GatewayConfigInput,
+  GatewayMetrics,
+  parseGatewayConfig,
+} from "../../gateway/index.js";
+import { TlsFilesError } from "../../tls/watched-files.js";
 import {
   CliError,
   intArg,
@@ -37,6 +43,8 @@ interface GatewayFlags extends NatsSecurityFlags {
   leaseTtl: number;
   drainDeadline: number;
   reconnectAfter: number;
+  revokedBucket: string;
+  duplicateRetryAfter: number;
   metricsListen?: string;
 }
 
@@ -52,7 +60,12 @@ export function registerGateway(program: Command): void {
     .addOption(
       new Option("--listen <host:port>", "agent listener").env(env("LISTEN")).default("127.0.0.1:7443"),
     )
-    .addOption(new Option("--tls-cert <file>", "server certificate (PEM)").env(env("TLS_CERT")))
+    .addOption(
+      new Option(
+        "--tls-cert <file>",
+        "server certificate (PEM); it, the key and the client CA are read again when they change",
+      ).env(env("TLS_CERT")),
+    )
     .addOption(new Option("--tls-key <file>", "server key (PEM)").env(env("TLS_KEY")))
     .addOption(
       new Option("--client-ca <file>", "CA that signs agent certificates (PEM)").env(env("CLIENT_CA")),
@@ -111,13 +124,32 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(
+      new Option("--revoked-bucket <name>", "KV bucket of revoked agent CNs and certificate serials")
+        .env(env("REVOKED_BUCKET"))
+        .default(DEFAULT_REVOKED_BUCKET),
+    )
+    .addOption(
+      ms(
+        "--duplicate-retry-after",
+        "DUPLICATE_RETRY_AFTER_MS",
+        "the retry_after told to a second agent presenting the identity of a live session",
+        5_000,
+      ),
+    )
+    .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
     )
     .action(async (flags: GatewayFlags) => {
-      const gw = await Gateway.start(configFrom(flags), {
-        metrics: new GatewayMetrics().withProcessMetrics(),
-        natsSecurity: natsSecurityFrom(flags),
-      });
+      let gw: Gateway;
+      try {
+        gw = await Gateway.start(configFrom(flags), {
+          metrics: new GatewayMetrics().withProcessMetrics(),
+          natsSecurity: natsSecurityFrom(flags),
+        });
+      } catch (err) {
+        if (err instanceof TlsFilesError) throw new CliError(err.message);
+        throw err;
+      }
       await new Promise<void>((resolve) => {
         const onSignal = (sig: NodeJS.Signals) => {
           process.off("SIGTERM", onSignal);
@@ -146,13 +178,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     id: f.id,
     listen: f.listen,
     insecureDev: f.insecureDev === true,
-    tls: f.insecureDev
-      ? undefined
-      : {
-          cert: read(f.tlsCert, "--tls-cert"),
-          key: read(f.tlsKey, "--tls-key"),
-          clientCa: read(f.clientCa, "--client-ca"),
-        },
+    tlsFiles: f.insecureDev ? undefined : { cert: f.tlsCert!, key: f.tlsKey!, clientCa: f.clientCa! },
     nats: f.nats,
     stream: f.stream,
     prefix: f.subjectPrefix,
@@ -170,6 +196,8 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     leaseTtlMs: f.leaseTtl,
     drainDeadlineMs: f.drainDeadline,
     reconnectAfterMs: f.reconnectAfter,
+    revokedBucket: f.revokedBucket,
+    duplicateRetryAfterMs: f.duplicateRetryAfter,
     metricsListen: f.metricsListen,
   };
   try {
@@ -178,14 +206,6 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     throw new CliError((err as Error).message);
   }
   return input;
-}
-
-function read(file: string | undefined, flag: string): string {
-  try {
-    return readFileSync(file ?? "", "utf8");
-  } catch (err) {
-    throw new CliError(`${flag} ${file}: ${(err as Error).message}`);
-  }
 }
 
 function ms(flag: string, envName: string, what: string, def: number): Option {

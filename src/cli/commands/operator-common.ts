@@ -43,7 +43,8 @@ export function clientFor(flags: ApiFlags): ApiClient {
   });
 }
 
-function safeUser(): string {
+/** The local user name, for the record of who did something ("cli" when there is none). */
+export function safeUser(): string {
   try {
     return userInfo().username;
   } catch {
