@@ -117,6 +117,8 @@ export class Gateway implements SessionHost {
       listen: cfg.listen,
       tls: cfg.tls,
       readMaxBytes: this.#readMaxBytes(),
+      limits: cfg.connectionLimits,
+      metrics: this.metrics,
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       routes: (router) =>

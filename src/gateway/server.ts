@@ -2,14 +2,19 @@ import * as http2 from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import { capConnections, guardSessions, type Http2Limits, http2SecureServerOptions, http2ServerOptions } from "../connection-guard/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
+import type { GatewayMetrics } from "./metrics.js";
 
 export interface AgentServerOptions {
   listen: string;
   /** PEM material; without it the server speaks h2c (insecure development mode). */
   tls: { cert: string | Buffer; key: string | Buffer; clientCa: string | Buffer } | undefined;
   readMaxBytes: number;
+  /** Connection caps, deadlines and HTTP/2 abuse limits. */
+  limits: Http2Limits;
+  metrics: GatewayMetrics;
   routes: (router: ConnectRouter) => void;
   /** Aborting it aborts every handler's signal. */
   shutdownSignal: AbortSignal;
@@ -30,7 +35,8 @@ export interface AgentServer {
  * certificate but does not refuse the handshake without a valid one: the
  * stream handler refuses it with a Connect code the agent can act on
  * (Unauthenticated), instead of a TLS alert it cannot tell from a network
- * fault. gRPC, gRPC-Web and Connect are all served.
+ * fault; such a session carries only that one answer and is then closed
+ * (src/connection-guard). gRPC, gRPC-Web and Connect are all served.
  */
 export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const handler = connectNodeAdapter({
@@ -48,10 +54,18 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
           requestCert: true,
           rejectUnauthorized: false,
           minVersion: "TLSv1.2",
+          ...http2SecureServerOptions(opts.limits),
         },
         handler,
       )
-    : http2.createServer(handler);
+    : http2.createServer(http2ServerOptions(opts.limits), handler);
+  capConnections(server, opts.limits, opts.metrics.connections, opts.logger);
+  guardSessions(server, {
+    limits: opts.limits,
+    clientCertificates: opts.tls !== undefined,
+    metrics: opts.metrics.connections,
+    logger: opts.logger,
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
