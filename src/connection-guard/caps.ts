@@ -27,7 +27,11 @@ export function capConnections(
     const address = socket.remoteAddress ?? "";
     const here = byAddress.get(address) ?? 0;
     const over =
-      open >= caps.maxConnections ? "total_cap" : here >= caps.maxConnectionsPerAddress ? "address_cap" : undefined;
+      open >= caps.maxConnections
+        ? "total_cap"
+        : here >= caps.maxConnectionsPerAddress
+          ? "address_cap"
+          : undefined;
     if (over) {
       metrics.count(over);
       logger.debug({ address, open, fromAddress: here, reason: over }, "connection refused over its cap");

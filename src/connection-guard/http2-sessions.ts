@@ -1,7 +1,7 @@
 import {
-  constants as h2,
   type Http2SecureServer,
   type Http2Server,
+  constants as h2,
   type SecureServerOptions,
   type ServerHttp2Session,
   type ServerHttp2Stream,
@@ -59,7 +59,9 @@ export function guardSessions(server: Http2Server | Http2SecureServer, opts: Ses
 
 function watchSession(session: ServerHttp2Session, opts: SessionGuardOptions): void {
   const { limits, metrics, logger } = opts;
-  const verified = !opts.clientCertificates || (session.socket as Partial<TLSSocket>).authorized === true;
+  // Held for the address: a destroyed session forgets its socket.
+  const socket = session.socket;
+  const verified = !opts.clientCertificates || (socket as Partial<TLSSocket>).authorized === true;
   const resets = new RateWindow(limits.maxStreamResets, RESET_WINDOW_MS);
   let streams = 0;
   let opened = 0;
@@ -71,7 +73,7 @@ function watchSession(session: ServerHttp2Session, opts: SessionGuardOptions): v
     if (ended || session.destroyed) return;
     ended = true;
     metrics.count(reason);
-    logger.debug({ address: session.socket?.remoteAddress, reason }, "HTTP/2 session closed by its limits");
+    logger.debug({ address: socket.remoteAddress, reason }, "HTTP/2 session closed by its limits");
     if (how === "destroy") {
       session.destroy();
       return;
@@ -102,7 +104,7 @@ function watchSession(session: ServerHttp2Session, opts: SessionGuardOptions): v
       streams--;
       if (stream.rstCode !== h2.NGHTTP2_NO_ERROR && resets.exceeded(Date.now())) {
         logger.warn(
-          { address: session.socket?.remoteAddress, limit: limits.maxStreamResets, windowMs: RESET_WINDOW_MS },
+          { address: socket.remoteAddress, limit: limits.maxStreamResets, windowMs: RESET_WINDOW_MS },
           "HTTP/2 session destroyed: too many stream resets (rapid reset)",
         );
         end("stream_resets", "destroy");

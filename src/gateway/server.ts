@@ -2,7 +2,13 @@ import * as http2 from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import { capConnections, guardSessions, type Http2Limits, http2SecureServerOptions, http2ServerOptions } from "../connection-guard/index.js";
+import {
+  capConnections,
+  guardSessions,
+  type Http2Limits,
+  http2SecureServerOptions,
+  http2ServerOptions,
+} from "../connection-guard/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";

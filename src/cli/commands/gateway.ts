@@ -116,7 +116,9 @@ export function registerGateway(program: Command): void {
     .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
     )
-    .addOption(ms("--handshake-timeout", "HANDSHAKE_TIMEOUT_MS", "the TLS handshake must finish within", 5_000))
+    .addOption(
+      ms("--handshake-timeout", "HANDSHAKE_TIMEOUT_MS", "the TLS handshake must finish within", 5_000),
+    )
     .addOption(
       ms(
         "--first-stream-timeout",
@@ -126,7 +128,12 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(
-      ms("--idle-session-timeout", "IDLE_SESSION_TIMEOUT_MS", "close a connection with no open stream after", 15_000),
+      ms(
+        "--idle-session-timeout",
+        "IDLE_SESSION_TIMEOUT_MS",
+        "close a connection with no open stream after",
+        15_000,
+      ),
     )
     .addOption(
       ms(
@@ -145,9 +152,21 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(
-      num("--max-connections-per-address", "MAX_CONNECTIONS_PER_ADDRESS", "connections open at once from one address", 256),
+      num(
+        "--max-connections-per-address",
+        "MAX_CONNECTIONS_PER_ADDRESS",
+        "connections open at once from one address",
+        256,
+      ),
     )
-    .addOption(num("--max-concurrent-streams", "MAX_CONCURRENT_STREAMS", "HTTP/2 streams open at once per connection", 100))
+    .addOption(
+      num(
+        "--max-concurrent-streams",
+        "MAX_CONCURRENT_STREAMS",
+        "HTTP/2 streams open at once per connection",
+        100,
+      ),
+    )
     .addOption(
       num(
         "--max-stream-resets",
