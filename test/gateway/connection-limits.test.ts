@@ -16,6 +16,7 @@ import type { GuardReason } from "../../src/connection-guard/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { TestAgent } from "../support/agent.js";
 import { eventually } from "../support/eventually.js";
+import { rapidResetConnection } from "../support/rapid-reset.js";
 import { encode, frame } from "../support/raw-agent.js";
 import { h100Registration } from "../support/sample-events.js";
 import { gatewaySuite } from "../support/suites.js";
@@ -236,29 +237,37 @@ describe("gateway: connection limits", () => {
       });
       return honest.waitForAck(seq, 10_000);
     };
-    const attacker = await h2Connect("gpu-l6");
+    let stop = false;
     try {
-      const cutOff = closedWithin(attacker, "the rapid-reset session");
-      let opened = 0;
-      // Streams opened and reset at once, as fast as the client can, until the gateway cuts it off.
-      while (!attacker.destroyed && !attacker.closed && opened < 10_000) {
-        try {
-          attacker.request(CONNECT_HEADERS).close(http2.constants.NGHTTP2_CANCEL);
-        } catch {
-          break;
+      // Raw frames: HEADERS and RST_STREAM pairs as fast as the socket takes them, until the gateway closes it.
+      const { hostname, port } = host();
+      const attack = rapidResetConnection(
+        { host: hostname, port: Number(port), servername: "localhost", ...env.tls("gpu-l6") },
+        () => stop,
+      );
+      let attacking = true;
+      const serving = (async () => {
+        let n = 0;
+        while (attacking) {
+          await served();
+          n++;
         }
-        opened++;
-        if (opened % 50 === 0) {
-          await new Promise((r) => setImmediate(r));
-          await assert.doesNotReject(served(), "the honest agent is served during the attack");
-        }
-      }
-      await cutOff;
+        return n;
+      })();
+      const bound = setTimeout(() => {
+        stop = true;
+      }, CLOSED_WITHIN_MS);
+      const streams = await attack;
+      clearTimeout(bound);
+      attacking = false;
+      assert.equal(stop, false, `the rapid-reset connection was still open after ${CLOSED_WITHIN_MS} ms`);
+      assert.ok(streams > 20, "the attacker reset more streams than the limit");
       assert.ok((await closedBy("stream_resets")) > before, "counted as stream_resets");
+      assert.ok((await serving) >= 1, "the honest agent was served during the attack");
       for (let i = 0; i < 3; i++) await served();
       assert.equal(honest.done, false, "the honest agent's stream is still open");
     } finally {
-      attacker.destroy();
+      stop = true;
       honest.abort();
     }
   });

@@ -16,6 +16,7 @@ import * as tls from "node:tls";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { TestAgent } from "./agent.js";
 import type { TestCerts } from "./certs.js";
+import { rapidResetConnection } from "./rapid-reset.js";
 import { h100Registration } from "./sample-events.js";
 
 export type IdleKind = "tcp" | "tls-no-cert" | "tls-cert" | "h2-no-cert" | "h2-cert";
@@ -140,42 +141,13 @@ export async function runConnectionFlood(o: FloodOptions): Promise<FloodResult> 
 
   /** Opens and resets streams as fast as it can; reconnects each time the gateway cuts it off. */
   async function rapidReset(localAddress: string): Promise<void> {
-    const headers = {
-      ":method": "POST",
-      ":path": "/llmgw.v1.AgentService/Connect",
-      "content-type": "application/connect+proto",
-      "connect-protocol-version": "1",
-    };
+    const opts = { host: hostname, port, servername: "localhost", ca: o.certs.ca, ...evil };
     while (!stop) {
-      const tlsOpts = {
-        host: hostname,
-        port,
-        localAddress,
-        servername: "localhost",
-        ca: o.certs.ca,
-        ...evil,
-      };
-      const s = http2.connect(o.url, {
-        ...tlsOpts,
-        createConnection: () => tls.connect({ ...tlsOpts, ALPNProtocols: ["h2"] }),
-      });
-      s.on("error", () => {});
-      closers.push(() => s.destroy());
-      const gone = new Promise<void>((resolve) => s.once("close", () => resolve()));
-      await Promise.race([new Promise((resolve) => s.once("remoteSettings", resolve)), gone]);
-      let opened = 0;
-      while (!stop && !s.closed && !s.destroyed) {
-        try {
-          s.request(headers).close(http2.constants.NGHTTP2_CANCEL);
-          r.rapidResetStreams++;
-        } catch {
-          break;
-        }
-        if (++opened % 20 === 0) await new Promise((resolve) => setImmediate(resolve));
-      }
+      r.rapidResetStreams += await rapidResetConnection(
+        { ...opts, localAddress } as tls.ConnectionOptions,
+        () => stop,
+      );
       if (!stop) r.rapidResetCutOffs++;
-      s.destroy();
-      await gone;
     }
   }
 
