@@ -146,12 +146,14 @@ describe("gateway: connection limits", () => {
   });
 
   it("answers a stream without a certificate Unauthenticated, then closes its connection", async () => {
+    const before = await closedBy("unauthenticated");
     const session = await h2Connect(undefined);
     try {
       const closed = closedWithin(session, "the connection of an unauthenticated stream");
       const answer = await registerOnce(session, "gpu-l2");
       assert.match(answer, /unauthenticated.*no client certificate/);
       await closed;
+      assert.ok((await closedBy("unauthenticated")) > before, "closed as unauthenticated, not idle");
     } finally {
       session.destroy();
     }
