@@ -184,6 +184,25 @@ describe("gateway: connection limits", () => {
     }
   });
 
+  it("announces its stream and header limits, refuses a stream whose headers are over it, and serves the next one", async () => {
+    const session = await h2Connect("gpu-l7");
+    try {
+      assert.equal(session.remoteSettings.maxConcurrentStreams, 100, "SETTINGS_MAX_CONCURRENT_STREAMS");
+      assert.equal(session.remoteSettings.maxHeaderListSize, 16 * 1024, "SETTINGS_MAX_HEADER_LIST_SIZE");
+      const refused = await new Promise<number>((resolve) => {
+        const req = session.request({ ...CONNECT_HEADERS, "x-padding": "p".repeat(32 * 1024) });
+        req.on("error", () => {});
+        req.resume();
+        req.on("close", () => resolve(req.rstCode));
+        req.end();
+      });
+      assert.equal(refused, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, "the stream was reset");
+      assert.match(await registerOnce(session, "gpu-l7"), /register/, "the next stream is served");
+    } finally {
+      session.destroy();
+    }
+  });
+
   it("refuses connections from one address over its cap, and the metrics show the cap and the refusals", async () => {
     await noneOpen();
     const before = await closedBy("address_cap");
