@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Http2LimitsSchema } from "../connection-guard/index.js";
 import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } from "../log/index.js";
 
 import { isLoopback, type ListenAddress, parseListen } from "../metrics-endpoint/index.js";
@@ -81,6 +82,8 @@ export const GatewayConfigSchema = z
     drainDeadlineMs: ms(10_000),
     /** Told to agents in Reconnect: wait this long before connecting again. */
     reconnectAfterMs: z.number().int().nonnegative().default(1_000),
+    /** Connection caps, deadlines and HTTP/2 abuse limits of the agent listener (docs/gateway.md). */
+    connectionLimits: Http2LimitsSchema.prefault({}),
     /** host:port of the Prometheus endpoint; none when absent. */
     metricsListen: z.string().optional(),
     version: z.string().default("0.1.0"),

@@ -126,6 +126,8 @@ export class Gateway implements SessionHost {
       listen: cfg.listen,
       tls,
       readMaxBytes: this.#readMaxBytes(),
+      limits: cfg.connectionLimits,
+      metrics: this.metrics,
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       routes: (router) =>

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { ConnectionMetrics } from "../connection-guard/index.js";
 import { serveRegistry } from "../metrics-endpoint/index.js";
 
 /** The gateway's Prometheus metrics, on a registry of its own (several gateways can share a process). */
@@ -83,6 +84,8 @@ export class GatewayMetrics {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
+  /** The agent listener's connection caps, counts and closes (llmgw_gateway_connections_*). */
+  readonly connections = new ConnectionMetrics(this.registry, "llmgw_gateway");
 
   /** Adds the process metrics (CPU, memory, event loop); for a gateway that owns its process. */
   withProcessMetrics(): this {

@@ -2,8 +2,16 @@ import * as http2 from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import {
+  capConnections,
+  guardSessions,
+  type Http2Limits,
+  http2SecureServerOptions,
+  http2ServerOptions,
+} from "../connection-guard/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
+import type { GatewayMetrics } from "./metrics.js";
 
 /** PEM material of the listener: its certificate and key, and the CA agents' certificates must verify against. */
 export interface AgentServerTls {
@@ -17,6 +25,9 @@ export interface AgentServerOptions {
   /** Without it the server speaks h2c (insecure development mode). */
   tls: AgentServerTls | undefined;
   readMaxBytes: number;
+  /** Connection caps, deadlines and HTTP/2 abuse limits. */
+  limits: Http2Limits;
+  metrics: GatewayMetrics;
   routes: (router: ConnectRouter) => void;
   /** Aborting it aborts every handler's signal. */
   shutdownSignal: AbortSignal;
@@ -39,7 +50,8 @@ export interface AgentServer {
  * certificate but does not refuse the handshake without a valid one: the
  * stream handler refuses it with a Connect code the agent can act on
  * (Unauthenticated), instead of a TLS alert it cannot tell from a network
- * fault. gRPC, gRPC-Web and Connect are all served.
+ * fault; such a session carries only that one answer and is then closed
+ * (src/connection-guard). gRPC, gRPC-Web and Connect are all served.
  */
 export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const handler = connectNodeAdapter({
@@ -50,11 +62,23 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
   });
   const secure = opts.tls
     ? http2.createSecureServer(
-        { ...secureContextOptions(opts.tls), requestCert: true, rejectUnauthorized: false },
+        {
+          ...secureContextOptions(opts.tls),
+          requestCert: true,
+          rejectUnauthorized: false,
+          ...http2SecureServerOptions(opts.limits),
+        },
         handler,
       )
     : undefined;
-  const server = secure ?? http2.createServer(handler);
+  const server = secure ?? http2.createServer(http2ServerOptions(opts.limits), handler);
+  capConnections(server, opts.limits, opts.metrics.connections, opts.logger);
+  guardSessions(server, {
+    limits: opts.limits,
+    clientCertificates: opts.tls !== undefined,
+    metrics: opts.metrics.connections,
+    logger: opts.logger,
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);

@@ -5,6 +5,6 @@ export { ApiCallError, ApiClient, type ApiClientOptions, type ApiResponse } from
 export type { ApiErrorCode, ErrorBody } from "./errors.js";
 export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
-export { type ApiOptions, type ApiServer, checkAuth, startApi } from "./server.js";
+export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
 export type { GpuView, ModelReadiness, NodeView, ReplicaView } from "./views.js";
 export { logWhatIfReader } from "./what-if.js";

@@ -99,18 +99,28 @@ export interface GatewayProcess {
   readonly exited: Promise<number | NodeJS.Signals | null>;
 }
 
-/** Runs `llmgw gateway` as a child process with TLS from `certs`; resolves once it listens. */
+/**
+ * Runs `llmgw gateway` as a child process with TLS from `certs`; resolves
+ * once it listens. `maxOpenFiles` runs it with that file-descriptor limit.
+ */
 export async function spawnGateway(
   args: string[],
   certs: TestCerts,
   env: NodeJS.ProcessEnv = {},
+  opts: { maxOpenFiles?: number } = {},
 ): Promise<GatewayProcess> {
   const dir = tempDir("gw");
   const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") };
   writeFileSync(files.cert, certs.server.cert);
   writeFileSync(files.key, certs.server.key);
   writeFileSync(files.ca, certs.ca);
-  const proc = spawn(process.execPath, [LLMGW_BIN, "gateway", ...args], {
+  const command = [process.execPath, LLMGW_BIN, "gateway", ...args];
+  // Through a shell that lowers the file-descriptor limit and execs the gateway (same pid).
+  const [file, ...argv] =
+    opts.maxOpenFiles === undefined
+      ? command
+      : ["sh", "-c", `ulimit -n ${opts.maxOpenFiles} && exec "$@"`, "sh", ...command];
+  const proc = spawn(file ?? process.execPath, argv, {
     env: {
       ...process.env,
       LLMGW_GATEWAY_TLS_CERT: files.cert,

@@ -226,7 +226,11 @@ async function runDev(opts: DevOptions): Promise<void> {
     children.start(
       "gateway",
       process.execPath,
-      [LLMGW, "gateway", "--insecure-dev", "--id", "gw-dev", "--listen", `127.0.0.1:${gatewayPort}`],
+      [
+        ...[LLMGW, "gateway", "--insecure-dev", "--id", "gw-dev", "--listen", `127.0.0.1:${gatewayPort}`],
+        // Every simulated node connects from loopback: the per-address cap must fit the whole fleet.
+        ...["--max-connections-per-address", String(Math.max(256, opts.nodes + 64))],
+      ],
       as("gateway"),
     );
     children.start(

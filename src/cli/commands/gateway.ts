@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
+import { defaultMaxConnections, RESET_WINDOW_MS } from "../../connection-guard/index.js";
 import {
   DEFAULT_REVOKED_BUCKET,
   Gateway,
@@ -46,6 +47,15 @@ interface GatewayFlags extends NatsSecurityFlags {
   revokedBucket: string;
   duplicateRetryAfter: number;
   metricsListen?: string;
+  handshakeTimeout: number;
+  firstStreamTimeout: number;
+  idleSessionTimeout: number;
+  unauthenticatedGrace: number;
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  maxConcurrentStreams: number;
+  maxStreamResets: number;
+  maxHeaderBytes: number;
 }
 
 const env = (name: string) => `LLMGW_GATEWAY_${name}`;
@@ -139,6 +149,66 @@ export function registerGateway(program: Command): void {
     .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
     )
+    .addOption(
+      ms("--handshake-timeout", "HANDSHAKE_TIMEOUT_MS", "the TLS handshake must finish within", 5_000),
+    )
+    .addOption(
+      ms(
+        "--first-stream-timeout",
+        "FIRST_STREAM_TIMEOUT_MS",
+        "after TLS, the HTTP/2 preface and the first stream must come within",
+        5_000,
+      ),
+    )
+    .addOption(
+      ms(
+        "--idle-session-timeout",
+        "IDLE_SESSION_TIMEOUT_MS",
+        "close a connection with no open stream after",
+        15_000,
+      ),
+    )
+    .addOption(
+      ms(
+        "--unauthenticated-grace",
+        "UNAUTHENTICATED_GRACE_MS",
+        "a connection without a verified client certificate gets its one Unauthenticated answer and is closed within",
+        2_000,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections",
+        "MAX_CONNECTIONS",
+        "connections open at once (default 4096, lowered below the file-descriptor limit)",
+        defaultMaxConnections(4096),
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections-per-address",
+        "MAX_CONNECTIONS_PER_ADDRESS",
+        "connections open at once from one address",
+        256,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-concurrent-streams",
+        "MAX_CONCURRENT_STREAMS",
+        "HTTP/2 streams open at once per connection",
+        100,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-stream-resets",
+        "MAX_STREAM_RESETS",
+        `stream resets per connection in ${RESET_WINDOW_MS / 1000} s before it is destroyed (rapid reset)`,
+        100,
+      ),
+    )
+    .addOption(num("--max-header-bytes", "MAX_HEADER_BYTES", "largest request header list, bytes", 16 * 1024))
     .action(async (flags: GatewayFlags) => {
       let gw: Gateway;
       try {
@@ -199,6 +269,17 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     revokedBucket: f.revokedBucket,
     duplicateRetryAfterMs: f.duplicateRetryAfter,
     metricsListen: f.metricsListen,
+    connectionLimits: {
+      handshakeTimeoutMs: f.handshakeTimeout,
+      firstStreamTimeoutMs: f.firstStreamTimeout,
+      idleSessionTimeoutMs: f.idleSessionTimeout,
+      unauthenticatedGraceMs: f.unauthenticatedGrace,
+      maxConnections: f.maxConnections,
+      maxConnectionsPerAddress: f.maxConnectionsPerAddress,
+      maxConcurrentStreams: f.maxConcurrentStreams,
+      maxStreamResets: f.maxStreamResets,
+      maxHeaderBytes: f.maxHeaderBytes,
+    },
   };
   try {
     parseGatewayConfig(input);

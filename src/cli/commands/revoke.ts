@@ -17,10 +17,11 @@ import {
   serialKey,
 } from "../../gateway/index.js";
 import { connectNats, LogError } from "../../log/index.js";
-import { CliError, EXIT, natsOption, streamReplicasOption } from "../common.js";
+import { CliError, EXIT, type NatsSecurityFlags, streamReplicasOption, withNatsOptions } from "../common.js";
+import { natsSecurityFrom } from "../nats-security.js";
 import { safeUser } from "./operator-common.js";
 
-interface RevokeFlags {
+interface RevokeFlags extends NatsSecurityFlags {
   nats: string;
   revokedBucket: string;
   streamReplicas: number;
@@ -83,8 +84,7 @@ export function registerRevocation(program: Command): void {
 }
 
 function withBucketOptions(cmd: Command): Command {
-  return cmd
-    .addOption(natsOption())
+  return withNatsOptions(cmd)
     .addOption(
       new Option("--revoked-bucket <name>", "KV bucket of revoked agent CNs and certificate serials")
         .env("LLMGW_REVOKED_BUCKET")
@@ -115,7 +115,7 @@ async function withBucket<T>(
     throw new CliError(
       `--revoked-bucket must be letters, digits, - and _, got ${JSON.stringify(flags.revokedBucket)}`,
     );
-  const nc = await connectNats({ url: flags.nats, name: client });
+  const nc = await connectNats({ url: flags.nats, name: client, security: natsSecurityFrom(flags) });
   try {
     return await fn(await revocationBucket(nc, flags.revokedBucket, flags.streamReplicas));
   } catch (err) {
