@@ -26,7 +26,7 @@ import {
   openLog,
 } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { TestAgent } from "../support/agent.js";
+import { codeOf, TestAgent } from "../support/agent.js";
 import { makeTestCerts } from "../support/certs.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
@@ -101,7 +101,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     gw = await spawnGateway(
       [
         ...["--id", "gw-auth", ...logFlags(), "--lease-bucket", buckets.gateways],
-        ...["--nats-creds", creds("gateway")],
+        ...["--revoked-bucket", buckets.revoked, "--nats-creds", creds("gateway")],
       ],
       certs,
     );
@@ -238,6 +238,33 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       (err) => isLogError(err, "permission-denied"),
       "the gateway lifting a revocation",
     );
+  });
+
+  it("llmgw revoke with the API's credentials cuts off an agent at the gateway running with its own; the reader's are refused", async () => {
+    const node = "gpu-auth-revoked";
+    const revokedAgent = await TestAgent.connect({
+      baseUrl: gw!.url,
+      tls: { ca: certs.ca, ...certs.client(node) },
+      registration: h100Registration(node),
+    });
+    try {
+      const bucket = ["--nats", url(), "--revoked-bucket", buckets.revoked];
+      const asReader = await runCli(["revoke", node, ...bucket, "--nats-creds", creds("reader")]);
+      assert.notEqual(asReader.code, 0, "the reader wrote a revocation");
+      assert.equal(revokedAgent.done, false, "the agent was cut off by the reader's refused revocation");
+      const asApi = await runCli(["revoke", node, "--reason", "test", ...bucket, "--nats-creds", creds("api")]);
+      assert.equal(asApi.code, 0, asApi.stderr);
+      const ended = await Promise.race([
+        revokedAgent.ended,
+        new Promise<"hung">((r) => setTimeout(() => r("hung"), 10_000).unref()),
+      ]);
+      assert.notEqual(ended, "hung", `the revoked agent's stream still open 10 s after llmgw revoke:\n${gw!.output()}`);
+      assert.equal(codeOf(ended), "PermissionDenied", String(ended));
+      const lifted = await runCli(["unrevoke", node, ...bucket, "--nats-creds", creds("api")]);
+      assert.equal(lifted.code, 0, lifted.stderr);
+    } finally {
+      revokedAgent.abort();
+    }
   });
 
   it("refuses a connection without credentials, and names a bad credentials file", async () => {
