@@ -466,7 +466,10 @@ export class AgentSession {
       if (input === undefined) return; // the session stopped reading
       // The agent is done sending, not done listening: the acks of what it
       // sent last still reach it before the stream ends.
-      if (input.kind === "stream-ended") await this.#pipeline.settled();
+      if (input.kind === "stream-ended") {
+        await this.#backlog;
+        await this.#pipeline.settled();
+      }
       const r = this.#feed(input);
       // A full pipeline stops the reading (the log slows the agent down).
       if (this.#backlog) await this.#backlog;
