@@ -127,3 +127,11 @@ describe("usage tracker: bounded memory under a flood of new problems", () => {
     assert.equal(t.knowsNode("Xid 0"), false);
   });
 });
+
+describe("log errors the gateway retries", () => {
+  it("takes a publish that met no responders (reported as 'jetstream is not enabled') as unavailable", () => {
+    // The client's JetStreamNotEnabled, exported by its "internal" entry point only.
+    const notEnabled = new jserrors.JetStreamNotEnabled("jetstream is not enabled");
+    assert.equal(LogError.from(notEnabled, "appending").code, "unavailable");
+  });
+});
