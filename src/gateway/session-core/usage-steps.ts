@@ -57,7 +57,8 @@ export function flushUsage(state: SessionState): StepResult {
  * latest reading. Not after: a refusal (no session), a log that failed (it
  * would not take it), a newer session or an expiry (the log has moved on:
  * the node's next registration is its truth), an agent over its budget (it
- * is flooding; its next registration reports its memory and GPU problems).
+ * is flooding; its next registration reports its memory and GPU problems),
+ * a revoked certificate (what it says is no longer taken).
  */
 const FLUSHED_AT_CLOSE: ReadonlySet<CloseKind> = new Set<CloseKind>([
   "disconnected",
