@@ -72,6 +72,20 @@ export const GatewayConfigSchema = z
     logUnavailableLimitMs: ms(30_000),
     /** A heartbeat appends a usage event when a GPU's memory use moved by more than this, MiB. */
     usageThresholdMb: z.number().int().nonnegative().default(1024),
+    /**
+     * At most one usage event per session per this long: what heartbeats say
+     * within it is written once, at its end, the latest values winning. The
+     * default is the heartbeat of the agent and the simulator.
+     */
+    usageIntervalMs: ms(3_000),
+    /**
+     * Events one session may write (usage, shard status, command results,
+     * re-registrations): this many a minute, after a burst of
+     * `eventBudgetBurst`. Past it the session is closed (EVENT_BUDGET,
+     * ResourceExhausted).
+     */
+    eventBudgetPerMinute: z.number().int().positive().default(600),
+    eventBudgetBurst: z.number().int().positive().default(600),
     /** KV bucket of gateway leases. */
     leaseBucket: z
       .string()

@@ -76,6 +76,8 @@ export class Gateway implements SessionHost {
       gateway: config.id,
     });
     const metrics = opts.metrics ?? new GatewayMetrics();
+    metrics.eventBudget.set({ limit: "per_minute" }, config.eventBudgetPerMinute);
+    metrics.eventBudget.set({ limit: "burst" }, config.eventBudgetBurst);
     const log = await openLog({
       url: config.nats,
       clientName: `llmgw-gateway ${config.id}`,

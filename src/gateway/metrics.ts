@@ -78,6 +78,26 @@ export class GatewayMetrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  readonly eventBudget = new Gauge({
+    name: "llmgw_gateway_event_budget",
+    help: "The per-session event budget: events a minute (limit=per_minute) and the burst (limit=burst)",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
+  readonly eventsCoalesced = new Counter({
+    name: "llmgw_gateway_events_coalesced_total",
+    help: "What a session's heartbeats said that was not written as an event of its own, by kind (usage: merged into the usage event at the end of the usage interval; problem: a new problem past the bound of one interval's event, not recorded)",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  /** Bound once: these are counted per heartbeat. */
+  readonly usageCoalesced = this.eventsCoalesced.labels("usage");
+  readonly problemsCoalesced = this.eventsCoalesced.labels("problem");
+  readonly overBudget = new Counter({
+    name: "llmgw_gateway_sessions_over_budget_total",
+    help: "Sessions closed because they wrote events faster than the event budget (EVENT_BUDGET)",
+    registers: [this.registry],
+  });
   readonly rejected = new Counter({
     name: "llmgw_gateway_streams_rejected_total",
     help: "Streams refused before a session opened, by Connect code",

@@ -13,6 +13,7 @@ import type { Publisher } from "./publisher.js";
 import {
   type Close,
   closeOutcome,
+  type EventDraft,
   type Input,
   initialState,
   isOkAck,
@@ -21,6 +22,7 @@ import {
   type SessionState,
   type StepResult,
   step,
+  usageFlushDelayMs,
 } from "./session-core/index.js";
 import { type PushResult, StreamWriter } from "./writer.js";
 
@@ -88,6 +90,14 @@ export class AgentSession {
   #readTimer: NodeJS.Timeout | undefined;
   #readTimerMs = 0;
   #interruptRead: ((err: unknown) => void) | undefined;
+  /** The end of the usage interval (the core's `usage-flush` timer). */
+  #usageTimer: NodeJS.Timeout | undefined;
+  /**
+   * Publishes waiting for room in the pipeline, in order: events of a timer
+   * or of a close go into the log after the agent's messages read before
+   * them, and the reader waits for this before it reads on.
+   */
+  #backlog: Promise<void> | undefined;
   #logger: Logger;
   /** The registration's instance_id: which agent process this is. */
   #instanceId = "";
@@ -110,6 +120,8 @@ export class AgentSession {
         usageThresholdMb: cfg.usageThresholdMb,
         registrationTimeoutMs: cfg.registrationTimeoutMs,
         heartbeatTimeoutMs: cfg.heartbeatTimeoutMs,
+        usageIntervalMs: cfg.usageIntervalMs,
+        eventBudget: { perMinute: cfg.eventBudgetPerMinute, burst: cfg.eventBudgetBurst },
       },
       ctx.values.get(peerKey),
       randomUUID(),
@@ -127,6 +139,7 @@ export class AgentSession {
     this.#finished = new Promise((resolve) => {
       this.#markFinished = () => {
         clearTimeout(this.#readTimer);
+        clearTimeout(this.#usageTimer);
         resolve();
       };
     });
@@ -204,6 +217,9 @@ export class AgentSession {
       // The stream may end without a close (the client went away mid-write).
       this.#feed({ kind: "disconnected" });
       await reading;
+      // The last usage reading, written at the close, comes before the session-closed event.
+      await this.#backlog;
+      await this.#pipeline.settled();
       this.host.release(this);
       this.host.metrics.openStreams.dec();
       await this.#appendClosed();
@@ -259,8 +275,13 @@ export class AgentSession {
     this.#feed({ kind: "close", close });
   }
 
-  /** Hands `input` to the core and carries out what it decided, except publishing its events. */
+  /**
+   * Hands `input` to the core and carries out what it decided. Its events
+   * are published in order (the session-opened event excepted: `#open`
+   * publishes it and waits for it); the reader waits for `#backlog`.
+   */
   #feed(input: Input): StepResult {
+    const opening = this.#state.phase === "registering";
     const r = step(this.#state, input);
     this.#state = r.state;
     for (const n of r.notes) this.#note(n);
@@ -268,9 +289,46 @@ export class AgentSession {
     for (const t of r.timers) {
       // The log's acks arrive in batches: one flush at the end of the event loop's turn.
       if (t === "ack-flush") setImmediate(() => this.#feed({ kind: "timer", timer: "ack-flush" }));
+      else if (t === "usage-flush") this.#startUsageTimer();
     }
+    if (!opening) for (const e of r.events) this.#publish(e);
     if (r.close) this.#closed(r.close);
     return r;
+  }
+
+  #startUsageTimer(): void {
+    clearTimeout(this.#usageTimer);
+    this.#usageTimer = setTimeout(
+      () => this.#feed({ kind: "timer", timer: "usage-flush" }),
+      usageFlushDelayMs(this.#state, performance.now()),
+    );
+    this.#usageTimer.unref();
+  }
+
+  /** Publishes `e` after every event the session published before it. */
+  #publish(e: EventDraft): void {
+    const ackId = e.ackId;
+    const onStored =
+      ackId === undefined ? () => {} : () => void this.#feed({ kind: "stored", messageId: ackId });
+    const event = gatewayEvent(this.host.config.id, e.id, e.body);
+    // A failed pipeline closed the session already (its onFail): nothing to do here.
+    const push = () => this.#pipeline.push(event, onStored);
+    let waiting: Promise<void> | undefined;
+    if (this.#backlog === undefined) {
+      try {
+        waiting = push();
+      } catch {
+        return;
+      }
+    } else {
+      waiting = this.#backlog.then(push);
+    }
+    if (!waiting) return;
+    const tail = waiting.catch(() => {});
+    this.#backlog = tail;
+    void tail.then(() => {
+      if (this.#backlog === tail) this.#backlog = undefined;
+    });
   }
 
   #note(n: StepResult["notes"][number]): void {
@@ -289,6 +347,16 @@ export class AgentSession {
         return;
       case "unknown-message":
         this.#logger.debug({ seq: n.seq }, "message of an unknown kind ignored");
+        return;
+      case "usage-coalesced":
+        this.host.metrics.usageCoalesced.inc();
+        return;
+      case "problems-dropped":
+        this.host.metrics.problemsCoalesced.inc(n.count);
+        this.#logger.warn(
+          { count: n.count },
+          "heartbeat problems past the bound of one usage interval's event; not recorded",
+        );
         return;
       default: {
         const never: never = n;
@@ -324,6 +392,11 @@ export class AgentSession {
   /** The core closed the session: stop reading and end the stream. */
   #closed(close: Close): void {
     this.#stopReading.abort();
+    clearTimeout(this.#usageTimer);
+    if (close.kind === "event-budget") {
+      this.host.metrics.overBudget.inc();
+      this.#logger.warn({ detail: close.detail }, "session over its event budget; closing it");
+    }
     const { code } = closeOutcome(close);
     if (code === undefined) this.#writer.end();
     else this.#writer.fail(new ConnectError(close.detail, code));
@@ -388,25 +461,18 @@ export class AgentSession {
   }
 
   async #readMessages(it: AsyncIterator<AgentMessage>): Promise<void> {
-    const gatewayId = this.host.config.id;
     for (;;) {
       const input = await this.#read(it);
       if (input === undefined) return; // the session stopped reading
       // The agent is done sending, not done listening: the acks of what it
       // sent last still reach it before the stream ends.
-      if (input.kind === "stream-ended") await this.#pipeline.settled();
-      const r = this.#feed(input);
-      for (const e of r.events) {
-        const ackId = e.ackId;
-        const onStored =
-          ackId === undefined ? () => {} : () => void this.#feed({ kind: "stored", messageId: ackId });
-        try {
-          const waiting = this.#pipeline.push(gatewayEvent(gatewayId, e.id, e.body), onStored);
-          if (waiting) await waiting;
-        } catch {
-          return; // the pipeline's failure already closed the session
-        }
+      if (input.kind === "stream-ended") {
+        await this.#backlog;
+        await this.#pipeline.settled();
       }
+      const r = this.#feed(input);
+      // A full pipeline stops the reading (the log slows the agent down).
+      if (this.#backlog) await this.#backlog;
       if (r.close) return;
     }
   }
@@ -446,7 +512,7 @@ export class AgentSession {
           settle(
             r.done
               ? { kind: "stream-ended" }
-              : { kind: "message", message: r.value, draining: this.host.draining },
+              : { kind: "message", message: r.value, draining: this.host.draining, at: performance.now() },
           ),
         (err: unknown) => {
           const ce = agentFault(err);

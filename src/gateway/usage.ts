@@ -1,35 +1,21 @@
-import type { GpuProblem, Heartbeat, Register } from "../gen/llmgw/v1/agent_pb.js";
+import type { GpuProblem, Register } from "../gen/llmgw/v1/agent_pb.js";
 
 /**
- * Problems remembered per session. An agent that reports a new problem on
- * every heartbeat gets an event for each (that is the rule), but the
- * gateway's memory of them stays bounded: past this the oldest are
- * forgotten, and one reported again is recorded again (conservative).
+ * Problems remembered per session. The gateway's memory of them stays
+ * bounded whatever an agent reports: past this the oldest are forgotten,
+ * and one reported again is recorded again (conservative).
  */
 export const REMEMBERED_PROBLEMS = 4096;
 
-/** What a heartbeat amounts to. */
-export interface Observation {
-  /** The heartbeat is worth a usage event. */
-  record: boolean;
-  /** GPU problems new to this session, on GPUs the node registered: the event carries these. */
-  gpuProblems: GpuProblem[];
-  /**
-   * GPU problems naming a GPU the registration does not list. Dropped (the
-   * gateway warns): there is nothing in placement to take out, and like a
-   * shard on an unlisted GPU it is what an agent may say when a GPU fell off
-   * the bus, so it does not end the session.
-   */
-  unknownGpu: GpuProblem[];
-}
-
 /**
- * Decides which heartbeats are worth an event. A heartbeat only keeps a
- * session alive unless a GPU's memory use moved by more than the threshold
- * since the last recorded figure, the number of GPUs reported changed, or a
- * problem (node-level or of one GPU) not yet reported on this session
- * appears. An agent repeating a GPU problem on every heartbeat does not grow
- * the log.
+ * What the log last has of one session's usage: the memory figures of the
+ * last recorded usage (the registration's, then the last usage event's), the
+ * GPUs the node listed, and the problems already reported. A heartbeat is
+ * worth a usage event when a GPU's memory use moved by more than the
+ * threshold since the recorded figures, the number of GPUs reported changed,
+ * or a problem (node-level or of one GPU) not yet reported on this session
+ * appears. An agent repeating a problem on every heartbeat does not grow the
+ * log. When the event is written is the session core's (`usage-window.ts`).
  */
 export class UsageTracker {
   #recorded: bigint[];
@@ -42,7 +28,7 @@ export class UsageTracker {
   ) {
     this.#recorded = registration.gpus.map((g) => g.memoryUsedMb);
     this.#gpus = new Set(registration.gpus.map((g) => g.index));
-    for (const g of registration.gpus) for (const p of g.problems) this.#remember(p);
+    this.#rememberRegistered(registration);
   }
 
   /** How many problems this session remembers. */
@@ -54,41 +40,53 @@ export class UsageTracker {
   reset(registration: Register): void {
     this.#recorded = registration.gpus.map((g) => g.memoryUsedMb);
     this.#gpus = new Set(registration.gpus.map((g) => g.index));
-    for (const g of registration.gpus) for (const p of g.problems) this.#remember(p);
+    this.#rememberRegistered(registration);
   }
 
-  /** What `hb` amounts to; when it is recorded, the baseline moves to it. */
-  observe(hb: Heartbeat): Observation {
-    const fresh = hb.newProblems.filter((p) => !this.#problems.has(p));
-    const gpuProblems: GpuProblem[] = [];
-    const unknownGpu: GpuProblem[] = [];
-    const keys = new Set<string>();
-    for (const p of hb.gpuProblems) {
-      if (!this.#gpus.has(p.gpuIndex)) {
-        unknownGpu.push(p);
-        continue;
-      }
-      const key = gpuProblemKey(p);
-      if (this.#problems.has(key) || keys.has(key)) continue;
-      keys.add(key);
-      gpuProblems.push(p);
-    }
-    const used = hb.gpuMemoryUsedMb;
+  /** The registration lists GPU `index` (a problem of another GPU is dropped). */
+  lists(index: number): boolean {
+    return this.#gpus.has(index);
+  }
+
+  /** Node-level problem `p` was already reported on this session. */
+  knowsNode(p: string): boolean {
+    return this.#problems.has(p);
+  }
+
+  knowsGpu(p: GpuProblem): boolean {
+    return this.#problems.has(gpuProblemKey(p));
+  }
+
+  /** `p` is reported (written, or waiting to be): it is not new again. */
+  rememberNode(p: string): void {
+    this.#remember(p);
+  }
+
+  rememberGpu(p: GpuProblem): void {
+    this.#remember(gpuProblemKey(p));
+  }
+
+  /** Memory figures `used` differ from the recorded ones by more than the threshold (or in GPU count). */
+  moved(used: readonly bigint[]): boolean {
+    if (used.length === 0) return false;
+    if (used.length !== this.#recorded.length) return true;
     const threshold = BigInt(this.thresholdMb);
-    let moved = used.length > 0 && used.length !== this.#recorded.length;
-    for (let i = 0; !moved && i < used.length; i++) {
+    for (let i = 0; i < used.length; i++) {
       const now = used[i] ?? 0n;
       const before = this.#recorded[i] ?? 0n;
       const delta = now > before ? now - before : before - now;
-      if (delta > threshold) moved = true;
+      if (delta > threshold) return true;
     }
-    if (!moved && fresh.length === 0 && gpuProblems.length === 0) {
-      return { record: false, gpuProblems, unknownGpu };
-    }
+    return false;
+  }
+
+  /** A usage event with `used` is written: the baseline moves to it. */
+  record(used: readonly bigint[]): void {
     if (used.length > 0) this.#recorded = [...used];
-    for (const p of fresh) this.#remember(p);
-    for (const k of keys) this.#remember(k);
-    return { record: true, gpuProblems, unknownGpu };
+  }
+
+  #rememberRegistered(registration: Register): void {
+    for (const g of registration.gpus) for (const p of g.problems) this.#remember(p);
   }
 
   #remember(problem: string): void {

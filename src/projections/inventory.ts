@@ -100,6 +100,7 @@ const CLOSE_REASON: Record<SessionClosed_Reason, string> = {
   [SessionClosed_Reason.LOG_UNAVAILABLE]: "log-unavailable",
   [SessionClosed_Reason.EXPIRED]: "expired",
   [SessionClosed_Reason.REVOKED]: "revoked",
+  [SessionClosed_Reason.EVENT_BUDGET]: "event-budget",
 };
 
 function closeSession(n: NodeState, reason: string, meta: EventMeta): void {

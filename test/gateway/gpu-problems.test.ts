@@ -9,15 +9,22 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
-import { readAll } from "../support/gateway.js";
+import { waitForLog } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 import { gatewaySuite } from "../support/suites.js";
 
 describe("gateway: per-GPU problems in heartbeats", () => {
   const env = gatewaySuite("GWGPU");
 
+  /** The node's usage events, once its session closed (a problem may wait for the close). */
   const usageOf = async (node: string) =>
-    (await readAll(env.log)).flatMap((r) =>
+    (
+      await waitForLog(
+        env.log,
+        (rs) => rs.some((r) => r.event.body.case === "sessionClosed" && r.event.body.value.nodeId === node),
+        `the session-closed event of ${node}`,
+      )
+    ).flatMap((r) =>
       r.event.body.case === "usageChanged" && r.event.body.value.nodeId === node ? [r.event.body.value] : [],
     );
 

@@ -113,20 +113,18 @@ describe("registration rules (pure)", () => {
 });
 
 describe("usage tracker: bounded memory under a flood of new problems", () => {
-  it("records each new problem once and forgets the oldest past its bound", () => {
+  it("remembers each problem reported and forgets the oldest past its bound", () => {
     const t = new UsageTracker(1024, reg(h100Registration("gpu-a1")));
-    let events = 0;
+    let fresh = 0;
     for (let i = 0; i < REMEMBERED_PROBLEMS * 3; i++) {
-      if (t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${i}`] })).record) events++;
+      if (!t.knowsNode(`Xid ${i}`)) fresh++;
+      t.rememberNode(`Xid ${i}`);
       assert.ok(t.rememberedProblems <= REMEMBERED_PROBLEMS);
     }
-    assert.equal(events, REMEMBERED_PROBLEMS * 3, "the rule: every problem new to the session is an event");
+    assert.equal(fresh, REMEMBERED_PROBLEMS * 3, "every problem not yet reported is new");
     // A recent problem is still known; the oldest was forgotten and counts as new again.
-    assert.equal(
-      t.observe(create(HeartbeatSchema, { newProblems: [`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`] })).record,
-      false,
-    );
-    assert.equal(t.observe(create(HeartbeatSchema, { newProblems: ["Xid 0"] })).record, true);
+    assert.equal(t.knowsNode(`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`), true);
+    assert.equal(t.knowsNode("Xid 0"), false);
   });
 });
 

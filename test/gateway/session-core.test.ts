@@ -44,16 +44,19 @@ const CONFIG: CoreConfig = {
   usageThresholdMb: 1024,
   registrationTimeoutMs: 10_000,
   heartbeatTimeoutMs: 15_000,
+  usageIntervalMs: 3_000,
+  eventBudget: { perMinute: 600, burst: 600 },
 };
 const SESSION = "0b5e55ed-0000-4000-8000-000000000001";
 const verified = (node: string): PeerIdentity => ({ kind: "verified", commonName: node });
 
 const msg = (init: AgentMessageInit): AgentMessage => create(AgentMessageSchema, init);
-const message = (init: AgentMessageInit, draining = false): Input => ({
-  kind: "message",
-  message: msg(init),
-  draining,
-});
+/** Messages a second apart (time is an input of the core). */
+let clock = 0;
+const message = (init: AgentMessageInit, draining = false): Input => {
+  clock += 1_000;
+  return { kind: "message", message: msg(init), draining, at: clock };
+};
 const registration = (node: string, opts: { cumulativeAcks?: boolean } = {}): AgentMessageInit => ({
   msg: { case: "register", value: { ...h100Registration(node), ...opts } },
 });
@@ -424,7 +427,9 @@ describe("session core: the seeded fuzzing of fuzz.test.ts", () => {
       const replay = `rerun with LLMGW_FUZZ_SEED=${SEED}: stream ${i} (${what}, ${body.subarray(0, 48).toString("hex")}…)`;
       let state = initialState(CONFIG, verified(NODE), `fuzz-${i}`);
       const inputs: Input[] = [
-        ...decodeFrames(body, codec).map((m): Input => ({ kind: "message", message: m, draining: false })),
+        ...decodeFrames(body, codec).map(
+          (m): Input => ({ kind: "message", message: m, draining: false, at: 0 }),
+        ),
         { kind: "stream-ended" },
       ];
       let close: Close | undefined;

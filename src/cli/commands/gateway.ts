@@ -40,6 +40,9 @@ interface GatewayFlags extends NatsSecurityFlags {
   publishTimeout: number;
   logUnavailableLimit: number;
   usageThresholdMb: number;
+  usageInterval: number;
+  eventBudget: number;
+  eventBudgetBurst: number;
   leaseBucket: string;
   leaseTtl: number;
   drainDeadline: number;
@@ -118,6 +121,23 @@ export function registerGateway(program: Command): void {
     .addOption(
       num("--usage-threshold-mb", "USAGE_THRESHOLD_MB", "GPU memory move that makes a usage event", 1024),
     )
+    .addOption(
+      ms(
+        "--usage-interval",
+        "USAGE_INTERVAL_MS",
+        "at most one usage event per session this often, the latest values winning",
+        3_000,
+      ),
+    )
+    .addOption(
+      num(
+        "--event-budget",
+        "EVENT_BUDGET",
+        "events one session may write a minute; past it the session is closed (ResourceExhausted)",
+        600,
+      ),
+    )
+    .addOption(num("--event-budget-burst", "EVENT_BUDGET_BURST", "events one session may write at once", 600))
     .addOption(
       new Option("--lease-bucket <name>", "KV bucket of gateway leases")
         .env(env("LEASE_BUCKET"))
@@ -262,6 +282,9 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     publishTimeoutMs: f.publishTimeout,
     logUnavailableLimitMs: f.logUnavailableLimit,
     usageThresholdMb: f.usageThresholdMb,
+    usageIntervalMs: f.usageInterval,
+    eventBudgetPerMinute: f.eventBudget,
+    eventBudgetBurst: f.eventBudgetBurst,
     leaseBucket: f.leaseBucket,
     leaseTtlMs: f.leaseTtl,
     drainDeadlineMs: f.drainDeadline,

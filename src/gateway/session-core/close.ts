@@ -31,7 +31,9 @@ export type Close =
   /** The reconciler expired the session (the gateway's lease lapsed). */
   | { kind: "expired"; detail: string }
   /** The agent's certificate (CN or serial) was revoked. */
-  | { kind: "revoked"; detail: string };
+  | { kind: "revoked"; detail: string }
+  /** The session wrote events faster than its budget allows (a flooding agent). */
+  | { kind: "event-budget"; detail: string };
 
 export type CloseKind = Close["kind"];
 
@@ -69,6 +71,8 @@ export function closeOutcome(c: Close): CloseOutcome {
       return { reason: SessionClosed_Reason.EXPIRED, code: Code.Unavailable };
     case "revoked":
       return { reason: SessionClosed_Reason.REVOKED, code: Code.PermissionDenied };
+    case "event-budget":
+      return { reason: SessionClosed_Reason.EVENT_BUDGET, code: Code.ResourceExhausted };
     default: {
       const never: never = c;
       throw new Error(`unknown close ${JSON.stringify(never)}`);

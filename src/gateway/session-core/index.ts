@@ -1,6 +1,7 @@
+export type { EventBudget } from "./budget.js";
 export { type Close, type CloseKind, type CloseOutcome, closeOutcome } from "./close.js";
 export { isOkAck, reconnect } from "./replies.js";
-export { initialState, readDeadlineMs, step } from "./step.js";
+export { initialState, readDeadlineMs, step, usageFlushDelayMs } from "./step.js";
 export type {
   CoreConfig,
   EventDraft,

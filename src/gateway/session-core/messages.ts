@@ -9,20 +9,22 @@ import {
 } from "../registration.js";
 import { closeNow, nothing } from "./result.js";
 import type { SessionState, StepResult } from "./types.js";
+import { heartbeat } from "./usage-steps.js";
+import { afterRegistration } from "./usage-window.js";
 
 /**
  * A message of an open session: the event it becomes (if any), and whether
  * the agent gets an ack for it once the log stored it. A message the
  * gateway refuses closes the session (PROTOCOL_ERROR, InvalidArgument).
  */
-export function agentMessage(prev: SessionState, m: AgentMessage): StepResult {
+export function agentMessage(prev: SessionState, m: AgentMessage, at: number): StepResult {
   const seq = prev.seq + 1;
   const state = { ...prev, seq };
-  const at = { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(seq) };
+  const ids = { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(seq) };
   const refuse = (detail: string) =>
     closeNow(state, { kind: "protocol-error", code: Code.InvalidArgument, detail });
-  const event = (body: BodyInit, acked: boolean): StepResult => ({
-    ...nothing(state),
+  const event = (body: BodyInit, acked: boolean, next = state): StepResult => ({
+    ...nothing(next),
     events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: acked ? String(seq) : undefined }],
   });
   const msg = m.msg;
@@ -37,39 +39,25 @@ export function agentMessage(prev: SessionState, m: AgentMessage): StepResult {
       const bad = registrationProblem(reg);
       if (bad) return refuse(`invalid registration: ${bad}`);
       state.usage?.reset(reg);
-      return event({ case: "hardwareChanged", value: { ...at, registration: reg } }, true);
+      return event({ case: "hardwareChanged", value: { ...ids, registration: reg } }, true, {
+        ...state,
+        usageWindow: afterRegistration(state.usageWindow),
+      });
     }
     case "heartbeat": {
       const bad = heartbeatProblem(msg.value);
       if (bad) return refuse(`invalid heartbeat: ${bad}`);
-      const seen = state.usage?.observe(msg.value);
-      const notes =
-        seen && seen.unknownGpu.length > 0
-          ? [
-              {
-                kind: "unknown-gpus" as const,
-                gpus: [...new Set(seen.unknownGpu.map((p) => p.gpuIndex))],
-              },
-            ]
-          : [];
-      if (!seen?.record) return { ...nothing(state), notes };
-      const value = {
-        ...at,
-        gpuMemoryUsedMb: msg.value.gpuMemoryUsedMb,
-        newProblems: msg.value.newProblems,
-        gpuProblems: seen.gpuProblems,
-      };
-      return { ...event({ case: "usageChanged", value }, false), notes };
+      return heartbeat(state, msg.value, at);
     }
     case "shard": {
       const bad = shardStatusProblem(msg.value);
       if (bad) return refuse(`invalid shard status: ${bad}`);
-      return event({ case: "shardStatus", value: { ...at, status: msg.value } }, true);
+      return event({ case: "shardStatus", value: { ...ids, status: msg.value } }, true);
     }
     case "result": {
       const bad = commandResultProblem(msg.value);
       if (bad) return refuse(`invalid command result: ${bad}`);
-      return event({ case: "commandResult", value: { ...at, result: msg.value } }, true);
+      return event({ case: "commandResult", value: { ...ids, result: msg.value } }, true);
     }
     case undefined:
       // A kind this gateway does not know (a newer agent) or an empty

@@ -4,6 +4,7 @@ import { invalidNodeIdReason } from "../../log/node-id.js";
 import { sessionEventId } from "../events.js";
 import { registrationProblem } from "../registration.js";
 import { UsageTracker } from "../usage.js";
+import { fullBucket } from "./budget.js";
 import { identify } from "./identify.js";
 import { closeNow } from "./result.js";
 import type { SessionState, StepResult } from "./types.js";
@@ -18,7 +19,12 @@ export function refuse(state: SessionState, code: Code, detail: string): StepRes
  * on a gateway that is not draining, becomes the session-opened event. The
  * session opens when the log stored it (a `stored` input for "register").
  */
-export function registerFirst(state: SessionState, message: AgentMessage, draining: boolean): StepResult {
+export function registerFirst(
+  state: SessionState,
+  message: AgentMessage,
+  draining: boolean,
+  at: number,
+): StepResult {
   const msg = message.msg;
   if (msg.case !== "register") {
     return refuse(
@@ -50,6 +56,7 @@ export function registerFirst(state: SessionState, message: AgentMessage, draini
       seq: 1,
       cumulativeAcks: reg.cumulativeAcks,
       usage: new UsageTracker(config.usageThresholdMb, reg),
+      budget: fullBucket(config.eventBudget, at),
     },
     events: [
       {

@@ -1,12 +1,15 @@
 import { Code } from "@connectrpc/connect";
 import type { PeerIdentity } from "../identity.js";
 import { flushAck, stored } from "./acks.js";
+import { overBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
 import { agentMessage } from "./messages.js";
 import { refuse, registerFirst } from "./open.js";
 import { ack, reconnect } from "./replies.js";
 import { closeNow, nothing } from "./result.js";
 import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";
+import { flushUsage, withFinalUsage } from "./usage-steps.js";
+import { EMPTY_WINDOW, flushDelayMs } from "./usage-window.js";
 
 /** A stream that has just opened: it waits for its Register. */
 export function initialState(
@@ -24,6 +27,8 @@ export function initialState(
     sessionId,
     seq: 0,
     usage: undefined,
+    usageWindow: EMPTY_WINDOW,
+    budget: undefined,
     cumulativeAcks: false,
     ackThrough: undefined,
     ackScheduled: false,
@@ -36,6 +41,11 @@ export function readDeadlineMs(state: SessionState): number {
   return state.phase === "registering" ? state.config.registrationTimeoutMs : state.config.heartbeatTimeoutMs;
 }
 
+/** How long after `now` (the shell's monotonic clock) the `usage-flush` timer is due. */
+export function usageFlushDelayMs(state: SessionState, now: number): number {
+  return flushDelayMs(state.usageWindow, state.config.usageIntervalMs, now);
+}
+
 /**
  * The session's one decision: what `input` does to `state`, which events it
  * publishes, what the agent is sent and whether the session closes. Pure:
@@ -43,11 +53,41 @@ export function readDeadlineMs(state: SessionState): number {
  */
 export function step(state: SessionState, input: Input): StepResult {
   if (state.phase === "closing") return nothing(state);
+  const r = decide(state, input);
+  const at = state.phase === "open" ? writtenAt(input, r) : undefined;
+  return withFinalUsage(at === undefined ? r : withinBudget(r, at));
+}
+
+/**
+ * When the events of an open session's step are written, for its budget: a
+ * message's when it was read, a usage flush's at the end of its interval.
+ * Other inputs write no events, except the last usage at a close, which is
+ * not charged (the session ends).
+ */
+function writtenAt(input: Input, r: StepResult): number | undefined {
+  if (input.kind === "message") return input.at;
+  if (input.kind === "timer" && input.timer === "usage-flush") return r.state.usageWindow.lastAt;
+  return undefined;
+}
+
+/**
+ * Pays for the events of `r` (written at `at`) from the session's budget,
+ * or closes the session instead of writing them (EVENT_BUDGET).
+ */
+function withinBudget(r: StepResult, at: number): StepResult {
+  const budget = r.state.budget;
+  if (r.events.length === 0 || !budget) return r;
+  const left = spend(budget, r.state.config.eventBudget, r.events.length, at);
+  if (left) return { ...r, state: { ...r.state, budget: left } };
+  return closeNow(r.state, { kind: "event-budget", detail: overBudgetDetail(r.state.config.eventBudget) });
+}
+
+function decide(state: SessionState, input: Input): StepResult {
   switch (input.kind) {
     case "message":
-      if (state.phase === "registering") return registerFirst(state, input.message, input.draining);
+      if (state.phase === "registering") return registerFirst(state, input.message, input.draining, input.at);
       if (state.phase === "opening") return nothing(state); // the shell reads nothing while opening
-      return agentMessage(state, input.message);
+      return agentMessage(state, input.message, input.at);
     case "stream-ended":
       if (state.phase !== "open") {
         return refuse(state, Code.InvalidArgument, "the stream ended before a Register");
@@ -85,6 +125,8 @@ export function step(state: SessionState, input: Input): StepResult {
       switch (input.timer) {
         case "ack-flush":
           return flushAck(state);
+        case "usage-flush":
+          return flushUsage(state);
         case "read-deadline":
           if (state.phase === "registering") {
             return refuse(

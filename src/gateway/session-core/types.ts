@@ -3,7 +3,9 @@ import type { AgentMessage, ControlMessage } from "../../gen/llmgw/v1/agent_pb.j
 import type { BodyInit } from "../events.js";
 import type { PeerIdentity } from "../identity.js";
 import type { UsageTracker } from "../usage.js";
+import type { Bucket, EventBudget } from "./budget.js";
 import type { Close } from "./close.js";
+import type { UsageWindow } from "./usage-window.js";
 
 /** What the core knows of the gateway; fixed for the life of a stream. */
 export interface CoreConfig {
@@ -12,6 +14,10 @@ export interface CoreConfig {
   readonly usageThresholdMb: number;
   readonly registrationTimeoutMs: number;
   readonly heartbeatTimeoutMs: number;
+  /** At most one usage event per session per this long (usage-window.ts). */
+  readonly usageIntervalMs: number;
+  /** Events a session may write (budget.ts). */
+  readonly eventBudget: EventBudget;
 }
 
 /**
@@ -38,6 +44,10 @@ export interface SessionState {
   /** Sequence of the agent's last message (1 = the registration). */
   readonly seq: number;
   readonly usage: UsageTracker | undefined;
+  /** The usage event waiting for the end of the usage interval, if any. */
+  readonly usageWindow: UsageWindow;
+  /** What is left of the session's event budget (undefined until the session opens). */
+  readonly budget: Bucket | undefined;
   /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
   readonly cumulativeAcks: boolean;
   /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
@@ -48,12 +58,19 @@ export interface SessionState {
 }
 
 /** Timers the shell runs for the core; their firing comes back as a `timer` input. */
-export type TimerKind = "read-deadline" | "ack-flush";
+export type TimerKind =
+  | "read-deadline"
+  | "ack-flush"
+  /** The usage interval ends; due after `usageFlushDelayMs`. */
+  | "usage-flush";
 
 /** What the session reacts to. */
 export type Input =
-  /** The agent's next message; `draining`: the gateway was draining when it came. */
-  | { kind: "message"; message: AgentMessage; draining: boolean }
+  /**
+   * The agent's next message; `draining`: the gateway was draining when it
+   * came; `at`: when it was read (ms of the shell's monotonic clock).
+   */
+  | { kind: "message"; message: AgentMessage; draining: boolean; at: number }
   /** The agent ended its side of the stream (everything published before is stored). */
   | { kind: "stream-ended" }
   /** Reading the stream failed; `aborted`: the connection had gone. */
@@ -100,7 +117,11 @@ export type Note =
   | { kind: "ack-coalesced" }
   /** Heartbeat GPU problems on GPUs the registration does not list: dropped, with a warning. */
   | { kind: "unknown-gpus"; gpus: number[] }
-  | { kind: "unknown-message"; seq: number };
+  | { kind: "unknown-message"; seq: number }
+  /** A heartbeat's news waits for the end of the usage interval (merged into its one event). */
+  | { kind: "usage-coalesced" }
+  /** New problems past the bound of one interval's event, not recorded. */
+  | { kind: "problems-dropped"; count: number };
 
 export interface StepResult {
   readonly state: SessionState;

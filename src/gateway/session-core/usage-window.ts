@@ -1,0 +1,173 @@
+import type { GpuProblem, Heartbeat } from "../../gen/llmgw/v1/agent_pb.js";
+import { LIMITS } from "../registration.js";
+import type { UsageTracker } from "../usage.js";
+
+/**
+ * Usage events coalesced per session: at most one `UsageChanged` per usage
+ * interval. A heartbeat worth an event (usage.ts decides) is written at once
+ * when the session's last usage event is an interval old; otherwise what it
+ * says waits, merged with the other heartbeats of the interval, and is
+ * written when the interval ends (the `usage-flush` timer), with the latest
+ * memory figures and every new problem, if it still differs from what the
+ * log has. An agent whose readings alternate, or that invents a problem in
+ * every heartbeat, so writes one event per interval, however fast it sends.
+ *
+ * The problems one interval's event takes are bounded like a heartbeat's
+ * (`LIMITS.problems` node-level, as many of single GPUs, plus the first of
+ * any GPU that has none in it yet, so each GPU with a new problem is
+ * reported): the event stays within what one heartbeat may say. A problem
+ * past the bound is not remembered, so the agent's next report of it is
+ * new again.
+ */
+export interface UsageWindow {
+  /** When the session's last usage event was written; undefined: none yet. */
+  readonly lastAt: number | undefined;
+  /** The flush timer runs, due at `lastAt` + the interval. */
+  readonly flushPending: boolean;
+  /** What waits for the end of the interval; undefined: the log has everything. */
+  readonly pending: PendingUsage | undefined;
+}
+
+/** What one usage event says. */
+export interface PendingUsage {
+  /** The heartbeat the event is numbered after (its own event id; that heartbeat wrote nothing else). */
+  readonly seq: number;
+  readonly memory: readonly bigint[];
+  readonly newProblems: readonly string[];
+  readonly gpuProblems: readonly GpuProblem[];
+}
+
+export const EMPTY_WINDOW: UsageWindow = { lastAt: undefined, flushPending: false, pending: undefined };
+
+/** What one heartbeat does to the window. */
+export interface HeartbeatOutcome {
+  readonly window: UsageWindow;
+  /** Written now. */
+  readonly write: PendingUsage | undefined;
+  /** Start the flush timer. */
+  readonly schedule: boolean;
+  /** The heartbeat said something new that waits for the interval's end. */
+  readonly coalesced: boolean;
+  /** New problems past the interval's bound, not recorded. */
+  readonly droppedProblems: number;
+  /** GPUs named by problems that the registration does not list. */
+  readonly unknownGpus: number[];
+}
+
+export function observeHeartbeat(
+  window: UsageWindow,
+  tracker: UsageTracker,
+  intervalMs: number,
+  seq: number,
+  hb: Heartbeat,
+  at: number,
+): HeartbeatOutcome {
+  const before = window.pending;
+  const newProblems = [...(before?.newProblems ?? [])];
+  const gpuProblems = [...(before?.gpuProblems ?? [])];
+  let added = 0;
+  let dropped = 0;
+  const unknown = new Set<number>();
+  for (const p of hb.newProblems) {
+    if (tracker.knowsNode(p)) continue;
+    if (newProblems.length >= LIMITS.problems) {
+      dropped++;
+      continue;
+    }
+    tracker.rememberNode(p);
+    newProblems.push(p);
+    added++;
+  }
+  for (const p of hb.gpuProblems) {
+    if (!tracker.lists(p.gpuIndex)) {
+      unknown.add(p.gpuIndex);
+      continue;
+    }
+    if (tracker.knowsGpu(p)) continue;
+    if (gpuProblems.length >= LIMITS.problems && gpuProblems.some((q) => q.gpuIndex === p.gpuIndex)) {
+      dropped++;
+      continue;
+    }
+    tracker.rememberGpu(p);
+    gpuProblems.push(p);
+    added++;
+  }
+  const reported = hb.gpuMemoryUsedMb.length > 0;
+  const memory = reported ? hb.gpuMemoryUsedMb : (before?.memory ?? []);
+  const outcome = { droppedProblems: dropped, unknownGpus: [...unknown] };
+  const worth = worthWriting({ seq, memory, newProblems, gpuProblems }, tracker);
+  if (!worth) {
+    // Back to what the log has (a reading that alternated): nothing waits.
+    return {
+      ...outcome,
+      window: { ...window, pending: undefined },
+      write: undefined,
+      schedule: false,
+      coalesced: false,
+    };
+  }
+  const pending: PendingUsage = {
+    seq: added > 0 || reported || !before ? seq : before.seq,
+    memory,
+    newProblems,
+    gpuProblems,
+  };
+  if (!window.flushPending && (window.lastAt === undefined || at - window.lastAt >= intervalMs)) {
+    tracker.record(memory);
+    return {
+      ...outcome,
+      window: { lastAt: at, flushPending: false, pending: undefined },
+      write: pending,
+      schedule: false,
+      coalesced: false,
+    };
+  }
+  return {
+    ...outcome,
+    window: { ...window, flushPending: true, pending },
+    write: undefined,
+    schedule: !window.flushPending,
+    coalesced: added > 0 || reported,
+  };
+}
+
+/**
+ * The flush timer fired: the interval is over. What waits is written if the
+ * log still lacks it, as of the timer's due time (so the events of a session
+ * stay an interval apart however late the timer fires).
+ */
+export function flushWindow(
+  window: UsageWindow,
+  tracker: UsageTracker,
+  intervalMs: number,
+): { window: UsageWindow; write: PendingUsage | undefined } {
+  const p = window.pending;
+  if (!window.flushPending || !p) return { window: { ...window, flushPending: false }, write: undefined };
+  if (!worthWriting(p, tracker)) {
+    return { window: { ...window, flushPending: false, pending: undefined }, write: undefined };
+  }
+  tracker.record(p.memory);
+  const at = (window.lastAt ?? 0) + intervalMs;
+  return { window: { lastAt: at, flushPending: false, pending: undefined }, write: p };
+}
+
+/** `p` says something the log lacks: a new problem, or memory figures that moved. */
+export function worthWriting(p: PendingUsage, tracker: UsageTracker): boolean {
+  return p.newProblems.length > 0 || p.gpuProblems.length > 0 || tracker.moved(p.memory);
+}
+
+/** How long after `now` the flush timer is due. */
+export function flushDelayMs(window: UsageWindow, intervalMs: number, now: number): number {
+  return Math.max(0, (window.lastAt ?? now) + intervalMs - now);
+}
+
+/**
+ * A re-registration is the node's full truth: memory waiting is dropped (the
+ * registration's figures are the baseline now); new problems still wait.
+ */
+export function afterRegistration(window: UsageWindow): UsageWindow {
+  const p = window.pending;
+  if (!p) return window;
+  if (p.newProblems.length === 0 && p.gpuProblems.length === 0) return { ...window, pending: undefined };
+  return { ...window, pending: { ...p, memory: [] } };
+}
