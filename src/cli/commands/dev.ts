@@ -194,7 +194,7 @@ async function runDev(opts: DevOptions): Promise<void> {
     }
     // The API first: dev reads the fleet the log already holds through it.
     children.start("api", process.execPath, [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`], env);
-    const api = new ApiClient({ url: apiUrl, operator: "llmgw-dev" });
+    const api = new ApiClient({ url: apiUrl });
     await waitUntil("the API", 60_000, async () => (await api.request("GET", "/readyz")).body);
     children.start(
       "gateway",

@@ -3,7 +3,6 @@
  * --json for tools, tables for people, and one-line errors with the exit
  * code that says whose problem it is.
  */
-import { userInfo } from "node:os";
 import { type Command, Option } from "commander";
 import { ApiCallError, ApiClient } from "../../operator/index.js";
 import { CliError, EXIT } from "../common.js";
@@ -36,19 +35,8 @@ export function clientFor(flags: ApiFlags): ApiClient {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new CliError(`--api must be an http:// or https:// URL, got ${JSON.stringify(flags.api)}`);
   }
-  return new ApiClient({
-    url: url.toString(),
-    ...(flags.token ? { token: flags.token } : {}),
-    operator: safeUser(),
-  });
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return "cli";
-  }
+  // No operator name is sent: the API records the token's name.
+  return new ApiClient({ url: url.toString(), ...(flags.token ? { token: flags.token } : {}) });
 }
 
 /**
