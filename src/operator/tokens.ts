@@ -17,7 +17,8 @@ export const tokenEntrySchema = z.strictObject({
   name: z.string().regex(TOKEN_NAME, "must be 1 to 64 letters, digits or . _ @ + -"),
   role: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }),
   sha256: z
-    .string()
+    // A hash of digits only reads as a number in YAML; quoting it keeps it text.
+    .string({ error: "must be a string of 64 lowercase hex digits (quote it in YAML)" })
     .regex(/^[0-9a-f]{64}$/, "must be the token's SHA-256 as 64 lowercase hex digits, not the token itself"),
 });
 
