@@ -28,6 +28,8 @@ export async function startGatewayProcess(opts: {
     opts.nats,
     "--stream",
     opts.stream,
+    // Benchmark agents all connect from loopback, many streams per connection.
+    ...["--max-connections-per-address", "8192", "--max-concurrent-streams", "1000"],
     ...(opts.extraArgs ?? []),
   ]);
   await waitForPort(port, 30_000, child);

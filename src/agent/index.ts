@@ -3,6 +3,8 @@
  * the generated code and nothing of the control plane) that discovers the
  * GPUs, supervises inference engines and keeps a stream to a gateway.
  */
+
+export { certificateCommonName, TlsFiles, TlsFilesError } from "../tls/watched-files.js";
 export {
   type AgentConfig,
   AgentConfigError,
@@ -22,4 +24,3 @@ export {
   type ShardEvent,
   type ShardSupervisor,
 } from "./node-agent.js";
-export { certificateCommonName, TlsFiles, TlsFilesError } from "./tls-files.js";

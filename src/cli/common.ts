@@ -1,4 +1,4 @@
-import { Option } from "commander";
+import { type Command, Option } from "commander";
 import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
 
 /** Exit codes of the llmgw command. */
@@ -29,6 +29,42 @@ export function natsOption(): Option {
   )
     .env("LLMGW_NATS_URL")
     .default(DEFAULT_NATS_URL);
+}
+
+/** The NATS flags beyond the URL (files; every one optional). */
+export interface NatsSecurityFlags {
+  natsCreds?: string;
+  natsCa?: string;
+  natsCert?: string;
+  natsKey?: string;
+}
+
+/**
+ * `--nats-creds FILE` and TLS to NATS (`--nats-ca`, `--nats-cert`,
+ * `--nats-key`), with their LLMGW_NATS_* envs: what a process presents to a
+ * server with authentication on (docs/SECURITY.md, "NATS credentials").
+ */
+export function natsSecurityOptions(): Option[] {
+  return [
+    new Option(
+      "--nats-creds <file>",
+      "NATS credentials of this process's role (written by llmgw nats-auth init; a JWT .creds file also works)",
+    ).env("LLMGW_NATS_CREDS"),
+    new Option("--nats-ca <file>", "CA that signs the NATS server's certificate (PEM): TLS to NATS").env(
+      "LLMGW_NATS_CA",
+    ),
+    new Option("--nats-cert <file>", "client certificate for NATS (PEM), with --nats-key").env(
+      "LLMGW_NATS_CERT",
+    ),
+    new Option("--nats-key <file>", "key of --nats-cert (PEM)").env("LLMGW_NATS_KEY"),
+  ];
+}
+
+/** Adds `--nats` and the NATS credential and TLS flags to `cmd`. */
+export function withNatsOptions(cmd: Command): Command {
+  cmd.addOption(natsOption());
+  for (const o of natsSecurityOptions()) cmd.addOption(o);
+  return cmd;
 }
 
 /** `--stream NAME` (env LLMGW_STREAM): the log's JetStream stream. */

@@ -17,11 +17,13 @@ import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerGpu } from "./commands/gpu.js";
+import { registerNatsAuth } from "./commands/nats-auth.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
+import { registerRevocation } from "./commands/revoke.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { applyConfigFile } from "./config-file.js";
@@ -55,6 +57,7 @@ export function buildProgram(): Command {
   registerSim(program);
   registerAgent(program);
   registerCerts(program);
+  registerNatsAuth(program);
   // Reading the log
   registerEvents(program);
   registerReplay(program);
@@ -70,6 +73,7 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");
   registerGpu(program);
+  registerRevocation(program);
   registerBench(program);
   registerCompletion(program);
   return program;

@@ -5,31 +5,41 @@
  * reported in words that say what to check).
  */
 import { isLogError, type Log, openLog } from "../log/index.js";
-import { CliError, EXIT } from "./common.js";
+import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
+import { natsSecurityFrom, readerSecurityFrom } from "./nats-security.js";
 
-export interface LogFlags {
+export interface LogFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
 }
 
-/** The log of a process that appends to it (`llmgw api`, `llmgw reconciler`). */
+/**
+ * The log of a process that appends to it (`llmgw api`, `llmgw reconciler`).
+ * A missing stream is created; an existing one's settings are brought to
+ * the flags only with `updateStream` (the API's credentials may, the
+ * reconciler's may not).
+ */
 export function openLogForWriting(
   flags: LogFlags & { streamReplicas: number },
   clientName: string,
+  opts: { updateStream: boolean },
 ): Promise<Log> {
   return openLog({
     url: flags.nats,
+    security: natsSecurityFrom(flags),
     clientName,
     name: flags.stream,
     prefix: flags.subjectPrefix,
     replicas: flags.streamReplicas,
+    updateStream: opts.updateStream,
   });
 }
 
 export async function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
   const log = await openLog({
     url: flags.nats,
+    security: readerSecurityFrom(flags),
     clientName,
     name: flags.stream,
     prefix: flags.subjectPrefix,

@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { Http2LimitsSchema } from "../connection-guard/index.js";
 import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } from "../log/index.js";
 
 import { isLoopback, type ListenAddress, parseListen } from "../metrics-endpoint/index.js";
+import { DEFAULT_REVOKED_BUCKET } from "./revocation-keys.js";
 
 export { isLoopback, type ListenAddress, parseListen };
 
@@ -22,6 +24,25 @@ export const GatewayConfigSchema = z
     /** host:port for agent streams; port 0 picks a free port. */
     listen: z.string().default("127.0.0.1:7443"),
     tls: z.object({ cert: pem, key: pem, clientCa: pem }).optional(),
+    /**
+     * TLS from files instead (paths), read again when they change: new
+     * handshakes use the new certificate, key and client CA; open streams stay.
+     */
+    tlsFiles: z
+      .object({ cert: z.string().min(1), key: z.string().min(1), clientCa: z.string().min(1) })
+      .optional(),
+    /** How often the TLS files are looked at. */
+    tlsPollMs: ms(1_000),
+    /** KV bucket of revoked CNs and certificate serials, watched live. */
+    revokedBucket: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .default(DEFAULT_REVOKED_BUCKET),
+    /**
+     * Told to a second agent presenting the identity of a live session:
+     * wait this long before connecting again.
+     */
+    duplicateRetryAfterMs: ms(5_000),
     /** h2c on loopback, identity taken from the message. Local development only. */
     insecureDev: z.boolean().default(false),
     nats: z.string().default(DEFAULT_NATS_URL),
@@ -61,6 +82,8 @@ export const GatewayConfigSchema = z
     drainDeadlineMs: ms(10_000),
     /** Told to agents in Reconnect: wait this long before connecting again. */
     reconnectAfterMs: z.number().int().nonnegative().default(1_000),
+    /** Connection caps, deadlines and HTTP/2 abuse limits of the agent listener (docs/gateway.md). */
+    connectionLimits: Http2LimitsSchema.prefault({}),
     /** host:port of the Prometheus endpoint; none when absent. */
     metricsListen: z.string().optional(),
     version: z.string().default("0.1.0"),
@@ -79,8 +102,15 @@ export const GatewayConfigSchema = z
         ctx.addIssue({ code: "custom", path: ["metricsListen"], message: (err as Error).message });
       }
     }
+    if (c.tls && c.tlsFiles) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tlsFiles"],
+        message: "give TLS material either as contents (tls) or as files (tlsFiles), not both",
+      });
+    }
     if (c.insecureDev) {
-      if (c.tls) {
+      if (c.tls || c.tlsFiles) {
         ctx.addIssue({
           code: "custom",
           path: ["insecureDev"],
@@ -94,7 +124,7 @@ export const GatewayConfigSchema = z
           message: `insecure-dev mode serves plain h2c and trusts the node id in the message, so it listens on loopback only; ${c.listen} is not a loopback address`,
         });
       }
-    } else if (!c.tls) {
+    } else if (!c.tls && !c.tlsFiles) {
       ctx.addIssue({
         code: "custom",
         path: ["tls"],

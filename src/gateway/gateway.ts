@@ -3,17 +3,18 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
 import { type AgentMessage, AgentService, type ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { type Log, openLog } from "../log/index.js";
+import { type Log, type NatsSecurity, openLog } from "../log/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
+import { GatewayIdentity } from "./gateway-identity.js";
 import { GatewayLease } from "./lease.js";
 import { GatewayMetrics, serveMetrics } from "./metrics.js";
 import { atMost, Publisher } from "./publisher.js";
 import { SessionRegistry } from "./registry.js";
 import { CommandRelay } from "./relay.js";
 import { type AgentServer, startAgentServer } from "./server.js";
-import { AgentSession, type SessionHost } from "./session.js";
+import { AgentSession, type Refusal, type SessionHost } from "./session.js";
 import { SessionsWatch } from "./sessions-watch.js";
 
 export interface StartOptions {
@@ -21,6 +22,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Default: a new registry per gateway. */
   metrics?: GatewayMetrics;
+  /** NATS credentials and TLS (the gateway role's; see docs/SECURITY.md). */
+  natsSecurity?: NatsSecurity;
 }
 
 type State = "starting" | "serving" | "draining" | "stopped";
@@ -49,6 +52,7 @@ export class Gateway implements SessionHost {
   #followers: Promise<void>[] = [];
   readonly #watch: SessionsWatch;
   readonly #relay: CommandRelay;
+  readonly #identity: GatewayIdentity;
   #metricsServer: { url: string; server: import("node:http").Server } | undefined;
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
@@ -62,6 +66,7 @@ export class Gateway implements SessionHost {
   ) {
     this.#watch = new SessionsWatch(this.registry);
     this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
+    this.#identity = new GatewayIdentity(this, this.#watch);
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -77,6 +82,9 @@ export class Gateway implements SessionHost {
       name: config.stream,
       prefix: config.prefix,
       replicas: config.streamReplicas,
+      // A gateway may create a missing log stream but not change one.
+      updateStream: false,
+      ...(opts.natsSecurity ? { security: opts.natsSecurity } : {}),
     });
     const publisher = new Publisher(
       log,
@@ -113,10 +121,13 @@ export class Gateway implements SessionHost {
 
   async #start(): Promise<void> {
     const cfg = this.config;
+    const tls = await this.#identity.start();
     this.#server = await startAgentServer({
       listen: cfg.listen,
-      tls: cfg.tls,
+      tls,
       readMaxBytes: this.#readMaxBytes(),
+      limits: cfg.connectionLimits,
+      metrics: this.metrics,
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       routes: (router) =>
@@ -124,6 +135,8 @@ export class Gateway implements SessionHost {
           connect: (requests, ctx) => this.#openStream(requests, ctx),
         }),
     });
+    const server = this.#server;
+    this.#identity.onTlsChange((material) => server.setTls(material));
     this.#lease = await GatewayLease.acquire(this.log.nc, {
       bucket: cfg.leaseBucket,
       ttlMs: cfg.leaseTtlMs,
@@ -143,12 +156,23 @@ export class Gateway implements SessionHost {
         logger: this.logger,
         onRecord: (r) => this.#watch.onRecord(r),
       }),
+      // Only for the duplicate check: which gateways restarted or stopped (sessions-watch.ts).
+      follow(this.log, {
+        subjects: [this.log.subjects.gateways],
+        fromSeq,
+        signal,
+        logger: this.logger,
+        onRecord: (r) => this.#watch.onGatewayRecord(r),
+      }),
       follow(this.log, {
         subjects: [this.log.subjects.reconciler],
         fromSeq,
         signal,
         logger: this.logger,
-        onRecord: (r) => this.#relay.onRecord(r),
+        onRecord: (r) => {
+          this.#watch.onPass(r);
+          this.#relay.onRecord(r);
+        },
       }),
     ];
     await this.publisher.append(
@@ -201,9 +225,15 @@ export class Gateway implements SessionHost {
     return s.run(requests);
   }
 
+  admit(s: AgentSession): Refusal | undefined {
+    return this.#identity.admit(s);
+  }
+
   hold(s: AgentSession): void {
     this.registry.add(s);
     this.#watch.check(s);
+    // A revocation that came while the session was opening.
+    this.#identity.checkRevoked(s);
     if (this.#state !== "serving")
       s.reconnect(`gateway ${this.config.id} is shutting down`, this.config.reconnectAfterMs);
   }
@@ -283,6 +313,7 @@ export class Gateway implements SessionHost {
   async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
     this.#state = "stopped";
     clearInterval(this.#logWatch);
+    this.#identity.stop();
     this.#shutdown.abort();
     await this.#server?.close(500);
     this.#stopFollowing.abort();

@@ -17,7 +17,8 @@ export type PeerIdentity =
   | { kind: "none" }
   /** A certificate that did not verify against the client CA. */
   | { kind: "unverified"; reason: string; commonName: string | undefined }
-  | { kind: "verified"; commonName: string };
+  /** `serial`: the certificate's serial number in hex, as the TLS layer reports it. */
+  | { kind: "verified"; commonName: string; serial?: string };
 
 export const peerKey = createContextKey<PeerIdentity>(
   { kind: "none" },
@@ -43,12 +44,27 @@ export function peerFromRequest(req: NodeServerRequest): PeerIdentity {
   }
   if (cn === undefined)
     return { kind: "unverified", reason: "the certificate has no CN", commonName: undefined };
-  return { kind: "verified", commonName: cn };
+  return { kind: "verified", commonName: cn, ...(cert.serialNumber ? { serial: cert.serialNumber } : {}) };
+}
+
+/** The certificate serial of a peer, when it presented a verified certificate. */
+export function peerSerial(peer: PeerIdentity): string | undefined {
+  return peer.kind === "verified" ? peer.serial : undefined;
+}
+
+/** The peer's address as host:port ("" when the socket no longer knows it). */
+export const remoteAddressKey = createContextKey<string>("", { description: "llmgw peer address" });
+
+function remoteAddressOf(req: NodeServerRequest): string {
+  const { remoteAddress, remotePort } = req.socket;
+  if (remoteAddress === undefined) return "";
+  return remoteAddress.includes(":") ? `[${remoteAddress}]:${remotePort}` : `${remoteAddress}:${remotePort}`;
 }
 
 export function contextValuesFor(req: NodeServerRequest): ContextValues {
   return createContextValues()
     .set(peerKey, peerFromRequest(req))
+    .set(remoteAddressKey, remoteAddressOf(req))
     .set(resetKey, () => {
       const stream = (req as { stream?: { destroyed: boolean; close(code: number): void } }).stream;
       if (stream && !stream.destroyed) stream.close(h2.NGHTTP2_CANCEL);

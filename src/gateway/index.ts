@@ -9,3 +9,13 @@ export {
 } from "./config.js";
 export { Gateway, type StartOptions } from "./gateway.js";
 export { GatewayMetrics, serveMetrics } from "./metrics.js";
+export {
+  cnKey,
+  DEFAULT_REVOKED_BUCKET,
+  invalidCnReason,
+  normalizeSerial,
+  type Revocation,
+  RevocationSchema,
+  serialKey,
+} from "./revocation-keys.js";
+export { RevocationBucketMissing, revocationBucket } from "./revocations.js";

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { ConnectionMetrics } from "../connection-guard/index.js";
 import { serveRegistry } from "../metrics-endpoint/index.js";
 
 /** The gateway's Prometheus metrics, on a registry of its own (several gateways can share a process). */
@@ -8,6 +9,30 @@ export class GatewayMetrics {
   readonly openStreams = new Gauge({
     name: "llmgw_gateway_open_streams",
     help: "Agent streams with an open session on this gateway",
+    registers: [this.registry],
+  });
+  // Agent identity: certificate reloads, revocations, duplicates.
+  readonly tlsReloads = new Counter({
+    name: "llmgw_gateway_tls_reloads_total",
+    help: "Certificate, key and client CA files read again after they changed: in use (ok), or refused and the old ones kept (error)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly revokedIdentities = new Gauge({
+    name: "llmgw_gateway_revoked_identities",
+    help: "Entries of the revocation bucket this gateway applies (CNs and certificate serials)",
+    registers: [this.registry],
+  });
+  readonly revocationsApplied = new Counter({
+    name: "llmgw_gateway_revocations_applied_total",
+    help: "Agents kept out by a revocation: an open stream closed (closed) or a stream refused at registration (refused)",
+    labelNames: ["action"] as const,
+    registers: [this.registry],
+  });
+  readonly duplicateIdentity = new Counter({
+    name: "llmgw_gateway_duplicate_identity_total",
+    help: "Streams told to back off because another agent process holds a live session of their node, by where that session is (local: this gateway, remote: another)",
+    labelNames: ["holder"] as const,
     registers: [this.registry],
   });
   readonly eventsPublished = new Counter({
@@ -59,6 +84,8 @@ export class GatewayMetrics {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
+  /** The agent listener's connection caps, counts and closes (llmgw_gateway_connections_*). */
+  readonly connections = new ConnectionMetrics(this.registry, "llmgw_gateway");
 
   /** Adds the process metrics (CPU, memory, event loop); for a gateway that owns its process. */
   withProcessMetrics(): this {

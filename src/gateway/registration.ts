@@ -33,6 +33,9 @@ export const LIMITS = {
 } as const;
 
 /** The first thing wrong with a registration (field named as in the proto), or undefined. */
+/** A UUID is 36; room for other spellings, none for a payload. */
+const INSTANCE_ID_MAX = 64;
+
 export function registrationProblem(reg: Register): string | undefined {
   const tooMany = (field: string, n: number, max: number) =>
     n > max ? `${field} lists ${n} entries; at most ${max} are allowed` : undefined;
@@ -45,6 +48,9 @@ export function registrationProblem(reg: Register): string | undefined {
   // Other nodes' engines are pointed at it (StartShard.master_addr).
   const address = invalidHostAddressReason(reg.advertiseAddress, "advertise_address");
   if (address) return address;
+  if (reg.instanceId.length > INSTANCE_ID_MAX) {
+    return `instance_id is ${reg.instanceId.length} characters long; at most ${INSTANCE_ID_MAX} are allowed`;
+  }
 
   const gpus = new Map<number, number>();
   for (const [i, g] of reg.gpus.entries()) {

@@ -2,14 +2,32 @@ import * as http2 from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import {
+  capConnections,
+  guardSessions,
+  type Http2Limits,
+  http2SecureServerOptions,
+  http2ServerOptions,
+} from "../connection-guard/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
+import type { GatewayMetrics } from "./metrics.js";
+
+/** PEM material of the listener: its certificate and key, and the CA agents' certificates must verify against. */
+export interface AgentServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  clientCa: string | Buffer;
+}
 
 export interface AgentServerOptions {
   listen: string;
-  /** PEM material; without it the server speaks h2c (insecure development mode). */
-  tls: { cert: string | Buffer; key: string | Buffer; clientCa: string | Buffer } | undefined;
+  /** Without it the server speaks h2c (insecure development mode). */
+  tls: AgentServerTls | undefined;
   readMaxBytes: number;
+  /** Connection caps, deadlines and HTTP/2 abuse limits. */
+  limits: Http2Limits;
+  metrics: GatewayMetrics;
   routes: (router: ConnectRouter) => void;
   /** Aborting it aborts every handler's signal. */
   shutdownSignal: AbortSignal;
@@ -21,6 +39,8 @@ export interface AgentServer {
   readonly url: string;
   /** Accept no new connections; open ones keep running. */
   stopAccepting(): void;
+  /** New handshakes use `tls` from now on; open connections keep theirs. Throws for unusable material. */
+  setTls(tls: AgentServerTls): void;
   /** Sends GOAWAY on every connection and closes them, destroying what is left after `graceMs`. */
   close(graceMs: number): Promise<void>;
 }
@@ -30,7 +50,8 @@ export interface AgentServer {
  * certificate but does not refuse the handshake without a valid one: the
  * stream handler refuses it with a Connect code the agent can act on
  * (Unauthenticated), instead of a TLS alert it cannot tell from a network
- * fault. gRPC, gRPC-Web and Connect are all served.
+ * fault; such a session carries only that one answer and is then closed
+ * (src/connection-guard). gRPC, gRPC-Web and Connect are all served.
  */
 export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const handler = connectNodeAdapter({
@@ -39,19 +60,25 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
     shutdownSignal: opts.shutdownSignal,
     contextValues: contextValuesFor,
   });
-  const server = opts.tls
+  const secure = opts.tls
     ? http2.createSecureServer(
         {
-          cert: opts.tls.cert,
-          key: opts.tls.key,
-          ca: opts.tls.clientCa,
+          ...secureContextOptions(opts.tls),
           requestCert: true,
           rejectUnauthorized: false,
-          minVersion: "TLSv1.2",
+          ...http2SecureServerOptions(opts.limits),
         },
         handler,
       )
-    : http2.createServer(handler);
+    : undefined;
+  const server = secure ?? http2.createServer(http2ServerOptions(opts.limits), handler);
+  capConnections(server, opts.limits, opts.metrics.connections, opts.logger);
+  guardSessions(server, {
+    limits: opts.limits,
+    clientCertificates: opts.tls !== undefined,
+    metrics: opts.metrics.connections,
+    logger: opts.logger,
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
@@ -80,6 +107,9 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
   return {
     url,
     stopAccepting,
+    setTls(tls: AgentServerTls) {
+      secure?.setSecureContext(secureContextOptions(tls));
+    },
     async close(graceMs: number) {
       stopAccepting();
       for (const s of sessions) if (!s.closed) s.close();
@@ -90,4 +120,9 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
       clearTimeout(timer);
     },
   };
+}
+
+/** What a TLS context is made of; also what a reload replaces (the request-a-certificate options stay the server's). */
+function secureContextOptions(tls: AgentServerTls) {
+  return { cert: tls.cert, key: tls.key, ca: tls.clientCa, minVersion: "TLSv1.2" as const };
 }

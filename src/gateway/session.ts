@@ -6,7 +6,7 @@ import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { isLogError } from "../log/index.js";
 import type { GatewayConfig } from "./config.js";
 import { gatewayEvent, sessionClosed } from "./events.js";
-import { peerKey, resetKey } from "./identity.js";
+import { type PeerIdentity, peerKey, remoteAddressKey, resetKey } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { OrderedPipeline } from "./ordered.js";
 import type { Publisher } from "./publisher.js";
@@ -17,6 +17,7 @@ import {
   initialState,
   isOkAck,
   readDeadlineMs,
+  reconnect,
   type SessionState,
   type StepResult,
   step,
@@ -34,6 +35,20 @@ export interface SessionHost {
   hold(session: AgentSession): void;
   /** The session ended: route nothing more to it. */
   release(session: AgentSession): void;
+  /**
+   * Asked once the Register is read, before the session opens: a refusal
+   * keeps the stream out (a revoked identity, a second agent with the
+   * identity of a live session). With `retryAfterMs` the agent is told to
+   * reconnect after that long before the stream ends with `code`.
+   */
+  admit(session: AgentSession): Refusal | undefined;
+}
+
+/** Why a stream is kept out at registration. */
+export interface Refusal {
+  code: Code;
+  detail: string;
+  retryAfterMs?: number;
 }
 
 /** Pending reads are abandoned with this when the session stops reading. */
@@ -74,6 +89,12 @@ export class AgentSession {
   #readTimerMs = 0;
   #interruptRead: ((err: unknown) => void) | undefined;
   #logger: Logger;
+  /** The registration's instance_id: which agent process this is. */
+  #instanceId = "";
+  /** When the last agent message came (monotonic ms), and the longest gap between two so far. */
+  #lastMessageAt = performance.now();
+  #messages = 0;
+  #longestGapMs = 0;
   readonly #finished: Promise<void>;
   #markFinished!: () => void;
 
@@ -92,6 +113,7 @@ export class AgentSession {
       },
       ctx.values.get(peerKey),
       randomUUID(),
+      ctx.values.get(remoteAddressKey),
     );
     this.#writer = new StreamWriter(cfg.sendQueueMax);
     this.#pipeline = new OrderedPipeline(host.publisher, cfg.streamWindow, this.#stopReading.signal, (err) =>
@@ -130,6 +152,30 @@ export class AgentSession {
     return this.#state.close !== undefined;
   }
 
+  /** Who the TLS layer says is on the other end. */
+  get peer(): PeerIdentity {
+    return this.#state.peer;
+  }
+
+  /** The agent's address, host:port. */
+  get remoteAddress(): string {
+    return this.#state.remoteAddress;
+  }
+
+  /** The agent process's instance_id ("" when it sent none). */
+  get instanceId(): string {
+    return this.#instanceId;
+  }
+
+  get silentForMs(): number {
+    return performance.now() - this.#lastMessageAt;
+  }
+
+  /** Longest gap between two agent messages; undefined before the second. */
+  get longestGapMs(): number | undefined {
+    return this.#messages >= 2 ? this.#longestGapMs : undefined;
+  }
+
   /** The handler of one Connect call: yields what is sent to the agent. */
   async *run(requests: AsyncIterable<AgentMessage>): AsyncGenerator<ControlMessage> {
     const it = requests[Symbol.asyncIterator]();
@@ -142,6 +188,8 @@ export class AgentSession {
         "stream refused",
       );
       this.#markFinished();
+      // The agent backs off for what it is told, not for its own schedule.
+      if (refused.retryAfterMs !== undefined) yield reconnect(refused.detail, refused.retryAfterMs);
       throw ce;
     }
     const onAbort = () => this.#feed({ kind: "disconnected" });
@@ -199,6 +247,11 @@ export class AgentSession {
     this.#feed({ kind: "drain-deadline", detail });
     this.#writer.fail(new ConnectError(detail, Code.Unavailable));
     this.ctx.values.get(resetKey)();
+  }
+
+  /** The agent's identity was revoked: the stream ends with PermissionDenied. */
+  revoke(detail: string): void {
+    this.#feed({ kind: "close", close: { kind: "revoked", detail } });
   }
 
   /** Closes the session from outside (the reconciler expired it, the gateway lost the log). */
@@ -284,13 +337,19 @@ export class AgentSession {
    * Reads the Register and appends the session-opened event. Returns the
    * refusal when the stream does not become a session.
    */
-  async #open(it: AsyncIterator<AgentMessage>): Promise<{ code: Code; detail: string } | undefined> {
+  async #open(it: AsyncIterator<AgentMessage>): Promise<Refusal | undefined> {
     const first = (await this.#read(it)) ?? { kind: "stream-ended" };
     const r = this.#feed(first);
     if (r.close?.kind === "refused") return r.close;
     const opened = r.events[0];
     if (r.close || opened?.body.case !== "sessionOpened") {
       return { code: Code.Internal, detail: "the session core neither opened nor refused the stream" };
+    }
+    this.#instanceId = opened.body.value.registration?.instanceId ?? "";
+    const kept = this.host.admit(this);
+    if (kept) {
+      this.#feed({ kind: "close", close: { kind: "refused", code: kept.code, detail: kept.detail } });
+      return kept;
     }
     try {
       const event = gatewayEvent(this.host.config.id, opened.id, opened.body);
@@ -376,6 +435,7 @@ export class AgentSession {
     return new Promise<Input | undefined>((resolve) => {
       const settle = (input: Input | undefined) => {
         if (this.#interruptRead === interrupt) this.#interruptRead = undefined;
+        if (input?.kind === "message") this.#heard();
         resolve(input);
       };
       const interrupt = (why: unknown) =>
@@ -399,6 +459,14 @@ export class AgentSession {
         },
       );
     });
+  }
+
+  /** An agent message came: how recently and how regularly the agent speaks (the duplicate check's liveness). */
+  #heard(): void {
+    const now = performance.now();
+    if (this.#messages > 0) this.#longestGapMs = Math.max(this.#longestGapMs, now - this.#lastMessageAt);
+    this.#lastMessageAt = now;
+    this.#messages++;
   }
 
   async #appendClosed(): Promise<void> {

@@ -1,6 +1,12 @@
 import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
-import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
-import { LogError } from "./errors.js";
+import {
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  PermissionViolationError,
+} from "@nats-io/transport-node";
+import { LogError, permissionDenied } from "./errors.js";
 import { PublishHeaders } from "./publish-headers.js";
 
 export interface PublishExpect {
@@ -13,6 +19,7 @@ export interface PublishExpect {
 interface Pending {
   resolve(ack: PubAck): void;
   reject(err: LogError): void;
+  subject: string;
   deadline: number;
   timeoutMs: number;
 }
@@ -52,6 +59,7 @@ export class AckedPublisher {
         else this.#onAck(msg);
       },
     });
+    void this.#watchPermissions();
     void nc.closed().then(() => {
       this.#closed = true;
       this.#failAll(new LogError("unavailable", "the NATS connection is closed"));
@@ -87,7 +95,13 @@ export class AckedPublisher {
     }
     const token = ++this.#next;
     return new Promise<PubAck>((resolve, reject) => {
-      this.#pending.set(token, { resolve, reject, deadline: performance.now() + timeoutMs, timeoutMs });
+      this.#pending.set(token, {
+        resolve,
+        reject,
+        subject,
+        deadline: performance.now() + timeoutMs,
+        timeoutMs,
+      });
       this.#outbox.push({ token, subject, data, headers: h });
       if (this.#outbox.length === 1) setImmediate(this.#send);
       if (this.#sweep === undefined) {
@@ -157,6 +171,25 @@ export class AckedPublisher {
       return;
     }
     p.resolve({ ...body, duplicate: body.duplicate === true } as PubAck);
+  }
+
+  /**
+   * A publish the server's permissions refuse is dropped and answered with
+   * an error on the connection, not with an ack: without this it would wait
+   * out its deadline and be retried as if the log were down. Every publish
+   * in flight to the refused subject fails at once, with permission-denied.
+   */
+  async #watchPermissions(): Promise<void> {
+    for await (const s of this.nc.status()) {
+      if (s.type !== "error" || !(s.error instanceof PermissionViolationError)) continue;
+      if (s.error.operation !== "publish") continue;
+      const denied = permissionDenied(s.error);
+      for (const [token, p] of this.#pending) {
+        if (p.subject !== s.error.subject) continue;
+        this.#pending.delete(token);
+        p.reject(denied);
+      }
+    }
   }
 
   #expire(): void {

@@ -69,6 +69,7 @@ export function subjectFor(subjects: Subjects, event: Event): string {
   switch (body.case) {
     case "sessionOpened":
     case "sessionClosed":
+    case "duplicateIdentity":
       return subjects.session(body.value.nodeId);
     case "hardwareChanged":
     case "usageChanged":

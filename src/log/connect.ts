@@ -1,5 +1,11 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AuthorizationError,
+  connect,
+  type NatsConnection,
+  UserAuthenticationExpiredError,
+} from "@nats-io/transport-node";
 import { LogError } from "./errors.js";
+import type { NatsSecurity } from "./nats-credentials.js";
 
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -10,6 +16,8 @@ export interface ConnectOptions {
   name: string;
   /** Give up the first connection attempt after this long. Default 5 s. */
   timeoutMs?: number;
+  /** Credentials and TLS; none: an anonymous plain-text connection (or the URL's user and password). */
+  security?: NatsSecurity;
 }
 
 /**
@@ -65,10 +73,13 @@ export function splitCredentials(url: string): {
  */
 export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
   const { servers, auth } = splitCredentials(opts.url);
+  const security = opts.security ?? {};
   try {
     return await connect({
       servers,
       ...auth,
+      ...(security.authenticator ? { authenticator: security.authenticator } : {}),
+      ...(security.tls ? { tls: security.tls } : {}),
       name: opts.name,
       noAsyncTraces: true,
       maxReconnectAttempts: -1,
@@ -77,6 +88,17 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       pingInterval: 10_000,
     });
   } catch (err) {
+    if (err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError) {
+      throw new LogError(
+        "unauthenticated",
+        `NATS at ${redactUrl(opts.url)} refused the connection: ${err.message} (${
+          security.authenticator
+            ? "the credentials given are not those of a user it knows"
+            : "it requires credentials: --nats-creds or LLMGW_NATS_CREDS names the file"
+        })`,
+        { cause: err },
+      );
+    }
     throw new LogError(
       "unavailable",
       `cannot connect to NATS at ${redactUrl(opts.url)}: ${redactUrl((err as Error).message)}. Is nats-server running? (llmgw dev starts one; --nats or LLMGW_NATS_URL chooses another)`,

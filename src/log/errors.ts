@@ -1,12 +1,15 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { JetStreamStatusError, jserrors } from "@nats-io/jetstream/internal";
 import {
+  AuthorizationError,
   ClosedConnectionError,
   ConnectionError,
   DrainingConnectionError,
   NoRespondersError,
+  PermissionViolationError,
   RequestError,
   TimeoutError,
+  UserAuthenticationExpiredError,
 } from "@nats-io/transport-node";
 
 /**
@@ -26,6 +29,10 @@ export type LogErrorCode =
   | "malformed"
   /** The stream exists with a configuration llmgw cannot use. */
   | "incompatible-stream"
+  /** The NATS credentials in use may not publish or subscribe to a subject (server permissions). */
+  | "permission-denied"
+  /** NATS refused the connection: no credentials, unknown ones, or expired ones. */
+  | "unauthenticated"
   /** A bad argument from the caller. */
   | "invalid-argument"
   | "internal";
@@ -70,11 +77,40 @@ export class LogError extends Error {
       });
     }
     const message = err instanceof Error ? err.message : String(err);
+    const denied = permissionViolation(err);
+    if (denied) return permissionDenied(denied, prefix);
+    if (err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError) {
+      return new LogError("unauthenticated", `${prefix}NATS refused the credentials: ${message}`, {
+        cause: err,
+      });
+    }
     if (isTransportFailure(err)) {
       return new LogError("unavailable", `${prefix}the log is unavailable: ${message}`, { cause: err });
     }
     return new LogError("internal", `${prefix}${message}`, { cause: err });
   }
+}
+
+/**
+ * The server's refusal of a publish or subscription, when that is what
+ * `err` is or wraps: the client fails a request (a JetStream API call, a KV
+ * write) whose subject was refused with it, sometimes as the cause of its own error.
+ */
+function permissionViolation(err: unknown): PermissionViolationError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < CAUSE_DEPTH && e instanceof Error; depth++, e = e.cause) {
+    if (e instanceof PermissionViolationError) return e;
+  }
+  return undefined;
+}
+
+/** The LogError of a subject the server's permissions refused this connection. */
+export function permissionDenied(err: PermissionViolationError, prefix = ""): LogError {
+  return new LogError(
+    "permission-denied",
+    `${prefix}the NATS credentials in use may not ${err.operation === "publish" ? "publish to" : "subscribe to"} ${JSON.stringify(err.subject)} (server permissions)`,
+    { cause: err },
+  );
 }
 
 /** True when `err` is a LogError with one of the given codes. */

@@ -15,6 +15,22 @@ export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export {
+  authenticatorFromCredentials,
+  formatSeedCredentials,
+  NatsCredentialsError,
+  type NatsSecurity,
+} from "./nats-credentials.js";
+export {
+  DEFAULT_BUCKETS,
+  DEFAULT_LAYOUT,
+  NATS_ROLES,
+  type NatsLayout,
+  type NatsRole,
+  type RolePermissions,
+  rolePermissions,
+} from "./nats-permissions.js";
+export { type RoleUser, renderServerAuth } from "./nats-server-auth.js";
+export {
   invalidNodeIdReason,
   NODE_ID_MAX_LABEL,
   NODE_ID_MAX_LENGTH,

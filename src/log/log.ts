@@ -5,6 +5,7 @@ import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import { connectNats } from "./connect.js";
 import { LogError } from "./errors.js";
+import type { NatsSecurity } from "./nats-credentials.js";
 import { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
 import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 import { Subjects } from "./subjects.js";
@@ -14,8 +15,16 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
   url: string;
   /** Connection name, shown by the server (e.g. "llmgw-gateway gw-1"). */
   clientName: string;
-  /** Create the stream if missing and reconcile its settings (default true). */
+  /** Create the stream if missing and check it (default true). */
   ensure?: boolean;
+  /**
+   * With `ensure`, also bring an existing stream's adjustable settings to
+   * this configuration (default true). False for processes that may create
+   * the stream but not change it (see docs/SECURITY.md, "NATS credentials").
+   */
+  updateStream?: boolean;
+  /** Credentials and TLS for the NATS connection. */
+  security?: NatsSecurity;
 }
 
 /** A connection to the log: its stream, subjects, appender and reader. */
@@ -89,10 +98,14 @@ export class Log {
 /** Connects to NATS and opens (by default creating or checking) the log stream. */
 export async function openLog(opts: OpenLogOptions): Promise<Log> {
   const cfg = { ...DEFAULT_STREAM_CONFIG, ...stripUndefined(opts) };
-  const nc = await connectNats({ url: opts.url, name: opts.clientName });
+  const nc = await connectNats({
+    url: opts.url,
+    name: opts.clientName,
+    ...(opts.security ? { security: opts.security } : {}),
+  });
   try {
     const jsm = await jetstreamManager(nc);
-    if (opts.ensure !== false) await ensureStream(jsm, cfg);
+    if (opts.ensure !== false) await ensureStream(jsm, cfg, { update: opts.updateStream !== false });
     const js = jetstream(nc);
     return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas);
   } catch (err) {

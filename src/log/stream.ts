@@ -38,13 +38,17 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
 
 /**
  * Creates the log stream, or checks that the existing one is usable and
- * brings its adjustable settings (replicas, duplicate window, limits) to the
- * configuration. A stream whose subjects or storage differ is refused rather
- * than silently changed: it may belong to something else.
+ * (unless `update` is false) brings its adjustable settings (replicas,
+ * duplicate window, limits) to the configuration. A stream whose subjects or
+ * storage differ is refused rather than silently changed: it may belong to
+ * something else. `update: false` is for processes whose NATS credentials
+ * may create a missing stream but not change one (an update can shrink the
+ * limits and so drop history): they use the stream as it is.
  */
 export async function ensureStream(
   jsm: JetStreamManager,
   partial: Partial<LogStreamConfig> = {},
+  opts: { update?: boolean } = {},
 ): Promise<StreamInfo> {
   const cfg = { ...DEFAULT_STREAM_CONFIG, ...partial };
   if (!Number.isInteger(cfg.replicas) || cfg.replicas < 1 || cfg.replicas > 5) {
@@ -109,7 +113,7 @@ export async function ensureStream(
     have.max_age !== wanted.max_age ||
     have.max_bytes !== wanted.max_bytes ||
     have.max_msg_size !== wanted.max_msg_size;
-  if (!drift) return existing;
+  if (!drift || opts.update === false) return existing;
   try {
     return await jsm.streams.update(cfg.name, {
       num_replicas: wanted.num_replicas,

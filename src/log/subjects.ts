@@ -44,6 +44,9 @@ export class Subjects {
   gateway(gatewayId: string): string {
     return `${this.prefix}.gateway.${token(gatewayId)}`;
   }
+  get gateways(): string {
+    return `${this.prefix}.gateway.*`;
+  }
   get catalog(): string {
     return `${this.prefix}.catalog`;
   }

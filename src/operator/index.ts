@@ -6,7 +6,7 @@ export type { ApiErrorCode, ErrorBody } from "./errors.js";
 export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
 export { ROLES, type Role } from "./roles.js";
-export { type ApiOptions, type ApiServer, checkAuth, startApi } from "./server.js";
+export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
 export {
   type ApiToken,
   newToken,

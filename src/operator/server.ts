@@ -7,6 +7,12 @@ import { hostname } from "node:os";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { type Logger, pino } from "pino";
 import type { Registry } from "prom-client";
+import {
+  ConnectionMetrics,
+  capConnections,
+  type Http1LimitsInput,
+  Http1LimitsSchema,
+} from "../connection-guard/index.js";
 import type { Log } from "../log/index.js";
 import { type FleetState, fleetProjection } from "../projections/index.js";
 import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/index.js";
@@ -52,6 +58,8 @@ export interface ApiOptions {
   historySnapshots?: SnapshotStore<FleetState>;
   /** Where the built UI is (default dist/ui of the project); a missing folder serves a page saying how to build it. */
   uiDir?: string;
+  /** Connection caps, timeouts and size limits of the listener (defaults in docs/operator-api.md). */
+  limits?: Http1LimitsInput;
 }
 
 export interface ApiServer {
@@ -80,8 +88,17 @@ export function checkAuth(host: string, auth: AuthMode): void {
   }
 }
 
+/** Validates the listener's limits, naming every problem in one error. */
+export function parseApiLimits(input: Http1LimitsInput = {}) {
+  const r = Http1LimitsSchema.safeParse(input);
+  if (r.success) return r.data;
+  const problems = r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  throw new RangeError(`invalid API limits: ${problems.join("; ")}`);
+}
+
 export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   checkAuth(opts.host, opts.auth);
+  const limits = parseApiLimits(opts.limits);
   const logger = opts.logger ?? pino({ level: "silent" });
   const registry = apiRegistry();
   const runtime = new ProjectionRuntime(opts.log, fleetProjection, {
@@ -115,7 +132,21 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
 
   const app = Fastify({
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
-    bodyLimit: 4 * 1024 * 1024,
+    bodyLimit: limits.bodyLimitBytes,
+    // Slow or silent clients must not hold a connection (and its file
+    // descriptor) open: headers and the whole request have deadlines, idle
+    // keep-alive connections close. Responses may take as long as they need
+    // (live streams), so there is no socket inactivity timeout.
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // How often those deadlines are checked (Node's default is 30 s).
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
     // Ids are validated by the routes with messages that say what is allowed;
     // the router's own limit only stops absurd segments, with the API's error shape.
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
@@ -155,6 +186,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
 
   // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).
   void ctx.history.prefill().catch((err: unknown) => logger.warn({ err }, "fleet history prefill failed"));
+
+  capConnections(app.server, limits, new ConnectionMetrics(registry, "llmgw_api"), logger);
 
   try {
     await app.listen({ host: opts.host, port: opts.port });

@@ -99,6 +99,7 @@ const CLOSE_REASON: Record<SessionClosed_Reason, string> = {
   [SessionClosed_Reason.PROTOCOL_ERROR]: "protocol-error",
   [SessionClosed_Reason.LOG_UNAVAILABLE]: "log-unavailable",
   [SessionClosed_Reason.EXPIRED]: "expired",
+  [SessionClosed_Reason.REVOKED]: "revoked",
 };
 
 function closeSession(n: NodeState, reason: string, meta: EventMeta): void {
@@ -287,6 +288,9 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     }
     case "commandUndeliverable":
       // The session's end is the SessionClosed that follows; the replicas fold keeps the command.
+      return state;
+    case "duplicateIdentity":
+      // A refused newcomer: the live session, the node's current one, is unchanged.
       return state;
     case undefined:
       // An event kind from a newer version: nothing this version can fold.

@@ -225,6 +225,7 @@ export function evolveReplicas(
     case "gpuProblemsCleared":
     case "gpuCordoned":
     case "gpuUncordoned":
+    case "duplicateIdentity":
     case undefined:
       // Inventory facts (the reconciler combines them with replica state), or
       // a kind this version does not know.

@@ -28,6 +28,8 @@ export function namesReservedKey(event: Event): boolean {
       return reserved(b.value.nodeId) || registrationReserved(b.value.registration);
     case "sessionClosed":
       return reserved(b.value.nodeId, b.value.gatewayId);
+    case "duplicateIdentity":
+      return reserved(b.value.nodeId, b.value.gatewayId, b.value.heldGatewayId, b.value.heldSessionId);
     case "usageChanged":
     case "nodeCordoned":
     case "nodeUncordoned":

@@ -79,6 +79,45 @@ describe("docker-compose.yml", () => {
     assert.match((services["sim"]!.command ?? []).join(" "), /--gateway https:\/\/lb:8443/);
   });
 
+  it("runs NATS with authentication and gives each service its role's credentials", () => {
+    const { services } = load();
+    const init = services["nats-auth"]?.command ?? [];
+    assert.deepEqual(init.slice(0, 2), ["nats-auth", "init"], "no nats-auth init service");
+    const dir = init[init.indexOf("--dir") + 1];
+    for (const n of ["nats-1", "nats-2", "nats-3"]) {
+      const cmd = services[n]!.command ?? [];
+      assert.equal(
+        cmd[cmd.indexOf("--config") + 1],
+        `${dir}/auth.conf`,
+        `${n} does not load the auth config`,
+      );
+      assert.ok(
+        (services[n]!.volumes ?? []).some((v) => v.startsWith(`nats-auth:${dir}`)),
+        `${n} does not mount the credentials volume`,
+      );
+    }
+    const roles: Record<string, string> = {
+      "gateway-1": "gateway",
+      "gateway-2": "gateway",
+      "reconciler-1": "reconciler",
+      "reconciler-2": "reconciler",
+      api: "api",
+    };
+    for (const [name, role] of Object.entries(roles)) {
+      const s = services[name]!;
+      assert.equal(s.environment?.["LLMGW_NATS_CREDS"], `${dir}/${role}.creds`, `${name}'s credentials`);
+      assert.ok(
+        (s.volumes ?? []).some((v) => v === `nats-auth:${dir}:ro`),
+        `${name} does not mount the credentials (read-only)`,
+      );
+    }
+    assert.equal(
+      services["sim"]!.environment?.["LLMGW_NATS_CREDS"],
+      undefined,
+      "agents never get NATS credentials",
+    );
+  });
+
   it("uses only llmgw commands, flags and variables that exist", () => {
     const { services } = load();
     const llmgw = Object.entries(services).filter(

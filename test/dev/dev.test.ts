@@ -6,12 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { openLog } from "../../src/log/index.js";
+import { authenticatorFromCredentials, isLogError, openLog } from "../../src/log/index.js";
 import { tempDir } from "../harness/nats.js";
-import { LLMGW_BIN } from "../support/cli.js";
+import { LLMGW_BIN, runCli } from "../support/cli.js";
 
 const CATALOG = `
 models:
@@ -38,6 +38,8 @@ interface DevRun {
   out: () => string;
   apiUrl: string;
   natsUrl: string;
+  /** The reader's credentials dev printed (NATS runs with authentication). */
+  readerCreds: string;
   exited: Promise<number | null>;
 }
 
@@ -73,8 +75,10 @@ async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const api = /API and UI\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
-    const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
-    if (api && nats) return { proc, out: () => text, apiUrl: api, natsUrl: nats, exited };
+    const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+) \(authentication on\)/.exec(text)?.[1];
+    const readerCreds = /NATS reader (\S+reader\.creds)/.exec(text)?.[1];
+    if (api && nats && readerCreds)
+      return { proc, out: () => text, apiUrl: api, natsUrl: nats, readerCreds, exited };
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill("SIGKILL");
       throw new Error(`llmgw dev did not come up:\n${text}`);
@@ -141,8 +145,13 @@ interface SecondRunLog {
 }
 
 /** What the log holds from `fromSeq` on: the new sessions, their adoption, starts and stops. */
-async function readSecondRun(natsUrl: string, fromSeq: number): Promise<SecondRunLog> {
-  const log = await openLog({ url: natsUrl, clientName: "dev-test", ensure: false });
+async function readSecondRun(run: DevRun, fromSeq: number): Promise<SecondRunLog> {
+  const log = await openLog({
+    url: run.natsUrl,
+    clientName: "dev-test",
+    ensure: false,
+    security: { authenticator: authenticatorFromCredentials(readFileSync(run.readerCreds, "utf8")) },
+  });
   try {
     const sessions = new Map<string, string>();
     const adoptions: Array<{ nodeId: string; sessionId: string; shardIds: string[] }> = [];
@@ -174,6 +183,19 @@ async function readSecondRun(natsUrl: string, fromSeq: number): Promise<SecondRu
   }
 }
 
+/** NATS refuses anonymous clients; the reader's credentials dev printed read the log with `llmgw events`. */
+async function assertNatsAuthOn(run: DevRun): Promise<void> {
+  await assert.rejects(
+    openLog({ url: run.natsUrl, clientName: "dev-test anonymous", ensure: false }),
+    (err) => isLogError(err, "unauthenticated"),
+  );
+  const events = await runCli(["events", "--nats", run.natsUrl, "--until-seq", "5"], {
+    env: { LLMGW_NATS_CREDS: run.readerCreds },
+  });
+  assert.equal(events.code, 0, events.stderr);
+  assert.ok(events.stdout.trim().length > 0, "llmgw events printed nothing");
+}
+
 describe("llmgw dev", () => {
   it("brings up the fleet with replicas running, and a second run adopts it without restarting anything", async () => {
     const dataDir = tempDir("dev");
@@ -188,6 +210,7 @@ describe("llmgw dev", () => {
       // Two nodes hold all five replicas, so the reconciler may place them before
       // the third machine has registered: wait for it rather than race it.
       lastSeqOfFirst = await waitNodes(first.apiUrl, 3, first.out);
+      await assertNatsAuthOn(first);
     } finally {
       assert.equal(await stopDev(first), 0, first.out());
     }
@@ -213,14 +236,14 @@ async function assertAdoptedAfterRestart(
     assert.match(second.out(), /catalog from the log/);
     assert.match(second.out(), /5 shards still running from the last run/);
     const deadline = Date.now() + 120_000;
-    let seen = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+    let seen = await readSecondRun(second, lastSeqOfFirst + 1);
     while (seen.sessions.size < 3 || seen.adopted.size < seen.sessions.size) {
       if (Date.now() > deadline)
         throw new Error(
           `the second run's sessions were not all adopted: ${seen.sessions.size} new sessions, adoption decisions for ${[...seen.adopted.keys()].join(", ") || "none"}\n${second.out()}`,
         );
       await new Promise((r) => setTimeout(r, 300));
-      seen = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+      seen = await readSecondRun(second, lastSeqOfFirst + 1);
     }
     const shardsOf = (rs: ReplicaBody["replicas"]) =>
       rs.flatMap((r) => r.shards.map((x) => x.shardId)).sort();
@@ -235,7 +258,7 @@ async function assertAdoptedAfterRestart(
       rs.map((r) => `${r.replicaId}:${r.shards.map((x) => `${x.shardId}@${x.nodeId}`).join(",")}`).sort();
     assert.deepEqual(key(after), key(before));
     // Read again after the adoption and the running check: any start or stop is now in the log.
-    const final = await readSecondRun(second.natsUrl, lastSeqOfFirst + 1);
+    const final = await readSecondRun(second, lastSeqOfFirst + 1);
     assert.deepEqual(final.starts, [], "no shard was started after the restart");
     const adopted = new Set(shardsOf(before));
     assert.deepEqual(

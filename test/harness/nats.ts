@@ -10,9 +10,14 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AuthorizationError,
+  type ConnectionOptions,
+  connect,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 
 const live = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
@@ -113,6 +118,10 @@ interface ServerSpec {
   routes?: number[];
   storeDir: string;
   configFile: string;
+  /** A config file the server includes (e.g. an authorization block). */
+  include?: string;
+  /** What the readiness probe connects with, for a server that requires TLS or credentials. */
+  probe?: Partial<ConnectionOptions>;
 }
 
 class ServerProcess implements NatsServer {
@@ -170,7 +179,7 @@ class ServerProcess implements NatsServer {
       this.spec.port = await listenedPort(proc, () => this.#out.join(""));
       writeConfig(this.spec, dirname(this.spec.configFile));
     }
-    await waitForPort(this.spec.port, proc, () => this.output());
+    await waitForPort(this.spec.port, proc, () => this.output(), this.spec.probe);
   }
 
   async stop(): Promise<void> {
@@ -207,15 +216,22 @@ async function listenedPort(proc: ChildProcess, output: () => string): Promise<n
   throw new Error(`nats-server did not say which port it listens on within 15 s:\n${output()}`);
 }
 
-async function waitForPort(port: number, proc: ChildProcess, output: () => string): Promise<void> {
+async function waitForPort(
+  port: number,
+  proc: ChildProcess,
+  output: () => string,
+  probe: Partial<ConnectionOptions> = {},
+): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}:\n${output()}`);
     try {
-      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false });
+      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, reconnect: false, ...probe });
       await nc.close();
       return;
-    } catch {
+    } catch (err) {
+      // A server with authentication on refuses the anonymous probe: it is up.
+      if (err instanceof AuthorizationError) return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -234,6 +250,8 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
     "  max_file_store: 2GB",
     "}",
   ];
+  // nats-server resolves an include relative to the including file, absolute paths too.
+  if (spec.include !== undefined) lines.push(`include ${JSON.stringify(relative(dir, spec.include))}`);
   if (spec.clusterPort !== undefined) {
     lines.push(
       "cluster {",
@@ -252,10 +270,23 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
   return file;
 }
 
-/** Starts one JetStream server on a loopback port it chooses itself (kept across restarts), with a temp store. */
-export async function startServer(): Promise<NatsServer & { close(): Promise<void> }> {
+/**
+ * Starts one JetStream server on a loopback port it chooses itself (kept
+ * across restarts), with a temp store; `include` adds a config file of
+ * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`,
+ * and `probe` what the readiness check connects with (TLS, credentials).
+ */
+export async function startServer(
+  opts: { include?: string; probe?: Partial<ConnectionOptions> } = {},
+): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
-  const spec = { name: "n1", port: 0, storeDir: join(dir, "store") };
+  const spec = {
+    name: "n1",
+    port: 0,
+    storeDir: join(dir, "store"),
+    ...(opts.include !== undefined ? { include: opts.include } : {}),
+    ...(opts.probe !== undefined ? { probe: opts.probe } : {}),
+  };
   const server = new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
   await server.start();
   return Object.assign(server, {

@@ -31,6 +31,7 @@ const ALL_KINDS: EventKind[] = [
   "gpuProblemsCleared",
   "gpuCordoned",
   "gpuUncordoned",
+  "duplicateIdentity",
 ];
 
 describe("event codec", () => {

@@ -7,10 +7,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { JetStreamStatusError } from "@nats-io/jetstream/internal";
 import {
+  AuthorizationError,
   ClosedConnectionError,
   connect,
   DrainingConnectionError,
   NoRespondersError,
+  PermissionViolationError,
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node";
@@ -77,6 +79,21 @@ describe("LogError.from: NATS errors by class and code", () => {
     ]) {
       assert.equal(LogError.from(err).code, "unavailable", `${err.name}: ${err.message}`);
     }
+  });
+
+  it("the server's refusals are permission-denied and unauthenticated, bare or as a cause", () => {
+    const violation = new PermissionViolationError(
+      'Permissions Violation for Publish to "x.reconciler"',
+      "publish",
+      "x.reconciler",
+    );
+    for (const err of [violation, new Error("request failed", { cause: violation })]) {
+      const e = LogError.from(err);
+      assert.equal(e.code, "permission-denied");
+      assert.match(e.message, /may not publish to "x\.reconciler"/);
+    }
+    assert.equal(LogError.from(new AuthorizationError("Authorization Violation")).code, "unauthenticated");
+    assert.equal(LogError.from(new Error("Permissions Violation for Publish")).code, "internal");
   });
 
   it("an error whose text only sounds like a timeout is not taken for one", () => {

@@ -80,7 +80,7 @@ describe("log against a real nats-server", () => {
 
       const sessions = [];
       for await (const r of log.read({ subjects: [log.subjects.sessions] })) sessions.push(r.event.body.case);
-      assert.deepEqual(sessions, ["sessionOpened", "sessionClosed"]);
+      assert.deepEqual(sessions, ["sessionOpened", "sessionClosed", "duplicateIdentity"]);
 
       const none = [];
       for await (const r of log.read({ subjects: [`${log.subjects.prefix}.nothing.here`] })) none.push(r);

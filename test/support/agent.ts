@@ -50,6 +50,8 @@ export interface TestAgentOptions {
    * registration, or nothing at all with `null`.
    */
   firstMessage?: MessageInitShape<typeof AgentMessageSchema> | null;
+  /** Connect from this local address (e.g. 127.0.0.2, to be a source address of its own). */
+  localAddress?: string;
 }
 
 export class TestAgent {
@@ -69,7 +71,10 @@ export class TestAgent {
   #paused: Promise<void> | undefined;
 
   private constructor(readonly opts: TestAgentOptions) {
-    const nodeOptions = opts.tls ? { ca: opts.tls.ca, cert: opts.tls.cert, key: opts.tls.key } : {};
+    const nodeOptions = {
+      ...(opts.tls ? { ca: opts.tls.ca, cert: opts.tls.cert, key: opts.tls.key } : {}),
+      ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+    };
     this.#sessions = new Http2SessionManager(opts.baseUrl, {}, nodeOptions);
     const client = createClient(
       AgentService,

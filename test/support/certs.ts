@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import { tempDir } from "../harness/nats.js";
 
 export interface Pem {
@@ -16,7 +17,11 @@ export interface Pem {
 export interface TestCerts {
   dir: string;
   ca: string;
+  /** The CA of `foreignClient` certificates (PEM). */
+  otherCa: string;
   server: Pem;
+  /** A new server certificate and key from the same CA (a rotation): another key, another serial. */
+  reissueServer(): Pem;
   /** A client certificate signed by the CA with this CN (made once per CN). */
   client(cn: string): Pem;
   /** A client certificate with this CN from a CA the gateway does not trust. */
@@ -167,13 +172,16 @@ export function makeTestCerts(): TestCerts {
   const dir = tempDir("certs");
   makeCa(dir, "ca");
   makeCa(dir, "other-ca");
-  const server = makeLeaf(
-    dir,
-    "ca",
-    "server",
-    "localhost",
-    "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth",
-  );
+  const serverLeaf = (name: string) =>
+    makeLeaf(
+      dir,
+      "ca",
+      name,
+      "localhost",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth",
+    );
+  const server = serverLeaf("server");
+  let reissued = 0;
   const clients = new Map<string, Pem>();
   const leaf = (ca: string, cn: string, validity: "valid" | "expired" = "valid") => {
     const key = `${ca}/${validity}/${cn}`;
@@ -187,9 +195,30 @@ export function makeTestCerts(): TestCerts {
   return {
     dir,
     ca: readFileSync(join(dir, "ca.crt"), "utf8"),
+    otherCa: readFileSync(join(dir, "other-ca.crt"), "utf8"),
     server,
+    reissueServer: () => serverLeaf(`server-${++reissued}`),
     client: (cn) => leaf("ca", cn),
     foreignClient: (cn) => leaf("other-ca", cn),
     expiredClient: (cn) => leaf("ca", cn, "expired"),
   };
+}
+
+/**
+ * The certificate a TLS server at `url` presents to a new handshake (a raw
+ * connection, no HTTP/2), verified against `ca`.
+ */
+export function serverCertificate(
+  url: string,
+  ca: string,
+): Promise<{ fingerprint256: string; serialNumber: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: u.hostname, port: Number(u.port), ca, ALPNProtocols: ["h2"] }, () => {
+      const c = socket.getPeerCertificate();
+      socket.destroy();
+      resolve({ fingerprint256: c.fingerprint256, serialNumber: c.serialNumber });
+    });
+    socket.once("error", reject);
+  });
 }

@@ -90,23 +90,37 @@ export interface GatewayProcess {
   readonly proc: ChildProcess;
   /** Where agents connect, as the gateway logged it. */
   readonly url: string;
+  /** Its /metrics endpoint, when started with --metrics-listen. */
+  readonly metricsUrl: string | undefined;
+  /** The certificate, key and client CA files it serves with (replace them to rotate). */
+  readonly files: { cert: string; key: string; ca: string };
   output(): string;
   /** Resolves with the exit code (or signal) once the process is gone. */
   readonly exited: Promise<number | NodeJS.Signals | null>;
 }
 
-/** Runs `llmgw gateway` as a child process with TLS from `certs`; resolves once it listens. */
+/**
+ * Runs `llmgw gateway` as a child process with TLS from `certs`; resolves
+ * once it listens. `maxOpenFiles` runs it with that file-descriptor limit.
+ */
 export async function spawnGateway(
   args: string[],
   certs: TestCerts,
   env: NodeJS.ProcessEnv = {},
+  opts: { maxOpenFiles?: number } = {},
 ): Promise<GatewayProcess> {
   const dir = tempDir("gw");
   const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") };
   writeFileSync(files.cert, certs.server.cert);
   writeFileSync(files.key, certs.server.key);
   writeFileSync(files.ca, certs.ca);
-  const proc = spawn(process.execPath, [LLMGW_BIN, "gateway", ...args], {
+  const command = [process.execPath, LLMGW_BIN, "gateway", ...args];
+  // Through a shell that lowers the file-descriptor limit and execs the gateway (same pid).
+  const [file, ...argv] =
+    opts.maxOpenFiles === undefined
+      ? command
+      : ["sh", "-c", `ulimit -n ${opts.maxOpenFiles} && exec "$@"`, "sh", ...command];
+  const proc = spawn(file ?? process.execPath, argv, {
     env: {
       ...process.env,
       LLMGW_GATEWAY_TLS_CERT: files.cert,
@@ -125,8 +139,8 @@ export async function spawnGateway(
   );
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const m = /"url":"(https:\/\/[^"]+)".*"msg":"gateway listening"/.exec(out);
-    if (m?.[1]) return { proc, url: m[1], output: () => out, exited };
+    const m = /"url":"(https:\/\/[^"]+)"(?:,"metrics":"([^"]+)")?.*"msg":"gateway listening"/.exec(out);
+    if (m?.[1]) return { proc, url: m[1], metricsUrl: m[2], files, output: () => out, exited };
     if (proc.exitCode !== null) throw new Error(`llmgw gateway exited with ${proc.exitCode}:\n${out}`);
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
@@ -134,4 +148,12 @@ export async function spawnGateway(
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The value of one sample at a /metrics URL (0 when the series is absent). */
+export async function metricValue(metricsUrl: string, name: string, labels = ""): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const series = labels === "" ? name : `${name}{${labels}}`;
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }

@@ -263,5 +263,21 @@ export function sampleEvents(): Event[] {
       { case: "gpuUncordoned", value: { nodeId: "gpu-a1", gpuIndex: 6, operator: "alice" } },
       { kind: Writer_Kind.OPERATOR, id: "api-1" },
     ),
+    mk(18, {
+      case: "duplicateIdentity",
+      value: {
+        nodeId: "gpu-a1",
+        gatewayId: "gw-1",
+        heldSessionId: "s-2",
+        heldGatewayId: "gw-1",
+        heldRemoteAddress: "10.0.0.5:50312",
+        newcomerRemoteAddress: "10.0.0.9:41022",
+        heldInstanceId: "5b0c1f1e-2f8a-4a6e-9d2b-0c7e3f9a1d44",
+        newcomerInstanceId: "e3a9d0c2-7b1f-4c8e-8f5a-2d6b9e0c4a17",
+        retryAfterMs: 5_000,
+        attempts: 1,
+        detail: "node gpu-a1 has a live session held by another agent process",
+      },
+    }),
   ];
 }

@@ -7,6 +7,7 @@
  *
  * Used by the simulator and by the real node agent alike.
  */
+import { randomUUID } from "node:crypto";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { PushQueue } from "../../async/push-queue.js";
 import {
@@ -95,6 +96,12 @@ export class AgentConnection {
   #running: Promise<void> | undefined;
   #lastReason = "";
   #lastRegistration: Register | undefined;
+  /**
+   * Register.instance_id: the same on every stream of this connection, so a
+   * gateway tells this agent reconnecting from a second agent presenting
+   * the same certificate. A restart draws a new one, as a new process would.
+   */
+  #instanceId = randomUUID();
 
   constructor(opts: ConnectionOptions) {
     if (opts.gateways.length === 0) throw new Error("at least one gateway URL is needed");
@@ -120,6 +127,7 @@ export class AgentConnection {
   /** Drops the stream and connects again at once to the first gateway, as a restarted process would. */
   restart(): void {
     this.#restartPending = true;
+    this.#instanceId = randomUUID();
     this.#stream?.abort.abort();
     this.#wake?.abort();
   }
@@ -153,6 +161,11 @@ export class AgentConnection {
   /** Why the last stream ended. */
   get lastDisconnectReason(): string {
     return this.#lastReason;
+  }
+
+  /** Register.instance_id of this agent process (see the field). */
+  get instanceId(): string {
+    return this.#instanceId;
   }
 
   /** The registration last sent. */
@@ -272,7 +285,11 @@ export class AgentConnection {
       ackTimedOut = true;
       s.abort.abort();
     }, this.#o.ackTimeoutMs);
-    const registration = create(RegisterSchema, { ...this.#o.registration(), cumulativeAcks: true });
+    const registration = create(RegisterSchema, {
+      ...this.#o.registration(),
+      cumulativeAcks: true,
+      instanceId: this.#instanceId,
+    });
     this.#lastRegistration = registration;
     s.outbox.push({ msg: { case: "register", value: registration } });
     s.acks.record("register");

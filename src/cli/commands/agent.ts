@@ -147,15 +147,20 @@ async function runAgent(flags: AgentFlags): Promise<void> {
         "llmgw agent needs --tls-cert, --tls-key and --ca (or --insecure-dev for a gateway on loopback)",
       );
     try {
-      tls = await TlsFiles.open({ cert: flags.tlsCert!, key: flags.tlsKey!, ca: flags.ca! }, (e) => {
-        metrics.tlsReloads.inc({ outcome: e.ok ? "ok" : "error" });
-        if (e.ok) logger.info({}, "certificate files changed: the next connection uses them");
-        else
-          logger.error(
-            { error: e.error },
-            "certificate files changed but cannot be used; keeping the old ones",
-          );
-      });
+      tls = await TlsFiles.open(
+        { cert: flags.tlsCert!, key: flags.tlsKey!, ca: flags.ca! },
+        {
+          onChange: (e) => {
+            metrics.tlsReloads.inc({ outcome: e.ok ? "ok" : "error" });
+            if (e.ok) logger.info({}, "certificate files changed: the next connection uses them");
+            else
+              logger.error(
+                { error: e.error },
+                "certificate files changed but cannot be used; keeping the old ones",
+              );
+          },
+        },
+      );
     } catch (err) {
       if (err instanceof TlsFilesError) throw new CliError(err.message);
       throw err;
@@ -223,7 +228,7 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     agentVersion: "llmgw-agent/0.1.0",
     labels: config.labels,
     gateways,
-    tls: () => tls?.identity,
+    tls: () => tls?.material,
     heartbeatMs,
     ackTimeoutMs: 10_000,
     reconnectMinMs: 500,

@@ -2,12 +2,14 @@
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
 import { stringify as stringifyYaml } from "yaml";
+import { defaultMaxConnections, type Http1LimitsInput } from "../../connection-guard/index.js";
 import {
   type ApiToken,
   type AuthMode,
   adminTokenEntry,
   checkAuth,
   newToken,
+  parseApiLimits,
   ROLES,
   type Role,
   readTokensFile,
@@ -20,10 +22,18 @@ import {
 } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
-import { CliError, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
+import {
+  CliError,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  streamReplicasOption,
+  withNatsOptions,
+} from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
-interface ApiCommandFlags {
+interface ApiCommandFlags extends NatsSecurityFlags {
   listen: string;
   token?: string;
   tokens?: string;
@@ -33,6 +43,41 @@ interface ApiCommandFlags {
   subjectPrefix: string;
   streamReplicas: number;
   logLevel: string;
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  maxRequestsPerSocket: number;
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  maxHeaderBytes: number;
+  bodyLimit: number;
+}
+
+function num(flag: string, env: string, what: string, def: number): Option {
+  return new Option(`${flag} <n>`, what).env(`LLMGW_API_${env}`).default(def).argParser(intArg(flag));
+}
+
+function ms(flag: string, env: string, what: string, def: number): Option {
+  return num(flag, env, `${what} (ms)`, def);
+}
+
+function limitsFrom(f: ApiCommandFlags): Http1LimitsInput {
+  const limits: Http1LimitsInput = {
+    headersTimeoutMs: f.headersTimeout,
+    requestTimeoutMs: f.requestTimeout,
+    keepAliveTimeoutMs: f.keepAliveTimeout,
+    maxRequestsPerSocket: f.maxRequestsPerSocket,
+    maxConnections: f.maxConnections,
+    maxConnectionsPerAddress: f.maxConnectionsPerAddress,
+    maxHeaderBytes: f.maxHeaderBytes,
+    bodyLimitBytes: f.bodyLimit,
+  };
+  try {
+    parseApiLimits(limits);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  return limits;
 }
 
 /** HOST:PORT, with IPv6 hosts in brackets. */
@@ -49,7 +94,7 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 export function registerApi(program: Command): void {
-  const api = program.command("api");
+  const api = withNatsOptions(program.command("api"));
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
@@ -69,7 +114,6 @@ export function registerApi(program: Command): void {
       ).env("LLMGW_API_TOKENS"),
     )
     .option("--dev", 'development: no token, loopback only (recorded as operator "dev")')
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(streamReplicasOption())
     .addOption(prefixOption())
@@ -78,8 +122,51 @@ export function registerApi(program: Command): void {
         .choices(["trace", "debug", "info", "warn", "error", "silent"])
         .default("info"),
     )
+    .addOption(
+      ms("--headers-timeout", "HEADERS_TIMEOUT_MS", "a request's headers must arrive within", 10_000),
+    )
+    .addOption(
+      ms(
+        "--request-timeout",
+        "REQUEST_TIMEOUT_MS",
+        "a whole request (not its response) must arrive within",
+        30_000,
+      ),
+    )
+    .addOption(
+      ms("--keep-alive-timeout", "KEEP_ALIVE_TIMEOUT_MS", "close an idle keep-alive connection after", 5_000),
+    )
+    .addOption(
+      num(
+        "--max-requests-per-socket",
+        "MAX_REQUESTS_PER_SOCKET",
+        "requests per connection before it closes (0: no limit)",
+        1_000,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections",
+        "MAX_CONNECTIONS",
+        "connections open at once (default 4096, lowered below the file-descriptor limit)",
+        defaultMaxConnections(4096),
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections-per-address",
+        "MAX_CONNECTIONS_PER_ADDRESS",
+        "connections open at once from one address",
+        256,
+      ),
+    )
+    .addOption(
+      num("--max-header-bytes", "MAX_HEADER_BYTES", "largest request header block, bytes", 16 * 1024),
+    )
+    .addOption(num("--body-limit", "BODY_LIMIT_BYTES", "largest request body, bytes", 4 * 1024 * 1024))
     .action(async (flags: ApiCommandFlags) => {
       const { host, port } = parseListen(flags.listen);
+      const limits = limitsFrom(flags);
       if (!flags.dev && !flags.token && !flags.tokens) {
         throw new CliError(
           "llmgw api needs --tokens FILE or --token (or LLMGW_API_TOKENS, LLMGW_API_TOKEN), or --dev on a loopback address",
@@ -96,7 +183,7 @@ export function registerApi(program: Command): void {
         stopWatching();
         throw new CliError((err as Error).message);
       }
-      const log = await openLogForWriting(flags, "llmgw-api");
+      const log = await openLogForWriting(flags, "llmgw-api", { updateStream: true });
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
         // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.
@@ -109,6 +196,7 @@ export function registerApi(program: Command): void {
           port,
           auth,
           logger,
+          limits,
           ...(historySnapshots ? { historySnapshots } : {}),
         });
       } catch (err) {

@@ -13,11 +13,19 @@ import {
   formatViolation,
   parseAckedList,
 } from "../../invariants/index.js";
-import { CliError, EXIT, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import {
+  CliError,
+  EXIT,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  withNatsOptions,
+} from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 
-interface CheckLogFlags {
+interface CheckLogFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -27,14 +35,12 @@ interface CheckLogFlags {
 }
 
 export function registerCheckLog(program: Command): void {
-  program
-    .command("check-log")
+  withNatsOptions(program.command("check-log"))
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
         "one pass per log position, commands only to current sessions, acknowledged events stored once, " +
         "replay determinism (exit 0 clean, 1 violations, 2 usage)",
     )
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .option(

@@ -9,16 +9,19 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { type Command, Option } from "commander";
-import { connectNats } from "../../log/index.js";
+import { connectNats, DEFAULT_LAYOUT } from "../../log/index.js";
 import { ApiCallError, ApiClient } from "../../operator/client.js";
 import { PACKAGE_ROOT } from "../../package-root.js";
 import type { ReplicaState } from "../../projections/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
 import { Children } from "../dev/children.js";
+import { DEFAULT_DEV_DATA_DIR, devCredsDir } from "../dev/paths.js";
 import { pickPort } from "../dev/ports.js";
 import { startRealAgents, stopRealEngines } from "../dev/real-agents.js";
 import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
+import { writeNatsAuth } from "../nats-auth-files.js";
+import { natsSecurityFrom } from "../nats-security.js";
 
 const ROOT = PACKAGE_ROOT;
 const LLMGW = join(ROOT, "bin/llmgw.js");
@@ -34,6 +37,7 @@ interface DevOptions {
   summaryMs: number;
   startDelayMs: number;
   agents: "sim" | "real";
+  natsAuth: boolean;
 }
 
 export function registerDev(program: Command): void {
@@ -43,10 +47,14 @@ export function registerDev(program: Command): void {
       "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine, and apply the example catalog",
     )
     .addOption(
-      new Option("--data-dir <dir>", "where NATS keeps the log and the parts write their logs").default(
-        join(ROOT, ".data/dev"),
-        ".data/dev in the project",
-      ),
+      new Option(
+        "--data-dir <dir>",
+        "where NATS keeps the log, the parts write their logs and creds/ holds the NATS credentials",
+      ).default(DEFAULT_DEV_DATA_DIR, ".data/dev in the project"),
+    )
+    .option(
+      "--no-nats-auth",
+      "run NATS without authentication (by default every part gets its role's credentials from <data-dir>/creds)",
     )
     .addOption(new Option("--nodes <n>", "simulated GPU nodes").default(8).argParser(intArg("--nodes")))
     .addOption(
@@ -164,7 +172,13 @@ async function runDev(opts: DevOptions): Promise<void> {
     const natsPort = await pickPort(opts.natsPort);
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
     const nats = await natsServerBinary();
+    // Reused across runs, so commands keep working with the files they were given.
+    const creds = opts.natsAuth
+      ? writeNatsAuth(devCredsDir(dataDir), DEFAULT_LAYOUT, { force: false, keepExisting: true })
+      : undefined;
     children.start("nats", nats, [
+      // auth.conf is a whole config by itself (the authorization block); the flags add the rest.
+      ...(creds ? ["--config", creds.serverConfig] : []),
       "--jetstream",
       "--store_dir",
       join(dataDir, "nats"),
@@ -176,12 +190,20 @@ async function runDev(opts: DevOptions): Promise<void> {
       "llmgw-dev",
     ]);
     await waitUntil("nats-server", 20_000, async () => {
-      const nc = await connectNats({ url: natsUrl, name: "llmgw-dev probe", timeoutMs: 1000 });
+      const nc = await connectNats({
+        url: natsUrl,
+        name: "llmgw-dev probe",
+        timeoutMs: 1000,
+        ...(creds ? { security: natsSecurityFrom({ natsCreds: creds.creds.reader }) } : {}),
+      });
       await nc.close();
       return true;
     });
 
     const env = { LLMGW_NATS_URL: natsUrl };
+    // Each part of the control plane with its own role's credentials; agents never speak to NATS.
+    const as = (role: "api" | "gateway" | "reconciler") =>
+      creds ? { ...env, LLMGW_NATS_CREDS: creds.creds[role] } : env;
     const gatewayPort = await pickPort(opts.gatewayPort);
     const apiPort = await pickPort(opts.apiPort);
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
@@ -193,20 +215,29 @@ async function runDev(opts: DevOptions): Promise<void> {
       await writeFile(reconcilerConfig, "policy: binpack\nsuspectAfterMs: 15000\nlostAfterMs: 45000\n");
     }
     // The API first: dev reads the fleet the log already holds through it.
-    children.start("api", process.execPath, [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`], env);
+    children.start(
+      "api",
+      process.execPath,
+      [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`],
+      as("api"),
+    );
     const api = new ApiClient({ url: apiUrl });
     await waitUntil("the API", 60_000, async () => (await api.request("GET", "/readyz")).body);
     children.start(
       "gateway",
       process.execPath,
-      [LLMGW, "gateway", "--insecure-dev", "--id", "gw-dev", "--listen", `127.0.0.1:${gatewayPort}`],
-      env,
+      [
+        ...[LLMGW, "gateway", "--insecure-dev", "--id", "gw-dev", "--listen", `127.0.0.1:${gatewayPort}`],
+        // Every simulated node connects from loopback: the per-address cap must fit the whole fleet.
+        ...["--max-connections-per-address", String(Math.max(256, opts.nodes + 64))],
+      ],
+      as("gateway"),
     );
     children.start(
       "reconciler",
       process.execPath,
       [LLMGW, "reconciler", "--id", "rec-dev", "--config", reconcilerConfig],
-      env,
+      as("reconciler"),
     );
 
     const catalogSeq = (await api.request<{ seq: number }>("GET", "/v1/catalog")).body.seq;
@@ -280,7 +311,16 @@ async function runDev(opts: DevOptions): Promise<void> {
 
     say(`llmgw dev is up (data in ${dataDir}, logs in ${logDir})`);
     say(`  API and UI  ${apiUrl}`);
-    say(`  NATS        ${natsUrl}`);
+    say(`  NATS        ${natsUrl}${creds ? " (authentication on)" : " (no authentication)"}`);
+    if (creds) {
+      say(`  NATS reader ${creds.creds.reader}`);
+      const readers = "llmgw events, replay, explain, what-if and check-log";
+      say(
+        resolve(opts.dataDir) === DEFAULT_DEV_DATA_DIR && natsPort === 4222
+          ? `              ${readers} find it by themselves`
+          : `              for ${readers}: export LLMGW_NATS_URL=${natsUrl} LLMGW_NATS_CREDS=${creds.creds.reader}`,
+      );
+    }
     say(`  gateway     ${gatewayUrl} (h2c, insecure dev mode)`);
     say(
       opts.agents === "real"

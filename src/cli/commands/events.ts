@@ -9,11 +9,18 @@ import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
 import { invalidNodeIdReason, type Log, type LogError } from "../../log/index.js";
 import { describeEvent } from "../../reconciler/index.js";
-import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import {
+  CliError,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  withNatsOptions,
+} from "../common.js";
 import { openLogForReading } from "../read-log.js";
 import { isoTime } from "../time.js";
 
-interface EventsFlags {
+interface EventsFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -28,10 +35,8 @@ interface EventsFlags {
 const registry = createRegistry(file_llmgw_v1_events, file_llmgw_v1_agent);
 
 export function registerEvents(program: Command): void {
-  program
-    .command("events")
+  withNatsOptions(program.command("events"))
     .description("print the log decoded, one line per event (--json: one JSON object per line)")
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))

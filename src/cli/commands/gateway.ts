@@ -1,10 +1,26 @@
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
-import { Gateway, type GatewayConfigInput, GatewayMetrics, parseGatewayConfig } from "../../gateway/index.js";
-import { CliError, intArg, natsOption, prefixOption, streamOption, streamReplicasOption } from "../common.js";
+import { defaultMaxConnections, RESET_WINDOW_MS } from "../../connection-guard/index.js";
+import {
+  DEFAULT_REVOKED_BUCKET,
+  Gateway,
+  type GatewayConfigInput,
+  GatewayMetrics,
+  parseGatewayConfig,
+} from "../../gateway/index.js";
+import { TlsFilesError } from "../../tls/watched-files.js";
+import {
+  CliError,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  streamReplicasOption,
+  withNatsOptions,
+} from "../common.js";
+import { natsSecurityFrom } from "../nats-security.js";
 
-interface GatewayFlags {
+interface GatewayFlags extends NatsSecurityFlags {
   id: string;
   listen: string;
   tlsCert?: string;
@@ -28,15 +44,25 @@ interface GatewayFlags {
   leaseTtl: number;
   drainDeadline: number;
   reconnectAfter: number;
+  revokedBucket: string;
+  duplicateRetryAfter: number;
   metricsListen?: string;
+  handshakeTimeout: number;
+  firstStreamTimeout: number;
+  idleSessionTimeout: number;
+  unauthenticatedGrace: number;
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  maxConcurrentStreams: number;
+  maxStreamResets: number;
+  maxHeaderBytes: number;
 }
 
 const env = (name: string) => `LLMGW_GATEWAY_${name}`;
 
 /** `llmgw gateway`: serve agent streams and relay commands until SIGTERM. */
 export function registerGateway(program: Command): void {
-  program
-    .command("gateway")
+  withNatsOptions(program.command("gateway"))
     .description("serve agent streams (Connect over HTTP/2, mTLS) and relay commands")
     .addOption(
       new Option("--id <id>", "gateway id (letters, digits, - and _)").env(env("ID")).default(defaultId()),
@@ -44,7 +70,12 @@ export function registerGateway(program: Command): void {
     .addOption(
       new Option("--listen <host:port>", "agent listener").env(env("LISTEN")).default("127.0.0.1:7443"),
     )
-    .addOption(new Option("--tls-cert <file>", "server certificate (PEM)").env(env("TLS_CERT")))
+    .addOption(
+      new Option(
+        "--tls-cert <file>",
+        "server certificate (PEM); it, the key and the client CA are read again when they change",
+      ).env(env("TLS_CERT")),
+    )
     .addOption(new Option("--tls-key <file>", "server key (PEM)").env(env("TLS_KEY")))
     .addOption(
       new Option("--client-ca <file>", "CA that signs agent certificates (PEM)").env(env("CLIENT_CA")),
@@ -55,7 +86,6 @@ export function registerGateway(program: Command): void {
         "h2c on loopback, node identity from the message: local development only",
       ).env(env("INSECURE_DEV")),
     )
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(streamReplicasOption())
@@ -104,12 +134,92 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(
+      new Option("--revoked-bucket <name>", "KV bucket of revoked agent CNs and certificate serials")
+        .env(env("REVOKED_BUCKET"))
+        .default(DEFAULT_REVOKED_BUCKET),
+    )
+    .addOption(
+      ms(
+        "--duplicate-retry-after",
+        "DUPLICATE_RETRY_AFTER_MS",
+        "the retry_after told to a second agent presenting the identity of a live session",
+        5_000,
+      ),
+    )
+    .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
     )
+    .addOption(
+      ms("--handshake-timeout", "HANDSHAKE_TIMEOUT_MS", "the TLS handshake must finish within", 5_000),
+    )
+    .addOption(
+      ms(
+        "--first-stream-timeout",
+        "FIRST_STREAM_TIMEOUT_MS",
+        "after TLS, the HTTP/2 preface and the first stream must come within",
+        5_000,
+      ),
+    )
+    .addOption(
+      ms(
+        "--idle-session-timeout",
+        "IDLE_SESSION_TIMEOUT_MS",
+        "close a connection with no open stream after",
+        15_000,
+      ),
+    )
+    .addOption(
+      ms(
+        "--unauthenticated-grace",
+        "UNAUTHENTICATED_GRACE_MS",
+        "a connection without a verified client certificate gets its one Unauthenticated answer and is closed within",
+        2_000,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections",
+        "MAX_CONNECTIONS",
+        "connections open at once (default 4096, lowered below the file-descriptor limit)",
+        defaultMaxConnections(4096),
+      ),
+    )
+    .addOption(
+      num(
+        "--max-connections-per-address",
+        "MAX_CONNECTIONS_PER_ADDRESS",
+        "connections open at once from one address",
+        256,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-concurrent-streams",
+        "MAX_CONCURRENT_STREAMS",
+        "HTTP/2 streams open at once per connection",
+        100,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-stream-resets",
+        "MAX_STREAM_RESETS",
+        `stream resets per connection in ${RESET_WINDOW_MS / 1000} s before it is destroyed (rapid reset)`,
+        100,
+      ),
+    )
+    .addOption(num("--max-header-bytes", "MAX_HEADER_BYTES", "largest request header list, bytes", 16 * 1024))
     .action(async (flags: GatewayFlags) => {
-      const gw = await Gateway.start(configFrom(flags), {
-        metrics: new GatewayMetrics().withProcessMetrics(),
-      });
+      let gw: Gateway;
+      try {
+        gw = await Gateway.start(configFrom(flags), {
+          metrics: new GatewayMetrics().withProcessMetrics(),
+          natsSecurity: natsSecurityFrom(flags),
+        });
+      } catch (err) {
+        if (err instanceof TlsFilesError) throw new CliError(err.message);
+        throw err;
+      }
       await new Promise<void>((resolve) => {
         const onSignal = (sig: NodeJS.Signals) => {
           process.off("SIGTERM", onSignal);
@@ -138,13 +248,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     id: f.id,
     listen: f.listen,
     insecureDev: f.insecureDev === true,
-    tls: f.insecureDev
-      ? undefined
-      : {
-          cert: read(f.tlsCert, "--tls-cert"),
-          key: read(f.tlsKey, "--tls-key"),
-          clientCa: read(f.clientCa, "--client-ca"),
-        },
+    tlsFiles: f.insecureDev ? undefined : { cert: f.tlsCert!, key: f.tlsKey!, clientCa: f.clientCa! },
     nats: f.nats,
     stream: f.stream,
     prefix: f.subjectPrefix,
@@ -162,7 +266,20 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     leaseTtlMs: f.leaseTtl,
     drainDeadlineMs: f.drainDeadline,
     reconnectAfterMs: f.reconnectAfter,
+    revokedBucket: f.revokedBucket,
+    duplicateRetryAfterMs: f.duplicateRetryAfter,
     metricsListen: f.metricsListen,
+    connectionLimits: {
+      handshakeTimeoutMs: f.handshakeTimeout,
+      firstStreamTimeoutMs: f.firstStreamTimeout,
+      idleSessionTimeoutMs: f.idleSessionTimeout,
+      unauthenticatedGraceMs: f.unauthenticatedGrace,
+      maxConnections: f.maxConnections,
+      maxConnectionsPerAddress: f.maxConnectionsPerAddress,
+      maxConcurrentStreams: f.maxConcurrentStreams,
+      maxStreamResets: f.maxStreamResets,
+      maxHeaderBytes: f.maxHeaderBytes,
+    },
   };
   try {
     parseGatewayConfig(input);
@@ -170,14 +287,6 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     throw new CliError((err as Error).message);
   }
   return input;
-}
-
-function read(file: string | undefined, flag: string): string {
-  try {
-    return readFileSync(file ?? "", "utf8");
-  } catch (err) {
-    throw new CliError(`${flag} ${file}: ${(err as Error).message}`);
-  }
 }
 
 function ms(flag: string, envName: string, what: string, def: number): Option {

@@ -1,21 +1,20 @@
 /** What every command that reads the log takes and how it opens the log (read only: nothing is created). */
 import type { Command } from "commander";
 import { type Log, openLog } from "../../log/index.js";
-import { natsOption, prefixOption, streamOption } from "../common.js";
+import { prefixOption, streamOption, withNatsOptions } from "../common.js";
+import { readerSecurityFrom } from "../nats-security.js";
+import type { LogFlags } from "../read-log.js";
 
-export interface LogFlags {
-  nats: string;
-  stream: string;
-  subjectPrefix: string;
-}
+export type { LogFlags };
 
 export function withLogOptions(cmd: Command): Command {
-  return cmd.addOption(natsOption()).addOption(streamOption()).addOption(prefixOption());
+  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption());
 }
 
 export function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
   return openLog({
     url: flags.nats,
+    security: readerSecurityFrom(flags),
     clientName,
     name: flags.stream,
     prefix: flags.subjectPrefix,

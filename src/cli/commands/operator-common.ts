@@ -3,6 +3,7 @@
  * --json for tools, tables for people, and one-line errors with the exit
  * code that says whose problem it is.
  */
+import { userInfo } from "node:os";
 import { type Command, Option } from "commander";
 import { ApiCallError, ApiClient } from "../../operator/index.js";
 import { CliError, EXIT } from "../common.js";
@@ -37,6 +38,15 @@ export function clientFor(flags: ApiFlags): ApiClient {
   }
   // No operator name is sent: the API records the token's name.
   return new ApiClient({ url: url.toString(), ...(flags.token ? { token: flags.token } : {}) });
+}
+
+/** The local user name, for the record of who did something ("cli" when there is none). */
+export function safeUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "cli";
+  }
 }
 
 /**

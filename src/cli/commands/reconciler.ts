@@ -18,14 +18,15 @@ import {
   CliError,
   EXIT,
   intArg,
-  natsOption,
+  type NatsSecurityFlags,
   prefixOption,
   streamOption,
   streamReplicasOption,
+  withNatsOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
-interface ReconcilerFlags {
+interface ReconcilerFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   streamReplicas: number;
@@ -51,10 +52,8 @@ const env = (name: string) => `LLMGW_RECONCILER_${name}`;
 
 /** `llmgw reconciler`: follow the log; when leading, reconcile it until SIGTERM. */
 export function registerReconciler(program: Command): void {
-  program
-    .command("reconciler")
+  withNatsOptions(program.command("reconciler"))
     .description("run a reconciler: one of several leads (KV lease), fenced by the log")
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(streamReplicasOption())
@@ -140,7 +139,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
 
   const logger: Logger = pino({ level: flags.logLevel, base: { reconciler: flags.id } });
   const metrics = new RunnerMetrics({ defaultMetrics: true });
-  const log = await openLogForWriting(flags, `llmgw-reconciler ${flags.id}`);
+  const log = await openLogForWriting(flags, `llmgw-reconciler ${flags.id}`, { updateStream: false });
   // Undone in reverse order on the way out.
   const cleanup: Array<() => unknown> = [() => log.close()];
   const close = async () => {

@@ -6,13 +6,20 @@ import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { DEFAULT_SNAPSHOT_BUCKET, openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
-import { CliError, intArg, natsOption, prefixOption, streamOption } from "../common.js";
+import {
+  CliError,
+  intArg,
+  type NatsSecurityFlags,
+  prefixOption,
+  streamOption,
+  withNatsOptions,
+} from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 import { renderFleet } from "../render/fleet-text.js";
 import { isoTime, timeArg } from "../time.js";
 
-interface ReplayFlags {
+interface ReplayFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -26,10 +33,8 @@ interface ReplayFlags {
 }
 
 export function registerReplay(program: Command): void {
-  program
-    .command("replay")
+  withNatsOptions(program.command("replay"))
     .description("show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons")
-    .addOption(natsOption())
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(

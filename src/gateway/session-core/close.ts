@@ -29,7 +29,9 @@ export type Close =
   /** The log refused one of the session's events for another reason. */
   | { kind: "log-failed"; detail: string }
   /** The reconciler expired the session (the gateway's lease lapsed). */
-  | { kind: "expired"; detail: string };
+  | { kind: "expired"; detail: string }
+  /** The agent's certificate (CN or serial) was revoked. */
+  | { kind: "revoked"; detail: string };
 
 export type CloseKind = Close["kind"];
 
@@ -65,6 +67,8 @@ export function closeOutcome(c: Close): CloseOutcome {
       return { reason: SessionClosed_Reason.PROTOCOL_ERROR, code: Code.Internal };
     case "expired":
       return { reason: SessionClosed_Reason.EXPIRED, code: Code.Unavailable };
+    case "revoked":
+      return { reason: SessionClosed_Reason.REVOKED, code: Code.PermissionDenied };
     default: {
       const never: never = c;
       throw new Error(`unknown close ${JSON.stringify(never)}`);

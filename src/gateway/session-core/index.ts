@@ -1,5 +1,5 @@
 export { type Close, type CloseKind, type CloseOutcome, closeOutcome } from "./close.js";
-export { isOkAck } from "./replies.js";
+export { isOkAck, reconnect } from "./replies.js";
 export { initialState, readDeadlineMs, step } from "./step.js";
 export type {
   CoreConfig,

@@ -62,6 +62,7 @@ export function registerFirst(state: SessionState, message: AgentMessage, draini
             gatewayId: config.gatewayId,
             registration: reg,
             identity: who.identity,
+            remoteAddress: state.remoteAddress,
           },
         },
         ackId: "register",

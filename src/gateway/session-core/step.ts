@@ -9,10 +9,16 @@ import { closeNow, nothing } from "./result.js";
 import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";
 
 /** A stream that has just opened: it waits for its Register. */
-export function initialState(config: CoreConfig, peer: PeerIdentity, sessionId: string): SessionState {
+export function initialState(
+  config: CoreConfig,
+  peer: PeerIdentity,
+  sessionId: string,
+  remoteAddress = "",
+): SessionState {
   return {
     config,
     peer,
+    remoteAddress,
     phase: "registering",
     nodeId: "",
     sessionId,

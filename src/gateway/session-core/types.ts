@@ -29,6 +29,8 @@ export type Phase = "registering" | "opening" | "open" | "closing";
 export interface SessionState {
   readonly config: CoreConfig;
   readonly peer: PeerIdentity;
+  /** The agent's address (host:port), recorded in the session-opened event. */
+  readonly remoteAddress: string;
   readonly phase: Phase;
   readonly nodeId: string;
   /** The id this session takes if it opens (ids are inputs: the core makes no randomness). */

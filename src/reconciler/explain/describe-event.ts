@@ -50,6 +50,10 @@ function eventText(event: Event): string {
       const v = b.value;
       return `${v.nodeId} session ${v.sessionId} on ${v.gatewayId} closed: ${enumName(SessionClosed_Reason, v.reason, "REASON_")}${v.detail ? ` (${v.detail})` : ""}`;
     }
+    case "duplicateIdentity": {
+      const v = b.value;
+      return `${v.nodeId}: a second agent (${v.newcomerRemoteAddress || "?"}) presents the identity of live session ${v.heldSessionId} on ${v.heldGatewayId} (${v.heldRemoteAddress || "?"}); refused on ${v.gatewayId}, retry after ${v.retryAfterMs} ms (${v.attempts} attempt(s))`;
+    }
     case "hardwareChanged": {
       const v = b.value;
       return `${v.nodeId} session ${v.sessionId} re-registered: ${v.registration?.gpus.length ?? 0} GPU(s), ${v.registration?.runningShards.length ?? 0} running shard(s)`;
@@ -143,6 +147,7 @@ function eventSubjects(event: Event): { nodes: Set<string>; replicas: Set<string
     case "nodeDrainRequested":
     case "gpuProblemsCleared":
     case "sessionClosed":
+    case "duplicateIdentity":
     case "hardwareChanged":
     case "usageChanged":
     case "commandResult":

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIqEICgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSABCBgoEYm9keSKgAQoGV3JpdGVyEiMKBGtpbmQYASABKA4yFS5sbG1ndy52MS5Xcml0ZXIuS2luZBIKCgJpZBgCIAEoCSJlCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX0dBVEVXQVkQARITCg9LSU5EX1JFQ09OQ0lMRVIQAhIRCg1LSU5EX09QRVJBVE9SEAMSDQoJS0lORF9UT09MEAQihAEKDVNlc3Npb25PcGVuZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXISEAoIaWRlbnRpdHkYBSABKAki8AIKDVNlc3Npb25DbG9zZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCmdhdGV3YXlfaWQYAyABKAkSLgoGcmVhc29uGAQgASgOMh4ubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZC5SZWFzb24SDgoGZGV0YWlsGAUgASgJIuUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX0RJU0NPTk5FQ1RFRBABEhEKDVJFQVNPTl9TSUxFTlQQAhIVChFSRUFTT05fU1VQRVJTRURFRBADEhsKF1JFQVNPTl9HQVRFV0FZX0RSQUlOSU5HEAQSGAoUUkVBU09OX1NMT1dfQ09OU1VNRVIQBRIZChVSRUFTT05fUFJPVE9DT0xfRVJST1IQBhIaChZSRUFTT05fTE9HX1VOQVZBSUxBQkxFEAcSEgoOUkVBU09OX0VYUElSRUQQCCJ1Cg9IYXJkd2FyZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyIqYBCgxVc2FnZUNoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEhoKEmdwdV9tZW1vcnlfdXNlZF9tYhgEIAMoBBIUCgxuZXdfcHJvYmxlbXMYBSADKAkSKgoMZ3B1X3Byb2JsZW1zGAYgAygLMhQubGxtZ3cudjEuR3B1UHJvYmxlbSJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAki8QMKFENvbW1hbmRVbmRlbGl2ZXJhYmxlEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKZ2F0ZXdheV9pZBgFIAEoCRI1CgZyZWFzb24YBiABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5SZWFzb24SDgoGZGV0YWlsGAcgASgJEjUKBmFjdGlvbhgIIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLkFjdGlvbhIQCghzaGFyZF9pZBgJIAEoCRISCgpyZXBsaWNhX2lkGAogASgJEhAKCHBhc3Nfc2VxGAsgASgEIm4KBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIZChVSRUFTT05fU0VTU0lPTl9DTE9TRUQQARIaChZSRUFTT05fU0VTU0lPTl9DTE9TSU5HEAISFQoRUkVBU09OX1FVRVVFX0ZVTEwQAyJVCgZBY3Rpb24SFgoSQUNUSU9OX1VOU1BFQ0lGSUVEEAASEAoMQUNUSU9OX1NUQVJUEAESDwoLQUNUSU9OX1NUT1AQAhIQCgxBQ1RJT05fRFJBSU4QAyJICg5DYXRhbG9nQ2hhbmdlZBIiCgdjYXRhbG9nGAEgASgLMhEubGxtZ3cudjEuQ2F0YWxvZxISCgphcHBsaWVkX2J5GAIgASgJIioKB0NhdGFsb2cSHwoGbW9kZWxzGAEgAygLMg8ubGxtZ3cudjEuTW9kZWwiTAoFTW9kZWwSDAoEbmFtZRgBIAEoCRIQCghyZXBsaWNhcxgCIAEoDRIjCghwcm9maWxlcxgDIAMoCzIRLmxsbWd3LnYxLlByb2ZpbGUiyAMKB1Byb2ZpbGUSDAoEbmFtZRgBIAEoCRIOCgZzaGFyZHMYAiABKA0SFgoOZ3B1c19wZXJfc2hhcmQYAyABKA0SGQoRbWVtb3J5X3Blcl9ncHVfbWIYBCABKAQSEwoLZ3B1X3Byb2R1Y3QYBSABKAkSEwoLZmFicmljX2tpbmQYBiABKAkSNgoLbm9kZV9sYWJlbHMYByADKAsyIS5sbG1ndy52MS5Qcm9maWxlLk5vZGVMYWJlbHNFbnRyeRITCgtlbmdpbmVfYXJncxgIIAMoCRI0CgplbmdpbmVfZW52GAkgAygLMiAubGxtZ3cudjEuUHJvZmlsZS5FbmdpbmVFbnZFbnRyeRIYChBzdGFydF90aW1lb3V0X21zGAogASgNEhgKEHJlYWR5X3RpbWVvdXRfbXMYCyABKA0SFgoOc3RhcnRfYXR0ZW1wdHMYDCABKA0SDgoGZW5naW5lGA0gASgJGjEKD05vZGVMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQQoMTm9kZUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIjMKDk5vZGVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEAoIb3BlcmF0b3IYAiABKAkiRwoSTm9kZURyYWluUmVxdWVzdGVkEg8KB25vZGVfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhAKCG9wZXJhdG9yGAMgASgJIm4KEkdwdVByb2JsZW1zQ2xlYXJlZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKbm9kZV9sZXZlbBgFIAEoCCJTCgtHcHVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIOCgZyZWFzb24YAyABKAkSEAoIb3BlcmF0b3IYBCABKAkiRQoNR3B1VW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhEKCWdwdV9pbmRleBgCIAEoDRIQCghvcGVyYXRvchgDIAEoCSLVAQoNUmVjb25jaWxlUGFzcxIRCglsZWFkZXJfaWQYASABKAkSFgoObGVhc2VfcmV2aXNpb24YAiABKAQSFAoMb2JzZXJ2ZWRfc2VxGAMgASgEEhMKC25vd191bml4X21zGAQgASgDEiUKCWRlY2lzaW9ucxgFIAMoCzISLmxsbWd3LnYxLkRlY2lzaW9uEiMKCGNvbW1hbmRzGAYgAygLMhEubGxtZ3cudjEuQ29tbWFuZBIRCgl0cnVuY2F0ZWQYByABKAgSDwoHdHJpZ2dlchgIIAEoCSKVBwoIRGVjaXNpb24SEwoLZXhwbGFuYXRpb24YASABKAkSMwoPcmVwbGljYV9jcmVhdGVkGAogASgLMhgubGxtZ3cudjEuUmVwbGljYUNyZWF0ZWRIABIxCg5yZXBsaWNhX3BsYWNlZBgLIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FQbGFjZWRIABIzCg9yZXBsaWNhX3BlbmRpbmcYDCABKAsyGC5sbG1ndy52MS5SZXBsaWNhUGVuZGluZ0gAEjEKDnNoYXJkc19hZG9wdGVkGA0gASgLMhcubGxtZ3cudjEuU2hhcmRzQWRvcHRlZEgAEjMKD3NoYXJkX3VuY2xhaW1lZBgOIAEoCzIYLmxsbWd3LnYxLlNoYXJkVW5jbGFpbWVkSAASNgoNbm9kZV9saXZlbmVzcxgPIAEoCzIdLmxsbWd3LnYxLk5vZGVMaXZlbmVzc0NoYW5nZWRIABI1ChBzZXNzaW9uc19leHBpcmVkGBAgASgLMhkubGxtZ3cudjEuU2Vzc2lvbnNFeHBpcmVkSAASMwoPcmVwbGljYV9yZW1vdmVkGBEgASgLMhgubGxtZ3cudjEuUmVwbGljYVJlbW92ZWRIABI+ChVyZXBsaWNhX2RyYWluX3N0YXJ0ZWQYEiABKAsyHS5sbG1ndy52MS5SZXBsaWNhRHJhaW5TdGFydGVkSAASNQoQY29tbWFuZF9yZWlzc3VlZBgTIAEoCzIZLmxsbWd3LnYxLkNvbW1hbmRSZWlzc3VlZEgAEjUKEGNvb2xkb3duX3N0YXJ0ZWQYFCABKAsyGS5sbG1ndy52MS5Db29sZG93blN0YXJ0ZWRIABIvCg1zaGFyZF9iYWNrb2ZmGBUgASgLMhYubGxtZ3cudjEuU2hhcmRCYWNrb2ZmSAASMQoOcmVwbGljYV9mYWlsZWQYFiABKAsyFy5sbG1ndy52MS5SZXBsaWNhRmFpbGVkSAASNwoRZHVwbGljYXRlX3N0b3BwZWQYFyABKAsyGi5sbG1ndy52MS5EdXBsaWNhdGVTdG9wcGVkSAASPwoVdW5kZWxpdmVyYWJsZV9oYW5kbGVkGBwgASgLMh4ubGxtZ3cudjEuVW5kZWxpdmVyYWJsZUhhbmRsZWRIABI3ChFlbmRwb2ludHNfY2hhbmdlZBgkIAEoCzIaLmxsbWd3LnYxLkVuZHBvaW50c0NoYW5nZWRIAEIGCgRraW5kIkUKDlJlcGxpY2FDcmVhdGVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEAoIcmVwbGFjZXMYAyABKAkiagoOU2hhcmRQbGFjZW1lbnQSEAoIc2hhcmRfaWQYASABKAkSDAoEcmFuaxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0iLAoJQ2FuZGlkYXRlEhAKCG5vZGVfaWRzGAEgAygJEg0KBXNjb3JlGAIgASgBIssBCg1SZXBsaWNhUGxhY2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHJvZmlsZRgDIAEoCRIoCgZzaGFyZHMYBCADKAsyGC5sbG1ndy52MS5TaGFyZFBsYWNlbWVudBIjCgZjaG9zZW4YBSABKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSJwoKcnVubmVyc191cBgGIAMoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRIOCgZwb2xpY3kYByABKAkiKQoIUnVsZWRPdXQSDgoGcmVhc29uGAEgASgJEg0KBW5vZGVzGAIgASgNIocBCg5SZXBsaWNhUGVuZGluZxISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhgKEG5vZGVzX2NvbnNpZGVyZWQYAyABKA0SEQoJbm9kZXNfZml0GAQgASgNEiUKCXJ1bGVkX291dBgFIAMoCzISLmxsbWd3LnYxLlJ1bGVkT3V0IncKDEFkb3B0ZWRTaGFyZBIQCghzaGFyZF9pZBgBIAEoCRISCgpyZXBsaWNhX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0SDAoEcmFuaxgGIAEoDSJcCg1TaGFyZHNBZG9wdGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRImCgZzaGFyZHMYAyADKAsyFi5sbG1ndy52MS5BZG9wdGVkU2hhcmQiegoOU2hhcmRVbmNsYWltZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCHNoYXJkX2lkGAMgASgJEhIKCnJlcGxpY2FfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGcmVhc29uGAYgASgJIoQBChNOb2RlTGl2ZW5lc3NDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSJAoIbGl2ZW5lc3MYAiABKA4yEi5sbG1ndy52MS5MaXZlbmVzcxISCgpzZXNzaW9uX2lkGAMgASgJEiIKGmRpc2Nvbm5lY3RlZF9zaW5jZV91bml4X21zGAQgASgDIjEKClNlc3Npb25SZWYSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIk0KD1Nlc3Npb25zRXhwaXJlZBISCgpnYXRld2F5X2lkGAEgASgJEiYKCHNlc3Npb25zGAIgAygLMhQubGxtZ3cudjEuU2Vzc2lvblJlZiJDCg5SZXBsaWNhUmVtb3ZlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJRChNSZXBsaWNhRHJhaW5TdGFydGVkEhIKCnJlcGxpY2FfaWQYASABKAkSFgoOcmVwbGFjZW1lbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIlIKD0NvbW1hbmRSZWlzc3VlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SGgoSbmV4dF9yZXRyeV91bml4X21zGAMgASgDIloKD0Nvb2xkb3duU3RhcnRlZBINCgVtb2RlbBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhAKCGZhaWx1cmVzGAMgASgNEhUKDXVudGlsX3VuaXhfbXMYBCABKAMiSwoMU2hhcmRCYWNrb2ZmEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIcmVzdGFydHMYAiABKA0SFQoNdW50aWxfdW5peF9tcxgDIAEoAyKFAwoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSLgoGcmVhc29uGAUgASgOMh4ubGxtZ3cudjEuUmVwbGljYUZhaWxlZC5SZWFzb24SEQoJZXhpdF9jb2RlGAYgASgFEhMKC2xhc3Rfb3V0cHV0GAcgASgJItUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NIQVJEX0ZBSUxFRBABEhsKF1JFQVNPTl9VTlJFUVVFU1RFRF9TVE9QEAISGAoUUkVBU09OX1NUQVJUX1JFRlVTRUQQAxIYChRSRUFTT05fU1RBUlRfVElNRU9VVBAEEhgKFFJFQVNPTl9SRUFEWV9USU1FT1VUEAUSFQoRUkVBU09OX0lOQ09NUExFVEUQBhIYChRSRUFTT05fVU5ERUxJVkVSQUJMRRAHIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIjwKCEVuZHBvaW50EhIKCnJlcGxpY2FfaWQYASABKAkSCwoDdXJsGAIgASgJEg8KB25vZGVfaWQYAyABKAkiSAoQRW5kcG9pbnRzQ2hhbmdlZBINCgVtb2RlbBgBIAEoCRIlCgllbmRwb2ludHMYAiADKAsyEi5sbG1ndy52MS5FbmRwb2ludCKGAQoUVW5kZWxpdmVyYWJsZUhhbmRsZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpyZXBsaWNhX2lkGAUgASgJEhAKCHNoYXJkX2lkGAYgASgJIv4BCgdDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoAxIlCgVzdGFydBgKIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAsgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YDCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASEgoKcmVwbGljYV9pZBgGIAEoCUIICgZhY3Rpb24qgAEKCExpdmVuZXNzEhgKFExJVkVORVNTX1VOU1BFQ0lGSUVEEAASFgoSTElWRU5FU1NfQ09OTkVDVEVEEAESGQoVTElWRU5FU1NfRElTQ09OTkVDVEVEEAISFAoQTElWRU5FU1NfU1VTUEVDVBADEhEKDUxJVkVORVNTX0xPU1QQBGIGcHJvdG8z", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxItwICgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSAASOQoSZHVwbGljYXRlX2lkZW50aXR5GBwgASgLMhsubGxtZ3cudjEuRHVwbGljYXRlSWRlbnRpdHlIAEIGCgRib2R5IqABCgZXcml0ZXISIwoEa2luZBgBIAEoDjIVLmxsbWd3LnYxLldyaXRlci5LaW5kEgoKAmlkGAIgASgJImUKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhAKDEtJTkRfR0FURVdBWRABEhMKD0tJTkRfUkVDT05DSUxFUhACEhEKDUtJTkRfT1BFUkFUT1IQAxINCglLSU5EX1RPT0wQBCKcAQoNU2Vzc2lvbk9wZW5lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlchIQCghpZGVudGl0eRgFIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgGIAEoCSKEAwoNU2Vzc2lvbkNsb3NlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIuCgZyZWFzb24YBCABKA4yHi5sbG1ndy52MS5TZXNzaW9uQ2xvc2VkLlJlYXNvbhIOCgZkZXRhaWwYBSABKAki+QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fRElTQ09OTkVDVEVEEAESEQoNUkVBU09OX1NJTEVOVBACEhUKEVJFQVNPTl9TVVBFUlNFREVEEAMSGwoXUkVBU09OX0dBVEVXQVlfRFJBSU5JTkcQBBIYChRSRUFTT05fU0xPV19DT05TVU1FUhAFEhkKFVJFQVNPTl9QUk9UT0NPTF9FUlJPUhAGEhoKFlJFQVNPTl9MT0dfVU5BVkFJTEFCTEUQBxISCg5SRUFTT05fRVhQSVJFRBAIEhIKDlJFQVNPTl9SRVZPS0VEEAkimgIKEUR1cGxpY2F0ZUlkZW50aXR5Eg8KB25vZGVfaWQYASABKAkSEgoKZ2F0ZXdheV9pZBgCIAEoCRIXCg9oZWxkX3Nlc3Npb25faWQYAyABKAkSFwoPaGVsZF9nYXRld2F5X2lkGAQgASgJEhsKE2hlbGRfcmVtb3RlX2FkZHJlc3MYBSABKAkSHwoXbmV3Y29tZXJfcmVtb3RlX2FkZHJlc3MYBiABKAkSGAoQaGVsZF9pbnN0YW5jZV9pZBgHIAEoCRIcChRuZXdjb21lcl9pbnN0YW5jZV9pZBgIIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgJIAEoDRIQCghhdHRlbXB0cxgKIAEoDRIOCgZkZXRhaWwYCyABKAkidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciKmAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0idgoTU2hhcmRTdGF0dXNSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJQoGc3RhdHVzGAQgASgLMhUubGxtZ3cudjEuU2hhcmRTdGF0dXMiegoVQ29tbWFuZFJlc3VsdFJlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBInCgZyZXN1bHQYBCABKAsyFy5sbG1ndy52MS5Db21tYW5kUmVzdWx0ImMKDkdhdGV3YXlTdGFydGVkEhIKCmdhdGV3YXlfaWQYASABKAkSFgoObGlzdGVuX2FkZHJlc3MYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRIUCgxsZWFzZV90dGxfbXMYBCABKA0iVgoPR2F0ZXdheURyYWluaW5nEhIKCmdhdGV3YXlfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIVCg1vcGVuX3Nlc3Npb25zGAMgASgNIjQKDkdhdGV3YXlTdG9wcGVkEhIKCmdhdGV3YXlfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIvEDChRDb21tYW5kVW5kZWxpdmVyYWJsZRISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCmdhdGV3YXlfaWQYBSABKAkSNQoGcmVhc29uGAYgASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuUmVhc29uEg4KBmRldGFpbBgHIAEoCRI1CgZhY3Rpb24YCCABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5BY3Rpb24SEAoIc2hhcmRfaWQYCSABKAkSEgoKcmVwbGljYV9pZBgKIAEoCRIQCghwYXNzX3NlcRgLIAEoBCJuCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASGQoVUkVBU09OX1NFU1NJT05fQ0xPU0VEEAESGgoWUkVBU09OX1NFU1NJT05fQ0xPU0lORxACEhUKEVJFQVNPTl9RVUVVRV9GVUxMEAMiVQoGQWN0aW9uEhYKEkFDVElPTl9VTlNQRUNJRklFRBAAEhAKDEFDVElPTl9TVEFSVBABEg8KC0FDVElPTl9TVE9QEAISEAoMQUNUSU9OX0RSQUlOEAMiSAoOQ2F0YWxvZ0NoYW5nZWQSIgoHY2F0YWxvZxgBIAEoCzIRLmxsbWd3LnYxLkNhdGFsb2cSEgoKYXBwbGllZF9ieRgCIAEoCSIqCgdDYXRhbG9nEh8KBm1vZGVscxgBIAMoCzIPLmxsbWd3LnYxLk1vZGVsIkwKBU1vZGVsEgwKBG5hbWUYASABKAkSEAoIcmVwbGljYXMYAiABKA0SIwoIcHJvZmlsZXMYAyADKAsyES5sbG1ndy52MS5Qcm9maWxlIsgDCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDgoGc2hhcmRzGAIgASgNEhYKDmdwdXNfcGVyX3NoYXJkGAMgASgNEhkKEW1lbW9yeV9wZXJfZ3B1X21iGAQgASgEEhMKC2dwdV9wcm9kdWN0GAUgASgJEhMKC2ZhYnJpY19raW5kGAYgASgJEjYKC25vZGVfbGFiZWxzGAcgAygLMiEubGxtZ3cudjEuUHJvZmlsZS5Ob2RlTGFiZWxzRW50cnkSEwoLZW5naW5lX2FyZ3MYCCADKAkSNAoKZW5naW5lX2VudhgJIAMoCzIgLmxsbWd3LnYxLlByb2ZpbGUuRW5naW5lRW52RW50cnkSGAoQc3RhcnRfdGltZW91dF9tcxgKIAEoDRIYChByZWFkeV90aW1lb3V0X21zGAsgASgNEhYKDnN0YXJ0X2F0dGVtcHRzGAwgASgNEg4KBmVuZ2luZRgNIAEoCRoxCg9Ob2RlTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkEKDE5vZGVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSIzCg5Ob2RlVW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkcKEk5vZGVEcmFpblJlcXVlc3RlZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSJuChJHcHVQcm9ibGVtc0NsZWFyZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCm5vZGVfbGV2ZWwYBSABKAgiUwoLR3B1Q29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SDgoGcmVhc29uGAMgASgJEhAKCG9wZXJhdG9yGAQgASgJIkUKDUdwdVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAki1QEKDVJlY29uY2lsZVBhc3MSEQoJbGVhZGVyX2lkGAEgASgJEhYKDmxlYXNlX3JldmlzaW9uGAIgASgEEhQKDG9ic2VydmVkX3NlcRgDIAEoBBITCgtub3dfdW5peF9tcxgEIAEoAxIlCglkZWNpc2lvbnMYBSADKAsyEi5sbG1ndy52MS5EZWNpc2lvbhIjCghjb21tYW5kcxgGIAMoCzIRLmxsbWd3LnYxLkNvbW1hbmQSEQoJdHJ1bmNhdGVkGAcgASgIEg8KB3RyaWdnZXIYCCABKAkilQcKCERlY2lzaW9uEhMKC2V4cGxhbmF0aW9uGAEgASgJEjMKD3JlcGxpY2FfY3JlYXRlZBgKIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FDcmVhdGVkSAASMQoOcmVwbGljYV9wbGFjZWQYCyABKAsyFy5sbG1ndy52MS5SZXBsaWNhUGxhY2VkSAASMwoPcmVwbGljYV9wZW5kaW5nGAwgASgLMhgubGxtZ3cudjEuUmVwbGljYVBlbmRpbmdIABIxCg5zaGFyZHNfYWRvcHRlZBgNIAEoCzIXLmxsbWd3LnYxLlNoYXJkc0Fkb3B0ZWRIABIzCg9zaGFyZF91bmNsYWltZWQYDiABKAsyGC5sbG1ndy52MS5TaGFyZFVuY2xhaW1lZEgAEjYKDW5vZGVfbGl2ZW5lc3MYDyABKAsyHS5sbG1ndy52MS5Ob2RlTGl2ZW5lc3NDaGFuZ2VkSAASNQoQc2Vzc2lvbnNfZXhwaXJlZBgQIAEoCzIZLmxsbWd3LnYxLlNlc3Npb25zRXhwaXJlZEgAEjMKD3JlcGxpY2FfcmVtb3ZlZBgRIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FSZW1vdmVkSAASPgoVcmVwbGljYV9kcmFpbl9zdGFydGVkGBIgASgLMh0ubGxtZ3cudjEuUmVwbGljYURyYWluU3RhcnRlZEgAEjUKEGNvbW1hbmRfcmVpc3N1ZWQYEyABKAsyGS5sbG1ndy52MS5Db21tYW5kUmVpc3N1ZWRIABI1ChBjb29sZG93bl9zdGFydGVkGBQgASgLMhkubGxtZ3cudjEuQ29vbGRvd25TdGFydGVkSAASLwoNc2hhcmRfYmFja29mZhgVIAEoCzIWLmxsbWd3LnYxLlNoYXJkQmFja29mZkgAEjEKDnJlcGxpY2FfZmFpbGVkGBYgASgLMhcubGxtZ3cudjEuUmVwbGljYUZhaWxlZEgAEjcKEWR1cGxpY2F0ZV9zdG9wcGVkGBcgASgLMhoubGxtZ3cudjEuRHVwbGljYXRlU3RvcHBlZEgAEj8KFXVuZGVsaXZlcmFibGVfaGFuZGxlZBgcIAEoCzIeLmxsbWd3LnYxLlVuZGVsaXZlcmFibGVIYW5kbGVkSAASNwoRZW5kcG9pbnRzX2NoYW5nZWQYJCABKAsyGi5sbG1ndy52MS5FbmRwb2ludHNDaGFuZ2VkSABCBgoEa2luZCJFCg5SZXBsaWNhQ3JlYXRlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcGxhY2VzGAMgASgJImoKDlNoYXJkUGxhY2VtZW50EhAKCHNoYXJkX2lkGAEgASgJEgwKBHJhbmsYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNIiwKCUNhbmRpZGF0ZRIQCghub2RlX2lkcxgBIAMoCRINCgVzY29yZRgCIAEoASLLAQoNUmVwbGljYVBsYWNlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3Byb2ZpbGUYAyABKAkSKAoGc2hhcmRzGAQgAygLMhgubGxtZ3cudjEuU2hhcmRQbGFjZW1lbnQSIwoGY2hvc2VuGAUgASgLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEicKCnJ1bm5lcnNfdXAYBiADKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSDgoGcG9saWN5GAcgASgJIikKCFJ1bGVkT3V0Eg4KBnJlYXNvbhgBIAEoCRINCgVub2RlcxgCIAEoDSKHAQoOUmVwbGljYVBlbmRpbmcSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIYChBub2Rlc19jb25zaWRlcmVkGAMgASgNEhEKCW5vZGVzX2ZpdBgEIAEoDRIlCglydWxlZF9vdXQYBSADKAsyEi5sbG1ndy52MS5SdWxlZE91dCJ3CgxBZG9wdGVkU2hhcmQSEAoIc2hhcmRfaWQYASABKAkSEgoKcmVwbGljYV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIPCgdwcm9maWxlGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNEgwKBHJhbmsYBiABKA0iXAoNU2hhcmRzQWRvcHRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSJgoGc2hhcmRzGAMgAygLMhYubGxtZ3cudjEuQWRvcHRlZFNoYXJkInoKDlNoYXJkVW5jbGFpbWVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghzaGFyZF9pZBgDIAEoCRISCgpyZXBsaWNhX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKEAQoTTm9kZUxpdmVuZXNzQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEiQKCGxpdmVuZXNzGAIgASgOMhIubGxtZ3cudjEuTGl2ZW5lc3MSEgoKc2Vzc2lvbl9pZBgDIAEoCRIiChpkaXNjb25uZWN0ZWRfc2luY2VfdW5peF9tcxgEIAEoAyIxCgpTZXNzaW9uUmVmEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJNCg9TZXNzaW9uc0V4cGlyZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRImCghzZXNzaW9ucxgCIAMoCzIULmxsbWd3LnYxLlNlc3Npb25SZWYiQwoOUmVwbGljYVJlbW92ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUQoTUmVwbGljYURyYWluU3RhcnRlZBISCgpyZXBsaWNhX2lkGAEgASgJEhYKDnJlcGxhY2VtZW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJSCg9Db21tYW5kUmVpc3N1ZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhoKEm5leHRfcmV0cnlfdW5peF9tcxgDIAEoAyJaCg9Db29sZG93blN0YXJ0ZWQSDQoFbW9kZWwYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIQCghmYWlsdXJlcxgDIAEoDRIVCg11bnRpbF91bml4X21zGAQgASgDIksKDFNoYXJkQmFja29mZhISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHJlc3RhcnRzGAIgASgNEhUKDXVudGlsX3VuaXhfbXMYAyABKAMihQMKDVJlcGxpY2FGYWlsZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg0KBWVycm9yGAQgASgJEi4KBnJlYXNvbhgFIAEoDjIeLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWQuUmVhc29uEhEKCWV4aXRfY29kZRgGIAEoBRITCgtsYXN0X291dHB1dBgHIAEoCSLVAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9TSEFSRF9GQUlMRUQQARIbChdSRUFTT05fVU5SRVFVRVNURURfU1RPUBACEhgKFFJFQVNPTl9TVEFSVF9SRUZVU0VEEAMSGAoUUkVBU09OX1NUQVJUX1RJTUVPVVQQBBIYChRSRUFTT05fUkVBRFlfVElNRU9VVBAFEhUKEVJFQVNPTl9JTkNPTVBMRVRFEAYSGAoUUkVBU09OX1VOREVMSVZFUkFCTEUQByJJChBEdXBsaWNhdGVTdG9wcGVkEg8KB25vZGVfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCSI8CghFbmRwb2ludBISCgpyZXBsaWNhX2lkGAEgASgJEgsKA3VybBgCIAEoCRIPCgdub2RlX2lkGAMgASgJIkgKEEVuZHBvaW50c0NoYW5nZWQSDQoFbW9kZWwYASABKAkSJQoJZW5kcG9pbnRzGAIgAygLMhIubGxtZ3cudjEuRW5kcG9pbnQihgEKFFVuZGVsaXZlcmFibGVIYW5kbGVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKcmVwbGljYV9pZBgFIAEoCRIQCghzaGFyZF9pZBgGIAEoCSL+AQoHQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAMSJQoFc3RhcnQYCiABKAsyFC5sbG1ndy52MS5TdGFydFNoYXJkSAASIwoEc3RvcBgLIAEoCzITLmxsbWd3LnYxLlN0b3BTaGFyZEgAEiUKBWRyYWluGAwgASgLMhQubGxtZ3cudjEuRHJhaW5TaGFyZEgAEhIKCnJlcGxpY2FfaWQYBiABKAlCCAoGYWN0aW9uKoABCghMaXZlbmVzcxIYChRMSVZFTkVTU19VTlNQRUNJRklFRBAAEhYKEkxJVkVORVNTX0NPTk5FQ1RFRBABEhkKFUxJVkVORVNTX0RJU0NPTk5FQ1RFRBACEhQKEExJVkVORVNTX1NVU1BFQ1QQAxIRCg1MSVZFTkVTU19MT1NUEARiBnByb3RvMw", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -161,6 +161,12 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: GpuUncordoned;
     case: "gpuUncordoned";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.DuplicateIdentity duplicate_identity = 28;
+     */
+    value: DuplicateIdentity;
+    case: "duplicateIdentity";
   } | { case: undefined; value?: undefined };
 };
 
@@ -275,6 +281,15 @@ export type SessionOpened = Message<"llmgw.v1.SessionOpened"> & {
    * @generated from field: string identity = 5;
    */
   identity: string;
+
+  /**
+   * The agent's address as the gateway saw it (host:port), for operators
+   * and for telling two agents that present one identity apart. Empty in
+   * logs written before it existed.
+   *
+   * @generated from field: string remote_address = 6;
+   */
+  remoteAddress: string;
 };
 
 /**
@@ -391,6 +406,14 @@ export enum SessionClosed_Reason {
    * @generated from enum value: REASON_EXPIRED = 8;
    */
   EXPIRED = 8,
+
+  /**
+   * The agent's certificate (its CN or its serial) was revoked; the detail
+   * says which and why. Its reconnects are refused with PERMISSION_DENIED.
+   *
+   * @generated from enum value: REASON_REVOKED = 9;
+   */
+  REVOKED = 9,
 }
 
 /**
@@ -398,6 +421,89 @@ export enum SessionClosed_Reason {
  */
 export const SessionClosed_ReasonSchema: GenEnum<SessionClosed_Reason> = /*@__PURE__*/
   enumDesc(file_llmgw_v1_events, 3, 0);
+
+/**
+ * DuplicateIdentity: a stream registered a node whose session is alive
+ * and held by another agent process (another instance_id), i.e. two agents
+ * present one identity. The newcomer was told to reconnect after
+ * retry_after_ms and refused; the live session keeps its stream. Written by
+ * the gateway that refused the newcomer, at most once per node and retry
+ * window (the refusals themselves are counted in its metrics).
+ *
+ * @generated from message llmgw.v1.DuplicateIdentity
+ */
+export type DuplicateIdentity = Message<"llmgw.v1.DuplicateIdentity"> & {
+  /**
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * The gateway that refused the newcomer.
+   *
+   * @generated from field: string gateway_id = 2;
+   */
+  gatewayId: string;
+
+  /**
+   * The live session that keeps the identity.
+   *
+   * @generated from field: string held_session_id = 3;
+   */
+  heldSessionId: string;
+
+  /**
+   * @generated from field: string held_gateway_id = 4;
+   */
+  heldGatewayId: string;
+
+  /**
+   * Addresses as the gateways saw them (host:port); empty when unknown.
+   *
+   * @generated from field: string held_remote_address = 5;
+   */
+  heldRemoteAddress: string;
+
+  /**
+   * @generated from field: string newcomer_remote_address = 6;
+   */
+  newcomerRemoteAddress: string;
+
+  /**
+   * @generated from field: string held_instance_id = 7;
+   */
+  heldInstanceId: string;
+
+  /**
+   * @generated from field: string newcomer_instance_id = 8;
+   */
+  newcomerInstanceId: string;
+
+  /**
+   * @generated from field: uint32 retry_after_ms = 9;
+   */
+  retryAfterMs: number;
+
+  /**
+   * Refusals of this node's newcomers since the previous DuplicateIdentity
+   * of this gateway, this one included.
+   *
+   * @generated from field: uint32 attempts = 10;
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: string detail = 11;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message llmgw.v1.DuplicateIdentity.
+ * Use `create(DuplicateIdentitySchema)` to create a new message.
+ */
+export const DuplicateIdentitySchema: GenMessage<DuplicateIdentity> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 4);
 
 /**
  * HardwareChanged: the agent re-registered on a live stream.
@@ -431,7 +537,7 @@ export type HardwareChanged = Message<"llmgw.v1.HardwareChanged"> & {
  * Use `create(HardwareChangedSchema)` to create a new message.
  */
 export const HardwareChangedSchema: GenMessage<HardwareChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 4);
+  messageDesc(file_llmgw_v1_events, 5);
 
 /**
  * UsageChanged: GPU memory use moved past the gateway's threshold, or new
@@ -482,7 +588,7 @@ export type UsageChanged = Message<"llmgw.v1.UsageChanged"> & {
  * Use `create(UsageChangedSchema)` to create a new message.
  */
 export const UsageChangedSchema: GenMessage<UsageChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 5);
+  messageDesc(file_llmgw_v1_events, 6);
 
 /**
  * ShardStatusReported: a shard status from the agent, as sent.
@@ -516,7 +622,7 @@ export type ShardStatusReported = Message<"llmgw.v1.ShardStatusReported"> & {
  * Use `create(ShardStatusReportedSchema)` to create a new message.
  */
 export const ShardStatusReportedSchema: GenMessage<ShardStatusReported> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 6);
+  messageDesc(file_llmgw_v1_events, 7);
 
 /**
  * CommandResultReported: the agent's answer to a command.
@@ -550,7 +656,7 @@ export type CommandResultReported = Message<"llmgw.v1.CommandResultReported"> & 
  * Use `create(CommandResultReportedSchema)` to create a new message.
  */
 export const CommandResultReportedSchema: GenMessage<CommandResultReported> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 7);
+  messageDesc(file_llmgw_v1_events, 8);
 
 /**
  * @generated from message llmgw.v1.GatewayStarted
@@ -586,7 +692,7 @@ export type GatewayStarted = Message<"llmgw.v1.GatewayStarted"> & {
  * Use `create(GatewayStartedSchema)` to create a new message.
  */
 export const GatewayStartedSchema: GenMessage<GatewayStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 8);
+  messageDesc(file_llmgw_v1_events, 9);
 
 /**
  * @generated from message llmgw.v1.GatewayDraining
@@ -615,7 +721,7 @@ export type GatewayDraining = Message<"llmgw.v1.GatewayDraining"> & {
  * Use `create(GatewayDrainingSchema)` to create a new message.
  */
 export const GatewayDrainingSchema: GenMessage<GatewayDraining> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 9);
+  messageDesc(file_llmgw_v1_events, 10);
 
 /**
  * @generated from message llmgw.v1.GatewayStopped
@@ -637,7 +743,7 @@ export type GatewayStopped = Message<"llmgw.v1.GatewayStopped"> & {
  * Use `create(GatewayStoppedSchema)` to create a new message.
  */
 export const GatewayStoppedSchema: GenMessage<GatewayStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 10);
+  messageDesc(file_llmgw_v1_events, 11);
 
 /**
  * CommandUndeliverable: a gateway could not relay a command to the session
@@ -715,7 +821,7 @@ export type CommandUndeliverable = Message<"llmgw.v1.CommandUndeliverable"> & {
  * Use `create(CommandUndeliverableSchema)` to create a new message.
  */
 export const CommandUndeliverableSchema: GenMessage<CommandUndeliverable> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 11);
+  messageDesc(file_llmgw_v1_events, 12);
 
 /**
  * @generated from enum llmgw.v1.CommandUndeliverable.Reason
@@ -752,7 +858,7 @@ export enum CommandUndeliverable_Reason {
  * Describes the enum llmgw.v1.CommandUndeliverable.Reason.
  */
 export const CommandUndeliverable_ReasonSchema: GenEnum<CommandUndeliverable_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 11, 0);
+  enumDesc(file_llmgw_v1_events, 12, 0);
 
 /**
  * What the command asked, so the event is understood without the pass.
@@ -785,7 +891,7 @@ export enum CommandUndeliverable_Action {
  * Describes the enum llmgw.v1.CommandUndeliverable.Action.
  */
 export const CommandUndeliverable_ActionSchema: GenEnum<CommandUndeliverable_Action> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 11, 1);
+  enumDesc(file_llmgw_v1_events, 12, 1);
 
 /**
  * CatalogChanged carries the whole desired catalog (not a diff), so the
@@ -812,7 +918,7 @@ export type CatalogChanged = Message<"llmgw.v1.CatalogChanged"> & {
  * Use `create(CatalogChangedSchema)` to create a new message.
  */
 export const CatalogChangedSchema: GenMessage<CatalogChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 12);
+  messageDesc(file_llmgw_v1_events, 13);
 
 /**
  * Catalog: the models to serve and how.
@@ -831,7 +937,7 @@ export type Catalog = Message<"llmgw.v1.Catalog"> & {
  * Use `create(CatalogSchema)` to create a new message.
  */
 export const CatalogSchema: GenMessage<Catalog> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 13);
+  messageDesc(file_llmgw_v1_events, 14);
 
 /**
  * Model: a model to serve with a number of replicas.
@@ -867,7 +973,7 @@ export type Model = Message<"llmgw.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 14);
+  messageDesc(file_llmgw_v1_events, 15);
 
 /**
  * Profile: one way to lay out a replica.
@@ -975,7 +1081,7 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 15);
+  messageDesc(file_llmgw_v1_events, 16);
 
 /**
  * @generated from message llmgw.v1.NodeCordoned
@@ -1002,7 +1108,7 @@ export type NodeCordoned = Message<"llmgw.v1.NodeCordoned"> & {
  * Use `create(NodeCordonedSchema)` to create a new message.
  */
 export const NodeCordonedSchema: GenMessage<NodeCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 16);
+  messageDesc(file_llmgw_v1_events, 17);
 
 /**
  * @generated from message llmgw.v1.NodeUncordoned
@@ -1024,7 +1130,7 @@ export type NodeUncordoned = Message<"llmgw.v1.NodeUncordoned"> & {
  * Use `create(NodeUncordonedSchema)` to create a new message.
  */
 export const NodeUncordonedSchema: GenMessage<NodeUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 17);
+  messageDesc(file_llmgw_v1_events, 18);
 
 /**
  * NodeDrainRequested: move everything off the node (make-before-break) and
@@ -1054,7 +1160,7 @@ export type NodeDrainRequested = Message<"llmgw.v1.NodeDrainRequested"> & {
  * Use `create(NodeDrainRequestedSchema)` to create a new message.
  */
 export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 19);
 
 /**
  * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
@@ -1095,7 +1201,7 @@ export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
  * Use `create(GpuProblemsClearedSchema)` to create a new message.
  */
 export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 20);
 
 /**
  * GpuCordoned: keep new work off one GPU; what runs on it stays.
@@ -1129,7 +1235,7 @@ export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
  * Use `create(GpuCordonedSchema)` to create a new message.
  */
 export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * @generated from message llmgw.v1.GpuUncordoned
@@ -1156,7 +1262,7 @@ export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
  * Use `create(GpuUncordonedSchema)` to create a new message.
  */
 export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * ReconcilePass: one pass of the leading reconciler. Appended with
@@ -1225,7 +1331,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1347,7 +1453,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1378,7 +1484,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1417,7 +1523,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1441,7 +1547,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1492,7 +1598,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1516,7 +1622,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1555,7 +1661,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1599,7 +1705,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1629,7 +1735,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1673,7 +1779,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1711,7 +1817,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * SessionRef names one session.
@@ -1735,7 +1841,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1759,7 +1865,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1789,7 +1895,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1819,7 +1925,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1848,7 +1954,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -1883,7 +1989,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -1912,7 +2018,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 41);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -1963,7 +2069,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 42);
 
 /**
  * What went wrong, as a value to branch on (`error` says it for people).
@@ -2032,7 +2138,7 @@ export enum ReplicaFailed_Reason {
  * Describes the enum llmgw.v1.ReplicaFailed.Reason.
  */
 export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 41, 0);
+  enumDesc(file_llmgw_v1_events, 42, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -2062,7 +2168,7 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 42);
+  messageDesc(file_llmgw_v1_events, 43);
 
 /**
  * Endpoint: one ready replica a router may send a model's requests to.
@@ -2095,7 +2201,7 @@ export type Endpoint = Message<"llmgw.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 43);
+  messageDesc(file_llmgw_v1_events, 44);
 
 /**
  * EndpointsChanged: the routing table of one model changed. It carries the
@@ -2122,7 +2228,7 @@ export type EndpointsChanged = Message<"llmgw.v1.EndpointsChanged"> & {
  * Use `create(EndpointsChangedSchema)` to create a new message.
  */
 export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 44);
+  messageDesc(file_llmgw_v1_events, 45);
 
 /**
  * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
@@ -2169,7 +2275,7 @@ export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
  * Use `create(UndeliverableHandledSchema)` to create a new message.
  */
 export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 45);
+  messageDesc(file_llmgw_v1_events, 46);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -2249,7 +2355,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 46);
+  messageDesc(file_llmgw_v1_events, 47);
 
 /**
  * Liveness of a node as the reconciler decides it.

@@ -1,0 +1,145 @@
+/**
+ * What each llmgw role may publish and subscribe to on NATS: the least each
+ * process needs (docs/SECURITY.md, "NATS credentials"). Pure: subjects
+ * only, rendered into the server's configuration by `llmgw nats-auth init`.
+ *
+ * How JetStream maps onto permissions: an append is a publish to the
+ * event's subject with a reply inbox (the stream's ack comes back there); a
+ * KV write is a publish to `$KV.<bucket>.<key>`; reading is JetStream API
+ * requests (`$JS.API.…`: stream info, consumer create/next/delete, direct
+ * and message get) whose answers, like consumer deliveries, arrive on
+ * `_INBOX.…`. A reader that can create consumers cannot change the stream.
+ */
+import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
+
+export const NATS_ROLES = ["gateway", "reconciler", "api", "reader"] as const;
+export type NatsRole = (typeof NATS_ROLES)[number];
+
+/** The KV buckets beside the log, by what they hold. */
+export interface Buckets {
+  /** The reconciler's leader lease (`llmgw reconciler --lease-bucket`). */
+  leases: string;
+  /** One key per live gateway (`llmgw gateway --lease-bucket`, `llmgw reconciler --gateways-bucket`). */
+  gateways: string;
+  /** The routing table the leading reconciler keeps (`--endpoints-bucket`). */
+  endpoints: string;
+  /** Projection snapshots the reconciler writes and the API and replay read (`--snapshot-bucket`). */
+  snapshots: string;
+  /** Revoked agent identities: the API writes them, gateways watch them. */
+  revoked: string;
+}
+
+export const DEFAULT_BUCKETS: Buckets = {
+  leases: "llmgw_leases",
+  gateways: "llmgw-gateways",
+  endpoints: "llmgw_endpoints",
+  snapshots: "llmgw_snapshots",
+  revoked: "llmgw_revoked",
+};
+
+/** The stream, subject prefix and buckets one deployment uses. */
+export interface NatsLayout {
+  stream: string;
+  prefix: string;
+  buckets: Buckets;
+}
+
+export const DEFAULT_LAYOUT: NatsLayout = {
+  stream: DEFAULT_STREAM,
+  prefix: DEFAULT_PREFIX,
+  buckets: DEFAULT_BUCKETS,
+};
+
+export interface RolePermissions {
+  publish: { allow: string[]; deny: string[] };
+  subscribe: { allow: string[] };
+}
+
+/** What reading one stream takes: its info, consumers on it, single-message gets, flow control. */
+function readStream(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+const kvStream = (bucket: string) => `KV_${bucket}`;
+const readBucket = (bucket: string) => readStream(kvStream(bucket));
+/** Creating a missing stream only: it cannot change or remove one that exists. */
+const createStream = (stream: string) => `$JS.API.STREAM.CREATE.${stream}`;
+/** Puts, creates, updates, deletes and purges of keys: all publishes to the key's subject. */
+const writeBucket = (bucket: string) => `$KV.${bucket}.>`;
+
+/** Nobody removes the log, its messages or a bucket through these credentials: that is an administrator's job. */
+const NEVER = [
+  "$JS.API.STREAM.DELETE.>",
+  "$JS.API.STREAM.PURGE.>",
+  "$JS.API.STREAM.MSG.DELETE.>",
+  "$JS.API.STREAM.RESTORE.>",
+  "$JS.API.CONSUMER.DURABLE.CREATE.>",
+];
+
+/** The permissions of `role` for one deployment's stream, prefix and buckets. */
+export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAYOUT): RolePermissions {
+  const { stream, prefix: p, buckets: b } = layout;
+  const common = ["$JS.API.INFO", ...readStream(stream)];
+  const allBuckets = [b.leases, b.gateways, b.endpoints, b.snapshots, b.revoked];
+  let allow: string[];
+  switch (role) {
+    case "gateway":
+      allow = [
+        ...common,
+        createStream(stream),
+        `${p}.session.*`,
+        `${p}.node.*`,
+        `${p}.gateway.*`,
+        ...readBucket(b.gateways),
+        createStream(kvStream(b.gateways)),
+        writeBucket(b.gateways),
+        ...readBucket(b.revoked),
+        createStream(kvStream(b.revoked)),
+      ];
+      break;
+    case "reconciler":
+      allow = [
+        ...common,
+        createStream(stream),
+        `${p}.reconciler`,
+        ...[b.leases, b.endpoints, b.snapshots].flatMap((x) => [
+          ...readBucket(x),
+          createStream(kvStream(x)),
+          writeBucket(x),
+        ]),
+        ...readBucket(b.gateways),
+      ];
+      break;
+    case "api":
+      allow = [
+        ...common,
+        createStream(stream),
+        // The API alone brings the settings of an existing log stream to its flags.
+        `$JS.API.STREAM.UPDATE.${stream}`,
+        `${p}.catalog`,
+        `${p}.operator.*`,
+        ...allBuckets.flatMap(readBucket),
+        createStream(kvStream(b.revoked)),
+        writeBucket(b.revoked),
+      ];
+      break;
+    case "reader":
+      allow = [...common, ...allBuckets.flatMap(readBucket)];
+      break;
+  }
+  const deny = [...NEVER];
+  if (role !== "api") deny.push(`$JS.API.STREAM.UPDATE.>`);
+  if (role === "reader") deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>");
+  return { publish: { allow, deny }, subscribe: { allow: ["_INBOX.>"] } };
+}

@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { createUser } from "@nats-io/nkeys";
+import {
+  authenticatorFromCredentials,
+  formatSeedCredentials,
+  NatsCredentialsError,
+} from "../../src/log/index.js";
+
+const seedOf = () => new TextDecoder().decode(createUser().getSeed());
+
+describe("NATS credentials files", () => {
+  it("takes the seed file nats-auth init writes and signs the server's nonce with it", () => {
+    const kp = createUser();
+    const seed = new TextDecoder().decode(kp.getSeed());
+    const auth = authenticatorFromCredentials(formatSeedCredentials(seed, "test"));
+    const answer = auth("nonce-1") as { nkey?: string; sig?: string };
+    assert.equal(answer.nkey, kp.getPublicKey());
+    assert.ok(answer.sig && answer.sig.length > 0, "no signature");
+  });
+
+  it("takes a JWT .creds file (user JWT and seed)", () => {
+    const text = [
+      "-----BEGIN NATS USER JWT-----",
+      "eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.eyJzdWIiOiJVQUJDIn0.c2ln",
+      "------END NATS USER JWT------",
+      "",
+      "-----BEGIN USER NKEY SEED-----",
+      seedOf(),
+      "------END USER NKEY SEED------",
+    ].join("\n");
+    const answer = authenticatorFromCredentials(text)("nonce-2") as { jwt?: string };
+    assert.match(answer.jwt ?? "", /^eyJ0eXAi/);
+  });
+
+  it("refuses text without a seed, a seed with a wrong checksum and a malformed JWT block", () => {
+    const seed = seedOf();
+    const flipped = `${seed.slice(0, -1)}${seed.endsWith("A") ? "B" : "A"}`;
+    for (const [text, why] of [
+      ["not a credentials file", /no NATS user nkey seed/],
+      [formatSeedCredentials(flipped, "test"), /seed is not valid/],
+      [`-----BEGIN NATS USER JWT-----\n!!!\n${formatSeedCredentials(seed, "t")}`, /JWT block is malformed/],
+    ] as const) {
+      assert.throws(
+        () => authenticatorFromCredentials(text),
+        (err) => err instanceof NatsCredentialsError && why.test(err.message),
+      );
+    }
+  });
+});

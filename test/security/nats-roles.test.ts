@@ -1,0 +1,285 @@
+/**
+ * NATS credentials per role against a real nats-server running the
+ * authorization block `llmgw nats-auth init` writes: the gateway, the
+ * reconciler and the API run as processes with their own credentials and
+ * work; a forged reconcile pass with the gateway's or the API's credentials
+ * is refused and leaves the log as it was; the reader runs events, replay
+ * and check-log and can publish nothing, change the stream or write a
+ * bucket; the API writes revocations that the gateway can read but not
+ * lift; without credentials the server refuses the connection.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Kvm } from "@nats-io/kv";
+import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { AckedPublisher } from "../../src/log/acked-publish.js";
+import {
+  authenticatorFromCredentials,
+  DEFAULT_BUCKETS,
+  isLogError,
+  type Log,
+  LogError,
+  newEvent,
+  openLog,
+} from "../../src/log/index.js";
+import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { TestAgent } from "../support/agent.js";
+import { makeTestCerts } from "../support/certs.js";
+import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { eventually } from "../support/eventually.js";
+import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { h100Registration } from "../support/sample-events.js";
+
+type Server = Awaited<ReturnType<typeof startServer>>;
+const ROLES = ["gateway", "reconciler", "api", "reader"] as const;
+type Role = (typeof ROLES)[number];
+
+describe("NATS credentials per role (real nats-server with the generated auth config)", () => {
+  const stream = uniqueStream("AUTH");
+  const prefix = `auth${rand()}.evt`;
+  const buckets = {
+    lease: `rl_${rand()}`,
+    gateways: `gwl_${rand()}`,
+    endpoints: `ep_${rand()}`,
+    // The API reads snapshots from the default bucket (it has no flag for another).
+    snapshots: DEFAULT_BUCKETS.snapshots,
+    revoked: `rev_${rand()}`,
+  };
+  const dir = tempDir("nats-auth");
+  const creds = (role: Role) => join(dir, `${role}.creds`);
+  const certs = makeTestCerts();
+  let server: Server | undefined;
+  let gw: GatewayProcess | undefined;
+  let rec: ReconcilerProcess | undefined;
+  let api: { proc: ChildProcess; url: string; output(): string } | undefined;
+  let agent: TestAgent | undefined;
+  const logs: Log[] = [];
+
+  const url = () => server?.url ?? "";
+  const logFlags = () => ["--nats", url(), "--stream", stream, "--subject-prefix", prefix];
+  /** The log opened in this process with `role`'s credentials (the stream is not created or changed). */
+  const openAs = async (role: Role) => {
+    const log = await openLog({
+      url: url(),
+      clientName: `test ${role}`,
+      name: stream,
+      prefix,
+      ensure: false,
+      security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
+    });
+    logs.push(log);
+    return log;
+  };
+
+  before(async () => {
+    const init = await runCli([
+      "nats-auth",
+      "init",
+      "--dir",
+      dir,
+      "--stream",
+      stream,
+      "--subject-prefix",
+      prefix,
+      "--lease-bucket",
+      buckets.lease,
+      "--gateways-bucket",
+      buckets.gateways,
+      "--endpoints-bucket",
+      buckets.endpoints,
+      "--snapshot-bucket",
+      buckets.snapshots,
+      "--revoked-bucket",
+      buckets.revoked,
+    ]);
+    assert.equal(init.code, 0, init.stderr);
+    server = await startServer({ include: join(dir, "auth.conf") });
+    gw = await spawnGateway(
+      [
+        ...["--id", "gw-auth", ...logFlags(), "--lease-bucket", buckets.gateways],
+        ...["--nats-creds", creds("gateway")],
+      ],
+      certs,
+    );
+    rec = await spawnReconciler({
+      id: "rec-auth",
+      nats: url(),
+      stream,
+      prefix,
+      leaseBucket: buckets.lease,
+      gatewaysBucket: buckets.gateways,
+      args: ["--endpoints-bucket", buckets.endpoints, "--nats-creds", creds("reconciler")],
+    });
+    api = await spawnApi([...logFlags(), "--nats-creds", creds("api")]);
+    agent = await TestAgent.connect({
+      baseUrl: gw.url,
+      tls: { ca: certs.ca, ...certs.client("gpu-auth-1") },
+      registration: h100Registration("gpu-auth-1"),
+    });
+  });
+
+  after(async () => {
+    agent?.abort();
+    await Promise.all(logs.map((l) => l.close()));
+    api?.proc.kill("SIGKILL");
+    await rec?.kill();
+    gw?.proc.kill("SIGKILL");
+    await server?.close();
+  });
+
+  it("writes the seeds mode 0600 and refuses to overwrite them without --force", async () => {
+    for (const role of ROLES) assert.equal(statSync(creds(role)).mode & 0o777, 0o600, role);
+    const again = await runCli(["nats-auth", "init", "--dir", dir]);
+    assert.equal(again.code, 2, again.stderr);
+    assert.match(again.stderr, /already exist.*--force/);
+  });
+
+  it("runs a gateway, a reconciler and an API process, each with its own credentials", async () => {
+    const reader = await openAs("reader");
+    await eventually(
+      async () => {
+        for await (const r of reader.read()) if (r.event.body.case === "reconcilePass") return true;
+        return false;
+      },
+      { what: "a reconcile pass appended by the reconciler process", timeoutMs: 30_000 },
+    );
+    await eventually(
+      async () => {
+        const res = await fetch(`${api?.url}/v1/nodes`);
+        const body = (await res.json()) as { nodes?: Array<{ nodeId: string }> };
+        return res.status === 200 && (body.nodes ?? []).some((n) => n.nodeId === "gpu-auth-1");
+      },
+      { what: "the API process serving the registered node on /v1/nodes", timeoutMs: 30_000 },
+    );
+  });
+
+  it("refuses a forged reconcile pass with the gateway's or the API's credentials; the log is unchanged", async () => {
+    const reader = await openAs("reader");
+    for (const role of ["gateway", "api"] as const) {
+      const log = await openAs(role);
+      const before = await reader.lastSeq();
+      const forged = newEvent({
+        id: `forged-${role}-${rand()}`,
+        timeUnixMs: BigInt(Date.now()),
+        writer: { kind: Writer_Kind.RECONCILER, id: "rec-auth" },
+        body: {
+          case: "reconcilePass",
+          value: { leaderId: "rec-auth", leaseRevision: 1n, observedSeq: BigInt(before), trigger: "forged" },
+        },
+      });
+      await assert.rejects(
+        log.append(forged),
+        (err) => isLogError(err, "permission-denied") && /reconciler/.test(err.message),
+        `a pass published with the ${role}'s credentials`,
+      );
+      // The refusal came from the server; nothing it could have stored later is in the log.
+      await log.nc.flush();
+      assert.equal(await reader.lastSeq(), before, `the log after the ${role}'s forged pass`);
+    }
+  });
+
+  it("lets the reader run events, replay, explain and check-log as processes, and publish nothing", async () => {
+    const withReader = [...logFlags(), "--nats-creds", creds("reader")];
+    const events = await runCli(["events", ...withReader]);
+    assert.equal(events.code, 0, events.stderr);
+    assert.match(events.stdout, /reconcilePass|reconcile/i);
+    const replay = await runCli(["replay", ...withReader, "--snapshot-bucket", buckets.snapshots]);
+    assert.equal(replay.code, 0, replay.stderr);
+    assert.match(replay.stdout, /gpu-auth-1/);
+    const explain = await runCli(["explain", "node", "gpu-auth-1", ...withReader]);
+    assert.equal(explain.code, 0, explain.stderr);
+    const check = await runCli(["check-log", ...withReader]);
+    assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
+
+    const reader = await openAs("reader");
+    const publisher = new AckedPublisher(reader.nc);
+    const before = await reader.lastSeq();
+    for (const subject of ["reconciler", "catalog", "session.x", "operator.x", "gateway.gw-auth"]) {
+      await assert.rejects(
+        publisher.publish(`${prefix}.${subject}`, new Uint8Array([1]), `r-${rand()}`, { stream }, 5_000),
+        (err) => isLogError(err, "permission-denied"),
+        `the reader publishing to ${subject}`,
+      );
+    }
+    // Nor change the stream or write a bucket: refused by the server, reported as such.
+    await assert.rejects(
+      reader.jsm.streams.update(stream, { max_msgs: 1 }).catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied") && /STREAM\.UPDATE/.test(err.message),
+      "the reader updating the stream",
+    );
+    const gateways = await new Kvm(reader.nc).open(buckets.gateways);
+    await assert.rejects(
+      gateways.put("gw-auth", "forged").catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied"),
+      "the reader writing the gateways' lease bucket",
+    );
+    assert.equal(await reader.lastSeq(), before, "the log after the reader's publishes");
+  });
+
+  it("lets the API write revocations and the gateway read them, not write them", async () => {
+    const api = await openAs("api");
+    const gateway = await openAs("gateway");
+    const revoked = await new Kvm(api.nc).create(buckets.revoked, { history: 1 });
+    await revoked.put("gpu-revoked-1", "revoked by test");
+    const seen = await (await new Kvm(gateway.nc).open(buckets.revoked)).get("gpu-revoked-1");
+    assert.equal(seen?.string(), "revoked by test");
+    await assert.rejects(
+      (await new Kvm(gateway.nc).open(buckets.revoked)).delete("gpu-revoked-1").catch((err) => {
+        throw LogError.from(err);
+      }),
+      (err) => isLogError(err, "permission-denied"),
+      "the gateway lifting a revocation",
+    );
+  });
+
+  it("refuses a connection without credentials, and names a bad credentials file", async () => {
+    await assert.rejects(
+      openLog({ url: url(), clientName: "test anonymous", name: stream, prefix, ensure: false }),
+      (err) => err instanceof LogError && err.code === "unauthenticated" && /--nats-creds/.test(err.message),
+    );
+    const anonymous = await runCli(["events", ...logFlags()]);
+    assert.notEqual(anonymous.code, 0);
+    assert.match(anonymous.stderr, /refused the connection.*--nats-creds/);
+
+    const garbage = join(dir, "garbage.creds");
+    writeFileSync(garbage, "not a credentials file\n");
+    for (const file of [garbage, join(dir, "missing.creds")]) {
+      const r = await runCli(["events", ...logFlags(), "--nats-creds", file]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.ok(r.stderr.includes(`--nats-creds ${file}`), r.stderr);
+    }
+  });
+});
+
+/** `llmgw api --dev` on a port it picks; resolves with its URL once it serves. */
+async function spawnApi(args: string[]): Promise<{ proc: ChildProcess; url: string; output(): string }> {
+  const proc = spawn(process.execPath, [LLMGW_BIN, "api", "--dev", "--listen", "127.0.0.1:0", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout?.on("data", (b) => (out += b));
+  proc.stderr?.on("data", (b) => (out += b));
+  let url = "";
+  try {
+    await eventually(
+      () => {
+        url = /operator API listening on (http:\/\/[^\s"]+)/.exec(out)?.[1] ?? "";
+        if (proc.exitCode !== null) throw new Error(`llmgw api exited with ${proc.exitCode}`);
+        return url !== "";
+      },
+      { what: "llmgw api to listen", timeoutMs: 30_000 },
+    );
+  } catch (err) {
+    proc.kill("SIGKILL");
+    throw new Error(`${(err as Error).message}:\n${out}`, { cause: err });
+  }
+  return { proc, url, output: () => out };
+}
