@@ -101,7 +101,7 @@ export const convergence: Scenario = {
       const registerMs = performance.now() - t0;
 
       // --- 1. catalog through the API → every replica running --------------
-      const client = new ApiClient({ url: api.url, operator: "bench" });
+      const client = new ApiClient({ url: api.url });
       const t1 = performance.now();
       await client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas)) });
       const putMs = performance.now() - t1;

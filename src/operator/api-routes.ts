@@ -20,12 +20,16 @@ import {
   ReplicasSchema,
   WhatIfResultSchema,
 } from "./api-schemas.js";
+import type { Role } from "./roles.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
 import { intentBody } from "./routes/nodes.js";
 import { atQuery, listQuery } from "./routes/replicas.js";
 import { whatIfBody } from "./routes/what-if.js";
+
+/** Who may call a route: anyone (`open`: probes, the document itself), or a token with at least this role. */
+export type RouteAccess = "open" | Role;
 
 /** What a route answers with on success. */
 export type RouteAnswer =
@@ -41,8 +45,8 @@ export interface ApiRoute {
   /** As fastify writes it: `/v1/nodes/:id`. */
   url: string;
   summary: string;
-  /** Open without a token (probes, the document itself). */
-  open?: true;
+  /** The role it needs; auth.ts checks it for every request. */
+  access: RouteAccess;
   /** What `:id` is, when the path has one. */
   id?: "node" | "replica";
   /** The path has `:index`, a GPU index of the node. */
@@ -54,7 +58,7 @@ export interface ApiRoute {
   /** Headers the route reads or sets (documented with the route). */
   ifMatch?: true;
   answer: RouteAnswer;
-  /** Error statuses besides 401 and 500. */
+  /** Error statuses besides 401, 403 and 500 (added from `access`). */
   errors: number[];
 }
 
@@ -75,7 +79,7 @@ export const API_ROUTES: ApiRoute[] = [
     method: "GET",
     url: "/healthz",
     summary: "Liveness.",
-    open: true,
+    access: "open",
     answer: { kind: "json", schema: HealthSchema, description: "the process is up" },
     errors: [],
   },
@@ -83,13 +87,14 @@ export const API_ROUTES: ApiRoute[] = [
     method: "GET",
     url: "/readyz",
     summary: "Readiness: connected to NATS and the projection caught up with the log.",
-    open: true,
+    access: "open",
     answer: { kind: "json", schema: ReadySchema, description: "ready, at this sequence" },
     errors: [503],
   },
   {
     method: "GET",
     url: "/metrics",
+    access: "viewer",
     summary: "Prometheus metrics of this API process.",
     answer: { kind: "text", contentType: "text/plain", description: "Prometheus text exposition" },
     errors: [],
@@ -98,7 +103,7 @@ export const API_ROUTES: ApiRoute[] = [
     method: "GET",
     url: "/openapi.json",
     summary: "This document.",
-    open: true,
+    access: "open",
     answer: { kind: "text", contentType: "application/json", description: "the OpenAPI 3.1 document" },
     errors: [],
   },
@@ -106,13 +111,14 @@ export const API_ROUTES: ApiRoute[] = [
     method: "GET",
     url: "/docs",
     summary: "A reference page of the API, built from this document.",
-    open: true,
+    access: "open",
     answer: { kind: "text", contentType: "text/html", description: "the reference page" },
     errors: [],
   },
   {
     method: "GET",
     url: "/v1/nodes",
+    access: "viewer",
     summary: "Every node, sorted by id.",
     answer: { kind: "json", schema: NodesSchema, description: "the nodes" },
     errors: [],
@@ -120,6 +126,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/nodes/:id",
+    access: "viewer",
     summary: "One node.",
     id: "node",
     answer: { kind: "json", schema: NodeSchema, description: "the node" },
@@ -129,6 +136,7 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/${action}`,
+      access: "operator",
       summary,
       id: "node",
       body: intentBody,
@@ -144,6 +152,7 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/gpus/:index/${action}`,
+      access: "operator",
       summary,
       id: "node",
       gpuIndex: true,
@@ -159,6 +168,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/nodes/:id/problems/clear",
+    access: "operator",
     summary: "Clear a node's node-level problems (those tied to no GPU).",
     id: "node",
     body: intentBody,
@@ -168,6 +178,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas",
+    access: "viewer",
     summary: "Replicas (by model, then id) and each model's ready/desired count.",
     query: listQuery,
     answer: { kind: "json", schema: ReplicasSchema, description: "the replicas" },
@@ -176,6 +187,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id",
+    access: "viewer",
     summary: "One replica.",
     id: "replica",
     answer: { kind: "json", schema: ReplicaSchema, description: "the replica" },
@@ -184,6 +196,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/explain",
+    access: "viewer",
     summary: "The decisions that touched a replica, and where it is and why (or why it waits).",
     id: "replica",
     query: atQuery,
@@ -193,6 +206,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/history",
+    access: "viewer",
     summary: "A replica's history: created, placed, each shard's state, drained, removed.",
     id: "replica",
     query: atQuery,
@@ -202,6 +216,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/events",
+    access: "viewer",
     summary: "The log decoded, a page at a time, filterable by subject, node, replica and kind.",
     query: eventsQuery,
     answer: { kind: "json", schema: EventsPageSchema, description: "a page of events" },
@@ -210,6 +225,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/fleet",
+    access: "viewer",
     summary: "The fleet now, at a sequence (`at`) or at a time (`time`).",
     query: fleetQuery,
     answer: { kind: "json", schema: FleetSchema, description: "the fleet" },
@@ -218,6 +234,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/stream",
+    access: "viewer",
     summary: "Server-sent events with the API's live position in the log (`event: position`).",
     answer: {
       kind: "text",
@@ -229,6 +246,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/endpoints",
+    access: "viewer",
     summary: "The routing table as the log records it: ready replicas per model and where rank 0 serves.",
     query: endpointsQuery,
     answer: {
@@ -242,6 +260,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/what-if",
+    access: "viewer",
     summary: "Re-run placement over recorded passes with another reconciler config; nothing is written.",
     body: whatIfBody,
     answer: { kind: "json", schema: WhatIfResultSchema, description: "the passes whose decisions differ" },
@@ -250,6 +269,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/catalog",
+    access: "viewer",
     summary: "The catalog in force; its ETag is the catalog's sequence.",
     answer: { kind: "catalog", description: "the catalog in force" },
     errors: [],
@@ -257,6 +277,7 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "PUT",
     url: "/v1/catalog",
+    access: "admin",
     summary: "Apply a catalog (JSON or YAML); `If-Match` names the sequence the change was based on.",
     catalogBody: true,
     ifMatch: true,

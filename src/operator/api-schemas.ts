@@ -29,6 +29,7 @@ export const ErrorBodySchema = named(
     error: z.object({
       code: z.enum([
         "unauthorized",
+        "forbidden",
         "invalid-argument",
         "invalid-catalog",
         "not-found",

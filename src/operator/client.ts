@@ -8,9 +8,8 @@ import type { FieldIssue } from "./catalog/index.js";
 export interface ApiClientOptions {
   /** Base URL, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** The bearer token; the API records its name as the operator of every write. */
   token?: string;
-  /** Sent as X-Llmgw-Operator: who is acting. */
-  operator?: string;
   timeoutMs?: number;
 }
 
@@ -45,7 +44,6 @@ export class ApiClient {
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { accept: "application/json", ...opts.headers };
     if (this.opts.token) headers["authorization"] = `Bearer ${this.opts.token}`;
-    if (this.opts.operator) headers["x-llmgw-operator"] = this.opts.operator;
     if (opts.body !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
     let res: Response;
     try {

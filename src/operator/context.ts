@@ -43,10 +43,3 @@ export async function appendAndWait(
   await ctx.runtime.waitFor(appended.seq, { timeoutMs: ctx.waitTimeoutMs });
   return appended;
 }
-
-/** Who is acting, from the optional `X-Llmgw-Operator` header (the CLI sends the local user). */
-export function operatorName(headers: Record<string, string | string[] | undefined>): string {
-  const v = headers["x-llmgw-operator"];
-  const s = (Array.isArray(v) ? v[0] : v)?.trim() ?? "";
-  return /^[\w.@+-]{1,64}$/.test(s) ? s : "anonymous";
-}

@@ -10,6 +10,7 @@ import type { FieldIssue } from "./catalog/index.js";
 
 export type ApiErrorCode =
   | "unauthorized"
+  | "forbidden"
   | "invalid-argument"
   | "invalid-catalog"
   | "not-found"

@@ -1,10 +1,22 @@
 // The operator API: server, catalog file, views. Everything public is named here.
-export { type AuthMode, isLoopbackHost } from "./auth.js";
+export { ADMIN_TOKEN_NAME, type AuthMode, adminTokenEntry, DEV_OPERATOR, isLoopbackHost } from "./auth.js";
 export * from "./catalog/index.js";
 export { ApiCallError, ApiClient, type ApiClientOptions, type ApiResponse } from "./client.js";
 export type { ApiErrorCode, ErrorBody } from "./errors.js";
 export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
+export { ROLES, type Role } from "./roles.js";
 export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
+export {
+  type ApiToken,
+  newToken,
+  type Principal,
+  parseTokensText,
+  TokenTable,
+  tokenEntrySchema,
+  tokenSha256,
+  tokensFileSchema,
+} from "./tokens.js";
+export { readTokensFile, TokensFileError, watchTokensFile } from "./tokens-file.js";
 export type { GpuView, ModelReadiness, NodeView, ReplicaView } from "./views.js";
 export { logWhatIfReader } from "./what-if.js";

@@ -25,6 +25,7 @@ const REF = (id: string) => `#/components/schemas/${id}`;
 const STATUS_TEXT: Record<number, string> = {
   400: "invalid id, query or body (`issues` names each bad field)",
   401: "missing or wrong token",
+  403: "the token's role is too low for this route (the message names the role needed)",
   404: "no such node, replica or endpoint",
   412: "the catalog changed since the If-Match sequence (`seq` is the one in force)",
   413: "body over 4 MiB",
@@ -141,7 +142,10 @@ function operation(r: ApiRoute): Record<string, unknown> {
   const responses: Record<string, unknown> = {
     "200": { description: r.answer.description, content: answerContent(r.answer) },
   };
-  const errors = [...r.errors, ...(r.open ? [] : [401]), 500].sort((a, b) => a - b);
+  const open = r.access === "open";
+  // Every role may read; only routes that need more than viewer can answer 403.
+  const auth = open ? [] : r.access === "viewer" ? [401] : [401, 403];
+  const errors = [...r.errors, ...auth, 500].sort((a, b) => a - b);
   for (const status of errors) {
     responses[String(status)] = {
       description: STATUS_TEXT[status] ?? "error",
@@ -151,10 +155,14 @@ function operation(r: ApiRoute): Record<string, unknown> {
   const op: Record<string, unknown> = {
     operationId: `${r.method.toLowerCase()}${openApiPath(r.url).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? "").toUpperCase())}`,
     summary: r.summary,
+    description: open
+      ? "Open: no token needed."
+      : `Needs a token with the ${r.access} role${r.access === "admin" ? "" : " or higher"} (viewer < operator < admin).`,
+    "x-llmgw-role": r.access,
     parameters: parameters(r),
     responses,
   };
-  if (r.open) op["security"] = [];
+  if (open) op["security"] = [];
   if (r.body) {
     op["requestBody"] = { required: false, content: { "application/json": { schema: inputSchema(r.body) } } };
   }
@@ -182,7 +190,9 @@ export function openApiDocument(routes: readonly ApiRoute[] = API_ROUTES): OpenA
       version: "1",
       description:
         "The operator API of llmgw: nodes, replicas, the log, the catalog, what-if. Every request needs " +
-        "`Authorization: Bearer <token>` except the probes, this document and the UI's files (docs/operator-api.md).",
+        "`Authorization: Bearer <token>` except the probes, this document and the UI's files. Each token has a " +
+        "role — viewer reads, operator also cordons, drains and clears, admin also applies the catalog — and each " +
+        "operation names the role it needs (`x-llmgw-role`); a lower one gets 403 (docs/operator-api.md).",
     },
     paths,
     components: {

@@ -83,6 +83,9 @@ export function checkAuth(host: string, auth: AuthMode): void {
   if (auth.kind === "token" && auth.token.length < 8) {
     throw new RangeError("the API token must be at least 8 characters");
   }
+  if (auth.kind === "tokens" && auth.tokens.size === 0) {
+    throw new RangeError("the API needs at least one token");
+  }
 }
 
 /** Validates the listener's limits, naming every problem in one error. */

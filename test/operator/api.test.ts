@@ -142,7 +142,7 @@ describe("operator API against a real nats-server", () => {
       await seeded(fx);
       const c = await fx.call("/v1/nodes/gpu-a1/cordon", {
         method: "POST",
-        headers: { "content-type": "application/json", "x-llmgw-operator": "alice" },
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({ reason: "firmware update" }),
       });
       assert.equal(c.status, 200);
@@ -177,7 +177,7 @@ describe("operator API against a real nats-server", () => {
       assert.deepEqual(first.event.nodeCordoned, {
         nodeId: "gpu-a1",
         reason: "firmware update",
-        operator: "alice",
+        operator: "admin",
       });
       assert.deepEqual(first.event.writer, { kind: "KIND_OPERATOR", id: "api-test" });
       assert.equal(c.body.seq, first.seq);
@@ -331,7 +331,7 @@ describe("operator API against a real nats-server", () => {
 
       const put = await fx.call("/v1/catalog", {
         method: "PUT",
-        headers: { ...yaml, "x-llmgw-operator": "alice" },
+        headers: yaml,
         body: example,
       });
       assert.equal(put.status, 200, JSON.stringify(put.body));
@@ -342,7 +342,7 @@ describe("operator API against a real nats-server", () => {
       );
       const got = await fx.call("/v1/catalog");
       assert.equal(got.body.seq, put.body.seq);
-      assert.equal(got.body.appliedBy, "alice");
+      assert.equal(got.body.appliedBy, "admin", "--token is recorded as admin");
       assert.equal(got.headers.get("etag"), `"${put.body.seq}"`);
       const b405 = got.body.catalog.models[3];
       assert.equal(b405.profiles[0].memoryPerGpu, "72GiB");
@@ -366,7 +366,7 @@ describe("operator API against a real nats-server", () => {
       const ev = await fx.call("/v1/events?subject=catalog");
       const change = ev.body.events[0].event.catalogChanged;
       assert.equal(change.catalog.models[3].profiles[0].memoryPerGpuMb, String(72 * 1024));
-      assert.equal(change.appliedBy, "alice");
+      assert.equal(change.appliedBy, "admin");
 
       const emptyCatalog = await fx.call("/v1/catalog", {
         method: "PUT",

@@ -51,8 +51,8 @@ describe("GPU clear, cordon and uncordon", () => {
     assert.deepEqual(
       ev.map((e: any) => e.event.gpuProblemsCleared),
       [
-        { nodeId: "gpu-b1", gpuIndex: 5, operator: "anonymous", reason: "reseated" },
-        { nodeId: "gpu-b1", operator: "anonymous", nodeLevel: true },
+        { nodeId: "gpu-b1", gpuIndex: 5, operator: "admin", reason: "reseated" },
+        { nodeId: "gpu-b1", operator: "admin", nodeLevel: true },
       ],
     );
   });

@@ -221,7 +221,7 @@ async function runDev(opts: DevOptions): Promise<void> {
       [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`],
       as("api"),
     );
-    const api = new ApiClient({ url: apiUrl, operator: "llmgw-dev" });
+    const api = new ApiClient({ url: apiUrl });
     await waitUntil("the API", 60_000, async () => (await api.request("GET", "/readyz")).body);
     children.start(
       "gateway",

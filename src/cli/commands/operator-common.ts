@@ -36,11 +36,8 @@ export function clientFor(flags: ApiFlags): ApiClient {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new CliError(`--api must be an http:// or https:// URL, got ${JSON.stringify(flags.api)}`);
   }
-  return new ApiClient({
-    url: url.toString(),
-    ...(flags.token ? { token: flags.token } : {}),
-    operator: safeUser(),
-  });
+  // No operator name is sent: the API records the token's name.
+  return new ApiClient({ url: url.toString(), ...(flags.token ? { token: flags.token } : {}) });
 }
 
 /** The local user name, for the record of who did something ("cli" when there is none). */

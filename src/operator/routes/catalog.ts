@@ -7,8 +7,9 @@
 import type { FastifyInstance } from "fastify";
 import { isLogError } from "../../log/index.js";
 import { type CatalogFormat, catalogFileFrom, parseCatalogText, toProtoCatalog } from "../catalog/index.js";
-import { type ApiContext, appendAndWait, operatorName } from "../context.js";
+import { type ApiContext, appendAndWait } from "../context.js";
 import { ApiError, invalid } from "../errors.js";
+import { principalOf } from "../principal.js";
 
 const JSON_TYPES = ["application/json"];
 const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
@@ -58,7 +59,7 @@ export async function catalogRoutes(app: FastifyInstance, ctx: ApiContext): Prom
     }
     const subject = ctx.log.subjects.catalog;
     const expected = ifMatch ?? (await ctx.log.lastSubjectSeq(subject));
-    const appliedBy = operatorName(req.headers);
+    const appliedBy = principalOf(req).name;
     let seq: number;
     try {
       ({ seq } = await appendAndWait(

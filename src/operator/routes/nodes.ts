@@ -1,8 +1,9 @@
 /** Nodes: list, one node, and operator intent (cordon, uncordon, drain; per GPU: clear, cordon, uncordon). */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { type ApiContext, appendAndWait, operatorName } from "../context.js";
+import { type ApiContext, appendAndWait } from "../context.js";
 import { notFound } from "../errors.js";
+import { principalOf } from "../principal.js";
 import { nodeView, nodeViews } from "../views.js";
 import { gpuIndexParam, nodeIdParam, parseWith } from "./params.js";
 
@@ -35,7 +36,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const body = parseWith(intentBody, req.body, `${action} request`);
       // Intent for a node the fleet has never seen is a typo, not a plan.
       if (!ctx.runtime.state.inventory.nodes[id]) throw notFound(`node ${id}`);
-      const operator = operatorName(req.headers);
+      const operator = principalOf(req).name;
       const reason = body.reason ?? "";
       const appended = await appendAndWait(ctx, intent(action, id, reason, operator));
       req.log.info({ node: id, action, seq: appended.seq, operator }, `${action} ${id}`);
@@ -55,7 +56,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
         const listed = node.gpus.map((g) => g.index).join(", ") || "none";
         throw notFound(`GPU ${index} of node ${id} (gpu index must be one the node registered: ${listed})`);
       }
-      const operator = operatorName(req.headers);
+      const operator = principalOf(req).name;
       const reason = body.reason ?? "";
       const appended = await appendAndWait(ctx, gpuIntent(action, id, index, reason, operator));
       req.log.info(
@@ -71,7 +72,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const id = nodeIdParam(req.params);
     const body = parseWith(intentBody, req.body, "clear request");
     if (!ctx.runtime.state.inventory.nodes[id]) throw notFound(`node ${id}`);
-    const operator = operatorName(req.headers);
+    const operator = principalOf(req).name;
     const value = { nodeId: id, gpuIndex: 0, nodeLevel: true, reason: body.reason ?? "", operator };
     const appended = await appendAndWait(ctx, { case: "gpuProblemsCleared" as const, value });
     req.log.info({ node: id, seq: appended.seq, operator }, `node problems cleared ${id}`);

@@ -49,7 +49,7 @@ export class Api {
   async #post<T>(path: string, body: unknown): Promise<T> {
     const res = await fetch(path, {
       method: "POST",
-      headers: this.#headers({ "content-type": "application/json", "x-llmgw-operator": "web-ui" }),
+      headers: this.#headers({ "content-type": "application/json" }),
       body: JSON.stringify(body),
     });
     return this.#read<T>(res);
