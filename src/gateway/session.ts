@@ -196,7 +196,10 @@ export class AgentSession {
     if (refused) {
       const ce = new ConnectError(refused.detail, refused.code);
       this.host.metrics.rejected.inc({ code: Code[ce.code] });
-      this.#logger.info(
+      // A client that reset its own stream is gone: a line per reset would let
+      // a rapid-reset flood write the gateway's log at its pace (the metric counts them).
+      const level = this.ctx.signal.aborted ? "debug" : "info";
+      this.#logger[level](
         { code: Code[ce.code], err: ce.rawMessage, node: this.nodeId || undefined },
         "stream refused",
       );

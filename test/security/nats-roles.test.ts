@@ -252,13 +252,25 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       const asReader = await runCli(["revoke", node, ...bucket, "--nats-creds", creds("reader")]);
       assert.notEqual(asReader.code, 0, "the reader wrote a revocation");
       assert.equal(revokedAgent.done, false, "the agent was cut off by the reader's refused revocation");
-      const asApi = await runCli(["revoke", node, "--reason", "test", ...bucket, "--nats-creds", creds("api")]);
+      const asApi = await runCli([
+        "revoke",
+        node,
+        "--reason",
+        "test",
+        ...bucket,
+        "--nats-creds",
+        creds("api"),
+      ]);
       assert.equal(asApi.code, 0, asApi.stderr);
       const ended = await Promise.race([
         revokedAgent.ended,
         new Promise<"hung">((r) => setTimeout(() => r("hung"), 10_000).unref()),
       ]);
-      assert.notEqual(ended, "hung", `the revoked agent's stream still open 10 s after llmgw revoke:\n${gw!.output()}`);
+      assert.notEqual(
+        ended,
+        "hung",
+        `the revoked agent's stream still open 10 s after llmgw revoke:\n${gw!.output()}`,
+      );
       assert.equal(codeOf(ended), "PermissionDenied", String(ended));
       const lifted = await runCli(["unrevoke", node, ...bucket, "--nats-creds", creds("api")]);
       assert.equal(lifted.code, 0, lifted.stderr);
