@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
+import { DEFAULT_SNAPSHOT_BUCKET } from "../projections/runtime/index.js";
 
 /** Exit codes of the llmgw command. */
 export const EXIT = {
@@ -65,6 +66,16 @@ export function withNatsOptions(cmd: Command): Command {
   cmd.addOption(natsOption());
   for (const o of natsSecurityOptions()) cmd.addOption(o);
   return cmd;
+}
+
+/**
+ * `--snapshot-bucket NAME` (env LLMGW_SNAPSHOT_BUCKET): the KV bucket of
+ * projection snapshots, which the reconciler writes and the API and replay read.
+ */
+export function snapshotBucketOption(): Option {
+  return new Option("--snapshot-bucket <name>", "KV bucket of projection snapshots")
+    .env("LLMGW_SNAPSHOT_BUCKET")
+    .default(DEFAULT_SNAPSHOT_BUCKET);
 }
 
 /** `--stream NAME` (env LLMGW_STREAM): the log's JetStream stream. */

@@ -18,7 +18,6 @@ import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
 import {
   authenticatorFromCredentials,
-  DEFAULT_BUCKETS,
   isLogError,
   type Log,
   LogError,
@@ -45,8 +44,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     lease: `rl_${rand()}`,
     gateways: `gwl_${rand()}`,
     endpoints: `ep_${rand()}`,
-    // The API reads snapshots from the default bucket (it has no flag for another).
-    snapshots: DEFAULT_BUCKETS.snapshots,
+    snapshots: `snap_${rand()}`,
     revoked: `rev_${rand()}`,
   };
   const dir = tempDir("nats-auth");
@@ -114,7 +112,13 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       gatewaysBucket: buckets.gateways,
       args: ["--endpoints-bucket", buckets.endpoints, "--nats-creds", creds("reconciler")],
     });
-    api = await spawnApi([...logFlags(), "--nats-creds", creds("api")]);
+    api = await spawnApi([
+      ...logFlags(),
+      "--snapshot-bucket",
+      buckets.snapshots,
+      "--nats-creds",
+      creds("api"),
+    ]);
     agent = await TestAgent.connect({
       baseUrl: gw.url,
       tls: { ca: certs.ca, ...certs.client("gpu-auth-1") },

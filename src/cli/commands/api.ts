@@ -27,6 +27,7 @@ import {
   intArg,
   type NatsSecurityFlags,
   prefixOption,
+  snapshotBucketOption,
   streamOption,
   streamReplicasOption,
   withNatsOptions,
@@ -34,6 +35,7 @@ import {
 import { openLogForWriting } from "../read-log.js";
 
 interface ApiCommandFlags extends NatsSecurityFlags {
+  snapshotBucket: string;
   listen: string;
   token?: string;
   tokens?: string;
@@ -116,6 +118,7 @@ export function registerApi(program: Command): void {
     .option("--dev", 'development: no token, loopback only (recorded as operator "dev")')
     .addOption(streamOption())
     .addOption(streamReplicasOption())
+    .addOption(snapshotBucketOption())
     .addOption(prefixOption())
     .addOption(
       new Option("--log-level <level>", "log level")
@@ -187,9 +190,11 @@ export function registerApi(program: Command): void {
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
         // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.
-        const historySnapshots = await openKvSnapshotStore<FleetState>(log, { create: false, logger }).catch(
-          () => undefined,
-        );
+        const historySnapshots = await openKvSnapshotStore<FleetState>(log, {
+          bucket: flags.snapshotBucket,
+          create: false,
+          logger,
+        }).catch(() => undefined);
         server = await startApi({
           log,
           host,

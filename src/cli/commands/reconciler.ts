@@ -20,6 +20,7 @@ import {
   intArg,
   type NatsSecurityFlags,
   prefixOption,
+  snapshotBucketOption,
   streamOption,
   streamReplicasOption,
   withNatsOptions,
@@ -44,6 +45,7 @@ interface ReconcilerFlags extends NatsSecurityFlags {
   tickMs: number;
   passTimeoutMs: number;
   snapshots: boolean;
+  snapshotBucket: string;
   metricsListen?: string;
   logLevel: string;
 }
@@ -103,6 +105,7 @@ export function registerReconciler(program: Command): void {
       ms("--pass-timeout-ms", "PASS_TIMEOUT_MS", "a pass (append and fold) must finish within", 10_000),
     )
     .addOption(new Option("--no-snapshots", "fold the whole log at start instead of loading a snapshot"))
+    .addOption(snapshotBucketOption())
     .addOption(
       new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint (port 0 picks one)").env(
         env("METRICS_LISTEN"),
@@ -148,7 +151,9 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
 
   let runner: ReconcilerRunner<typeof config> | undefined;
   try {
-    const snapshots = flags.snapshots ? await openKvSnapshotStore<FleetState>(log, { logger }) : undefined;
+    const snapshots = flags.snapshots
+      ? await openKvSnapshotStore<FleetState>(log, { bucket: flags.snapshotBucket, logger })
+      : undefined;
     const projection = new ProjectionRuntime(log, fleetProjection, {
       snapshots: snapshots ?? false,
       logger,

@@ -5,12 +5,13 @@
 import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
-import { DEFAULT_SNAPSHOT_BUCKET, openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
+import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import {
   CliError,
   intArg,
   type NatsSecurityFlags,
   prefixOption,
+  snapshotBucketOption,
   streamOption,
   withNatsOptions,
 } from "../common.js";
@@ -51,11 +52,7 @@ export function registerReplay(program: Command): void {
     .option("--replica <id>", "only this replica and the nodes its shards are on")
     .option("--json", "canonical JSON of the (filtered) state and the sequence and time it covers")
     .option("--no-snapshots", "fold the whole log, ignoring snapshots")
-    .addOption(
-      new Option("--snapshot-bucket <name>", "KV bucket holding snapshots")
-        .env("LLMGW_SNAPSHOT_BUCKET")
-        .default(DEFAULT_SNAPSHOT_BUCKET),
-    )
+    .addOption(snapshotBucketOption())
     .action(async (flags: ReplayFlags) => {
       await runReplay(flags);
     });
