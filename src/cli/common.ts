@@ -107,6 +107,47 @@ export function streamReplicasOption(): Option {
     });
 }
 
+/**
+ * A non-negative integer flag with its env and default; `unit: "ms"` marks a
+ * duration in the placeholder and the help text.
+ */
+export function intOption(
+  flag: string,
+  envVar: string,
+  what: string,
+  def: number,
+  unit: "n" | "ms" = "n",
+): Option {
+  return new Option(`${flag} <${unit}>`, unit === "ms" ? `${what} (ms)` : what)
+    .env(envVar)
+    .default(def)
+    .argParser(intArg(flag));
+}
+
+/**
+ * `--max-connections` and `--max-connections-per-address` of a listener
+ * guarded by src/connection-guard, with envs `<envPrefix>MAX_CONNECTIONS…`.
+ */
+export function connectionCapOptions(
+  envPrefix: string,
+  defaultTotal: number,
+): [total: Option, perAddress: Option] {
+  return [
+    intOption(
+      "--max-connections",
+      `${envPrefix}MAX_CONNECTIONS`,
+      "connections open at once (default 4096, lowered below the file-descriptor limit)",
+      defaultTotal,
+    ),
+    intOption(
+      "--max-connections-per-address",
+      `${envPrefix}MAX_CONNECTIONS_PER_ADDRESS`,
+      "connections open at once from one address",
+      256,
+    ),
+  ];
+}
+
 /** Parses a non-negative integer flag, naming the flag when it is not one. */
 export function intArg(flag: string) {
   return (value: string): number => {

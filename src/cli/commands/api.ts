@@ -24,7 +24,8 @@ import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import {
   CliError,
-  intArg,
+  connectionCapOptions,
+  intOption,
   type NatsSecurityFlags,
   prefixOption,
   snapshotBucketOption,
@@ -56,11 +57,11 @@ interface ApiCommandFlags extends NatsSecurityFlags {
 }
 
 function num(flag: string, env: string, what: string, def: number): Option {
-  return new Option(`${flag} <n>`, what).env(`LLMGW_API_${env}`).default(def).argParser(intArg(flag));
+  return intOption(flag, `LLMGW_API_${env}`, what, def);
 }
 
 function ms(flag: string, env: string, what: string, def: number): Option {
-  return num(flag, env, `${what} (ms)`, def);
+  return intOption(flag, `LLMGW_API_${env}`, what, def, "ms");
 }
 
 function limitsFrom(f: ApiCommandFlags): Http1LimitsInput {
@@ -96,6 +97,7 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 export function registerApi(program: Command): void {
+  const caps = connectionCapOptions("LLMGW_API_", defaultMaxConnections(4096));
   const api = withNatsOptions(program.command("api"));
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
@@ -147,22 +149,8 @@ export function registerApi(program: Command): void {
         1_000,
       ),
     )
-    .addOption(
-      num(
-        "--max-connections",
-        "MAX_CONNECTIONS",
-        "connections open at once (default 4096, lowered below the file-descriptor limit)",
-        defaultMaxConnections(4096),
-      ),
-    )
-    .addOption(
-      num(
-        "--max-connections-per-address",
-        "MAX_CONNECTIONS_PER_ADDRESS",
-        "connections open at once from one address",
-        256,
-      ),
-    )
+    .addOption(caps[0])
+    .addOption(caps[1])
     .addOption(
       num("--max-header-bytes", "MAX_HEADER_BYTES", "largest request header block, bytes", 16 * 1024),
     )

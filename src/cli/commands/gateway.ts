@@ -11,7 +11,8 @@ import {
 import { TlsFilesError } from "../../tls/watched-files.js";
 import {
   CliError,
-  intArg,
+  connectionCapOptions,
+  intOption,
   type NatsSecurityFlags,
   prefixOption,
   streamOption,
@@ -65,6 +66,7 @@ const env = (name: string) => `LLMGW_GATEWAY_${name}`;
 
 /** `llmgw gateway`: serve agent streams and relay commands until SIGTERM. */
 export function registerGateway(program: Command): void {
+  const caps = connectionCapOptions("LLMGW_GATEWAY_", defaultMaxConnections(4096));
   withNatsOptions(program.command("gateway"))
     .description("serve agent streams (Connect over HTTP/2, mTLS) and relay commands")
     .addOption(
@@ -196,22 +198,8 @@ export function registerGateway(program: Command): void {
         2_000,
       ),
     )
-    .addOption(
-      num(
-        "--max-connections",
-        "MAX_CONNECTIONS",
-        "connections open at once (default 4096, lowered below the file-descriptor limit)",
-        defaultMaxConnections(4096),
-      ),
-    )
-    .addOption(
-      num(
-        "--max-connections-per-address",
-        "MAX_CONNECTIONS_PER_ADDRESS",
-        "connections open at once from one address",
-        256,
-      ),
-    )
+    .addOption(caps[0])
+    .addOption(caps[1])
     .addOption(
       num(
         "--max-concurrent-streams",
@@ -313,11 +301,11 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
 }
 
 function ms(flag: string, envName: string, what: string, def: number): Option {
-  return new Option(`${flag} <ms>`, `${what} (ms)`).env(env(envName)).default(def).argParser(intArg(flag));
+  return intOption(flag, env(envName), what, def, "ms");
 }
 
 function num(flag: string, envName: string, what: string, def: number): Option {
-  return new Option(`${flag} <n>`, what).env(env(envName)).default(def).argParser(intArg(flag));
+  return intOption(flag, env(envName), what, def);
 }
 
 function defaultId(): string {

@@ -17,7 +17,7 @@ import {
 import {
   CliError,
   EXIT,
-  intArg,
+  intOption,
   type NatsSecurityFlags,
   prefixOption,
   snapshotBucketOption,
@@ -123,7 +123,7 @@ export function registerReconciler(program: Command): void {
 }
 
 function ms(flag: string, envName: string, what: string, def: number): Option {
-  return new Option(`${flag} <ms>`, what).env(env(envName)).default(def).argParser(intArg(flag));
+  return intOption(flag, env(envName), what, def, "ms");
 }
 
 async function runReconciler(flags: ReconcilerFlags): Promise<void> {
