@@ -6,6 +6,7 @@
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState } from "../../projections/index.js";
 import { activeReplicas } from "./active.js";
+import { desiredReplicas } from "./desired.js";
 import { drainUnit } from "./drains.js";
 import { decision, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -14,11 +15,12 @@ export function scaleModels(pass: Pass): void {
   const catalog = pass.work.replicas.catalog.models;
   for (const m of catalog) {
     const active = activeReplicas(pass, m.name);
-    for (let have = active.length; have < m.replicas; have++) {
+    const want = desiredReplicas(pass, m);
+    for (let have = active.length; have < want; have++) {
       const id = pass.newReplicaId(m.name);
       const ok = pass.add({
         decisions: [
-          decision(`${id} created: ${m.name} has ${have}/${m.replicas} replicas`, {
+          decision(`${id} created: ${m.name} has ${have}/${want} replicas`, {
             case: "replicaCreated",
             value: { replicaId: id, model: m.name, replaces: "" },
           }),
@@ -27,11 +29,11 @@ export function scaleModels(pass: Pass): void {
       });
       if (!ok) return;
     }
-    const extra = active.length - m.replicas;
+    const extra = active.length - want;
     const newestFirst = [...active].reverse();
     for (let i = 0; i < extra; i++) {
       const r = newestFirst[i] as ReplicaState;
-      if (!pass.add(retire(pass, r, `${m.name} scaled down to ${m.replicas}`))) return;
+      if (!pass.add(retire(pass, r, `${m.name} scaled down to ${want}`))) return;
     }
   }
   const names = new Set(catalog.map((m) => m.name));
