@@ -177,6 +177,63 @@ describe("engine supervisor (real processes)", () => {
     });
   });
 
+  it("reports an adopted engine's crash FAILED with the exit code its wrapper recorded", async () => {
+    await withSupervisor(["--crash-after-ms", "1500", "--exit-code", "9"], async (s, events, dir) => {
+      await s.start(spec("s1"));
+      await until("running", () => stateOf(events, "running"));
+      const pid = s.pids()["s1"]!;
+      // The agent goes away; the engine lives on and crashes under the next one.
+      await s.close();
+      const later: ShardEvent[] = [];
+      const again = new EngineSupervisor({
+        engines: engines([]),
+        stateDir: dir,
+        advertiseHost: "127.0.0.1",
+        onEvent: (e) => later.push(e),
+        watchMs: 50,
+      });
+      try {
+        const adopted = await again.adopt();
+        assert.deepEqual(
+          adopted.map((a) => [a.shardId, a.state]),
+          [["s1", "running"]],
+          "adopted before its crash",
+        );
+        assert.equal(again.pids()["s1"], pid);
+        const failed = await until("the adopted engine's failure", () => stateOf(later, "failed"));
+        assert.equal(failed.exitCode, 9, "the exit code, though the agent was not the engine's parent");
+        assert.match(failed.error ?? "", /exited with code 9/);
+      } finally {
+        await again.close();
+      }
+    });
+  });
+
+  it("refuses a start whose program is not an executable, naming it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
+    try {
+      const s = new EngineSupervisor({
+        engines: enginesSchema.parse({
+          default: {
+            command: ["/nonexistent/vllm", "serve"],
+            ready: { http: "http://127.0.0.1:{port}/health" },
+          },
+        }),
+        stateDir: dir,
+        advertiseHost: "127.0.0.1",
+        onEvent: () => {},
+      });
+      await s.adopt();
+      const r = await s.start(spec("s1"));
+      assert.deepEqual(r.ok, false);
+      assert.match(r.ok ? "" : r.error, /cannot start \/nonexistent\/vllm: not an executable file/);
+      assert.deepEqual(s.pids(), {}, "nothing started");
+      await s.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("reads the start time after the last ')' of /proc/<pid>/stat", () => {
     const fields = Array.from({ length: 50 }, (_, i) => String(i + 3));
     assert.equal(startTimeOfStat(`123 (we(ird) name)) ${fields.join(" ")}`), "22");

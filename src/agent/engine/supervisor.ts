@@ -18,6 +18,7 @@ import type {
   SupervisedShard,
 } from "../node-agent.js";
 import type { EngineConfig, EnginesConfig } from "./config.js";
+import { EXIT_RECORDER, executableOnPath, readRecordedExit } from "./exit-recorder.js";
 import { processStartTime } from "./process-identity.js";
 import { fill, type TemplateValues } from "./template.js";
 
@@ -140,7 +141,7 @@ export class EngineSupervisor implements ShardSupervisor {
       return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
     const values = templateValues(spec, port);
     const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...(this.#o.baseEnv ?? process.env),
       ...config.env,
       ...spec.engineEnv,
@@ -153,15 +154,28 @@ export class EngineSupervisor implements ShardSupervisor {
     } catch (err) {
       return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
     }
+    const program = argv[0]!;
+    if (!(await executableOnPath(program, env.PATH))) {
+      closeSync(fd);
+      return { ok: false, error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})` };
+    }
+    const exitPath = this.#exitPath(spec.shardId);
+    await rm(exitPath, { force: true });
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["ignore", fd, fd], env });
+      // Through a small shell that records the engine's exit status, so that
+      // a restarted agent, no longer the engine's parent, still learns it.
+      child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
+        detached: true,
+        stdio: ["ignore", fd, fd],
+        env,
+      });
     } finally {
       closeSync(fd);
     }
     const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
       child.once("spawn", () => resolve({ ok: true }));
-      child.once("error", (err) => resolve({ ok: false, error: `cannot start ${argv[0]}: ${err.message}` }));
+      child.once("error", (err) => resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }));
     });
     if (!spawned.ok) return spawned;
     child.unref();
@@ -273,14 +287,22 @@ export class EngineSupervisor implements ShardSupervisor {
     }, shard.config.ready.intervalMs);
   }
 
-  /** An adopted engine is not our child: its exit is seen by its PID going away. */
+  /**
+   * An adopted engine is not our child: its exit is seen by its PID going
+   * away, and its status read from what its wrapper recorded.
+   */
   #watchAdopted(shard: Shard): void {
     shard.watch = setInterval(async () => {
       if ((await processStartTime(shard.record.pid)) !== shard.record.startTime) {
         clearInterval(shard.watch);
-        await this.#exited(shard, null, null);
+        const code = await readRecordedExit(this.#exitPath(shard.record.spec.shardId));
+        await this.#exited(shard, code ?? null, null);
       }
     }, this.#o.watchMs ?? 500);
+  }
+
+  #exitPath(shardId: string): string {
+    return join(this.#recordsDir, `${shardId}.exit`);
   }
 
   #terminate(shard: Shard): void {
@@ -305,20 +327,27 @@ export class EngineSupervisor implements ShardSupervisor {
     if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
     this.#clearTimers(shard);
     this.#shards.delete(shard.record.spec.shardId);
+    if (this.#closed) {
+      // The agent is going away: the records are the next agent's to read.
+      shard.markExited();
+      return;
+    }
     const lastOutput = await lastLines(shard.record.logPath);
     await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
+    await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
-    if (this.#closed) return;
     if (shard.stopping) {
       this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
       return;
     }
     const error =
       code === null && signal === null
-        ? "the engine exited while the agent was not its parent (exit code unknown)"
+        ? "the engine was killed while the agent was not its parent (no exit status recorded)"
         : signal
           ? `the engine was killed by ${signal}`
-          : `the engine exited with code ${code}`;
+          : code !== null && code > 128 && code <= 128 + 64
+            ? `the engine exited with status ${code} (killed by signal ${code - 128})`
+            : `the engine exited with code ${code}`;
     this.#emit(shard, "failed", { exitCode: code ?? -1, error, lastOutput });
   }
 
