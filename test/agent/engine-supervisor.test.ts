@@ -234,6 +234,47 @@ describe("engine supervisor (real processes)", () => {
     }
   });
 
+  it("with ready.ranks first, probes rank 0 only: a rank > 0 that serves no HTTP is RUNNING once started", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
+    const events: ShardEvent[] = [];
+    const base = engines(["--start-delay-ms", "60000"]).default!;
+    const s = new EngineSupervisor({
+      engines: { default: { ...base, ready: { ...base.ready, ranks: "first" } } },
+      stateDir: dir,
+      advertiseHost: "127.0.0.1",
+      onEvent: (e) => events.push(e),
+    });
+    await s.adopt();
+    try {
+      assert.equal((await s.start({ ...spec("head"), worldSize: 2 })).ok, true);
+      assert.equal((await s.start({ ...spec("worker"), rank: 1, worldSize: 2 })).ok, true);
+      const running = await until("the rank-1 shard running", () =>
+        events.find((e) => e.shardId === "worker" && e.state === "running"),
+      );
+      assert.ok(running);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(
+        events.find((e) => e.shardId === "head" && e.state === "running"),
+        undefined,
+        "rank 0 is still loading: its health does not answer 200 yet",
+      );
+      assert.deepEqual(
+        s
+          .shards()
+          .map((x) => [x.shardId, x.state])
+          .sort(),
+        [
+          ["head", "starting"],
+          ["worker", "running"],
+        ],
+      );
+    } finally {
+      await s.stopAll();
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("reads the start time after the last ')' of /proc/<pid>/stat", () => {
     const fields = Array.from({ length: 50 }, (_, i) => String(i + 3));
     assert.equal(startTimeOfStat(`123 (we(ird) name)) ${fields.join(" ")}`), "22");

@@ -29,6 +29,13 @@ export const engineSchema = z.strictObject({
     http: template,
     intervalMs: z.number().int().min(50).max(60_000).default(1000),
     timeoutMs: z.number().int().min(50).max(60_000).default(2000),
+    /**
+     * Which shards of a multi-node replica are probed. "first": only rank 0,
+     * the others are RUNNING once started — for engines whose other ranks
+     * serve no HTTP (vLLM's `--headless` workers); rank 0 is healthy only
+     * once every rank joined it.
+     */
+    ranks: z.enum(["all", "first"]).default("all"),
   }),
   /** Asked before a drain's stop: an engine that stops taking requests finishes what it has. */
   drain: z.strictObject({ http: template, method: z.enum(["POST", "PUT"]).default("POST") }).optional(),

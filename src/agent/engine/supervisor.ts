@@ -265,6 +265,11 @@ export class EngineSupervisor implements ShardSupervisor {
   }
 
   #probe(shard: Shard): void {
+    if (shard.config.ready.ranks === "first" && shard.record.spec.rank > 0) {
+      // Not probed: rank 0's readiness speaks for the replica.
+      void this.#ready(shard);
+      return;
+    }
     const url = fill(shard.config.ready.http, this.#values(shard));
     let busy = false;
     shard.probe = setInterval(async () => {
@@ -273,18 +278,21 @@ export class EngineSupervisor implements ShardSupervisor {
       try {
         const r = await fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
         await r.body?.cancel();
-        if (r.status === 200 && shard.record.state === "starting" && !shard.stopping) {
-          clearInterval(shard.probe);
-          shard.record.state = "running";
-          await this.#save(shard);
-          this.#emit(shard, "running");
-        }
+        if (r.status === 200) await this.#ready(shard);
       } catch {
         // Not listening yet: loading weights.
       } finally {
         busy = false;
       }
     }, shard.config.ready.intervalMs);
+  }
+
+  async #ready(shard: Shard): Promise<void> {
+    if (shard.record.state !== "starting" || shard.stopping) return;
+    clearInterval(shard.probe);
+    shard.record.state = "running";
+    await this.#save(shard);
+    this.#emit(shard, "running");
   }
 
   /**
