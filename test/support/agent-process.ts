@@ -150,10 +150,16 @@ export async function until<T>(
   }
 }
 
+/** Whether a process runs: a zombie (exited, its status not yet reaped by its parent) does not. */
 export const pidAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
     return false;
   }
@@ -198,11 +204,41 @@ export function engineRecord(dir: string, shardId: string): { argv: string[]; en
   return JSON.parse(readFileSync(join(dir, `${shardId}.json`), "utf8"));
 }
 
-/** Kills every engine any agent started under `dir` (each wrote a record): none outlives a test. */
+/**
+ * Kills every engine any agent started under `dir` or its folders (each
+ * wrote a record), with the process group it runs in (the agent's wrapper
+ * leads it): none outlives a test.
+ */
 export function killRecordedEngines(dir: string): void {
-  for (const f of readdirSync(dir).filter((n) => n.endsWith(".json") && n !== "gpus.json")) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      killRecordedEngines(path);
+      continue;
+    }
+    if (!entry.name.endsWith(".json") || entry.name === "gpus.json") continue;
+    let pid: number;
     try {
-      process.kill(-JSON.parse(readFileSync(join(dir, f), "utf8")).pid, "SIGKILL");
-    } catch {}
+      pid = JSON.parse(readFileSync(path, "utf8")).pid;
+    } catch {
+      continue;
+    }
+    if (!Number.isInteger(pid)) continue;
+    for (const target of [-processGroup(pid), pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {}
+    }
+  }
+}
+
+/** A process's group (field 5 of /proc/<pid>/stat), or the PID itself when it is gone. */
+function processGroup(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const pgid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+    return Number.isInteger(pgid) && pgid > 1 ? pgid : pid;
+  } catch {
+    return pid;
   }
 }
