@@ -11,10 +11,11 @@
  * reconnect storm has 300 agents, LLMGW_CHAOS_STORM_AGENTS=1000 for more.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { openLog } from "../../src/log/index.js";
+import { TEST_PAUSE_ENV } from "../../src/reconciler/runner/test-pause.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { ChaosWorld } from "../support/chaos.js";
@@ -30,6 +31,10 @@ describe("chaos: process crashes under a working fleet", () => {
   let w: ChaosWorld;
   let replicas = 12;
 
+  // The reconcilers' test pause point: open (passes go through) while this file exists.
+  const pauseGate = join(tempDir("chaos-pause"), "open");
+  writeFileSync(pauseGate, "");
+
   before(async () => {
     server = await startServer();
     // A 3 s heartbeat timeout leaves room for the storm's load (kills are seen at once: the TCP connection dies).
@@ -39,6 +44,7 @@ describe("chaos: process crashes under a working fleet", () => {
       gateways: 2,
       reconcilers: 2,
       heartbeatTimeoutMs: 3_000,
+      reconcilerEnv: { [TEST_PAUSE_ENV]: pauseGate },
     });
     await w.start();
     await w.addAgents(NODES, "gpu-");
@@ -77,13 +83,19 @@ describe("chaos: process crashes under a working fleet", () => {
     await w.check("gateway kill -9 and restart");
   });
 
-  it("kill -9 the leader while it acts on new work: the standby takes over, no slot is started twice", async () => {
+  it("kill -9 the leader holding a decided pass for new work: the standby takes over, no slot is started twice", async () => {
     const leader = await w.leader();
+    // Without the gate file the leader holds its next decided pass before
+    // the append (src/reconciler/runner/test-pause.ts): killed there, for
+    // certain in the middle of acting on the new work.
+    rmSync(pauseGate);
     replicas += 6;
     await w.catalog(replicas);
-    // The pass for this change is due within the debounce (50–300 ms): kill inside it.
-    await new Promise((r) => setTimeout(r, 60));
+    await eventually(() => leader.logged(/^test pause: holding a decided pass/), {
+      what: `the leader to decide a pass for the new work and hold it before the append:\n${leader.output()}`,
+    });
     await leader.kill();
+    writeFileSync(pauseGate, "");
     const next = await w.leader();
     assert.notEqual(next.id, leader.id);
     await w.waitRunning(replicas);

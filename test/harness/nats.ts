@@ -18,6 +18,7 @@ import {
   connect,
   type NatsConnection,
 } from "@nats-io/transport-node";
+import { type Hold, RouteProxy } from "./route-proxy.js";
 
 const live = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
@@ -109,6 +110,8 @@ export interface NatsServer {
   output(): string;
   /** Whether it printed, since it last started, that it knows a JetStream meta leader. */
   readonly knowsMetaLeader: boolean;
+  /** When it last started (ms since the epoch; 0 before its first start). */
+  readonly startedAt: number;
 }
 
 interface ServerSpec {
@@ -116,6 +119,8 @@ interface ServerSpec {
   port: number;
   clusterPort?: number;
   routes?: number[];
+  /** The route address other members are told (a route proxy in front of this one). */
+  clusterAdvertise?: number;
   storeDir: string;
   configFile: string;
   /** A config file the server includes (e.g. an authorization block). */
@@ -128,6 +133,7 @@ class ServerProcess implements NatsServer {
   #proc: ChildProcess | undefined;
   #out: string[] = [];
   #knowsMetaLeader = false;
+  #startedAt = 0;
 
   constructor(private readonly spec: ServerSpec) {}
 
@@ -156,6 +162,9 @@ class ServerProcess implements NatsServer {
   get knowsMetaLeader() {
     return this.#knowsMetaLeader;
   }
+  get startedAt() {
+    return this.#startedAt;
+  }
 
   async start(): Promise<void> {
     const proc = spawn(natsServerBinary(), ["-c", this.spec.configFile], {
@@ -163,6 +172,7 @@ class ServerProcess implements NatsServer {
     });
     this.#proc = proc;
     this.#knowsMetaLeader = false;
+    this.#startedAt = Date.now();
     live.add(proc);
     proc.on("exit", () => live.delete(proc));
     const keep = (b: Buffer) => {
@@ -259,6 +269,11 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
       "  host: 127.0.0.1",
       `  port: ${spec.clusterPort}`,
       `  routes: [${(spec.routes ?? []).map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
+      // Behind route proxies: members learn of each other at the proxies'
+      // addresses, and the route protocol stays readable to them.
+      ...(spec.clusterAdvertise !== undefined
+        ? [`  advertise: "127.0.0.1:${spec.clusterAdvertise}"`, "  compression: off"]
+        : []),
       // Clients are given every server's URL; not advertising keeps a client on
       // the addresses it was given (a test's TCP proxy stays in the path).
       "  no_advertise: true",
@@ -313,26 +328,38 @@ export interface NatsCluster {
   /**
    * Resolves when every replica of every stream (the log and the KV
    * buckets) is current, as each stream's leader reports it. nats-server
-   * 2.10 now and then leaves a replica restarted after a SIGKILL behind for
-   * good: its leader never hears from it again, writes do not wake it (seen
-   * in about one restart in twenty, with nothing of note in its output),
-   * and a restart of that server does. So a replica still behind after
-   * `restartAfterMs` (default 20 s; a healthy one caught up in 1–7 s in the
-   * same runs) gets its server restarted, once; the restarts made are
-   * returned, so a test can say so. "Current" is what the leader reports.
+   * 2.10.27 now and then leaves a replica restarted after a SIGKILL behind
+   * for good: its stream's leader never hears from it again (the leader's
+   * "last seen" for it stays older than the restart), writes do not wake
+   * it, and a restart of that server does (docs/RELIABILITY.md). So a
+   * replica still behind after `restartAfterMs` (default 20 s; a healthy
+   * one caught up in 1–7 s in the same runs) whose leader has not heard
+   * from it since its server last started gets that server restarted,
+   * once; the restarts made are returned, so a test can say so. A replica
+   * that its leader does hear from and that still does not catch up is
+   * not restarted: that fails the wait. "Current" is what the leader reports.
    */
   waitCurrent(opts?: { timeoutMs?: number; restartAfterMs?: number }): Promise<string[]>;
+  /**
+   * Holds back one raft group's traffic to and from one member (a cluster
+   * started with `routeProxies`): its copy of that stream stops where it is
+   * while it stays a member serving clients. Returns the release, and how
+   * many messages the hold dropped so far.
+   */
+  holdRaftGroup(member: string, group: string): { release(): void; dropped(): number };
   close(): Promise<void>;
 }
 
 /** Every replica of every stream that its leader does not report current: its server (when known) and what is wrong. */
-async function replicasBehind(servers: NatsServer[]): Promise<Array<{ server?: string; what: string }>> {
+async function replicasBehind(
+  servers: NatsServer[],
+): Promise<Array<{ server?: string; what: string; lastSeenMs?: number }>> {
   const running = servers.filter((s) => s.running);
   let nc: NatsConnection | undefined;
   try {
     nc = await connect({ servers: running.map((s) => s.url), timeout: 1000, reconnect: false });
     const jsm = await jetstreamManager(nc, { timeout: 2000 });
-    const out: Array<{ server?: string; what: string }> = [];
+    const out: Array<{ server?: string; what: string; lastSeenMs?: number }> = [];
     for await (const si of jsm.streams.list()) {
       const cl = si.cluster;
       if ((si.config.num_replicas ?? 1) < 2) continue;
@@ -348,7 +375,8 @@ async function replicasBehind(servers: NatsServer[]): Promise<Array<{ server?: s
         if (!r.current || r.offline)
           out.push({
             server: r.name,
-            what: `${si.config.name} on ${r.name}: lag ${r.lag ?? 0}, seen ${r.active} ns ago`,
+            what: `${si.config.name} on ${r.name}: lag ${r.lag ?? 0}, last heard from ${Math.round(r.active / 1e6)} ms ago`,
+            lastSeenMs: r.active / 1e6,
           });
       }
     }
@@ -411,18 +439,30 @@ async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs:
   }
 }
 
-/** Starts a 3-node JetStream cluster on random loopback ports with temp stores. */
-export async function startCluster(size = 3): Promise<NatsCluster> {
+/**
+ * Starts a 3-node JetStream cluster on random loopback ports with temp
+ * stores. With `routeProxies`, every route to a member goes through a
+ * `RouteProxy` in front of it (see `holdRaftGroup`).
+ */
+export async function startCluster(size = 3, opts: { routeProxies?: boolean } = {}): Promise<NatsCluster> {
   const dir = tempDir("cluster");
   const all = await freePorts(2 * size);
   const ports = all.slice(0, size);
   const clusterPorts = all.slice(size);
+  const names = ports.map((_, i) => `n${i + 1}`);
+  const holds: Hold[] = [];
+  const proxies = opts.routeProxies
+    ? await Promise.all(names.map((name, i) => RouteProxy.start(name, clusterPorts[i]!, () => holds)))
+    : [];
+  // What a member's routes point at: the other members, or their proxies.
+  const routePorts = proxies.length > 0 ? proxies.map((p) => p.port) : clusterPorts;
   const servers = ports.map((port, i) => {
     const spec = {
-      name: `n${i + 1}`,
+      name: names[i]!,
       port,
       clusterPort: clusterPorts[i],
-      routes: clusterPorts.filter((_, j) => j !== i),
+      routes: routePorts.filter((_, j) => j !== i),
+      ...(proxies[i] ? { clusterAdvertise: proxies[i].port } : {}),
       storeDir: join(dir, `store-${i + 1}`),
     };
     return new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
@@ -431,6 +471,7 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
     await Promise.all(servers.map((s) => s.start()));
   } catch (err) {
     await Promise.all(servers.map((s) => s.kill()));
+    await Promise.all(proxies.map((p) => p.close()));
     throw err;
   }
   const cluster: NatsCluster = {
@@ -440,9 +481,18 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
       const deadline = Date.now() + timeoutMs;
       for (const s of servers.filter((x) => x.running)) {
         let last: unknown;
+        const began = Date.now();
+        let restarted = false;
         for (;;) {
           if (Date.now() > deadline) {
             throw new Error(`no JetStream meta leader via ${s.name} within ${timeoutMs} ms: ${String(last)}`);
+          }
+          // The server left out of JetStream (see waitPlaceable) answers
+          // "JetStream system temporarily unavailable" for good: restarted
+          // once when it has printed no meta leader after 10 s.
+          if (!restarted && !s.knowsMetaLeader && Date.now() - began > 10_000) {
+            restarted = true;
+            await s.restart();
           }
           let nc: NatsConnection | undefined;
           try {
@@ -472,11 +522,16 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
         if (behind.length === 0) return restarted;
         if (Date.now() - started > timeoutMs) {
           throw new Error(
-            `replicas still behind after ${timeoutMs} ms: ${behind.map((b) => b.what).join("; ")}`,
+            `replicas still behind after ${timeoutMs} ms${restarted.length > 0 ? ` (restarted once: ${restarted.join(", ")})` : ""}: ${behind.map((b) => b.what).join("; ")}`,
           );
         }
         if (Date.now() - started > restartAfterMs) {
-          for (const name of new Set(behind.map((b) => b.server))) {
+          // Only the fault above: not heard from since its server started.
+          const unheard = behind.filter((b) => {
+            const s = servers.find((x) => x.name === b.server);
+            return s !== undefined && b.lastSeenMs !== undefined && b.lastSeenMs >= Date.now() - s.startedAt;
+          });
+          for (const name of new Set(unheard.map((b) => b.server))) {
             const s = servers.find((x) => x.name === name);
             if (!s || restarted.includes(s.name)) continue;
             restarted.push(s.name);
@@ -487,8 +542,22 @@ export async function startCluster(size = 3): Promise<NatsCluster> {
         await new Promise((r) => setTimeout(r, 250));
       }
     },
+    holdRaftGroup(member, group) {
+      if (proxies.length === 0) throw new Error("holdRaftGroup needs a cluster started with routeProxies");
+      const hold = { member, group };
+      holds.push(hold);
+      const before = proxies.reduce((n, p) => n + p.dropped, 0);
+      return {
+        release: () => {
+          const i = holds.indexOf(hold);
+          if (i >= 0) holds.splice(i, 1);
+        },
+        dropped: () => proxies.reduce((n, p) => n + p.dropped, 0) - before,
+      };
+    },
     async close() {
       await Promise.all(servers.map((s) => s.kill()));
+      await Promise.all(proxies.map((p) => p.close()));
       rmSync(dir, { recursive: true, force: true });
       tempDirs.delete(dir);
     },

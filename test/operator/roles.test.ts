@@ -23,7 +23,7 @@ import {
   TokenTable,
   tokenSha256,
 } from "../../src/operator/index.js";
-import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll } from "../support/gateway.js";
@@ -61,6 +61,21 @@ function lastRecordedOperator(records: LogRecord[]): string | undefined {
     if (b.value && typeof b.value === "object" && "operator" in b.value) return b.value.operator;
   }
   return undefined;
+}
+
+/** The URL an `llmgw api --listen 127.0.0.1:0` says it listens on (the port it was given by the system). */
+async function listeningUrl(proc: ChildProcess, out: () => string): Promise<string> {
+  let url: string | undefined;
+  await eventually(
+    () => {
+      if (proc.exitCode !== null) throw new Error(`llmgw api exited with ${proc.exitCode}:\n${out()}`);
+      url = /"url":"(http:\/\/[^"]+)"[^\n]*operator API listening/.exec(out())?.[1];
+      if (url === undefined) throw new Error(`its output so far:\n${out()}`);
+      return true;
+    },
+    { what: "llmgw api to say where it listens" },
+  );
+  return url!;
 }
 
 describe("operator roles and audit", () => {
@@ -339,15 +354,13 @@ describe("llmgw api --tokens (the real process)", () => {
     const dir = tempDir("tokens");
     const file = join(dir, "tokens.yaml");
     writeFileSync(file, yamlOf(TOKENS.slice(0, 2)));
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const proc: ChildProcess = spawn(
       process.execPath,
       [
         LLMGW_BIN,
         "api",
         "--listen",
-        `127.0.0.1:${port}`,
+        "127.0.0.1:0",
         "--nats",
         server.url,
         "--stream",
@@ -363,6 +376,7 @@ describe("llmgw api --tokens (the real process)", () => {
     let out = "";
     proc.stdout?.on("data", (b) => (out += b));
     proc.stderr?.on("data", (b) => (out += b));
+    const url = await listeningUrl(proc, () => out);
     const status = async (
       path: string,
       token: string,
@@ -416,8 +430,6 @@ describe("llmgw api --tokens (the real process)", () => {
   });
 
   it("--token alone still works as one admin token", async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const proc = spawn(
       process.execPath,
       [
@@ -426,7 +438,7 @@ describe("llmgw api --tokens (the real process)", () => {
         "--token",
         ADMIN,
         "--listen",
-        `127.0.0.1:${port}`,
+        "127.0.0.1:0",
         "--nats",
         server.url,
         "--stream",
@@ -434,9 +446,13 @@ describe("llmgw api --tokens (the real process)", () => {
         "--subject-prefix",
         `t${rand()}.evt`,
       ],
-      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LLMGW_API_TOKENS: "" } },
+      { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LLMGW_API_TOKENS: "" } },
     );
+    let out = "";
+    proc.stdout?.on("data", (b) => (out += b));
+    proc.stderr?.on("data", (b) => (out += b));
     try {
+      const url = await listeningUrl(proc, () => out);
       await eventually(
         async () =>
           (await callApi(url, "/readyz", { authorization: null }).catch(() => ({ status: 0 }))).status ===

@@ -84,6 +84,8 @@ export interface WorldOptions {
   reconcilerConfig?: Record<string, unknown>;
   /** The gateways' heartbeat timeout (default CHAOS_TIMINGS.heartbeatTimeoutMs). */
   heartbeatTimeoutMs?: number;
+  /** Added to every reconciler's environment (e.g. the runner's test pause point). */
+  reconcilerEnv?: Record<string, string>;
 }
 
 export class ChaosWorld {
@@ -207,6 +209,7 @@ export class ChaosWorld {
       config: { ...CHAOS_RECONCILER_CONFIG, ...o.reconcilerConfig },
       // A loaded machine starts node processes slowly.
       startTimeoutMs: 90_000,
+      ...(o.reconcilerEnv ? { env: o.reconcilerEnv } : {}),
       args: ["--stream-replicas", String(o.replicas ?? 1), "--tick-ms", "1000", "--log-level", "info"],
     });
     this.reconcilers.push(r);
