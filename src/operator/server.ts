@@ -23,6 +23,7 @@ import { FleetHistory } from "./history.js";
 import { apiRegistry, instrument } from "./metrics.js";
 import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
+import { modelRoutes } from "./routes/models.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
@@ -175,6 +176,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const streams = streamRoutes(app, ctx);
   const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
+  modelRoutes(app, ctx);
   openApiRoutes(app);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));
