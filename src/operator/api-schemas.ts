@@ -172,7 +172,9 @@ export const ReplicaViewSchema = named(
     ready: z.boolean(),
     disruptionBlocked: z
       .string()
-      .describe("Why its model's disruption budget keeps it serving where it must leave; empty when it does not."),
+      .describe(
+        "Why its model's disruption budget keeps it serving where it must leave; empty when it does not.",
+      ),
   }),
   "A replica and its shards; `ready` means every shard reports RUNNING and none is draining or stopping.",
 );
@@ -183,7 +185,9 @@ export const ModelReadinessSchema = named(
     model: z.string(),
     ready: z.int().min(0),
     desired: z.int().min(0),
-    minAvailable: z.string().describe('The disruption budget as the catalog states it ("2", "75%"); empty: none.'),
+    minAvailable: z
+      .string()
+      .describe('The disruption budget as the catalog states it ("2", "75%"); empty: none.'),
     keepsReady: z.int().min(0).describe("Ready replicas the budget keeps at the desired count; 0: none."),
   }),
 );

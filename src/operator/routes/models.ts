@@ -41,7 +41,9 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const result = validateCatalog(file);
     if (!result.ok) {
       // The catalog in force always validates; say so rather than write half a change.
-      throw new ApiError(500, "internal", "the catalog in force does not validate", { issues: result.issues });
+      throw new ApiError(500, "internal", "the catalog in force does not validate", {
+        issues: result.issues,
+      });
     }
     const appliedBy = principalOf(req).name;
     const seq = await applyCatalog(ctx, result.catalog, ifMatch ?? catalog.seq, appliedBy);

@@ -98,7 +98,7 @@ export function replaceThenDrain(
         : `${cause}; ${budgetText(budget)} allows one fewer before replacement ${next.replicaId} is ready`;
       return drainUnit(pass, r, next.replicaId, why);
     }
-    return blocked(pass, r, next, nextReady, budget, cause, nodeId);
+    return blocked(r, next, nextReady, budget, cause, nodeId);
   }
   // A model gone from the catalog is drained by the scale rule, not replaced.
   if (!models.has(r.model) || r.phase === "pending") return undefined;
@@ -121,7 +121,6 @@ function budgetText(b: DisruptionBudget): string {
 
 /** The DisruptionBlocked unit, or nothing when the same wait is already recorded. */
 function blocked(
-  pass: Pass,
   r: ReplicaState,
   next: ReplicaState,
   nextReady: boolean,

@@ -24,7 +24,10 @@ export function moveOffFaultyGpus(pass: Pass): void {
 }
 
 /** Why the replica must move, and where: its first running shard on a faulty GPU, or undefined. */
-function faultOf(nodes: Record<string, NodeState>, r: ReplicaState): { why: string; nodeId: string } | undefined {
+function faultOf(
+  nodes: Record<string, NodeState>,
+  r: ReplicaState,
+): { why: string; nodeId: string } | undefined {
   for (const s of r.shards) {
     if (s.desired !== "running" || finished(s)) continue;
     const why = faultyGpu(nodes[s.nodeId], s);
