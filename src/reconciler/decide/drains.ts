@@ -2,11 +2,11 @@
  * Drains. Node drain is make-before-break: every replica with a shard on a
  * draining node gets a replacement; once the replacement runs, the old one
  * drains. A model with a disruption budget (minAvailable) lets a ready
- * replica go before its replacement is ready while the budget allows it, and
- * keeps it serving (a DisruptionBlocked decision says why) while taking it
- * would leave fewer ready than minAvailable. A draining replica is removed once its shards have stopped (or
- * failed, or their node's session is gone), or at its drain deadline, when
- * what still runs is stopped.
+ * replica go before its replacement is ready while the budget allows it,
+ * and keeps it serving (a DisruptionBlocked decision says why) while taking
+ * it would leave fewer ready than minAvailable. A draining replica is
+ * removed once its shards have stopped (or failed, or their node's session
+ * is gone), or at its drain deadline, when what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import { isReady, type ReplicaState } from "../../projections/index.js";
