@@ -95,7 +95,7 @@ export const profileSchema = z.strictObject({
 
 /** Replica counts: 0 keeps the model known and serves nothing. */
 export const replicaCount = z
-  .number({ error: "must be a whole number of replicas" })
+  .number()
   .int("must be a whole number")
   .min(0, "must not be negative")
   .max(10_000, "must be at most 10000");
