@@ -13,6 +13,7 @@ import {
   FleetSchema,
   HealthSchema,
   HistorySchema,
+  ModelScaledSchema,
   NodeSchema,
   NodesSchema,
   ReadySchema,
@@ -24,6 +25,7 @@ import type { Role } from "./roles.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
+import { modelPatchBody } from "./routes/models.js";
 import { intentBody } from "./routes/nodes.js";
 import { atQuery, listQuery } from "./routes/replicas.js";
 import { whatIfBody } from "./routes/what-if.js";
@@ -41,7 +43,7 @@ export type RouteAnswer =
   | { kind: "text"; contentType: string; description: string };
 
 export interface ApiRoute {
-  method: "GET" | "POST" | "PUT";
+  method: "GET" | "POST" | "PUT" | "PATCH";
   /** As fastify writes it: `/v1/nodes/:id`. */
   url: string;
   summary: string;
@@ -49,6 +51,8 @@ export interface ApiRoute {
   access: RouteAccess;
   /** What `:id` is, when the path has one. */
   id?: "node" | "replica";
+  /** The path has `:name`, a model of the catalog. */
+  modelName?: true;
   /** The path has `:index`, a GPU index of the node. */
   gpuIndex?: true;
   query?: z.ZodObject;
@@ -283,5 +287,17 @@ export const API_ROUTES: ApiRoute[] = [
     ifMatch: true,
     answer: { kind: "json", schema: CatalogAppliedSchema, description: "applied at this sequence" },
     errors: [400, 412, 413, 415, 503, 504],
+  },
+  {
+    method: "PATCH",
+    url: "/v1/models/:name",
+    access: "admin",
+    summary:
+      "Scale a model: a catalog change with its new replica count (fenced like PUT /v1/catalog). Scale-down takes replicas out of the routing table, then drains them.",
+    modelName: true,
+    body: modelPatchBody,
+    ifMatch: true,
+    answer: { kind: "json", schema: ModelScaledSchema, description: "applied at this sequence" },
+    errors: [400, 404, 412, 503, 504],
   },
 ];

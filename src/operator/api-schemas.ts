@@ -96,6 +96,19 @@ export const NodeViewSchema = named(
     gpusTotal: z.int(),
     gpusUsed: z.int(),
     replicaIds: z.array(z.string()),
+    waitingOn: z
+      .array(
+        z.object({
+          replicaId: z.string(),
+          model: z.string(),
+          replacementId: z.string(),
+          blockedByBudget: z.boolean(),
+          reason: z.string(),
+        }),
+      )
+      .describe(
+        "Replicas that must leave the node (it drains, or a GPU has a problem) and still serve there, with what each waits on.",
+      ),
     lastChangeSeq: seq,
   }),
   "A node with which shards hold each of its GPUs.",
@@ -157,13 +170,26 @@ export const ReplicaViewSchema = named(
     lastChangeSeq: seq,
     nodeIds: z.array(z.string()),
     ready: z.boolean(),
+    disruptionBlocked: z
+      .string()
+      .describe(
+        "Why its model's disruption budget keeps it serving where it must leave; empty when it does not.",
+      ),
   }),
   "A replica and its shards; `ready` means every shard reports RUNNING and none is draining or stopping.",
 );
 
 export const ModelReadinessSchema = named(
   "ModelReadiness",
-  z.object({ model: z.string(), ready: z.int().min(0), desired: z.int().min(0) }),
+  z.object({
+    model: z.string(),
+    ready: z.int().min(0),
+    desired: z.int().min(0),
+    minAvailable: z
+      .string()
+      .describe('The disruption budget as the catalog states it ("2", "75%"); empty: none.'),
+    keepsReady: z.int().min(0).describe("Ready replicas the budget keeps at the desired count; 0: none."),
+  }),
 );
 
 const CandidateSchema = z.object({ nodeIds: z.array(z.string()), score: z.number() });
@@ -269,6 +295,16 @@ export const EventsPageSchema = named(
 export const CatalogAppliedSchema = named(
   "CatalogApplied",
   z.object({ seq, models: z.array(z.object({ name: z.string(), replicas: z.int() })) }),
+);
+
+export const ModelScaledSchema = named(
+  "ModelScaled",
+  z.object({
+    seq,
+    model: z.string(),
+    replicas: z.int().describe("The replica count now in the catalog."),
+    previous: z.int().describe("The count it replaced."),
+  }),
 );
 
 export const WhatIfResultSchema = named(

@@ -26,7 +26,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: "invalid id, query or body (`issues` names each bad field)",
   401: "missing or wrong token",
   403: "the token's role is too low for this route (the message names the role needed)",
-  404: "no such node, replica or endpoint",
+  404: "no such node, replica, model or endpoint",
   412: "the catalog changed since the If-Match sequence (`seq` is the one in force)",
   413: "body over 4 MiB",
   415: "a catalog that is neither JSON nor YAML",
@@ -110,6 +110,15 @@ const ID_PARAM = {
 function parameters(r: ApiRoute): unknown[] {
   const out: unknown[] = [];
   if (r.id) out.push({ name: "id", in: "path", required: true, ...ID_PARAM[r.id] });
+  if (r.modelName) {
+    out.push({
+      name: "name",
+      in: "path",
+      required: true,
+      description: "A model of the catalog.",
+      schema: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" },
+    });
+  }
   if (r.gpuIndex) {
     out.push({
       name: "index",

@@ -27,6 +27,7 @@ import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
+import { modelRoutes } from "./routes/models.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { replicaRoutes } from "./routes/replicas.js";
@@ -175,6 +176,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const streams = streamRoutes(app, ctx);
   const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
+  modelRoutes(app, ctx);
   openApiRoutes(app);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));

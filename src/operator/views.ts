@@ -10,6 +10,7 @@ import {
   type NodeState,
   type ReplicaState,
   readyCounts,
+  resolveMinAvailable,
   type ShardState,
 } from "../projections/index.js";
 
@@ -40,28 +41,85 @@ export interface NodeView {
   gpusUsed: number;
   /** Replicas with a shard on the node. */
   replicaIds: string[];
+  /** What moving work off this node (its drain, a faulty GPU) still waits on, by replica id. */
+  waitingOn: DrainWait[];
   lastChangeSeq: number;
 }
 
-export interface ReplicaView extends ReplicaState {
+/** A replica that must leave a node and still serves there, and why it has not left yet. */
+export interface DrainWait {
+  replicaId: string;
+  model: string;
+  /** Its replacement, or "" while none was created. */
+  replacementId: string;
+  /** The disruption budget keeps it serving (a DisruptionBlocked decision), rather than a replacement on its way. */
+  blockedByBudget: boolean;
+  reason: string;
+}
+
+export interface ReplicaView extends Omit<ReplicaState, "disruptionBlocked"> {
   /** Nodes of its shards, in rank order. */
   nodeIds: string[];
   /** Every shard reports RUNNING and none is draining or stopping: it counts as capacity. */
   ready: boolean;
+  /** Why its model's disruption budget keeps it serving where it must leave; "" when it does not. */
+  disruptionBlocked: string;
 }
 
-/** One model's capacity: replicas ready against the catalog's desired count. */
+/** One model's capacity: replicas ready against the catalog's desired count, and its disruption budget. */
 export interface ModelReadiness {
   model: string;
   ready: number;
   desired: number;
+  /** The budget as the catalog states it ("2", "75%"); "" for none. */
+  minAvailable: string;
+  /** Ready replicas the budget keeps at the desired count (a percentage rounded up); 0 for none. */
+  keepsReady: number;
 }
 
 /** Per model, by name: ready/desired (a model gone from the catalog but still holding replicas has desired 0). */
 export function modelReadiness(state: FleetState): ModelReadiness[] {
+  const specs = new Map(state.replicas.catalog.models.map((m) => [m.name, m]));
   return Object.entries(readyCounts(state.replicas))
-    .map(([model, c]) => ({ model, ...c }))
+    .map(([model, c]) => {
+      const stated = specs.get(model)?.minAvailable;
+      return { model, ...c, minAvailable: stated ?? "", keepsReady: resolveMinAvailable(stated, c.desired) };
+    })
     .sort((a, b) => cmp(a.model, b.model));
+}
+
+/**
+ * Replicas still serving on a node that drains (or, on any node, one a
+ * DisruptionBlocked decision keeps serving), each with what it waits on:
+ * the budget's explanation, its replacement's pending reason, or its
+ * replacement still loading.
+ */
+function drainWaits(state: FleetState, n: NodeState, replicaIds: readonly string[]): DrainWait[] {
+  const out: DrainWait[] = [];
+  for (const id of replicaIds) {
+    const r = state.replicas.replicas[id];
+    if (!r || r.phase === "draining") continue;
+    if (!r.shards.some((s) => s.nodeId === n.nodeId && s.desired === "running")) continue;
+    if (!n.draining && r.disruptionBlocked === undefined) continue;
+    const next = r.replacedBy ? state.replicas.replicas[r.replacedBy] : undefined;
+    out.push({
+      replicaId: id,
+      model: r.model,
+      replacementId: next?.replicaId ?? "",
+      blockedByBudget: r.disruptionBlocked !== undefined,
+      reason: r.disruptionBlocked ?? replacementText(next),
+    });
+  }
+  return out;
+}
+
+function replacementText(next: ReplicaState | undefined): string {
+  if (!next) return "a replacement is to be created";
+  if (next.phase === "pending") {
+    return `replacement ${next.replicaId} is pending${next.pendingReason ? `: ${next.pendingReason}` : ""}`;
+  }
+  if (isReady(next)) return `replacement ${next.replicaId} is ready; the drain starts next pass`;
+  return `replacement ${next.replicaId} is ${next.phase === "placed" ? "starting" : next.phase}`;
 }
 
 /** A shard holds its GPUs until it is both meant to stop and reported gone. */
@@ -91,7 +149,7 @@ function gpuHolders(state: FleetState): Holders {
   return out;
 }
 
-function nodeViewWith(n: NodeState, holders: Holders): NodeView {
+function nodeViewWith(state: FleetState, n: NodeState, holders: Holders): NodeView {
   const byGpu = holders.get(n.nodeId);
   const gpus = n.gpus.map((g) => ({
     index: g.index,
@@ -131,6 +189,7 @@ function nodeViewWith(n: NodeState, holders: Holders): NodeView {
     gpusTotal: gpus.length,
     gpusUsed: gpus.filter((g) => g.shards.length > 0).length,
     replicaIds,
+    waitingOn: drainWaits(state, n, replicaIds),
     lastChangeSeq: n.lastChangeSeq,
   };
 }
@@ -140,21 +199,21 @@ export function nodeViews(state: FleetState): NodeView[] {
   const holders = gpuHolders(state);
   return Object.values(state.inventory.nodes)
     .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0))
-    .map((n) => nodeViewWith(n, holders));
+    .map((n) => nodeViewWith(state, n, holders));
 }
 
 export function nodeView(state: FleetState, nodeId: string): NodeView | undefined {
   const n = state.inventory.nodes[nodeId];
-  return n ? nodeViewWith(n, gpuHolders(state)) : undefined;
+  return n ? nodeViewWith(state, n, gpuHolders(state)) : undefined;
 }
 
 export function replicaView(r: ReplicaState): ReplicaView {
-  const copy = structuredClone(r);
+  const { disruptionBlocked, ...copy } = structuredClone(r);
   const nodeIds: string[] = [];
   for (const s of [...copy.shards].sort((a, b) => a.rank - b.rank)) {
     if (!nodeIds.includes(s.nodeId)) nodeIds.push(s.nodeId);
   }
-  return { ...copy, nodeIds, ready: isReady(r) };
+  return { ...copy, nodeIds, ready: isReady(r), disruptionBlocked: disruptionBlocked ?? "" };
 }
 
 /** Every replica, by model then id. */

@@ -123,5 +123,8 @@ export function profileFrom(p: Profile): ProfileSpec {
 }
 
 export function modelFrom(m: Model): ModelSpec {
-  return { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+  const spec: ModelSpec = { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+  // Only when set, so the state of a catalog without a budget stays as it was.
+  if (m.minAvailable !== "") spec.minAvailable = m.minAvailable;
+  return spec;
 }

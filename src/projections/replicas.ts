@@ -114,6 +114,14 @@ function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
   }
 }
 
+function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
+  for (const r of Object.values(state.replicas)) {
+    if (r.disruptionBlocked !== undefined && r.shards.some((s) => s.nodeId === nodeId)) {
+      delete r.disruptionBlocked;
+    }
+  }
+}
+
 function replicaFor(state: ReplicasState, replicaId: string, model: string, seq: number): ReplicaState {
   let r = state.replicas[replicaId];
   if (!r) {
@@ -214,15 +222,19 @@ export function evolveReplicas(
     case "sessionClosed":
       forgetCommands(state, body.value.nodeId, (session) => session === body.value.sessionId);
       return state;
+    case "nodeUncordoned":
+    case "gpuProblemsCleared":
+      // The drain or the fault that kept a replica waiting on its budget
+      // may be over: a new wait is a new start, recorded again.
+      forgetDisruptionWaits(state, body.value.nodeId);
+      return state;
     case "hardwareChanged":
     case "usageChanged":
     case "gatewayStarted":
     case "gatewayDraining":
     case "gatewayStopped":
     case "nodeCordoned":
-    case "nodeUncordoned":
     case "nodeDrainRequested":
-    case "gpuProblemsCleared":
     case "gpuCordoned":
     case "gpuUncordoned":
     case "duplicateIdentity":
@@ -349,6 +361,7 @@ function foldPass(
         // deadline the agents were told does not move.
         if (r.phase !== "draining") r.drainStartedMs = Number(pass.nowUnixMs);
         r.phase = "draining";
+        delete r.disruptionBlocked;
         r.drainReason = k.value.reason;
         if (k.value.replacementId) r.replacedBy = k.value.replacementId;
         for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
@@ -417,6 +430,11 @@ function foldPass(
       case "undeliverableHandled":
         delete state.undeliverable[k.value.commandId];
         break;
+      case "disruptionBlocked": {
+        const r = state.replicas[k.value.replicaId];
+        if (r) r.disruptionBlocked = d.explanation;
+        break;
+      }
       case "commandReissued":
       case "shardUnclaimed":
       case "nodeLiveness":

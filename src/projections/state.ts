@@ -153,6 +153,8 @@ export interface ModelSpec {
   replicas: number;
   /** In order of preference. */
   profiles: ProfileSpec[];
+  /** The disruption budget as the catalog states it ("2" or "75%", see budget.ts); absent = none. */
+  minAvailable?: string;
 }
 
 export interface CatalogState {
@@ -262,6 +264,12 @@ export interface ReplicaState {
   /** The last failure, or null when it never failed. */
   lastFailure: ReplicaFailure | null;
   lastChangeSeq: number;
+  /**
+   * While it must leave (node drain, GPU fault) but its model's disruption
+   * budget keeps it serving: the explanation of the DisruptionBlocked
+   * decision in force. Absent otherwise.
+   */
+  disruptionBlocked?: string;
 }
 
 export type CommandKind = "start" | "stop" | "drain";

@@ -20,6 +20,7 @@ describe("llmgw command", () => {
       "nodes",
       "replicas",
       "catalog",
+      "scale",
       "drain",
       "gpu",
       "bench",

@@ -235,4 +235,43 @@ describe("catalog file", () => {
       );
     }
   });
+
+  it("reads a disruption budget as a count or a percentage, refuses others naming the field, and round-trips it", () => {
+    const withBudget = (v: string) =>
+      ONE_PROFILE.replace("    replicas: 1\n", `    replicas: 1\n    minAvailable: ${v}\n`);
+    for (const [written, stored, back] of [
+      ["2", "2", 2],
+      ['"2"', "2", 2],
+      ['"75%"', "75%", "75%"],
+      ['"0%"', "0%", "0%"],
+    ] as const) {
+      const r = parseCatalogText(withBudget(written), "yaml");
+      assert.ok(r.ok, JSON.stringify(!r.ok && r.issues));
+      const proto = toProtoCatalog(r.catalog).models[0]!;
+      assert.equal(proto.minAvailable, stored);
+      const spec = modelFrom(proto);
+      assert.equal(spec.minAvailable, stored);
+      assert.equal(catalogFileFrom([spec]).models[0]?.minAvailable, back);
+    }
+    // Without one, nothing is written and the state holds no field (old logs fold as before).
+    const plain = parseCatalogText(ONE_PROFILE, "yaml");
+    assert.ok(plain.ok);
+    const spec = modelFrom(toProtoCatalog(plain.catalog).models[0]!);
+    assert.equal("minAvailable" in spec, false);
+    assert.equal("minAvailable" in (catalogFileFrom([spec]).models[0] ?? {}), false);
+    for (const [bad, message] of [
+      ['"150%"', "a percentage must be at most 100%"],
+      [
+        '"many"',
+        'must be a whole number of replicas (e.g. "2") or a percentage of the desired replicas (e.g. "75%")',
+      ],
+      ["-1", "must not be negative"],
+      [
+        "1.5",
+        'must be a whole number of replicas (e.g. 2) or a percentage of the desired replicas (e.g. "75%")',
+      ],
+    ] as const) {
+      assert.deepEqual(issuesOf(withBudget(bad)), [{ path: "models[0].minAvailable", message }], bad);
+    }
+  });
 });

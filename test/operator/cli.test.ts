@@ -36,7 +36,10 @@ describe("operator CLI against a real API", () => {
   it("llmgw replicas prints ready/desired per model, then model, profile, phase, readiness, nodes and why pending", async () => {
     const r = await runCli(["replicas"], { env: api.cliEnv });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^MODEL\s+READY\nllama-3\.1-405b\s+0\/1\nllama-3\.3-70b\s+1\/2\n/);
+    assert.match(
+      r.stdout,
+      /^MODEL\s+READY\s+MIN AVAILABLE\nllama-3\.1-405b\s+0\/1\s+-\nllama-3\.3-70b\s+1\/2\s+-\n/,
+    );
     assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m);
     assert.match(r.stdout, /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+placed\s+no\s+gpu-a1,gpu-a2\s+-\s+-$/m);
     assert.match(r.stdout, /^r-70b-1\s+llama-3\.3-70b\s+tp4\s+running\s+yes\s+gpu-b1\s+-\s+-$/m);

@@ -306,6 +306,11 @@ describe("web UI in Chromium against a running fleet", () => {
     await until("every replica running again on the map", async () =>
       (await runningCells()) === RUNNING_GPUS ? true : undefined,
     );
+    // The node panel says what the drain waits on; once done, that nothing is left.
+    const drainState = page.locator("[data-testid=node-panel] [data-testid=drain-state]");
+    await until("the node panel to show the drain done", async () =>
+      /draining: nothing left on the node/.test((await drainState.textContent()) ?? "") ? true : undefined,
+    );
     await shot("06-drained");
   });
 

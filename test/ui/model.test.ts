@@ -54,6 +54,7 @@ function node(id: string, over: Partial<Node> = {}, pod: string | null = "ib-pod
     gpusTotal: gpus.length,
     gpusUsed: gpus.filter((g) => g.shards.length > 0).length,
     replicaIds: [],
+    waitingOn: [],
     session: null,
     disconnectedSinceMs: null,
     lastCloseReason: "",
@@ -245,6 +246,7 @@ describe("UI model", () => {
       backoffUntilMs: 0,
       lastChangeSeq: 1,
       nodeIds: [],
+      disruptionBlocked: "",
     });
     const replicas = [
       r("b", "running"),

@@ -1,8 +1,13 @@
-/** `llmgw cordon|uncordon|drain <node>` (cordon/uncordon also `--gpu N`): operator intent, written to the log by the API. */
+/**
+ * `llmgw cordon|uncordon|drain <node>` (cordon/uncordon also `--gpu N`):
+ * operator intent, written to the log by the API. `drain` also prints what
+ * the drain waits on (`--status` only that, `--wait` until it is done).
+ */
 import type { Command } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
 import type { NodeView } from "../../operator/index.js";
-import { CliError } from "../common.js";
+import { CliError, EXIT } from "../common.js";
+import { drainDone, drainWaitLines, followDrain } from "./drain-status.js";
 import { gpuIndexArg } from "./gpu.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
 
@@ -19,9 +24,23 @@ export function registerNodeIntent(program: Command, action: keyof typeof SUMMAR
     .argument("<node>", "node id, a DNS name (e.g. gpu-017.rack4.dc1.example.com)");
   if (action !== "uncordon") cmd.option("--reason <text>", "why, recorded in the log");
   if (action !== "drain") cmd.option("--gpu <index>", `${action} one GPU of the node instead of the node`);
-  withApiOptions(cmd).action(async (node: string, flags: ApiFlags & { reason?: string; gpu?: string }) => {
+  if (action === "drain") {
+    cmd
+      .option("--status", "request nothing: print whether the node drains and what its drain waits on")
+      .option(
+        "--wait",
+        "after the request, print what the drain waits on whenever it changes, until the node is empty",
+      )
+      .addHelpText(
+        "after",
+        "\nThe drain waits for each replica's replacement to be ready; a model with a disruption\nbudget (minAvailable in the catalog) may let a replica go earlier, or keep it serving\nwhile taking it would leave fewer ready replicas than the budget; the list says which.",
+      );
+  }
+  type Flags = ApiFlags & { reason?: string; gpu?: string; status?: boolean; wait?: boolean };
+  withApiOptions(cmd).action(async (node: string, flags: Flags) => {
     const why = invalidNodeIdReason(node);
     if (why) throw new CliError(`invalid <node>: ${why}`);
+    if (action === "drain" && (flags.status || flags.wait)) return drainStatus(node, flags);
     const gpu = flags.gpu === undefined ? undefined : gpuIndexArg(flags.gpu, "--gpu");
     const path =
       gpu === undefined ? `/v1/nodes/${node}/${action}` : `/v1/nodes/${node}/gpus/${gpu}/${action}`;
@@ -35,5 +54,37 @@ export function registerNodeIntent(program: Command, action: keyof typeof SUMMAR
     process.stdout.write(
       `${node}${gpu === undefined ? "" : ` GPU ${gpu}`} ${done} (log sequence ${res.seq})\n`,
     );
+    if (action === "drain") process.stdout.write(drainWaitLines(res.node));
   });
+}
+
+/** `drain --status` (no request) and `drain --wait` (request, then follow). */
+async function drainStatus(
+  node: string,
+  flags: ApiFlags & { reason?: string; status?: boolean; wait?: boolean },
+): Promise<void> {
+  const client = clientFor(flags);
+  if (flags.status && flags.wait) throw new CliError("--status and --wait exclude each other", EXIT.usage);
+  if (flags.status) {
+    const { body } = await call(() => client.get<{ seq: number; node: NodeView }>(`/v1/nodes/${node}`));
+    if (flags.json) return printJson(body);
+    const state = body.node.draining
+      ? "draining"
+      : body.node.cordoned
+        ? "cordoned, not draining"
+        : "not draining";
+    process.stdout.write(`${node} ${state} (log sequence ${body.seq})\n`);
+    if (body.node.draining) process.stdout.write(drainWaitLines(body.node));
+    return;
+  }
+  const reqBody = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
+  const { body: res } = await call(() =>
+    client.request<{ seq: number; node: NodeView }>("POST", `/v1/nodes/${node}/drain`, { body: reqBody }),
+  );
+  if (!flags.json) process.stdout.write(`${node} draining (log sequence ${res.seq})\n`);
+  if (drainDone(res.node)) return;
+  const stop = new AbortController();
+  process.once("SIGINT", () => stop.abort());
+  const last = await followDrain(client, node, flags.json === true, stop.signal);
+  if (last && !flags.json) process.stdout.write(`${node} drained\n`);
 }

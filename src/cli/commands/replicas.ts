@@ -22,11 +22,17 @@ export function registerReplicas(program: Command): void {
   });
 }
 
-/** Capacity per model: only ready replicas (every shard RUNNING) count. */
+/** Capacity per model: only ready replicas (every shard RUNNING) count; MIN AVAILABLE is the disruption budget. */
 export function readinessTable(models: ModelReadiness[]): string {
   return formatTable(
-    ["MODEL", "READY"],
-    models.map((m) => [m.model, `${m.ready}/${m.desired}`]),
+    ["MODEL", "READY", "MIN AVAILABLE"],
+    models.map((m) => [
+      m.model,
+      `${m.ready}/${m.desired}`,
+      m.minAvailable === "" || m.minAvailable === String(m.keepsReady)
+        ? m.minAvailable
+        : `${m.minAvailable} (${m.keepsReady})`,
+    ]),
   );
 }
 

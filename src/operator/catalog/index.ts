@@ -10,6 +10,7 @@ export {
   catalogFileSchema,
   ENGINE_NAME_PATTERN,
   NAME_PATTERN,
+  replicaCount,
 } from "./schema.js";
 export {
   type CatalogFormat,

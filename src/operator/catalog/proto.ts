@@ -40,6 +40,7 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
     models: file.models.map((m) => ({
       name: m.name,
       replicas: m.replicas,
+      minAvailable: m.minAvailable ?? "",
       profiles: m.profiles.map((p) => ({
         ...sameInBoth(p),
         memoryPerGpuMb: BigInt(p.memoryPerGpu),
@@ -57,6 +58,10 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
     models: models.map((m) => ({
       name: m.name,
       replicas: m.replicas,
+      // A count reads back as a number, a percentage as text, as operators write them.
+      ...(m.minAvailable === undefined
+        ? {}
+        : { minAvailable: m.minAvailable.endsWith("%") ? m.minAvailable : Number(m.minAvailable) }),
       profiles: m.profiles.map((p) => ({
         ...sameInBoth(p),
         memoryPerGpu: formatMemory(p.memoryPerGpuMb),

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { isReservedKey } from "../../log/index.js";
-import { DEFAULT_ENGINE } from "../../projections/index.js";
+import { DEFAULT_ENGINE, invalidMinAvailableReason } from "../../projections/index.js";
 import { parseDuration } from "./duration.js";
 import { parseMemory } from "./memory.js";
 
@@ -93,12 +93,38 @@ export const profileSchema = z.strictObject({
   readyTimeout: duration.optional(),
 });
 
+/** Replica counts: 0 keeps the model known and serves nothing. */
+export const replicaCount = z
+  .number()
+  .int("must be a whole number")
+  .min(0, "must not be negative")
+  .max(10_000, "must be at most 10000");
+
+/**
+ * The disruption budget: a count of replicas (2 or "2") or a percentage of
+ * the desired replicas ("75%", rounded up), kept as text.
+ */
+const minAvailable = z
+  .union([z.number().int("must be a whole number").min(0, "must not be negative"), z.string()], {
+    error: 'must be a whole number of replicas (e.g. 2) or a percentage of the desired replicas (e.g. "75%")',
+  })
+  .transform((v, ctx) => {
+    const text = String(v);
+    const why = invalidMinAvailableReason(text);
+    if (why !== undefined) {
+      ctx.addIssue({ code: "custom", message: why });
+      return z.NEVER;
+    }
+    return text;
+  });
+
 export const modelSchema = z.strictObject({
   name,
-  /** 0 keeps the model known and serves nothing. */
-  replicas: z.number().int("must be a whole number").min(0, "must not be negative").max(10_000),
+  replicas: replicaCount,
   /** In order of preference. */
   profiles: z.array(profileSchema).max(32).default([]),
+  /** Ready replicas to keep while nodes drain, GPUs fault and rollouts replace replicas; default: none. */
+  minAvailable: minAvailable.optional(),
 });
 
 export const catalogFileSchema = z.strictObject({

@@ -6,7 +6,13 @@
  */
 import type { FastifyInstance } from "fastify";
 import { isLogError } from "../../log/index.js";
-import { type CatalogFormat, catalogFileFrom, parseCatalogText, toProtoCatalog } from "../catalog/index.js";
+import {
+  type CatalogFile,
+  type CatalogFormat,
+  catalogFileFrom,
+  parseCatalogText,
+  toProtoCatalog,
+} from "../catalog/index.js";
 import { type ApiContext, appendAndWait } from "../context.js";
 import { ApiError, invalid } from "../errors.js";
 import { principalOf } from "../principal.js";
@@ -33,6 +39,37 @@ function formatOf(contentType: string | undefined): CatalogFormat {
   return JSON_TYPES.includes(t) ? "json" : "yaml";
 }
 
+/**
+ * Appends a catalog fenced on the catalog subject's sequence `expected` (the
+ * catalog the change was based on) and waits until the projection folded
+ * it; 412 when someone applied another one first. Every catalog write goes
+ * through here (PUT /v1/catalog, PATCH /v1/models/:name).
+ */
+export async function applyCatalog(
+  ctx: ApiContext,
+  catalog: CatalogFile,
+  expected: number,
+  appliedBy: string,
+): Promise<number> {
+  try {
+    const appended = await appendAndWait(
+      ctx,
+      { case: "catalogChanged", value: { catalog: toProtoCatalog(catalog), appliedBy } },
+      { expectLastSubjectSeq: expected },
+    );
+    return appended.seq;
+  } catch (err) {
+    if (!isLogError(err, "wrong-last-sequence")) throw err;
+    const now = await ctx.log.lastSubjectSeq(ctx.log.subjects.catalog).catch(() => undefined);
+    throw new ApiError(
+      412,
+      "precondition-failed",
+      `the catalog changed: the change was based on sequence ${expected}, the catalog in force is at ${now ?? "a newer sequence"}; fetch it and apply again`,
+      now === undefined ? {} : { seq: now },
+    );
+  }
+}
+
 export async function catalogRoutes(app: FastifyInstance, ctx: ApiContext): Promise<void> {
   // The catalog body is parsed here, not by the server, so a JSON syntax
   // error is reported like every other invalid catalog.
@@ -57,26 +94,9 @@ export async function catalogRoutes(app: FastifyInstance, ctx: ApiContext): Prom
         issues: result.issues,
       });
     }
-    const subject = ctx.log.subjects.catalog;
-    const expected = ifMatch ?? (await ctx.log.lastSubjectSeq(subject));
+    const expected = ifMatch ?? (await ctx.log.lastSubjectSeq(ctx.log.subjects.catalog));
     const appliedBy = principalOf(req).name;
-    let seq: number;
-    try {
-      ({ seq } = await appendAndWait(
-        ctx,
-        { case: "catalogChanged", value: { catalog: toProtoCatalog(result.catalog), appliedBy } },
-        { expectLastSubjectSeq: expected },
-      ));
-    } catch (err) {
-      if (!isLogError(err, "wrong-last-sequence")) throw err;
-      const now = await ctx.log.lastSubjectSeq(subject).catch(() => undefined);
-      throw new ApiError(
-        412,
-        "precondition-failed",
-        `the catalog changed: the change was based on sequence ${expected}, the catalog in force is at ${now ?? "a newer sequence"}; fetch it and apply again`,
-        now === undefined ? {} : { seq: now },
-      );
-    }
+    const seq = await applyCatalog(ctx, result.catalog, expected, appliedBy);
     req.log.info({ seq, appliedBy, models: result.catalog.models.length }, "catalog applied");
     reply.header("etag", etagOf(seq));
     return { seq, models: result.catalog.models.map((m) => ({ name: m.name, replicas: m.replicas })) };

@@ -41,8 +41,8 @@ export function decide(input: DecideInput): DecideOutput {
   if (!adopting) failIncomplete(pass);
   handleUndeliverable(pass);
   reissueCommands(pass);
-  handleDrains(pass);
-  moveOffFaultyGpus(pass);
+  handleDrains(pass); // node drains honour each model's disruption budget (budgets.ts)
+  moveOffFaultyGpus(pass); // GPU-fault moves honour it too, after the drains of the same pass
   if (!adopting) {
     scaleModels(pass);
     placePending(pass);

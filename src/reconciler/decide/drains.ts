@@ -1,12 +1,16 @@
 /**
  * Drains. Node drain is make-before-break: every replica with a shard on a
  * draining node gets a replacement; once the replacement runs, the old one
- * drains. A draining replica is removed once its shards have stopped (or
- * failed, or their node's session is gone), or at its drain deadline, when
- * what still runs is stopped.
+ * drains. A model with a disruption budget (minAvailable) lets a ready
+ * replica go before its replacement is ready while the budget allows it,
+ * and keeps it serving (a DisruptionBlocked decision says why) while taking
+ * it would leave fewer ready than minAvailable. A draining replica is
+ * removed once its shards have stopped (or failed, or their node's session
+ * is gone), or at its drain deadline, when what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import { isReady, type ReplicaState } from "../../projections/index.js";
+import { type DisruptionBudget, disruptionBudget } from "./budgets.js";
 import {
   decision,
   drainCommand,
@@ -60,25 +64,41 @@ function moveOff(
   const nodes = pass.work.inventory.nodes;
   const onDraining = r.shards.find((s) => s.desired === "running" && nodes[s.nodeId]?.draining === true);
   if (!onDraining) return undefined;
-  return replaceThenDrain(pass, r, models, `node ${onDraining.nodeId} is draining`);
+  return replaceThenDrain(pass, r, models, `node ${onDraining.nodeId} is draining`, onDraining.nodeId);
 }
 
 /**
  * Make-before-break for a replica that must leave where it runs (`cause`
- * says why): a replacement is created; once it runs, the replica drains.
- * Nothing while the replacement is on its way.
+ * says why, on `nodeId`): a replacement is created; once it runs, the
+ * replica drains. Nothing while the replacement is on its way, unless the
+ * model's disruption budget allows taking the replica now; a budget that
+ * forbids taking a ready replica keeps it serving and says so, once per
+ * reason.
  */
 export function replaceThenDrain(
   pass: Pass,
   r: ReplicaState,
   models: ReadonlySet<string>,
   cause: string,
+  nodeId: string,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   if (hasLiveReplacement(pass, r)) {
     const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
     // Make-before-break waits for ready (every shard RUNNING), not for placed.
-    if (!isReady(next)) return undefined;
-    return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
+    const nextReady = isReady(next);
+    // A replica that serves nothing takes nothing away: no budget to ask.
+    const budget = isReady(r) && models.has(r.model) ? disruptionBudget(pass, r.model) : undefined;
+    if (budget?.stated === undefined) {
+      if (!nextReady) return undefined;
+      return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
+    }
+    if (budget.allowed > 0) {
+      const why = nextReady
+        ? `${cause} and replacement ${next.replicaId} runs`
+        : `${cause}; ${budgetText(budget)} allows one fewer before replacement ${next.replicaId} is ready`;
+      return drainUnit(pass, r, next.replicaId, why);
+    }
+    return blocked(r, next, nextReady, budget, cause, nodeId);
   }
   // A model gone from the catalog is drained by the scale rule, not replaced.
   if (!models.has(r.model) || r.phase === "pending") return undefined;
@@ -88,6 +108,43 @@ export function replaceThenDrain(
       decision(`${id} created to replace ${r.replicaId}: ${cause} (make-before-break)`, {
         case: "replicaCreated",
         value: { replicaId: id, model: r.model, replaces: r.replicaId },
+      }),
+    ],
+    commands: [],
+  };
+}
+
+function budgetText(b: DisruptionBudget): string {
+  const of = b.stated === String(b.minAvailable) ? "" : ` (${b.stated} of ${b.desired} desired)`;
+  return `${b.model} has ${b.ready} ready, minAvailable ${b.minAvailable}${of}`;
+}
+
+/** The DisruptionBlocked unit, or nothing when the same wait is already recorded. */
+function blocked(
+  r: ReplicaState,
+  next: ReplicaState,
+  nextReady: boolean,
+  b: DisruptionBudget,
+  cause: string,
+  nodeId: string,
+): { decisions: Decision[]; commands: Command[] } | undefined {
+  const until = nextReady ? "more replicas of it are ready" : `replacement ${next.replicaId} is ready`;
+  const explanation = `${r.replicaId} keeps serving: ${cause}, but ${budgetText(b)}; taking it out would leave ${b.ready - 1}; waits until ${until}`;
+  if (r.disruptionBlocked === explanation) return undefined;
+  return {
+    decisions: [
+      decision(explanation, {
+        case: "disruptionBlocked",
+        value: {
+          replicaId: r.replicaId,
+          model: r.model,
+          nodeId,
+          cause,
+          ready: b.ready,
+          minAvailable: b.minAvailable,
+          desired: b.desired,
+          replacementId: next.replicaId,
+        },
       }),
     ],
     commands: [],

@@ -2,7 +2,8 @@
  * GPU faults. A replica with a shard on a GPU that has a problem (reported
  * by a heartbeat or in the registration) is moved off make-before-break,
  * exactly like a replica on a draining node: a replacement is placed on
- * healthy GPUs, and once it runs the replica drains. A cordoned GPU only
+ * healthy GPUs, and once it runs the replica drains (or earlier, as the
+ * model's disruption budget allows: drains.ts). A cordoned GPU only
  * keeps new work off (placement), like a cordoned node: nothing moves.
  * Node-level problems (not tied to a GPU) also only keep new work off.
  */
@@ -15,19 +16,22 @@ export function moveOffFaultyGpus(pass: Pass): void {
   const models = new Set(pass.work.replicas.catalog.models.map((m) => m.name));
   for (const r of sortedValues(pass.work.replicas.replicas)) {
     if (r.phase === "draining") continue;
-    const cause = faultOf(pass.work.inventory.nodes, r);
-    if (cause === undefined) continue;
-    const unit = replaceThenDrain(pass, r, models, cause);
+    const fault = faultOf(pass.work.inventory.nodes, r);
+    if (fault === undefined) continue;
+    const unit = replaceThenDrain(pass, r, models, fault.why, fault.nodeId);
     if (unit && !pass.add(unit)) return;
   }
 }
 
-/** Why the replica must move: its first running shard on a faulty GPU, or undefined. */
-function faultOf(nodes: Record<string, NodeState>, r: ReplicaState): string | undefined {
+/** Why the replica must move, and where: its first running shard on a faulty GPU, or undefined. */
+function faultOf(
+  nodes: Record<string, NodeState>,
+  r: ReplicaState,
+): { why: string; nodeId: string } | undefined {
   for (const s of r.shards) {
     if (s.desired !== "running" || finished(s)) continue;
     const why = faultyGpu(nodes[s.nodeId], s);
-    if (why !== undefined) return why;
+    if (why !== undefined) return { why, nodeId: s.nodeId };
   }
   return undefined;
 }

@@ -212,6 +212,8 @@ function decisionSummary(d: Decision): string {
       return `undeliverable ${k.value.commandId} on ${k.value.nodeId} handled`;
     case "endpointsChanged":
       return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
+    case "disruptionBlocked":
+      return `blocked ${k.value.replicaId} on ${k.value.nodeId} (${k.value.model} ${k.value.ready} ready, minAvailable ${k.value.minAvailable})`;
     case undefined:
       return "unknown decision";
     default: {
@@ -244,6 +246,7 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
     case "replicaFailed":
     case "shardUnclaimed":
     case "duplicateStopped":
+    case "disruptionBlocked":
       replicas.add(k.value.replicaId);
       nodes.add(k.value.nodeId);
       return;

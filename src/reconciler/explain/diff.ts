@@ -91,6 +91,9 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
       case "undeliverableHandled":
         add(`command ${k.value.commandId}`, "undeliverable, handled");
         break;
+      case "disruptionBlocked":
+        add(`replica ${k.value.replicaId}`, `kept serving by the budget of ${k.value.model}`);
+        break;
       case "endpointsChanged":
         add(
           `model ${k.value.model}`,

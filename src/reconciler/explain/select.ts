@@ -102,6 +102,7 @@ function decisionTouchesReplica(
     case "shardUnclaimed":
     case "duplicateStopped":
     case "undeliverableHandled":
+    case "disruptionBlocked":
       return k.value.replicaId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);
@@ -148,6 +149,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "replicaFailed":
     case "duplicateStopped":
     case "undeliverableHandled":
+    case "disruptionBlocked":
       return k.value.nodeId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);

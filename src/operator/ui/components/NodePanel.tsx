@@ -1,4 +1,4 @@
-/** One node: liveness, fabrics, problems, its replicas, and the operator actions (with a confirmation). */
+/** One node: liveness, fabrics, problems, its replicas, what its drain waits on, and the operator actions (with a confirmation). */
 import { useState } from "preact/hooks";
 import { nodeBadges, nvlinkDomains, podOf } from "../model.ts";
 import type { Node } from "../types.ts";
@@ -17,7 +17,7 @@ const WHAT: Record<NodeAction, string> = {
   cordon: "takes no new work; what runs there stays",
   uncordon: "takes work again (this also ends a drain)",
   drain:
-    "is cordoned and its replicas are moved elsewhere, each replacement running before the old one stops",
+    "is cordoned and its replicas are moved elsewhere, each replacement running before the old one stops (or earlier, as far as its model's disruption budget allows)",
 };
 
 export function NodePanel({ node, atLiveEnd, onAction, onReplica, onClose }: Props) {
@@ -68,6 +68,28 @@ export function NodePanel({ node, atLiveEnd, onAction, onReplica, onClose }: Pro
           </button>
         ))}
       </p>
+      {(node.draining || node.waitingOn.length > 0) && (
+        <div class="drain-state" data-testid="drain-state">
+          <p>
+            {node.draining ? "draining" : "moving work off"}:{" "}
+            {node.waitingOn.length === 0
+              ? node.replicaIds.length === 0
+                ? "nothing left on the node"
+                : "replicas finishing their drain"
+              : `waits on ${node.waitingOn.length} replica(s)`}
+          </p>
+          <ul>
+            {node.waitingOn.map((w) => (
+              <li key={w.replicaId} data-replica-id={w.replicaId} class={w.blockedByBudget ? "blocked" : ""}>
+                <button type="button" class="link" onClick={() => onReplica(w.replicaId)}>
+                  {w.replicaId}
+                </button>{" "}
+                {w.blockedByBudget && <span class="badge b-budget">disruption budget</span>} {w.reason}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       <div class="actions">
         {(["cordon", "uncordon", "drain"] as const).map((a) => (
           <button

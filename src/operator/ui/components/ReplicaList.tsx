@@ -14,6 +14,16 @@ export function ReplicaList(props: {
       {props.readiness.map((m) => (
         <li key={m.model} class={m.ready < m.desired ? "short" : ""} data-model={m.model}>
           {m.model} <b>{m.ready}</b>/{m.desired} ready
+          {m.minAvailable !== "" && (
+            <span
+              class={m.ready <= m.keepsReady ? "budget at-limit" : "budget"}
+              title="disruption budget: drains and GPU-fault moves keep at least this many ready"
+            >
+              {" "}
+              · min {m.minAvailable}
+              {m.minAvailable === String(m.keepsReady) ? "" : ` (${m.keepsReady})`}
+            </span>
+          )}
         </li>
       ))}
     </ul>
