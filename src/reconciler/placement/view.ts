@@ -7,6 +7,7 @@
  */
 import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
+import { FitIndex } from "./fit-index.js";
 import type { NodeView } from "./node-view.js";
 
 export class FleetView {
@@ -16,7 +17,9 @@ export class FleetView {
   /** Nodes on cooldown, per model. */
   readonly #cooldowns = new Map<string, Set<string>>();
   /** Node fits per model/profile, valid while the node's version is unchanged. */
-  readonly #fits = new Map<string, { versions: Int32Array; fits: Array<NodeFit | undefined> }>();
+  readonly #fits = new Map<string, FitIndex>();
+  /** Positions of the nodes allocated on in this pass, in order (what the fit indexes catch up on). */
+  readonly #allocated: number[] = [];
 
   /**
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
@@ -54,34 +57,44 @@ export class FleetView {
 
   /**
    * Whether each node fits one shard of `p` for `model`, in node order.
-   * Placing a replica changes only the nodes it lands on, so fits are
-   * cached per node version: a pass placing many replicas re-evaluates only
-   * the nodes that changed.
    */
   fits(model: string, p: ProfileSpec, policy: Policy): NodeFit[] {
+    return this.index(model, p, policy).fits as NodeFit[];
+  }
+
+  /**
+   * Every node's fit for one shard of `p` for `model`, indexed by score and
+   * reason. Placing a replica changes only the nodes it lands on, so the
+   * index is built once per model/profile in a pass and then re-evaluates
+   * only the nodes allocated on since it last looked.
+   */
+  index(model: string, p: ProfileSpec, policy: Policy): FitIndex {
     const key = `${model}\u0000${p.name}`;
     let cache = this.#fits.get(key);
     if (!cache) {
-      cache = { versions: new Int32Array(this.nodes.length).fill(-1), fits: new Array(this.nodes.length) };
+      cache = new FitIndex(this.nodes.length);
+      for (const n of this.nodes) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
+      cache.seen = this.#allocated.length;
       this.#fits.set(key, cache);
+      return cache;
     }
-    const out: NodeFit[] = new Array(this.nodes.length);
-    for (const n of this.nodes) {
-      let f = cache.fits[n.pos];
-      if (f === undefined || cache.versions[n.pos] !== n.version) {
-        f = fitNode(n, model, p, policy, this.onCooldown(model, n.nodeId));
-        cache.fits[n.pos] = f;
-        cache.versions[n.pos] = n.version;
-      }
-      out[n.pos] = f;
+    for (; cache.seen < this.#allocated.length; cache.seen++) {
+      const n = this.nodes[this.#allocated[cache.seen] as number] as NodeView;
+      if (cache.versions[n.pos] !== n.version) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
     }
-    return out;
+    return cache;
+  }
+
+  #fit(n: NodeView, model: string, p: ProfileSpec, policy: Policy): NodeFit {
+    return fitNode(n, model, p, policy, this.onCooldown(model, n.nodeId));
   }
 
   /** Marks GPUs as taken by a shard of `model` placed in this pass. */
   allocate(nodeId: string, gpuIndices: readonly number[], model: string): void {
     const n = this.#byId.get(nodeId);
-    if (n) this.#take(n, gpuIndices, model);
+    if (!n) return;
+    this.#take(n, gpuIndices, model);
+    this.#allocated.push(n.pos);
   }
 
   #take(n: NodeView, gpuIndices: readonly number[], model: string): void {
