@@ -28,8 +28,20 @@ import type { FleetState } from "./state.js";
 const origins = new WeakMap<object, Record<string, unknown>>();
 
 function fork<T>(rec: Record<string, T>): Record<string, T> {
-  const copy = { ...rec };
+  const copy = shallowCopy(rec);
   origins.set(copy, rec);
+  return copy;
+}
+
+/**
+ * The same keys in the same order, sharing the values. Without a prototype:
+ * copying a large record into one is several times faster than a spread
+ * into a plain object, and a fork is only read as a record (keys, values,
+ * JSON), never asked for Object methods.
+ */
+function shallowCopy<T>(rec: Record<string, T>): Record<string, T> {
+  const copy = Object.create(null) as Record<string, T>;
+  for (const k in rec) copy[k] = rec[k] as T;
   return copy;
 }
 
@@ -46,11 +58,11 @@ export function forkFleet(state: FleetState): FleetState {
     replicas: {
       ...r,
       replicas: fork(r.replicas),
-      commands: { ...r.commands },
-      undeliverable: { ...r.undeliverable },
-      failures: { ...r.failures },
-      cooldowns: { ...r.cooldowns },
-      endpoints: { ...r.endpoints },
+      commands: shallowCopy(r.commands),
+      undeliverable: shallowCopy(r.undeliverable),
+      failures: shallowCopy(r.failures),
+      cooldowns: shallowCopy(r.cooldowns),
+      endpoints: shallowCopy(r.endpoints),
     },
   };
 }

@@ -5,10 +5,17 @@
  * then updated as the pass allocates GPUs, so two replicas placed in one
  * pass never share a GPU.
  */
-import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
+import {
+  type FleetState,
+  type GpuState,
+  type NodeState,
+  type ProfileSpec,
+  type ReplicaState,
+  sortedKeys,
+} from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
 import { FitIndex } from "./fit-index.js";
-import type { NodeView } from "./node-view.js";
+import type { GpuView, NodeView } from "./node-view.js";
 
 export class FleetView {
   /** Every node of the inventory, sorted by id (the deterministic tie-break). */
@@ -25,13 +32,15 @@ export class FleetView {
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
    */
   constructor(state: FleetState, nowMs: number, unadopted: ReadonlySet<string>) {
-    const ids = Object.keys(state.inventory.nodes).sort();
+    const ids = sortedKeys(state.inventory.nodes);
     this.nodes = ids.map((id) => nodeView(state.inventory.nodes[id] as NodeState, unadopted.has(id)));
     this.nodes.forEach((n, i) => {
       n.pos = i;
       this.#byId.set(n.nodeId, n);
     });
-    for (const r of Object.values(state.replicas.replicas)) {
+    const replicas = state.replicas.replicas;
+    for (const id in replicas) {
+      const r = replicas[id] as ReplicaState;
       for (const s of r.shards) {
         if (s.desired === "stopped") continue;
         const n = this.#byId.get(s.nodeId);
@@ -99,7 +108,8 @@ export class FleetView {
 
   #take(n: NodeView, gpuIndices: readonly number[], model: string): void {
     for (const i of gpuIndices) {
-      const g = n.gpus.find((x) => x.index === i);
+      const at = n.gpus[i];
+      const g = at?.index === i ? at : n.gpus.find((x) => x.index === i);
       if (g && !g.allocated) {
         g.allocated = true;
         n.allocatedGpus++;
@@ -123,31 +133,38 @@ function blockedReason(n: NodeState, unadopted: boolean): string {
 }
 
 function nodeView(n: NodeState, unadopted: boolean): NodeView {
-  const nvlinkOf = new Map<number, string>();
+  let nvlinkOf: Map<number, string> | undefined;
   const fabricsByKind = new Map<string, string[]>();
   for (const f of n.fabrics) {
     const names = fabricsByKind.get(f.kind) ?? [];
     if (!names.includes(f.name)) names.push(f.name);
     fabricsByKind.set(f.kind, names);
-    if (f.kind === "nvlink") for (const i of f.gpuIndices) if (!nvlinkOf.has(i)) nvlinkOf.set(i, f.name);
+    if (f.kind !== "nvlink") continue;
+    nvlinkOf ??= new Map();
+    for (const i of f.gpuIndices) if (!nvlinkOf.has(i)) nvlinkOf.set(i, f.name);
   }
   const nodeHealthy = n.nodeProblems.length === 0;
+  const gpus: GpuView[] = new Array(n.gpus.length);
+  let sorted = true;
+  n.gpus.forEach((g, i) => {
+    if (i > 0 && (n.gpus[i - 1] as GpuState).index > g.index) sorted = false;
+    gpus[i] = {
+      index: g.index,
+      product: g.product.toLowerCase(),
+      healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
+      cordoned: g.cordoned,
+      freeMb: g.memoryTotalMb - g.memoryUsedMb,
+      allocated: false,
+      nvlink: nvlinkOf?.get(g.index) ?? "",
+    };
+  });
+  if (!sorted) gpus.sort((a, b) => a.index - b.index);
   return {
     nodeId: n.nodeId,
     blocked: blockedReason(n, unadopted),
     sessionId: n.session?.sessionId ?? "",
     labels: n.labels,
-    gpus: [...n.gpus]
-      .sort((a, b) => a.index - b.index)
-      .map((g) => ({
-        index: g.index,
-        product: g.product.toLowerCase(),
-        healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
-        cordoned: g.cordoned,
-        freeMb: g.memoryTotalMb - g.memoryUsedMb,
-        allocated: false,
-        nvlink: nvlinkOf.get(g.index) ?? "",
-      })),
+    gpus,
     fabricsByKind,
     allocatedGpus: 0,
     pos: 0,
