@@ -2,10 +2,12 @@
 export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
+export { forkFleet, originOf } from "./fork.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
 export { isReady, readyCounts } from "./ready.js";
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { canonicalJson } from "./serialize.js";
+export { sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

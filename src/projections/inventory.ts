@@ -5,6 +5,7 @@
 import type { Register } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, Liveness, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { fabricFrom, gpuFaultFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
+import { writable } from "./fork.js";
 import type { EventMeta } from "./projection.js";
 import type { InventoryState, NodeLiveness, NodeState } from "./state.js";
 
@@ -35,7 +36,7 @@ function newNode(nodeId: string, seq: number): NodeState {
 }
 
 function nodeFor(state: InventoryState, nodeId: string, seq: number): NodeState {
-  let n = state.nodes[nodeId];
+  let n = writable(state.nodes, nodeId);
   if (!n) {
     n = newNode(nodeId, seq);
     state.nodes[nodeId] = n;
@@ -72,7 +73,7 @@ function setGpuCordon(
   reason: string,
   seq: number,
 ): void {
-  const n = state.nodes[at.nodeId];
+  const n = writable(state.nodes, at.nodeId);
   const g = n?.gpus.find((x) => x.index === at.gpuIndex);
   if (!n || !g) return;
   g.cordoned = cordoned;
@@ -152,7 +153,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     }
     case "sessionClosed": {
       const v = body.value;
-      const n = state.nodes[v.nodeId];
+      const n = writable(state.nodes, v.nodeId);
       if (!n || n.session?.sessionId !== v.sessionId) return state;
       closeSession(n, CLOSE_REASON[v.reason] ?? "closed", meta);
       return state;
@@ -160,7 +161,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     case "hardwareChanged": {
       const v = body.value;
       if (!isCurrentSession(state, v.nodeId, v.sessionId)) return state;
-      const n = state.nodes[v.nodeId] as NodeState;
+      const n = writable(state.nodes, v.nodeId) as NodeState;
       applyRegistration(n, v.registration);
       n.lastChangeSeq = meta.seq;
       return state;
@@ -168,7 +169,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     case "usageChanged": {
       const v = body.value;
       if (!isCurrentSession(state, v.nodeId, v.sessionId)) return state;
-      const n = state.nodes[v.nodeId] as NodeState;
+      const n = writable(state.nodes, v.nodeId) as NodeState;
       v.gpuMemoryUsedMb.forEach((used, i) => {
         const g = n.gpus[i];
         if (g) g.memoryUsedMb = Number(used);
@@ -201,7 +202,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     }
     case "gatewayDraining":
     case "gatewayStopped": {
-      const g = state.gateways[body.value.gatewayId];
+      const g = writable(state.gateways, body.value.gatewayId);
       if (g) {
         g.status = body.case === "gatewayDraining" ? "draining" : "stopped";
         g.lastChangeSeq = meta.seq;
@@ -235,7 +236,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     }
     case "gpuProblemsCleared": {
       const v = body.value;
-      const n = state.nodes[v.nodeId];
+      const n = writable(state.nodes, v.nodeId);
       if (!n) return state;
       if (v.nodeLevel) {
         n.nodeProblems = [];
@@ -258,7 +259,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       for (const d of body.value.decisions) {
         const k = d.kind;
         if (k.case === "nodeLiveness") {
-          const n = state.nodes[k.value.nodeId];
+          const n = writable(state.nodes, k.value.nodeId);
           const l = livenessName(k.value.liveness);
           // Only about the session it names: a node that came back since stays connected.
           if (
@@ -271,16 +272,16 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
           n.liveness = l;
           n.lastChangeSeq = meta.seq;
         } else if (k.case === "shardsAdopted") {
-          const n = state.nodes[k.value.nodeId];
+          const n = writable(state.nodes, k.value.nodeId);
           if (n?.session && n.session.sessionId === k.value.sessionId) n.session.adoptionSeq = meta.seq;
         } else if (k.case === "sessionsExpired") {
-          const g = state.gateways[k.value.gatewayId];
+          const g = writable(state.gateways, k.value.gatewayId);
           if (g) {
             g.status = "lost";
             g.lastChangeSeq = meta.seq;
           }
           for (const s of k.value.sessions) {
-            const n = state.nodes[s.nodeId];
+            const n = writable(state.nodes, s.nodeId);
             if (n && n.session?.sessionId === s.sessionId) closeSession(n, "gateway-lost", meta);
           }
         }

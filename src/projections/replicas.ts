@@ -9,6 +9,7 @@
  */
 import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { modelFrom, shardStateName } from "./convert.js";
+import { writable } from "./fork.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
 import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
@@ -123,7 +124,7 @@ function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
 }
 
 function replicaFor(state: ReplicasState, replicaId: string, model: string, seq: number): ReplicaState {
-  let r = state.replicas[replicaId];
+  let r = writable(state.replicas, replicaId);
   if (!r) {
     r = newReplica(replicaId, model, seq);
     state.replicas[replicaId] = r;
@@ -156,7 +157,7 @@ export function evolveReplicas(
       const v = body.value;
       const st = v.status;
       if (!st || !isCurrentSession(inventory, v.nodeId, v.sessionId)) return state;
-      const r = state.replicas[st.replicaId];
+      const r = writable(state.replicas, st.replicaId);
       const shard = r?.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId);
       if (!r || !shard) return state;
       shard.state = shardStateName(st.state);
@@ -192,7 +193,7 @@ export function evolveReplicas(
       if (!cmd) return state;
       delete state.commands[res.commandId];
       if (!res.ok) {
-        const shard = state.replicas[cmd.replicaId]?.shards.find((s) => s.shardId === cmd.shardId);
+        const shard = writable(state.replicas, cmd.replicaId)?.shards.find((s) => s.shardId === cmd.shardId);
         if (shard) {
           shard.lastError = res.error;
           shard.lastChangeSeq = meta.seq;
@@ -281,7 +282,7 @@ function foldPass(
         const v = k.value;
         const r = replicaFor(state, v.replicaId, v.model, meta.seq);
         r.replaces = v.replaces;
-        const old = v.replaces ? state.replicas[v.replaces] : undefined;
+        const old = v.replaces ? writable(state.replicas, v.replaces) : undefined;
         if (old) old.replacedBy = v.replicaId;
         break;
       }
@@ -355,7 +356,7 @@ function foldPass(
         break;
       }
       case "replicaDrainStarted": {
-        const r = state.replicas[k.value.replicaId];
+        const r = writable(state.replicas, k.value.replicaId);
         if (!r) break;
         // A drain restated (a shard re-adopted mid-drain) keeps its start: the
         // deadline the agents were told does not move.
@@ -371,7 +372,7 @@ function foldPass(
       case "replicaFailed": {
         // Its shards are gone or being stopped; the replica waits to be placed again.
         const v = k.value;
-        const r = state.replicas[v.replicaId];
+        const r = writable(state.replicas, v.replicaId);
         if (!r) break;
         r.lastFailure = {
           reason: failureReasonName(v.reason),
@@ -393,7 +394,7 @@ function foldPass(
         break;
       }
       case "shardBackoff": {
-        const r = state.replicas[k.value.replicaId];
+        const r = writable(state.replicas, k.value.replicaId);
         if (!r) break;
         r.restarts = k.value.restarts;
         r.backoffUntilMs = Number(k.value.untilUnixMs);
@@ -470,7 +471,7 @@ function foldPass(
       issuedSeq: meta.seq,
       deadlineMs: Number(c.deadlineUnixMs),
     };
-    const shard = state.replicas[replicaId]?.shards.find((s) => s.shardId === shardId);
+    const shard = writable(state.replicas, replicaId)?.shards.find((s) => s.shardId === shardId);
     if (!shard) continue;
     if (kind === "start") {
       // Each send of a start (re-sends keep the id) restarts the wait for STARTING.

@@ -11,12 +11,45 @@
  * what the scan would, including the rare case of two replicas naming the
  * same shard on one node (then it falls back to the scan's order).
  */
+import { originOf } from "./fork.js";
 import type { ReplicaState } from "./state.js";
 
 type Replicas = Record<string, ReplicaState>;
 type Index = Map<string, Set<string>>;
 
 const indexes = new WeakMap<Replicas, Index>();
+
+/**
+ * A fork's replicas (fork.ts) answer from their origin's index, less the
+ * replicas the fork changed, plus those replicas' shards as the fork has
+ * them: a pass costs what it changes, not a rebuild of the index.
+ */
+interface Overlay {
+  origin: Replicas;
+  changed: Set<string>;
+  delta: Index;
+}
+
+const overlays = new WeakMap<Replicas, Overlay>();
+
+function overlayOf(replicas: Replicas): Overlay | undefined {
+  let o = overlays.get(replicas);
+  if (o) return o;
+  const origin = originOf(replicas);
+  if (!origin) return undefined;
+  o = { origin, changed: new Set(), delta: new Map() };
+  overlays.set(replicas, o);
+  return o;
+}
+
+function owners(replicas: Replicas, k: string): string[] {
+  const o = overlayOf(replicas);
+  if (!o) return [...((indexes.get(replicas) ?? build(replicas)).get(k) ?? [])];
+  const base = (indexes.get(o.origin) ?? build(o.origin)).get(k) ?? [];
+  const out = [...base].filter((id) => !o.changed.has(id));
+  for (const id of o.delta.get(k) ?? []) out.push(id);
+  return out;
+}
 
 function key(nodeId: string, shardId: string): string {
   return `${nodeId}\u0000${shardId}`;
@@ -43,12 +76,9 @@ function add(index: Index, r: ReplicaState): void {
 
 /** The replica holding `shardId` on `nodeId`, or "" — the first in the record's order. */
 export function shardOwner(replicas: Replicas, nodeId: string, shardId: string): string {
-  const owners = (indexes.get(replicas) ?? build(replicas)).get(key(nodeId, shardId));
-  if (!owners || owners.size === 0) return "";
-  if (owners.size === 1) {
-    const [only] = owners;
-    return only ?? "";
-  }
+  const found = owners(replicas, key(nodeId, shardId));
+  if (found.length === 0) return "";
+  if (found.length === 1) return found[0] ?? "";
   for (const r of Object.values(replicas)) {
     if (r.shards.some((s) => s.shardId === shardId && s.nodeId === nodeId)) return r.replicaId;
   }
@@ -57,7 +87,9 @@ export function shardOwner(replicas: Replicas, nodeId: string, shardId: string):
 
 /** Call before a replica's shards change or it is deleted. */
 export function forgetShards(replicas: Replicas, r: ReplicaState): void {
-  const index = indexes.get(replicas);
+  const o = overlayOf(replicas);
+  if (o) o.changed.add(r.replicaId);
+  const index = o ? o.delta : indexes.get(replicas);
   if (!index) return;
   for (const s of r.shards) {
     const k = key(s.nodeId, s.shardId);
@@ -70,6 +102,8 @@ export function forgetShards(replicas: Replicas, r: ReplicaState): void {
 
 /** Call after a replica's shards changed (or it was created with shards). */
 export function recordShards(replicas: Replicas, r: ReplicaState): void {
-  const index = indexes.get(replicas);
+  const o = overlayOf(replicas);
+  if (o) o.changed.add(r.replicaId);
+  const index = o ? o.delta : indexes.get(replicas);
   if (index) add(index, r);
 }

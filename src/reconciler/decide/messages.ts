@@ -7,7 +7,7 @@ import {
   DecisionSchema,
   ReplicaFailed_Reason,
 } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState, ShardState } from "../../projections/index.js";
+import { type ReplicaState, type ShardState, sortedKeys } from "../../projections/index.js";
 import type { Pass } from "./pass.js";
 
 export type DecisionKind = MessageInitShape<typeof DecisionSchema>["kind"];
@@ -189,7 +189,5 @@ export function failReplica(
 
 /** Records sorted by key: iteration never depends on the order records were inserted. */
 export function sortedValues<T>(rec: Record<string, T>): T[] {
-  return Object.keys(rec)
-    .sort()
-    .map((k) => rec[k] as T);
+  return sortedKeys(rec).map((k) => rec[k] as T);
 }

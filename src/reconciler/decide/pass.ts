@@ -4,6 +4,8 @@
  * working copy of the state with the real fold, so later rules of the same
  * pass see its effect exactly as the next pass will (a created replica is
  * pending, a failed one has no shards, an adopted shard holds its GPUs).
+ * The working copy is a fork (projections/fork.ts): it shares every record
+ * the pass does not change with the input, so a pass costs what it changes.
  *
  * Ids are derived from the state's sequence and counters, never from a
  * clock or randomness: the same input gives the same pass.
@@ -15,7 +17,7 @@ import {
   EventSchema,
   ReconcilePassSchema,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { evolveFleet, type FleetState } from "../../projections/index.js";
+import { evolveFleet, type FleetState, forkFleet } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import type { DecideInput } from "./types.js";
 
@@ -41,7 +43,7 @@ export class Pass {
   #commands = 0;
 
   constructor(input: DecideInput) {
-    this.work = structuredClone(input.state);
+    this.work = forkFleet(input.state);
     this.config = input.config;
     this.nowMs = input.nowMs;
     this.liveGateways = input.liveGateways;

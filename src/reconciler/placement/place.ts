@@ -101,23 +101,16 @@ export function summarize(fit: number, considered: number, ruledOut: RuledOutCou
 }
 
 function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Policy): ProfileOutcome {
-  const reasons = new Map<string, number>();
-  const fits: Fitting[] = [];
-  const all = view.fits(model, p, policy);
-  for (const n of view.nodes) {
-    const f = all[n.pos] as NodeFit;
-    if (f.ok) fits.push({ nodeId: n.nodeId, sessionId: n.sessionId, score: f.score });
-    else reasons.set(f.reason, (reasons.get(f.reason) ?? 0) + 1);
-  }
+  const index = view.index(model, p, policy);
   const shards = Math.max(1, p.shards);
   if (shards === 1) {
-    const top = best(fits, RUNNERS_UP + 1);
+    const top = index.best(RUNNERS_UP + 1).map((pos) => fitting(view, index.fits[pos], pos));
     const chosen = top[0];
-    if (!chosen) return { fit: 0, ruledOut: sortReasons(reasons) };
+    if (!chosen) return { fit: 0, ruledOut: sortReasons(index.reasons) };
     const gpuIndices = take(view, chosen.nodeId, p, model);
     return {
-      fit: fits.length,
-      ruledOut: sortReasons(reasons),
+      fit: index.fitCount,
+      ruledOut: sortReasons(index.reasons),
       placed: {
         kind: "placed",
         profile: p,
@@ -127,7 +120,19 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
       },
     };
   }
+  const reasons = new Map(index.reasons);
+  const fits: Fitting[] = [];
+  for (const n of view.nodes) {
+    const f = index.fits[n.pos] as NodeFit;
+    if (f.ok) fits.push({ nodeId: n.nodeId, sessionId: n.sessionId, score: f.score });
+  }
   return tryGroups(view, model, p, shards, fits, reasons);
+}
+
+function fitting(view: FleetView, f: NodeFit | undefined, pos: number): Fitting {
+  const n = view.nodes[pos];
+  if (!n || !f?.ok) throw new Error(`placement index out of step at node position ${pos}`);
+  return { nodeId: n.nodeId, sessionId: n.sessionId, score: f.score };
 }
 
 /** A multi-shard profile: `shards` distinct nodes that share one fabric of the profile's kind. */

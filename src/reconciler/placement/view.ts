@@ -5,9 +5,17 @@
  * then updated as the pass allocates GPUs, so two replicas placed in one
  * pass never share a GPU.
  */
-import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
+import {
+  type FleetState,
+  type GpuState,
+  type NodeState,
+  type ProfileSpec,
+  type ReplicaState,
+  sortedKeys,
+} from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
-import type { NodeView } from "./node-view.js";
+import { FitIndex } from "./fit-index.js";
+import type { GpuView, NodeView } from "./node-view.js";
 
 export class FleetView {
   /** Every node of the inventory, sorted by id (the deterministic tie-break). */
@@ -16,19 +24,23 @@ export class FleetView {
   /** Nodes on cooldown, per model. */
   readonly #cooldowns = new Map<string, Set<string>>();
   /** Node fits per model/profile, valid while the node's version is unchanged. */
-  readonly #fits = new Map<string, { versions: Int32Array; fits: Array<NodeFit | undefined> }>();
+  readonly #fits = new Map<string, FitIndex>();
+  /** Positions of the nodes allocated on in this pass, in order (what the fit indexes catch up on). */
+  readonly #allocated: number[] = [];
 
   /**
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
    */
   constructor(state: FleetState, nowMs: number, unadopted: ReadonlySet<string>) {
-    const ids = Object.keys(state.inventory.nodes).sort();
+    const ids = sortedKeys(state.inventory.nodes);
     this.nodes = ids.map((id) => nodeView(state.inventory.nodes[id] as NodeState, unadopted.has(id)));
     this.nodes.forEach((n, i) => {
       n.pos = i;
       this.#byId.set(n.nodeId, n);
     });
-    for (const r of Object.values(state.replicas.replicas)) {
+    const replicas = state.replicas.replicas;
+    for (const id in replicas) {
+      const r = replicas[id] as ReplicaState;
       for (const s of r.shards) {
         if (s.desired === "stopped") continue;
         const n = this.#byId.get(s.nodeId);
@@ -54,39 +66,50 @@ export class FleetView {
 
   /**
    * Whether each node fits one shard of `p` for `model`, in node order.
-   * Placing a replica changes only the nodes it lands on, so fits are
-   * cached per node version: a pass placing many replicas re-evaluates only
-   * the nodes that changed.
    */
   fits(model: string, p: ProfileSpec, policy: Policy): NodeFit[] {
+    return this.index(model, p, policy).fits as NodeFit[];
+  }
+
+  /**
+   * Every node's fit for one shard of `p` for `model`, indexed by score and
+   * reason. Placing a replica changes only the nodes it lands on, so the
+   * index is built once per model/profile in a pass and then re-evaluates
+   * only the nodes allocated on since it last looked.
+   */
+  index(model: string, p: ProfileSpec, policy: Policy): FitIndex {
     const key = `${model}\u0000${p.name}`;
     let cache = this.#fits.get(key);
     if (!cache) {
-      cache = { versions: new Int32Array(this.nodes.length).fill(-1), fits: new Array(this.nodes.length) };
+      cache = new FitIndex(this.nodes.length);
+      for (const n of this.nodes) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
+      cache.seen = this.#allocated.length;
       this.#fits.set(key, cache);
+      return cache;
     }
-    const out: NodeFit[] = new Array(this.nodes.length);
-    for (const n of this.nodes) {
-      let f = cache.fits[n.pos];
-      if (f === undefined || cache.versions[n.pos] !== n.version) {
-        f = fitNode(n, model, p, policy, this.onCooldown(model, n.nodeId));
-        cache.fits[n.pos] = f;
-        cache.versions[n.pos] = n.version;
-      }
-      out[n.pos] = f;
+    for (; cache.seen < this.#allocated.length; cache.seen++) {
+      const n = this.nodes[this.#allocated[cache.seen] as number] as NodeView;
+      if (cache.versions[n.pos] !== n.version) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
     }
-    return out;
+    return cache;
+  }
+
+  #fit(n: NodeView, model: string, p: ProfileSpec, policy: Policy): NodeFit {
+    return fitNode(n, model, p, policy, this.onCooldown(model, n.nodeId));
   }
 
   /** Marks GPUs as taken by a shard of `model` placed in this pass. */
   allocate(nodeId: string, gpuIndices: readonly number[], model: string): void {
     const n = this.#byId.get(nodeId);
-    if (n) this.#take(n, gpuIndices, model);
+    if (!n) return;
+    this.#take(n, gpuIndices, model);
+    this.#allocated.push(n.pos);
   }
 
   #take(n: NodeView, gpuIndices: readonly number[], model: string): void {
     for (const i of gpuIndices) {
-      const g = n.gpus.find((x) => x.index === i);
+      const at = n.gpus[i];
+      const g = at?.index === i ? at : n.gpus.find((x) => x.index === i);
       if (g && !g.allocated) {
         g.allocated = true;
         n.allocatedGpus++;
@@ -110,31 +133,38 @@ function blockedReason(n: NodeState, unadopted: boolean): string {
 }
 
 function nodeView(n: NodeState, unadopted: boolean): NodeView {
-  const nvlinkOf = new Map<number, string>();
+  let nvlinkOf: Map<number, string> | undefined;
   const fabricsByKind = new Map<string, string[]>();
   for (const f of n.fabrics) {
     const names = fabricsByKind.get(f.kind) ?? [];
     if (!names.includes(f.name)) names.push(f.name);
     fabricsByKind.set(f.kind, names);
-    if (f.kind === "nvlink") for (const i of f.gpuIndices) if (!nvlinkOf.has(i)) nvlinkOf.set(i, f.name);
+    if (f.kind !== "nvlink") continue;
+    nvlinkOf ??= new Map();
+    for (const i of f.gpuIndices) if (!nvlinkOf.has(i)) nvlinkOf.set(i, f.name);
   }
   const nodeHealthy = n.nodeProblems.length === 0;
+  const gpus: GpuView[] = new Array(n.gpus.length);
+  let sorted = true;
+  n.gpus.forEach((g, i) => {
+    if (i > 0 && (n.gpus[i - 1] as GpuState).index > g.index) sorted = false;
+    gpus[i] = {
+      index: g.index,
+      product: g.product.toLowerCase(),
+      healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
+      cordoned: g.cordoned,
+      freeMb: g.memoryTotalMb - g.memoryUsedMb,
+      allocated: false,
+      nvlink: nvlinkOf?.get(g.index) ?? "",
+    };
+  });
+  if (!sorted) gpus.sort((a, b) => a.index - b.index);
   return {
     nodeId: n.nodeId,
     blocked: blockedReason(n, unadopted),
     sessionId: n.session?.sessionId ?? "",
     labels: n.labels,
-    gpus: [...n.gpus]
-      .sort((a, b) => a.index - b.index)
-      .map((g) => ({
-        index: g.index,
-        product: g.product.toLowerCase(),
-        healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
-        cordoned: g.cordoned,
-        freeMb: g.memoryTotalMb - g.memoryUsedMb,
-        allocated: false,
-        nvlink: nvlinkOf.get(g.index) ?? "",
-      })),
+    gpus,
     fabricsByKind,
     allocatedGpus: 0,
     pos: 0,

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { evolveFleet, type FleetState, forkFleet } from "../../src/projections/index.js";
+import { shardOwner } from "../../src/projections/shard-owners.js";
+import type { DecideOutput } from "../../src/reconciler/index.js";
+import { Fleet, llama8b, llama70b, llama405b } from "../support/fleet.js";
+
+/** A fleet mid-way: replicas running, a node lost, the catalog changed (the next pass fails, stops, creates, places). */
+function busyFleet(): Fleet {
+  const f = new Fleet();
+  for (const n of ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1"]) f.connect(n);
+  f.catalog(llama70b(3), llama8b(4), llama405b(1));
+  f.run();
+  f.disconnect("gpu-a3").advance(f.config.lostAfterMs);
+  f.catalog(llama70b(2), llama8b(6), llama405b(1));
+  return f;
+}
+
+function passEvent(f: Fleet, out: DecideOutput) {
+  return create(EventSchema, {
+    id: "p",
+    body: {
+      case: "reconcilePass",
+      value: { nowUnixMs: BigInt(f.nowMs), decisions: out.decisions, commands: out.commands },
+    },
+  });
+}
+
+describe("projections: a fork of the fleet", () => {
+  it("given a busy fleet, when a pass is folded into a fork, then the fork equals the pass folded into a full copy and the original is unchanged", () => {
+    const f = busyFleet();
+    const out = f.decide();
+    assert.ok(out.decisions.length > 3 && out.commands.length > 0, "the pass does something");
+    const before = JSON.stringify(f.state);
+    const meta = { seq: f.state.seq + 1, timeMs: f.nowMs };
+
+    const copy = evolveFleet(structuredClone(f.state), passEvent(f, out), meta);
+    const fork = evolveFleet(forkFleet(f.state), passEvent(f, out), meta);
+
+    assert.equal(JSON.stringify(fork), JSON.stringify(copy), "same content, same record order");
+    assert.equal(JSON.stringify(f.state), before, "the original keeps its content");
+  });
+
+  it("given a fork, when the fold changes a record in place, then the fork keeps the object (what a rule holds sees the change) and the original gets a copy", () => {
+    const f = busyFleet();
+    const fork: FleetState = forkFleet(f.state);
+    const [id, held] = Object.entries(fork.replicas.replicas).find(([, r]) => r.phase === "running") ?? [];
+    assert.ok(id && held);
+    const failed = create(EventSchema, {
+      id: "p",
+      body: {
+        case: "reconcilePass",
+        value: {
+          nowUnixMs: BigInt(f.nowMs),
+          decisions: [
+            { explanation: "x", kind: { case: "replicaFailed", value: { replicaId: id, error: "gone" } } },
+          ],
+        },
+      },
+    });
+    evolveFleet(fork, failed, { seq: f.state.seq + 1, timeMs: f.nowMs });
+    assert.equal(fork.replicas.replicas[id], held);
+    assert.equal(held.phase, "pending");
+    assert.notEqual(f.state.replicas.replicas[id], held);
+    assert.notEqual(f.state.replicas.replicas[id]?.phase, "pending");
+  });
+
+  it("answers shard owners from the original's index plus the fork's own changes", () => {
+    const f = busyFleet();
+    const r = Object.values(f.state.replicas.replicas).find((x) => x.shards.length > 0);
+    const s = r?.shards[0];
+    assert.ok(r && s);
+    assert.equal(shardOwner(f.state.replicas.replicas, s.nodeId, s.shardId), r.replicaId);
+    const fork = forkFleet(f.state);
+    assert.equal(shardOwner(fork.replicas.replicas, s.nodeId, s.shardId), r.replicaId);
+    const removed = create(EventSchema, {
+      id: "p",
+      body: {
+        case: "reconcilePass",
+        value: {
+          nowUnixMs: BigInt(f.nowMs),
+          decisions: [
+            { explanation: "x", kind: { case: "replicaRemoved", value: { replicaId: r.replicaId } } },
+          ],
+        },
+      },
+    });
+    evolveFleet(fork, removed, { seq: f.state.seq + 1, timeMs: f.nowMs });
+    assert.equal(shardOwner(fork.replicas.replicas, s.nodeId, s.shardId), "", "gone from the fork");
+    assert.equal(
+      shardOwner(f.state.replicas.replicas, s.nodeId, s.shardId),
+      r.replicaId,
+      "kept in the original",
+    );
+  });
+});

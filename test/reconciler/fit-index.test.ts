@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { FitIndex } from "../../src/reconciler/placement/fit-index.js";
+import type { NodeFit } from "../../src/reconciler/placement/index.js";
+
+/** What a full scan gives: fitting positions by score (higher first), then position; reasons counted. */
+function scan(fits: NodeFit[], k: number): { best: number[]; reasons: Record<string, number>; fit: number } {
+  const ok = fits.flatMap((f, pos) => (f.ok ? [{ pos, score: f.score }] : []));
+  ok.sort((a, b) => b.score - a.score || a.pos - b.pos);
+  const reasons: Record<string, number> = {};
+  for (const f of fits) if (!f.ok) reasons[f.reason] = (reasons[f.reason] ?? 0) + 1;
+  return { best: ok.slice(0, k).map((x) => x.pos), reasons, fit: ok.length };
+}
+
+function fitOf(i: number, round: number): NodeFit {
+  const h = (i * 7919 + round * 104_729) % 13;
+  if (h < 3) return { ok: false, reason: h === 0 ? "too few free GPUs" : "cordoned" };
+  return { ok: true, score: Math.round(((h % 5) / 4 - (h % 2)) * 10_000) / 10_000 };
+}
+
+describe("placement: the fit index", () => {
+  it("given every node's fit, then as nodes change, answers the best nodes and the reason counts exactly as a full scan", () => {
+    const n = 200;
+    const fits: NodeFit[] = [];
+    const index = new FitIndex(n);
+    for (let i = 0; i < n; i++) {
+      fits[i] = fitOf(i, 0);
+      index.set(i, 0, fits[i] as NodeFit);
+    }
+    for (let round = 1; round <= 50; round++) {
+      const want = scan(fits, 4);
+      assert.deepEqual(index.best(4), want.best, `round ${round}`);
+      assert.deepEqual(Object.fromEntries(index.reasons), want.reasons);
+      assert.equal(index.fitCount, want.fit);
+      // The nodes a placement landed on change; nothing else does.
+      for (const pos of [...want.best.slice(0, 1), (round * 37) % n]) {
+        fits[pos] = fitOf(pos, round);
+        index.set(pos, round, fits[pos] as NodeFit);
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      fits[i] = { ok: false, reason: "too few free GPUs" };
+      index.set(i, 99, fits[i] as NodeFit);
+    }
+    assert.deepEqual(index.best(4), []);
+    assert.deepEqual(Object.fromEntries(index.reasons), { "too few free GPUs": n });
+  });
+});
