@@ -116,9 +116,11 @@ function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
 }
 
 function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
-  for (const r of Object.values(state.replicas)) {
+  for (const [id, r] of Object.entries(state.replicas)) {
     if (r.disruptionBlocked !== undefined && r.shards.some((s) => s.nodeId === nodeId)) {
-      delete r.disruptionBlocked;
+      // In a pass's fork the input keeps its own copy (projections/fork.ts).
+      const w = writable(state.replicas, id);
+      if (w) delete w.disruptionBlocked;
     }
   }
 }
@@ -432,7 +434,7 @@ function foldPass(
         delete state.undeliverable[k.value.commandId];
         break;
       case "disruptionBlocked": {
-        const r = state.replicas[k.value.replicaId];
+        const r = writable(state.replicas, k.value.replicaId);
         if (r) r.disruptionBlocked = d.explanation;
         break;
       }
