@@ -98,8 +98,15 @@ type Init =
   | { kind: "list" | "map" | "oneof"; name: string };
 
 interface MessagePlan {
-  typeName: string;
-  inits: Init[];
+  /** A new message's properties in `create`'s order, lists, maps and oneofs with placeholders. */
+  template: Msg;
+  /** The lists and maps, each a fresh object in every message. */
+  fresh: Array<{ kind: "list" | "map"; name: string }>;
+  /**
+   * The oneofs: set by the reader of the member present, `{ case: undefined }`
+   * after the message when none was (one object per oneof, not two).
+   */
+  oneofs: string[];
   /** Field readers by field number; a hole is a field this schema does not know. */
   readers: (FieldReader | undefined)[];
 }
@@ -109,29 +116,30 @@ const plans = new Map<string, MessagePlan>();
 function planOf(desc: DescMessage): MessagePlan {
   const known = plans.get(desc.typeName);
   if (known) return known;
-  const plan: MessagePlan = { typeName: desc.typeName, inits: [], readers: [] };
+  const inits: Init[] = [];
+  const plan: MessagePlan = { template: {}, fresh: [], oneofs: [], readers: [] };
   // Registered before the fields so recursive message types end.
   plans.set(desc.typeName, plan);
   for (const member of desc.members) {
     const name = member.localName;
     if (member.kind === "oneof") {
-      plan.inits.push({ kind: "oneof", name });
+      inits.push({ kind: "oneof", name });
       continue;
     }
     switch (member.fieldKind) {
       case "list":
-        plan.inits.push({ kind: "list", name });
+        inits.push({ kind: "list", name });
         break;
       case "map":
-        plan.inits.push({ kind: "map", name });
+        inits.push({ kind: "map", name });
         break;
       case "scalar":
         if (member.presence === IMPLICIT)
-          plan.inits.push({ kind: "constant", name, value: scalarZero(member.scalar) });
+          inits.push({ kind: "constant", name, value: scalarZero(member.scalar) });
         break;
       case "enum":
         if (member.presence === IMPLICIT)
-          plan.inits.push({ kind: "constant", name, value: member.enum.values[0]?.number ?? 0 });
+          inits.push({ kind: "constant", name, value: member.enum.values[0]?.number ?? 0 });
         break;
       case "message":
         // Absent from a new message, as `create` leaves it.
@@ -141,6 +149,16 @@ function planOf(desc: DescMessage): MessagePlan {
         throw new Error(`unknown field kind ${String(never)}`);
       }
     }
+  }
+  plan.template.$typeName = desc.typeName;
+  for (const init of inits) {
+    if (init.kind === "constant") {
+      plan.template[init.name] = init.value;
+      continue;
+    }
+    plan.template[init.name] = undefined;
+    if (init.kind === "oneof") plan.oneofs.push(init.name);
+    else plan.fresh.push({ kind: init.kind, name: init.name });
   }
   for (const f of desc.fields) plan.readers[f.number] = fieldReader(f);
   return plan;
@@ -166,23 +184,19 @@ function scalarZero(t: ScalarType): unknown {
 }
 
 function newMessage(plan: MessagePlan): Msg {
-  const m: Msg = { $typeName: plan.typeName };
-  for (const init of plan.inits) {
+  // A copy of the template (the type name and the constant zeros), then a
+  // fresh list or map for each; oneofs are set by `endMessage`.
+  const m: Msg = { ...plan.template };
+  for (const init of plan.fresh) {
     switch (init.kind) {
-      case "constant":
-        m[init.name] = init.value;
-        break;
       case "list":
         m[init.name] = [];
         break;
       case "map":
         m[init.name] = {};
         break;
-      case "oneof":
-        m[init.name] = { case: undefined };
-        break;
       default: {
-        const never: never = init;
+        const never: never = init.kind;
         throw new Error(`unknown member ${String(never)}`);
       }
     }
@@ -206,6 +220,11 @@ function readMessage(c: Cursor, plan: MessagePlan, length: number, depth: number
     read(c, m, tag & 7, depth);
   }
   if (c.pos !== end) throw UNSUPPORTED;
+  return endMessage(plan, m);
+}
+
+function endMessage(plan: MessagePlan, m: Msg): Msg {
+  for (const o of plan.oneofs) if (m[o] === undefined) m[o] = { case: undefined };
   return m;
 }
 
@@ -253,7 +272,8 @@ function fieldReader(f: DescField): FieldReader {
       if (oneof !== undefined) {
         return (c, m, w, depth) => {
           // A second occurrence merges into the first in `fromBinary`.
-          if (w !== WIRE_LENGTH_DELIMITED || (m[oneof] as { case: unknown }).case === name) throw UNSUPPORTED;
+          if (w !== WIRE_LENGTH_DELIMITED || (m[oneof] as { case: unknown } | undefined)?.case === name)
+            throw UNSUPPORTED;
           m[oneof] = { case: name, value: readMessage(c, child, readLength(c), depth + 1) };
         };
       }
@@ -317,7 +337,7 @@ function fieldReader(f: DescField): FieldReader {
           const child = planOf(f.message);
           valueWire = WIRE_LENGTH_DELIMITED;
           readValue = (c, depth) => readMessage(c, child, readLength(c), depth + 1);
-          valueZero = () => newMessage(child);
+          valueZero = () => endMessage(child, newMessage(child));
           break;
         }
         default: {
