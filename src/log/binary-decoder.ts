@@ -16,11 +16,12 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * Why: replaying the log is reading it, decoding every event and folding
  * it. `fromBinary` destructures a new [field, wire type] array per tag,
  * looks every field up in a Map, creates each message through a generic
- * initializer and reads 64-bit integers through a DataView; decoding took
- * more time than the read of the message itself (docs/PERFORMANCE.md,
- * "replay"). Here each message type has a table indexed by field number,
- * a tag of one byte is read in place, strings of ASCII are read without a
- * decoder call, and 64-bit integers below 2^53 become a BigInt in one step.
+ * initializer; decoding took more time than the bare read of the message.
+ * Here each message type has a table indexed by field number, a tag of one
+ * byte is read in place, strings of ASCII are read without a decoder call,
+ * small 64-bit integers (below 2^31) become a BigInt without a DataView,
+ * and a new message is a copy of its type's template (docs/ARCHITECTURE.md,
+ * "Replay at read speed").
  *
  * Nothing is guessed: the plan is the schema's descriptors (src/gen), so a
  * field added to the proto is decoded as soon as the code is regenerated.
@@ -418,7 +419,7 @@ function scalarReader(t: ScalarType, strict: boolean): (c: Cursor) => unknown {
       return (c) => {
         readVarint64(c);
         const hi = c.hi;
-        // Below 2^53: exact as a number, one conversion.
+        // Below 2^31 (counts, sequences, MiB): one conversion; the rest as fromBinary does.
         if (hi === 0 && c.lo >= 0) return BigInt(c.lo);
         return protoInt64.dec(c.lo, hi);
       };
