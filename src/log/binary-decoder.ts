@@ -462,9 +462,15 @@ function readString(c: Cursor, strict: boolean): string {
     for (let i = start; i < end; i++) {
       if ((buf[i] as number) > 0x7f) return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
     }
-    let s = "";
-    for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
-    return s;
+    // Up to 12 characters, appending makes a flat string; past that it
+    // would build a chain of cons strings (one per character) that a fold
+    // keeps, so longer ones are made in one call.
+    if (len <= 12) {
+      let s = "";
+      for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
+      return s;
+    }
+    return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
   }
   return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
 }
