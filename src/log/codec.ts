@@ -1,5 +1,6 @@
-import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
+import { compileDecoder } from "./binary-decoder.js";
 import { compileEncoder } from "./binary-encoder.js";
 import { LogError } from "./errors.js";
 import type { Subjects } from "./subjects.js";
@@ -33,8 +34,11 @@ export function encodeEvent(event: Event): Uint8Array {
   return writeEvent(event);
 }
 
+const readEvent = compileDecoder(EventSchema);
+
 /**
- * Decodes bytes from the log. Unknown fields (written by a newer version)
+ * Decodes bytes from the log (what `fromBinary` returns; see
+ * binary-decoder.ts for why not it). Unknown fields (written by a newer version)
  * are kept, not rejected; an event whose body is a kind this version does
  * not know decodes with `body.case === undefined` and callers skip it.
  * Bytes that are not an event, or an envelope without an id (which every
@@ -47,7 +51,7 @@ export function decodeEvent(bytes: Uint8Array, seq?: number): Event {
   }
   let event: Event;
   try {
-    event = fromBinary(EventSchema, bytes);
+    event = readEvent(bytes);
   } catch (err) {
     throw new LogError(
       "malformed",

@@ -39,7 +39,7 @@ export {
   nodeIdToken,
 } from "./node-id.js";
 export { collectPasses, type PassRange, type RecordedPass, readPasses } from "./passes.js";
-export { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
+export { type LogRecord, type ReadOptions, readEventBatches, readEvents, streamTimeMs } from "./reader.js";
 export { isReservedKey } from "./reserved-keys.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 export {

@@ -6,7 +6,7 @@ import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import { connectNats } from "./connect.js";
 import { LogError } from "./errors.js";
 import type { NatsSecurity } from "./nats-credentials.js";
-import { type LogRecord, type ReadOptions, readEvents } from "./reader.js";
+import { type LogRecord, type ReadOptions, readEventBatches, readEvents } from "./reader.js";
 import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 import { Subjects } from "./subjects.js";
 
@@ -51,6 +51,11 @@ export class Log {
 
   read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
     return readEvents(this.js, this.jsm, this.stream, opts);
+  }
+
+  /** `read` a batch at a time (whatever had arrived), for folds: see `readEventBatches`. */
+  readBatches(opts?: ReadOptions): AsyncGenerator<LogRecord[]> {
+    return readEventBatches(this.js, this.jsm, this.stream, opts);
   }
 
   /** The stream's last sequence now (0 when empty). */

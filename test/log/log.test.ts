@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { headers } from "@nats-io/transport-node";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { isLogError, type Log, type LogError, openLog } from "../../src/log/index.js";
+import { AppendWindow, isLogError, type Log, type LogError, openLog } from "../../src/log/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { sampleEvents } from "../support/sample-events.js";
 import { serverSuite, withTestLog } from "../support/suites.js";
@@ -110,6 +110,47 @@ describe("log against a real nats-server", () => {
       await log.append(cordon("f-3"));
       await reading;
       assert.deepEqual(seen, [1, 2, 3]);
+    }));
+
+  it("reads in batches what it reads one by one, and hands a following batch over as soon as it arrives", () =>
+    withLog(async (log) => {
+      const window = new AppendWindow(log.appender, 256);
+      const acks: Promise<unknown>[] = [];
+      for (let i = 0; i < 3000; i++) acks.push((await window.start(cordon(`b-${i}`, `gpu-${i % 7}`))).acked);
+      await Promise.all(acks);
+      const one: number[] = [];
+      for await (const r of log.read({ batch: 500 })) one.push(r.seq);
+      const batched: number[] = [];
+      let batches = 0;
+      for await (const b of log.readBatches({ batch: 500 })) {
+        assert.ok(b.length > 0, "no empty batch");
+        batches++;
+        for (const r of b) batched.push(r.seq);
+      }
+      assert.equal(one.length, 3000);
+      assert.deepEqual(batched, one);
+      assert.ok(batches < 3000, `${batches} batches for 3000 events`);
+
+      // Following: each new event comes in a batch of its own, not held back for more.
+      const ac = new AbortController();
+      const live: number[][] = [];
+      let arrived: () => void = () => {};
+      const reading = (async () => {
+        for await (const b of log.readBatches({ fromSeq: 3001, follow: true, signal: ac.signal })) {
+          live.push(b.map((r) => r.seq));
+          arrived();
+        }
+      })();
+      for (const id of ["live-1", "live-2"]) {
+        const next = new Promise<void>((resolve) => {
+          arrived = resolve;
+        });
+        await log.append(cordon(id));
+        await next;
+      }
+      ac.abort();
+      await reading;
+      assert.deepEqual(live, [[3001], [3002]]);
     }));
 
   it("ends a following read aborted while it is still opening (no lost abort)", () =>

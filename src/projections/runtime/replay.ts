@@ -68,7 +68,7 @@ export async function replay<S>(
   const progress = () => opts.onProgress?.({ folded, seq, fromSeq, targetSeq });
 
   if (targetSeq > seq && !opts.signal?.aborted) {
-    for await (const r of log.read({
+    reading: for await (const batch of log.readBatches({
       fromSeq: seq + 1,
       untilSeq: targetSeq,
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -77,12 +77,14 @@ export async function replay<S>(
         opts.onMalformed?.(err);
       },
     })) {
-      if (opts.untilTimeMs !== undefined && r.timeMs > opts.untilTimeMs) break;
-      state = projection.evolve(state, r.event, { seq: r.seq, timeMs: r.timeMs });
-      seq = r.seq;
-      timeMs = r.timeMs;
-      folded++;
-      if (folded % every === 0) progress();
+      for (const r of batch) {
+        if (opts.untilTimeMs !== undefined && r.timeMs > opts.untilTimeMs) break reading;
+        state = projection.evolve(state, r.event, r);
+        seq = r.seq;
+        timeMs = r.timeMs;
+        folded++;
+        if (folded % every === 0) progress();
+      }
     }
   }
   progress();

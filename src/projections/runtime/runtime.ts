@@ -205,13 +205,13 @@ export class ProjectionRuntime<S> {
     let backoffMs = 250;
     while (!signal.aborted) {
       try {
-        for await (const r of this.#log.read({
+        for await (const batch of this.#log.readBatches({
           fromSeq: this.#seq + 1,
           follow: true,
           signal,
           ...(this.#stopOnMalformed ? {} : { onMalformed: (err: LogError) => this.#recordMalformed(err) }),
         })) {
-          this.#apply(r);
+          for (const r of batch) this.#apply(r);
           backoffMs = 250;
         }
         if (signal.aborted) break;
@@ -240,7 +240,8 @@ export class ProjectionRuntime<S> {
     // A re-read after a reconnect may start before what was already folded.
     if (r.seq <= this.#seq) return;
     try {
-      this.#state = this.#projection.evolve(this.#state as S, r.event, { seq: r.seq, timeMs: r.timeMs });
+      // The record is the event's meta (sequence and time): no object per event.
+      this.#state = this.#projection.evolve(this.#state as S, r.event, r);
     } catch (err) {
       throw new ProjectionError(
         "failed",

@@ -1,0 +1,543 @@
+import {
+  type DescField,
+  type DescMessage,
+  fromBinary,
+  type MessageShape,
+  protoInt64,
+  ScalarType,
+} from "@bufbuild/protobuf";
+import { getTextEncoding } from "@bufbuild/protobuf/wire";
+
+/**
+ * A protobuf binary decoder for one message schema, planned from its
+ * descriptors once, that returns what `fromBinary` returns: the same
+ * messages, field for field (the encoder's counterpart, binary-encoder.ts).
+ *
+ * Why: replaying the log is reading it, decoding every event and folding
+ * it. `fromBinary` destructures a new [field, wire type] array per tag,
+ * looks every field up in a Map, creates each message through a generic
+ * initializer; decoding took more time than the bare read of the message.
+ * Here each message type has a table indexed by field number, a tag of one
+ * byte is read in place, strings of ASCII are read without a decoder call,
+ * small 64-bit integers (below 2^31) become a BigInt without a DataView,
+ * and a new message is a copy of its type's template (docs/ARCHITECTURE.md,
+ * "Replay at read speed").
+ *
+ * Nothing is guessed: the plan is the schema's descriptors (src/gen), so a
+ * field added to the proto is decoded as soon as the code is regenerated.
+ * Anything this decoder does not handle itself hands the whole message to
+ * `fromBinary`, which decodes it or throws its own error: a field number the
+ * schema does not know (a newer writer's field, or an event kind from a
+ * newer version, both kept as unknown fields by `fromBinary`), a wire type
+ * other than the schema's, groups, a message field repeated (which
+ * `fromBinary` merges), a map key `__proto__`, bytes that end early.
+ * test/log/binary-decoder.test.ts compares the two on random messages of
+ * every event kind and on the golden log.
+ */
+export interface Decoder<Desc extends DescMessage> {
+  (bytes: Uint8Array): MessageShape<Desc>;
+  /** Messages handed to `fromBinary` so far. */
+  readonly fallbacks: number;
+}
+
+export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<Desc> {
+  const plan = planOf(schema);
+  let fallbacks = 0;
+  const decode = (bytes: Uint8Array): MessageShape<Desc> => {
+    const c = cursor;
+    c.buf = bytes;
+    c.pos = 0;
+    c.view = undefined;
+    try {
+      const m = readMessage(c, plan, bytes.length, 0);
+      return m as unknown as MessageShape<Desc>;
+    } catch (err) {
+      if (err !== UNSUPPORTED) throw err;
+      fallbacks++;
+      return fromBinary(schema, bytes);
+    } finally {
+      c.buf = EMPTY;
+      c.view = undefined;
+    }
+  };
+  return Object.defineProperty(decode, "fallbacks", { get: () => fallbacks }) as Decoder<Desc>;
+}
+
+/** Thrown inside the decoder to fall back to `fromBinary`; never escapes. */
+const UNSUPPORTED = Symbol("unsupported");
+
+const WIRE_VARINT = 0;
+const WIRE_BIT64 = 1;
+const WIRE_LENGTH_DELIMITED = 2;
+const WIRE_BIT32 = 5;
+/** `FeatureSet.FieldPresence.IMPLICIT`: a scalar without presence starts at its zero value. */
+const IMPLICIT = 2;
+/** `fromBinary`'s default recursion limit; deeper messages are left to it. */
+const MAX_DEPTH = 100;
+/** Strings of ASCII up to this many bytes are made here; longer ones by the text decoder. */
+const SHORT_STRING = 64;
+
+const EMPTY = new Uint8Array(0);
+
+class Cursor {
+  buf: Uint8Array = EMPTY;
+  pos = 0;
+  view: DataView | undefined;
+  /** The halves of the last 64-bit varint read (signed 32-bit). */
+  lo = 0;
+  hi = 0;
+}
+
+const cursor = new Cursor();
+
+type Msg = Record<string, unknown>;
+type FieldReader = (c: Cursor, m: Msg, wire: number, depth: number) => void;
+
+/** How a new message gets each of its members (as `create` sets them, in the same order). */
+type Init =
+  | { kind: "constant"; name: string; value: unknown }
+  | { kind: "list" | "map" | "oneof"; name: string };
+
+interface MessagePlan {
+  /** A new message's properties in `create`'s order, lists, maps and oneofs with placeholders. */
+  template: Msg;
+  /** The lists and maps, each a fresh object in every message. */
+  fresh: Array<{ kind: "list" | "map"; name: string }>;
+  /**
+   * The oneofs: set by the reader of the member present, `{ case: undefined }`
+   * after the message when none was (one object per oneof, not two).
+   */
+  oneofs: string[];
+  /** Field readers by field number; a hole is a field this schema does not know. */
+  readers: (FieldReader | undefined)[];
+}
+
+const plans = new Map<string, MessagePlan>();
+
+function planOf(desc: DescMessage): MessagePlan {
+  const known = plans.get(desc.typeName);
+  if (known) return known;
+  const inits: Init[] = [];
+  const plan: MessagePlan = { template: {}, fresh: [], oneofs: [], readers: [] };
+  // Registered before the fields so recursive message types end.
+  plans.set(desc.typeName, plan);
+  for (const member of desc.members) {
+    const name = member.localName;
+    if (member.kind === "oneof") {
+      inits.push({ kind: "oneof", name });
+      continue;
+    }
+    switch (member.fieldKind) {
+      case "list":
+        inits.push({ kind: "list", name });
+        break;
+      case "map":
+        inits.push({ kind: "map", name });
+        break;
+      case "scalar":
+        if (member.presence === IMPLICIT)
+          inits.push({ kind: "constant", name, value: scalarZero(member.scalar) });
+        break;
+      case "enum":
+        if (member.presence === IMPLICIT)
+          inits.push({ kind: "constant", name, value: member.enum.values[0]?.number ?? 0 });
+        break;
+      case "message":
+        // Absent from a new message, as `create` leaves it.
+        break;
+      default: {
+        const never: never = member;
+        throw new Error(`unknown field kind ${String(never)}`);
+      }
+    }
+  }
+  plan.template.$typeName = desc.typeName;
+  for (const init of inits) {
+    if (init.kind === "constant") {
+      plan.template[init.name] = init.value;
+      continue;
+    }
+    plan.template[init.name] = undefined;
+    if (init.kind === "oneof") plan.oneofs.push(init.name);
+    else plan.fresh.push({ kind: init.kind, name: init.name });
+  }
+  for (const f of desc.fields) plan.readers[f.number] = fieldReader(f);
+  return plan;
+}
+
+function scalarZero(t: ScalarType): unknown {
+  switch (t) {
+    case ScalarType.STRING:
+      return "";
+    case ScalarType.BOOL:
+      return false;
+    case ScalarType.INT64:
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+    case ScalarType.SFIXED64:
+    case ScalarType.SINT64:
+      return protoInt64.zero;
+    case ScalarType.BYTES:
+      return new Uint8Array(0);
+    default:
+      return 0;
+  }
+}
+
+function newMessage(plan: MessagePlan): Msg {
+  // A copy of the template (the type name and the constant zeros), then a
+  // fresh list or map for each; oneofs are set by `endMessage`.
+  const m: Msg = { ...plan.template };
+  for (const init of plan.fresh) {
+    switch (init.kind) {
+      case "list":
+        m[init.name] = [];
+        break;
+      case "map":
+        m[init.name] = {};
+        break;
+      default: {
+        const never: never = init.kind;
+        throw new Error(`unknown member ${String(never)}`);
+      }
+    }
+  }
+  return m;
+}
+
+function readMessage(c: Cursor, plan: MessagePlan, length: number, depth: number): Msg {
+  if (depth >= MAX_DEPTH) throw UNSUPPORTED;
+  const end = c.pos + length;
+  if (end > c.buf.length) throw UNSUPPORTED;
+  const m = newMessage(plan);
+  const readers = plan.readers;
+  const buf = c.buf;
+  while (c.pos < end) {
+    let tag = buf[c.pos] as number;
+    if (tag < 0x80) c.pos++;
+    else tag = readTag(c);
+    const read = readers[tag >>> 3];
+    if (read === undefined) throw UNSUPPORTED;
+    read(c, m, tag & 7, depth);
+  }
+  if (c.pos !== end) throw UNSUPPORTED;
+  return endMessage(plan, m);
+}
+
+function endMessage(plan: MessagePlan, m: Msg): Msg {
+  for (const o of plan.oneofs) if (m[o] === undefined) m[o] = { case: undefined };
+  return m;
+}
+
+function readTag(c: Cursor): number {
+  const start = c.pos;
+  const tag = readVarint32(c);
+  if (c.pos - start > 5 || (c.pos - start === 5 && (c.buf[c.pos - 1] as number) > 0x0f)) throw UNSUPPORTED;
+  return tag;
+}
+
+function fieldReader(f: DescField): FieldReader {
+  const name = f.localName;
+  const oneof = f.oneof?.localName;
+  switch (f.fieldKind) {
+    case "scalar": {
+      const wire = scalarWire(f.scalar);
+      const read = scalarReader(f.scalar, f.utf8Validation);
+      if (oneof !== undefined) {
+        return (c, m, w) => {
+          if (w !== wire) throw UNSUPPORTED;
+          m[oneof] = { case: name, value: read(c) };
+        };
+      }
+      return (c, m, w) => {
+        if (w !== wire) throw UNSUPPORTED;
+        m[name] = read(c);
+      };
+    }
+    case "enum": {
+      if (!f.enum.open) return unsupported;
+      if (oneof !== undefined) {
+        return (c, m, w) => {
+          if (w !== WIRE_VARINT) throw UNSUPPORTED;
+          m[oneof] = { case: name, value: readVarint32(c) | 0 };
+        };
+      }
+      return (c, m, w) => {
+        if (w !== WIRE_VARINT) throw UNSUPPORTED;
+        m[name] = readVarint32(c) | 0;
+      };
+    }
+    case "message": {
+      if (f.delimitedEncoding) return unsupported;
+      const child = planOf(f.message);
+      if (oneof !== undefined) {
+        return (c, m, w, depth) => {
+          // A second occurrence merges into the first in `fromBinary`.
+          if (w !== WIRE_LENGTH_DELIMITED || (m[oneof] as { case: unknown } | undefined)?.case === name)
+            throw UNSUPPORTED;
+          m[oneof] = { case: name, value: readMessage(c, child, readLength(c), depth + 1) };
+        };
+      }
+      return (c, m, w, depth) => {
+        if (w !== WIRE_LENGTH_DELIMITED || m[name] !== undefined) throw UNSUPPORTED;
+        m[name] = readMessage(c, child, readLength(c), depth + 1);
+      };
+    }
+    case "list": {
+      if (f.listKind === "message") {
+        if (f.delimitedEncoding) return unsupported;
+        const child = planOf(f.message);
+        return (c, m, w, depth) => {
+          if (w !== WIRE_LENGTH_DELIMITED) throw UNSUPPORTED;
+          (m[name] as unknown[]).push(readMessage(c, child, readLength(c), depth + 1));
+        };
+      }
+      const type = f.listKind === "enum" ? ScalarType.INT32 : f.scalar;
+      if (f.listKind === "enum" && !f.enum.open) return unsupported;
+      const wire = scalarWire(type);
+      const read = scalarReader(type, f.utf8Validation);
+      const packable = wire !== WIRE_LENGTH_DELIMITED;
+      return (c, m, w) => {
+        const items = m[name] as unknown[];
+        if (w === wire) {
+          items.push(read(c));
+        } else if (packable && w === WIRE_LENGTH_DELIMITED) {
+          const end = readLength(c) + c.pos;
+          while (c.pos < end) items.push(read(c));
+          if (c.pos !== end) throw UNSUPPORTED;
+        } else {
+          throw UNSUPPORTED;
+        }
+      };
+    }
+    case "map": {
+      if (f.mapKey !== ScalarType.STRING) return unsupported;
+      const readKey = scalarReader(ScalarType.STRING, f.utf8Validation);
+      let valueWire: number;
+      let readValue: (c: Cursor, depth: number) => unknown;
+      let valueZero: () => unknown;
+      switch (f.mapKind) {
+        case "scalar": {
+          const t = f.scalar;
+          if (t === ScalarType.BYTES) return unsupported;
+          valueWire = scalarWire(t);
+          readValue = scalarReader(t, f.utf8Validation);
+          const zero = scalarZero(t);
+          valueZero = () => zero;
+          break;
+        }
+        case "enum": {
+          if (!f.enum.open) return unsupported;
+          valueWire = WIRE_VARINT;
+          readValue = (c) => readVarint32(c) | 0;
+          const zero = f.enum.values[0]?.number ?? 0;
+          valueZero = () => zero;
+          break;
+        }
+        case "message": {
+          const child = planOf(f.message);
+          valueWire = WIRE_LENGTH_DELIMITED;
+          readValue = (c, depth) => readMessage(c, child, readLength(c), depth + 1);
+          valueZero = () => endMessage(child, newMessage(child));
+          break;
+        }
+        default: {
+          const never: never = f;
+          throw new Error(`unknown map kind ${String(never)}`);
+        }
+      }
+      return (c, m, w, depth) => {
+        if (w !== WIRE_LENGTH_DELIMITED) throw UNSUPPORTED;
+        const end = readLength(c) + c.pos;
+        let key: string | undefined;
+        let value: unknown;
+        while (c.pos < end) {
+          const tag = readTag(c);
+          const no = tag >>> 3;
+          const wt = tag & 7;
+          if (no === 1 && wt === WIRE_LENGTH_DELIMITED) key = readKey(c) as string;
+          // A message value repeated within an entry merges in `fromBinary`.
+          else if (no === 2 && wt === valueWire && !(f.mapKind === "message" && value !== undefined))
+            value = readValue(c, depth);
+          else throw UNSUPPORTED;
+        }
+        if (c.pos !== end) throw UNSUPPORTED;
+        key ??= "";
+        // `fromBinary` sets such a key as an own property; left to it.
+        if (key === "__proto__") throw UNSUPPORTED;
+        (m[name] as Msg)[key] = value === undefined ? valueZero() : value;
+      };
+    }
+    default: {
+      const never: never = f;
+      throw new Error(`unknown field kind ${String(never)}`);
+    }
+  }
+}
+
+const unsupported: FieldReader = () => {
+  throw UNSUPPORTED;
+};
+
+function scalarWire(t: ScalarType): number {
+  switch (t) {
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      return WIRE_LENGTH_DELIMITED;
+    case ScalarType.DOUBLE:
+    case ScalarType.FIXED64:
+    case ScalarType.SFIXED64:
+      return WIRE_BIT64;
+    case ScalarType.FLOAT:
+    case ScalarType.FIXED32:
+    case ScalarType.SFIXED32:
+      return WIRE_BIT32;
+    default:
+      return WIRE_VARINT;
+  }
+}
+
+function scalarReader(t: ScalarType, strict: boolean): (c: Cursor) => unknown {
+  switch (t) {
+    case ScalarType.STRING:
+      return (c) => readString(c, strict);
+    case ScalarType.BOOL:
+      return (c) => {
+        const b = c.buf[c.pos];
+        if (b !== undefined && b < 0x80) {
+          c.pos++;
+          return b !== 0;
+        }
+        readVarint64(c);
+        return c.lo !== 0 || c.hi !== 0;
+      };
+    case ScalarType.INT32:
+      return (c) => readVarint32(c) | 0;
+    case ScalarType.UINT32:
+      return (c) => readVarint32(c);
+    case ScalarType.INT64:
+      return (c) => {
+        readVarint64(c);
+        const hi = c.hi;
+        // Below 2^31 (counts, sequences, MiB): one conversion; the rest as fromBinary does.
+        if (hi === 0 && c.lo >= 0) return BigInt(c.lo);
+        return protoInt64.dec(c.lo, hi);
+      };
+    case ScalarType.UINT64:
+      return (c) => {
+        readVarint64(c);
+        const hi = c.hi;
+        if (hi === 0 && c.lo >= 0) return BigInt(c.lo);
+        return protoInt64.uDec(c.lo, hi);
+      };
+    case ScalarType.DOUBLE:
+      return (c) => {
+        if (c.pos + 8 > c.buf.length) throw UNSUPPORTED;
+        c.view ??= new DataView(c.buf.buffer, c.buf.byteOffset, c.buf.byteLength);
+        const v = c.view.getFloat64(c.pos, true);
+        c.pos += 8;
+        return v;
+      };
+    default:
+      // Types no event uses (bytes, float, fixed, sint) are left to fromBinary.
+      return () => {
+        throw UNSUPPORTED;
+      };
+  }
+}
+
+function readLength(c: Cursor): number {
+  const len = readVarint32(c);
+  if (c.pos + len > c.buf.length) throw UNSUPPORTED;
+  return len;
+}
+
+function readString(c: Cursor, strict: boolean): string {
+  const len = readLength(c);
+  const start = c.pos;
+  const end = start + len;
+  c.pos = end;
+  const buf = c.buf;
+  if (len <= SHORT_STRING) {
+    for (let i = start; i < end; i++) {
+      if ((buf[i] as number) > 0x7f) return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
+    }
+    // Up to 12 characters, appending makes a flat string; past that it
+    // would build a chain of cons strings (one per character) that a fold
+    // keeps, so longer ones are made in one call.
+    if (len <= 12) {
+      let s = "";
+      for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
+      return s;
+    }
+    return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
+  }
+  return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
+}
+
+/** `fromBinary`'s uint32 varint: up to ten bytes, the bits past 32 dropped. */
+function readVarint32(c: Cursor): number {
+  const buf = c.buf;
+  let pos = c.pos;
+  let b = buf[pos++] as number;
+  if (b < 0x80) {
+    if (pos > buf.length) throw UNSUPPORTED;
+    c.pos = pos;
+    return b;
+  }
+  let result = b & 0x7f;
+  for (let shift = 7; shift < 28; shift += 7) {
+    b = buf[pos++] as number;
+    result |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      if (pos > buf.length) throw UNSUPPORTED;
+      c.pos = pos;
+      return result >>> 0;
+    }
+  }
+  b = buf[pos++] as number;
+  result |= (b & 0x0f) << 28;
+  for (let n = 5; (b & 0x80) !== 0 && n < 10; n++) b = buf[pos++] as number;
+  if ((b & 0x80) !== 0 || pos > buf.length) throw UNSUPPORTED;
+  c.pos = pos;
+  return result >>> 0;
+}
+
+/** `fromBinary`'s 64-bit varint, into `c.lo` and `c.hi` (signed 32-bit halves). */
+function readVarint64(c: Cursor): void {
+  const buf = c.buf;
+  let pos = c.pos;
+  let lo = 0;
+  let hi = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    const b = buf[pos++] as number;
+    lo |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      done64(c, pos, lo, hi);
+      return;
+    }
+  }
+  const middle = buf[pos++] as number;
+  lo |= (middle & 0x0f) << 28;
+  hi = (middle & 0x70) >> 4;
+  if ((middle & 0x80) === 0) {
+    done64(c, pos, lo, hi);
+    return;
+  }
+  for (let shift = 3; shift <= 31; shift += 7) {
+    const b = buf[pos++] as number;
+    hi |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      done64(c, pos, lo, hi);
+      return;
+    }
+  }
+  throw UNSUPPORTED;
+}
+
+function done64(c: Cursor, pos: number, lo: number, hi: number): void {
+  if (pos > c.buf.length) throw UNSUPPORTED;
+  c.pos = pos;
+  c.lo = lo;
+  c.hi = hi;
+}
