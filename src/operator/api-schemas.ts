@@ -133,6 +133,8 @@ export const ReplicaViewSchema = named(
     replicaId: z.string(),
     model: z.string(),
     profile: z.string(),
+    revision: z.string().describe("spec revision of its profile when placed; empty while never placed"),
+    createdMs: ms,
     phase: z.enum(["pending", "placed", "running", "draining"]),
     createdSeq: seq,
     shards: z.array(ShardSchema),

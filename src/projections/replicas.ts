@@ -20,6 +20,7 @@ import {
   type ReplicasState,
   type ShardState,
 } from "./state.js";
+import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
 import { foldUndeliverable } from "./undeliverable.js";
 
 export function initialReplicas(): ReplicasState {
@@ -31,16 +32,19 @@ export function initialReplicas(): ReplicasState {
     undeliverable: {},
     cooldowns: {},
     endpoints: {},
+    rollouts: {},
     lastPass: null,
     passes: 0,
   };
 }
 
-function newReplica(replicaId: string, model: string, seq: number): ReplicaState {
+function newReplica(replicaId: string, model: string, seq: number, createdMs: number): ReplicaState {
   return {
     replicaId,
     model,
     profile: "",
+    revision: "",
+    createdMs,
     phase: "pending",
     createdSeq: seq,
     shards: [],
@@ -114,10 +118,16 @@ function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
   }
 }
 
-function replicaFor(state: ReplicasState, replicaId: string, model: string, seq: number): ReplicaState {
+function replicaFor(
+  state: ReplicasState,
+  replicaId: string,
+  model: string,
+  seq: number,
+  createdMs: number,
+): ReplicaState {
   let r = state.replicas[replicaId];
   if (!r) {
-    r = newReplica(replicaId, model, seq);
+    r = newReplica(replicaId, model, seq, createdMs);
     state.replicas[replicaId] = r;
   }
   return r;
@@ -214,6 +224,10 @@ export function evolveReplicas(
     case "sessionClosed":
       forgetCommands(state, body.value.nodeId, (session) => session === body.value.sessionId);
       return state;
+    case "rolloutPaused":
+    case "rolloutResumed":
+      foldRolloutIntent(state, body);
+      return state;
     case "hardwareChanged":
     case "usageChanged":
     case "gatewayStarted":
@@ -261,13 +275,14 @@ function foldPass(
     if (owner) ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
   }
 
+  const nowMs = Number(pass.nowUnixMs);
   // Decisions first: a pass creates and places a replica, then its commands refer to it.
   for (const d of pass.decisions) {
     const k = d.kind;
     switch (k.case) {
       case "replicaCreated": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq);
+        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
         r.replaces = v.replaces;
         const old = v.replaces ? state.replicas[v.replaces] : undefined;
         if (old) old.replacedBy = v.replicaId;
@@ -275,8 +290,9 @@ function foldPass(
       }
       case "replicaPlaced": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq);
+        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
         r.profile = v.profile;
+        r.revision = v.revision;
         r.phase = "placed";
         r.pendingReason = "";
         forgetShards(state.replicas, r);
@@ -299,7 +315,7 @@ function foldPass(
         break;
       }
       case "replicaPending": {
-        const r = replicaFor(state, k.value.replicaId, k.value.model, meta.seq);
+        const r = replicaFor(state, k.value.replicaId, k.value.model, meta.seq, nowMs);
         r.pendingReason = d.explanation;
         r.lastChangeSeq = meta.seq;
         break;
@@ -307,8 +323,9 @@ function foldPass(
       case "shardsAdopted": {
         const v = k.value;
         for (const a of v.shards) {
-          const r = replicaFor(state, a.replicaId, a.model, meta.seq);
+          const r = replicaFor(state, a.replicaId, a.model, meta.seq, nowMs);
           if (r.profile === "") r.profile = a.profile;
+          if (r.revision === "") r.revision = profileRevisionInForce(state, a.model, a.profile);
           if (r.phase === "pending") r.phase = "placed";
           const shard = newShard(
             {
@@ -410,6 +427,12 @@ function foldPass(
           }));
         break;
       }
+      case "rolloutStarted":
+      case "rolloutStalled":
+      case "rolloutCompleted":
+      case "rolloutProgressing":
+        foldRolloutDecision(state, k, meta.seq, nowMs);
+        break;
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);

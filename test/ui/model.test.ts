@@ -231,6 +231,8 @@ describe("UI model", () => {
       replicaId,
       model,
       profile: "p",
+      revision: "",
+      createdMs: 0,
       phase,
       createdSeq: 1,
       shards: [],

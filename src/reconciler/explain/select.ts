@@ -102,12 +102,16 @@ function decisionTouchesReplica(
     case "shardUnclaimed":
     case "duplicateStopped":
     case "undeliverableHandled":
+    case "rolloutStalled":
+    case "rolloutProgressing":
       return k.value.replicaId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);
     case "nodeLiveness":
     case "sessionsExpired":
     case "cooldownStarted":
+    case "rolloutStarted":
+    case "rolloutCompleted":
     case undefined:
       return false;
     default: {
@@ -157,6 +161,10 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "replicaDrainStarted":
     case "shardBackoff":
     case "endpointsChanged":
+    case "rolloutStarted":
+    case "rolloutStalled":
+    case "rolloutProgressing":
+    case "rolloutCompleted":
     case undefined:
       return false;
     default: {
