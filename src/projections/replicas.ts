@@ -11,6 +11,7 @@ import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llm
 import { modelFrom, shardStateName } from "./convert.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
+import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
 import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
 import {
   type CommandKind,
@@ -20,7 +21,6 @@ import {
   type ReplicasState,
   type ShardState,
 } from "./state.js";
-import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
 import { foldUndeliverable } from "./undeliverable.js";
 
 export function initialReplicas(): ReplicasState {

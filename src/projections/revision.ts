@@ -49,15 +49,15 @@ export function profileRevision(p: SpecFields): string {
   return hex(
     fnv1a32(
       JSON.stringify([
-      p.engine,
-      p.engineArgs,
-      sorted(p.engineEnv),
-      p.shards,
-      p.gpusPerShard,
-      p.memoryPerGpuMb,
-      p.gpuProduct,
-      p.fabricKind,
-      sorted(p.nodeLabels),
+        p.engine,
+        p.engineArgs,
+        sorted(p.engineEnv),
+        p.shards,
+        p.gpusPerShard,
+        p.memoryPerGpuMb,
+        p.gpuProduct,
+        p.fabricKind,
+        sorted(p.nodeLabels),
       ]),
     ),
   );

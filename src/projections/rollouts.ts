@@ -33,7 +33,12 @@ type RolloutDecision = Extract<
   { case: "rolloutStarted" | "rolloutStalled" | "rolloutCompleted" | "rolloutProgressing" }
 >;
 
-export function foldRolloutDecision(state: ReplicasState, k: RolloutDecision, seq: number, nowMs: number): void {
+export function foldRolloutDecision(
+  state: ReplicasState,
+  k: RolloutDecision,
+  seq: number,
+  nowMs: number,
+): void {
   const r = rolloutOf(state, k.value.model);
   switch (k.case) {
     case "rolloutStarted":
