@@ -93,12 +93,34 @@ export const profileSchema = z.strictObject({
   readyTimeout: duration.optional(),
 });
 
+const count = z.number().int("must be a whole number").min(0, "must not be negative").max(10_000);
+
+/** How a spec change rolls the model's replicas (defaults: maxSurge 1, maxUnavailable 0, progressDeadline 10m). */
+export const rolloutSchema = z
+  .strictObject({
+    /** Replicas beyond `replicas` while rolling. */
+    maxSurge: count.optional(),
+    /** How many fewer than `replicas` may be ready while rolling. */
+    maxUnavailable: count.optional(),
+    /** A new replica not ready this long after its creation stalls the rollout. */
+    progressDeadline: duration.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.maxSurge ?? 1) === 0 && (r.maxUnavailable ?? 0) === 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxSurge"],
+        message: "maxSurge and maxUnavailable cannot both be 0: the rollout could never replace a replica",
+      });
+  });
+
 export const modelSchema = z.strictObject({
   name,
   /** 0 keeps the model known and serves nothing. */
-  replicas: z.number().int("must be a whole number").min(0, "must not be negative").max(10_000),
+  replicas: count,
   /** In order of preference. */
   profiles: z.array(profileSchema).max(32).default([]),
+  rollout: rolloutSchema.optional(),
 });
 
 export const catalogFileSchema = z.strictObject({
