@@ -7,5 +7,6 @@ export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./que
 export { isReady, readyCounts } from "./ready.js";
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
+export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
 export * from "./state.js";

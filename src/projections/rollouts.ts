@@ -5,7 +5,7 @@
  * rule decides.
  */
 import type { Decision, Event } from "../gen/llmgw/v1/events_pb.js";
-import type { ReplicasState, RolloutState } from "./state.js";
+import type { ModelSpec, ReplicaState, ReplicasState, RolloutState } from "./state.js";
 
 function rolloutOf(state: ReplicasState, model: string): RolloutState {
   let r = state.rollouts[model];
@@ -94,4 +94,11 @@ export function foldRolloutIntent(state: ReplicasState, body: RolloutIntent): vo
 export function profileRevisionInForce(state: ReplicasState, model: string, profile: string): string {
   const m = state.catalog.models.find((x) => x.name === model);
   return m?.profiles.find((p) => p.name === profile)?.revision ?? "";
+}
+
+/** Last placed with a revision other than its profile's in the catalog (or whose profile is gone). */
+export function staleRevision(model: ModelSpec, r: ReplicaState): boolean {
+  if (r.revision === "") return false;
+  const p = model.profiles.find((x) => x.name === r.profile);
+  return p === undefined || p.revision !== r.revision;
 }

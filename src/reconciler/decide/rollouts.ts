@@ -27,20 +27,19 @@
  * (and explain, status, the check-log invariant) know when a model rolls.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import { isReady, type ModelSpec, type ReplicaState, type RolloutState } from "../../projections/index.js";
+import {
+  isReady,
+  type ModelSpec,
+  type ReplicaState,
+  type RolloutState,
+  staleRevision,
+} from "../../projections/index.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit, replaceThenDrain } from "./drains.js";
 import { decision, hasLiveReplacement, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 type Unit = { decisions: Decision[]; commands: Command[] };
-
-/** Last placed with a revision other than its profile's in the catalog (or whose profile is gone). */
-export function staleRevision(model: ModelSpec, r: ReplicaState): boolean {
-  if (r.revision === "") return false;
-  const p = model.profiles.find((x) => x.name === r.profile);
-  return p === undefined || p.revision !== r.revision;
-}
 
 /**
  * A replica the rollout must deal with: placed on a stale revision, or a
