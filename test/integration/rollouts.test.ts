@@ -151,9 +151,16 @@ describe("rollouts through the real stack", () => {
     await eventually(
       async () => {
         const r = await rolloutOf(s);
-        return r.current.ready === 8 && r.outdated.replicas === 0 && r.draining === 0 && !r.active;
+        if (!(r.current.ready === 8 && r.outdated.replicas === 0 && r.draining === 0 && !r.active))
+          return false;
+        // And the routing table restated: 8 endpoints, every one a replica of the current revision.
+        const ids = new Set(
+          ((await s.call("GET", `/v1/replicas?model=${MODEL}`)).replicas as any[]).map((x) => x.replicaId),
+        );
+        const table = await s.call("GET", `/v1/endpoints?model=${MODEL}`).catch(() => ({ endpoints: [] }));
+        return table.endpoints.length === 8 && table.endpoints.every((e: any) => ids.has(e.replicaId));
       },
-      { what: "8 ready replicas on the current revision", timeoutMs: 30_000 },
+      { what: "8 ready replicas on the current revision, all routed to", timeoutMs: 30_000 },
     ).catch(async (err) => {
       throw new Error(`${(err as Error).message}${await s.why()}`);
     });
