@@ -15,6 +15,7 @@ function withArgs(m: ModelInit, args: string[], rollout?: ModelInit["rollout"]):
   };
 }
 
+const rolloutOf = (f: Fleet) => f.state.replicas.rollouts[M8];
 const readyOf = (f: Fleet) => f.replicasOf(M8).filter(isReady).length;
 const revisions = (f: Fleet) =>
   f
@@ -178,7 +179,7 @@ describe("decide: spec revisions and rollouts", () => {
     });
     f.step();
     assert.equal(f.state.replicas.replicas["x"]?.revision, x?.revision);
-    assert.equal(f.state.replicas.rollouts[M8]?.active, true);
+    assert.equal(rolloutOf(f)?.active, true);
   });
 
   it("a paused rollout replaces nothing until resumed", () => {
