@@ -24,6 +24,7 @@ import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
 import { registerRevocation } from "./commands/revoke.js";
+import { registerRollout } from "./commands/rollout.js";
 import { registerScale } from "./commands/scale.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
@@ -71,6 +72,7 @@ export function buildProgram(): Command {
   registerEndpoints(program);
   registerCatalog(program);
   registerScale(program);
+  registerRollout(program);
   registerNodeIntent(program, "cordon");
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");

@@ -16,6 +16,7 @@ import { EndpointRule } from "./endpoints.js";
 import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { GpuPlacementRule } from "./gpus.js";
+import { RolloutReadyRule } from "./rollouts.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
 import { StoredRule } from "./stored.js";
@@ -58,6 +59,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const undeliverable = new UndeliverableRule();
   const failureReasons = new FailureReasonRule();
   const endpoints = new EndpointRule();
+  const rollouts = new RolloutReadyRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -84,10 +86,12 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     sessions.observe(r);
     gpus.observe(r);
     undeliverable.observe(r);
+    rollouts.observe(r, state);
     state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     sessions.recordAfter(r, state);
     endpoints.recordAfter(r, state);
     gpus.recordAfter(r, state);
+    rollouts.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -107,6 +111,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...undeliverable.violations,
     ...failureReasons.violations,
     ...endpoints.violations,
+    ...rollouts.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

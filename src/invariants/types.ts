@@ -22,6 +22,7 @@ export const RULES = [
   "malformed-event",
   "endpoint-not-ready",
   "placed-on-unavailable-gpu",
+  "rollout-below-ready",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

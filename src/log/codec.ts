@@ -96,6 +96,9 @@ export function subjectFor(subjects: Subjects, event: Event): string {
       return subjects.operator(body.value.nodeId);
     case "reconcilePass":
       return subjects.reconciler;
+    case "rolloutPaused":
+    case "rolloutResumed":
+      return subjects.rollouts;
     case undefined:
       throw new LogError("invalid-argument", `event ${event.id} has no body; nothing to append`);
     default: {

@@ -53,6 +53,13 @@ export class Subjects {
   operator(nodeId: string): string {
     return `${this.prefix}.operator.${nodeIdToken(nodeId)}`;
   }
+  /**
+   * Rollout intent (pause, resume) of every model. An operator subject, so
+   * only the API writes it; no node's token starts with `_`.
+   */
+  get rollouts(): string {
+    return `${this.prefix}.operator._rollouts`;
+  }
   get reconciler(): string {
     return `${this.prefix}.reconciler`;
   }

@@ -7,6 +7,7 @@
 import type { z } from "zod";
 import {
   CatalogAppliedSchema,
+  CatalogHistorySchema,
   EndpointsSchema,
   EventsPageSchema,
   ExplainSchema,
@@ -19,9 +20,13 @@ import {
   ReadySchema,
   ReplicaSchema,
   ReplicasSchema,
+  RolloutSchema,
+  RolloutsSchema,
+  RolloutUndoneSchema,
   WhatIfResultSchema,
 } from "./api-schemas.js";
 import type { Role } from "./roles.js";
+import { catalogAtQuery } from "./routes/catalog.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
@@ -49,8 +54,8 @@ export interface ApiRoute {
   summary: string;
   /** The role it needs; auth.ts checks it for every request. */
   access: RouteAccess;
-  /** What `:id` is, when the path has one. */
-  id?: "node" | "replica";
+  /** What `:id` is, when the path has one (`:model` for a model). */
+  id?: "node" | "replica" | "model";
   /** The path has `:name`, a model of the catalog. */
   modelName?: true;
   /** The path has `:index`, a GPU index of the node. */
@@ -274,9 +279,78 @@ export const API_ROUTES: ApiRoute[] = [
     method: "GET",
     url: "/v1/catalog",
     access: "viewer",
-    summary: "The catalog in force; its ETag is the catalog's sequence.",
+    summary:
+      "The catalog in force (or, with `at`, the one in force at that sequence); its ETag is the catalog's sequence.",
+    query: catalogAtQuery,
     answer: { kind: "catalog", description: "the catalog in force" },
+    errors: [400, 404, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/catalog/history",
+    access: "viewer",
+    summary: "Every catalog applied, oldest first, with each model's spec revision.",
+    answer: { kind: "json", schema: CatalogHistorySchema, description: "the history" },
+    errors: [503],
+  },
+  {
+    method: "GET",
+    url: "/v1/rollouts",
+    access: "viewer",
+    summary: "Every model's rollout: revision, policy, state, replicas on the current and older revisions.",
+    answer: { kind: "json", schema: RolloutsSchema, description: "the rollouts, by model" },
     errors: [],
+  },
+  {
+    method: "GET",
+    url: "/v1/rollouts/:model",
+    access: "viewer",
+    summary: "One model's rollout.",
+    id: "model",
+    answer: { kind: "json", schema: RolloutSchema, description: "the rollout" },
+    errors: [400, 404],
+  },
+  {
+    method: "POST",
+    url: "/v1/rollouts/:model/pause",
+    access: "admin",
+    summary: "Pause a model's rollout: no replica is replaced until it resumes.",
+    id: "model",
+    body: intentBody,
+    answer: {
+      kind: "json",
+      schema: RolloutSchema,
+      description: "the sequence appended and the rollout after it",
+    },
+    errors: [400, 404, 503, 504],
+  },
+  {
+    method: "POST",
+    url: "/v1/rollouts/:model/resume",
+    access: "admin",
+    summary: "Resume a paused rollout.",
+    id: "model",
+    body: intentBody,
+    answer: {
+      kind: "json",
+      schema: RolloutSchema,
+      description: "the sequence appended and the rollout after it",
+    },
+    errors: [400, 404, 503, 504],
+  },
+  {
+    method: "POST",
+    url: "/v1/rollouts/:model/undo",
+    access: "admin",
+    summary: "Re-apply the model's previous spec from the catalog history (the rest of the catalog stays).",
+    id: "model",
+    body: intentBody,
+    answer: {
+      kind: "json",
+      schema: RolloutUndoneSchema,
+      description: "the catalog applied and the rollout after it",
+    },
+    errors: [400, 404, 409, 412, 503, 504],
   },
   {
     method: "PUT",

@@ -16,8 +16,10 @@ import type {
   PendingSchema,
   PlacementSchema,
   ReplicaViewSchema,
+  RolloutViewSchema,
 } from "./api-schemas.js";
 import type { ExplainedTouch, HistoryEntry } from "./explain.js";
+import type { RolloutView } from "./rollouts-view.js";
 import type { ModelReadiness, NodeView, ReplicaView } from "./views.js";
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -26,6 +28,7 @@ type Agree<T extends true> = T;
 export type SchemasAgreeWithViews = [
   Agree<Same<z.output<typeof NodeViewSchema>, NodeView>>,
   Agree<Same<z.output<typeof ReplicaViewSchema>, ReplicaView>>,
+  Agree<Same<z.output<typeof RolloutViewSchema>, RolloutView>>,
   Agree<Same<z.output<typeof ModelReadinessSchema>, ModelReadiness>>,
   Agree<Same<z.output<typeof EndpointEntrySchema>, EndpointEntry>>,
   Agree<Same<z.output<typeof PlacementSchema>, PlacementDecision>>,

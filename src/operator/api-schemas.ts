@@ -34,6 +34,7 @@ export const ErrorBodySchema = named(
         "invalid-catalog",
         "not-found",
         "precondition-failed",
+        "conflict",
         "unsupported-media-type",
         "payload-too-large",
         "log-unavailable",
@@ -146,6 +147,8 @@ export const ReplicaViewSchema = named(
     replicaId: z.string(),
     model: z.string(),
     profile: z.string(),
+    revision: z.string().describe("spec revision of its profile when placed; empty while never placed"),
+    createdMs: ms,
     phase: z.enum(["pending", "placed", "running", "draining"]),
     createdSeq: seq,
     shards: z.array(ShardSchema),
@@ -253,6 +256,34 @@ export const HistorySchema = named(
   }),
 );
 
+const countPair = z.object({ replicas: z.int().min(0), ready: z.int().min(0) });
+
+export const RolloutViewSchema = named(
+  "RolloutView",
+  z.object({
+    model: z.string(),
+    revision: z.string().describe("the model's current spec revision"),
+    desired: z.int().min(0),
+    ready: z.int().min(0),
+    policy: z.object({
+      maxSurge: z.int().min(0),
+      maxUnavailable: z.int().min(0),
+      progressDeadlineMs: ms,
+    }),
+    active: z.boolean().describe("started and not completed"),
+    paused: z.boolean(),
+    pausedBy: z.string(),
+    pauseReason: z.string(),
+    stalled: z.object({ replicaId: z.string(), reason: z.string(), seq }).nullable(),
+    startedSeq: seq,
+    completedSeq: seq,
+    current: countPair.describe("replicas (not draining) on the current revision"),
+    outdated: countPair.describe("replicas (not draining) on an older revision"),
+    draining: z.int().min(0),
+  }),
+  "A model's rollout: its revision, policy, state and replicas per revision.",
+);
+
 export const FleetSchema = named(
   "Fleet",
   z.object({
@@ -263,6 +294,7 @@ export const FleetSchema = named(
     replicas: z.array(ReplicaViewSchema),
     catalog: z.object({ seq, models: z.array(z.string()) }),
     readiness: z.array(ModelReadinessSchema),
+    rollouts: z.array(RolloutViewSchema),
     lastPass: z.object({ seq, leaderId: z.string(), observedSeq: seq, nowMs: ms }).nullable(),
   }),
   "The fleet at one position of the log.",
@@ -305,6 +337,36 @@ export const ModelScaledSchema = named(
     replicas: z.int().describe("The replica count now in the catalog."),
     previous: z.int().describe("The count it replaced."),
   }),
+);
+
+export const RolloutsSchema = named("Rollouts", z.object({ seq, rollouts: z.array(RolloutViewSchema) }));
+
+export const RolloutSchema = named("Rollout", z.object({ seq, rollout: RolloutViewSchema }));
+
+export const RolloutUndoneSchema = named(
+  "RolloutUndone",
+  z.object({
+    seq,
+    fromSeq: seq.describe("the catalog version whose spec of the model was re-applied"),
+    revision: z.string().describe("the model's revision after the undo"),
+    rollout: RolloutViewSchema,
+  }),
+);
+
+export const CatalogHistorySchema = named(
+  "CatalogHistory",
+  z.object({
+    seq,
+    history: z.array(
+      z.object({
+        seq,
+        timeMs: ms,
+        appliedBy: z.string(),
+        models: z.array(z.object({ name: z.string(), replicas: z.int().min(0), revision: z.string() })),
+      }),
+    ),
+  }),
+  "Every catalog applied, oldest first, with each model's spec revision.",
 );
 
 export const WhatIfResultSchema = named(

@@ -15,6 +15,7 @@ export type ApiErrorCode =
   | "invalid-catalog"
   | "not-found"
   | "precondition-failed"
+  | "conflict"
   | "unsupported-media-type"
   | "payload-too-large"
   | "log-unavailable"

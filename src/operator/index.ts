@@ -1,11 +1,13 @@
 // The operator API: server, catalog file, views. Everything public is named here.
 export { ADMIN_TOKEN_NAME, type AuthMode, adminTokenEntry, DEV_OPERATOR, isLoopbackHost } from "./auth.js";
 export * from "./catalog/index.js";
+export { NAME_PATTERN } from "./catalog/index.js";
 export { ApiCallError, ApiClient, type ApiClientOptions, type ApiResponse } from "./client.js";
 export type { ApiErrorCode, ErrorBody } from "./errors.js";
 export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
 export { ROLES, type Role } from "./roles.js";
+export type { RolloutView } from "./rollouts-view.js";
 export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
 export {
   type ApiToken,

@@ -27,6 +27,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: "missing or wrong token",
   403: "the token's role is too low for this route (the message names the role needed)",
   404: "no such node, replica, model or endpoint",
+  409: "nothing to undo: the log records no earlier spec of the model",
   412: "the catalog changed since the If-Match sequence (`seq` is the one in force)",
   413: "body over 4 MiB",
   415: "a catalog that is neither JSON nor YAML",
@@ -101,6 +102,10 @@ const ID_PARAM = {
     description: "A node id as typed: an RFC 1123 DNS name (docs/ARCHITECTURE.md, Node ids are DNS names).",
     schema: { type: "string", minLength: 1, maxLength: 253 },
   },
+  model: {
+    description: "A model name of the catalog.",
+    schema: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" },
+  },
   replica: {
     description: "A replica id.",
     schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
@@ -109,7 +114,8 @@ const ID_PARAM = {
 
 function parameters(r: ApiRoute): unknown[] {
   const out: unknown[] = [];
-  if (r.id) out.push({ name: "id", in: "path", required: true, ...ID_PARAM[r.id] });
+  if (r.id)
+    out.push({ name: r.id === "model" ? "model" : "id", in: "path", required: true, ...ID_PARAM[r.id] });
   if (r.modelName) {
     out.push({
       name: "name",

@@ -31,6 +31,7 @@ import { modelRoutes } from "./routes/models.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { replicaRoutes } from "./routes/replicas.js";
+import { rolloutRoutes } from "./routes/rollouts.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
 import { whatIfRoutes } from "./routes/what-if.js";
@@ -177,6 +178,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
   modelRoutes(app, ctx);
+  rolloutRoutes(app, ctx);
   openApiRoutes(app);
   await uiRoutes(app, opts.uiDir ?? DEFAULT_UI_DIR);
   await app.register(async (scope) => catalogRoutes(scope, ctx));

@@ -5,7 +5,8 @@
  */
 import type { Fabric, Gpu, GpuProblem, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
 import { GpuProblem_Kind, ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
-import type { Model, Profile } from "../gen/llmgw/v1/events_pb.js";
+import type { Model, Profile, RolloutPolicy } from "../gen/llmgw/v1/events_pb.js";
+import { modelRevision, profileRevision } from "./revision.js";
 import type {
   FabricState,
   GpuFault,
@@ -16,7 +17,7 @@ import type {
   RegisteredShard,
   ShardReportedState,
 } from "./state.js";
-import { DEFAULT_ENGINE } from "./state.js";
+import { DEFAULT_ENGINE, DEFAULT_ROLLOUT_POLICY, type RolloutPolicySpec } from "./state.js";
 
 export function gpuFrom(g: Gpu): GpuState {
   return {
@@ -104,7 +105,7 @@ export function sortedRecord(m: { [k: string]: string }): Record<string, string>
 }
 
 export function profileFrom(p: Profile): ProfileSpec {
-  return {
+  const spec: Omit<ProfileSpec, "revision"> = {
     name: p.name,
     shards: p.shards,
     gpusPerShard: p.gpusPerShard,
@@ -120,10 +121,27 @@ export function profileFrom(p: Profile): ProfileSpec {
     readyTimeoutMs: p.readyTimeoutMs,
     startAttempts: p.startAttempts,
   };
+  return { ...spec, revision: profileRevision(spec) };
+}
+
+function rolloutFrom(r: RolloutPolicy | undefined): RolloutPolicySpec {
+  const d = DEFAULT_ROLLOUT_POLICY;
+  return {
+    maxSurge: r?.maxSurge ?? d.maxSurge,
+    maxUnavailable: r?.maxUnavailable ?? d.maxUnavailable,
+    progressDeadlineMs: r?.progressDeadlineMs || d.progressDeadlineMs,
+  };
 }
 
 export function modelFrom(m: Model): ModelSpec {
-  const spec: ModelSpec = { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+  const profiles = m.profiles.map(profileFrom);
+  const spec: ModelSpec = {
+    name: m.name,
+    replicas: m.replicas,
+    profiles,
+    revision: modelRevision(profiles),
+    rollout: rolloutFrom(m.rollout),
+  };
   // Only when set, so the state of a catalog without a budget stays as it was.
   if (m.minAvailable !== "") spec.minAvailable = m.minAvailable;
   return spec;

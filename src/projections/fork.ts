@@ -58,6 +58,7 @@ export function forkFleet(state: FleetState): FleetState {
     replicas: {
       ...r,
       replicas: fork(r.replicas),
+      rollouts: fork(r.rollouts),
       commands: shallowCopy(r.commands),
       undeliverable: shallowCopy(r.undeliverable),
       failures: shallowCopy(r.failures),

@@ -8,6 +8,8 @@ export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
 export { isReady, readyCounts } from "./ready.js";
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
+export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
+export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
 export { sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

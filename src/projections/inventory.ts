@@ -294,6 +294,10 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     case "duplicateIdentity":
       // A refused newcomer: the live session, the node's current one, is unchanged.
       return state;
+    case "rolloutPaused":
+    case "rolloutResumed":
+      // A model's rollout: the replicas fold keeps it.
+      return state;
     case undefined:
       // An event kind from a newer version: nothing this version can fold.
       return state;

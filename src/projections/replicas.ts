@@ -12,6 +12,7 @@ import { modelFrom, shardStateName } from "./convert.js";
 import { writable } from "./fork.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
+import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
 import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
 import {
   type CommandKind,
@@ -32,16 +33,19 @@ export function initialReplicas(): ReplicasState {
     undeliverable: {},
     cooldowns: {},
     endpoints: {},
+    rollouts: {},
     lastPass: null,
     passes: 0,
   };
 }
 
-function newReplica(replicaId: string, model: string, seq: number): ReplicaState {
+function newReplica(replicaId: string, model: string, seq: number, createdMs: number): ReplicaState {
   return {
     replicaId,
     model,
     profile: "",
+    revision: "",
+    createdMs,
     phase: "pending",
     createdSeq: seq,
     shards: [],
@@ -125,10 +129,16 @@ function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
   }
 }
 
-function replicaFor(state: ReplicasState, replicaId: string, model: string, seq: number): ReplicaState {
+function replicaFor(
+  state: ReplicasState,
+  replicaId: string,
+  model: string,
+  seq: number,
+  createdMs: number,
+): ReplicaState {
   let r = writable(state.replicas, replicaId);
   if (!r) {
-    r = newReplica(replicaId, model, seq);
+    r = newReplica(replicaId, model, seq, createdMs);
     state.replicas[replicaId] = r;
   }
   return r;
@@ -231,6 +241,10 @@ export function evolveReplicas(
       // may be over: a new wait is a new start, recorded again.
       forgetDisruptionWaits(state, body.value.nodeId);
       return state;
+    case "rolloutPaused":
+    case "rolloutResumed":
+      foldRolloutIntent(state, body);
+      return state;
     case "hardwareChanged":
     case "usageChanged":
     case "gatewayStarted":
@@ -276,13 +290,14 @@ function foldPass(
     if (owner) ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
   }
 
+  const nowMs = Number(pass.nowUnixMs);
   // Decisions first: a pass creates and places a replica, then its commands refer to it.
   for (const d of pass.decisions) {
     const k = d.kind;
     switch (k.case) {
       case "replicaCreated": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq);
+        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
         r.replaces = v.replaces;
         const old = v.replaces ? writable(state.replicas, v.replaces) : undefined;
         if (old) old.replacedBy = v.replicaId;
@@ -290,8 +305,9 @@ function foldPass(
       }
       case "replicaPlaced": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq);
+        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
         r.profile = v.profile;
+        r.revision = v.revision;
         r.phase = "placed";
         r.pendingReason = "";
         forgetShards(state.replicas, r);
@@ -314,7 +330,7 @@ function foldPass(
         break;
       }
       case "replicaPending": {
-        const r = replicaFor(state, k.value.replicaId, k.value.model, meta.seq);
+        const r = replicaFor(state, k.value.replicaId, k.value.model, meta.seq, nowMs);
         r.pendingReason = d.explanation;
         r.lastChangeSeq = meta.seq;
         break;
@@ -322,8 +338,9 @@ function foldPass(
       case "shardsAdopted": {
         const v = k.value;
         for (const a of v.shards) {
-          const r = replicaFor(state, a.replicaId, a.model, meta.seq);
+          const r = replicaFor(state, a.replicaId, a.model, meta.seq, nowMs);
           if (r.profile === "") r.profile = a.profile;
+          if (r.revision === "") r.revision = profileRevisionInForce(state, a.model, a.profile);
           if (r.phase === "pending") r.phase = "placed";
           const shard = newShard(
             {
@@ -426,6 +443,12 @@ function foldPass(
           }));
         break;
       }
+      case "rolloutStarted":
+      case "rolloutStalled":
+      case "rolloutCompleted":
+      case "rolloutProgressing":
+        foldRolloutDecision(state, k, meta.seq, nowMs);
+        break;
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);

@@ -63,6 +63,8 @@ export function namesReservedKey(event: Event): boolean {
       );
     case "catalogChanged":
     case "reconcilePass":
+    case "rolloutPaused":
+    case "rolloutResumed":
     case undefined:
       // Written by the API and the reconciler from validated names and ids they make.
       return false;

@@ -146,7 +146,25 @@ export interface ProfileSpec {
   startTimeoutMs: number;
   readyTimeoutMs: number;
   startAttempts: number;
+  /** The spec revision (revision.ts): a content hash of engine, arguments, environment and GPU needs. */
+  revision: string;
 }
+
+/** How a spec change rolls a model (catalog `rollout`), defaults filled in. */
+export interface RolloutPolicySpec {
+  /** Replicas beyond `replicas` while rolling. */
+  maxSurge: number;
+  /** How many fewer than `replicas` may be ready while rolling. */
+  maxUnavailable: number;
+  /** A new replica not ready this long after its creation stalls the rollout. */
+  progressDeadlineMs: number;
+}
+
+export const DEFAULT_ROLLOUT_POLICY: RolloutPolicySpec = Object.freeze({
+  maxSurge: 1,
+  maxUnavailable: 0,
+  progressDeadlineMs: 10 * 60_000,
+});
 
 export interface ModelSpec {
   name: string;
@@ -155,6 +173,34 @@ export interface ModelSpec {
   profiles: ProfileSpec[];
   /** The disruption budget as the catalog states it ("2" or "75%", see budget.ts); absent = none. */
   minAvailable?: string;
+  /** The model's revision: its profiles' names and revisions, hashed. */
+  revision: string;
+  rollout: RolloutPolicySpec;
+}
+
+/**
+ * A model's rollout as the passes and operators recorded it: which
+ * revision it goes to, whether it is stalled (and why) or paused.
+ */
+export interface RolloutState {
+  model: string;
+  /** The model revision of the last rollout started; "" when none ever started. */
+  revision: string;
+  /** Started and not yet completed. */
+  active: boolean;
+  /** Sequence of the pass that started it (0: none). */
+  startedSeq: number;
+  startedMs: number;
+  /** Replicas on an older revision when it started. */
+  outdatedAtStart: number;
+  /** Why it does not progress, or null. */
+  stalled: { replicaId: string; reason: string; seq: number } | null;
+  /** Sequence of the pass that completed it (0: not completed). */
+  completedSeq: number;
+  /** An operator paused it: no replica is replaced until resumed. */
+  paused: boolean;
+  pausedBy: string;
+  pauseReason: string;
 }
 
 export interface CatalogState {
@@ -244,6 +290,14 @@ export interface ReplicaState {
   model: string;
   /** The profile it was placed with; "" while never placed. */
   profile: string;
+  /**
+   * The spec revision of that profile when it was placed; "" while never
+   * placed. A replica adopted that the log did not know takes its profile's
+   * revision in force at adoption (what it was started with is unknown).
+   */
+  revision: string;
+  /** The decision time of the pass that created it (ms); the rollout's progress deadline counts from it. */
+  createdMs: number;
   phase: ReplicaPhase;
   createdSeq: number;
   shards: ShardState[];
@@ -346,6 +400,8 @@ export interface ReplicasState {
    * model, sorted by replica id. A model whose list became empty is dropped.
    */
   endpoints: Record<string, EndpointEntry[]>;
+  /** Rollouts per model (started, stalled, completed, paused). */
+  rollouts: Record<string, RolloutState>;
   /** The last reconcile pass folded, or null. */
   lastPass: PassState | null;
   passes: number;

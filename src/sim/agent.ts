@@ -375,7 +375,7 @@ export class SimAgent {
       this.result("start", cmd.commandId, cmd.shardId, why);
       return;
     }
-    const fault = this.opts.faults.shardFault();
+    const fault = this.opts.faults.shardFault(cmd.engineArgs);
     if (fault === "refuse-start") {
       this.result("start", cmd.commandId, cmd.shardId, REFUSE_START_ERROR);
       return;

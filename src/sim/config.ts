@@ -97,7 +97,7 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   startDelayMs: "an integer number of milliseconds ≥ 0",
   drainMs: "an integer number of milliseconds ≥ 0",
   kvCacheFraction: "a number in (0, 1]",
-  faults: `fault names (${FAULT_NAMES.join(", ")}; oom = fail), each optionally @node-id`,
+  faults: `fault names (${FAULT_NAMES.join(", ")}; oom = fail), each optionally @node-id, or for a shard fault @arg=ARG (every start whose engine arguments include ARG)`,
   faultRate: "a number from 0 to 1",
   failAfterMs: "an integer number of milliseconds ≥ 0",
   crashAfterMs: "an integer number of milliseconds ≥ 0",
@@ -211,7 +211,7 @@ export function parseSimConfig(input: SimConfigInput): SimConfig {
   if (issues.length > 0) throw new SimConfigError(issues);
 
   // Naming a fault for every node without a rate means: always.
-  const untargeted = faults.some((f) => f.node === undefined);
+  const untargeted = faults.some((f) => f.node === undefined && f.engineArg === undefined);
   return {
     ...c,
     gateways,

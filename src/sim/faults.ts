@@ -26,21 +26,33 @@ const ALIASES: Record<string, FaultName> = {
   "stuck-starting": "hang",
 };
 
-/** One `--fault` entry: a fault for every node (subject to the fault rate) or for one node. */
+/**
+ * One `--fault` entry: a fault for every node (subject to the fault rate),
+ * for one node (`name@node-id`), or, for a shard fault, for every start
+ * whose engine arguments include a given one (`name@arg=--flag`: a spec
+ * that crashes wherever it runs, as a bad rollout does).
+ */
 export interface FaultSpec {
   name: FaultName;
   node?: string;
+  engineArg?: string;
 }
 
-/** Parses `name` or `name@node-id`; undefined when the name is not a known fault. */
+const ARG_PREFIX = "arg=";
+
+/** Parses `name`, `name@node-id` or `name@arg=ARG`; undefined when the name is not a known fault. */
 export function parseFaultSpec(text: string): FaultSpec | undefined {
   const at = text.indexOf("@");
   const rawName = (at < 0 ? text : text.slice(0, at)).trim();
   const name = ALIASES[rawName] ?? (FAULT_NAMES as readonly string[]).find((n) => n === rawName);
   if (!name) return undefined;
   if (at < 0) return { name: name as FaultName };
-  const node = text.slice(at + 1).trim();
-  return node ? { name: name as FaultName, node } : undefined;
+  const target = text.slice(at + 1).trim();
+  if (target.startsWith(ARG_PREFIX)) {
+    const engineArg = target.slice(ARG_PREFIX.length);
+    return engineArg && isShardFault(name as FaultName) ? { name: name as FaultName, engineArg } : undefined;
+  }
+  return target ? { name: name as FaultName, node: target } : undefined;
 }
 
 export function isShardFault(name: FaultName): name is ShardFault {

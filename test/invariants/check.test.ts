@@ -459,6 +459,33 @@ describe("checkLog", () => {
     assert.match(vs[0]!.message, /its drain starts in this very pass/);
   });
 
+  it("rollout-below-ready: a pass that drains an old replica before its replacement is ready, during a rollout", () => {
+    const f = new Fleet();
+    f.catalog(llama8b(2));
+    f.connect("gpu-1");
+    f.advance(1000).run();
+    const changed = llama8b(2);
+    f.catalog({ ...changed, profiles: changed.profiles.map((p) => ({ ...p, engineArgs: ["--new"] })) });
+    f.step(); // rolloutStarted, the first replacement created and placed (not running yet)
+    assert.deepEqual(rules(checkLog(f.events).violations), []);
+    const old = Object.values(f.state.replicas.replicas).find((r) => r.replacedBy !== "");
+    assert.ok(old);
+    pass(f, {
+      decisions: [
+        {
+          explanation: "drain too early",
+          kind: { case: "replicaDrainStarted", value: { replicaId: old.replicaId, reason: "rollout" } },
+        },
+      ],
+    });
+    const vs = checkLog(f.events).violations.filter((v) => v.rule === "rollout-below-ready");
+    assert.equal(vs.length, 1);
+    assert.match(
+      vs[0]!.message,
+      /took llama-3\.1-8b from 2 to 1 ready replicas during its rollout, below 2 desired − 0 maxUnavailable = 2/,
+    );
+  });
+
   it("a log out of order is reported", () => {
     const f = converged();
     const records = [...f.events];

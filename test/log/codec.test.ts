@@ -32,6 +32,8 @@ const ALL_KINDS: EventKind[] = [
   "gpuCordoned",
   "gpuUncordoned",
   "duplicateIdentity",
+  "rolloutPaused",
+  "rolloutResumed",
 ];
 
 describe("event codec", () => {

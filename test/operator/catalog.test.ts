@@ -73,6 +73,35 @@ describe("catalog file", () => {
     );
   });
 
+  it("rollout: defaults 1/0/10m; both 0, a negative count or a bare deadline are refused naming the field", () => {
+    const r = parseCatalogText(example, "yaml");
+    assert.ok(r.ok);
+    const m70 = toProtoCatalog(r.catalog)
+      .models.map(modelFrom)
+      .find((m) => m.name === "llama-3.3-70b");
+    assert.deepEqual(m70?.rollout, { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 15 * 60_000 });
+    const m8 = toProtoCatalog(r.catalog)
+      .models.map(modelFrom)
+      .find((m) => m.name === "llama-3.1-8b");
+    assert.deepEqual(m8?.rollout, { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 10 * 60_000 });
+    const zero = modelFrom(
+      toProtoCatalog({
+        models: [{ name: "m", replicas: 1, profiles: [], rollout: { maxSurge: 0, maxUnavailable: 2 } }],
+      }).models[0]!,
+    );
+    assert.deepEqual(zero.rollout, { maxSurge: 0, maxUnavailable: 2, progressDeadlineMs: 10 * 60_000 });
+    const base = "models:\n  - name: m\n    replicas: 0\n    rollout: ";
+    assert.deepEqual(issuesOf(`${base}{maxSurge: 0}\n`), [
+      {
+        path: "models[0].rollout.maxSurge",
+        message: "maxSurge and maxUnavailable cannot both be 0: the rollout could never replace a replica",
+      },
+    ]);
+    assert.equal(issuesOf(`${base}{maxUnavailable: -1}\n`)[0]?.path, "models[0].rollout.maxUnavailable");
+    assert.equal(issuesOf(`${base}{progressDeadline: 600}\n`)[0]?.path, "models[0].rollout.progressDeadline");
+    assert.equal(issuesOf(`${base}{maxSurges: 1}\n`)[0]?.path, "models[0].rollout.maxSurges");
+  });
+
   it("accepts the empty catalog, refuses an empty file", () => {
     assert.ok(parseCatalogText("models: []\n", "yaml").ok);
     assert.deepEqual(issuesOf(""), [

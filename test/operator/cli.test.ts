@@ -45,7 +45,17 @@ describe("operator CLI against a real API", () => {
     assert.match(r.stdout, /^r-70b-1\s+llama-3\.3-70b\s+tp4\s+running\s+yes\s+gpu-b1\s+-\s+-$/m);
     assert.match(
       r.stdout,
-      /^r-70b-2\s+llama-3\.3-70b\s+-\s+pending\s+no\s+-\s+0\/3 nodes fit: 3 too few free GPUs\s+-$/m,
+      /^REPLICA\s+MODEL\s+PROFILE\s+REVISION\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m,
+    );
+    // These placements were written without a revision (as logs from before revisions were).
+    assert.match(
+      r.stdout,
+      /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+-\s+placed\s+no\s+gpu-a1,gpu-a2\s+-\s+-$/m,
+    );
+    assert.match(r.stdout, /^r-70b-1\s+llama-3\.3-70b\s+tp4\s+-\s+running\s+yes\s+gpu-b1\s+-\s+-$/m);
+    assert.match(
+      r.stdout,
+      /^r-70b-2\s+llama-3\.3-70b\s+-\s+-\s+pending\s+no\s+-\s+0\/3 nodes fit: 3 too few free GPUs\s+-$/m,
     );
     const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env: api.cliEnv });
     assert.deepEqual(
@@ -74,6 +84,44 @@ describe("operator CLI against a real API", () => {
     assert.equal(got.code, 0, got.stderr);
     assert.match(got.stdout, /memoryPerGpu: 72GiB/);
     assert.match(got.stdout, /fabricKind: infiniband/);
+  });
+
+  it("llmgw catalog history and show --at-seq, and llmgw rollout status, pause, resume and undo", async () => {
+    const history = await runCli(["catalog", "history"], { env: api.cliEnv });
+    assert.equal(history.code, 0, history.stderr);
+    assert.match(history.stdout, /^SEQ\s+TIME\s+APPLIED BY\s+MODELS/m);
+    const rows = history.stdout.trim().split("\n").slice(1);
+    assert.ok(rows.length >= 2, history.stdout);
+    assert.match(rows.at(-1) ?? "", /llama-3\.3-70b×4@[0-9a-f]{8}/);
+    const firstSeq = Number(rows[0]?.split(/\s+/)[0]);
+    const old = await runCli(["catalog", "show", "--at-seq", String(firstSeq)], { env: api.cliEnv });
+    assert.equal(old.code, 0, old.stderr);
+    assert.match(old.stdout, new RegExp(`^# catalog at log sequence ${firstSeq}`));
+    assert.doesNotMatch(old.stdout, /mixtral/);
+
+    const paused = await runCli(["rollout", "pause", "llama-3.3-70b", "--reason", "watch it"], {
+      env: api.cliEnv,
+    });
+    assert.equal(paused.code, 0, paused.stderr);
+    const status = await runCli(["rollout", "status", "llama-3.3-70b"], { env: api.cliEnv });
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^llama-3\.3-70b: paused by .*: watch it$/m);
+    assert.match(status.stdout, /maxSurge 1, maxUnavailable 0, progress deadline 600s/);
+    assert.match(status.stdout, /^REVISION\s+REPLICAS\s+READY$/m);
+    assert.equal((await runCli(["rollout", "resume", "llama-3.3-70b"], { env: api.cliEnv })).code, 0);
+
+    const undo = await runCli(["rollout", "undo", "llama-3.3-70b"], { env: api.cliEnv });
+    assert.equal(undo.code, 0, undo.stderr);
+    assert.match(
+      undo.stdout,
+      /^llama-3\.3-70b back to revision [0-9a-f]{8} \(its spec at log sequence \d+\)/,
+    );
+    const nothing = await runCli(["rollout", "undo", "mixtral-8x22b"], { env: api.cliEnv });
+    assert.equal(nothing.code, 1);
+    assert.match(nothing.stderr, /^llmgw: the log records no earlier spec of mixtral-8x22b/);
+    const bad = await runCli(["rollout", "status", "a/b"], { env: api.cliEnv });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /invalid <model> "a\/b"/);
   });
 
   it("llmgw catalog apply prints every invalid field and exits 2", async () => {

@@ -220,6 +220,37 @@ describe("OpenAPI document", () => {
       headers: json,
     });
     assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    // The catalog as it was before the apply, and its history.
+    const was = await check("GET", "/v1/catalog", `/v1/catalog?at=${applied.body.seq - 1}`);
+    assert.deepEqual(
+      was.body.catalog.models.map((m: any) => m.name),
+      ["llama-3.3-70b", "llama-3.1-405b"],
+    );
+    const history = await check("GET", "/v1/catalog/history", "/v1/catalog/history");
+    assert.equal(history.body.history.at(-1).seq, applied.body.seq);
+    await check("GET", "/v1/rollouts", "/v1/rollouts");
+    await check("GET", "/v1/rollouts/:model", "/v1/rollouts/llama-3.3-70b");
+    assert.equal((await check("GET", "/v1/rollouts/:model", "/v1/rollouts/no-such-model")).status, 404);
+    assert.equal((await check("GET", "/v1/rollouts/:model", "/v1/rollouts/-bad")).status, 400);
+    for (const action of ["pause", "resume"]) {
+      const r = await check("POST", `/v1/rollouts/:model/${action}`, `/v1/rollouts/llama-3.3-70b/${action}`, {
+        body: JSON.stringify({ reason: "openapi test" }),
+        headers: json,
+      });
+      assert.equal(r.status, 200, `${action}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.rollout.paused, action === "pause");
+    }
+    const undo = "/v1/rollouts/:model/undo";
+    const undone = await check("POST", undo, "/v1/rollouts/llama-3.3-70b/undo", {
+      body: "{}",
+      headers: json,
+    });
+    assert.equal(undone.status, 200, JSON.stringify(undone.body));
+    assert.equal(undone.body.fromSeq, was.body.seq);
+    assert.equal(
+      (await check("POST", undo, "/v1/rollouts/mixtral-8x22b/undo", { body: "{}", headers: json })).status,
+      409,
+    );
     const whatIf = await check("POST", "/v1/what-if", "/v1/what-if", {
       body: JSON.stringify({ config: { policy: "spread" } }),
       headers: json,

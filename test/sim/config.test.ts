@@ -50,6 +50,7 @@ describe("sim configuration", () => {
       [{ faultRate: 2 }, "faultRate", /from 0 to 1/],
       [{ faults: ["meltdown"] }, "faults", /unknown fault "meltdown"/],
       [{ faults: ["oom@node-99"], nodes: 2 }, "faults", /not in this fleet/],
+      [{ faults: ["xid@arg=--x"] }, "faults", /unknown fault "xid@arg=--x"/],
       [{ gateways: ["ftp://x"] }, "gateways", /https:\/\//],
       [{ gateways: ["http://127.0.0.1:1"] }, "gateways", /insecureDev/],
       [{ nodePrefix: "A_b" }, "nodePrefix", /lower-case letters, digits/],

@@ -12,6 +12,21 @@ const start = (shardId: string, gpuIndices = [0, 1]) =>
   }) as const;
 
 describe("named faults", () => {
+  it("fail@arg=ARG: every start carrying the engine argument fails, on any node; others start", () =>
+    withFleet({ nodes: 2, faults: ["fail@arg=--broken"] }, async (_fleet, gw) => {
+      const s = await registered(gw, "node-2");
+      gw.command("node-2", {
+        case: "start",
+        value: { ...start("sh-bad").value, engineArgs: ["--max-model-len=8192", "--broken"] },
+      });
+      gw.command("node-2", { case: "start", value: { ...start("sh-ok", [2]).value, engineArgs: ["--x"] } });
+      const failed = await waitFor("FAILED", () =>
+        statuses(s, "sh-bad").find((x) => x.state === State.FAILED),
+      );
+      assert.match(failed.error, /CUDA out of memory/);
+      await waitFor("RUNNING", () => statuses(s, "sh-ok").find((x) => x.state === State.RUNNING));
+    }));
+
   it("fail: CUDA out of memory at start → FAILED with the error and exit code, never RUNNING", () =>
     withFleet({ nodes: 2, faults: ["oom@node-1"] }, async (fleet, gw) => {
       const s = await registered(gw, "node-1");

@@ -83,7 +83,9 @@ export const llama70b = (n: number) => model("llama-3.3-70b", n, { name: "tp4", 
 export const llama405b = (n: number) =>
   model("llama-3.1-405b", n, { name: "tp8-pp2", shards: 2, gpus: 8, memGb: 72, fabric: "infiniband" });
 
-export type ModelInit = ReturnType<typeof model>;
+export type ModelInit = ReturnType<typeof model> & {
+  rollout?: { maxSurge?: number; maxUnavailable?: number; progressDeadlineMs?: number };
+};
 
 export function registration(nodeId: string, spec: NodeSpec = {}) {
   const hw = h100Hardware(nodeId, {

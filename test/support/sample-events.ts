@@ -145,6 +145,7 @@ export function sampleEvents(): Event[] {
                   model: "llama-3.3-70b",
                   profile: "tp4",
                   policy: "binpack",
+                  revision: "5f0e3a1c",
                   shards: [
                     {
                       shardId: "r2.0.g1",
@@ -279,5 +280,18 @@ export function sampleEvents(): Event[] {
         detail: "node gpu-a1 has a live session held by another agent process",
       },
     }),
+    mk(
+      19,
+      {
+        case: "rolloutPaused",
+        value: { model: "llama-3.3-70b", operator: "alice", reason: "watch latency" },
+      },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
+    mk(
+      20,
+      { case: "rolloutResumed", value: { model: "llama-3.3-70b", operator: "alice" } },
+      { kind: Writer_Kind.OPERATOR, id: "api-1" },
+    ),
   ];
 }

@@ -10,6 +10,7 @@ import {
   parseSse,
   podOf,
   positionLabel,
+  rolloutLine,
   shortModel,
   sortReplicas,
   stepSeq,
@@ -232,6 +233,8 @@ describe("UI model", () => {
       replicaId,
       model,
       profile: "p",
+      revision: "",
+      createdMs: 0,
       phase,
       createdSeq: 1,
       shards: [],
@@ -316,5 +319,34 @@ describe("UI model", () => {
     const b = parseSse(`${a.rest}q":2}\n\n`);
     assert.deepEqual(b.events, [{ event: "position", data: '{"seq":2}' }]);
     assert.equal(b.rest, "");
+  });
+});
+
+describe("rollout line", () => {
+  const base = {
+    model: "m",
+    revision: "abcd1234",
+    desired: 8,
+    ready: 8,
+    policy: { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 600_000 },
+    active: true,
+    paused: false,
+    pausedBy: "",
+    pauseReason: "",
+    stalled: null,
+    startedSeq: 10,
+    completedSeq: 0,
+    current: { replicas: 3, ready: 2 },
+    outdated: { replicas: 6, ready: 6 },
+    draining: 1,
+  };
+  it("says new and old counts, and why a rollout waits; nothing when none runs", () => {
+    assert.equal(rolloutLine(base), "m → abcd1234: 3 new (2 ready) / 6 old (6 ready), 1 draining · rolling");
+    assert.match(
+      rolloutLine({ ...base, stalled: { replicaId: "r", reason: "new replica r failed", seq: 12 } }) ?? "",
+      /· stalled: new replica r failed$/,
+    );
+    assert.match(rolloutLine({ ...base, active: false, paused: true }) ?? "", /· paused$/);
+    assert.equal(rolloutLine({ ...base, active: false }), null);
   });
 });

@@ -1,11 +1,11 @@
-/** `llmgw catalog apply -f FILE` and `llmgw catalog get`. */
+/** `llmgw catalog apply -f FILE`, `llmgw catalog get|show [--at-seq N]` and `llmgw catalog history`. */
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { type Command, Option } from "commander";
 import { stringify } from "yaml";
 import { ApiCallError } from "../../operator/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
-import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
+import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
 
 export function registerCatalog(program: Command): void {
   const catalog = program.command("catalog").description("apply or show the model catalog");
@@ -56,14 +56,52 @@ export function registerCatalog(program: Command): void {
   });
 
   withApiOptions(
-    catalog.command("get").description("print the catalog in force (YAML, or JSON with --json)"),
-  ).action(async (flags: ApiFlags) => {
+    catalog
+      .command("get")
+      .alias("show")
+      .description(
+        "print the catalog in force, or with --at-seq the one in force at that log sequence (YAML, or JSON with --json)",
+      )
+      .option("--at-seq <seq>", "the catalog in force at this log sequence", intArg("--at-seq")),
+  ).action(async (flags: ApiFlags & { atSeq?: number }) => {
     const client = clientFor(flags);
+    const q = flags.atSeq === undefined ? "" : `?at=${flags.atSeq}`;
     const { body } = await call(() =>
-      client.get<{ seq: number; appliedBy: string; catalog: unknown }>("/v1/catalog"),
+      client.get<{ seq: number; appliedBy: string; catalog: unknown }>(`/v1/catalog${q}`),
     );
     if (flags.json) return printJson(body);
     process.stdout.write(`# catalog at log sequence ${body.seq}, applied by ${body.appliedBy || "-"}\n`);
     process.stdout.write(stringify(body.catalog));
+  });
+
+  withApiOptions(
+    catalog
+      .command("history")
+      .description(
+        "every catalog applied, oldest first: who applied it and each model's replicas and spec revision",
+      ),
+  ).action(async (flags: ApiFlags) => {
+    const client = clientFor(flags);
+    const { body } = await call(() =>
+      client.get<{
+        seq: number;
+        history: Array<{
+          seq: number;
+          timeMs: number;
+          appliedBy: string;
+          models: Array<{ name: string; replicas: number; revision: string }>;
+        }>;
+      }>("/v1/catalog/history"),
+    );
+    if (flags.json) return printJson(body);
+    const rows = body.history.map((v) => [
+      String(v.seq),
+      new Date(v.timeMs).toISOString(),
+      v.appliedBy || "-",
+      v.models.map((m) => `${m.name}×${m.replicas}@${m.revision}`).join(", ") || "no models",
+    ]);
+    process.stdout.write(
+      `${formatTable(["SEQ", "TIME", "APPLIED BY", "MODELS (×replicas@revision)"], rows)}\n`,
+    );
   });
 }

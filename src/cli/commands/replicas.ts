@@ -38,11 +38,12 @@ export function readinessTable(models: ModelReadiness[]): string {
 
 export function replicasTable(replicas: ReplicaView[]): string {
   return formatTable(
-    ["REPLICA", "MODEL", "PROFILE", "PHASE", "READY", "NODES", "PENDING", "LAST FAILURE"],
+    ["REPLICA", "MODEL", "PROFILE", "REVISION", "PHASE", "READY", "NODES", "PENDING", "LAST FAILURE"],
     replicas.map((r) => [
       r.replicaId,
       r.model,
       r.profile,
+      r.revision || "-",
       r.phase,
       r.ready ? "yes" : "no",
       r.nodeIds.join(","),

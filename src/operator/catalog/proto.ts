@@ -5,7 +5,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Catalog, CatalogSchema } from "../../gen/llmgw/v1/events_pb.js";
-import type { ModelSpec } from "../../projections/index.js";
+import { DEFAULT_ROLLOUT_POLICY, type ModelSpec, type RolloutPolicySpec } from "../../projections/index.js";
 import { formatDuration } from "./duration.js";
 import { formatMemory } from "./memory.js";
 import type { CatalogFile, CatalogFileInput } from "./schema.js";
@@ -41,6 +41,15 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
       name: m.name,
       replicas: m.replicas,
       minAvailable: m.minAvailable ?? "",
+      ...(m.rollout
+        ? {
+            rollout: {
+              ...(m.rollout.maxSurge === undefined ? {} : { maxSurge: m.rollout.maxSurge }),
+              ...(m.rollout.maxUnavailable === undefined ? {} : { maxUnavailable: m.rollout.maxUnavailable }),
+              progressDeadlineMs: m.rollout.progressDeadline ?? 0,
+            },
+          }
+        : {}),
       profiles: m.profiles.map((p) => ({
         ...sameInBoth(p),
         memoryPerGpuMb: BigInt(p.memoryPerGpu),
@@ -50,6 +59,21 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
       })),
     })),
   });
+}
+
+/** The fields of a rollout policy that differ from the defaults; none: no `rollout` key. */
+function rolloutFileFrom(r: RolloutPolicySpec): {
+  rollout?: NonNullable<CatalogFileInput["models"][number]["rollout"]>;
+} {
+  const d = DEFAULT_ROLLOUT_POLICY;
+  const out = {
+    ...(r.maxSurge === d.maxSurge ? {} : { maxSurge: r.maxSurge }),
+    ...(r.maxUnavailable === d.maxUnavailable ? {} : { maxUnavailable: r.maxUnavailable }),
+    ...(r.progressDeadlineMs === d.progressDeadlineMs
+      ? {}
+      : { progressDeadline: formatDuration(r.progressDeadlineMs) }),
+  };
+  return Object.keys(out).length === 0 ? {} : { rollout: out };
 }
 
 /** The projected catalog in the file's shape (every field written out). */
@@ -62,6 +86,7 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
       ...(m.minAvailable === undefined
         ? {}
         : { minAvailable: m.minAvailable.endsWith("%") ? m.minAvailable : Number(m.minAvailable) }),
+      ...rolloutFileFrom(m.rollout),
       profiles: m.profiles.map((p) => ({
         ...sameInBoth(p),
         memoryPerGpu: formatMemory(p.memoryPerGpuMb),

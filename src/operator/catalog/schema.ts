@@ -118,6 +118,25 @@ const minAvailable = z
     return text;
   });
 
+/** How a spec change rolls the model's replicas (defaults: maxSurge 1, maxUnavailable 0, progressDeadline 10m). */
+export const rolloutSchema = z
+  .strictObject({
+    /** Replicas beyond `replicas` while rolling. */
+    maxSurge: replicaCount.optional(),
+    /** How many fewer than `replicas` may be ready while rolling. */
+    maxUnavailable: replicaCount.optional(),
+    /** A new replica not ready this long after its creation stalls the rollout. */
+    progressDeadline: duration.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.maxSurge ?? 1) === 0 && (r.maxUnavailable ?? 0) === 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxSurge"],
+        message: "maxSurge and maxUnavailable cannot both be 0: the rollout could never replace a replica",
+      });
+  });
+
 export const modelSchema = z.strictObject({
   name,
   replicas: replicaCount,
@@ -125,6 +144,7 @@ export const modelSchema = z.strictObject({
   profiles: z.array(profileSchema).max(32).default([]),
   /** Ready replicas to keep while nodes drain, GPUs fault and rollouts replace replicas; default: none. */
   minAvailable: minAvailable.optional(),
+  rollout: rolloutSchema.optional(),
 });
 
 export const catalogFileSchema = z.strictObject({

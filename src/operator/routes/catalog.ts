@@ -5,7 +5,10 @@
  * editing the same catalog one wins and the other gets 412.
  */
 import type { FastifyInstance } from "fastify";
+import { z } from "zod";
 import { isLogError } from "../../log/index.js";
+import { modelFrom } from "../../projections/convert.js";
+import { readCatalogHistory, versionSummary } from "../catalog/history.js";
 import {
   type CatalogFile,
   type CatalogFormat,
@@ -14,13 +17,19 @@ import {
   toProtoCatalog,
 } from "../catalog/index.js";
 import { type ApiContext, appendAndWait } from "../context.js";
-import { ApiError, invalid } from "../errors.js";
+import { ApiError, invalid, notFound } from "../errors.js";
 import { principalOf } from "../principal.js";
+import { parseWith, seqParam } from "./params.js";
 
 const JSON_TYPES = ["application/json"];
 const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
 
 export const etagOf = (seq: number) => `"${seq}"`;
+
+export const catalogAtQuery = z.strictObject({
+  /** The catalog in force at this log sequence instead of now. */
+  at: seqParam.optional(),
+});
 
 /** The sequence in an If-Match header, undefined when absent or `*`. */
 export function parseIfMatch(header: string | undefined): number | undefined {
@@ -78,10 +87,23 @@ export async function catalogRoutes(app: FastifyInstance, ctx: ApiContext): Prom
     done(null, body),
   );
 
-  app.get("/v1/catalog", async (_req, reply) => {
+  app.get("/v1/catalog", async (req, reply) => {
+    const q = parseWith(catalogAtQuery, req.query, "query");
+    if (q.at !== undefined && q.at < ctx.runtime.state.seq) {
+      // The catalog in force at a past sequence: the newest CatalogChanged up to it.
+      const v = (await readCatalogHistory(ctx.log, q.at)).at(-1);
+      if (!v) throw notFound(`a catalog at or before sequence ${q.at}`);
+      const models = v.catalog.models.map(modelFrom);
+      return { seq: v.seq, appliedBy: v.appliedBy, catalog: catalogFileFrom(models) };
+    }
     const c = ctx.runtime.state.replicas.catalog;
     reply.header("etag", etagOf(c.seq));
     return { seq: c.seq, appliedBy: c.appliedBy, catalog: catalogFileFrom(c.models) };
+  });
+
+  app.get("/v1/catalog/history", async () => {
+    const history = await readCatalogHistory(ctx.log);
+    return { seq: ctx.runtime.state.seq, history: history.map(versionSummary) };
   });
 
   app.put("/v1/catalog", async (req, reply) => {

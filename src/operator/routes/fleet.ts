@@ -7,6 +7,7 @@ import { z } from "zod";
 import type { FleetState } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
 import { invalid } from "../errors.js";
+import { rolloutViews } from "../rollouts-view.js";
 import { modelReadiness, nodeViews, replicaViews } from "../views.js";
 import { parseWith, seqParam } from "./params.js";
 
@@ -28,6 +29,7 @@ export function fleetBody(s: FleetState, lastSeq: number) {
     replicas: replicaViews(s),
     catalog: { seq: s.replicas.catalog.seq, models: s.replicas.catalog.models.map((m) => m.name) },
     readiness: modelReadiness(s),
+    rollouts: rolloutViews(s),
     lastPass: s.replicas.lastPass,
   };
 }

@@ -240,6 +240,7 @@ export function App() {
             <ReplicaList
               replicas={fleet.replicas}
               readiness={fleet.readiness}
+              rollouts={fleet.rollouts}
               selected={selected?.kind === "replica" ? selected.id : null}
               onSelect={selectReplica}
             />

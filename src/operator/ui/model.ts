@@ -2,7 +2,7 @@
  * State to view, for the fleet map and panels: pure functions of the API's
  * answers (no DOM, no fetch), unit-tested on their own.
  */
-import type { Fleet, Gpu, Node, Replica, WhatIfResult } from "./types.ts";
+import type { Fleet, Gpu, Node, Replica, Rollout, WhatIfResult } from "./types.ts";
 
 // ---- GPU cells ----
 
@@ -335,4 +335,16 @@ export function parseSse(buffer: string): { events: Array<{ event: string; data:
     if (data.length > 0) events.push({ event, data: data.join("\n") });
   }
   return { events, rest };
+}
+
+/**
+ * One model's rollout in a line, or null when there is nothing to say (no
+ * rollout running, stalled or paused): new and old revision counts, ready
+ * among them, and why it waits.
+ */
+export function rolloutLine(r: Rollout): string | null {
+  if (!r.active && !r.paused) return null;
+  const counts = `${r.current.replicas} new (${r.current.ready} ready) / ${r.outdated.replicas} old (${r.outdated.ready} ready)`;
+  const state = r.paused ? "paused" : r.stalled ? `stalled: ${r.stalled.reason}` : "rolling";
+  return `${r.model} → ${r.revision}: ${counts}${r.draining > 0 ? `, ${r.draining} draining` : ""} · ${state}`;
 }

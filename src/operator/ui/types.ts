@@ -23,6 +23,7 @@ export type Replica = Fleet["replicas"][number];
 export type ReplicaShard = Replica["shards"][number];
 export type Phase = Replica["phase"];
 export type ModelReadiness = Fleet["readiness"][number];
+export type Rollout = Fleet["rollouts"][number];
 export type EventRow = z.output<typeof EventsPageSchema>["events"][number];
 export type Explain = z.output<typeof ExplainSchema>;
 export type Candidate = NonNullable<Explain["placement"]>["runnersUp"][number];

@@ -2,7 +2,8 @@
  * The earliest future time at which a pass would decide something new on
  * the state this pass leaves behind: a node turning suspect or lost, a
  * command's deadline, a shard's start or ready deadline, a backoff or
- * cooldown ending for a pending replica, a drain deadline. The runner sleeps until then (or until new events).
+ * cooldown ending for a pending replica, a drain deadline, a rolling
+ * model's progress deadline. The runner sleeps until then (or until new events).
  */
 import type { FleetState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
@@ -21,8 +22,17 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
   for (const c of Object.values(state.replicas.commands)) {
     if (state.inventory.nodes[c.nodeId]?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
   }
+  // A rolling model's new replicas: the progress deadline may stall the rollout.
+  const rolling = new Map(
+    state.replicas.catalog.models
+      .filter((m) => state.replicas.rollouts[m.name]?.active === true)
+      .map((m) => [m.name, m.rollout.progressDeadlineMs]),
+  );
   const pendingModels = new Set<string>();
   for (const r of Object.values(state.replicas.replicas)) {
+    const progress = rolling.get(r.model);
+    if (progress !== undefined && r.phase !== "running" && r.phase !== "draining")
+      consider(r.createdMs + progress);
     if (r.phase === "placed") {
       const limits = limitsFor(config, replicaProfile(state.replicas.catalog.models, r));
       for (const s of r.shards) {

@@ -5,8 +5,9 @@
  *   1. gateway loss        4. failures (faults the fold recorded),
  *   2. node expiry            start and ready deadlines, cooldowns
  *   3. adoption            5. undeliverable commands   8. GPU faults
- *                          6. command re-issues        9. scale
- *                          7. drains                  10. placement
+ *                          6. command re-issues        9. rollouts
+ *                          7. drains                  10. scale
+ *                                                    11. placement
  * Then, outside the limit, the routing table is restated for every model
  * whose ready replicas this pass (or earlier facts) changed.
  * Scale and placement wait until every connected node's registration has
@@ -24,6 +25,7 @@ import { moveOffFaultyGpus } from "./gpu-faults.js";
 import { expireNodes } from "./liveness.js";
 import { Pass } from "./pass.js";
 import { placePending } from "./placing.js";
+import { rollModels } from "./rollouts.js";
 import { scaleModels } from "./scale.js";
 import { enforceStartDeadlines } from "./start-deadlines.js";
 import type { DecideInput, DecideOutput } from "./types.js";
@@ -44,6 +46,8 @@ export function decide(input: DecideInput): DecideOutput {
   handleDrains(pass); // node drains honour each model's disruption budget (budgets.ts)
   moveOffFaultyGpus(pass); // GPU-fault moves honour it too, after the drains of the same pass
   if (!adopting) {
+    // Rollouts before scale: a replacement counts for its old replica's slot.
+    rollModels(pass);
     scaleModels(pass);
     placePending(pass);
   }

@@ -66,7 +66,7 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
     p.runnersUp.length === 0
       ? "no runner-up"
       : `runners-up ${p.runnersUp.map((c) => `${c.nodeIds.join("+")} (${c.score.toFixed(2)})`).join(", ")}`;
-  const explanation = `placed ${r.replicaId} (${model.name}/${p.profile.name}) on ${where}, ${pass.config.policy} score ${p.chosen.score.toFixed(2)}; ${runners}`;
+  const explanation = `placed ${r.replicaId} (${model.name}/${p.profile.name} revision ${p.profile.revision}) on ${where}, ${pass.config.policy} score ${p.chosen.score.toFixed(2)}; ${runners}`;
   return {
     decisions: [
       decision(explanation, {
@@ -85,6 +85,7 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
           chosen: p.chosen,
           runnersUp: p.runnersUp,
           policy: pass.config.policy,
+          revision: p.profile.revision,
         },
       }),
     ],

@@ -6,7 +6,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StartShardSchema } from "../../gen/llmgw/v1/agent_pb.js";
-import { DEFAULT_ENGINE, type InventoryState, type ProfileSpec } from "../../projections/index.js";
+import { DEFAULT_ENGINE, fnv1a32, type InventoryState, type ProfileSpec } from "../../projections/index.js";
 
 /** A StartShard's fields but the command id (each send names its own, or repeats the first's). */
 export type StartShardFields = Omit<MessageInitShape<typeof StartShardSchema>, "commandId" | "$typeName">;
@@ -33,12 +33,7 @@ export const RENDEZVOUS_PORT_SPAN = 1000;
  * gives another port.
  */
 export function rendezvousPort(replicaId: string): number {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(replicaId)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return RENDEZVOUS_PORT_BASE + (hash % RENDEZVOUS_PORT_SPAN);
+  return RENDEZVOUS_PORT_BASE + (fnv1a32(replicaId) % RENDEZVOUS_PORT_SPAN);
 }
 
 /**

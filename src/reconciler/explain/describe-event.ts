@@ -101,6 +101,10 @@ function eventText(event: Event): string {
       return `${b.value.nodeId} GPU ${b.value.gpuIndex} cordoned by ${b.value.operator || "-"}${b.value.reason ? `: ${b.value.reason}` : ""}`;
     case "gpuUncordoned":
       return `${b.value.nodeId} GPU ${b.value.gpuIndex} uncordoned by ${b.value.operator || "-"}`;
+    case "rolloutPaused":
+      return `rollout of ${b.value.model} paused by ${b.value.operator || "-"}${b.value.reason ? `: ${b.value.reason}` : ""}`;
+    case "rolloutResumed":
+      return `rollout of ${b.value.model} resumed by ${b.value.operator || "-"}`;
     case "commandUndeliverable": {
       const v = b.value;
       return `${v.nodeId} ${enumName(CommandUndeliverable_Action, v.action, "ACTION_")} ${v.commandId} (attempt ${v.attempt}) undeliverable on ${v.gatewayId}: ${enumName(CommandUndeliverable_Reason, v.reason, "REASON_")}${v.detail ? ` (${v.detail})` : ""}`;
@@ -167,6 +171,8 @@ function eventSubjects(event: Event): { nodes: Set<string>; replicas: Set<string
     case "gatewayDraining":
     case "gatewayStopped":
     case "catalogChanged":
+    case "rolloutPaused":
+    case "rolloutResumed":
     case undefined:
       break;
     default: {
@@ -214,6 +220,14 @@ function decisionSummary(d: Decision): string {
       return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
     case "disruptionBlocked":
       return `blocked ${k.value.replicaId} on ${k.value.nodeId} (${k.value.model} ${k.value.ready} ready, minAvailable ${k.value.minAvailable})`;
+    case "rolloutStarted":
+      return `rollout ${k.value.model} to ${k.value.revision} (${k.value.outdated} outdated)`;
+    case "rolloutStalled":
+      return `rollout ${k.value.model} stalled on ${k.value.replicaId}`;
+    case "rolloutProgressing":
+      return `rollout ${k.value.model} progressing (${k.value.replicaId} ready)`;
+    case "rolloutCompleted":
+      return `rollout ${k.value.model} completed at ${k.value.revision}`;
     case undefined:
       return "unknown decision";
     default: {
@@ -265,6 +279,12 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
     case "sessionsExpired":
       for (const s of k.value.sessions) nodes.add(s.nodeId);
       return;
+    case "rolloutStalled":
+    case "rolloutProgressing":
+      if (k.value.replicaId) replicas.add(k.value.replicaId);
+      return;
+    case "rolloutStarted":
+    case "rolloutCompleted":
     case "commandReissued":
     // The whole table of a model: naming every listed replica would match
     // passes that did not change them; the drain or failure decision next to

@@ -100,6 +100,18 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
           `routes to ${k.value.endpoints.map((e) => e.replicaId).join(", ") || "nothing"}`,
         );
         break;
+      case "rolloutStarted":
+        add(`model ${k.value.model}`, `rollout to ${k.value.revision} started`);
+        break;
+      case "rolloutStalled":
+        add(`model ${k.value.model}`, `rollout stalled: ${k.value.reason}`);
+        break;
+      case "rolloutProgressing":
+        add(`model ${k.value.model}`, "rollout progressing again");
+        break;
+      case "rolloutCompleted":
+        add(`model ${k.value.model}`, `rollout to ${k.value.revision} completed`);
+        break;
       case undefined:
         break;
       default: {

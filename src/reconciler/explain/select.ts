@@ -103,12 +103,16 @@ function decisionTouchesReplica(
     case "duplicateStopped":
     case "undeliverableHandled":
     case "disruptionBlocked":
+    case "rolloutStalled":
+    case "rolloutProgressing":
       return k.value.replicaId === id;
     case "commandReissued":
       return commands.has(k.value.commandId);
     case "nodeLiveness":
     case "sessionsExpired":
     case "cooldownStarted":
+    case "rolloutStarted":
+    case "rolloutCompleted":
     case undefined:
       return false;
     default: {
@@ -159,6 +163,10 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "replicaDrainStarted":
     case "shardBackoff":
     case "endpointsChanged":
+    case "rolloutStarted":
+    case "rolloutStalled":
+    case "rolloutProgressing":
+    case "rolloutCompleted":
     case undefined:
       return false;
     default: {

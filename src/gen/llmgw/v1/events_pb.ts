@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxItwICgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSAASOQoSZHVwbGljYXRlX2lkZW50aXR5GBwgASgLMhsubGxtZ3cudjEuRHVwbGljYXRlSWRlbnRpdHlIAEIGCgRib2R5IqABCgZXcml0ZXISIwoEa2luZBgBIAEoDjIVLmxsbWd3LnYxLldyaXRlci5LaW5kEgoKAmlkGAIgASgJImUKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhAKDEtJTkRfR0FURVdBWRABEhMKD0tJTkRfUkVDT05DSUxFUhACEhEKDUtJTkRfT1BFUkFUT1IQAxINCglLSU5EX1RPT0wQBCKcAQoNU2Vzc2lvbk9wZW5lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlchIQCghpZGVudGl0eRgFIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgGIAEoCSKdAwoNU2Vzc2lvbkNsb3NlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKZ2F0ZXdheV9pZBgDIAEoCRIuCgZyZWFzb24YBCABKA4yHi5sbG1ndy52MS5TZXNzaW9uQ2xvc2VkLlJlYXNvbhIOCgZkZXRhaWwYBSABKAkikgIKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fRElTQ09OTkVDVEVEEAESEQoNUkVBU09OX1NJTEVOVBACEhUKEVJFQVNPTl9TVVBFUlNFREVEEAMSGwoXUkVBU09OX0dBVEVXQVlfRFJBSU5JTkcQBBIYChRSRUFTT05fU0xPV19DT05TVU1FUhAFEhkKFVJFQVNPTl9QUk9UT0NPTF9FUlJPUhAGEhoKFlJFQVNPTl9MT0dfVU5BVkFJTEFCTEUQBxISCg5SRUFTT05fRVhQSVJFRBAIEhIKDlJFQVNPTl9SRVZPS0VEEAkSFwoTUkVBU09OX0VWRU5UX0JVREdFVBAKIpoCChFEdXBsaWNhdGVJZGVudGl0eRIPCgdub2RlX2lkGAEgASgJEhIKCmdhdGV3YXlfaWQYAiABKAkSFwoPaGVsZF9zZXNzaW9uX2lkGAMgASgJEhcKD2hlbGRfZ2F0ZXdheV9pZBgEIAEoCRIbChNoZWxkX3JlbW90ZV9hZGRyZXNzGAUgASgJEh8KF25ld2NvbWVyX3JlbW90ZV9hZGRyZXNzGAYgASgJEhgKEGhlbGRfaW5zdGFuY2VfaWQYByABKAkSHAoUbmV3Y29tZXJfaW5zdGFuY2VfaWQYCCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYCSABKA0SEAoIYXR0ZW1wdHMYCiABKA0SDgoGZGV0YWlsGAsgASgJInUKD0hhcmR3YXJlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSKAoMcmVnaXN0cmF0aW9uGAQgASgLMhIubGxtZ3cudjEuUmVnaXN0ZXIipgEKDFVzYWdlQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAQgAygEEhQKDG5ld19wcm9ibGVtcxgFIAMoCRIqCgxncHVfcHJvYmxlbXMYBiADKAsyFC5sbG1ndy52MS5HcHVQcm9ibGVtInYKE1NoYXJkU3RhdHVzUmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEiUKBnN0YXR1cxgEIAEoCzIVLmxsbWd3LnYxLlNoYXJkU3RhdHVzInoKFUNvbW1hbmRSZXN1bHRSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJwoGcmVzdWx0GAQgASgLMhcubGxtZ3cudjEuQ29tbWFuZFJlc3VsdCJjCg5HYXRld2F5U3RhcnRlZBISCgpnYXRld2F5X2lkGAEgASgJEhYKDmxpc3Rlbl9hZGRyZXNzGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFAoMbGVhc2VfdHRsX21zGAQgASgNIlYKD0dhdGV3YXlEcmFpbmluZxISCgpnYXRld2F5X2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFQoNb3Blbl9zZXNzaW9ucxgDIAEoDSI0Cg5HYXRld2F5U3RvcHBlZBISCgpnYXRld2F5X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSLxAwoUQ29tbWFuZFVuZGVsaXZlcmFibGUSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpnYXRld2F5X2lkGAUgASgJEjUKBnJlYXNvbhgGIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLlJlYXNvbhIOCgZkZXRhaWwYByABKAkSNQoGYWN0aW9uGAggASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuQWN0aW9uEhAKCHNoYXJkX2lkGAkgASgJEhIKCnJlcGxpY2FfaWQYCiABKAkSEAoIcGFzc19zZXEYCyABKAQibgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhkKFVJFQVNPTl9TRVNTSU9OX0NMT1NFRBABEhoKFlJFQVNPTl9TRVNTSU9OX0NMT1NJTkcQAhIVChFSRUFTT05fUVVFVUVfRlVMTBADIlUKBkFjdGlvbhIWChJBQ1RJT05fVU5TUEVDSUZJRUQQABIQCgxBQ1RJT05fU1RBUlQQARIPCgtBQ1RJT05fU1RPUBACEhAKDEFDVElPTl9EUkFJThADIkgKDkNhdGFsb2dDaGFuZ2VkEiIKB2NhdGFsb2cYASABKAsyES5sbG1ndy52MS5DYXRhbG9nEhIKCmFwcGxpZWRfYnkYAiABKAkiKgoHQ2F0YWxvZxIfCgZtb2RlbHMYASADKAsyDy5sbG1ndy52MS5Nb2RlbCJjCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZRIVCg1taW5fYXZhaWxhYmxlGAUgASgJIsgDCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDgoGc2hhcmRzGAIgASgNEhYKDmdwdXNfcGVyX3NoYXJkGAMgASgNEhkKEW1lbW9yeV9wZXJfZ3B1X21iGAQgASgEEhMKC2dwdV9wcm9kdWN0GAUgASgJEhMKC2ZhYnJpY19raW5kGAYgASgJEjYKC25vZGVfbGFiZWxzGAcgAygLMiEubGxtZ3cudjEuUHJvZmlsZS5Ob2RlTGFiZWxzRW50cnkSEwoLZW5naW5lX2FyZ3MYCCADKAkSNAoKZW5naW5lX2VudhgJIAMoCzIgLmxsbWd3LnYxLlByb2ZpbGUuRW5naW5lRW52RW50cnkSGAoQc3RhcnRfdGltZW91dF9tcxgKIAEoDRIYChByZWFkeV90aW1lb3V0X21zGAsgASgNEhYKDnN0YXJ0X2F0dGVtcHRzGAwgASgNEg4KBmVuZ2luZRgNIAEoCRoxCg9Ob2RlTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkEKDE5vZGVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSIzCg5Ob2RlVW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkcKEk5vZGVEcmFpblJlcXVlc3RlZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSJuChJHcHVQcm9ibGVtc0NsZWFyZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCm5vZGVfbGV2ZWwYBSABKAgiUwoLR3B1Q29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SDgoGcmVhc29uGAMgASgJEhAKCG9wZXJhdG9yGAQgASgJIkUKDUdwdVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAki1QEKDVJlY29uY2lsZVBhc3MSEQoJbGVhZGVyX2lkGAEgASgJEhYKDmxlYXNlX3JldmlzaW9uGAIgASgEEhQKDG9ic2VydmVkX3NlcRgDIAEoBBITCgtub3dfdW5peF9tcxgEIAEoAxIlCglkZWNpc2lvbnMYBSADKAsyEi5sbG1ndy52MS5EZWNpc2lvbhIjCghjb21tYW5kcxgGIAMoCzIRLmxsbWd3LnYxLkNvbW1hbmQSEQoJdHJ1bmNhdGVkGAcgASgIEg8KB3RyaWdnZXIYCCABKAki0AcKCERlY2lzaW9uEhMKC2V4cGxhbmF0aW9uGAEgASgJEjMKD3JlcGxpY2FfY3JlYXRlZBgKIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FDcmVhdGVkSAASMQoOcmVwbGljYV9wbGFjZWQYCyABKAsyFy5sbG1ndy52MS5SZXBsaWNhUGxhY2VkSAASMwoPcmVwbGljYV9wZW5kaW5nGAwgASgLMhgubGxtZ3cudjEuUmVwbGljYVBlbmRpbmdIABIxCg5zaGFyZHNfYWRvcHRlZBgNIAEoCzIXLmxsbWd3LnYxLlNoYXJkc0Fkb3B0ZWRIABIzCg9zaGFyZF91bmNsYWltZWQYDiABKAsyGC5sbG1ndy52MS5TaGFyZFVuY2xhaW1lZEgAEjYKDW5vZGVfbGl2ZW5lc3MYDyABKAsyHS5sbG1ndy52MS5Ob2RlTGl2ZW5lc3NDaGFuZ2VkSAASNQoQc2Vzc2lvbnNfZXhwaXJlZBgQIAEoCzIZLmxsbWd3LnYxLlNlc3Npb25zRXhwaXJlZEgAEjMKD3JlcGxpY2FfcmVtb3ZlZBgRIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FSZW1vdmVkSAASPgoVcmVwbGljYV9kcmFpbl9zdGFydGVkGBIgASgLMh0ubGxtZ3cudjEuUmVwbGljYURyYWluU3RhcnRlZEgAEjUKEGNvbW1hbmRfcmVpc3N1ZWQYEyABKAsyGS5sbG1ndy52MS5Db21tYW5kUmVpc3N1ZWRIABI1ChBjb29sZG93bl9zdGFydGVkGBQgASgLMhkubGxtZ3cudjEuQ29vbGRvd25TdGFydGVkSAASLwoNc2hhcmRfYmFja29mZhgVIAEoCzIWLmxsbWd3LnYxLlNoYXJkQmFja29mZkgAEjEKDnJlcGxpY2FfZmFpbGVkGBYgASgLMhcubGxtZ3cudjEuUmVwbGljYUZhaWxlZEgAEjcKEWR1cGxpY2F0ZV9zdG9wcGVkGBcgASgLMhoubGxtZ3cudjEuRHVwbGljYXRlU3RvcHBlZEgAEj8KFXVuZGVsaXZlcmFibGVfaGFuZGxlZBgcIAEoCzIeLmxsbWd3LnYxLlVuZGVsaXZlcmFibGVIYW5kbGVkSAASNwoRZW5kcG9pbnRzX2NoYW5nZWQYJCABKAsyGi5sbG1ndy52MS5FbmRwb2ludHNDaGFuZ2VkSAASOQoSZGlzcnVwdGlvbl9ibG9ja2VkGC0gASgLMhsubGxtZ3cudjEuRGlzcnVwdGlvbkJsb2NrZWRIAEIGCgRraW5kIkUKDlJlcGxpY2FDcmVhdGVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEAoIcmVwbGFjZXMYAyABKAkiagoOU2hhcmRQbGFjZW1lbnQSEAoIc2hhcmRfaWQYASABKAkSDAoEcmFuaxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0iLAoJQ2FuZGlkYXRlEhAKCG5vZGVfaWRzGAEgAygJEg0KBXNjb3JlGAIgASgBIssBCg1SZXBsaWNhUGxhY2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHJvZmlsZRgDIAEoCRIoCgZzaGFyZHMYBCADKAsyGC5sbG1ndy52MS5TaGFyZFBsYWNlbWVudBIjCgZjaG9zZW4YBSABKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSJwoKcnVubmVyc191cBgGIAMoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRIOCgZwb2xpY3kYByABKAkiKQoIUnVsZWRPdXQSDgoGcmVhc29uGAEgASgJEg0KBW5vZGVzGAIgASgNIocBCg5SZXBsaWNhUGVuZGluZxISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhgKEG5vZGVzX2NvbnNpZGVyZWQYAyABKA0SEQoJbm9kZXNfZml0GAQgASgNEiUKCXJ1bGVkX291dBgFIAMoCzISLmxsbWd3LnYxLlJ1bGVkT3V0IncKDEFkb3B0ZWRTaGFyZBIQCghzaGFyZF9pZBgBIAEoCRISCgpyZXBsaWNhX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSEwoLZ3B1X2luZGljZXMYBSADKA0SDAoEcmFuaxgGIAEoDSJcCg1TaGFyZHNBZG9wdGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRImCgZzaGFyZHMYAyADKAsyFi5sbG1ndy52MS5BZG9wdGVkU2hhcmQiegoOU2hhcmRVbmNsYWltZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCHNoYXJkX2lkGAMgASgJEhIKCnJlcGxpY2FfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGcmVhc29uGAYgASgJIoQBChNOb2RlTGl2ZW5lc3NDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSJAoIbGl2ZW5lc3MYAiABKA4yEi5sbG1ndy52MS5MaXZlbmVzcxISCgpzZXNzaW9uX2lkGAMgASgJEiIKGmRpc2Nvbm5lY3RlZF9zaW5jZV91bml4X21zGAQgASgDIjEKClNlc3Npb25SZWYSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIk0KD1Nlc3Npb25zRXhwaXJlZBISCgpnYXRld2F5X2lkGAEgASgJEiYKCHNlc3Npb25zGAIgAygLMhQubGxtZ3cudjEuU2Vzc2lvblJlZiJDCg5SZXBsaWNhUmVtb3ZlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJRChNSZXBsaWNhRHJhaW5TdGFydGVkEhIKCnJlcGxpY2FfaWQYASABKAkSFgoOcmVwbGFjZW1lbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIlIKD0NvbW1hbmRSZWlzc3VlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SGgoSbmV4dF9yZXRyeV91bml4X21zGAMgASgDIloKD0Nvb2xkb3duU3RhcnRlZBINCgVtb2RlbBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhAKCGZhaWx1cmVzGAMgASgNEhUKDXVudGlsX3VuaXhfbXMYBCABKAMiSwoMU2hhcmRCYWNrb2ZmEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIcmVzdGFydHMYAiABKA0SFQoNdW50aWxfdW5peF9tcxgDIAEoAyKFAwoNUmVwbGljYUZhaWxlZBISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSLgoGcmVhc29uGAUgASgOMh4ubGxtZ3cudjEuUmVwbGljYUZhaWxlZC5SZWFzb24SEQoJZXhpdF9jb2RlGAYgASgFEhMKC2xhc3Rfb3V0cHV0GAcgASgJItUBCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTUkVBU09OX1NIQVJEX0ZBSUxFRBABEhsKF1JFQVNPTl9VTlJFUVVFU1RFRF9TVE9QEAISGAoUUkVBU09OX1NUQVJUX1JFRlVTRUQQAxIYChRSRUFTT05fU1RBUlRfVElNRU9VVBAEEhgKFFJFQVNPTl9SRUFEWV9USU1FT1VUEAUSFQoRUkVBU09OX0lOQ09NUExFVEUQBhIYChRSRUFTT05fVU5ERUxJVkVSQUJMRRAHIkkKEER1cGxpY2F0ZVN0b3BwZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIjwKCEVuZHBvaW50EhIKCnJlcGxpY2FfaWQYASABKAkSCwoDdXJsGAIgASgJEg8KB25vZGVfaWQYAyABKAkiSAoQRW5kcG9pbnRzQ2hhbmdlZBINCgVtb2RlbBgBIAEoCRIlCgllbmRwb2ludHMYAiADKAsyEi5sbG1ndy52MS5FbmRwb2ludCKlAQoRRGlzcnVwdGlvbkJsb2NrZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg0KBWNhdXNlGAQgASgJEg0KBXJlYWR5GAUgASgNEhUKDW1pbl9hdmFpbGFibGUYBiABKA0SDwoHZGVzaXJlZBgHIAEoDRIWCg5yZXBsYWNlbWVudF9pZBgIIAEoCSKGAQoUVW5kZWxpdmVyYWJsZUhhbmRsZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRISCgpyZXBsaWNhX2lkGAUgASgJEhAKCHNoYXJkX2lkGAYgASgJIv4BCgdDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SGAoQZGVhZGxpbmVfdW5peF9tcxgFIAEoAxIlCgVzdGFydBgKIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAsgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YDCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASEgoKcmVwbGljYV9pZBgGIAEoCUIICgZhY3Rpb24qgAEKCExpdmVuZXNzEhgKFExJVkVORVNTX1VOU1BFQ0lGSUVEEAASFgoSTElWRU5FU1NfQ09OTkVDVEVEEAESGQoVTElWRU5FU1NfRElTQ09OTkVDVEVEEAISFAoQTElWRU5FU1NfU1VTUEVDVBADEhEKDUxJVkVORVNTX0xPU1QQBGIGcHJvdG8z", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIsQJCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSAASOQoSZHVwbGljYXRlX2lkZW50aXR5GBwgASgLMhsubGxtZ3cudjEuRHVwbGljYXRlSWRlbnRpdHlIABIxCg5yb2xsb3V0X3BhdXNlZBgdIAEoCzIXLmxsbWd3LnYxLlJvbGxvdXRQYXVzZWRIABIzCg9yb2xsb3V0X3Jlc3VtZWQYHiABKAsyGC5sbG1ndy52MS5Sb2xsb3V0UmVzdW1lZEgAQgYKBGJvZHkioAEKBldyaXRlchIjCgRraW5kGAEgASgOMhUubGxtZ3cudjEuV3JpdGVyLktpbmQSCgoCaWQYAiABKAkiZQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9HQVRFV0FZEAESEwoPS0lORF9SRUNPTkNJTEVSEAISEQoNS0lORF9PUEVSQVRPUhADEg0KCUtJTkRfVE9PTBAEIpwBCg1TZXNzaW9uT3BlbmVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyEhAKCGlkZW50aXR5GAUgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAYgASgJIp0DCg1TZXNzaW9uQ2xvc2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEi4KBnJlYXNvbhgEIAEoDjIeLmxsbWd3LnYxLlNlc3Npb25DbG9zZWQuUmVhc29uEg4KBmRldGFpbBgFIAEoCSKSAgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9ESVNDT05ORUNURUQQARIRCg1SRUFTT05fU0lMRU5UEAISFQoRUkVBU09OX1NVUEVSU0VERUQQAxIbChdSRUFTT05fR0FURVdBWV9EUkFJTklORxAEEhgKFFJFQVNPTl9TTE9XX0NPTlNVTUVSEAUSGQoVUkVBU09OX1BST1RPQ09MX0VSUk9SEAYSGgoWUkVBU09OX0xPR19VTkFWQUlMQUJMRRAHEhIKDlJFQVNPTl9FWFBJUkVEEAgSEgoOUkVBU09OX1JFVk9LRUQQCRIXChNSRUFTT05fRVZFTlRfQlVER0VUEAoimgIKEUR1cGxpY2F0ZUlkZW50aXR5Eg8KB25vZGVfaWQYASABKAkSEgoKZ2F0ZXdheV9pZBgCIAEoCRIXCg9oZWxkX3Nlc3Npb25faWQYAyABKAkSFwoPaGVsZF9nYXRld2F5X2lkGAQgASgJEhsKE2hlbGRfcmVtb3RlX2FkZHJlc3MYBSABKAkSHwoXbmV3Y29tZXJfcmVtb3RlX2FkZHJlc3MYBiABKAkSGAoQaGVsZF9pbnN0YW5jZV9pZBgHIAEoCRIcChRuZXdjb21lcl9pbnN0YW5jZV9pZBgIIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgJIAEoDRIQCghhdHRlbXB0cxgKIAEoDRIOCgZkZXRhaWwYCyABKAkidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciKmAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0idgoTU2hhcmRTdGF0dXNSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJQoGc3RhdHVzGAQgASgLMhUubGxtZ3cudjEuU2hhcmRTdGF0dXMiegoVQ29tbWFuZFJlc3VsdFJlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBInCgZyZXN1bHQYBCABKAsyFy5sbG1ndy52MS5Db21tYW5kUmVzdWx0ImMKDkdhdGV3YXlTdGFydGVkEhIKCmdhdGV3YXlfaWQYASABKAkSFgoObGlzdGVuX2FkZHJlc3MYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRIUCgxsZWFzZV90dGxfbXMYBCABKA0iVgoPR2F0ZXdheURyYWluaW5nEhIKCmdhdGV3YXlfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIVCg1vcGVuX3Nlc3Npb25zGAMgASgNIjQKDkdhdGV3YXlTdG9wcGVkEhIKCmdhdGV3YXlfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIvEDChRDb21tYW5kVW5kZWxpdmVyYWJsZRISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCmdhdGV3YXlfaWQYBSABKAkSNQoGcmVhc29uGAYgASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuUmVhc29uEg4KBmRldGFpbBgHIAEoCRI1CgZhY3Rpb24YCCABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5BY3Rpb24SEAoIc2hhcmRfaWQYCSABKAkSEgoKcmVwbGljYV9pZBgKIAEoCRIQCghwYXNzX3NlcRgLIAEoBCJuCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASGQoVUkVBU09OX1NFU1NJT05fQ0xPU0VEEAESGgoWUkVBU09OX1NFU1NJT05fQ0xPU0lORxACEhUKEVJFQVNPTl9RVUVVRV9GVUxMEAMiVQoGQWN0aW9uEhYKEkFDVElPTl9VTlNQRUNJRklFRBAAEhAKDEFDVElPTl9TVEFSVBABEg8KC0FDVElPTl9TVE9QEAISEAoMQUNUSU9OX0RSQUlOEAMiSAoOQ2F0YWxvZ0NoYW5nZWQSIgoHY2F0YWxvZxgBIAEoCzIRLmxsbWd3LnYxLkNhdGFsb2cSEgoKYXBwbGllZF9ieRgCIAEoCSIqCgdDYXRhbG9nEh8KBm1vZGVscxgBIAMoCzIPLmxsbWd3LnYxLk1vZGVsIo0BCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZRIVCg1taW5fYXZhaWxhYmxlGAUgASgJEigKB3JvbGxvdXQYBCABKAsyFy5sbG1ndy52MS5Sb2xsb3V0UG9saWN5IoUBCg1Sb2xsb3V0UG9saWN5EhYKCW1heF9zdXJnZRgBIAEoDUgAiAEBEhwKD21heF91bmF2YWlsYWJsZRgCIAEoDUgBiAEBEhwKFHByb2dyZXNzX2RlYWRsaW5lX21zGAMgASgNQgwKCl9tYXhfc3VyZ2VCEgoQX21heF91bmF2YWlsYWJsZSLIAwoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5EhgKEHN0YXJ0X3RpbWVvdXRfbXMYCiABKA0SGAoQcmVhZHlfdGltZW91dF9tcxgLIAEoDRIWCg5zdGFydF9hdHRlbXB0cxgMIAEoDRIOCgZlbmdpbmUYDSABKAkaMQoPTm9kZUxhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJACg1Sb2xsb3V0UGF1c2VkEg0KBW1vZGVsGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIxCg5Sb2xsb3V0UmVzdW1lZBINCgVtb2RlbBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJBCgxOb2RlQ29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkiMwoOTm9kZVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJHChJOb2RlRHJhaW5SZXF1ZXN0ZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkibgoSR3B1UHJvYmxlbXNDbGVhcmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpub2RlX2xldmVsGAUgASgIIlMKC0dwdUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghvcGVyYXRvchgEIAEoCSJFCg1HcHVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJItUBCg1SZWNvbmNpbGVQYXNzEhEKCWxlYWRlcl9pZBgBIAEoCRIWCg5sZWFzZV9yZXZpc2lvbhgCIAEoBBIUCgxvYnNlcnZlZF9zZXEYAyABKAQSEwoLbm93X3VuaXhfbXMYBCABKAMSJQoJZGVjaXNpb25zGAUgAygLMhIubGxtZ3cudjEuRGVjaXNpb24SIwoIY29tbWFuZHMYBiADKAsyES5sbG1ndy52MS5Db21tYW5kEhEKCXRydW5jYXRlZBgHIAEoCBIPCgd0cmlnZ2VyGAggASgJIrAJCghEZWNpc2lvbhITCgtleHBsYW5hdGlvbhgBIAEoCRIzCg9yZXBsaWNhX2NyZWF0ZWQYCiABKAsyGC5sbG1ndy52MS5SZXBsaWNhQ3JlYXRlZEgAEjEKDnJlcGxpY2FfcGxhY2VkGAsgASgLMhcubGxtZ3cudjEuUmVwbGljYVBsYWNlZEgAEjMKD3JlcGxpY2FfcGVuZGluZxgMIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FQZW5kaW5nSAASMQoOc2hhcmRzX2Fkb3B0ZWQYDSABKAsyFy5sbG1ndy52MS5TaGFyZHNBZG9wdGVkSAASMwoPc2hhcmRfdW5jbGFpbWVkGA4gASgLMhgubGxtZ3cudjEuU2hhcmRVbmNsYWltZWRIABI2Cg1ub2RlX2xpdmVuZXNzGA8gASgLMh0ubGxtZ3cudjEuTm9kZUxpdmVuZXNzQ2hhbmdlZEgAEjUKEHNlc3Npb25zX2V4cGlyZWQYECABKAsyGS5sbG1ndy52MS5TZXNzaW9uc0V4cGlyZWRIABIzCg9yZXBsaWNhX3JlbW92ZWQYESABKAsyGC5sbG1ndy52MS5SZXBsaWNhUmVtb3ZlZEgAEj4KFXJlcGxpY2FfZHJhaW5fc3RhcnRlZBgSIAEoCzIdLmxsbWd3LnYxLlJlcGxpY2FEcmFpblN0YXJ0ZWRIABI1ChBjb21tYW5kX3JlaXNzdWVkGBMgASgLMhkubGxtZ3cudjEuQ29tbWFuZFJlaXNzdWVkSAASNQoQY29vbGRvd25fc3RhcnRlZBgUIAEoCzIZLmxsbWd3LnYxLkNvb2xkb3duU3RhcnRlZEgAEi8KDXNoYXJkX2JhY2tvZmYYFSABKAsyFi5sbG1ndy52MS5TaGFyZEJhY2tvZmZIABIxCg5yZXBsaWNhX2ZhaWxlZBgWIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWRIABI3ChFkdXBsaWNhdGVfc3RvcHBlZBgXIAEoCzIaLmxsbWd3LnYxLkR1cGxpY2F0ZVN0b3BwZWRIABI/ChV1bmRlbGl2ZXJhYmxlX2hhbmRsZWQYHCABKAsyHi5sbG1ndy52MS5VbmRlbGl2ZXJhYmxlSGFuZGxlZEgAEjcKEWVuZHBvaW50c19jaGFuZ2VkGCQgASgLMhoubGxtZ3cudjEuRW5kcG9pbnRzQ2hhbmdlZEgAEjkKEmRpc3J1cHRpb25fYmxvY2tlZBgtIAEoCzIbLmxsbWd3LnYxLkRpc3J1cHRpb25CbG9ja2VkSAASMwoPcm9sbG91dF9zdGFydGVkGCggASgLMhgubGxtZ3cudjEuUm9sbG91dFN0YXJ0ZWRIABIzCg9yb2xsb3V0X3N0YWxsZWQYKSABKAsyGC5sbG1ndy52MS5Sb2xsb3V0U3RhbGxlZEgAEjcKEXJvbGxvdXRfY29tcGxldGVkGCogASgLMhoubGxtZ3cudjEuUm9sbG91dENvbXBsZXRlZEgAEjsKE3JvbGxvdXRfcHJvZ3Jlc3NpbmcYKyABKAsyHC5sbG1ndy52MS5Sb2xsb3V0UHJvZ3Jlc3NpbmdIAEIGCgRraW5kIoABCg5Sb2xsb3V0U3RhcnRlZBINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCRIQCghvdXRkYXRlZBgDIAEoDRIPCgdkZXNpcmVkGAQgASgNEhEKCW1heF9zdXJnZRgFIAEoDRIXCg9tYXhfdW5hdmFpbGFibGUYBiABKA0iVQoOUm9sbG91dFN0YWxsZWQSDQoFbW9kZWwYASABKAkSEAoIcmV2aXNpb24YAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkiMwoQUm9sbG91dENvbXBsZXRlZBINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCSJJChJSb2xsb3V0UHJvZ3Jlc3NpbmcSDQoFbW9kZWwYASABKAkSEAoIcmV2aXNpb24YAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCSJFCg5SZXBsaWNhQ3JlYXRlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcGxhY2VzGAMgASgJImoKDlNoYXJkUGxhY2VtZW50EhAKCHNoYXJkX2lkGAEgASgJEgwKBHJhbmsYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNIiwKCUNhbmRpZGF0ZRIQCghub2RlX2lkcxgBIAMoCRINCgVzY29yZRgCIAEoASLdAQoNUmVwbGljYVBsYWNlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3Byb2ZpbGUYAyABKAkSKAoGc2hhcmRzGAQgAygLMhgubGxtZ3cudjEuU2hhcmRQbGFjZW1lbnQSIwoGY2hvc2VuGAUgASgLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEicKCnJ1bm5lcnNfdXAYBiADKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSDgoGcG9saWN5GAcgASgJEhAKCHJldmlzaW9uGAggASgJIikKCFJ1bGVkT3V0Eg4KBnJlYXNvbhgBIAEoCRINCgVub2RlcxgCIAEoDSKHAQoOUmVwbGljYVBlbmRpbmcSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIYChBub2Rlc19jb25zaWRlcmVkGAMgASgNEhEKCW5vZGVzX2ZpdBgEIAEoDRIlCglydWxlZF9vdXQYBSADKAsyEi5sbG1ndy52MS5SdWxlZE91dCJ3CgxBZG9wdGVkU2hhcmQSEAoIc2hhcmRfaWQYASABKAkSEgoKcmVwbGljYV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIPCgdwcm9maWxlGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNEgwKBHJhbmsYBiABKA0iXAoNU2hhcmRzQWRvcHRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSJgoGc2hhcmRzGAMgAygLMhYubGxtZ3cudjEuQWRvcHRlZFNoYXJkInoKDlNoYXJkVW5jbGFpbWVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghzaGFyZF9pZBgDIAEoCRISCgpyZXBsaWNhX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKEAQoTTm9kZUxpdmVuZXNzQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEiQKCGxpdmVuZXNzGAIgASgOMhIubGxtZ3cudjEuTGl2ZW5lc3MSEgoKc2Vzc2lvbl9pZBgDIAEoCRIiChpkaXNjb25uZWN0ZWRfc2luY2VfdW5peF9tcxgEIAEoAyIxCgpTZXNzaW9uUmVmEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJNCg9TZXNzaW9uc0V4cGlyZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRImCghzZXNzaW9ucxgCIAMoCzIULmxsbWd3LnYxLlNlc3Npb25SZWYiQwoOUmVwbGljYVJlbW92ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUQoTUmVwbGljYURyYWluU3RhcnRlZBISCgpyZXBsaWNhX2lkGAEgASgJEhYKDnJlcGxhY2VtZW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJSCg9Db21tYW5kUmVpc3N1ZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhoKEm5leHRfcmV0cnlfdW5peF9tcxgDIAEoAyJaCg9Db29sZG93blN0YXJ0ZWQSDQoFbW9kZWwYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIQCghmYWlsdXJlcxgDIAEoDRIVCg11bnRpbF91bml4X21zGAQgASgDIksKDFNoYXJkQmFja29mZhISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHJlc3RhcnRzGAIgASgNEhUKDXVudGlsX3VuaXhfbXMYAyABKAMihQMKDVJlcGxpY2FGYWlsZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg0KBWVycm9yGAQgASgJEi4KBnJlYXNvbhgFIAEoDjIeLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWQuUmVhc29uEhEKCWV4aXRfY29kZRgGIAEoBRITCgtsYXN0X291dHB1dBgHIAEoCSLVAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9TSEFSRF9GQUlMRUQQARIbChdSRUFTT05fVU5SRVFVRVNURURfU1RPUBACEhgKFFJFQVNPTl9TVEFSVF9SRUZVU0VEEAMSGAoUUkVBU09OX1NUQVJUX1RJTUVPVVQQBBIYChRSRUFTT05fUkVBRFlfVElNRU9VVBAFEhUKEVJFQVNPTl9JTkNPTVBMRVRFEAYSGAoUUkVBU09OX1VOREVMSVZFUkFCTEUQByJJChBEdXBsaWNhdGVTdG9wcGVkEg8KB25vZGVfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCSI8CghFbmRwb2ludBISCgpyZXBsaWNhX2lkGAEgASgJEgsKA3VybBgCIAEoCRIPCgdub2RlX2lkGAMgASgJIkgKEEVuZHBvaW50c0NoYW5nZWQSDQoFbW9kZWwYASABKAkSJQoJZW5kcG9pbnRzGAIgAygLMhIubGxtZ3cudjEuRW5kcG9pbnQipQEKEURpc3J1cHRpb25CbG9ja2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRINCgVjYXVzZRgEIAEoCRINCgVyZWFkeRgFIAEoDRIVCg1taW5fYXZhaWxhYmxlGAYgASgNEg8KB2Rlc2lyZWQYByABKA0SFgoOcmVwbGFjZW1lbnRfaWQYCCABKAkihgEKFFVuZGVsaXZlcmFibGVIYW5kbGVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKcmVwbGljYV9pZBgFIAEoCRIQCghzaGFyZF9pZBgGIAEoCSL+AQoHQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAMSJQoFc3RhcnQYCiABKAsyFC5sbG1ndy52MS5TdGFydFNoYXJkSAASIwoEc3RvcBgLIAEoCzITLmxsbWd3LnYxLlN0b3BTaGFyZEgAEiUKBWRyYWluGAwgASgLMhQubGxtZ3cudjEuRHJhaW5TaGFyZEgAEhIKCnJlcGxpY2FfaWQYBiABKAlCCAoGYWN0aW9uKoABCghMaXZlbmVzcxIYChRMSVZFTkVTU19VTlNQRUNJRklFRBAAEhYKEkxJVkVORVNTX0NPTk5FQ1RFRBABEhkKFUxJVkVORVNTX0RJU0NPTk5FQ1RFRBACEhQKEExJVkVORVNTX1NVU1BFQ1QQAxIRCg1MSVZFTkVTU19MT1NUEARiBnByb3RvMw", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -167,6 +167,18 @@ export type Event = Message<"llmgw.v1.Event"> & {
      */
     value: DuplicateIdentity;
     case: "duplicateIdentity";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutPaused rollout_paused = 29;
+     */
+    value: RolloutPaused;
+    case: "rolloutPaused";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutResumed rollout_resumed = 30;
+     */
+    value: RolloutResumed;
+    case: "rolloutResumed";
   } | { case: undefined; value?: undefined };
 };
 
@@ -988,6 +1000,14 @@ export type Model = Message<"llmgw.v1.Model"> & {
    * @generated from field: string min_available = 5;
    */
   minAvailable: string;
+
+  /**
+   * How a change of a profile's spec rolls the model's replicas; unset =
+   * the defaults (maxSurge 1, maxUnavailable 0, progress deadline 10 min).
+   *
+   * @generated from field: llmgw.v1.RolloutPolicy rollout = 4;
+   */
+  rollout?: RolloutPolicy | undefined;
 };
 
 /**
@@ -996,6 +1016,43 @@ export type Model = Message<"llmgw.v1.Model"> & {
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_events, 15);
+
+/**
+ * RolloutPolicy: how replicas started with an older spec revision are
+ * replaced (make-before-break).
+ *
+ * @generated from message llmgw.v1.RolloutPolicy
+ */
+export type RolloutPolicy = Message<"llmgw.v1.RolloutPolicy"> & {
+  /**
+   * Replicas the model may have beyond `replicas` while rolling; unset = 1.
+   *
+   * @generated from field: optional uint32 max_surge = 1;
+   */
+  maxSurge?: number | undefined;
+
+  /**
+   * How many fewer than `replicas` may be ready while rolling; unset = 0.
+   *
+   * @generated from field: optional uint32 max_unavailable = 2;
+   */
+  maxUnavailable?: number | undefined;
+
+  /**
+   * A new replica not ready this long after it was created stalls the
+   * rollout, ms; 0 = 10 minutes.
+   *
+   * @generated from field: uint32 progress_deadline_ms = 3;
+   */
+  progressDeadlineMs: number;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutPolicy.
+ * Use `create(RolloutPolicySchema)` to create a new message.
+ */
+export const RolloutPolicySchema: GenMessage<RolloutPolicy> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 16);
 
 /**
  * Profile: one way to lay out a replica.
@@ -1103,7 +1160,62 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 16);
+  messageDesc(file_llmgw_v1_events, 17);
+
+/**
+ * RolloutPaused: an operator stops a model's rollout where it is (subject
+ * llmgw.evt.operator._rollouts): no replica is replaced until it resumes.
+ *
+ * @generated from message llmgw.v1.RolloutPaused
+ */
+export type RolloutPaused = Message<"llmgw.v1.RolloutPaused"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string operator = 2;
+   */
+  operator: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutPaused.
+ * Use `create(RolloutPausedSchema)` to create a new message.
+ */
+export const RolloutPausedSchema: GenMessage<RolloutPaused> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 18);
+
+/**
+ * RolloutResumed: the model's rollout goes on (subject
+ * llmgw.evt.operator._rollouts).
+ *
+ * @generated from message llmgw.v1.RolloutResumed
+ */
+export type RolloutResumed = Message<"llmgw.v1.RolloutResumed"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string operator = 2;
+   */
+  operator: string;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutResumed.
+ * Use `create(RolloutResumedSchema)` to create a new message.
+ */
+export const RolloutResumedSchema: GenMessage<RolloutResumed> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 19);
 
 /**
  * @generated from message llmgw.v1.NodeCordoned
@@ -1130,7 +1242,7 @@ export type NodeCordoned = Message<"llmgw.v1.NodeCordoned"> & {
  * Use `create(NodeCordonedSchema)` to create a new message.
  */
 export const NodeCordonedSchema: GenMessage<NodeCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 17);
+  messageDesc(file_llmgw_v1_events, 20);
 
 /**
  * @generated from message llmgw.v1.NodeUncordoned
@@ -1152,7 +1264,7 @@ export type NodeUncordoned = Message<"llmgw.v1.NodeUncordoned"> & {
  * Use `create(NodeUncordonedSchema)` to create a new message.
  */
 export const NodeUncordonedSchema: GenMessage<NodeUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * NodeDrainRequested: move everything off the node (make-before-break) and
@@ -1182,7 +1294,7 @@ export type NodeDrainRequested = Message<"llmgw.v1.NodeDrainRequested"> & {
  * Use `create(NodeDrainRequestedSchema)` to create a new message.
  */
 export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
@@ -1223,7 +1335,7 @@ export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
  * Use `create(GpuProblemsClearedSchema)` to create a new message.
  */
 export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * GpuCordoned: keep new work off one GPU; what runs on it stays.
@@ -1257,7 +1369,7 @@ export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
  * Use `create(GpuCordonedSchema)` to create a new message.
  */
 export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * @generated from message llmgw.v1.GpuUncordoned
@@ -1284,7 +1396,7 @@ export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
  * Use `create(GpuUncordonedSchema)` to create a new message.
  */
 export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * ReconcilePass: one pass of the leading reconciler. Appended with
@@ -1353,7 +1465,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1473,6 +1585,30 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
      */
     value: DisruptionBlocked;
     case: "disruptionBlocked";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutStarted rollout_started = 40;
+     */
+    value: RolloutStarted;
+    case: "rolloutStarted";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutStalled rollout_stalled = 41;
+     */
+    value: RolloutStalled;
+    case: "rolloutStalled";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutCompleted rollout_completed = 42;
+     */
+    value: RolloutCompleted;
+    case: "rolloutCompleted";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.RolloutProgressing rollout_progressing = 43;
+     */
+    value: RolloutProgressing;
+    case: "rolloutProgressing";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1481,7 +1617,148 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 27);
+
+/**
+ * RolloutStarted: replicas of a model run an older spec revision than its
+ * catalog's; they are replaced make-before-break under the model's policy.
+ *
+ * @generated from message llmgw.v1.RolloutStarted
+ */
+export type RolloutStarted = Message<"llmgw.v1.RolloutStarted"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * The model's revision the rollout goes to (its profiles' revisions).
+   *
+   * @generated from field: string revision = 2;
+   */
+  revision: string;
+
+  /**
+   * Replicas started with an older revision when it began.
+   *
+   * @generated from field: uint32 outdated = 3;
+   */
+  outdated: number;
+
+  /**
+   * @generated from field: uint32 desired = 4;
+   */
+  desired: number;
+
+  /**
+   * @generated from field: uint32 max_surge = 5;
+   */
+  maxSurge: number;
+
+  /**
+   * @generated from field: uint32 max_unavailable = 6;
+   */
+  maxUnavailable: number;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutStarted.
+ * Use `create(RolloutStartedSchema)` to create a new message.
+ */
+export const RolloutStartedSchema: GenMessage<RolloutStarted> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 28);
+
+/**
+ * RolloutStalled: a new replica failed, or was not ready within the
+ * progress deadline; no more old replicas are replaced (they keep serving)
+ * until it is ready, the spec changes (undo) or the rollout is resumed.
+ *
+ * @generated from message llmgw.v1.RolloutStalled
+ */
+export type RolloutStalled = Message<"llmgw.v1.RolloutStalled"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string revision = 2;
+   */
+  revision: string;
+
+  /**
+   * The new replica that failed or is late.
+   *
+   * @generated from field: string replica_id = 3;
+   */
+  replicaId: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutStalled.
+ * Use `create(RolloutStalledSchema)` to create a new message.
+ */
+export const RolloutStalledSchema: GenMessage<RolloutStalled> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 29);
+
+/**
+ * RolloutCompleted: every replica of the model runs its current revision.
+ *
+ * @generated from message llmgw.v1.RolloutCompleted
+ */
+export type RolloutCompleted = Message<"llmgw.v1.RolloutCompleted"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string revision = 2;
+   */
+  revision: string;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutCompleted.
+ * Use `create(RolloutCompletedSchema)` to create a new message.
+ */
+export const RolloutCompletedSchema: GenMessage<RolloutCompleted> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 30);
+
+/**
+ * RolloutProgressing: a stalled rollout moves again (its late replica got
+ * ready).
+ *
+ * @generated from message llmgw.v1.RolloutProgressing
+ */
+export type RolloutProgressing = Message<"llmgw.v1.RolloutProgressing"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string revision = 2;
+   */
+  revision: string;
+
+  /**
+   * @generated from field: string replica_id = 3;
+   */
+  replicaId: string;
+};
+
+/**
+ * Describes the message llmgw.v1.RolloutProgressing.
+ * Use `create(RolloutProgressingSchema)` to create a new message.
+ */
+export const RolloutProgressingSchema: GenMessage<RolloutProgressing> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1512,7 +1789,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 32);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1551,7 +1828,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1575,7 +1852,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1619,6 +1896,15 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
    * @generated from field: string policy = 7;
    */
   policy: string;
+
+  /**
+   * The spec revision of the profile it was placed with (a content hash of
+   * the profile's engine, arguments, environment and GPU needs); empty in
+   * logs written before revisions existed.
+   *
+   * @generated from field: string revision = 8;
+   */
+  revision: string;
 };
 
 /**
@@ -1626,7 +1912,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1650,7 +1936,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1689,7 +1975,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -1733,7 +2019,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -1763,7 +2049,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -1807,7 +2093,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -1845,7 +2131,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 41);
 
 /**
  * SessionRef names one session.
@@ -1869,7 +2155,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 42);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -1893,7 +2179,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 43);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -1923,7 +2209,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 44);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -1953,7 +2239,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 45);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -1982,7 +2268,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 46);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -2017,7 +2303,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 47);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -2046,7 +2332,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 48);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -2097,7 +2383,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 42);
+  messageDesc(file_llmgw_v1_events, 49);
 
 /**
  * What went wrong, as a value to branch on (`error` says it for people).
@@ -2166,7 +2452,7 @@ export enum ReplicaFailed_Reason {
  * Describes the enum llmgw.v1.ReplicaFailed.Reason.
  */
 export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 42, 0);
+  enumDesc(file_llmgw_v1_events, 49, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -2196,7 +2482,7 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 43);
+  messageDesc(file_llmgw_v1_events, 50);
 
 /**
  * Endpoint: one ready replica a router may send a model's requests to.
@@ -2229,7 +2515,7 @@ export type Endpoint = Message<"llmgw.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 44);
+  messageDesc(file_llmgw_v1_events, 51);
 
 /**
  * EndpointsChanged: the routing table of one model changed. It carries the
@@ -2256,7 +2542,7 @@ export type EndpointsChanged = Message<"llmgw.v1.EndpointsChanged"> & {
  * Use `create(EndpointsChangedSchema)` to create a new message.
  */
 export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 45);
+  messageDesc(file_llmgw_v1_events, 52);
 
 /**
  * DisruptionBlocked: a replica must leave where it runs (its node drains, a
@@ -2324,7 +2610,7 @@ export type DisruptionBlocked = Message<"llmgw.v1.DisruptionBlocked"> & {
  * Use `create(DisruptionBlockedSchema)` to create a new message.
  */
 export const DisruptionBlockedSchema: GenMessage<DisruptionBlocked> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 46);
+  messageDesc(file_llmgw_v1_events, 53);
 
 /**
  * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
@@ -2371,7 +2657,7 @@ export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
  * Use `create(UndeliverableHandledSchema)` to create a new message.
  */
 export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 47);
+  messageDesc(file_llmgw_v1_events, 54);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -2451,7 +2737,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 48);
+  messageDesc(file_llmgw_v1_events, 55);
 
 /**
  * Liveness of a node as the reconciler decides it.

@@ -1,32 +1,48 @@
 /** Every replica at the current position, those needing a look (pending, draining) first. */
-import { sortReplicas } from "../model.ts";
-import type { ModelReadiness, Replica } from "../types.ts";
+import { rolloutLine, sortReplicas } from "../model.ts";
+import type { ModelReadiness, Replica, Rollout } from "../types.ts";
 
 export function ReplicaList(props: {
   replicas: Replica[];
   readiness: ModelReadiness[];
+  rollouts: Rollout[];
   selected: string | null;
   onSelect(id: string): void;
 }) {
   const list = sortReplicas(props.replicas);
+  const rolling = props.rollouts.flatMap((r) => {
+    const line = rolloutLine(r);
+    return line === null ? [] : [{ r, line }];
+  });
   const readiness = (
-    <ul class="readiness" data-testid="readiness">
-      {props.readiness.map((m) => (
-        <li key={m.model} class={m.ready < m.desired ? "short" : ""} data-model={m.model}>
-          {m.model} <b>{m.ready}</b>/{m.desired} ready
-          {m.minAvailable !== "" && (
-            <span
-              class={m.ready <= m.keepsReady ? "budget at-limit" : "budget"}
-              title="disruption budget: drains and GPU-fault moves keep at least this many ready"
-            >
-              {" "}
-              · min {m.minAvailable}
-              {m.minAvailable === String(m.keepsReady) ? "" : ` (${m.keepsReady})`}
-            </span>
-          )}
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul class="readiness" data-testid="readiness">
+        {props.readiness.map((m) => (
+          <li key={m.model} class={m.ready < m.desired ? "short" : ""} data-model={m.model}>
+            {m.model} <b>{m.ready}</b>/{m.desired} ready
+            {m.minAvailable !== "" && (
+              <span
+                class={m.ready <= m.keepsReady ? "budget at-limit" : "budget"}
+                title="disruption budget: drains and GPU-fault moves keep at least this many ready"
+              >
+                {" "}
+                · min {m.minAvailable}
+                {m.minAvailable === String(m.keepsReady) ? "" : ` (${m.keepsReady})`}
+              </span>
+            )}
+          </li>
+        ))}
+      </ul>
+      {rolling.length > 0 && (
+        <ul class="rollouts" data-testid="rollouts">
+          {rolling.map(({ r, line }) => (
+            <li key={r.model} class={r.stalled ? "stalled" : ""} data-model={r.model}>
+              {line}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
   );
   if (list.length === 0)
     return (
@@ -52,6 +68,7 @@ export function ReplicaList(props: {
               <span class="rid">{r.replicaId}</span>
               <span class="muted">
                 {r.nodeIds.join(" + ") || r.pendingReason}
+                {r.revision && ` · rev ${r.revision}`}
                 {r.lastFailure && ` · last failure: ${r.lastFailure.reason}`}
               </span>
             </button>
