@@ -5,8 +5,9 @@
  */
 import type { Fabric, Gpu, GpuProblem, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
 import { GpuProblem_Kind, ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
-import type { Model, Profile } from "../gen/llmgw/v1/events_pb.js";
+import type { Autoscale, Model, Profile } from "../gen/llmgw/v1/events_pb.js";
 import type {
+  AutoscaleSpec,
   FabricState,
   GpuFault,
   GpuFaultKind,
@@ -123,5 +124,26 @@ export function profileFrom(p: Profile): ProfileSpec {
 }
 
 export function modelFrom(m: Model): ModelSpec {
-  return { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+  const spec: ModelSpec = { name: m.name, replicas: m.replicas, profiles: m.profiles.map(profileFrom) };
+  if (m.autoscale) spec.autoscale = autoscaleFrom(m.autoscale);
+  return spec;
+}
+
+/** Autoscale defaults: what 0 in the message means. */
+export const AUTOSCALE_DEFAULTS = Object.freeze({
+  tolerance: 0.1,
+  upCooldownMs: 30_000,
+  downCooldownMs: 120_000,
+});
+
+export function autoscaleFrom(a: Autoscale): AutoscaleSpec {
+  return {
+    min: a.min,
+    max: a.max,
+    metric: a.metric,
+    target: a.target,
+    tolerance: a.tolerance > 0 ? a.tolerance : AUTOSCALE_DEFAULTS.tolerance,
+    upCooldownMs: a.scaleUpCooldownMs > 0 ? a.scaleUpCooldownMs : AUTOSCALE_DEFAULTS.upCooldownMs,
+    downCooldownMs: a.scaleDownCooldownMs > 0 ? a.scaleDownCooldownMs : AUTOSCALE_DEFAULTS.downCooldownMs,
+  };
 }

@@ -22,9 +22,11 @@ import type { FleetState } from "./state.js";
  *     until a pass handles them; a restated drain keeps its start time;
  * 7 — shards record their endpoint, replicas state the routing table;
  * 8 — GPUs record faults reported by heartbeats and operator cordons;
- * 9 — nodes record their advertised address, profiles their engine.
+ * 9 — nodes record their advertised address, profiles their engine;
+ * 10 — models record their autoscale setting, shards their last reported
+ *     load, replicas the autoscale decisions per model (`autoscale`).
  */
-export const FLEET_SCHEMA_VERSION = 9;
+export const FLEET_SCHEMA_VERSION = 10;
 
 export function initialFleet(): FleetState {
   return { seq: 0, timeMs: 0, inventory: initialInventory(), replicas: initialReplicas() };

@@ -8,6 +8,7 @@
  * pass, which reads this state.
  */
 import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llmgw/v1/events_pb.js";
+import { foldAutoscaleDecided, foldCatalogAutoscale, foldShardLoad } from "./autoscale.js";
 import { modelFrom, shardStateName } from "./convert.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
@@ -33,6 +34,7 @@ export function initialReplicas(): ReplicasState {
     endpoints: {},
     lastPass: null,
     passes: 0,
+    autoscale: {},
   };
 }
 
@@ -137,13 +139,16 @@ export function evolveReplicas(
 ): ReplicasState {
   const body = event.body;
   switch (body.case) {
-    case "catalogChanged":
+    case "catalogChanged": {
+      const before = state.catalog.models;
       state.catalog = {
         models: (body.value.catalog?.models ?? []).map(modelFrom),
         seq: meta.seq,
         appliedBy: body.value.appliedBy,
       };
+      foldCatalogAutoscale(state, before);
       return state;
+    }
     case "shardStatus": {
       const v = body.value;
       const st = v.status;
@@ -214,8 +219,10 @@ export function evolveReplicas(
     case "sessionClosed":
       forgetCommands(state, body.value.nodeId, (session) => session === body.value.sessionId);
       return state;
-    case "hardwareChanged":
     case "usageChanged":
+      foldShardLoad(state, body.value, meta, inventory);
+      return state;
+    case "hardwareChanged":
     case "gatewayStarted":
     case "gatewayDraining":
     case "gatewayStopped":
@@ -410,6 +417,9 @@ function foldPass(
           }));
         break;
       }
+      case "autoscaleDecided":
+        foldAutoscaleDecided(state, k.value, Number(pass.nowUnixMs), meta.seq, d.explanation);
+        break;
       case "sessionsExpired":
         for (const ref of k.value.sessions)
           forgetCommands(state, ref.nodeId, (session) => session === ref.sessionId);

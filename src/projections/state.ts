@@ -150,9 +150,55 @@ export interface ProfileSpec {
 
 export interface ModelSpec {
   name: string;
+  /** Fixed replicas; with autoscale, where the count starts. */
   replicas: number;
   /** In order of preference. */
   profiles: ProfileSpec[];
+  /** Present only when the catalog sets it (a model without keeps the JSON it always had). */
+  autoscale?: AutoscaleSpec;
+}
+
+/** What autoscaling averages over a model's ready replicas. */
+export type AutoscaleMetric = "queue_depth" | "kv_cache_use";
+
+export const AUTOSCALE_METRICS: readonly AutoscaleMetric[] = ["queue_depth", "kv_cache_use"];
+
+/** A model's autoscale setting, defaults filled in (Autoscale in the catalog). */
+export interface AutoscaleSpec {
+  min: number;
+  max: number;
+  /** A metric this version does not know is kept as written; nothing scales on it. */
+  metric: string;
+  target: number;
+  /** No decision while the value is within target·(1 ± tolerance). */
+  tolerance: number;
+  /** Time after the model's last scale decision before a scale-up / scale-down (ms). */
+  upCooldownMs: number;
+  downCooldownMs: number;
+}
+
+/**
+ * A model's autoscaling as the passes decided it: the replica count the last
+ * AutoscaleDecided set (null: the catalog's `replicas`, also after a catalog
+ * change of them) and when it last scaled each way (the decision time, ms).
+ */
+export interface AutoscaleState {
+  replicas: number | null;
+  lastUpMs: number;
+  lastDownMs: number;
+  /** Sequence of the pass of the last decision (0: none). */
+  lastSeq: number;
+  /** Its explanation, for operators. */
+  lastExplanation: string;
+}
+
+/** The load a shard's engine last reported (UsageChanged.shard_load). */
+export interface ShardLoadState {
+  queueDepth: number;
+  /** 0..1 */
+  kvCacheUse: number;
+  /** Sequence of the event that reported it. */
+  seq: number;
 }
 
 export interface CatalogState {
@@ -208,6 +254,8 @@ export interface ShardState {
   startingSinceMs: number;
   /** Sequence of the last report or decision about this shard. */
   lastChangeSeq: number;
+  /** The load its engine last reported; absent until it reports one. */
+  load?: ShardLoadState;
 }
 
 /** Why a wanted shard cannot serve, as the fold saw it. */
@@ -341,6 +389,8 @@ export interface ReplicasState {
   /** The last reconcile pass folded, or null. */
   lastPass: PassState | null;
   passes: number;
+  /** Per model that autoscaled (AutoscaleDecided); dropped with the model. */
+  autoscale: Record<string, AutoscaleState>;
 }
 
 // -------------------------------------------------------------------- fleet

@@ -4,6 +4,7 @@
  * config takes the defaults for what it leaves out.
  */
 import { z } from "zod";
+import { AUTOSCALE_DEFAULTS, AUTOSCALE_METRICS, type AutoscaleSpec } from "../../projections/index.js";
 
 export interface ReconcilerConfig {
   /** Placement scoring: "binpack" fills busy nodes first, "spread" prefers empty ones. */
@@ -36,6 +37,12 @@ export interface ReconcilerConfig {
   drainDeadlineMs: number;
   /** Decisions in one pass; the rest waits for the next pass. */
   maxDecisionsPerPass: number;
+  /**
+   * Per model, an autoscale setting that replaces the catalog's (or gives a
+   * model without one autoscaling): what-if replays history with another
+   * setting through it (`llmgw what-if --autoscale`).
+   */
+  autoscale: Readonly<Record<string, AutoscaleSpec>>;
 }
 
 export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
@@ -55,10 +62,35 @@ export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
   crashBackoffMaxMs: 5 * 60_000,
   drainDeadlineMs: 5 * 60_000,
   maxDecisionsPerPass: 500,
+  autoscale: Object.freeze({}),
 });
 
 const ms = () => z.number().int().nonnegative();
 const positiveMs = () => z.number().int().positive();
+
+/** An autoscale setting in a config (ms, like every other field here); the catalog's is written with durations. */
+export const autoscaleSpecSchema = z
+  .strictObject({
+    min: z.number().int().min(1, "must be at least 1 (with no ready replica there is no load to read)"),
+    max: z.number().int().min(1).max(10_000),
+    metric: z.enum(AUTOSCALE_METRICS as [string, ...string[]]),
+    target: z.number().positive(),
+    tolerance: z.number().min(0).max(1).default(AUTOSCALE_DEFAULTS.tolerance),
+    upCooldownMs: ms().default(AUTOSCALE_DEFAULTS.upCooldownMs),
+    downCooldownMs: ms().default(AUTOSCALE_DEFAULTS.downCooldownMs),
+  })
+  .check((ctx) => {
+    const a = ctx.value;
+    if (a.max < a.min)
+      ctx.issues.push({ code: "custom", input: a.max, path: ["max"], message: `must be at least min (${a.min})` });
+    if (a.metric === "kv_cache_use" && a.target > 1)
+      ctx.issues.push({
+        code: "custom",
+        input: a.target,
+        path: ["target"],
+        message: "kv_cache_use is a share from 0 to 1: the target must be at most 1",
+      });
+  });
 
 const fields = z.strictObject({
   policy: z.enum(["binpack", "spread"]),
@@ -76,6 +108,7 @@ const fields = z.strictObject({
   crashBackoffMaxMs: ms(),
   drainDeadlineMs: positiveMs(),
   maxDecisionsPerPass: z.number().int().positive(),
+  autoscale: z.record(z.string(), autoscaleSpecSchema),
 });
 
 /** Validates a (partial) config and merges it over the defaults. Unknown fields are errors: a typo must not pass silently. */

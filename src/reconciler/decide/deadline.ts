@@ -2,10 +2,12 @@
  * The earliest future time at which a pass would decide something new on
  * the state this pass leaves behind: a node turning suspect or lost, a
  * command's deadline, a shard's start or ready deadline, a backoff or
- * cooldown ending for a pending replica, a drain deadline. The runner sleeps until then (or until new events).
+ * cooldown ending for a pending replica, a drain deadline, an autoscale
+ * cooldown ending. The runner sleeps until then (or until new events).
  */
 import type { FleetState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
+import { autoscaleOf } from "./desired.js";
 import { limitsFor, replicaProfile } from "./limits.js";
 
 export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
@@ -39,5 +41,13 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
   }
   for (const c of Object.values(state.replicas.cooldowns))
     if (pendingModels.has(c.model)) consider(c.untilMs);
+  for (const m of state.replicas.catalog.models) {
+    const spec = autoscaleOf(config, m);
+    const a = state.replicas.autoscale[m.name];
+    if (!spec || !a) continue;
+    const since = Math.max(a.lastUpMs, a.lastDownMs);
+    consider(since + spec.upCooldownMs);
+    consider(since + spec.downCooldownMs);
+  }
   return Number.isFinite(next) ? next : null;
 }

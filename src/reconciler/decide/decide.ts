@@ -5,7 +5,7 @@
  *   1. gateway loss        4. failures (faults the fold recorded),
  *   2. node expiry            start and ready deadlines, cooldowns
  *   3. adoption            5. undeliverable commands   8. GPU faults
- *                          6. command re-issues        9. scale
+ *                          6. command re-issues        9. autoscale, then scale
  *                          7. drains                  10. placement
  * Then, outside the limit, the routing table is restated for every model
  * whose ready replicas this pass (or earlier facts) changed.
@@ -14,6 +14,7 @@
  * place twice).
  */
 import { adoptSessions } from "./adoption.js";
+import { autoscaleModels } from "./autoscale.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
@@ -44,6 +45,7 @@ export function decide(input: DecideInput): DecideOutput {
   handleDrains(pass);
   moveOffFaultyGpus(pass);
   if (!adopting) {
+    autoscaleModels(pass); // autoscale: load moves a model's desired count, before scale acts on it
     scaleModels(pass);
     placePending(pass);
   }

@@ -212,6 +212,8 @@ function decisionSummary(d: Decision): string {
       return `undeliverable ${k.value.commandId} on ${k.value.nodeId} handled`;
     case "endpointsChanged":
       return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
+    case "autoscaleDecided":
+      return `autoscale ${k.value.model} ${k.value.from} → ${k.value.to} (${k.value.metric} ${Math.round(k.value.value * 1000) / 1000}, target ${k.value.target})`;
     case undefined:
       return "unknown decision";
     default: {
@@ -267,6 +269,8 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
     // passes that did not change them; the drain or failure decision next to
     // it names the replica that left.
     case "endpointsChanged":
+    // A model's count: the replicas it creates or drains are named by the decisions that do.
+    case "autoscaleDecided":
     case undefined:
       return;
     default: {

@@ -97,6 +97,9 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
           `routes to ${k.value.endpoints.map((e) => e.replicaId).join(", ") || "nothing"}`,
         );
         break;
+      case "autoscaleDecided":
+        add(`autoscale ${k.value.model}`, `${k.value.from} → ${k.value.to}`);
+        break;
       case undefined:
         break;
       default: {

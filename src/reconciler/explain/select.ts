@@ -108,6 +108,7 @@ function decisionTouchesReplica(
     case "nodeLiveness":
     case "sessionsExpired":
     case "cooldownStarted":
+    case "autoscaleDecided":
     case undefined:
       return false;
     default: {
@@ -157,6 +158,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "replicaDrainStarted":
     case "shardBackoff":
     case "endpointsChanged":
+    case "autoscaleDecided":
     case undefined:
       return false;
     default: {
