@@ -8,13 +8,7 @@ import type { AutoscaleDecided, UsageChanged } from "../gen/llmgw/v1/events_pb.j
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
 import { shardOwner } from "./shard-owners.js";
-import type {
-  AutoscaleSpec,
-  AutoscaleState,
-  InventoryState,
-  ModelSpec,
-  ReplicasState,
-} from "./state.js";
+import type { AutoscaleSpec, AutoscaleState, InventoryState, ModelSpec, ReplicasState } from "./state.js";
 
 /** Each reported shard's load replaces what its shard last reported (shards of the current session only). */
 export function foldShardLoad(

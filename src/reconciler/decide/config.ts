@@ -82,7 +82,12 @@ export const autoscaleSpecSchema = z
   .check((ctx) => {
     const a = ctx.value;
     if (a.max < a.min)
-      ctx.issues.push({ code: "custom", input: a.max, path: ["max"], message: `must be at least min (${a.min})` });
+      ctx.issues.push({
+        code: "custom",
+        input: a.max,
+        path: ["max"],
+        message: `must be at least min (${a.min})`,
+      });
     if (a.metric === "kv_cache_use" && a.target > 1)
       ctx.issues.push({
         code: "custom",
