@@ -10,7 +10,15 @@ import type { EventMeta } from "./projection.js";
 import { shardOwner } from "./shard-owners.js";
 import type { AutoscaleSpec, AutoscaleState, InventoryState, ModelSpec, ReplicasState } from "./state.js";
 
-/** Each reported shard's load replaces what its shard last reported (shards of the current session only). */
+/**
+ * How far back a shard's load samples reach (a stabilization window longer
+ * than this reads this much), and at most how many are kept: the gateway
+ * writes at most one usage event per session per interval (3 s by default).
+ */
+export const LOAD_HISTORY_MS = 5 * 60_000;
+export const LOAD_SAMPLES_MAX = 128;
+
+/** Each reported shard's load is its newest sample (shards of the current session only). */
 export function foldShardLoad(
   state: ReplicasState,
   v: UsageChanged,
@@ -22,12 +30,17 @@ export function foldShardLoad(
     const owner = shardOwner(state.replicas, v.nodeId, l.shardId);
     const shard = state.replicas[owner]?.shards.find((s) => s.shardId === l.shardId && s.nodeId === v.nodeId);
     if (!shard) continue;
-    shard.load = {
+    const samples = shard.load?.samples ?? [];
+    samples.push({
+      atMs: meta.timeMs,
       queueDepth: l.queueDepth,
       // A value out of range from a broken agent is held to the range the metric means.
       kvCacheUse: Number.isFinite(l.kvCacheUse) ? Math.min(1, Math.max(0, l.kvCacheUse)) : 0,
-      seq: meta.seq,
-    };
+    });
+    // Keep the window and the one sample before it (in force at its start).
+    const inWindow = samples.findIndex((x) => x.atMs >= meta.timeMs - LOAD_HISTORY_MS);
+    const from = Math.max(0, inWindow - 1, samples.length - LOAD_SAMPLES_MAX);
+    shard.load = { samples: samples.slice(from), seq: meta.seq };
   }
 }
 

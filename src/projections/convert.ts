@@ -134,6 +134,7 @@ export const AUTOSCALE_DEFAULTS = Object.freeze({
   tolerance: 0.1,
   upCooldownMs: 30_000,
   downCooldownMs: 120_000,
+  stabilizationMs: 15_000,
 });
 
 export function autoscaleFrom(a: Autoscale): AutoscaleSpec {
@@ -145,5 +146,6 @@ export function autoscaleFrom(a: Autoscale): AutoscaleSpec {
     tolerance: a.tolerance > 0 ? a.tolerance : AUTOSCALE_DEFAULTS.tolerance,
     upCooldownMs: a.scaleUpCooldownMs > 0 ? a.scaleUpCooldownMs : AUTOSCALE_DEFAULTS.upCooldownMs,
     downCooldownMs: a.scaleDownCooldownMs > 0 ? a.scaleDownCooldownMs : AUTOSCALE_DEFAULTS.downCooldownMs,
+    stabilizationMs: a.stabilizationMs > 0 ? a.stabilizationMs : AUTOSCALE_DEFAULTS.stabilizationMs,
   };
 }

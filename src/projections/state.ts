@@ -175,6 +175,8 @@ export interface AutoscaleSpec {
   /** Time after the model's last scale decision before a scale-up / scale-down (ms). */
   upCooldownMs: number;
   downCooldownMs: number;
+  /** The load must stay beyond the band this long before a decision (ms). */
+  stabilizationMs: number;
 }
 
 /**
@@ -192,12 +194,23 @@ export interface AutoscaleState {
   lastExplanation: string;
 }
 
-/** The load a shard's engine last reported (UsageChanged.shard_load). */
-export interface ShardLoadState {
+/** One load report of a shard's engine (UsageChanged.shard_load). */
+export interface LoadSample {
+  /** Stream time of the event (ms). */
+  atMs: number;
   queueDepth: number;
   /** 0..1 */
   kvCacheUse: number;
-  /** Sequence of the event that reported it. */
+}
+
+/**
+ * A shard's recent load: its reports of the last few minutes, oldest first
+ * (the newest is what it reports now; the one before the window is kept,
+ * being what was in force at its start). Autoscaling reads a window of it.
+ */
+export interface ShardLoadState {
+  samples: LoadSample[];
+  /** Sequence of the event of the newest sample. */
   seq: number;
 }
 

@@ -57,6 +57,7 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
               tolerance: m.autoscale.tolerance ?? 0,
               scaleUpCooldownMs: m.autoscale.scaleUpCooldown ?? 0,
               scaleDownCooldownMs: m.autoscale.scaleDownCooldown ?? 0,
+              stabilizationMs: m.autoscale.stabilization ?? 0,
             },
           }
         : {}),
@@ -88,6 +89,7 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
               tolerance: m.autoscale.tolerance,
               scaleUpCooldown: formatDuration(m.autoscale.upCooldownMs),
               scaleDownCooldown: formatDuration(m.autoscale.downCooldownMs),
+              stabilization: formatDuration(m.autoscale.stabilizationMs),
             },
           }
         : {}),

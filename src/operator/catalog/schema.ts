@@ -115,6 +115,8 @@ export const autoscaleSchema = z
     scaleUpCooldown: cooldown.optional(),
     /** After a scale decision, before a scale-down; default 2m; never shorter than scaleUpCooldown. */
     scaleDownCooldown: cooldown.optional(),
+    /** How long the load must stay beyond the band before a decision; default 15s. */
+    stabilization: cooldown.optional(),
   })
   .check((ctx) => {
     const a = ctx.value;

@@ -78,6 +78,7 @@ export const autoscaleSpecSchema = z
     tolerance: z.number().min(0).max(1).default(AUTOSCALE_DEFAULTS.tolerance),
     upCooldownMs: ms().default(AUTOSCALE_DEFAULTS.upCooldownMs),
     downCooldownMs: ms().default(AUTOSCALE_DEFAULTS.downCooldownMs),
+    stabilizationMs: ms().default(AUTOSCALE_DEFAULTS.stabilizationMs),
   })
   .check((ctx) => {
     const a = ctx.value;
