@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type AutoscaleSpec, readyCounts } from "../../src/projections/index.js";
 import { autoscaleVerdict, readLoad } from "../../src/reconciler/decide/autoscale.js";
+import { autoscaleOf } from "../../src/reconciler/decide/desired.js";
 import { reconcilerConfigSchema } from "../../src/reconciler/index.js";
 import { Fleet, kinds, llama8b, ofKind } from "../support/fleet.js";
 
@@ -269,10 +270,11 @@ describe("autoscale: decide over the fold", () => {
     const parsed = reconcilerConfigSchema.parse({
       autoscale: { [MODEL]: { min: 1, max: 8, metric: "queue_depth", target: 5 } },
     });
-    assert.equal(
-      parsed.autoscale[MODEL]?.downCooldownMs,
-      120_000,
-      "defaults fill what the override leaves out",
+    const model = f.state.replicas.catalog.models[0]!;
+    assert.deepEqual(
+      autoscaleOf(parsed, model),
+      { ...SPEC, max: 8, target: 5 },
+      "the fields the config leaves out keep the catalog's values",
     );
     f.config = parsed;
     const [d] = decided(f.decide());

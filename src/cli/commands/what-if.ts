@@ -156,7 +156,7 @@ export function registerWhatIf(program: Command): void {
       )
       .option(
         "--autoscale <model=min:max:metric:target>",
-        "replay with this autoscale setting for MODEL instead of the catalog's (metric queue_depth or kv_cache_use; an optional 5th part is the tolerance, default 0.1; cooldowns keep their defaults); repeatable",
+        "replay with this autoscale setting for MODEL instead of the catalog's (metric queue_depth or kv_cache_use; an optional 5th part is the tolerance; cooldowns and the stabilization window keep the catalog's, or the defaults); repeatable",
         (v: string, prev: string[] = []) => [...prev, v],
       )
       .option("--from-seq <seq>", "first log sequence whose passes are compared", intArg("--from-seq"))

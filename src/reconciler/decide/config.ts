@@ -4,7 +4,7 @@
  * config takes the defaults for what it leaves out.
  */
 import { z } from "zod";
-import { AUTOSCALE_DEFAULTS, AUTOSCALE_METRICS, type AutoscaleSpec } from "../../projections/index.js";
+import { AUTOSCALE_METRICS, type AutoscaleSpec } from "../../projections/index.js";
 
 export interface ReconcilerConfig {
   /** Placement scoring: "binpack" fills busy nodes first, "spread" prefers empty ones. */
@@ -38,11 +38,12 @@ export interface ReconcilerConfig {
   /** Decisions in one pass; the rest waits for the next pass. */
   maxDecisionsPerPass: number;
   /**
-   * Per model, an autoscale setting that replaces the catalog's (or gives a
-   * model without one autoscaling): what-if replays history with another
-   * setting through it (`llmgw what-if --autoscale`).
+   * Per model, autoscale fields that replace the catalog's (the others keep
+   * the catalog's values, or the defaults for a model without autoscale,
+   * which then needs min, max, metric and target): what-if replays history
+   * with another setting through it (`llmgw what-if --autoscale`).
    */
-  autoscale: Readonly<Record<string, AutoscaleSpec>>;
+  autoscale: Readonly<Record<string, Partial<AutoscaleSpec>>>;
 }
 
 export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
@@ -71,25 +72,29 @@ const positiveMs = () => z.number().int().positive();
 /** An autoscale setting in a config (ms, like every other field here); the catalog's is written with durations. */
 export const autoscaleSpecSchema = z
   .strictObject({
-    min: z.number().int().min(1, "must be at least 1 (with no ready replica there is no load to read)"),
-    max: z.number().int().min(1).max(10_000),
-    metric: z.enum(AUTOSCALE_METRICS as [string, ...string[]]),
-    target: z.number().positive(),
-    tolerance: z.number().min(0).max(1).default(AUTOSCALE_DEFAULTS.tolerance),
-    upCooldownMs: ms().default(AUTOSCALE_DEFAULTS.upCooldownMs),
-    downCooldownMs: ms().default(AUTOSCALE_DEFAULTS.downCooldownMs),
-    stabilizationMs: ms().default(AUTOSCALE_DEFAULTS.stabilizationMs),
+    min: z
+      .number()
+      .int()
+      .min(1, "must be at least 1 (with no ready replica there is no load to read)")
+      .optional(),
+    max: z.number().int().min(1).max(10_000).optional(),
+    metric: z.enum(AUTOSCALE_METRICS as [string, ...string[]]).optional(),
+    target: z.number().positive().optional(),
+    tolerance: z.number().min(0).max(1).optional(),
+    upCooldownMs: ms().optional(),
+    downCooldownMs: ms().optional(),
+    stabilizationMs: ms().optional(),
   })
   .check((ctx) => {
     const a = ctx.value;
-    if (a.max < a.min)
+    if (a.max !== undefined && a.min !== undefined && a.max < a.min)
       ctx.issues.push({
         code: "custom",
         input: a.max,
         path: ["max"],
         message: `must be at least min (${a.min})`,
       });
-    if (a.metric === "kv_cache_use" && a.target > 1)
+    if (a.metric === "kv_cache_use" && a.target !== undefined && a.target > 1)
       ctx.issues.push({
         code: "custom",
         input: a.target,
