@@ -130,7 +130,7 @@ export const ShardSchema = named(
         seq,
       })
       .optional()
-      .describe("The load the shard's engine reported lately, oldest first (absent until it reports any)."),
+      .describe("The load the shard's engine last reported (one sample; absent until it reports any)."),
   }),
 );
 

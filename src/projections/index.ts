@@ -1,5 +1,5 @@
 // Projections: pure folds of the log. Everything public is named here.
-export { effectiveReplicas } from "./autoscale.js";
+export { effectiveReplicas, LOAD_HISTORY_MS, LOAD_SAMPLES_MAX } from "./autoscale.js";
 export { AUTOSCALE_DEFAULTS } from "./convert.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";

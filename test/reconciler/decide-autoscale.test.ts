@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type AutoscaleSpec, readyCounts } from "../../src/projections/index.js";
+import { type AutoscaleSpec, LOAD_SAMPLES_MAX, readyCounts } from "../../src/projections/index.js";
 import { autoscaleVerdict, readLoad } from "../../src/reconciler/decide/autoscale.js";
 import { autoscaleOf } from "../../src/reconciler/decide/desired.js";
 import { reconcilerConfigSchema } from "../../src/reconciler/index.js";
@@ -284,6 +284,29 @@ describe("autoscale: decide over the fold", () => {
     });
     assert.equal(bad.success, false);
     assert.deepEqual(bad.error?.issues[0]?.path, ["autoscale", MODEL, "max"]);
+  });
+
+  it("keeps a bounded load history per shard; a full one stands for the whole window", () => {
+    const f = fleet(1);
+    const r = f.replicasOf(MODEL)[0]!;
+    const s = r.shards[0]!;
+    for (let i = 0; i < 100; i++) {
+      f.advance(250);
+      f.load(s.nodeId, [{ shardId: s.shardId, queueDepth: 30 + (i % 2) * 4 }]);
+    }
+    const samples = f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples ?? [];
+    assert.equal(samples.length, LOAD_SAMPLES_MAX);
+    assert.equal(samples.at(-1)?.atMs, f.nowMs);
+    // 48 samples a quarter second apart cover 12 s, less than a 15 s window: still read as steady.
+    const load = readLoad(Object.values(f.state.replicas.replicas), "queue_depth", f.nowMs - 15_000);
+    assert.deepEqual(load, { value: 34, low: 30, high: 34, ready: 1, covered: true });
+    f.advance(5 * 60_000);
+    f.load(s.nodeId, [{ shardId: s.shardId, queueDepth: 2 }]);
+    assert.deepEqual(
+      f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples.map((x) => x.queueDepth),
+      [34, 2],
+      "older than the history: only the one in force at its start is kept",
+    );
   });
 
   it("folds each shard's load samples from the node's current session only", () => {

@@ -6,7 +6,12 @@
  */
 import { z } from "zod";
 import { isReservedKey } from "../../log/index.js";
-import { AUTOSCALE_DEFAULTS, AUTOSCALE_METRICS, DEFAULT_ENGINE } from "../../projections/index.js";
+import {
+  AUTOSCALE_DEFAULTS,
+  AUTOSCALE_METRICS,
+  DEFAULT_ENGINE,
+  LOAD_HISTORY_MS,
+} from "../../projections/index.js";
 import { parseDuration } from "./duration.js";
 import { parseMemory } from "./memory.js";
 
@@ -116,7 +121,9 @@ export const autoscaleSchema = z
     /** After a scale decision, before a scale-down; default 2m; never shorter than scaleUpCooldown. */
     scaleDownCooldown: cooldown.optional(),
     /** How long the load must stay beyond the band before a decision; default 15s. */
-    stabilization: cooldown.optional(),
+    stabilization: cooldown
+      .refine((ms) => ms <= LOAD_HISTORY_MS, "must be at most 2m (the load history the control plane keeps)")
+      .optional(),
   })
   .check((ctx) => {
     const a = ctx.value;

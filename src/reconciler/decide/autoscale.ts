@@ -29,6 +29,7 @@ import {
   type AutoscaleSpec,
   type AutoscaleState,
   isReady,
+  LOAD_SAMPLES_MAX,
   type LoadSample,
   type ReplicaState,
 } from "../../projections/index.js";
@@ -85,7 +86,8 @@ function replicaLoad(
   const combine = COMBINE[metric];
   let out: { value: number; low: number; high: number; covered: boolean } | undefined;
   for (const s of r.shards) {
-    const samples = s.load ? windowOf(s.load.samples, sinceMs) : [];
+    const all = s.load?.samples ?? [];
+    const samples = windowOf(all, sinceMs);
     const first = samples[0];
     if (!first) continue;
     const w = samples.map((x) => sampleValue(x, metric));
@@ -93,7 +95,8 @@ function replicaLoad(
       value: w.at(-1) as number,
       low: Math.min(...w),
       high: Math.max(...w),
-      covered: first.atMs <= sinceMs,
+      // A full sample list was trimmed: the shard reported all along, its last samples stand for the window.
+      covered: first.atMs <= sinceMs || all.length >= LOAD_SAMPLES_MAX,
     };
     out = out
       ? {

@@ -4,7 +4,7 @@
  * config takes the defaults for what it leaves out.
  */
 import { z } from "zod";
-import { AUTOSCALE_METRICS, type AutoscaleSpec } from "../../projections/index.js";
+import { AUTOSCALE_METRICS, type AutoscaleSpec, LOAD_HISTORY_MS } from "../../projections/index.js";
 
 export interface ReconcilerConfig {
   /** Placement scoring: "binpack" fills busy nodes first, "spread" prefers empty ones. */
@@ -83,7 +83,9 @@ export const autoscaleSpecSchema = z
     tolerance: z.number().min(0).max(1).optional(),
     upCooldownMs: ms().optional(),
     downCooldownMs: ms().optional(),
-    stabilizationMs: ms().optional(),
+    stabilizationMs: ms()
+      .max(LOAD_HISTORY_MS, `must be at most ${LOAD_HISTORY_MS} (the load history the fold keeps)`)
+      .optional(),
   })
   .check((ctx) => {
     const a = ctx.value;
