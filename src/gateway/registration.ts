@@ -144,11 +144,34 @@ export function heartbeatProblem(hb: Heartbeat): string | undefined {
   }
   const node = problemsProblem("heartbeat.new_problems", hb.newProblems);
   if (node) return node;
-  return problemsProblem(
-    "heartbeat.gpu_problems",
-    hb.gpuProblems.map((p) => p.message),
-    (i) => `heartbeat.gpu_problems[${i}].message`,
+  return (
+    problemsProblem(
+      "heartbeat.gpu_problems",
+      hb.gpuProblems.map((p) => p.message),
+      (i) => `heartbeat.gpu_problems[${i}].message`,
+    ) ?? shardLoadProblem(hb.shardLoad)
   );
+}
+
+/** At most one entry per shard, as many as a registration may run, each a valid id and a share in [0, 1]. */
+function shardLoadProblem(load: Heartbeat["shardLoad"]): string | undefined {
+  if (load.length > LIMITS.runningShards) {
+    return `heartbeat.shard_load lists ${load.length} shards; at most ${LIMITS.runningShards} are allowed`;
+  }
+  const seen = new Map<string, number>();
+  for (const [i, l] of load.entries()) {
+    const at = `heartbeat.shard_load[${i}]`;
+    if (l.shardId === "") return `${at}.shard_id is empty`;
+    const reserved = reservedProblem(`${at}.shard_id`, l.shardId);
+    if (reserved) return reserved;
+    const first = seen.get(l.shardId);
+    if (first !== undefined)
+      return `${at}.shard_id: shard ${JSON.stringify(l.shardId)} is listed twice (also heartbeat.shard_load[${first}])`;
+    seen.set(l.shardId, i);
+    if (!(l.kvCacheUse >= 0 && l.kvCacheUse <= 1))
+      return `${at}.kv_cache_use is ${l.kvCacheUse}; it must be a share from 0 to 1`;
+  }
+  return undefined;
 }
 
 function problemsProblem(

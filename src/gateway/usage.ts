@@ -1,4 +1,13 @@
-import type { GpuProblem, Register } from "../gen/llmgw/v1/agent_pb.js";
+import type { GpuProblem, Register, ShardLoad } from "../gen/llmgw/v1/agent_pb.js";
+
+/**
+ * When a shard's load is worth a usage event (documented in
+ * docs/gateway.md): its queue depth moved by at least 2 requests and 10% of
+ * the recorded depth, or its KV-cache use by at least 0.05, or the set of
+ * shards reporting load changed. Smaller moves are noise to an autoscaler
+ * whose tolerance band is wider; they never reach the log.
+ */
+export const LOAD_THRESHOLDS = Object.freeze({ queueDepth: 2, queueDepthShare: 0.1, kvCacheUse: 0.05 });
 
 /**
  * Problems remembered per session. The gateway's memory of them stays
@@ -14,13 +23,15 @@ export const REMEMBERED_PROBLEMS = 4096;
  * worth a usage event when a GPU's memory use moved by more than the
  * threshold since the recorded figures, the number of GPUs reported changed,
  * or a problem (node-level or of one GPU) not yet reported on this session
- * appears. An agent repeating a problem on every heartbeat does not grow the
+ * appears, or a shard's load moved past `LOAD_THRESHOLDS`. An agent repeating a problem on every heartbeat does not grow the
  * log. When the event is written is the session core's (`usage-window.ts`).
  */
 export class UsageTracker {
   #recorded: bigint[];
   #gpus: Set<number>;
   readonly #problems = new Set<string>();
+  /** The shard load the log last has from this session, by shard id. */
+  #load = new Map<string, { queueDepth: number; kvCacheUse: number }>();
 
   constructor(
     private readonly thresholdMb: number,
@@ -80,9 +91,28 @@ export class UsageTracker {
     return false;
   }
 
-  /** A usage event with `used` is written: the baseline moves to it. */
-  record(used: readonly bigint[]): void {
+  /** Shard load `load` differs from the recorded load past the thresholds (or in its shards). */
+  loadMoved(load: readonly ShardLoad[]): boolean {
+    if (load.length === 0) return false;
+    if (load.length !== this.#load.size) return true;
+    for (const l of load) {
+      const before = this.#load.get(l.shardId);
+      if (!before) return true;
+      const dq = Math.abs(l.queueDepth - before.queueDepth);
+      if (dq >= LOAD_THRESHOLDS.queueDepth && dq >= LOAD_THRESHOLDS.queueDepthShare * before.queueDepth)
+        return true;
+      if (Math.abs(l.kvCacheUse - before.kvCacheUse) >= LOAD_THRESHOLDS.kvCacheUse) return true;
+    }
+    return false;
+  }
+
+  /** A usage event with `used` (and `load`, when it carries load) is written: the baseline moves to it. */
+  record(used: readonly bigint[], load: readonly ShardLoad[] = []): void {
     if (used.length > 0) this.#recorded = [...used];
+    if (load.length > 0)
+      this.#load = new Map(
+        load.map((l) => [l.shardId, { queueDepth: l.queueDepth, kvCacheUse: l.kvCacheUse }]),
+      );
   }
 
   #rememberRegistered(registration: Register): void {

@@ -138,6 +138,13 @@ export const ShardSchema = named(
     startDueMs: ms,
     startingSinceMs: ms,
     lastChangeSeq: seq,
+    load: z
+      .object({
+        samples: z.array(z.object({ atMs: ms, queueDepth: z.int().min(0), kvCacheUse: z.number() })),
+        seq,
+      })
+      .optional()
+      .describe("The load the shard's engine last reported (one sample; absent until it reports any)."),
   }),
 );
 

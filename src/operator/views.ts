@@ -213,6 +213,8 @@ export function replicaView(r: ReplicaState): ReplicaView {
   for (const s of [...copy.shards].sort((a, b) => a.rank - b.rank)) {
     if (!nodeIds.includes(s.nodeId)) nodeIds.push(s.nodeId);
   }
+  // Only a shard's newest load sample: the window the reconciler reads stays out of every listing.
+  for (const s of copy.shards) if (s.load) s.load = { ...s.load, samples: s.load.samples.slice(-1) };
   return { ...copy, nodeIds, ready: isReady(r), disruptionBlocked: disruptionBlocked ?? "" };
 }
 

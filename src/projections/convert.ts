@@ -5,9 +5,10 @@
  */
 import type { Fabric, Gpu, GpuProblem, RunningShard } from "../gen/llmgw/v1/agent_pb.js";
 import { GpuProblem_Kind, ShardStatus_State } from "../gen/llmgw/v1/agent_pb.js";
-import type { Model, Profile, RolloutPolicy } from "../gen/llmgw/v1/events_pb.js";
+import type { Autoscale, Model, Profile, RolloutPolicy } from "../gen/llmgw/v1/events_pb.js";
 import { modelRevision, profileRevision } from "./revision.js";
 import type {
+  AutoscaleSpec,
   FabricState,
   GpuFault,
   GpuFaultKind,
@@ -144,5 +145,27 @@ export function modelFrom(m: Model): ModelSpec {
   };
   // Only when set, so the state of a catalog without a budget stays as it was.
   if (m.minAvailable !== "") spec.minAvailable = m.minAvailable;
+  if (m.autoscale) spec.autoscale = autoscaleFrom(m.autoscale);
   return spec;
+}
+
+/** Autoscale defaults: what 0 in the message means. */
+export const AUTOSCALE_DEFAULTS = Object.freeze({
+  tolerance: 0.1,
+  upCooldownMs: 30_000,
+  downCooldownMs: 120_000,
+  stabilizationMs: 15_000,
+});
+
+export function autoscaleFrom(a: Autoscale): AutoscaleSpec {
+  return {
+    min: a.min,
+    max: a.max,
+    metric: a.metric,
+    target: a.target,
+    tolerance: a.tolerance > 0 ? a.tolerance : AUTOSCALE_DEFAULTS.tolerance,
+    upCooldownMs: a.scaleUpCooldownMs > 0 ? a.scaleUpCooldownMs : AUTOSCALE_DEFAULTS.upCooldownMs,
+    downCooldownMs: a.scaleDownCooldownMs > 0 ? a.scaleDownCooldownMs : AUTOSCALE_DEFAULTS.downCooldownMs,
+    stabilizationMs: a.stabilizationMs > 0 ? a.stabilizationMs : AUTOSCALE_DEFAULTS.stabilizationMs,
+  };
 }

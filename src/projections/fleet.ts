@@ -23,11 +23,12 @@ import type { FleetState } from "./state.js";
  * 7 — shards record their endpoint, replicas state the routing table;
  * 8 — GPUs record faults reported by heartbeats and operator cordons;
  * 9 — nodes record their advertised address, profiles their engine;
- * 10 â profiles and models record their spec revision, models their
- *     rollout policy and disruption budget (minAvailable, only when set);
- *     replicas the revision they were placed with, when they were created
- *     and the DisruptionBlocked wait in force (only when set); `rollouts`
- *     per model.
+ * 10 — profiles and models record their spec revision, models their
+ *     rollout policy, disruption budget (minAvailable, only when set) and
+ *     autoscale setting; replicas the revision they were placed with, when
+ *     they were created and the DisruptionBlocked wait in force (only when
+ *     set); shards their last reported load; `rollouts` and `autoscale`
+ *     (the autoscale decisions) per model.
  */
 export const FLEET_SCHEMA_VERSION = 10;
 

@@ -59,6 +59,7 @@ export function forkFleet(state: FleetState): FleetState {
       ...r,
       replicas: fork(r.replicas),
       rollouts: fork(r.rollouts),
+      autoscale: fork(r.autoscale),
       commands: shallowCopy(r.commands),
       undeliverable: shallowCopy(r.undeliverable),
       failures: shallowCopy(r.failures),

@@ -1,5 +1,8 @@
 // Projections: pure folds of the log. Everything public is named here.
+
+export { effectiveReplicas, LOAD_HISTORY_MS, LOAD_SAMPLES_MAX } from "./autoscale.js";
 export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
+export { AUTOSCALE_DEFAULTS } from "./convert.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
 export { forkFleet, originOf } from "./fork.js";

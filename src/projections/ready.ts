@@ -4,6 +4,7 @@
  * drained or stopped. A placed replica whose engines are still loading, or
  * whose start was never acknowledged, is not.
  */
+import { effectiveReplicas } from "./autoscale.js";
 import type { ReplicaState, ReplicasState } from "./state.js";
 
 export function isReady(r: ReplicaState): boolean {
@@ -17,7 +18,7 @@ export function isReady(r: ReplicaState): boolean {
 /** Per model in the catalog (and any model that still has replicas): ready replicas against desired. */
 export function readyCounts(state: ReplicasState): Record<string, { ready: number; desired: number }> {
   const out: Record<string, { ready: number; desired: number }> = {};
-  for (const m of state.catalog.models) out[m.name] = { ready: 0, desired: m.replicas };
+  for (const m of state.catalog.models) out[m.name] = { ready: 0, desired: effectiveReplicas(state, m) };
   for (const r of Object.values(state.replicas)) {
     const c = out[r.model] ?? { ready: 0, desired: 0 };
     out[r.model] = c;

@@ -8,6 +8,7 @@
  * pass, which reads this state.
  */
 import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llmgw/v1/events_pb.js";
+import { foldAutoscaleDecided, foldCatalogAutoscale, foldShardLoad } from "./autoscale.js";
 import { modelFrom, shardStateName } from "./convert.js";
 import { writable } from "./fork.js";
 import { isCurrentSession } from "./inventory.js";
@@ -36,6 +37,7 @@ export function initialReplicas(): ReplicasState {
     rollouts: {},
     lastPass: null,
     passes: 0,
+    autoscale: {},
   };
 }
 
@@ -158,13 +160,16 @@ export function evolveReplicas(
 ): ReplicasState {
   const body = event.body;
   switch (body.case) {
-    case "catalogChanged":
+    case "catalogChanged": {
+      const before = state.catalog.models;
       state.catalog = {
         models: (body.value.catalog?.models ?? []).map(modelFrom),
         seq: meta.seq,
         appliedBy: body.value.appliedBy,
       };
+      foldCatalogAutoscale(state, before);
       return state;
+    }
     case "shardStatus": {
       const v = body.value;
       const st = v.status;
@@ -245,8 +250,10 @@ export function evolveReplicas(
     case "rolloutResumed":
       foldRolloutIntent(state, body);
       return state;
-    case "hardwareChanged":
     case "usageChanged":
+      foldShardLoad(state, body.value, meta, inventory);
+      return state;
+    case "hardwareChanged":
     case "gatewayStarted":
     case "gatewayDraining":
     case "gatewayStopped":
@@ -448,6 +455,9 @@ function foldPass(
       case "rolloutCompleted":
       case "rolloutProgressing":
         foldRolloutDecision(state, k, meta.seq, nowMs);
+        break;
+      case "autoscaleDecided":
+        foldAutoscaleDecided(state, k.value, Number(pass.nowUnixMs), meta.seq, d.explanation);
         break;
       case "sessionsExpired":
         for (const ref of k.value.sessions)

@@ -168,6 +168,7 @@ export const DEFAULT_ROLLOUT_POLICY: RolloutPolicySpec = Object.freeze({
 
 export interface ModelSpec {
   name: string;
+  /** Fixed replicas; with autoscale, where the count starts. */
   replicas: number;
   /** In order of preference. */
   profiles: ProfileSpec[];
@@ -176,6 +177,8 @@ export interface ModelSpec {
   /** The model's revision: its profiles' names and revisions, hashed. */
   revision: string;
   rollout: RolloutPolicySpec;
+  /** Present only when the catalog sets it (a model without keeps the JSON it always had). */
+  autoscale?: AutoscaleSpec;
 }
 
 /**
@@ -201,6 +204,62 @@ export interface RolloutState {
   paused: boolean;
   pausedBy: string;
   pauseReason: string;
+}
+
+/** What autoscaling averages over a model's ready replicas. */
+export type AutoscaleMetric = "queue_depth" | "kv_cache_use";
+
+export const AUTOSCALE_METRICS: readonly AutoscaleMetric[] = ["queue_depth", "kv_cache_use"];
+
+/** A model's autoscale setting, defaults filled in (Autoscale in the catalog). */
+export interface AutoscaleSpec {
+  min: number;
+  max: number;
+  /** A metric this version does not know is kept as written; nothing scales on it. */
+  metric: string;
+  target: number;
+  /** No decision while the value is within target·(1 ± tolerance). */
+  tolerance: number;
+  /** Time after the model's last scale decision before a scale-up / scale-down (ms). */
+  upCooldownMs: number;
+  downCooldownMs: number;
+  /** The load must stay beyond the band this long before a decision (ms). */
+  stabilizationMs: number;
+}
+
+/**
+ * A model's autoscaling as the passes decided it: the replica count the last
+ * AutoscaleDecided set (null: the catalog's `replicas`, also after a catalog
+ * change of them) and when it last scaled each way (the decision time, ms).
+ */
+export interface AutoscaleState {
+  replicas: number | null;
+  lastUpMs: number;
+  lastDownMs: number;
+  /** Sequence of the pass of the last decision (0: none). */
+  lastSeq: number;
+  /** Its explanation, for operators. */
+  lastExplanation: string;
+}
+
+/** One load report of a shard's engine (UsageChanged.shard_load). */
+export interface LoadSample {
+  /** Stream time of the event (ms). */
+  atMs: number;
+  queueDepth: number;
+  /** 0..1 */
+  kvCacheUse: number;
+}
+
+/**
+ * A shard's recent load: its reports of the last few minutes, oldest first
+ * (the newest is what it reports now; the one before the window is kept,
+ * being what was in force at its start). Autoscaling reads a window of it.
+ */
+export interface ShardLoadState {
+  samples: LoadSample[];
+  /** Sequence of the event of the newest sample. */
+  seq: number;
 }
 
 export interface CatalogState {
@@ -256,6 +315,8 @@ export interface ShardState {
   startingSinceMs: number;
   /** Sequence of the last report or decision about this shard. */
   lastChangeSeq: number;
+  /** The load its engine last reported; absent until it reports one. */
+  load?: ShardLoadState;
 }
 
 /** Why a wanted shard cannot serve, as the fold saw it. */
@@ -405,6 +466,8 @@ export interface ReplicasState {
   /** The last reconcile pass folded, or null. */
   lastPass: PassState | null;
   passes: number;
+  /** Per model that autoscaled (AutoscaleDecided); dropped with the model. */
+  autoscale: Record<string, AutoscaleState>;
 }
 
 // -------------------------------------------------------------------- fleet

@@ -32,6 +32,7 @@ import {
   xidProblem,
 } from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
+import type { ShardLoadReading } from "./load.js";
 import { type RegisterInit, registrationOf } from "./registration.js";
 import type { Rng } from "./rng.js";
 
@@ -44,6 +45,8 @@ export interface SimShard {
   state: State;
   /** The fault of a shard whose engine was launched (refused and never-started ones never get here). */
   fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
+  /** Its rank in the replica (0 when unknown, e.g. preloaded). */
+  rank?: number;
 }
 
 export interface AgentOptions {
@@ -55,6 +58,8 @@ export interface AgentOptions {
   rng: Rng;
   tls: TlsIdentity | undefined;
   emit: (e: SimEvent) => void;
+  /** The load a running shard reports in heartbeats (src/sim/load.ts); undefined: none. */
+  load?: (shard: SimShard) => ShardLoadReading | undefined;
 }
 
 const STATE_NAMES: Record<State, ShardStateName | "unspecified"> = {
@@ -283,7 +288,21 @@ export class SimAgent {
     return {
       gpuMemoryUsedMb: this.memoryUsedMb().map((mb) => BigInt(mb)),
       gpuProblems: this.pendingProblems.splice(0),
+      shardLoad: this.shardLoad(),
     };
+  }
+
+  /** The load of each running shard whose model has a load curve. */
+  private shardLoad(): Array<{ shardId: string; queueDepth: number; kvCacheUse: number }> {
+    const out: Array<{ shardId: string; queueDepth: number; kvCacheUse: number }> = [];
+    const load = this.opts.load;
+    if (!load) return out;
+    for (const s of this.shards.values()) {
+      if (s.state !== State.RUNNING) continue;
+      const l = load(s);
+      if (l) out.push({ shardId: s.shardId, ...l });
+    }
+    return out;
   }
 
   private fireXid(): void {
@@ -393,6 +412,7 @@ export class SimAgent {
       gpuIndices: [...cmd.gpuIndices],
       state: State.STARTING,
       fault,
+      rank: cmd.rank,
     };
     this.shards.set(shard.shardId, shard);
     this.result("start", cmd.commandId, cmd.shardId);

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { FAULT_NAMES, type FaultSpec, parseFaultSpec } from "./faults.js";
 import { H100 } from "./hardware.js";
 import { fleetNodeIds, invalidNodeIdReason } from "./ids.js";
+import { type LoadSpec, parseLoadSpec } from "./load.js";
 
 /** Where `llmgw gateway` listens unless told otherwise. */
 export const DEFAULT_GATEWAY_PORT = 7443;
@@ -56,6 +57,8 @@ const Schema = z
     restartMode: z.enum(["keep", "empty"]).default("keep"),
     restartEveryMs: ms(86_400_000).default(0),
     seed: z.int().min(0).max(0xffffffff).optional(),
+    load: z.array(z.string()).default([]),
+    loadSlots: z.int().min(1).max(1_000_000).default(32),
     runningShards: z
       .record(
         z.string(),
@@ -112,6 +115,8 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   restartMode: "keep or empty",
   restartEveryMs: "an integer number of milliseconds ≥ 0 (0: never)",
   seed: "an integer from 0 to 4294967295",
+  load: "MODEL=CURVE[+noise=F] per model, CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P (e.g. chat=ramp:2@0s/40@1m+noise=0.2)",
+  loadSlots: "an integer from 1 to 1000000 (requests one replica's KV cache holds)",
   runningShards:
     "node id → list of { shardId, replicaId, model, profile, gpuIndices } already running when the agents start",
 };
@@ -122,9 +127,11 @@ export type SimConfigField = keyof SimConfigInput;
 /** A validated configuration, with faults parsed and derived defaults filled in. */
 export type SimConfig = Omit<
   z.output<typeof Schema>,
-  "gateways" | "faults" | "nvlinkDomainSize" | "faultRate" | "seed"
+  "gateways" | "faults" | "nvlinkDomainSize" | "faultRate" | "seed" | "load"
 > & {
   gateways: string[];
+  /** Load curves, one per model. */
+  load: LoadSpec[];
   faults: FaultSpec[];
   nvlinkDomainSize: number;
   /** Probability that a start (or a node) draws an untargeted fault. */
@@ -206,6 +213,14 @@ export function parseSimConfig(input: SimConfigInput): SimConfig {
       expect("faults", `${JSON.stringify(text)} targets ${spec.node}, which is not in this fleet`);
     else faults.push(spec);
   }
+  const load: LoadSpec[] = [];
+  for (const text of c.load) {
+    const spec = parseLoadSpec(text);
+    if (typeof spec === "string") expect("load", spec);
+    else if (load.some((l) => l.model === spec.model))
+      expect("load", `model ${JSON.stringify(spec.model)} has two load curves`);
+    else load.push(spec);
+  }
   if (c.reconnectMaxMs < c.reconnectMinMs)
     expect("reconnectMaxMs", `${c.reconnectMaxMs} is below reconnectMinMs ${c.reconnectMinMs}`);
   if (issues.length > 0) throw new SimConfigError(issues);
@@ -216,6 +231,7 @@ export function parseSimConfig(input: SimConfigInput): SimConfig {
     ...c,
     gateways,
     faults,
+    load,
     nvlinkDomainSize,
     faultRate: c.faultRate ?? (untargeted ? 1 : 0),
     seed: c.seed ?? Math.floor(Math.random() * 0xffffffff),

@@ -4,11 +4,12 @@
  */
 import { EventEmitter } from "node:events";
 import { ShardStatus_State as State } from "../gen/llmgw/v1/agent_pb.js";
-import { SimAgent } from "./agent.js";
+import { SimAgent, type SimShard } from "./agent.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
 import { fleetNodeIds } from "./ids.js";
+import { type ShardLoadReading, shardLoadAt } from "./load.js";
 import { seededRng } from "./rng.js";
 import { loadTlsIdentity } from "./tls-identity.js";
 
@@ -30,6 +31,9 @@ export class SimFleet {
   private readonly emitter = new EventEmitter();
   private restartTimer: NodeJS.Timeout | undefined;
   private started = false;
+  private startedAtMs = 0;
+  /** Running replicas per model, recounted at most every 200 ms (the load splits over them). */
+  private running: { atMs: number; byModel: Map<string, number> } = { atMs: -1, byModel: new Map() };
 
   /** Validates the configuration; throws SimConfigError naming each bad field. */
   constructor(config: SimConfigInput) {
@@ -44,6 +48,7 @@ export class SimFleet {
     const c = this.config;
     const rng = seededRng(c.seed);
     const ids = fleetNodeIds(c);
+    this.startedAtMs = Date.now();
     const tls = c.insecureDev ? [] : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
     ids.forEach((nodeId, position) => {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
@@ -57,6 +62,7 @@ export class SimFleet {
           rng: nodeRng,
           tls: tls[position],
           emit: (e) => this.emitter.emit("event", e),
+          ...(c.load.length > 0 ? { load: (s: SimShard) => this.loadOf(s) } : {}),
         }),
       );
     });
@@ -75,6 +81,36 @@ export class SimFleet {
   async stop(): Promise<void> {
     clearInterval(this.restartTimer);
     await Promise.all([...this.agents.values()].map((a) => a.stop()));
+  }
+
+  /** What `shard` reports now under its model's load curve, or undefined when its model has none. */
+  private loadOf(shard: SimShard): ShardLoadReading | undefined {
+    const spec = this.config.load.find((l) => l.model === shard.model);
+    if (!spec) return undefined;
+    const now = Date.now();
+    if (now - this.running.atMs >= 200) this.running = { atMs: now, byModel: this.runningReplicas() };
+    return shardLoadAt(spec, {
+      seed: this.config.seed,
+      tMs: now - this.startedAtMs,
+      periodMs: this.config.heartbeatMs,
+      replicaId: shard.replicaId,
+      rank: shard.rank ?? 0,
+      replicas: this.running.byModel.get(shard.model) ?? 1,
+      slots: this.config.loadSlots,
+    });
+  }
+
+  /** Replicas with a running rank-0 shard, per model, across the fleet. */
+  private runningReplicas(): Map<string, number> {
+    const ids = new Map<string, Set<string>>();
+    for (const a of this.agents.values())
+      for (const s of a.shardList()) {
+        if (s.state !== State.RUNNING || (s.rank ?? 0) !== 0) continue;
+        const set = ids.get(s.model) ?? new Set<string>();
+        set.add(s.replicaId);
+        ids.set(s.model, set);
+      }
+    return new Map([...ids].map(([m, set]) => [m, set.size]));
   }
 
   node(id: string): SimAgent | undefined {

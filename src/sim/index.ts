@@ -29,6 +29,14 @@ export { type FleetSummary, formatSummary, SimFleet } from "./fleet.js";
 export { H100, type NodeHardware, nodeHardware } from "./hardware.js";
 export { fleetNodeIds, invalidNodeIdReason, NODE_ID_RULE, nodeIds } from "./ids.js";
 export {
+  demandAt,
+  type LoadCurve,
+  type LoadSpec,
+  parseLoadSpec,
+  type ShardLoadReading,
+  shardLoadAt,
+} from "./load.js";
+export {
   type H100NodeSpec,
   h100Hardware,
   type RegisterInit,

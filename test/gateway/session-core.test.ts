@@ -337,6 +337,100 @@ describe("session core: closing", () => {
   });
 });
 
+describe("session core: shard load in the coalesced usage events", () => {
+  const hb = (load: Array<{ shardId: string; queueDepth: number; kvCacheUse?: number }>, memoryMb?: number) =>
+    message({
+      msg: {
+        case: "heartbeat",
+        value: {
+          shardLoad: load.map((l) => ({ kvCacheUse: 0.5, ...l })),
+          ...(memoryMb === undefined
+            ? {}
+            : { gpuMemoryUsedMb: Array.from({ length: 8 }, () => BigInt(memoryMb)) }),
+        },
+      },
+    });
+  const loadOf = (r: StepResult) =>
+    r.events.flatMap((e) =>
+      e.body.case === "usageChanged"
+        ? [(e.body.value.shardLoad ?? []).map((l) => [l.shardId, l.queueDepth])]
+        : [],
+    );
+
+  it("writes load at once, then at most once per interval, the latest of it, and only when it moved past the thresholds", () => {
+    // Heartbeats are a second apart; the interval is 3 s.
+    const { steps } = when(
+      opened(),
+      hb([{ shardId: "s1", queueDepth: 10 }]),
+      hb([{ shardId: "s1", queueDepth: 11 }]), // by less than 2: noise
+      hb([{ shardId: "s1", queueDepth: 20 }]), // moved, but within the interval: waits
+      hb([{ shardId: "s1", queueDepth: 24 }]), // merged: the latest wins
+      { kind: "timer", timer: "usage-flush" },
+      hb([{ shardId: "s1", queueDepth: 24, kvCacheUse: 0.52 }]), // KV cache by less than 0.05
+    );
+    assert.deepEqual(steps.map(loadOf), [[[["s1", 10]]], [], [], [], [[["s1", 24]]], []]);
+    assert.deepEqual(steps[2]?.timers, ["usage-flush"]);
+    assert.deepEqual(
+      steps[3]?.notes.map((n) => n.kind),
+      ["usage-coalesced"],
+    );
+  });
+
+  it("an event written for memory alone does not repeat unchanged load; a shard that appears is news", () => {
+    const { steps } = when(
+      opened(),
+      hb([{ shardId: "s1", queueDepth: 10 }]),
+      { kind: "timer", timer: "usage-flush" },
+      message({ msg: { case: "heartbeat", value: {} } }),
+      message({ msg: { case: "heartbeat", value: {} } }),
+      hb([{ shardId: "s1", queueDepth: 10 }], 40_000),
+      message({ msg: { case: "heartbeat", value: {} } }),
+      message({ msg: { case: "heartbeat", value: {} } }),
+      message({ msg: { case: "heartbeat", value: {} } }),
+      hb([
+        { shardId: "s1", queueDepth: 10 },
+        { shardId: "s2", queueDepth: 0 },
+      ]),
+    );
+    const written = steps.flatMap(loadOf);
+    assert.deepEqual(written, [
+      [["s1", 10]],
+      [],
+      [
+        ["s1", 10],
+        ["s2", 0],
+      ],
+    ]);
+  });
+
+  it("refuses a heartbeat whose load is malformed, naming the field", () => {
+    const cases: Array<[AgentMessageInit, RegExp]> = [
+      [
+        { msg: { case: "heartbeat", value: { shardLoad: [{ shardId: "s1", kvCacheUse: 1.5 }] } } },
+        /heartbeat\.shard_load\[0\]\.kv_cache_use is 1\.5/,
+      ],
+      [
+        { msg: { case: "heartbeat", value: { shardLoad: [{ shardId: "s1" }, { shardId: "s1" }] } } },
+        /heartbeat\.shard_load\[1\]\.shard_id: shard "s1" is listed twice/,
+      ],
+      [
+        { msg: { case: "heartbeat", value: { shardLoad: [{ shardId: "" }] } } },
+        /shard_load\[0\]\.shard_id is empty/,
+      ],
+      [
+        { msg: { case: "heartbeat", value: { shardLoad: [{ shardId: "__proto__" }] } } },
+        /shard_load\[0\]\.shard_id/,
+      ],
+    ];
+    for (const [init, why] of cases) {
+      const r = step(opened(), message(init));
+      assert.equal(r.close?.kind, "protocol-error");
+      assert.match(r.close?.detail ?? "", why);
+      assert.deepEqual(r.events, []);
+    }
+  });
+});
+
 describe("session core: the hostile inputs of hostile.test.ts", () => {
   for (const [what, reg, detail] of [...MANY_FIELDS, ...DUPLICATES]) {
     it(`refuses a registration with ${what} (InvalidArgument naming the field)`, () => {

@@ -303,4 +303,94 @@ describe("catalog file", () => {
       assert.deepEqual(issuesOf(withBudget(bad)), [{ path: "models[0].minAvailable", message }], bad);
     }
   });
+
+  it("reads a model's autoscale setting, round-trips it, and refuses a bad one naming each field", () => {
+    const withAutoscale = `${ONE_PROFILE}    autoscale:
+      min: 1
+      max: 6
+      metric: queue_depth
+      target: 8
+      scaleUpCooldown: 20s
+      scaleDownCooldown: 3m
+`;
+    const r = parseCatalogText(withAutoscale, "yaml");
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.issues));
+    const spec = modelFrom(toProtoCatalog(r.catalog).models[0]!);
+    assert.deepEqual(spec.autoscale, {
+      min: 1,
+      max: 6,
+      metric: "queue_depth",
+      target: 8,
+      tolerance: 0.1,
+      upCooldownMs: 20_000,
+      downCooldownMs: 180_000,
+      stabilizationMs: 15_000,
+    });
+    const back = catalogFileFrom([spec]).models[0]?.autoscale;
+    assert.deepEqual(back, {
+      min: 1,
+      max: 6,
+      metric: "queue_depth",
+      target: 8,
+      tolerance: 0.1,
+      scaleUpCooldown: "20s",
+      scaleDownCooldown: "3m",
+      stabilization: "15s",
+    });
+    const again = validateCatalog(catalogFileFrom([spec]));
+    assert.ok(again.ok, "what GET returns is accepted by PUT");
+    assert.equal(modelFrom(create(ModelSchema, { name: "x", replicas: 1 })).autoscale, undefined);
+
+    assert.deepEqual(
+      issuesOf(
+        withAutoscale
+          .replace("min: 1", "min: 0")
+          .replace("metric: queue_depth", "metric: tokens")
+          .replace("scaleDownCooldown: 3m", "scaleDownCooldown: 10s"),
+      ),
+      [
+        { path: "models[0].autoscale.min", message: "must be at least 1" },
+        { path: "models[0].autoscale.metric", message: "must be one of queue_depth, kv_cache_use" },
+      ],
+    );
+    assert.deepEqual(
+      issuesOf(
+        withAutoscale
+          .replace("max: 6", "max: 0")
+          .replace("min: 1", "min: 2")
+          .replace("scaleDownCooldown: 3m", "scaleDownCooldown: 10s"),
+      ),
+      [
+        { path: "models[0].autoscale.max", message: "must be at least 1" },
+        { path: "models[0].autoscale.max", message: "must be at least min (2)" },
+        {
+          path: "models[0].autoscale.scaleDownCooldown",
+          message: "must be at least scaleUpCooldown (20000 ms): scaling down is the slower direction",
+        },
+      ],
+    );
+    assert.deepEqual(
+      issuesOf(withAutoscale.replace("max: 6", "max: 1").replace("min: 1", "min: 2").replace("3m", "10s")),
+      [
+        { path: "models[0].autoscale.max", message: "must be at least min (2)" },
+        {
+          path: "models[0].autoscale.scaleDownCooldown",
+          message: "must be at least scaleUpCooldown (20000 ms): scaling down is the slower direction",
+        },
+      ],
+    );
+    assert.deepEqual(
+      issuesOf(
+        withAutoscale
+          .replace("metric: queue_depth", "metric: kv_cache_use")
+          .replace("target: 8", "target: 80"),
+      ),
+      [
+        {
+          path: "models[0].autoscale.target",
+          message: "kv_cache_use is a share from 0 to 1: the target must be at most 1",
+        },
+      ],
+    );
+  });
 });

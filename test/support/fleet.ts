@@ -204,6 +204,19 @@ export class Fleet {
     return this;
   }
 
+  /** A usage event carrying shard load (what the gateway writes when load moved). */
+  load(nodeId: string, loads: Array<{ shardId: string; queueDepth: number; kvCacheUse?: number }>): this {
+    this.apply({
+      case: "usageChanged",
+      value: {
+        nodeId,
+        ...this.#next(nodeId),
+        shardLoad: loads.map((l) => ({ kvCacheUse: 0, ...l })),
+      },
+    });
+    return this;
+  }
+
   shard(
     nodeId: string,
     replicaId: string,

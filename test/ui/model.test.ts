@@ -1,16 +1,20 @@
 /** The UI's state-to-view logic: pure functions of the API's answers. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { create, toJson } from "@bufbuild/protobuf";
+import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
   cellView,
   eventWindow,
   mapRows,
+  markLeft,
   nodeBadges,
   nvlinkDomainOfGpu,
   parseSse,
   podOf,
   positionLabel,
   rolloutLine,
+  scaleMarks,
   shortModel,
   sortReplicas,
   stepSeq,
@@ -319,6 +323,45 @@ describe("UI model", () => {
     const b = parseSse(`${a.rest}q":2}\n\n`);
     assert.deepEqual(b.events, [{ event: "position", data: '{"seq":2}' }]);
     assert.equal(b.rest, "");
+  });
+
+  it("finds the autoscale decisions in a page of passes, as the API writes them (protobuf JSON)", () => {
+    const pass = (seq: number, decisions: Array<{ explanation: string; kind: unknown }>) => ({
+      seq,
+      timeMs: 0,
+      subject: "llmgw.evt.reconciler",
+      kind: "reconcilePass",
+      event: toJson(
+        EventSchema,
+        create(EventSchema, {
+          id: `p-${seq}`,
+          body: { case: "reconcilePass", value: { decisions: decisions as never } },
+        }),
+      ) as Record<string, unknown>,
+    });
+    const up = { model: "chat", from: 1, to: 3, metric: "queue_depth", value: 25, target: 10 };
+    const rows = [
+      pass(4, [
+        {
+          explanation: "created",
+          kind: { case: "replicaCreated", value: { replicaId: "r", model: "chat" } },
+        },
+      ]),
+      pass(9, [{ explanation: "chat scaled up 1 → 3: …", kind: { case: "autoscaleDecided", value: up } }]),
+      pass(20, [
+        {
+          explanation: "chat scaled down 3 → 0",
+          kind: { case: "autoscaleDecided", value: { model: "chat", from: 3 } },
+        },
+      ]),
+    ];
+    assert.deepEqual(scaleMarks(rows), [
+      { seq: 9, model: "chat", from: 1, to: 3, explanation: "chat scaled up 1 → 3: …" },
+      { seq: 20, model: "chat", from: 3, to: 0, explanation: "chat scaled down 3 → 0" },
+    ]);
+    assert.equal(markLeft(5, 20), 25);
+    assert.equal(markLeft(30, 20), 100);
+    assert.equal(markLeft(1, 0), 0);
   });
 });
 

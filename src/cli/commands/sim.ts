@@ -218,7 +218,27 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "number",
     help: "restart a random node this often (default 0: never)",
   },
-  { field: "seed", flag: "--seed", arg: "<n>", kind: "number", help: "seed for faults and jitter" },
+  {
+    field: "seed",
+    flag: "--seed",
+    arg: "<n>",
+    kind: "number",
+    help: "seed for faults, jitter and load noise",
+  },
+  {
+    field: "load",
+    flag: "--load",
+    arg: "<model=curve>",
+    kind: "list",
+    help: "load a model's running replicas report (requests waiting across the model, split over them): MODEL=CURVE[+noise=F], CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P, e.g. chat=ramp:2@0s/40@1m+noise=0.2; repeatable",
+  },
+  {
+    field: "loadSlots",
+    flag: "--load-slots",
+    arg: "<n>",
+    kind: "number",
+    help: "requests one replica's KV cache holds: kv_cache_use = its share of the load / this (default 32)",
+  },
 ];
 
 const FLAG_OF = new Map(FLAGS.map((f) => [f.field as string, f.flag]));

@@ -1,9 +1,10 @@
 /**
- * `llmgw what-if --config <file>`: replays the log and, at every recorded
- * reconcile pass in the range, runs decide again on the state that pass
- * decided on, with another config; prints where the outcomes differ. The
- * recorded history is kept (each pass is compared on its own), and nothing
- * is written to the log.
+ * `llmgw what-if --config <file> [--autoscale MODEL=min:max:metric:target]`:
+ * replays the log and, at every recorded reconcile pass in the range, runs
+ * decide again on the state that pass decided on, with another config (and
+ * other autoscale settings); prints where the outcomes differ. The recorded
+ * history is kept (each pass is compared on its own), and nothing is
+ * written to the log.
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
@@ -20,13 +21,16 @@ import { CliError, intArg } from "../common.js";
 import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
 
 interface WhatIfFlags extends LogFlags {
-  config: string;
+  config?: string;
+  autoscale?: string[];
   fromSeq?: number;
   toSeq?: number;
   json?: boolean;
 }
 
-export function loadConfig(file: string): ReconcilerConfig {
+/** The config file's data (YAML or JSON), unvalidated; no file: {} (the defaults). */
+function readConfigData(file: string | undefined): Record<string, unknown> {
+  if (file === undefined) return {};
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -40,13 +44,64 @@ export function loadConfig(file: string): ReconcilerConfig {
   } catch (err) {
     throw new CliError(`--config ${file}: not YAML or JSON: ${(err as Error).message}`);
   }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new CliError(`--config ${file}: expected a mapping of config fields`);
+  return raw as Record<string, unknown>;
+}
+
+export function loadConfig(file: string | undefined, autoscale: readonly string[] = []): ReconcilerConfig {
+  const raw = readConfigData(file);
+  if (autoscale.length > 0) {
+    const fromFile = raw["autoscale"];
+    const merged: Record<string, unknown> =
+      typeof fromFile === "object" && fromFile !== null ? { ...(fromFile as Record<string, unknown>) } : {};
+    for (const text of autoscale) {
+      const [model, spec] = parseAutoscaleFlag(text);
+      merged[model] = spec;
+    }
+    raw["autoscale"] = merged;
+  }
   const parsed = reconcilerConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new CliError(`--config ${file}: ${describeConfigError(parsed.error)}`);
+  if (!parsed.success) {
+    const where = file === undefined ? "--autoscale" : `--config ${file}`;
+    throw new CliError(`${where}: ${describeConfigError(parsed.error)}`);
+  }
   return parsed.data;
 }
 
+/** `MODEL=min:max:metric:target[:tolerance]` → the config's autoscale entry (checked by the config schema). */
+export function parseAutoscaleFlag(text: string): [string, Record<string, unknown>] {
+  const eq = text.indexOf("=");
+  const parts = eq > 0 ? text.slice(eq + 1).split(":") : [];
+  if (eq <= 0 || parts.length < 4 || parts.length > 5)
+    throw new CliError(
+      `--autoscale ${JSON.stringify(text)}: expected MODEL=MIN:MAX:METRIC:TARGET[:TOLERANCE], e.g. chat=1:8:queue_depth:10`,
+    );
+  const [min, max, metric, target, tolerance] = parts as [string, string, string, string, string | undefined];
+  const num = (name: string, v: string) => {
+    const n = Number(v);
+    if (v.trim() === "" || !Number.isFinite(n))
+      throw new CliError(
+        `--autoscale ${JSON.stringify(text)}: ${name} must be a number, got ${JSON.stringify(v)}`,
+      );
+    return n;
+  };
+  return [
+    text.slice(0, eq),
+    {
+      min: num("MIN", min),
+      max: num("MAX", max),
+      metric,
+      target: num("TARGET", target),
+      ...(tolerance === undefined ? {} : { tolerance: num("TOLERANCE", tolerance) }),
+    },
+  ];
+}
+
 async function whatIf(flags: WhatIfFlags): Promise<void> {
-  const config = loadConfig(flags.config);
+  if (flags.config === undefined && (flags.autoscale ?? []).length === 0)
+    throw new CliError("give --config <file>, --autoscale MODEL=MIN:MAX:METRIC:TARGET, or both");
+  const config = loadConfig(flags.config, flags.autoscale);
   const log = await openLogForReading(flags, "llmgw-what-if");
   let results: WhatIfPass[];
   try {
@@ -77,19 +132,32 @@ function print(flags: WhatIfFlags, config: ReconcilerConfig, results: WhatIfPass
     }
   }
   lines.push(
-    `${results.length} pass(es) compared, ${differing.length} differ under the alternative config (policy ${config.policy})`,
+    `${results.length} pass(es) compared, ${differing.length} differ under the alternative config (policy ${config.policy}${autoscaleSummary(config)})`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function autoscaleSummary(config: ReconcilerConfig): string {
+  const entries = Object.entries(config.autoscale);
+  if (entries.length === 0) return "";
+  return `; autoscale ${entries.map(([m, a]) => `${m}=${a.min}:${a.max}:${a.metric}:${a.target}`).join(", ")}`;
 }
 
 export function registerWhatIf(program: Command): void {
   withLogOptions(
     program
       .command("what-if")
-      .description("re-run placement over recorded history with another config (writes nothing)")
-      .requiredOption(
+      .description(
+        "re-run decide over recorded history with another config or autoscale setting (writes nothing)",
+      )
+      .option(
         "--config <file>",
         "the alternative reconciler config (YAML or JSON; missing fields take the defaults)",
+      )
+      .option(
+        "--autoscale <model=min:max:metric:target>",
+        "replay with this autoscale setting for MODEL instead of the catalog's (metric queue_depth or kv_cache_use; an optional 5th part is the tolerance; cooldowns and the stabilization window keep the catalog's, or the defaults); repeatable",
+        (v: string, prev: string[] = []) => [...prev, v],
       )
       .option("--from-seq <seq>", "first log sequence whose passes are compared", intArg("--from-seq"))
       .option("--to-seq <seq>", "last log sequence whose passes are compared", intArg("--to-seq"))

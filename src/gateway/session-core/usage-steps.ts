@@ -3,7 +3,7 @@ import { sessionEventId } from "../events.js";
 import type { CloseKind } from "./close.js";
 import { nothing } from "./result.js";
 import type { EventDraft, Note, SessionState, StepResult } from "./types.js";
-import { flushWindow, observeHeartbeat, type PendingUsage, worthWriting } from "./usage-window.js";
+import { flushWindow, observeHeartbeat, type PendingUsage, settle, worthWriting } from "./usage-window.js";
 
 /** The usage event of `p`, numbered after the heartbeat it was last told in. */
 function usageEvent(state: SessionState, p: PendingUsage): EventDraft {
@@ -18,6 +18,7 @@ function usageEvent(state: SessionState, p: PendingUsage): EventDraft {
         gpuMemoryUsedMb: [...p.memory],
         newProblems: [...p.newProblems],
         gpuProblems: [...p.gpuProblems],
+        shardLoad: [...p.load],
       },
     },
     ackId: undefined,
@@ -75,10 +76,10 @@ export function withFinalUsage(r: StepResult): StepResult {
   const tracker = r.state.usage;
   if (!r.close || !p || !tracker || !FLUSHED_AT_CLOSE.has(r.close.kind)) return r;
   if (!worthWriting(p, tracker)) return r;
-  tracker.record(p.memory);
+  const written = settle(p, tracker);
   const state = {
     ...r.state,
     usageWindow: { ...r.state.usageWindow, flushPending: false, pending: undefined },
   };
-  return { ...r, state, events: [...r.events, usageEvent(state, p)] };
+  return { ...r, state, events: [...r.events, usageEvent(state, written)] };
 }

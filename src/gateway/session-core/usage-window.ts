@@ -1,4 +1,4 @@
-import type { GpuProblem, Heartbeat } from "../../gen/llmgw/v1/agent_pb.js";
+import type { GpuProblem, Heartbeat, ShardLoad } from "../../gen/llmgw/v1/agent_pb.js";
 import { LIMITS } from "../registration.js";
 import type { UsageTracker } from "../usage.js";
 
@@ -8,8 +8,8 @@ import type { UsageTracker } from "../usage.js";
  * when the session's last usage event is an interval old; otherwise what it
  * says waits, merged with the other heartbeats of the interval, and is
  * written when the interval ends (the `usage-flush` timer), with the latest
- * memory figures and every new problem, if it still differs from what the
- * log has. An agent whose readings alternate, or that invents a problem in
+ * memory figures, the latest shard load and every new problem, if it still
+ * differs from what the log has. An agent whose readings alternate, or that invents a problem in
  * every heartbeat, so writes one event per interval, however fast it sends.
  *
  * The problems one interval's event takes are bounded like a heartbeat's
@@ -35,6 +35,8 @@ export interface PendingUsage {
   readonly memory: readonly bigint[];
   readonly newProblems: readonly string[];
   readonly gpuProblems: readonly GpuProblem[];
+  /** The latest shard load reported in the interval (empty: none); written only when it moved. */
+  readonly load: readonly ShardLoad[];
 }
 
 export const EMPTY_WINDOW: UsageWindow = { lastAt: undefined, flushPending: false, pending: undefined };
@@ -92,10 +94,11 @@ export function observeHeartbeat(
     gpuProblems.push(p);
     added++;
   }
-  const reported = hb.gpuMemoryUsedMb.length > 0;
-  const memory = reported ? hb.gpuMemoryUsedMb : (before?.memory ?? []);
+  const reported = hb.gpuMemoryUsedMb.length > 0 || hb.shardLoad.length > 0;
+  const memory = hb.gpuMemoryUsedMb.length > 0 ? hb.gpuMemoryUsedMb : (before?.memory ?? []);
+  const load = hb.shardLoad.length > 0 ? hb.shardLoad : (before?.load ?? []);
   const outcome = { droppedProblems: dropped, unknownGpus: [...unknown] };
-  const worth = worthWriting({ seq, memory, newProblems, gpuProblems }, tracker);
+  const worth = worthWriting({ seq, memory, newProblems, gpuProblems, load }, tracker);
   if (!worth) {
     // Back to what the log has (a reading that alternated): nothing waits.
     return {
@@ -111,13 +114,13 @@ export function observeHeartbeat(
     memory,
     newProblems,
     gpuProblems,
+    load,
   };
   if (!window.flushPending && (window.lastAt === undefined || at - window.lastAt >= intervalMs)) {
-    tracker.record(memory);
     return {
       ...outcome,
       window: { lastAt: at, flushPending: false, pending: undefined },
-      write: pending,
+      write: settle(pending, tracker),
       schedule: false,
       coalesced: false,
     };
@@ -146,14 +149,29 @@ export function flushWindow(
   if (!worthWriting(p, tracker)) {
     return { window: { ...window, flushPending: false, pending: undefined }, write: undefined };
   }
-  tracker.record(p.memory);
   const at = (window.lastAt ?? 0) + intervalMs;
-  return { window: { lastAt: at, flushPending: false, pending: undefined }, write: p };
+  return { window: { lastAt: at, flushPending: false, pending: undefined }, write: settle(p, tracker) };
 }
 
-/** `p` says something the log lacks: a new problem, or memory figures that moved. */
+/** `p` says something the log lacks: a new problem, memory figures or shard load that moved. */
 export function worthWriting(p: PendingUsage, tracker: UsageTracker): boolean {
-  return p.newProblems.length > 0 || p.gpuProblems.length > 0 || tracker.moved(p.memory);
+  return (
+    p.newProblems.length > 0 ||
+    p.gpuProblems.length > 0 ||
+    tracker.moved(p.memory) ||
+    tracker.loadMoved(p.load)
+  );
+}
+
+/**
+ * `p` is written: it carries its shard load only when the load moved (an
+ * event written for memory or a problem does not repeat unchanged load),
+ * and the tracker's baseline moves to what it carries.
+ */
+export function settle(p: PendingUsage, tracker: UsageTracker): PendingUsage {
+  const out = tracker.loadMoved(p.load) ? p : { ...p, load: [] };
+  tracker.record(out.memory, out.load);
+  return out;
 }
 
 /** How long after `now` the flush timer is due. */
@@ -168,6 +186,7 @@ export function flushDelayMs(window: UsageWindow, intervalMs: number, now: numbe
 export function afterRegistration(window: UsageWindow): UsageWindow {
   const p = window.pending;
   if (!p) return window;
-  if (p.newProblems.length === 0 && p.gpuProblems.length === 0) return { ...window, pending: undefined };
+  if (p.newProblems.length === 0 && p.gpuProblems.length === 0 && p.load.length === 0)
+    return { ...window, pending: undefined };
   return { ...window, pending: { ...p, memory: [] } };
 }

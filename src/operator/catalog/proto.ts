@@ -57,6 +57,20 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
         startAttempts: p.startAttempts ?? 0,
         readyTimeoutMs: p.readyTimeout ?? 0,
       })),
+      ...(m.autoscale
+        ? {
+            autoscale: {
+              min: m.autoscale.min,
+              max: m.autoscale.max,
+              metric: m.autoscale.metric,
+              target: m.autoscale.target,
+              tolerance: m.autoscale.tolerance ?? 0,
+              scaleUpCooldownMs: m.autoscale.scaleUpCooldown ?? 0,
+              scaleDownCooldownMs: m.autoscale.scaleDownCooldown ?? 0,
+              stabilizationMs: m.autoscale.stabilization ?? 0,
+            },
+          }
+        : {}),
     })),
   });
 }
@@ -95,6 +109,20 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
         ...(p.startAttempts > 0 ? { startAttempts: p.startAttempts } : {}),
         ...(p.readyTimeoutMs > 0 ? { readyTimeout: formatDuration(p.readyTimeoutMs) } : {}),
       })),
+      ...(m.autoscale
+        ? {
+            autoscale: {
+              min: m.autoscale.min,
+              max: m.autoscale.max,
+              metric: m.autoscale.metric,
+              target: m.autoscale.target,
+              tolerance: m.autoscale.tolerance,
+              scaleUpCooldown: formatDuration(m.autoscale.upCooldownMs),
+              scaleDownCooldown: formatDuration(m.autoscale.downCooldownMs),
+              stabilization: formatDuration(m.autoscale.stabilizationMs),
+            },
+          }
+        : {}),
     })),
   };
 }

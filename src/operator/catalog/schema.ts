@@ -6,7 +6,13 @@
  */
 import { z } from "zod";
 import { isReservedKey } from "../../log/index.js";
-import { DEFAULT_ENGINE, invalidMinAvailableReason } from "../../projections/index.js";
+import {
+  AUTOSCALE_DEFAULTS,
+  AUTOSCALE_METRICS,
+  DEFAULT_ENGINE,
+  invalidMinAvailableReason,
+  LOAD_HISTORY_MS,
+} from "../../projections/index.js";
 import { parseDuration } from "./duration.js";
 import { parseMemory } from "./memory.js";
 
@@ -137,14 +143,60 @@ export const rolloutSchema = z
       });
   });
 
+const cooldown = duration.refine((ms) => ms >= 1000, "must be at least 1s");
+
+/**
+ * Replicas follow load: the metric averaged over the ready replicas is held
+ * near `target` (docs/autoscaling.md). `replicas` is where the count starts.
+ */
+export const autoscaleSchema = z
+  .strictObject({
+    /** At least 1: with no ready replica there is no load to read. */
+    min: positiveInt(10_000),
+    max: positiveInt(10_000),
+    metric: z.enum(AUTOSCALE_METRICS as [string, ...string[]], {
+      error: `must be one of ${AUTOSCALE_METRICS.join(", ")}`,
+    }),
+    /** queue_depth: requests waiting per ready replica; kv_cache_use: a share from 0 to 1. */
+    target: z.number().positive("must be above 0"),
+    /** No decision within target·(1 ± tolerance); default 0.1. */
+    tolerance: z.number().min(0.01, "must be at least 0.01").max(1, "must be at most 1").optional(),
+    /** After a scale decision, before a scale-up; default 30s. */
+    scaleUpCooldown: cooldown.optional(),
+    /** After a scale decision, before a scale-down; default 2m; never shorter than scaleUpCooldown. */
+    scaleDownCooldown: cooldown.optional(),
+    /** How long the load must stay beyond the band before a decision; default 15s. */
+    stabilization: cooldown
+      .refine((ms) => ms <= LOAD_HISTORY_MS, "must be at most 2m (the load history the control plane keeps)")
+      .optional(),
+  })
+  .check((ctx) => {
+    const a = ctx.value;
+    const issue = (path: string, input: unknown, message: string) =>
+      ctx.issues.push({ code: "custom", input, path: [path], message });
+    if (a.max < a.min) issue("max", a.max, `must be at least min (${a.min})`);
+    if (a.metric === "kv_cache_use" && a.target > 1)
+      issue("target", a.target, "kv_cache_use is a share from 0 to 1: the target must be at most 1");
+    const up = a.scaleUpCooldown ?? AUTOSCALE_DEFAULTS.upCooldownMs;
+    const down = a.scaleDownCooldown ?? AUTOSCALE_DEFAULTS.downCooldownMs;
+    if (down < up)
+      issue(
+        "scaleDownCooldown",
+        down,
+        `must be at least scaleUpCooldown (${up} ms): scaling down is the slower direction`,
+      );
+  });
+
 export const modelSchema = z.strictObject({
   name,
+  /** 0 keeps the model known and serves nothing; with autoscale, the count it starts from. */
   replicas: replicaCount,
   /** In order of preference. */
   profiles: z.array(profileSchema).max(32).default([]),
   /** Ready replicas to keep while nodes drain, GPUs fault and rollouts replace replicas; default: none. */
   minAvailable: minAvailable.optional(),
   rollout: rolloutSchema.optional(),
+  autoscale: autoscaleSchema.optional(),
 });
 
 export const catalogFileSchema = z.strictObject({

@@ -13,13 +13,15 @@ import { ReplicaList } from "./components/ReplicaList.tsx";
 import { ReplicaPanel } from "./components/ReplicaPanel.tsx";
 import { TimeBar } from "./components/TimeBar.tsx";
 import { WhatIfPanel } from "./components/WhatIfPanel.tsx";
-import { mapRows, stepSeq, summarize, whatIfHighlights } from "./model.ts";
+import { mapRows, type ScaleMark, scaleMarks, stepSeq, summarize, whatIfHighlights } from "./model.ts";
 import type { Fleet, WhatIfResult } from "./types.ts";
 
 type Selected = { kind: "replica"; id: string } | { kind: "node"; id: string } | null;
 type Tab = "replicas" | "events" | "what-if";
 
 const PLAY_MS = 350;
+/** The time bar marks the autoscale decisions among this many events up to the log's end. */
+const MARK_SPAN = 20_000;
 
 export function App() {
   const [token, setToken] = useState(savedToken());
@@ -35,6 +37,9 @@ export function App() {
   const [filter, setFilter] = useState({ text: "", problemsOnly: false });
   const [eventFilter, setEventFilter] = useState({ node: "", replica: "" });
   const [whatIf, setWhatIf] = useState<WhatIfResult | null>(null);
+  const [marks, setMarks] = useState<ScaleMark[]>([]);
+  const marksAt = useRef(0);
+  const marksSeq = useRef(0);
   const [error, setError] = useState("");
   const liveRef = useRef(live);
   liveRef.current = live;
@@ -79,6 +84,30 @@ export function App() {
       ctl.abort();
     };
   }, [api, seq, fail]);
+
+  // Autoscale decisions on the time bar, refreshed at most once a second as the log grows. A
+  // request in flight is not cancelled by the next position (under steady traffic none would finish).
+  useEffect(() => {
+    if (lastSeq === 0) return;
+    const t = setTimeout(
+      () => {
+        marksAt.current = Date.now();
+        const asked = lastSeq;
+        api
+          .passes(asked, MARK_SPAN)
+          .then((r) => {
+            // An older answer arriving late does not replace a newer one.
+            if (asked >= marksSeq.current) {
+              marksSeq.current = asked;
+              setMarks(scaleMarks(r.events));
+            }
+          })
+          .catch(fail);
+      },
+      Math.max(0, marksAt.current + 1000 - Date.now()),
+    );
+    return () => clearTimeout(t);
+  }, [api, lastSeq, fail]);
 
   // Play: one event forward at a time; reaching the end goes live.
   useEffect(() => {
@@ -181,6 +210,7 @@ export function App() {
           setPlaying(!playing);
         }}
         onLive={goLive}
+        marks={marks}
         onTime={(time) => {
           const ms = Date.parse(time);
           if (Number.isNaN(ms)) {

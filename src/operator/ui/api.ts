@@ -86,6 +86,18 @@ export class Api {
     return this.#get<{ events: EventRow[]; lastSeq: number }>(`/v1/events?${p}`, signal);
   }
 
+  /** The reconcile passes of the `span` events up to `to` (the autoscale decisions on the time bar read them). */
+  passes(to: number, span: number, signal?: AbortSignal) {
+    const p = new URLSearchParams({
+      from: String(Math.max(1, to - span + 1)),
+      to: String(Math.max(1, to)),
+      limit: "1000",
+      subject: "reconciler",
+      kind: "reconcilePass",
+    });
+    return this.#get<{ events: EventRow[]; lastSeq: number }>(`/v1/events?${p}`, signal);
+  }
+
   /** The fleet after the last event stored at or before an ISO time. */
   fleetAtTime(time: string): Promise<Fleet> {
     return this.#get(`/v1/fleet?time=${encodeURIComponent(time)}`);

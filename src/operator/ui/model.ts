@@ -2,7 +2,7 @@
  * State to view, for the fleet map and panels: pure functions of the API's
  * answers (no DOM, no fetch), unit-tested on their own.
  */
-import type { Fleet, Gpu, Node, Replica, Rollout, WhatIfResult } from "./types.ts";
+import type { EventRow, Fleet, Gpu, Node, Replica, Rollout, WhatIfResult } from "./types.ts";
 
 // ---- GPU cells ----
 
@@ -347,4 +347,45 @@ export function rolloutLine(r: Rollout): string | null {
   const counts = `${r.current.replicas} new (${r.current.ready} ready) / ${r.outdated.replicas} old (${r.outdated.ready} ready)`;
   const state = r.paused ? "paused" : r.stalled ? `stalled: ${r.stalled.reason}` : "rolling";
   return `${r.model} → ${r.revision}: ${counts}${r.draining > 0 ? `, ${r.draining} draining` : ""} · ${state}`;
+}
+
+/** One autoscale decision on the time bar. */
+export interface ScaleMark {
+  seq: number;
+  model: string;
+  from: number;
+  to: number;
+  explanation: string;
+}
+
+/**
+ * The autoscale decisions in a page of reconcile passes (`/v1/events`, whose
+ * `event` is the protobuf JSON: zero values are left out, so an absent count is 0).
+ */
+export function scaleMarks(rows: readonly EventRow[]): ScaleMark[] {
+  const out: ScaleMark[] = [];
+  for (const r of rows) {
+    const pass = (r.event as { reconcilePass?: { decisions?: unknown[] } } | undefined)?.reconcilePass;
+    for (const d of pass?.decisions ?? []) {
+      const dec = d as {
+        explanation?: string;
+        autoscaleDecided?: { model?: string; from?: number; to?: number };
+      };
+      const a = dec.autoscaleDecided;
+      if (!a) continue;
+      out.push({
+        seq: r.seq,
+        model: a.model ?? "",
+        from: a.from ?? 0,
+        to: a.to ?? 0,
+        explanation: dec.explanation ?? "",
+      });
+    }
+  }
+  return out;
+}
+
+/** Where a mark sits on the slider, in percent of its width. */
+export function markLeft(seq: number, lastSeq: number): number {
+  return lastSeq <= 0 ? 0 : Math.min(100, Math.max(0, (seq / lastSeq) * 100));
 }

@@ -4,6 +4,7 @@
  * config takes the defaults for what it leaves out.
  */
 import { z } from "zod";
+import { AUTOSCALE_METRICS, type AutoscaleSpec, LOAD_HISTORY_MS } from "../../projections/index.js";
 
 export interface ReconcilerConfig {
   /** Placement scoring: "binpack" fills busy nodes first, "spread" prefers empty ones. */
@@ -36,6 +37,13 @@ export interface ReconcilerConfig {
   drainDeadlineMs: number;
   /** Decisions in one pass; the rest waits for the next pass. */
   maxDecisionsPerPass: number;
+  /**
+   * Per model, autoscale fields that replace the catalog's (the others keep
+   * the catalog's values, or the defaults for a model without autoscale,
+   * which then needs min, max, metric and target): what-if replays history
+   * with another setting through it (`llmgw what-if --autoscale`).
+   */
+  autoscale: Readonly<Record<string, Partial<AutoscaleSpec>>>;
 }
 
 export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
@@ -55,10 +63,47 @@ export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
   crashBackoffMaxMs: 5 * 60_000,
   drainDeadlineMs: 5 * 60_000,
   maxDecisionsPerPass: 500,
+  autoscale: Object.freeze({}),
 });
 
 const ms = () => z.number().int().nonnegative();
 const positiveMs = () => z.number().int().positive();
+
+/** An autoscale setting in a config (ms, like every other field here); the catalog's is written with durations. */
+export const autoscaleSpecSchema = z
+  .strictObject({
+    min: z
+      .number()
+      .int()
+      .min(1, "must be at least 1 (with no ready replica there is no load to read)")
+      .optional(),
+    max: z.number().int().min(1).max(10_000).optional(),
+    metric: z.enum(AUTOSCALE_METRICS as [string, ...string[]]).optional(),
+    target: z.number().positive().optional(),
+    tolerance: z.number().min(0).max(1).optional(),
+    upCooldownMs: ms().optional(),
+    downCooldownMs: ms().optional(),
+    stabilizationMs: ms()
+      .max(LOAD_HISTORY_MS, `must be at most ${LOAD_HISTORY_MS} (the load history the fold keeps)`)
+      .optional(),
+  })
+  .check((ctx) => {
+    const a = ctx.value;
+    if (a.max !== undefined && a.min !== undefined && a.max < a.min)
+      ctx.issues.push({
+        code: "custom",
+        input: a.max,
+        path: ["max"],
+        message: `must be at least min (${a.min})`,
+      });
+    if (a.metric === "kv_cache_use" && a.target !== undefined && a.target > 1)
+      ctx.issues.push({
+        code: "custom",
+        input: a.target,
+        path: ["target"],
+        message: "kv_cache_use is a share from 0 to 1: the target must be at most 1",
+      });
+  });
 
 const fields = z.strictObject({
   policy: z.enum(["binpack", "spread"]),
@@ -76,6 +121,7 @@ const fields = z.strictObject({
   crashBackoffMaxMs: ms(),
   drainDeadlineMs: positiveMs(),
   maxDecisionsPerPass: z.number().int().positive(),
+  autoscale: z.record(z.string(), autoscaleSpecSchema),
 });
 
 /** Validates a (partial) config and merges it over the defaults. Unknown fields are errors: a typo must not pass silently. */

@@ -3,10 +3,13 @@
  * the state this pass leaves behind: a node turning suspect or lost, a
  * command's deadline, a shard's start or ready deadline, a backoff or
  * cooldown ending for a pending replica, a drain deadline, a rolling
- * model's progress deadline. The runner sleeps until then (or until new events).
+ * model's progress deadline, an autoscale cooldown ending or a load
+ * reading's stabilization window filled. The runner sleeps until then (or
+ * until new events).
  */
 import type { FleetState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
+import { autoscaleOf } from "./desired.js";
 import { limitsFor, replicaProfile } from "./limits.js";
 
 export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
@@ -49,5 +52,25 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
   }
   for (const c of Object.values(state.replicas.cooldowns))
     if (pendingModels.has(c.model)) consider(c.untilMs);
+  const autoscaled = new Map<string, number>();
+  for (const m of state.replicas.catalog.models) {
+    const spec = autoscaleOf(config, m);
+    if (!spec) continue;
+    autoscaled.set(m.name, spec.stabilizationMs);
+    const a = state.replicas.autoscale[m.name];
+    if (!a) continue;
+    const since = Math.max(a.lastUpMs, a.lastDownMs);
+    consider(since + spec.upCooldownMs);
+    consider(since + spec.downCooldownMs);
+  }
+  // A load reading covers the stabilization window that long after it was made (a steady load writes no more events).
+  for (const r of Object.values(state.replicas.replicas)) {
+    const window = autoscaled.get(r.model);
+    if (window === undefined) continue;
+    for (const s of r.shards) {
+      const newest = s.load?.samples.at(-1);
+      if (newest) consider(newest.atMs + window);
+    }
+  }
   return Number.isFinite(next) ? next : null;
 }

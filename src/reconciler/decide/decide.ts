@@ -6,7 +6,7 @@
  *   2. node expiry            start and ready deadlines, cooldowns
  *   3. adoption            5. undeliverable commands   8. GPU faults
  *                          6. command re-issues        9. rollouts
- *                          7. drains                  10. scale
+ *                          7. drains                  10. autoscale, then scale
  *                                                    11. placement
  * Then, outside the limit, the routing table is restated for every model
  * whose ready replicas this pass (or earlier facts) changed.
@@ -15,6 +15,7 @@
  * place twice).
  */
 import { adoptSessions } from "./adoption.js";
+import { autoscaleModels } from "./autoscale.js";
 import { reissueCommands } from "./commands.js";
 import { nextDeadline } from "./deadline.js";
 import { handleDrains } from "./drains.js";
@@ -48,6 +49,7 @@ export function decide(input: DecideInput): DecideOutput {
   if (!adopting) {
     // Rollouts before scale: a replacement counts for its old replica's slot.
     rollModels(pass);
+    autoscaleModels(pass); // autoscale: load moves a model's desired count, before scale acts on it
     scaleModels(pass);
     placePending(pass);
   }

@@ -228,6 +228,8 @@ function decisionSummary(d: Decision): string {
       return `rollout ${k.value.model} progressing (${k.value.replicaId} ready)`;
     case "rolloutCompleted":
       return `rollout ${k.value.model} completed at ${k.value.revision}`;
+    case "autoscaleDecided":
+      return `autoscale ${k.value.model} ${k.value.from} → ${k.value.to} (${k.value.metric} ${Math.round(k.value.value * 1000) / 1000}, target ${k.value.target})`;
     case undefined:
       return "unknown decision";
     default: {
@@ -290,6 +292,8 @@ function decisionSubjects(d: Decision, nodes: Set<string>, replicas: Set<string>
     // passes that did not change them; the drain or failure decision next to
     // it names the replica that left.
     case "endpointsChanged":
+    // A model's count: the replicas it creates or drains are named by the decisions that do.
+    case "autoscaleDecided":
     case undefined:
       return;
     default: {

@@ -112,6 +112,9 @@ export function outcomes(decisions: readonly Decision[]): Map<string, string> {
       case "rolloutCompleted":
         add(`model ${k.value.model}`, `rollout to ${k.value.revision} completed`);
         break;
+      case "autoscaleDecided":
+        add(`autoscale ${k.value.model}`, `${k.value.from} → ${k.value.to}`);
+        break;
       case undefined:
         break;
       default: {

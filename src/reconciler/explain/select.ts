@@ -113,6 +113,7 @@ function decisionTouchesReplica(
     case "cooldownStarted":
     case "rolloutStarted":
     case "rolloutCompleted":
+    case "autoscaleDecided":
     case undefined:
       return false;
     default: {
@@ -167,6 +168,7 @@ function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): bo
     case "rolloutStalled":
     case "rolloutProgressing":
     case "rolloutCompleted":
+    case "autoscaleDecided":
     case undefined:
       return false;
     default: {

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/agent.proto.
  */
 export const file_llmgw_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEiugEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIAEIFCgNtc2ciygIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIEhkKEWFkdmVydGlzZV9hZGRyZXNzGAggASgJEhMKC2luc3RhbmNlX2lkGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKnAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlEhAKCGVuZHBvaW50GAcgASgJImkKCUhlYXJ0YmVhdBIaChJncHVfbWVtb3J5X3VzZWRfbWIYASADKAQSFAoMbmV3X3Byb2JsZW1zGAIgAygJEioKDGdwdV9wcm9ibGVtcxgDIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0izQEKCkdwdVByb2JsZW0SEQoJZ3B1X2luZGV4GAEgASgNEicKBGtpbmQYAiABKA4yGS5sbG1ndy52MS5HcHVQcm9ibGVtLktpbmQSDwoHbWVzc2FnZRgDIAEoCSJyCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIMCghLSU5EX1hJRBABEgwKCEtJTkRfRUNDEAISEAoMS0lORF9USEVSTUFMEAMSFgoSS0lORF9SRVRJUkVEX1BBR0VTEAQSDgoKS0lORF9PVEhFUhAFIqgCCgtTaGFyZFN0YXR1cxISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEioKBXN0YXRlGAMgASgOMhsubGxtZ3cudjEuU2hhcmRTdGF0dXMuU3RhdGUSDQoFZXJyb3IYBCABKAkSEQoJZXhpdF9jb2RlGAUgASgFEhMKC2xhc3Rfb3V0cHV0GAYgASgJEhAKCGVuZHBvaW50GAcgASgJIn4KBVN0YXRlEhUKEVNUQVRFX1VOU1BFQ0lGSUVEEAASEgoOU1RBVEVfU1RBUlRJTkcQARIRCg1TVEFURV9SVU5OSU5HEAISEgoOU1RBVEVfRFJBSU5JTkcQAxIRCg1TVEFURV9TVE9QUEVEEAQSEAoMU1RBVEVfRkFJTEVEEAUiPgoNQ29tbWFuZFJlc3VsdBISCgpjb21tYW5kX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJItIBCg5Db250cm9sTWVzc2FnZRIcCgNhY2sYASABKAsyDS5sbG1ndy52MS5BY2tIABIlCgVzdGFydBgCIAEoCzIULmxsbWd3LnYxLlN0YXJ0U2hhcmRIABIjCgRzdG9wGAMgASgLMhMubGxtZ3cudjEuU3RvcFNoYXJkSAASJQoFZHJhaW4YBCABKAsyFC5sbG1ndy52MS5EcmFpblNoYXJkSAASKAoJcmVjb25uZWN0GAUgASgLMhMubGxtZ3cudjEuUmVjb25uZWN0SABCBQoDbXNnIkgKA0FjaxISCgptZXNzYWdlX2lkGAEgASgJEgoKAm9rGAIgASgIEg0KBWVycm9yGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAki5gIKClN0YXJ0U2hhcmQSEgoKY29tbWFuZF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJEg0KBW1vZGVsGAQgASgJEg8KB3Byb2ZpbGUYBSABKAkSEwoLZ3B1X2luZGljZXMYBiADKA0SEwoLZW5naW5lX2FyZ3MYByADKAkSNwoKZW5naW5lX2VudhgIIAMoCzIjLmxsbWd3LnYxLlN0YXJ0U2hhcmQuRW5naW5lRW52RW50cnkSDAoEcmFuaxgJIAEoDRISCgp3b3JsZF9zaXplGAogASgNEg0KBXBlZXJzGAsgAygJEg4KBmVuZ2luZRgMIAEoCRITCgttYXN0ZXJfYWRkchgNIAEoCRITCgttYXN0ZXJfcG9ydBgOIAEoDRowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjEKCVN0b3BTaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJIkwKCkRyYWluU2hhcmQSEgoKY29tbWFuZF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRIYChBkZWFkbGluZV91bml4X21zGAMgASgDIjMKCVJlY29ubmVjdBIOCgZyZWFzb24YASABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYAiABKA0yTwoMQWdlbnRTZXJ2aWNlEj8KB0Nvbm5lY3QSFi5sbG1ndy52MS5BZ2VudE1lc3NhZ2UaGC5sbG1ndy52MS5Db250cm9sTWVzc2FnZSgBMAFiBnByb3RvMw");
+  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEiugEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIAEIFCgNtc2ciygIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIEhkKEWFkdmVydGlzZV9hZGRyZXNzGAggASgJEhMKC2luc3RhbmNlX2lkGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKnAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlEhAKCGVuZHBvaW50GAcgASgJIpIBCglIZWFydGJlYXQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAEgAygEEhQKDG5ld19wcm9ibGVtcxgCIAMoCRIqCgxncHVfcHJvYmxlbXMYAyADKAsyFC5sbG1ndy52MS5HcHVQcm9ibGVtEicKCnNoYXJkX2xvYWQYBCADKAsyEy5sbG1ndy52MS5TaGFyZExvYWQiSAoJU2hhcmRMb2FkEhAKCHNoYXJkX2lkGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgNEhQKDGt2X2NhY2hlX3VzZRgDIAEoASLNAQoKR3B1UHJvYmxlbRIRCglncHVfaW5kZXgYASABKA0SJwoEa2luZBgCIAEoDjIZLmxsbWd3LnYxLkdwdVByb2JsZW0uS2luZBIPCgdtZXNzYWdlGAMgASgJInIKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEgwKCEtJTkRfWElEEAESDAoIS0lORF9FQ0MQAhIQCgxLSU5EX1RIRVJNQUwQAxIWChJLSU5EX1JFVElSRURfUEFHRVMQBBIOCgpLSU5EX09USEVSEAUiqAIKC1NoYXJkU3RhdHVzEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSKgoFc3RhdGUYAyABKA4yGy5sbG1ndy52MS5TaGFyZFN0YXR1cy5TdGF0ZRINCgVlcnJvchgEIAEoCRIRCglleGl0X2NvZGUYBSABKAUSEwoLbGFzdF9vdXRwdXQYBiABKAkSEAoIZW5kcG9pbnQYByABKAkifgoFU3RhdGUSFQoRU1RBVEVfVU5TUEVDSUZJRUQQABISCg5TVEFURV9TVEFSVElORxABEhEKDVNUQVRFX1JVTk5JTkcQAhISCg5TVEFURV9EUkFJTklORxADEhEKDVNUQVRFX1NUT1BQRUQQBBIQCgxTVEFURV9GQUlMRUQQBSI+Cg1Db21tYW5kUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSCgoCb2sYAiABKAgSDQoFZXJyb3IYAyABKAki0gEKDkNvbnRyb2xNZXNzYWdlEhwKA2FjaxgBIAEoCzINLmxsbWd3LnYxLkFja0gAEiUKBXN0YXJ0GAIgASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYAyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgEIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABIoCglyZWNvbm5lY3QYBSABKAsyEy5sbG1ndy52MS5SZWNvbm5lY3RIAEIFCgNtc2ciSAoDQWNrEhIKCm1lc3NhZ2VfaWQYASABKAkSCgoCb2sYAiABKAgSDQoFZXJyb3IYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCSLmAgoKU3RhcnRTaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAkSDQoFbW9kZWwYBCABKAkSDwoHcHJvZmlsZRgFIAEoCRITCgtncHVfaW5kaWNlcxgGIAMoDRITCgtlbmdpbmVfYXJncxgHIAMoCRI3CgplbmdpbmVfZW52GAggAygLMiMubGxtZ3cudjEuU3RhcnRTaGFyZC5FbmdpbmVFbnZFbnRyeRIMCgRyYW5rGAkgASgNEhIKCndvcmxkX3NpemUYCiABKA0SDQoFcGVlcnMYCyADKAkSDgoGZW5naW5lGAwgASgJEhMKC21hc3Rlcl9hZGRyGA0gASgJEhMKC21hc3Rlcl9wb3J0GA4gASgNGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMQoJU3RvcFNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkiTAoKRHJhaW5TaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAyABKAMiMwoJUmVjb25uZWN0Eg4KBnJlYXNvbhgBIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgCIAEoDTJPCgxBZ2VudFNlcnZpY2USPwoHQ29ubmVjdBIWLmxsbWd3LnYxLkFnZW50TWVzc2FnZRoYLmxsbWd3LnYxLkNvbnRyb2xNZXNzYWdlKAEwAWIGcHJvdG8z");
 
 /**
  * AgentMessage is one message from an agent to the control plane.
@@ -349,6 +349,16 @@ export type Heartbeat = Message<"llmgw.v1.Heartbeat"> & {
    * @generated from field: repeated llmgw.v1.GpuProblem gpu_problems = 3;
    */
   gpuProblems: GpuProblem[];
+
+  /**
+   * The load of each shard the agent runs (autoscaling reads it). The
+   * gateway writes it to the log only when it moved past its thresholds
+   * (UsageChanged.shard_load), at most once per usage interval. Empty: the
+   * agent reports no load (agents built before it existed).
+   *
+   * @generated from field: repeated llmgw.v1.ShardLoad shard_load = 4;
+   */
+  shardLoad: ShardLoad[];
 };
 
 /**
@@ -357,6 +367,42 @@ export type Heartbeat = Message<"llmgw.v1.Heartbeat"> & {
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_agent, 5);
+
+/**
+ * ShardLoad: how busy one shard's engine is.
+ *
+ * @generated from message llmgw.v1.ShardLoad
+ */
+export type ShardLoad = Message<"llmgw.v1.ShardLoad"> & {
+  /**
+   * A shard the agent runs (as in ShardStatus.shard_id).
+   *
+   * @generated from field: string shard_id = 1;
+   */
+  shardId: string;
+
+  /**
+   * Requests waiting in the engine's queue. A replica's queue is on its
+   * rank 0; other ranks report 0.
+   *
+   * @generated from field: uint32 queue_depth = 2;
+   */
+  queueDepth: number;
+
+  /**
+   * Share of the engine's KV cache in use, from 0 to 1.
+   *
+   * @generated from field: double kv_cache_use = 3;
+   */
+  kvCacheUse: number;
+};
+
+/**
+ * Describes the message llmgw.v1.ShardLoad.
+ * Use `create(ShardLoadSchema)` to create a new message.
+ */
+export const ShardLoadSchema: GenMessage<ShardLoad> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_agent, 6);
 
 /**
  * GpuProblem: a health problem of one GPU of the node.
@@ -389,7 +435,7 @@ export type GpuProblem = Message<"llmgw.v1.GpuProblem"> & {
  * Use `create(GpuProblemSchema)` to create a new message.
  */
 export const GpuProblemSchema: GenMessage<GpuProblem> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 6);
+  messageDesc(file_llmgw_v1_agent, 7);
 
 /**
  * @generated from enum llmgw.v1.GpuProblem.Kind
@@ -438,7 +484,7 @@ export enum GpuProblem_Kind {
  * Describes the enum llmgw.v1.GpuProblem.Kind.
  */
 export const GpuProblem_KindSchema: GenEnum<GpuProblem_Kind> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_agent, 6, 0);
+  enumDesc(file_llmgw_v1_agent, 7, 0);
 
 /**
  * ShardStatus reports one shard's state.
@@ -498,7 +544,7 @@ export type ShardStatus = Message<"llmgw.v1.ShardStatus"> & {
  * Use `create(ShardStatusSchema)` to create a new message.
  */
 export const ShardStatusSchema: GenMessage<ShardStatus> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 7);
+  messageDesc(file_llmgw_v1_agent, 8);
 
 /**
  * State of an inference-engine process.
@@ -551,7 +597,7 @@ export enum ShardStatus_State {
  * Describes the enum llmgw.v1.ShardStatus.State.
  */
 export const ShardStatus_StateSchema: GenEnum<ShardStatus_State> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_agent, 7, 0);
+  enumDesc(file_llmgw_v1_agent, 8, 0);
 
 /**
  * CommandResult is the agent's answer to a StartShard, StopShard or DrainShard.
@@ -582,7 +628,7 @@ export type CommandResult = Message<"llmgw.v1.CommandResult"> & {
  * Use `create(CommandResultSchema)` to create a new message.
  */
 export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 8);
+  messageDesc(file_llmgw_v1_agent, 9);
 
 /**
  * ControlMessage is one message from the control plane to an agent.
@@ -631,7 +677,7 @@ export type ControlMessage = Message<"llmgw.v1.ControlMessage"> & {
  * Use `create(ControlMessageSchema)` to create a new message.
  */
 export const ControlMessageSchema: GenMessage<ControlMessage> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 9);
+  messageDesc(file_llmgw_v1_agent, 10);
 
 /**
  * Ack acknowledges a message from the agent; the registration is acked only
@@ -676,7 +722,7 @@ export type Ack = Message<"llmgw.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 10);
+  messageDesc(file_llmgw_v1_agent, 11);
 
 /**
  * StartShard asks the agent to start one shard of a replica.
@@ -786,7 +832,7 @@ export type StartShard = Message<"llmgw.v1.StartShard"> & {
  * Use `create(StartShardSchema)` to create a new message.
  */
 export const StartShardSchema: GenMessage<StartShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 11);
+  messageDesc(file_llmgw_v1_agent, 12);
 
 /**
  * StopShard asks the agent to stop a shard now.
@@ -810,7 +856,7 @@ export type StopShard = Message<"llmgw.v1.StopShard"> & {
  * Use `create(StopShardSchema)` to create a new message.
  */
 export const StopShardSchema: GenMessage<StopShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 12);
+  messageDesc(file_llmgw_v1_agent, 13);
 
 /**
  * DrainShard asks the agent to stop taking new requests on a shard and exit
@@ -845,7 +891,7 @@ export type DrainShard = Message<"llmgw.v1.DrainShard"> & {
  * Use `create(DrainShardSchema)` to create a new message.
  */
 export const DrainShardSchema: GenMessage<DrainShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 13);
+  messageDesc(file_llmgw_v1_agent, 14);
 
 /**
  * Reconnect tells the agent to close this stream and connect again,
@@ -872,7 +918,7 @@ export type Reconnect = Message<"llmgw.v1.Reconnect"> & {
  * Use `create(ReconnectSchema)` to create a new message.
  */
 export const ReconnectSchema: GenMessage<Reconnect> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_agent, 14);
+  messageDesc(file_llmgw_v1_agent, 15);
 
 /**
  * AgentService is served by every gateway.

@@ -9,7 +9,7 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { CommandResult, DrainShard, GpuProblem, Register, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
+import type { CommandResult, DrainShard, GpuProblem, Register, ShardLoad, ShardStatus, StartShard, StopShard } from "./agent_pb.js";
 import { file_llmgw_v1_agent } from "./agent_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/events.proto.
  */
 export const file_llmgw_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIsQJCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSAASOQoSZHVwbGljYXRlX2lkZW50aXR5GBwgASgLMhsubGxtZ3cudjEuRHVwbGljYXRlSWRlbnRpdHlIABIxCg5yb2xsb3V0X3BhdXNlZBgdIAEoCzIXLmxsbWd3LnYxLlJvbGxvdXRQYXVzZWRIABIzCg9yb2xsb3V0X3Jlc3VtZWQYHiABKAsyGC5sbG1ndy52MS5Sb2xsb3V0UmVzdW1lZEgAQgYKBGJvZHkioAEKBldyaXRlchIjCgRraW5kGAEgASgOMhUubGxtZ3cudjEuV3JpdGVyLktpbmQSCgoCaWQYAiABKAkiZQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9HQVRFV0FZEAESEwoPS0lORF9SRUNPTkNJTEVSEAISEQoNS0lORF9PUEVSQVRPUhADEg0KCUtJTkRfVE9PTBAEIpwBCg1TZXNzaW9uT3BlbmVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyEhAKCGlkZW50aXR5GAUgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAYgASgJIp0DCg1TZXNzaW9uQ2xvc2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEi4KBnJlYXNvbhgEIAEoDjIeLmxsbWd3LnYxLlNlc3Npb25DbG9zZWQuUmVhc29uEg4KBmRldGFpbBgFIAEoCSKSAgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9ESVNDT05ORUNURUQQARIRCg1SRUFTT05fU0lMRU5UEAISFQoRUkVBU09OX1NVUEVSU0VERUQQAxIbChdSRUFTT05fR0FURVdBWV9EUkFJTklORxAEEhgKFFJFQVNPTl9TTE9XX0NPTlNVTUVSEAUSGQoVUkVBU09OX1BST1RPQ09MX0VSUk9SEAYSGgoWUkVBU09OX0xPR19VTkFWQUlMQUJMRRAHEhIKDlJFQVNPTl9FWFBJUkVEEAgSEgoOUkVBU09OX1JFVk9LRUQQCRIXChNSRUFTT05fRVZFTlRfQlVER0VUEAoimgIKEUR1cGxpY2F0ZUlkZW50aXR5Eg8KB25vZGVfaWQYASABKAkSEgoKZ2F0ZXdheV9pZBgCIAEoCRIXCg9oZWxkX3Nlc3Npb25faWQYAyABKAkSFwoPaGVsZF9nYXRld2F5X2lkGAQgASgJEhsKE2hlbGRfcmVtb3RlX2FkZHJlc3MYBSABKAkSHwoXbmV3Y29tZXJfcmVtb3RlX2FkZHJlc3MYBiABKAkSGAoQaGVsZF9pbnN0YW5jZV9pZBgHIAEoCRIcChRuZXdjb21lcl9pbnN0YW5jZV9pZBgIIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgJIAEoDRIQCghhdHRlbXB0cxgKIAEoDRIOCgZkZXRhaWwYCyABKAkidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciKmAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0idgoTU2hhcmRTdGF0dXNSZXBvcnRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc2Vzc2lvbl9zZXEYAyABKAQSJQoGc3RhdHVzGAQgASgLMhUubGxtZ3cudjEuU2hhcmRTdGF0dXMiegoVQ29tbWFuZFJlc3VsdFJlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBInCgZyZXN1bHQYBCABKAsyFy5sbG1ndy52MS5Db21tYW5kUmVzdWx0ImMKDkdhdGV3YXlTdGFydGVkEhIKCmdhdGV3YXlfaWQYASABKAkSFgoObGlzdGVuX2FkZHJlc3MYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRIUCgxsZWFzZV90dGxfbXMYBCABKA0iVgoPR2F0ZXdheURyYWluaW5nEhIKCmdhdGV3YXlfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIVCg1vcGVuX3Nlc3Npb25zGAMgASgNIjQKDkdhdGV3YXlTdG9wcGVkEhIKCmdhdGV3YXlfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIvEDChRDb21tYW5kVW5kZWxpdmVyYWJsZRISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCmdhdGV3YXlfaWQYBSABKAkSNQoGcmVhc29uGAYgASgOMiUubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGUuUmVhc29uEg4KBmRldGFpbBgHIAEoCRI1CgZhY3Rpb24YCCABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5BY3Rpb24SEAoIc2hhcmRfaWQYCSABKAkSEgoKcmVwbGljYV9pZBgKIAEoCRIQCghwYXNzX3NlcRgLIAEoBCJuCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASGQoVUkVBU09OX1NFU1NJT05fQ0xPU0VEEAESGgoWUkVBU09OX1NFU1NJT05fQ0xPU0lORxACEhUKEVJFQVNPTl9RVUVVRV9GVUxMEAMiVQoGQWN0aW9uEhYKEkFDVElPTl9VTlNQRUNJRklFRBAAEhAKDEFDVElPTl9TVEFSVBABEg8KC0FDVElPTl9TVE9QEAISEAoMQUNUSU9OX0RSQUlOEAMiSAoOQ2F0YWxvZ0NoYW5nZWQSIgoHY2F0YWxvZxgBIAEoCzIRLmxsbWd3LnYxLkNhdGFsb2cSEgoKYXBwbGllZF9ieRgCIAEoCSIqCgdDYXRhbG9nEh8KBm1vZGVscxgBIAMoCzIPLmxsbWd3LnYxLk1vZGVsIo0BCgVNb2RlbBIMCgRuYW1lGAEgASgJEhAKCHJlcGxpY2FzGAIgASgNEiMKCHByb2ZpbGVzGAMgAygLMhEubGxtZ3cudjEuUHJvZmlsZRIVCg1taW5fYXZhaWxhYmxlGAUgASgJEigKB3JvbGxvdXQYBCABKAsyFy5sbG1ndy52MS5Sb2xsb3V0UG9saWN5IoUBCg1Sb2xsb3V0UG9saWN5EhYKCW1heF9zdXJnZRgBIAEoDUgAiAEBEhwKD21heF91bmF2YWlsYWJsZRgCIAEoDUgBiAEBEhwKFHByb2dyZXNzX2RlYWRsaW5lX21zGAMgASgNQgwKCl9tYXhfc3VyZ2VCEgoQX21heF91bmF2YWlsYWJsZSLIAwoHUHJvZmlsZRIMCgRuYW1lGAEgASgJEg4KBnNoYXJkcxgCIAEoDRIWCg5ncHVzX3Blcl9zaGFyZBgDIAEoDRIZChFtZW1vcnlfcGVyX2dwdV9tYhgEIAEoBBITCgtncHVfcHJvZHVjdBgFIAEoCRITCgtmYWJyaWNfa2luZBgGIAEoCRI2Cgtub2RlX2xhYmVscxgHIAMoCzIhLmxsbWd3LnYxLlByb2ZpbGUuTm9kZUxhYmVsc0VudHJ5EhMKC2VuZ2luZV9hcmdzGAggAygJEjQKCmVuZ2luZV9lbnYYCSADKAsyIC5sbG1ndy52MS5Qcm9maWxlLkVuZ2luZUVudkVudHJ5EhgKEHN0YXJ0X3RpbWVvdXRfbXMYCiABKA0SGAoQcmVhZHlfdGltZW91dF9tcxgLIAEoDRIWCg5zdGFydF9hdHRlbXB0cxgMIAEoDRIOCgZlbmdpbmUYDSABKAkaMQoPTm9kZUxhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJACg1Sb2xsb3V0UGF1c2VkEg0KBW1vZGVsGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIxCg5Sb2xsb3V0UmVzdW1lZBINCgVtb2RlbBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJBCgxOb2RlQ29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkiMwoOTm9kZVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIQCghvcGVyYXRvchgCIAEoCSJHChJOb2RlRHJhaW5SZXF1ZXN0ZWQSDwoHbm9kZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIb3BlcmF0b3IYAyABKAkibgoSR3B1UHJvYmxlbXNDbGVhcmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpub2RlX2xldmVsGAUgASgIIlMKC0dwdUNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghvcGVyYXRvchgEIAEoCSJFCg1HcHVVbmNvcmRvbmVkEg8KB25vZGVfaWQYASABKAkSEQoJZ3B1X2luZGV4GAIgASgNEhAKCG9wZXJhdG9yGAMgASgJItUBCg1SZWNvbmNpbGVQYXNzEhEKCWxlYWRlcl9pZBgBIAEoCRIWCg5sZWFzZV9yZXZpc2lvbhgCIAEoBBIUCgxvYnNlcnZlZF9zZXEYAyABKAQSEwoLbm93X3VuaXhfbXMYBCABKAMSJQoJZGVjaXNpb25zGAUgAygLMhIubGxtZ3cudjEuRGVjaXNpb24SIwoIY29tbWFuZHMYBiADKAsyES5sbG1ndy52MS5Db21tYW5kEhEKCXRydW5jYXRlZBgHIAEoCBIPCgd0cmlnZ2VyGAggASgJIrAJCghEZWNpc2lvbhITCgtleHBsYW5hdGlvbhgBIAEoCRIzCg9yZXBsaWNhX2NyZWF0ZWQYCiABKAsyGC5sbG1ndy52MS5SZXBsaWNhQ3JlYXRlZEgAEjEKDnJlcGxpY2FfcGxhY2VkGAsgASgLMhcubGxtZ3cudjEuUmVwbGljYVBsYWNlZEgAEjMKD3JlcGxpY2FfcGVuZGluZxgMIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FQZW5kaW5nSAASMQoOc2hhcmRzX2Fkb3B0ZWQYDSABKAsyFy5sbG1ndy52MS5TaGFyZHNBZG9wdGVkSAASMwoPc2hhcmRfdW5jbGFpbWVkGA4gASgLMhgubGxtZ3cudjEuU2hhcmRVbmNsYWltZWRIABI2Cg1ub2RlX2xpdmVuZXNzGA8gASgLMh0ubGxtZ3cudjEuTm9kZUxpdmVuZXNzQ2hhbmdlZEgAEjUKEHNlc3Npb25zX2V4cGlyZWQYECABKAsyGS5sbG1ndy52MS5TZXNzaW9uc0V4cGlyZWRIABIzCg9yZXBsaWNhX3JlbW92ZWQYESABKAsyGC5sbG1ndy52MS5SZXBsaWNhUmVtb3ZlZEgAEj4KFXJlcGxpY2FfZHJhaW5fc3RhcnRlZBgSIAEoCzIdLmxsbWd3LnYxLlJlcGxpY2FEcmFpblN0YXJ0ZWRIABI1ChBjb21tYW5kX3JlaXNzdWVkGBMgASgLMhkubGxtZ3cudjEuQ29tbWFuZFJlaXNzdWVkSAASNQoQY29vbGRvd25fc3RhcnRlZBgUIAEoCzIZLmxsbWd3LnYxLkNvb2xkb3duU3RhcnRlZEgAEi8KDXNoYXJkX2JhY2tvZmYYFSABKAsyFi5sbG1ndy52MS5TaGFyZEJhY2tvZmZIABIxCg5yZXBsaWNhX2ZhaWxlZBgWIAEoCzIXLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWRIABI3ChFkdXBsaWNhdGVfc3RvcHBlZBgXIAEoCzIaLmxsbWd3LnYxLkR1cGxpY2F0ZVN0b3BwZWRIABI/ChV1bmRlbGl2ZXJhYmxlX2hhbmRsZWQYHCABKAsyHi5sbG1ndy52MS5VbmRlbGl2ZXJhYmxlSGFuZGxlZEgAEjcKEWVuZHBvaW50c19jaGFuZ2VkGCQgASgLMhoubGxtZ3cudjEuRW5kcG9pbnRzQ2hhbmdlZEgAEjkKEmRpc3J1cHRpb25fYmxvY2tlZBgtIAEoCzIbLmxsbWd3LnYxLkRpc3J1cHRpb25CbG9ja2VkSAASMwoPcm9sbG91dF9zdGFydGVkGCggASgLMhgubGxtZ3cudjEuUm9sbG91dFN0YXJ0ZWRIABIzCg9yb2xsb3V0X3N0YWxsZWQYKSABKAsyGC5sbG1ndy52MS5Sb2xsb3V0U3RhbGxlZEgAEjcKEXJvbGxvdXRfY29tcGxldGVkGCogASgLMhoubGxtZ3cudjEuUm9sbG91dENvbXBsZXRlZEgAEjsKE3JvbGxvdXRfcHJvZ3Jlc3NpbmcYKyABKAsyHC5sbG1ndy52MS5Sb2xsb3V0UHJvZ3Jlc3NpbmdIAEIGCgRraW5kIoABCg5Sb2xsb3V0U3RhcnRlZBINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCRIQCghvdXRkYXRlZBgDIAEoDRIPCgdkZXNpcmVkGAQgASgNEhEKCW1heF9zdXJnZRgFIAEoDRIXCg9tYXhfdW5hdmFpbGFibGUYBiABKA0iVQoOUm9sbG91dFN0YWxsZWQSDQoFbW9kZWwYASABKAkSEAoIcmV2aXNpb24YAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkiMwoQUm9sbG91dENvbXBsZXRlZBINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCSJJChJSb2xsb3V0UHJvZ3Jlc3NpbmcSDQoFbW9kZWwYASABKAkSEAoIcmV2aXNpb24YAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCSJFCg5SZXBsaWNhQ3JlYXRlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcGxhY2VzGAMgASgJImoKDlNoYXJkUGxhY2VtZW50EhAKCHNoYXJkX2lkGAEgASgJEgwKBHJhbmsYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNIiwKCUNhbmRpZGF0ZRIQCghub2RlX2lkcxgBIAMoCRINCgVzY29yZRgCIAEoASLdAQoNUmVwbGljYVBsYWNlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3Byb2ZpbGUYAyABKAkSKAoGc2hhcmRzGAQgAygLMhgubGxtZ3cudjEuU2hhcmRQbGFjZW1lbnQSIwoGY2hvc2VuGAUgASgLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEicKCnJ1bm5lcnNfdXAYBiADKAsyEy5sbG1ndy52MS5DYW5kaWRhdGUSDgoGcG9saWN5GAcgASgJEhAKCHJldmlzaW9uGAggASgJIikKCFJ1bGVkT3V0Eg4KBnJlYXNvbhgBIAEoCRINCgVub2RlcxgCIAEoDSKHAQoOUmVwbGljYVBlbmRpbmcSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIYChBub2Rlc19jb25zaWRlcmVkGAMgASgNEhEKCW5vZGVzX2ZpdBgEIAEoDRIlCglydWxlZF9vdXQYBSADKAsyEi5sbG1ndy52MS5SdWxlZE91dCJ3CgxBZG9wdGVkU2hhcmQSEAoIc2hhcmRfaWQYASABKAkSEgoKcmVwbGljYV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIPCgdwcm9maWxlGAQgASgJEhMKC2dwdV9pbmRpY2VzGAUgAygNEgwKBHJhbmsYBiABKA0iXAoNU2hhcmRzQWRvcHRlZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSJgoGc2hhcmRzGAMgAygLMhYubGxtZ3cudjEuQWRvcHRlZFNoYXJkInoKDlNoYXJkVW5jbGFpbWVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIQCghzaGFyZF9pZBgDIAEoCRISCgpyZXBsaWNhX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEg4KBnJlYXNvbhgGIAEoCSKEAQoTTm9kZUxpdmVuZXNzQ2hhbmdlZBIPCgdub2RlX2lkGAEgASgJEiQKCGxpdmVuZXNzGAIgASgOMhIubGxtZ3cudjEuTGl2ZW5lc3MSEgoKc2Vzc2lvbl9pZBgDIAEoCRIiChpkaXNjb25uZWN0ZWRfc2luY2VfdW5peF9tcxgEIAEoAyIxCgpTZXNzaW9uUmVmEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJNCg9TZXNzaW9uc0V4cGlyZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRImCghzZXNzaW9ucxgCIAMoCzIULmxsbWd3LnYxLlNlc3Npb25SZWYiQwoOUmVwbGljYVJlbW92ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUQoTUmVwbGljYURyYWluU3RhcnRlZBISCgpyZXBsaWNhX2lkGAEgASgJEhYKDnJlcGxhY2VtZW50X2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJSCg9Db21tYW5kUmVpc3N1ZWQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEhoKEm5leHRfcmV0cnlfdW5peF9tcxgDIAEoAyJaCg9Db29sZG93blN0YXJ0ZWQSDQoFbW9kZWwYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIQCghmYWlsdXJlcxgDIAEoDRIVCg11bnRpbF91bml4X21zGAQgASgDIksKDFNoYXJkQmFja29mZhISCgpyZXBsaWNhX2lkGAEgASgJEhAKCHJlc3RhcnRzGAIgASgNEhUKDXVudGlsX3VuaXhfbXMYAyABKAMihQMKDVJlcGxpY2FGYWlsZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRIPCgdub2RlX2lkGAMgASgJEg0KBWVycm9yGAQgASgJEi4KBnJlYXNvbhgFIAEoDjIeLmxsbWd3LnYxLlJlcGxpY2FGYWlsZWQuUmVhc29uEhEKCWV4aXRfY29kZRgGIAEoBRITCgtsYXN0X291dHB1dBgHIAEoCSLVAQoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9TSEFSRF9GQUlMRUQQARIbChdSRUFTT05fVU5SRVFVRVNURURfU1RPUBACEhgKFFJFQVNPTl9TVEFSVF9SRUZVU0VEEAMSGAoUUkVBU09OX1NUQVJUX1RJTUVPVVQQBBIYChRSRUFTT05fUkVBRFlfVElNRU9VVBAFEhUKEVJFQVNPTl9JTkNPTVBMRVRFEAYSGAoUUkVBU09OX1VOREVMSVZFUkFCTEUQByJJChBEdXBsaWNhdGVTdG9wcGVkEg8KB25vZGVfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCSI8CghFbmRwb2ludBISCgpyZXBsaWNhX2lkGAEgASgJEgsKA3VybBgCIAEoCRIPCgdub2RlX2lkGAMgASgJIkgKEEVuZHBvaW50c0NoYW5nZWQSDQoFbW9kZWwYASABKAkSJQoJZW5kcG9pbnRzGAIgAygLMhIubGxtZ3cudjEuRW5kcG9pbnQipQEKEURpc3J1cHRpb25CbG9ja2VkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRINCgVjYXVzZRgEIAEoCRINCgVyZWFkeRgFIAEoDRIVCg1taW5fYXZhaWxhYmxlGAYgASgNEg8KB2Rlc2lyZWQYByABKA0SFgoOcmVwbGFjZW1lbnRfaWQYCCABKAkihgEKFFVuZGVsaXZlcmFibGVIYW5kbGVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKcmVwbGljYV9pZBgFIAEoCRIQCghzaGFyZF9pZBgGIAEoCSL+AQoHQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYBSABKAMSJQoFc3RhcnQYCiABKAsyFC5sbG1ndy52MS5TdGFydFNoYXJkSAASIwoEc3RvcBgLIAEoCzITLmxsbWd3LnYxLlN0b3BTaGFyZEgAEiUKBWRyYWluGAwgASgLMhQubGxtZ3cudjEuRHJhaW5TaGFyZEgAEhIKCnJlcGxpY2FfaWQYBiABKAlCCAoGYWN0aW9uKoABCghMaXZlbmVzcxIYChRMSVZFTkVTU19VTlNQRUNJRklFRBAAEhYKEkxJVkVORVNTX0NPTk5FQ1RFRBABEhkKFUxJVkVORVNTX0RJU0NPTk5FQ1RFRBACEhQKEExJVkVORVNTX1NVU1BFQ1QQAxIRCg1MSVZFTkVTU19MT1NUEARiBnByb3RvMw", [file_llmgw_v1_agent]);
+  fileDesc("ChVsbG1ndy92MS9ldmVudHMucHJvdG8SCGxsbWd3LnYxIsQJCgVFdmVudBIKCgJpZBgBIAEoCRIUCgx0aW1lX3VuaXhfbXMYAiABKAMSIAoGd3JpdGVyGAMgASgLMhAubGxtZ3cudjEuV3JpdGVyEjEKDnNlc3Npb25fb3BlbmVkGAogASgLMhcubGxtZ3cudjEuU2Vzc2lvbk9wZW5lZEgAEjEKDnNlc3Npb25fY2xvc2VkGAsgASgLMhcubGxtZ3cudjEuU2Vzc2lvbkNsb3NlZEgAEjUKEGhhcmR3YXJlX2NoYW5nZWQYDCABKAsyGS5sbG1ndy52MS5IYXJkd2FyZUNoYW5nZWRIABIvCg11c2FnZV9jaGFuZ2VkGA0gASgLMhYubGxtZ3cudjEuVXNhZ2VDaGFuZ2VkSAASNQoMc2hhcmRfc3RhdHVzGA4gASgLMh0ubGxtZ3cudjEuU2hhcmRTdGF0dXNSZXBvcnRlZEgAEjkKDmNvbW1hbmRfcmVzdWx0GA8gASgLMh8ubGxtZ3cudjEuQ29tbWFuZFJlc3VsdFJlcG9ydGVkSAASMwoPZ2F0ZXdheV9zdGFydGVkGBAgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0YXJ0ZWRIABI1ChBnYXRld2F5X2RyYWluaW5nGBEgASgLMhkubGxtZ3cudjEuR2F0ZXdheURyYWluaW5nSAASMwoPZ2F0ZXdheV9zdG9wcGVkGBIgASgLMhgubGxtZ3cudjEuR2F0ZXdheVN0b3BwZWRIABIzCg9jYXRhbG9nX2NoYW5nZWQYEyABKAsyGC5sbG1ndy52MS5DYXRhbG9nQ2hhbmdlZEgAEi8KDW5vZGVfY29yZG9uZWQYFCABKAsyFi5sbG1ndy52MS5Ob2RlQ29yZG9uZWRIABIzCg9ub2RlX3VuY29yZG9uZWQYFSABKAsyGC5sbG1ndy52MS5Ob2RlVW5jb3Jkb25lZEgAEjwKFG5vZGVfZHJhaW5fcmVxdWVzdGVkGBYgASgLMhwubGxtZ3cudjEuTm9kZURyYWluUmVxdWVzdGVkSAASMQoOcmVjb25jaWxlX3Bhc3MYFyABKAsyFy5sbG1ndy52MS5SZWNvbmNpbGVQYXNzSAASPwoVY29tbWFuZF91bmRlbGl2ZXJhYmxlGBggASgLMh4ubGxtZ3cudjEuQ29tbWFuZFVuZGVsaXZlcmFibGVIABI8ChRncHVfcHJvYmxlbXNfY2xlYXJlZBgZIAEoCzIcLmxsbWd3LnYxLkdwdVByb2JsZW1zQ2xlYXJlZEgAEi0KDGdwdV9jb3Jkb25lZBgaIAEoCzIVLmxsbWd3LnYxLkdwdUNvcmRvbmVkSAASMQoOZ3B1X3VuY29yZG9uZWQYGyABKAsyFy5sbG1ndy52MS5HcHVVbmNvcmRvbmVkSAASOQoSZHVwbGljYXRlX2lkZW50aXR5GBwgASgLMhsubGxtZ3cudjEuRHVwbGljYXRlSWRlbnRpdHlIABIxCg5yb2xsb3V0X3BhdXNlZBgdIAEoCzIXLmxsbWd3LnYxLlJvbGxvdXRQYXVzZWRIABIzCg9yb2xsb3V0X3Jlc3VtZWQYHiABKAsyGC5sbG1ndy52MS5Sb2xsb3V0UmVzdW1lZEgAQgYKBGJvZHkioAEKBldyaXRlchIjCgRraW5kGAEgASgOMhUubGxtZ3cudjEuV3JpdGVyLktpbmQSCgoCaWQYAiABKAkiZQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9HQVRFV0FZEAESEwoPS0lORF9SRUNPTkNJTEVSEAISEQoNS0lORF9PUEVSQVRPUhADEg0KCUtJTkRfVE9PTBAEIpwBCg1TZXNzaW9uT3BlbmVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEigKDHJlZ2lzdHJhdGlvbhgEIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVyEhAKCGlkZW50aXR5GAUgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAYgASgJIp0DCg1TZXNzaW9uQ2xvc2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRISCgpnYXRld2F5X2lkGAMgASgJEi4KBnJlYXNvbhgEIAEoDjIeLmxsbWd3LnYxLlNlc3Npb25DbG9zZWQuUmVhc29uEg4KBmRldGFpbBgFIAEoCSKSAgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1JFQVNPTl9ESVNDT05ORUNURUQQARIRCg1SRUFTT05fU0lMRU5UEAISFQoRUkVBU09OX1NVUEVSU0VERUQQAxIbChdSRUFTT05fR0FURVdBWV9EUkFJTklORxAEEhgKFFJFQVNPTl9TTE9XX0NPTlNVTUVSEAUSGQoVUkVBU09OX1BST1RPQ09MX0VSUk9SEAYSGgoWUkVBU09OX0xPR19VTkFWQUlMQUJMRRAHEhIKDlJFQVNPTl9FWFBJUkVEEAgSEgoOUkVBU09OX1JFVk9LRUQQCRIXChNSRUFTT05fRVZFTlRfQlVER0VUEAoimgIKEUR1cGxpY2F0ZUlkZW50aXR5Eg8KB25vZGVfaWQYASABKAkSEgoKZ2F0ZXdheV9pZBgCIAEoCRIXCg9oZWxkX3Nlc3Npb25faWQYAyABKAkSFwoPaGVsZF9nYXRld2F5X2lkGAQgASgJEhsKE2hlbGRfcmVtb3RlX2FkZHJlc3MYBSABKAkSHwoXbmV3Y29tZXJfcmVtb3RlX2FkZHJlc3MYBiABKAkSGAoQaGVsZF9pbnN0YW5jZV9pZBgHIAEoCRIcChRuZXdjb21lcl9pbnN0YW5jZV9pZBgIIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgJIAEoDRIQCghhdHRlbXB0cxgKIAEoDRIOCgZkZXRhaWwYCyABKAkidQoPSGFyZHdhcmVDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIoCgxyZWdpc3RyYXRpb24YBCABKAsyEi5sbG1ndy52MS5SZWdpc3RlciLPAQoMVXNhZ2VDaGFuZ2VkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIaChJncHVfbWVtb3J5X3VzZWRfbWIYBCADKAQSFAoMbmV3X3Byb2JsZW1zGAUgAygJEioKDGdwdV9wcm9ibGVtcxgGIAMoCzIULmxsbWd3LnYxLkdwdVByb2JsZW0SJwoKc2hhcmRfbG9hZBgKIAMoCzITLmxsbWd3LnYxLlNoYXJkTG9hZCJ2ChNTaGFyZFN0YXR1c1JlcG9ydGVkEg8KB25vZGVfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzZXNzaW9uX3NlcRgDIAEoBBIlCgZzdGF0dXMYBCABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1cyJ6ChVDb21tYW5kUmVzdWx0UmVwb3J0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhMKC3Nlc3Npb25fc2VxGAMgASgEEicKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHQiYwoOR2F0ZXdheVN0YXJ0ZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIWCg5saXN0ZW5fYWRkcmVzcxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhQKDGxlYXNlX3R0bF9tcxgEIAEoDSJWCg9HYXRld2F5RHJhaW5pbmcSEgoKZ2F0ZXdheV9pZBgBIAEoCRIYChBkZWFkbGluZV91bml4X21zGAIgASgDEhUKDW9wZW5fc2Vzc2lvbnMYAyABKA0iNAoOR2F0ZXdheVN0b3BwZWQSEgoKZ2F0ZXdheV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAki8QMKFENvbW1hbmRVbmRlbGl2ZXJhYmxlEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSEgoKZ2F0ZXdheV9pZBgFIAEoCRI1CgZyZWFzb24YBiABKA4yJS5sbG1ndy52MS5Db21tYW5kVW5kZWxpdmVyYWJsZS5SZWFzb24SDgoGZGV0YWlsGAcgASgJEjUKBmFjdGlvbhgIIAEoDjIlLmxsbWd3LnYxLkNvbW1hbmRVbmRlbGl2ZXJhYmxlLkFjdGlvbhIQCghzaGFyZF9pZBgJIAEoCRISCgpyZXBsaWNhX2lkGAogASgJEhAKCHBhc3Nfc2VxGAsgASgEIm4KBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIZChVSRUFTT05fU0VTU0lPTl9DTE9TRUQQARIaChZSRUFTT05fU0VTU0lPTl9DTE9TSU5HEAISFQoRUkVBU09OX1FVRVVFX0ZVTEwQAyJVCgZBY3Rpb24SFgoSQUNUSU9OX1VOU1BFQ0lGSUVEEAASEAoMQUNUSU9OX1NUQVJUEAESDwoLQUNUSU9OX1NUT1AQAhIQCgxBQ1RJT05fRFJBSU4QAyJICg5DYXRhbG9nQ2hhbmdlZBIiCgdjYXRhbG9nGAEgASgLMhEubGxtZ3cudjEuQ2F0YWxvZxISCgphcHBsaWVkX2J5GAIgASgJIioKB0NhdGFsb2cSHwoGbW9kZWxzGAEgAygLMg8ubGxtZ3cudjEuTW9kZWwitQEKBU1vZGVsEgwKBG5hbWUYASABKAkSEAoIcmVwbGljYXMYAiABKA0SIwoIcHJvZmlsZXMYAyADKAsyES5sbG1ndy52MS5Qcm9maWxlEhUKDW1pbl9hdmFpbGFibGUYBSABKAkSKAoHcm9sbG91dBgEIAEoCzIXLmxsbWd3LnYxLlJvbGxvdXRQb2xpY3kSJgoJYXV0b3NjYWxlGAYgASgLMhMubGxtZ3cudjEuQXV0b3NjYWxlIoUBCg1Sb2xsb3V0UG9saWN5EhYKCW1heF9zdXJnZRgBIAEoDUgAiAEBEhwKD21heF91bmF2YWlsYWJsZRgCIAEoDUgBiAEBEhwKFHByb2dyZXNzX2RlYWRsaW5lX21zGAMgASgNQgwKCl9tYXhfc3VyZ2VCEgoQX21heF91bmF2YWlsYWJsZSKwAQoJQXV0b3NjYWxlEgsKA21pbhgBIAEoDRILCgNtYXgYAiABKA0SDgoGbWV0cmljGAMgASgJEg4KBnRhcmdldBgEIAEoARIRCgl0b2xlcmFuY2UYBSABKAESHAoUc2NhbGVfdXBfY29vbGRvd25fbXMYBiABKA0SHgoWc2NhbGVfZG93bl9jb29sZG93bl9tcxgHIAEoDRIYChBzdGFiaWxpemF0aW9uX21zGAggASgNIsgDCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDgoGc2hhcmRzGAIgASgNEhYKDmdwdXNfcGVyX3NoYXJkGAMgASgNEhkKEW1lbW9yeV9wZXJfZ3B1X21iGAQgASgEEhMKC2dwdV9wcm9kdWN0GAUgASgJEhMKC2ZhYnJpY19raW5kGAYgASgJEjYKC25vZGVfbGFiZWxzGAcgAygLMiEubGxtZ3cudjEuUHJvZmlsZS5Ob2RlTGFiZWxzRW50cnkSEwoLZW5naW5lX2FyZ3MYCCADKAkSNAoKZW5naW5lX2VudhgJIAMoCzIgLmxsbWd3LnYxLlByb2ZpbGUuRW5naW5lRW52RW50cnkSGAoQc3RhcnRfdGltZW91dF9tcxgKIAEoDRIYChByZWFkeV90aW1lb3V0X21zGAsgASgNEhYKDnN0YXJ0X2F0dGVtcHRzGAwgASgNEg4KBmVuZ2luZRgNIAEoCRoxCg9Ob2RlTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCg5FbmdpbmVFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkAKDVJvbGxvdXRQYXVzZWQSDQoFbW9kZWwYASABKAkSEAoIb3BlcmF0b3IYAiABKAkSDgoGcmVhc29uGAMgASgJIjEKDlJvbGxvdXRSZXN1bWVkEg0KBW1vZGVsGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkEKDE5vZGVDb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSIzCg5Ob2RlVW5jb3Jkb25lZBIPCgdub2RlX2lkGAEgASgJEhAKCG9wZXJhdG9yGAIgASgJIkcKEk5vZGVEcmFpblJlcXVlc3RlZBIPCgdub2RlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIQCghvcGVyYXRvchgDIAEoCSJuChJHcHVQcm9ibGVtc0NsZWFyZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCm5vZGVfbGV2ZWwYBSABKAgiUwoLR3B1Q29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SDgoGcmVhc29uGAMgASgJEhAKCG9wZXJhdG9yGAQgASgJIkUKDUdwdVVuY29yZG9uZWQSDwoHbm9kZV9pZBgBIAEoCRIRCglncHVfaW5kZXgYAiABKA0SEAoIb3BlcmF0b3IYAyABKAki1QEKDVJlY29uY2lsZVBhc3MSEQoJbGVhZGVyX2lkGAEgASgJEhYKDmxlYXNlX3JldmlzaW9uGAIgASgEEhQKDG9ic2VydmVkX3NlcRgDIAEoBBITCgtub3dfdW5peF9tcxgEIAEoAxIlCglkZWNpc2lvbnMYBSADKAsyEi5sbG1ndy52MS5EZWNpc2lvbhIjCghjb21tYW5kcxgGIAMoCzIRLmxsbWd3LnYxLkNvbW1hbmQSEQoJdHJ1bmNhdGVkGAcgASgIEg8KB3RyaWdnZXIYCCABKAki6QkKCERlY2lzaW9uEhMKC2V4cGxhbmF0aW9uGAEgASgJEjMKD3JlcGxpY2FfY3JlYXRlZBgKIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FDcmVhdGVkSAASMQoOcmVwbGljYV9wbGFjZWQYCyABKAsyFy5sbG1ndy52MS5SZXBsaWNhUGxhY2VkSAASMwoPcmVwbGljYV9wZW5kaW5nGAwgASgLMhgubGxtZ3cudjEuUmVwbGljYVBlbmRpbmdIABIxCg5zaGFyZHNfYWRvcHRlZBgNIAEoCzIXLmxsbWd3LnYxLlNoYXJkc0Fkb3B0ZWRIABIzCg9zaGFyZF91bmNsYWltZWQYDiABKAsyGC5sbG1ndy52MS5TaGFyZFVuY2xhaW1lZEgAEjYKDW5vZGVfbGl2ZW5lc3MYDyABKAsyHS5sbG1ndy52MS5Ob2RlTGl2ZW5lc3NDaGFuZ2VkSAASNQoQc2Vzc2lvbnNfZXhwaXJlZBgQIAEoCzIZLmxsbWd3LnYxLlNlc3Npb25zRXhwaXJlZEgAEjMKD3JlcGxpY2FfcmVtb3ZlZBgRIAEoCzIYLmxsbWd3LnYxLlJlcGxpY2FSZW1vdmVkSAASPgoVcmVwbGljYV9kcmFpbl9zdGFydGVkGBIgASgLMh0ubGxtZ3cudjEuUmVwbGljYURyYWluU3RhcnRlZEgAEjUKEGNvbW1hbmRfcmVpc3N1ZWQYEyABKAsyGS5sbG1ndy52MS5Db21tYW5kUmVpc3N1ZWRIABI1ChBjb29sZG93bl9zdGFydGVkGBQgASgLMhkubGxtZ3cudjEuQ29vbGRvd25TdGFydGVkSAASLwoNc2hhcmRfYmFja29mZhgVIAEoCzIWLmxsbWd3LnYxLlNoYXJkQmFja29mZkgAEjEKDnJlcGxpY2FfZmFpbGVkGBYgASgLMhcubGxtZ3cudjEuUmVwbGljYUZhaWxlZEgAEjcKEWR1cGxpY2F0ZV9zdG9wcGVkGBcgASgLMhoubGxtZ3cudjEuRHVwbGljYXRlU3RvcHBlZEgAEj8KFXVuZGVsaXZlcmFibGVfaGFuZGxlZBgcIAEoCzIeLmxsbWd3LnYxLlVuZGVsaXZlcmFibGVIYW5kbGVkSAASNwoRZW5kcG9pbnRzX2NoYW5nZWQYJCABKAsyGi5sbG1ndy52MS5FbmRwb2ludHNDaGFuZ2VkSAASOQoSZGlzcnVwdGlvbl9ibG9ja2VkGC0gASgLMhsubGxtZ3cudjEuRGlzcnVwdGlvbkJsb2NrZWRIABIzCg9yb2xsb3V0X3N0YXJ0ZWQYKCABKAsyGC5sbG1ndy52MS5Sb2xsb3V0U3RhcnRlZEgAEjMKD3JvbGxvdXRfc3RhbGxlZBgpIAEoCzIYLmxsbWd3LnYxLlJvbGxvdXRTdGFsbGVkSAASNwoRcm9sbG91dF9jb21wbGV0ZWQYKiABKAsyGi5sbG1ndy52MS5Sb2xsb3V0Q29tcGxldGVkSAASOwoTcm9sbG91dF9wcm9ncmVzc2luZxgrIAEoCzIcLmxsbWd3LnYxLlJvbGxvdXRQcm9ncmVzc2luZ0gAEjcKEWF1dG9zY2FsZV9kZWNpZGVkGDIgASgLMhoubGxtZ3cudjEuQXV0b3NjYWxlRGVjaWRlZEgAQgYKBGtpbmQigAEKDlJvbGxvdXRTdGFydGVkEg0KBW1vZGVsGAEgASgJEhAKCHJldmlzaW9uGAIgASgJEhAKCG91dGRhdGVkGAMgASgNEg8KB2Rlc2lyZWQYBCABKA0SEQoJbWF4X3N1cmdlGAUgASgNEhcKD21heF91bmF2YWlsYWJsZRgGIAEoDSJVCg5Sb2xsb3V0U3RhbGxlZBINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCSIzChBSb2xsb3V0Q29tcGxldGVkEg0KBW1vZGVsGAEgASgJEhAKCHJldmlzaW9uGAIgASgJIkkKElJvbGxvdXRQcm9ncmVzc2luZxINCgVtb2RlbBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoCRISCgpyZXBsaWNhX2lkGAMgASgJIpIBChBBdXRvc2NhbGVEZWNpZGVkEg0KBW1vZGVsGAEgASgJEgwKBGZyb20YAiABKA0SCgoCdG8YAyABKA0SDgoGbWV0cmljGAQgASgJEg0KBXZhbHVlGAUgASgBEg4KBnRhcmdldBgGIAEoARIWCg5yZWFkeV9yZXBsaWNhcxgHIAEoDRIOCgZyZWFzb24YCCABKAkiRQoOUmVwbGljYUNyZWF0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIQCghyZXBsYWNlcxgDIAEoCSJqCg5TaGFyZFBsYWNlbWVudBIQCghzaGFyZF9pZBgBIAEoCRIMCgRyYW5rGAIgASgNEg8KB25vZGVfaWQYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDSIsCglDYW5kaWRhdGUSEAoIbm9kZV9pZHMYASADKAkSDQoFc2NvcmUYAiABKAEi3QEKDVJlcGxpY2FQbGFjZWQSEgoKcmVwbGljYV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEigKBnNoYXJkcxgEIAMoCzIYLmxsbWd3LnYxLlNoYXJkUGxhY2VtZW50EiMKBmNob3NlbhgFIAEoCzITLmxsbWd3LnYxLkNhbmRpZGF0ZRInCgpydW5uZXJzX3VwGAYgAygLMhMubGxtZ3cudjEuQ2FuZGlkYXRlEg4KBnBvbGljeRgHIAEoCRIQCghyZXZpc2lvbhgIIAEoCSIpCghSdWxlZE91dBIOCgZyZWFzb24YASABKAkSDQoFbm9kZXMYAiABKA0ihwEKDlJlcGxpY2FQZW5kaW5nEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSGAoQbm9kZXNfY29uc2lkZXJlZBgDIAEoDRIRCglub2Rlc19maXQYBCABKA0SJQoJcnVsZWRfb3V0GAUgAygLMhIubGxtZ3cudjEuUnVsZWRPdXQidwoMQWRvcHRlZFNoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIMCgRyYW5rGAYgASgNIlwKDVNoYXJkc0Fkb3B0ZWQSDwoHbm9kZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEiYKBnNoYXJkcxgDIAMoCzIWLmxsbWd3LnYxLkFkb3B0ZWRTaGFyZCJ6Cg5TaGFyZFVuY2xhaW1lZBIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIc2hhcmRfaWQYAyABKAkSEgoKcmVwbGljYV9pZBgEIAEoCRINCgVtb2RlbBgFIAEoCRIOCgZyZWFzb24YBiABKAkihAEKE05vZGVMaXZlbmVzc0NoYW5nZWQSDwoHbm9kZV9pZBgBIAEoCRIkCghsaXZlbmVzcxgCIAEoDjISLmxsbWd3LnYxLkxpdmVuZXNzEhIKCnNlc3Npb25faWQYAyABKAkSIgoaZGlzY29ubmVjdGVkX3NpbmNlX3VuaXhfbXMYBCABKAMiMQoKU2Vzc2lvblJlZhIPCgdub2RlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiTQoPU2Vzc2lvbnNFeHBpcmVkEhIKCmdhdGV3YXlfaWQYASABKAkSJgoIc2Vzc2lvbnMYAiADKAsyFC5sbG1ndy52MS5TZXNzaW9uUmVmIkMKDlJlcGxpY2FSZW1vdmVkEhIKCnJlcGxpY2FfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSDgoGcmVhc29uGAMgASgJIlEKE1JlcGxpY2FEcmFpblN0YXJ0ZWQSEgoKcmVwbGljYV9pZBgBIAEoCRIWCg5yZXBsYWNlbWVudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiUgoPQ29tbWFuZFJlaXNzdWVkEhIKCmNvbW1hbmRfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIaChJuZXh0X3JldHJ5X3VuaXhfbXMYAyABKAMiWgoPQ29vbGRvd25TdGFydGVkEg0KBW1vZGVsGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEAoIZmFpbHVyZXMYAyABKA0SFQoNdW50aWxfdW5peF9tcxgEIAEoAyJLCgxTaGFyZEJhY2tvZmYSEgoKcmVwbGljYV9pZBgBIAEoCRIQCghyZXN0YXJ0cxgCIAEoDRIVCg11bnRpbF91bml4X21zGAMgASgDIoUDCg1SZXBsaWNhRmFpbGVkEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRINCgVlcnJvchgEIAEoCRIuCgZyZWFzb24YBSABKA4yHi5sbG1ndy52MS5SZXBsaWNhRmFpbGVkLlJlYXNvbhIRCglleGl0X2NvZGUYBiABKAUSEwoLbGFzdF9vdXRwdXQYByABKAki1QEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIXChNSRUFTT05fU0hBUkRfRkFJTEVEEAESGwoXUkVBU09OX1VOUkVRVUVTVEVEX1NUT1AQAhIYChRSRUFTT05fU1RBUlRfUkVGVVNFRBADEhgKFFJFQVNPTl9TVEFSVF9USU1FT1VUEAQSGAoUUkVBU09OX1JFQURZX1RJTUVPVVQQBRIVChFSRUFTT05fSU5DT01QTEVURRAGEhgKFFJFQVNPTl9VTkRFTElWRVJBQkxFEAciSQoQRHVwbGljYXRlU3RvcHBlZBIPCgdub2RlX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAkiPAoIRW5kcG9pbnQSEgoKcmVwbGljYV9pZBgBIAEoCRILCgN1cmwYAiABKAkSDwoHbm9kZV9pZBgDIAEoCSJIChBFbmRwb2ludHNDaGFuZ2VkEg0KBW1vZGVsGAEgASgJEiUKCWVuZHBvaW50cxgCIAMoCzISLmxsbWd3LnYxLkVuZHBvaW50IqUBChFEaXNydXB0aW9uQmxvY2tlZBISCgpyZXBsaWNhX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB25vZGVfaWQYAyABKAkSDQoFY2F1c2UYBCABKAkSDQoFcmVhZHkYBSABKA0SFQoNbWluX2F2YWlsYWJsZRgGIAEoDRIPCgdkZXNpcmVkGAcgASgNEhYKDnJlcGxhY2VtZW50X2lkGAggASgJIoYBChRVbmRlbGl2ZXJhYmxlSGFuZGxlZBISCgpjb21tYW5kX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCnJlcGxpY2FfaWQYBSABKAkSEAoIc2hhcmRfaWQYBiABKAki/gEKB0NvbW1hbmQSEgoKY29tbWFuZF9pZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIYChBkZWFkbGluZV91bml4X21zGAUgASgDEiUKBXN0YXJ0GAogASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYCyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgMIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABISCgpyZXBsaWNhX2lkGAYgASgJQggKBmFjdGlvbiqAAQoITGl2ZW5lc3MSGAoUTElWRU5FU1NfVU5TUEVDSUZJRUQQABIWChJMSVZFTkVTU19DT05ORUNURUQQARIZChVMSVZFTkVTU19ESVNDT05ORUNURUQQAhIUChBMSVZFTkVTU19TVVNQRUNUEAMSEQoNTElWRU5FU1NfTE9TVBAEYgZwcm90bzM", [file_llmgw_v1_agent]);
 
 /**
  * Event is the envelope of every message in the log.
@@ -605,6 +605,16 @@ export type UsageChanged = Message<"llmgw.v1.UsageChanged"> & {
    * @generated from field: repeated llmgw.v1.GpuProblem gpu_problems = 6;
    */
   gpuProblems: GpuProblem[];
+
+  /**
+   * The load of every shard of the node's latest heartbeat that reported
+   * load, when a shard's load moved past the gateway's thresholds (queue
+   * depth by at least 2 and 10%, KV-cache use by at least 0.05) or the set
+   * of shards changed. Empty: no load news in this event.
+   *
+   * @generated from field: repeated llmgw.v1.ShardLoad shard_load = 10;
+   */
+  shardLoad: ShardLoad[];
 };
 
 /**
@@ -1008,6 +1018,14 @@ export type Model = Message<"llmgw.v1.Model"> & {
    * @generated from field: llmgw.v1.RolloutPolicy rollout = 4;
    */
   rollout?: RolloutPolicy | undefined;
+
+  /**
+   * Replicas follow load between autoscale.min and autoscale.max; unset:
+   * the replica count is `replicas`, fixed.
+   *
+   * @generated from field: llmgw.v1.Autoscale autoscale = 6;
+   */
+  autoscale?: Autoscale | undefined;
 };
 
 /**
@@ -1053,6 +1071,79 @@ export type RolloutPolicy = Message<"llmgw.v1.RolloutPolicy"> & {
  */
 export const RolloutPolicySchema: GenMessage<RolloutPolicy> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_events, 16);
+
+/**
+ * Autoscale: the replica count follows the load agents report. `replicas`
+ * is where it starts; each AutoscaleDecided decision then sets it.
+ *
+ * @generated from message llmgw.v1.Autoscale
+ */
+export type Autoscale = Message<"llmgw.v1.Autoscale"> & {
+  /**
+   * Bounds of the replica count; min >= 1 (with no ready replica there is
+   * no load to read).
+   *
+   * @generated from field: uint32 min = 1;
+   */
+  min: number;
+
+  /**
+   * @generated from field: uint32 max = 2;
+   */
+  max: number;
+
+  /**
+   * What is averaged over the ready replicas: "queue_depth" (requests
+   * waiting) or "kv_cache_use" (0..1).
+   *
+   * @generated from field: string metric = 3;
+   */
+  metric: string;
+
+  /**
+   * The value per ready replica to hold.
+   *
+   * @generated from field: double target = 4;
+   */
+  target: number;
+
+  /**
+   * No decision while the value is within target * (1 +- tolerance);
+   * 0 = 0.1.
+   *
+   * @generated from field: double tolerance = 5;
+   */
+  tolerance: number;
+
+  /**
+   * Time after any scale decision before a scale-up / scale-down, ms;
+   * 0 = 30 s / 120 s.
+   *
+   * @generated from field: uint32 scale_up_cooldown_ms = 6;
+   */
+  scaleUpCooldownMs: number;
+
+  /**
+   * @generated from field: uint32 scale_down_cooldown_ms = 7;
+   */
+  scaleDownCooldownMs: number;
+
+  /**
+   * How long the load must stay beyond the band before a decision: a
+   * scale-up reads the lowest value of this window, a scale-down the
+   * highest, so one noisy reading moves nothing; ms, 0 = 15 s.
+   *
+   * @generated from field: uint32 stabilization_ms = 8;
+   */
+  stabilizationMs: number;
+};
+
+/**
+ * Describes the message llmgw.v1.Autoscale.
+ * Use `create(AutoscaleSchema)` to create a new message.
+ */
+export const AutoscaleSchema: GenMessage<Autoscale> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 17);
 
 /**
  * Profile: one way to lay out a replica.
@@ -1160,7 +1251,7 @@ export type Profile = Message<"llmgw.v1.Profile"> & {
  * Use `create(ProfileSchema)` to create a new message.
  */
 export const ProfileSchema: GenMessage<Profile> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 17);
+  messageDesc(file_llmgw_v1_events, 18);
 
 /**
  * RolloutPaused: an operator stops a model's rollout where it is (subject
@@ -1190,7 +1281,7 @@ export type RolloutPaused = Message<"llmgw.v1.RolloutPaused"> & {
  * Use `create(RolloutPausedSchema)` to create a new message.
  */
 export const RolloutPausedSchema: GenMessage<RolloutPaused> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 18);
+  messageDesc(file_llmgw_v1_events, 19);
 
 /**
  * RolloutResumed: the model's rollout goes on (subject
@@ -1215,7 +1306,7 @@ export type RolloutResumed = Message<"llmgw.v1.RolloutResumed"> & {
  * Use `create(RolloutResumedSchema)` to create a new message.
  */
 export const RolloutResumedSchema: GenMessage<RolloutResumed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 19);
+  messageDesc(file_llmgw_v1_events, 20);
 
 /**
  * @generated from message llmgw.v1.NodeCordoned
@@ -1242,7 +1333,7 @@ export type NodeCordoned = Message<"llmgw.v1.NodeCordoned"> & {
  * Use `create(NodeCordonedSchema)` to create a new message.
  */
 export const NodeCordonedSchema: GenMessage<NodeCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 20);
+  messageDesc(file_llmgw_v1_events, 21);
 
 /**
  * @generated from message llmgw.v1.NodeUncordoned
@@ -1264,7 +1355,7 @@ export type NodeUncordoned = Message<"llmgw.v1.NodeUncordoned"> & {
  * Use `create(NodeUncordonedSchema)` to create a new message.
  */
 export const NodeUncordonedSchema: GenMessage<NodeUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 21);
+  messageDesc(file_llmgw_v1_events, 22);
 
 /**
  * NodeDrainRequested: move everything off the node (make-before-break) and
@@ -1294,7 +1385,7 @@ export type NodeDrainRequested = Message<"llmgw.v1.NodeDrainRequested"> & {
  * Use `create(NodeDrainRequestedSchema)` to create a new message.
  */
 export const NodeDrainRequestedSchema: GenMessage<NodeDrainRequested> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 22);
+  messageDesc(file_llmgw_v1_events, 23);
 
 /**
  * GpuProblemsCleared: an operator says a GPU's problems are dealt with; the
@@ -1335,7 +1426,7 @@ export type GpuProblemsCleared = Message<"llmgw.v1.GpuProblemsCleared"> & {
  * Use `create(GpuProblemsClearedSchema)` to create a new message.
  */
 export const GpuProblemsClearedSchema: GenMessage<GpuProblemsCleared> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 23);
+  messageDesc(file_llmgw_v1_events, 24);
 
 /**
  * GpuCordoned: keep new work off one GPU; what runs on it stays.
@@ -1369,7 +1460,7 @@ export type GpuCordoned = Message<"llmgw.v1.GpuCordoned"> & {
  * Use `create(GpuCordonedSchema)` to create a new message.
  */
 export const GpuCordonedSchema: GenMessage<GpuCordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 24);
+  messageDesc(file_llmgw_v1_events, 25);
 
 /**
  * @generated from message llmgw.v1.GpuUncordoned
@@ -1396,7 +1487,7 @@ export type GpuUncordoned = Message<"llmgw.v1.GpuUncordoned"> & {
  * Use `create(GpuUncordonedSchema)` to create a new message.
  */
 export const GpuUncordonedSchema: GenMessage<GpuUncordoned> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 25);
+  messageDesc(file_llmgw_v1_events, 26);
 
 /**
  * ReconcilePass: one pass of the leading reconciler. Appended with
@@ -1465,7 +1556,7 @@ export type ReconcilePass = Message<"llmgw.v1.ReconcilePass"> & {
  * Use `create(ReconcilePassSchema)` to create a new message.
  */
 export const ReconcilePassSchema: GenMessage<ReconcilePass> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 26);
+  messageDesc(file_llmgw_v1_events, 27);
 
 /**
  * Decision: one thing the reconciler decided, with its reason.
@@ -1609,6 +1700,12 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
      */
     value: RolloutProgressing;
     case: "rolloutProgressing";
+  } | {
+    /**
+     * @generated from field: llmgw.v1.AutoscaleDecided autoscale_decided = 50;
+     */
+    value: AutoscaleDecided;
+    case: "autoscaleDecided";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1617,7 +1714,7 @@ export type Decision = Message<"llmgw.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 27);
+  messageDesc(file_llmgw_v1_events, 28);
 
 /**
  * RolloutStarted: replicas of a model run an older spec revision than its
@@ -1666,7 +1763,7 @@ export type RolloutStarted = Message<"llmgw.v1.RolloutStarted"> & {
  * Use `create(RolloutStartedSchema)` to create a new message.
  */
 export const RolloutStartedSchema: GenMessage<RolloutStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 28);
+  messageDesc(file_llmgw_v1_events, 29);
 
 /**
  * RolloutStalled: a new replica failed, or was not ready within the
@@ -1704,7 +1801,7 @@ export type RolloutStalled = Message<"llmgw.v1.RolloutStalled"> & {
  * Use `create(RolloutStalledSchema)` to create a new message.
  */
 export const RolloutStalledSchema: GenMessage<RolloutStalled> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 29);
+  messageDesc(file_llmgw_v1_events, 30);
 
 /**
  * RolloutCompleted: every replica of the model runs its current revision.
@@ -1728,7 +1825,7 @@ export type RolloutCompleted = Message<"llmgw.v1.RolloutCompleted"> & {
  * Use `create(RolloutCompletedSchema)` to create a new message.
  */
 export const RolloutCompletedSchema: GenMessage<RolloutCompleted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 30);
+  messageDesc(file_llmgw_v1_events, 31);
 
 /**
  * RolloutProgressing: a stalled rollout moves again (its late replica got
@@ -1758,7 +1855,74 @@ export type RolloutProgressing = Message<"llmgw.v1.RolloutProgressing"> & {
  * Use `create(RolloutProgressingSchema)` to create a new message.
  */
 export const RolloutProgressingSchema: GenMessage<RolloutProgressing> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 31);
+  messageDesc(file_llmgw_v1_events, 32);
+
+/**
+ * AutoscaleDecided: a model's replica count follows its load. The model's
+ * desired replicas are `to` from this pass on (within the catalog's
+ * autoscale bounds), until the next such decision or a catalog change of
+ * its replicas.
+ *
+ * @generated from message llmgw.v1.AutoscaleDecided
+ */
+export type AutoscaleDecided = Message<"llmgw.v1.AutoscaleDecided"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * The desired replicas before and after.
+   *
+   * @generated from field: uint32 from = 2;
+   */
+  from: number;
+
+  /**
+   * @generated from field: uint32 to = 3;
+   */
+  to: number;
+
+  /**
+   * The autoscale metric, its average over the ready replicas that reported
+   * load (over the stabilization window: the lowest for a scale-up, the
+   * highest for a scale-down), and the target it is held to.
+   *
+   * @generated from field: string metric = 4;
+   */
+  metric: string;
+
+  /**
+   * @generated from field: double value = 5;
+   */
+  value: number;
+
+  /**
+   * @generated from field: double target = 6;
+   */
+  target: number;
+
+  /**
+   * Ready replicas whose load the value averages.
+   *
+   * @generated from field: uint32 ready_replicas = 7;
+   */
+  readyReplicas: number;
+
+  /**
+   * "above-target" or "below-target".
+   *
+   * @generated from field: string reason = 8;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message llmgw.v1.AutoscaleDecided.
+ * Use `create(AutoscaleDecidedSchema)` to create a new message.
+ */
+export const AutoscaleDecidedSchema: GenMessage<AutoscaleDecided> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_events, 33);
 
 /**
  * ReplicaCreated: a new replica slot for a model (scale-up or replacement).
@@ -1789,7 +1953,7 @@ export type ReplicaCreated = Message<"llmgw.v1.ReplicaCreated"> & {
  * Use `create(ReplicaCreatedSchema)` to create a new message.
  */
 export const ReplicaCreatedSchema: GenMessage<ReplicaCreated> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 32);
+  messageDesc(file_llmgw_v1_events, 34);
 
 /**
  * ShardPlacement: where one shard of a replica goes.
@@ -1828,7 +1992,7 @@ export type ShardPlacement = Message<"llmgw.v1.ShardPlacement"> & {
  * Use `create(ShardPlacementSchema)` to create a new message.
  */
 export const ShardPlacementSchema: GenMessage<ShardPlacement> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 33);
+  messageDesc(file_llmgw_v1_events, 35);
 
 /**
  * Candidate: a scored placement option (chosen or runner-up).
@@ -1852,7 +2016,7 @@ export type Candidate = Message<"llmgw.v1.Candidate"> & {
  * Use `create(CandidateSchema)` to create a new message.
  */
 export const CandidateSchema: GenMessage<Candidate> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 34);
+  messageDesc(file_llmgw_v1_events, 36);
 
 /**
  * ReplicaPlaced: a replica's shards were assigned; start commands follow.
@@ -1912,7 +2076,7 @@ export type ReplicaPlaced = Message<"llmgw.v1.ReplicaPlaced"> & {
  * Use `create(ReplicaPlacedSchema)` to create a new message.
  */
 export const ReplicaPlacedSchema: GenMessage<ReplicaPlaced> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 35);
+  messageDesc(file_llmgw_v1_events, 37);
 
 /**
  * RuledOut: how many nodes one reason excluded.
@@ -1936,7 +2100,7 @@ export type RuledOut = Message<"llmgw.v1.RuledOut"> & {
  * Use `create(RuledOutSchema)` to create a new message.
  */
 export const RuledOutSchema: GenMessage<RuledOut> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 36);
+  messageDesc(file_llmgw_v1_events, 38);
 
 /**
  * ReplicaPending: a replica could not be placed this pass.
@@ -1975,7 +2139,7 @@ export type ReplicaPending = Message<"llmgw.v1.ReplicaPending"> & {
  * Use `create(ReplicaPendingSchema)` to create a new message.
  */
 export const ReplicaPendingSchema: GenMessage<ReplicaPending> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 37);
+  messageDesc(file_llmgw_v1_events, 39);
 
 /**
  * AdoptedShard: a running shard matched to a replica of the catalog.
@@ -2019,7 +2183,7 @@ export type AdoptedShard = Message<"llmgw.v1.AdoptedShard"> & {
  * Use `create(AdoptedShardSchema)` to create a new message.
  */
 export const AdoptedShardSchema: GenMessage<AdoptedShard> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 38);
+  messageDesc(file_llmgw_v1_events, 40);
 
 /**
  * ShardsAdopted: shards a node reported running at registration were taken
@@ -2049,7 +2213,7 @@ export type ShardsAdopted = Message<"llmgw.v1.ShardsAdopted"> & {
  * Use `create(ShardsAdoptedSchema)` to create a new message.
  */
 export const ShardsAdoptedSchema: GenMessage<ShardsAdopted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 39);
+  messageDesc(file_llmgw_v1_events, 41);
 
 /**
  * ShardUnclaimed: a running shard nothing in the catalog claims; it is stopped.
@@ -2093,7 +2257,7 @@ export type ShardUnclaimed = Message<"llmgw.v1.ShardUnclaimed"> & {
  * Use `create(ShardUnclaimedSchema)` to create a new message.
  */
 export const ShardUnclaimedSchema: GenMessage<ShardUnclaimed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 40);
+  messageDesc(file_llmgw_v1_events, 42);
 
 /**
  * NodeLivenessChanged: the reconciler moved a node to suspect or lost.
@@ -2131,7 +2295,7 @@ export type NodeLivenessChanged = Message<"llmgw.v1.NodeLivenessChanged"> & {
  * Use `create(NodeLivenessChangedSchema)` to create a new message.
  */
 export const NodeLivenessChangedSchema: GenMessage<NodeLivenessChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 41);
+  messageDesc(file_llmgw_v1_events, 43);
 
 /**
  * SessionRef names one session.
@@ -2155,7 +2319,7 @@ export type SessionRef = Message<"llmgw.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 42);
+  messageDesc(file_llmgw_v1_events, 44);
 
 /**
  * SessionsExpired: a gateway's lease expired; its sessions count as closed.
@@ -2179,7 +2343,7 @@ export type SessionsExpired = Message<"llmgw.v1.SessionsExpired"> & {
  * Use `create(SessionsExpiredSchema)` to create a new message.
  */
 export const SessionsExpiredSchema: GenMessage<SessionsExpired> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 43);
+  messageDesc(file_llmgw_v1_events, 45);
 
 /**
  * ReplicaRemoved: a replica slot is given up (scale-down, model removed,
@@ -2209,7 +2373,7 @@ export type ReplicaRemoved = Message<"llmgw.v1.ReplicaRemoved"> & {
  * Use `create(ReplicaRemovedSchema)` to create a new message.
  */
 export const ReplicaRemovedSchema: GenMessage<ReplicaRemoved> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 44);
+  messageDesc(file_llmgw_v1_events, 46);
 
 /**
  * ReplicaDrainStarted: a replica is being drained (its replacement runs, or
@@ -2239,7 +2403,7 @@ export type ReplicaDrainStarted = Message<"llmgw.v1.ReplicaDrainStarted"> & {
  * Use `create(ReplicaDrainStartedSchema)` to create a new message.
  */
 export const ReplicaDrainStartedSchema: GenMessage<ReplicaDrainStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 45);
+  messageDesc(file_llmgw_v1_events, 47);
 
 /**
  * CommandReissued: a command had no result in time and is sent again.
@@ -2268,7 +2432,7 @@ export type CommandReissued = Message<"llmgw.v1.CommandReissued"> & {
  * Use `create(CommandReissuedSchema)` to create a new message.
  */
 export const CommandReissuedSchema: GenMessage<CommandReissued> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 46);
+  messageDesc(file_llmgw_v1_events, 48);
 
 /**
  * CooldownStarted: a model failed repeatedly on a node; placement avoids the
@@ -2303,7 +2467,7 @@ export type CooldownStarted = Message<"llmgw.v1.CooldownStarted"> & {
  * Use `create(CooldownStartedSchema)` to create a new message.
  */
 export const CooldownStartedSchema: GenMessage<CooldownStarted> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 47);
+  messageDesc(file_llmgw_v1_events, 49);
 
 /**
  * ShardBackoff: a crash-looping shard waits before its next start.
@@ -2332,7 +2496,7 @@ export type ShardBackoff = Message<"llmgw.v1.ShardBackoff"> & {
  * Use `create(ShardBackoffSchema)` to create a new message.
  */
 export const ShardBackoffSchema: GenMessage<ShardBackoff> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 48);
+  messageDesc(file_llmgw_v1_events, 50);
 
 /**
  * ReplicaFailed: a replica's shards failed; it will be re-placed.
@@ -2383,7 +2547,7 @@ export type ReplicaFailed = Message<"llmgw.v1.ReplicaFailed"> & {
  * Use `create(ReplicaFailedSchema)` to create a new message.
  */
 export const ReplicaFailedSchema: GenMessage<ReplicaFailed> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 49);
+  messageDesc(file_llmgw_v1_events, 51);
 
 /**
  * What went wrong, as a value to branch on (`error` says it for people).
@@ -2452,7 +2616,7 @@ export enum ReplicaFailed_Reason {
  * Describes the enum llmgw.v1.ReplicaFailed.Reason.
  */
 export const ReplicaFailed_ReasonSchema: GenEnum<ReplicaFailed_Reason> = /*@__PURE__*/
-  enumDesc(file_llmgw_v1_events, 49, 0);
+  enumDesc(file_llmgw_v1_events, 51, 0);
 
 /**
  * DuplicateStopped: a node returned with a shard whose replica was already
@@ -2482,7 +2646,7 @@ export type DuplicateStopped = Message<"llmgw.v1.DuplicateStopped"> & {
  * Use `create(DuplicateStoppedSchema)` to create a new message.
  */
 export const DuplicateStoppedSchema: GenMessage<DuplicateStopped> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 50);
+  messageDesc(file_llmgw_v1_events, 52);
 
 /**
  * Endpoint: one ready replica a router may send a model's requests to.
@@ -2515,7 +2679,7 @@ export type Endpoint = Message<"llmgw.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 51);
+  messageDesc(file_llmgw_v1_events, 53);
 
 /**
  * EndpointsChanged: the routing table of one model changed. It carries the
@@ -2542,7 +2706,7 @@ export type EndpointsChanged = Message<"llmgw.v1.EndpointsChanged"> & {
  * Use `create(EndpointsChangedSchema)` to create a new message.
  */
 export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 52);
+  messageDesc(file_llmgw_v1_events, 54);
 
 /**
  * DisruptionBlocked: a replica must leave where it runs (its node drains, a
@@ -2610,7 +2774,7 @@ export type DisruptionBlocked = Message<"llmgw.v1.DisruptionBlocked"> & {
  * Use `create(DisruptionBlockedSchema)` to create a new message.
  */
 export const DisruptionBlockedSchema: GenMessage<DisruptionBlocked> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 53);
+  messageDesc(file_llmgw_v1_events, 55);
 
 /**
  * UndeliverableHandled: the reconciler read a CommandUndeliverable. An
@@ -2657,7 +2821,7 @@ export type UndeliverableHandled = Message<"llmgw.v1.UndeliverableHandled"> & {
  * Use `create(UndeliverableHandledSchema)` to create a new message.
  */
 export const UndeliverableHandledSchema: GenMessage<UndeliverableHandled> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 54);
+  messageDesc(file_llmgw_v1_events, 56);
 
 /**
  * Command: an instruction for one agent session, relayed by the gateway
@@ -2737,7 +2901,7 @@ export type Command = Message<"llmgw.v1.Command"> & {
  * Use `create(CommandSchema)` to create a new message.
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
-  messageDesc(file_llmgw_v1_events, 55);
+  messageDesc(file_llmgw_v1_events, 57);
 
 /**
  * Liveness of a node as the reconciler decides it.

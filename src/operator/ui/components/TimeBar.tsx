@@ -1,5 +1,5 @@
 /** The time slider over the log: drag, step event by event, play, or follow the live end. */
-import { positionLabel } from "../model.ts";
+import { markLeft, positionLabel, type ScaleMark } from "../model.ts";
 
 interface Props {
   seq: number;
@@ -13,6 +13,8 @@ interface Props {
   onLive(): void;
   /** Jump to the last event at or before a time (ISO 8601, or anything the browser's Date reads). */
   onTime(time: string): void;
+  /** Autoscale decisions, marked under the slider (▲ up, ▼ down); a click moves there. */
+  marks: ScaleMark[];
 }
 
 export function TimeBar(p: Props) {
@@ -32,15 +34,31 @@ export function TimeBar(p: Props) {
       <button type="button" onClick={() => p.onStep(1)} title="one event forward" data-testid="step-forward">
         ▶|
       </button>
-      <input
-        id="slider"
-        type="range"
-        min={0}
-        max={p.lastSeq}
-        value={p.seq}
-        aria-label="position in the log"
-        onInput={(e) => p.onSeek(Number((e.currentTarget as HTMLInputElement).value))}
-      />
+      <div class="track">
+        <input
+          id="slider"
+          type="range"
+          min={0}
+          max={p.lastSeq}
+          value={p.seq}
+          aria-label="position in the log"
+          onInput={(e) => p.onSeek(Number((e.currentTarget as HTMLInputElement).value))}
+        />
+        <div class="scale-marks" data-testid="scale-marks">
+          {p.marks.map((m) => (
+            <button
+              type="button"
+              key={`${m.seq}-${m.model}`}
+              class={m.to > m.from ? "mark up" : "mark down"}
+              style={{ left: `${markLeft(m.seq, p.lastSeq)}%` }}
+              title={`#${m.seq} ${m.explanation}`}
+              onClick={() => p.onSeek(m.seq)}
+            >
+              {m.to > m.from ? "▲" : "▼"}
+            </button>
+          ))}
+        </div>
+      </div>
       <span class="pos" data-testid="position">
         {positionLabel(p.seq, p.timeMs, p.lastSeq)}
       </span>
