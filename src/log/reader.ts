@@ -171,7 +171,11 @@ export async function* readEventBatches(
             let out: LogRecord[] = [];
             for (const m of arrived) {
               const delivery = onDelivery(m.seq, stopAt, follow, m.info.pending);
-              if (delivery === "past-end") break reading;
+              if (delivery === "past-end") {
+                // What the batch held before it is the caller's.
+                if (out.length > 0) yield out;
+                break reading;
+              }
               lastDelivered = m.seq;
               let event: Event | undefined;
               try {
@@ -182,6 +186,11 @@ export async function* readEventBatches(
                   // What came before it is the caller's all the same.
                   if (out.length > 0) yield out;
                   throw e;
+                }
+                // In log order: what came before it is handed over first.
+                if (out.length > 0) {
+                  yield out;
+                  out = [];
                 }
                 opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
               }

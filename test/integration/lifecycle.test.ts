@@ -218,7 +218,7 @@ describe("replica lifecycle through the real stream and the real log", () => {
       });
       const listed = await runCli(["replicas", "--api", stack.api.url]);
       assert.equal(listed.code, 0, listed.stderr);
-      for (const c of CASES) assert.match(listed.stdout, new RegExp(`^${c.model}\\s+1/1$`, "m"));
+      for (const c of CASES) assert.match(listed.stdout, new RegExp(`^${c.model}\\s+1/1\\s+-$`, "m"));
       assert.match(listed.stdout, /unrequested-stop on quitter-1: stopped without being asked/);
       records = await readAll(log);
       for (const c of CASES)

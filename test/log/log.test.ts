@@ -82,6 +82,16 @@ describe("log against a real nats-server", () => {
       for await (const r of log.read({ subjects: [log.subjects.sessions] })) sessions.push(r.event.body.case);
       assert.deepEqual(sessions, ["sessionOpened", "sessionClosed", "duplicateIdentity"]);
 
+      // A filtered read that ends between two matching events: the next match
+      // comes past the end, and what came before it is still delivered.
+      const sessionSeqs = [];
+      for await (const r of log.read({ subjects: [log.subjects.sessions] })) sessionSeqs.push(r.seq);
+      const until = sessionSeqs[1]! - 1;
+      const upTo = [];
+      for await (const r of log.read({ subjects: [log.subjects.sessions], untilSeq: until }))
+        upTo.push(r.seq);
+      assert.deepEqual(upTo, [sessionSeqs[0]], `sessions up to sequence ${until}`);
+
       const none = [];
       for await (const r of log.read({ subjects: [`${log.subjects.prefix}.nothing.here`] })) none.push(r);
       assert.equal(none.length, 0);
@@ -207,9 +217,19 @@ describe("log against a real nats-server", () => {
 
       const recorded: number[] = [];
       const good: number[] = [];
-      for await (const r of log.read({ onMalformed: (err) => recorded.push(err.seq!) })) good.push(r.seq);
+      const order: number[] = [];
+      for await (const r of log.read({
+        onMalformed: (err) => {
+          recorded.push(err.seq!);
+          order.push(err.seq!);
+        },
+      })) {
+        good.push(r.seq);
+        order.push(r.seq);
+      }
       assert.deepEqual(recorded, [2, 3]);
       assert.deepEqual(good, [1, 4]);
+      assert.deepEqual(order, [1, 2, 3, 4], "good and malformed in log order");
     }));
 
   it("refuses a stream that exists with other subjects", async () => {

@@ -40,9 +40,6 @@ describe("operator CLI against a real API", () => {
       r.stdout,
       /^MODEL\s+READY\s+MIN AVAILABLE\nllama-3\.1-405b\s+0\/1\s+-\nllama-3\.3-70b\s+1\/2\s+-\n/,
     );
-    assert.match(r.stdout, /^REPLICA\s+MODEL\s+PROFILE\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m);
-    assert.match(r.stdout, /^r-405b-1\s+llama-3\.1-405b\s+tp8-pp2\s+placed\s+no\s+gpu-a1,gpu-a2\s+-\s+-$/m);
-    assert.match(r.stdout, /^r-70b-1\s+llama-3\.3-70b\s+tp4\s+running\s+yes\s+gpu-b1\s+-\s+-$/m);
     assert.match(
       r.stdout,
       /^REPLICA\s+MODEL\s+PROFILE\s+REVISION\s+PHASE\s+READY\s+NODES\s+PENDING\s+LAST FAILURE$/m,
@@ -106,7 +103,7 @@ describe("operator CLI against a real API", () => {
     const status = await runCli(["rollout", "status", "llama-3.3-70b"], { env: api.cliEnv });
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /^llama-3\.3-70b: paused by .*: watch it$/m);
-    assert.match(status.stdout, /maxSurge 1, maxUnavailable 0, progress deadline 600s/);
+    assert.match(status.stdout, /maxSurge 1, maxUnavailable 0, progress deadline 900s/);
     assert.match(status.stdout, /^REVISION\s+REPLICAS\s+READY$/m);
     assert.equal((await runCli(["rollout", "resume", "llama-3.3-70b"], { env: api.cliEnv })).code, 0);
 
