@@ -44,7 +44,9 @@ export const convergence: Scenario = {
   describe:
     "catalog → every replica running; gateway kill → agents re-registered and adopted; leader kill → new leader's first pass",
   async run(ctx) {
-    const nodes = ctx.quick ? 20 : 1_000;
+    // LLMGW_BENCH_CONVERGENCE_NODES=200: a smaller fleet at the default TTL and start delay
+    // (the failover figures do not depend on the fleet's size; a busy machine cannot keep 1,000 simulated agents heartbeating).
+    const nodes = nodesFrom(process.env.LLMGW_BENCH_CONVERGENCE_NODES) ?? (ctx.quick ? 20 : 1_000);
     // Two 4-GPU replicas fit a node of 8: half the fleet's nodes' worth of replicas fills a quarter.
     const replicas = Math.max(1, Math.floor(nodes / 2));
     const waitMs = ctx.quick ? 60_000 : 300_000;
@@ -259,6 +261,14 @@ async function replaceLeader(
     .findLast((l) => l.includes('"leading: lease acquired"'));
   const acquiredAfter = acquired ? (/"after":"(\w+)"/.exec(acquired)?.[1] ?? "?") : "?";
   return { ms, t0, leader, successor, acquiredAfter };
+}
+
+function nodesFrom(env: string | undefined): number | undefined {
+  if (!env) return undefined;
+  const n = Number(env);
+  if (!Number.isInteger(n) || n < 4)
+    throw new Error(`LLMGW_BENCH_CONVERGENCE_NODES: expected a whole number of nodes ≥ 4, got ${env}`);
+  return n;
 }
 
 function catalog(replicas: number) {
