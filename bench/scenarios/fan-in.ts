@@ -82,8 +82,8 @@ export const fanIn: Scenario = {
   name: "fan-in",
   describe: "concurrent agent streams on one gateway at a 5 s heartbeat vs a bare Connect server",
   async run(ctx) {
-    const scales = scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [200] : [1_000, 10_000]);
-    const windowMs = ctx.quick ? 6_000 : 15_000;
+    const scales = scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [100] : [1_000, 10_000]);
+    const windowMs = ctx.quick ? 3_000 : 15_000;
     const paced = ctx.quick ? PACED_PASSES_QUICK : PACED_PASSES;
     const figures: Figure[] = [];
     const notes: string[] = [];

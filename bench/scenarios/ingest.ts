@@ -15,8 +15,9 @@ import { jetstream } from "@nats-io/jetstream";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
-import { connectNats, encodeEvent, openLog } from "../../src/log/index.js";
+import { connectNats, encodeEvent, type Log, openLog } from "../../src/log/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";
+import { sleep } from "../../test/harness/proc.js";
 import { ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
@@ -43,48 +44,55 @@ export const ingest: Scenario = {
       ctx.progress("the log's publish path alone");
       const logPath = await rawPublish(server.url, server.pid, events, "log");
       const bare = await throughBareConnect(agents, events, (m) => ctx.progress(`bare Connect server: ${m}`));
-      const before = await throughGateway(
-        server.url,
-        server.pid,
-        agents,
-        events,
-        ["--stream-window", "1"],
-        (m) => ctx.progress(`gateway, stream window 1: ${m}`),
-      );
-      const perMessageAcks = await throughGateway(
-        server.url,
-        server.pid,
-        agents,
-        events,
-        [],
-        (m) => ctx.progress(`gateway, one ack per message: ${m}`),
-        { cumulativeAcks: false },
-      );
-      const after = await throughGateway(server.url, server.pid, agents, events, [], (m) =>
-        ctx.progress(`gateway, stream window 32: ${m}`),
-      );
-      const two = await throughGateway(
-        server.url,
-        server.pid,
-        agents,
-        events,
-        [],
-        (m) => ctx.progress(`two gateways on one log: ${m}`),
-        { gateways: 2 },
-      );
-      // Few agents: what one event in flight per stream cost (a round trip per event).
+      // Runs with the same gateway flags share the gateway processes (a
+      // spawn costs seconds); each run's agents are other nodes.
       const fewEvents = ctx.quick ? 1_000 : 5_000;
-      const fewBefore = await throughGateway(
-        server.url,
-        server.pid,
-        FEW,
-        fewEvents,
-        ["--stream-window", "1"],
-        (m) => ctx.progress(`${FEW} agents, stream window 1: ${m}`),
-      );
-      const fewAfter = await throughGateway(server.url, server.pid, FEW, fewEvents, [], (m) =>
-        ctx.progress(`${FEW} agents, stream window 32: ${m}`),
-      );
+      const window1 = await GatewaysOnLog.open(server.url, 1, ["--stream-window", "1"]);
+      let before: Through;
+      let fewBefore: Through;
+      try {
+        before = await throughGateway(window1, server.pid, agents, events, "a", (m) =>
+          ctx.progress(`gateway, stream window 1: ${m}`),
+        );
+        // Few agents: what one event in flight per stream cost (a round trip per event).
+        fewBefore = await throughGateway(window1, server.pid, FEW, fewEvents, "b", (m) =>
+          ctx.progress(`${FEW} agents, stream window 1: ${m}`),
+        );
+      } finally {
+        await window1.close();
+      }
+      const one = await GatewaysOnLog.open(server.url, 1, []);
+      let perMessageAcks: Through;
+      let after: Through;
+      let fewAfter: Through;
+      try {
+        perMessageAcks = await throughGateway(
+          one,
+          server.pid,
+          agents,
+          events,
+          "c",
+          (m) => ctx.progress(`gateway, one ack per message: ${m}`),
+          { cumulativeAcks: false },
+        );
+        after = await throughGateway(one, server.pid, agents, events, "d", (m) =>
+          ctx.progress(`gateway, stream window 32: ${m}`),
+        );
+        fewAfter = await throughGateway(one, server.pid, FEW, fewEvents, "e", (m) =>
+          ctx.progress(`${FEW} agents, stream window 32: ${m}`),
+        );
+      } finally {
+        await one.close();
+      }
+      const pair = await GatewaysOnLog.open(server.url, 2, []);
+      let two: Through;
+      try {
+        two = await throughGateway(pair, server.pid, agents, events, "f", (m) =>
+          ctx.progress(`two gateways on one log: ${m}`),
+        );
+      } finally {
+        await pair.close();
+      }
       const rawRef = { name: "pipelined js.publish, one client", value: raw.rate };
       // The sum of the gateway's parts: what a bare Connect server that acks
       // spends per event plus what the log's publish path spends per event.
@@ -215,43 +223,71 @@ async function rawPublish(
   }
 }
 
+type Through = { rate: number; acksPerEvent: number; cpu: { gateway: number; agents: number; nats: number } };
+
+/** Gateway processes (one or several) on one log of their own. */
+class GatewaysOnLog {
+  private constructor(
+    readonly log: Log,
+    readonly gateways: BenchGateway[],
+  ) {}
+
+  static async open(url: string, count: number, args: string[]): Promise<GatewaysOnLog> {
+    const stream = uniqueStream("INGEST");
+    const log = await openLog({ url, clientName: "bench-ingest", name: stream });
+    const g = new GatewaysOnLog(log, []);
+    try {
+      for (let i = 0; i < count; i++) {
+        const gw = await startGatewayProcess({
+          nats: url,
+          stream,
+          extraArgs: [
+            "--heartbeat-timeout",
+            "120000",
+            // Each bench agent writes ~1,000 events in seconds: far over a real
+            // node's budget, which stays on (its cost is part of the figure).
+            ...["--event-budget", "1000000000", "--event-budget-burst", "1000000000"],
+            ...args,
+          ],
+        });
+        g.gateways.push(gw);
+      }
+      return g;
+    } catch (err) {
+      await g.close();
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const gw of this.gateways) await gw.child.stop();
+    await this.log.jsm.streams.delete(this.log.stream).catch(() => {});
+    await this.log.close();
+  }
+}
+
+/** `agentCount` agents (nodes `gpu<tag>-…`), dealt out between the gateways, send `n` events. */
 async function throughGateway(
-  url: string,
+  g: GatewaysOnLog,
   natsPid: number,
   agentCount: number,
   n: number,
-  args: string[],
+  tag: string,
   progress: (m: string) => void,
-  opts: { cumulativeAcks?: boolean; gateways?: number } = {},
-): Promise<{ rate: number; acksPerEvent: number; cpu: { gateway: number; agents: number; nats: number } }> {
-  const stream = uniqueStream("INGEST");
-  const log = await openLog({ url, clientName: "bench-ingest", name: stream });
-  const gws: BenchGateway[] = [];
-  const pools: ConnectionPool[] = [];
+  opts: { cumulativeAcks?: boolean } = {},
+): Promise<Through> {
+  const gws = g.gateways;
+  const pools = gws.map((gw) => new ConnectionPool(gw.url, 100));
   const agents: LightAgent[] = [];
   try {
-    // Several gateways on one log: the agents are dealt out between them.
-    for (let g = 0; g < (opts.gateways ?? 1); g++) {
-      const gw = await startGatewayProcess({
-        nats: url,
-        stream,
-        extraArgs: [
-          "--heartbeat-timeout",
-          "120000",
-          // Each bench agent writes ~1,000 events in seconds: far over a real
-          // node's budget, which stays on (its cost is part of the figure).
-          ...["--event-budget", "1000000000", "--event-budget-burst", "1000000000"],
-          ...args,
-        ],
-      });
-      gws.push(gw);
-      pools.push(new ConnectionPool(gw.url, 100));
-    }
     progress("registering");
     const agentOpts = opts.cumulativeAcks === undefined ? {} : { cumulativeAcks: opts.cumulativeAcks };
-    for (let i = 0; i < agentCount; i++)
-      agents.push(new LightAgent(pools[i % pools.length]!.next(nodeName(i)), nodeName(i), agentOpts));
+    for (let i = 0; i < agentCount; i++) {
+      const id = nodeName(i, tag);
+      agents.push(new LightAgent(pools[i % pools.length]!.next(id), id, agentOpts));
+    }
     await Promise.all(agents.map((a) => a.registered));
+    const stored0 = (await g.log.jsm.streams.info(g.log.stream)).state.messages;
     const per = Math.ceil(n / agentCount);
     const cpu0 = process.cpuUsage();
     const gwCpu = () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0);
@@ -265,17 +301,16 @@ async function throughGateway(
       nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, total),
     };
     // Every acked event is in the log (a cheap check that nothing was skipped).
-    const stored = (await log.jsm.streams.info(stream)).state.messages;
+    const stored = (await g.log.jsm.streams.info(g.log.stream)).state.messages - stored0;
     if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
     const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0);
     return { rate: total / s, acksPerEvent: ackMessages / total, cpu };
   } finally {
+    // The gateway stays for the next run: its sessions end as agents do, not with it.
     for (const a of agents) a.close();
-    for (const gw of gws) await gw.child.stop();
+    await Promise.race([Promise.all(agents.map((a) => a.ended)), sleep(10_000)]);
     for (const a of agents) a.abort();
     for (const p of pools) p.close();
-    await log.jsm.streams.delete(stream).catch(() => {});
-    await log.close();
   }
 }
 
@@ -360,8 +395,8 @@ async function throughBareConnect(
   }
 }
 
-function nodeName(i: number): string {
-  return `gpu-${String(i).padStart(5, "0")}`;
+function nodeName(i: number, tag = ""): string {
+  return `gpu${tag}-${String(i).padStart(5, "0")}`;
 }
 
 function cpuSince(start: NodeJS.CpuUsage): number {
