@@ -26,7 +26,7 @@ import { figure, type Scenario } from "../support/result.js";
 
 /** Messages an agent sends ahead of its acks (more than the gateway's stream window). */
 const AGENT_AHEAD = 64;
-/** Untimed publishes before the raw reference is timed. */
+/** Untimed events before anything is timed (the raw publishers, the bare server, each gateway run). */
 const WARM_UP = 2_000;
 /** Agents of the latency-bound variant. */
 const FEW = 4;
@@ -66,17 +66,17 @@ export const ingest: Scenario = {
       let after: Through;
       let fewAfter: Through;
       try {
+        after = await throughGateway(one, server.pid, agents, events, "c", (m) =>
+          ctx.progress(`gateway, stream window 32: ${m}`),
+        );
         perMessageAcks = await throughGateway(
           one,
           server.pid,
           agents,
           events,
-          "c",
+          "d",
           (m) => ctx.progress(`gateway, one ack per message: ${m}`),
           { cumulativeAcks: false },
-        );
-        after = await throughGateway(one, server.pid, agents, events, "d", (m) =>
-          ctx.progress(`gateway, stream window 32: ${m}`),
         );
         fewAfter = await throughGateway(one, server.pid, FEW, fewEvents, "e", (m) =>
           ctx.progress(`${FEW} agents, stream window 32: ${m}`),
@@ -288,6 +288,9 @@ async function throughGateway(
     }
     await Promise.all(agents.map((a) => a.registered));
     const stored0 = (await g.log.jsm.streams.info(g.log.stream)).state.messages;
+    // Warmed up first, as the publisher of the raw references is.
+    progress("warming up");
+    await drive(agents, Math.ceil(WARM_UP / agentCount), WARM_UP, () => {});
     const per = Math.ceil(n / agentCount);
     const cpu0 = process.cpuUsage();
     const gwCpu = () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0);
@@ -334,8 +337,9 @@ async function drive(
     await Promise.all(
       agents.map(async (a) => {
         let sent = 0;
-        while (a.acks < per) {
-          while (sent < per && sent - a.acks < AGENT_AHEAD) {
+        const base = a.acks;
+        while (a.acks - base < per) {
+          while (sent < per && sent - (a.acks - base) < AGENT_AHEAD) {
             a.send({
               msg: {
                 case: "shard",
@@ -375,6 +379,8 @@ async function throughBareConnect(
     progress("registering");
     for (let i = 0; i < agentCount; i++) agents.push(new LightAgent(pool.next(nodeName(i)), nodeName(i)));
     await Promise.all(agents.map((a) => a.registered));
+    progress("warming up");
+    await drive(agents, Math.ceil(WARM_UP / agentCount), WARM_UP, () => {});
     const per = Math.ceil(n / agentCount);
     const cpu0 = process.cpuUsage();
     const s0 = sampleProc(child.pid);
