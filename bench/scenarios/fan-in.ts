@@ -9,24 +9,39 @@
  * throughput, not latency). The raw reference is a bare Connect bidi server (same HTTP/2
  * setup, same streams and heartbeats, pushing the same number of messages).
  *
- * The agents are light clients in the benchmark's own process, a few
- * hundred streams per HTTP/2 connection (so file descriptors stay few),
- * over h2c: the gateway runs with --insecure-dev.
+ * The agents are light clients in the benchmark's own process, over mTLS as
+ * in production: one TLS connection and one client certificate per agent
+ * (its CN is its node id), issued in this process by the CA `llmgw certs`
+ * creates; the bare server verifies the same certificates. Each stream is a
+ * file descriptor on both sides: the run checks the limit first
+ * (`llmgw bench` raises its soft limit to the hard one).
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { openFileLimit } from "../../src/connection-guard/fd-limit.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
+import { createCerts } from "../../src/sim/certs/create.js";
+import { certsLayout } from "../../src/sim/certs/layout.js";
 import { freePort, startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, sleep, until } from "../../test/harness/proc.js";
-import { ConnectionPool, LightAgent } from "../support/agents.js";
+import { type AgentTls, ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
-import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
+import { type BenchGateway, type GatewayTlsFiles, startGatewayProcess } from "../support/gateway.js";
+import { issueNodeCerts } from "../support/node-certs.js";
 import { describeGc, gcTotals, slowestPass, watchOwnEventLoop } from "../support/pauses.js";
 import { cpuCores, type ProcSample, sampleProc } from "../support/proc-sample.js";
 import { type Figure, figure, percentile, type Scenario } from "../support/result.js";
 
 const HEARTBEAT_MS = 5_000;
+/** Plaintext only: over mTLS each agent has its own connection. */
 const STREAMS_PER_CONNECTION = 250;
+/** Agents connected (and TLS handshakes started) at once, before waiting for their registrations. */
+const CONNECT_BATCH = 100;
+/** Descriptors the benchmark process needs besides one per stream. */
+const SPARE_FDS = 512;
 /** Commands in the burst pass (and messages pushed at once by the raw server). */
 const MAX_COMMANDS = 2_000;
 /**
@@ -67,61 +82,94 @@ export const fanIn: Scenario = {
   name: "fan-in",
   describe: "concurrent agent streams on one gateway at a 5 s heartbeat vs a bare Connect server",
   async run(ctx) {
-    const scales =
-      scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [200] : [1_000, 5_000, 10_000]);
-    const windowMs = ctx.quick ? 6_000 : 15_000;
+    const scales = scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [100] : [1_000, 10_000]);
+    const windowMs = ctx.quick ? 3_000 : 15_000;
     const paced = ctx.quick ? PACED_PASSES_QUICK : PACED_PASSES;
     const figures: Figure[] = [];
     const notes: string[] = [];
-    for (const n of scales) {
-      const gw = await measureGateway(n, windowMs, paced, (m) => ctx.progress(`gateway, ${n} streams: ${m}`));
-      const raw = await measureEcho(n, windowMs, paced, (m) =>
-        ctx.progress(`bare Connect server, ${n} streams: ${m}`),
+    // LLMGW_BENCH_FANIN_REFERENCE=0: the gateway only (a long run at 10,000 mTLS streams on a busy machine).
+    const withReference = process.env.LLMGW_BENCH_FANIN_REFERENCE !== "0";
+    const most = Math.max(...scales);
+    const fds = openFileLimit();
+    if (fds !== undefined && fds < most + SPARE_FDS)
+      throw new Error(
+        `${most} streams over mTLS need ${most + SPARE_FDS} file descriptors and the limit is ${fds}: raise it (ulimit -n) or set LLMGW_BENCH_FANIN_STREAMS lower`,
       );
-      const at = `${n.toLocaleString("en")} streams`;
-      figures.push(
-        figure(`${at}: gateway CPU per 1,000 streams`, gw.cpuCoresPerStream * 1e6, "millicores", {
-          raw: { name: "bare Connect server", value: raw.cpuCoresPerStream * 1e6 },
-          higherIsBetter: false,
-        }),
-        figure(`${at}: gateway RSS per stream`, gw.rssKbPerStream, "KiB", {
-          raw: { name: "bare Connect server", value: raw.rssKbPerStream },
-          higherIsBetter: false,
-        }),
-        figure(`${at}: events written per heartbeat`, gw.eventsPerHeartbeat, "events", {
-          goal: "0",
-          met: gw.eventsPerHeartbeat === 0,
-        }),
-        figure(`${at}: command delivery p50`, gw.latencyP50, "ms", {
-          raw: { name: "bare Connect server push", value: raw.latencyP50 },
-          higherIsBetter: false,
-        }),
-        figure(`${at}: command delivery p99`, gw.latencyP99, "ms", {
-          raw: { name: "bare Connect server push", value: raw.latencyP99 },
-          higherIsBetter: false,
-          ...(n === 5_000 ? { goal: "< 100 ms", met: gw.latencyP99 < 100 } : {}),
-        }),
-        figure(
-          `${at}: a pass of ${gw.commands.toLocaleString("en")} commands, last delivered`,
-          gw.burstLastMs,
-          "ms",
-          {
-            raw: { name: "bare Connect server push to as many", value: raw.burstLastMs },
-            higherIsBetter: false,
-          },
-        ),
-      );
-      if (gw.tail) notes.push(`${at}: ${gw.tail}`);
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-bench-certs-"));
+    try {
+      ctx.progress(`certificates for ${most} nodes`);
+      await createCerts({ out: dir, nodes: [] });
+      const files = certsLayout(dir);
+      const t = performance.now();
+      const ids = Array.from({ length: most }, (_, i) => nodeName(i));
+      const tls = {
+        files: { cert: files.gatewayCert, key: files.gatewayKey, clientCa: files.ca },
+        agents: {
+          ca: readFileSync(files.ca),
+          certs: issueNodeCerts(readFileSync(files.ca), readFileSync(files.caKey), ids),
+        },
+      };
       notes.push(
-        `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw.connectS.toFixed(1)} s); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw.rssMb.toFixed(0)} MiB); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+        `${most.toLocaleString("en")} client certificates issued in ${((performance.now() - t) / 1000).toFixed(1)} s`,
       );
+      for (const n of scales) {
+        const gw = await measureGateway(n, windowMs, paced, tls, (m) =>
+          ctx.progress(`gateway, ${n} streams: ${m}`),
+        );
+        const raw = withReference
+          ? await measureEcho(n, windowMs, paced, tls, (m) =>
+              ctx.progress(`bare Connect server, ${n} streams: ${m}`),
+            )
+          : undefined;
+        const ref = (name: string, value: (m: Measured) => number) =>
+          raw ? { raw: { name, value: value(raw) } } : {};
+        const at = `${n.toLocaleString("en")} streams`;
+        figures.push(
+          figure(`${at}: gateway CPU per 1,000 streams`, gw.cpuCoresPerStream * 1e6, "millicores", {
+            ...ref("bare Connect server", (r) => r.cpuCoresPerStream * 1e6),
+            higherIsBetter: false,
+          }),
+          figure(`${at}: gateway RSS per stream`, gw.rssKbPerStream, "KiB", {
+            ...ref("bare Connect server", (r) => r.rssKbPerStream),
+            higherIsBetter: false,
+          }),
+          figure(`${at}: events written per heartbeat`, gw.eventsPerHeartbeat, "events", {
+            goal: "0",
+            met: gw.eventsPerHeartbeat === 0,
+          }),
+          figure(`${at}: command delivery p50`, gw.latencyP50, "ms", {
+            ...ref("bare Connect server push", (r) => r.latencyP50),
+            higherIsBetter: false,
+          }),
+          figure(`${at}: command delivery p99`, gw.latencyP99, "ms", {
+            ...ref("bare Connect server push", (r) => r.latencyP99),
+            higherIsBetter: false,
+            ...(n >= 5_000 ? { goal: "< 100 ms", met: gw.latencyP99 < 100 } : {}),
+          }),
+          figure(
+            `${at}: a pass of ${gw.commands.toLocaleString("en")} commands, last delivered`,
+            gw.burstLastMs,
+            "ms",
+            {
+              ...ref("bare Connect server push to as many", (r) => r.burstLastMs),
+              higherIsBetter: false,
+            },
+          ),
+        );
+        if (gw.tail) notes.push(`${at}: ${gw.tail}`);
+        notes.push(
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
     return {
       params: {
         scales,
         heartbeatMs: HEARTBEAT_MS,
         steadyWindowMs: windowMs,
-        streamsPerConnection: STREAMS_PER_CONNECTION,
+        transport: "mTLS, one connection per agent",
         pacedPasses: paced,
         pacedCommands: PACED_COMMANDS,
         pacedGapMs: PACED_GAP_MS,
@@ -133,40 +181,48 @@ export const fanIn: Scenario = {
   },
 };
 
-/** Connects n agents, heartbeating every 5 s, evenly spread over the interval. */
+/**
+ * Connects n agents in batches; each heartbeats every 5 s from its
+ * registration on, at an offset that spreads the fleet over the interval
+ * (a connect of 10,000 mTLS streams on a busy machine takes minutes, longer
+ * than the gateway lets a stream stay silent).
+ */
 async function connectAgents(
   url: string,
   n: number,
+  tls: AgentTls,
   onCommand: (id: string, atMs: number) => void,
   progress: (m: string) => void,
 ): Promise<{ agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }> {
-  const pool = new ConnectionPool(url, STREAMS_PER_CONNECTION);
+  const pool = new ConnectionPool(url, STREAMS_PER_CONNECTION, tls);
   const agents: LightAgent[] = [];
   const timers: NodeJS.Timeout[] = [];
-  for (let i = 0; i < n; i++) {
-    const a = new LightAgent(pool.next(), `gpu-${String(i).padStart(5, "0")}`, {
-      onMessage: (m) => {
-        if (m.msg.case === "drain" || m.msg.case === "start" || m.msg.case === "stop")
-          onCommand(m.msg.value.commandId, performance.timeOrigin + performance.now());
-      },
-    });
-    agents.push(a);
-    // Registrations go out in batches so the first ones do not time out behind the rest.
-    if (i % 500 === 499) {
-      await Promise.all(agents.slice(i - 499, i + 1).map((x) => x.registered));
-      progress(`${i + 1} registered`);
+  const t0 = performance.now();
+  for (let from = 0; from < n; from += CONNECT_BATCH) {
+    const batch: LightAgent[] = [];
+    for (let i = from; i < Math.min(n, from + CONNECT_BATCH); i++) {
+      const a = new LightAgent(pool.next(nodeName(i)), nodeName(i), {
+        onMessage: (m) => {
+          if (m.msg.case === "drain" || m.msg.case === "start" || m.msg.case === "stop")
+            onCommand(m.msg.value.commandId, performance.timeOrigin + performance.now());
+        },
+      });
+      batch.push(a);
+      const start = setTimeout(
+        () => {
+          a.heartbeat();
+          timers.push(setInterval(() => a.heartbeat(), HEARTBEAT_MS));
+        },
+        (i / n) * HEARTBEAT_MS,
+      );
+      timers.push(start);
     }
-  }
-  await Promise.all(agents.map((a) => a.registered));
-  for (const [i, a] of agents.entries()) {
-    const start = setTimeout(
-      () => {
-        a.heartbeat();
-        timers.push(setInterval(() => a.heartbeat(), HEARTBEAT_MS));
-      },
-      (i / n) * HEARTBEAT_MS,
+    // Registrations go out in batches so the first ones do not time out behind the rest.
+    await Promise.all(batch.map((x) => x.registered));
+    agents.push(...batch);
+    progress(
+      `${agents.length}/${n} connected and registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
     );
-    timers.push(start);
   }
   return { agents, pool, timers };
 }
@@ -177,10 +233,16 @@ function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: Nod
   c.pool.close();
 }
 
+interface FanInTls {
+  files: GatewayTlsFiles;
+  agents: AgentTls;
+}
+
 async function measureGateway(
   n: number,
   windowMs: number,
   paced: number,
+  tls: FanInTls,
   progress: (m: string) => void,
 ): Promise<Measured> {
   const server = await startServer();
@@ -198,11 +260,21 @@ async function measureGateway(
       extraArgs: [
         ...["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
         ...["--metrics-listen", `127.0.0.1:${metricsPort}`],
+        // A connect of thousands of mTLS streams on a busy machine is not a flood.
+        ...["--handshake-timeout", "60000", "--first-stream-timeout", "60000"],
+        // One connection per agent, all from loopback.
+        ...[
+          "--max-connections",
+          String(n + SPARE_FDS),
+          "--max-connections-per-address",
+          String(n + SPARE_FDS),
+        ],
       ],
+      tls: tls.files,
     });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
-    conn = await connectAgents(gw.url, n, (id, at) => received.set(id, at), progress);
+    conn = await connectAgents(gw.url, n, tls.agents, (id, at) => received.set(id, at), progress);
     const connectS = (performance.now() - t) / 1000;
     progress("settling");
     await sleep(HEARTBEAT_MS);
@@ -338,16 +410,17 @@ async function measureEcho(
   n: number,
   windowMs: number,
   paced: number,
+  tls: FanInTls,
   progress: (m: string) => void,
 ): Promise<Measured> {
-  const server = await startBareConnectServer();
+  const server = await startBareConnectServer(tls.files);
   const child: Child = server.child;
   const received = new Map<string, number>();
   let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
   try {
     const base = sampleProc(child.pid);
     let t = performance.now();
-    conn = await connectAgents(server.url, n, (id, at) => received.set(id, at), progress);
+    conn = await connectAgents(server.url, n, tls.agents, (id, at) => received.set(id, at), progress);
     const connectS = (performance.now() - t) / 1000;
     await sleep(HEARTBEAT_MS);
     const s0 = sampleProc(child.pid);
@@ -393,6 +466,10 @@ async function measureEcho(
     if (conn) disconnect(conn);
     await child.stop();
   }
+}
+
+function nodeName(i: number): string {
+  return `gpu-${String(i).padStart(5, "0")}`;
 }
 
 /** `LLMGW_BENCH_FANIN_STREAMS=5000` or `1000,5000`: other numbers of streams (to look into one). */

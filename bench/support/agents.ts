@@ -1,9 +1,9 @@
 /**
  * Lightweight agents for the benchmarks: one Connect bidi stream each,
- * many streams per HTTP/2 connection, nothing but what a scenario needs
- * (register, heartbeat, report, note when commands arrive). Plaintext h2c:
- * the gateways under test run in --insecure-dev mode, so TLS cost is not
- * part of these figures.
+ * nothing but what a scenario needs (register, heartbeat, report, note
+ * when commands arrive). Over plaintext h2c (gateways in --insecure-dev
+ * mode), many streams per HTTP/2 connection; over mTLS, one connection and
+ * one client certificate per agent.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
@@ -17,6 +17,7 @@ import {
   type RegisterSchema,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { AckTracker, h100Hardware, registrationOf } from "../../src/sim/index.js";
+import type { NodeCert } from "./node-certs.js";
 
 const GIB = 1024;
 
@@ -27,7 +28,17 @@ export function registration(nodeId: string, cumulativeAcks = true): MessageInit
   });
 }
 
-/** Connections shared by many agents: `streamsPerConnection` streams on each. */
+/** What benchmark agents present over TLS: the CA that signed the gateway, and each node's certificate. */
+export interface AgentTls {
+  ca: Buffer;
+  certs: ReadonlyMap<string, NodeCert>;
+}
+
+/**
+ * The agents' HTTP/2 connections. Plaintext (h2c): shared by many agents,
+ * `streamsPerConnection` streams on each. TLS: one connection per agent,
+ * as a real agent has, since its certificate says which node it is.
+ */
 export class ConnectionPool {
   readonly #clients: Array<Client<typeof AgentService>> = [];
   readonly #managers: Http2SessionManager[] = [];
@@ -36,18 +47,26 @@ export class ConnectionPool {
   constructor(
     readonly baseUrl: string,
     readonly streamsPerConnection: number,
+    readonly tls?: AgentTls,
   ) {}
 
-  next(): Client<typeof AgentService> {
-    const i = Math.floor(this.#assigned++ / this.streamsPerConnection);
-    while (this.#clients.length <= i) {
-      const sessionManager = new Http2SessionManager(this.baseUrl, { idleConnectionTimeoutMs: 600_000 });
-      this.#managers.push(sessionManager);
-      this.#clients.push(
-        createClient(AgentService, createGrpcTransport({ baseUrl: this.baseUrl, sessionManager })),
-      );
+  next(nodeId: string): Client<typeof AgentService> {
+    if (this.tls) {
+      const id = this.tls.certs.get(nodeId);
+      if (!id) throw new Error(`no client certificate for ${nodeId}`);
+      return this.#connect({ ca: this.tls.ca, cert: id.cert, key: id.key });
     }
+    const i = Math.floor(this.#assigned++ / this.streamsPerConnection);
+    while (this.#clients.length <= i) this.#connect({});
     return this.#clients[i]!;
+  }
+
+  #connect(tls: { ca?: Buffer; cert?: Buffer; key?: Buffer }): Client<typeof AgentService> {
+    const sessionManager = new Http2SessionManager(this.baseUrl, { idleConnectionTimeoutMs: 600_000 }, tls);
+    this.#managers.push(sessionManager);
+    const client = createClient(AgentService, createGrpcTransport({ baseUrl: this.baseUrl, sessionManager }));
+    this.#clients.push(client);
+    return client;
   }
 
   close(): void {

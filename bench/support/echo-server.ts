@@ -1,12 +1,13 @@
 /**
  * The raw reference of the fan-in scenario, and the transport's own limit in
  * the ingest scenario: a bare Connect bidi server for AgentService.Connect on
- * the same HTTP/2 setup as the gateway (h2c, @connectrpc/connect-node). It
+ * the same HTTP/2 setup as the gateway (h2c or mTLS, @connectrpc/connect-node). It
  * acks what the gateway acks (registrations, shard statuses, command results),
  * as the gateway numbers and merges them, but stores nothing; it swallows
  * heartbeats, and pushes a message to every stream when told to over IPC.
  * Prints nothing; reports its port over IPC.
  */
+import { readFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -104,10 +105,23 @@ const routes = (router: ConnectRouter) =>
     },
   });
 
-const server = http2.createServer(
-  { settings: { maxConcurrentStreams: 100_000 } },
-  connectNodeAdapter({ routes }),
-);
+// Arguments: none (h2c), or the certificate, key and client CA files (mTLS, as the gateway serves).
+const [certFile, keyFile, caFile] = process.argv.slice(2);
+const settings = { maxConcurrentStreams: 100_000 };
+const server =
+  certFile && keyFile && caFile
+    ? http2.createSecureServer(
+        {
+          settings,
+          cert: readFileSync(certFile),
+          key: readFileSync(keyFile),
+          ca: readFileSync(caFile),
+          requestCert: true,
+          rejectUnauthorized: true,
+        },
+        connectNodeAdapter({ routes }),
+      )
+    : http2.createServer({ settings }, connectNodeAdapter({ routes }));
 server.listen(0, "127.0.0.1", () => {
   const addr = server.address();
   process.send?.({ port: typeof addr === "object" && addr ? addr.port : 0 });

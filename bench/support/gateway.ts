@@ -1,4 +1,7 @@
-/** A gateway under test: `llmgw gateway` as a child process, h2c on loopback. */
+/**
+ * A gateway under test: `llmgw gateway` as a child process on loopback,
+ * h2c (--insecure-dev) or, given certificate files, mTLS as in production.
+ */
 import { openLog } from "../../src/log/index.js";
 import { freePort } from "../../test/harness/nats.js";
 import { type Child, spawnLlmgw, until, waitForPort } from "../../test/harness/proc.js";
@@ -9,17 +12,27 @@ export interface BenchGateway {
   readonly id: string;
 }
 
+export interface GatewayTlsFiles {
+  cert: string;
+  key: string;
+  clientCa: string;
+}
+
 export async function startGatewayProcess(opts: {
   nats: string;
   stream: string;
   id?: string;
   extraArgs?: string[];
+  /** Serve mTLS with these files (as `llmgw certs` writes them) instead of h2c. */
+  tls?: GatewayTlsFiles;
 }): Promise<BenchGateway> {
   const port = await freePort();
   const id = opts.id ?? `gw-bench-${port}`;
   const child = spawnLlmgw([
     "gateway",
-    "--insecure-dev",
+    ...(opts.tls
+      ? ["--tls-cert", opts.tls.cert, "--tls-key", opts.tls.key, "--client-ca", opts.tls.clientCa]
+      : ["--insecure-dev"]),
     "--id",
     id,
     "--listen",
@@ -44,5 +57,5 @@ export async function startGatewayProcess(opts: {
   } finally {
     await log.close();
   }
-  return { child, url: `http://127.0.0.1:${port}`, id };
+  return { child, url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`, id };
 }

@@ -89,7 +89,10 @@ export class AgentSession {
    */
   #readTimer: NodeJS.Timeout | undefined;
   #readTimerMs = 0;
-  #interruptRead: ((err: unknown) => void) | undefined;
+  /** Settles the read in progress (undefined when none is). */
+  #settleRead: ((input: Input | undefined) => void) | undefined;
+  /** Reads of the iterator whose read was interrupted: their answers come to nobody. */
+  #orphanReads = 0;
   /** The end of the usage interval (the core's `usage-flush` timer). */
   #usageTimer: NodeJS.Timeout | undefined;
   /**
@@ -143,7 +146,7 @@ export class AgentSession {
         resolve();
       };
     });
-    this.#stopReading.signal.addEventListener("abort", () => this.#interruptRead?.(STOPPED), { once: true });
+    this.#stopReading.signal.addEventListener("abort", () => this.#interruptRead(STOPPED), { once: true });
   }
 
   /** The node the stream registered as ("" until its Register was read). */
@@ -315,16 +318,15 @@ export class AgentSession {
       ackId === undefined ? () => {} : () => void this.#feed({ kind: "stored", messageId: ackId });
     const event = gatewayEvent(this.host.config.id, e.id, e.body);
     // A failed pipeline closed the session already (its onFail): nothing to do here.
-    const push = () => this.#pipeline.push(event, onStored);
     let waiting: Promise<void> | undefined;
     if (this.#backlog === undefined) {
       try {
-        waiting = push();
+        waiting = this.#pipeline.push(event, onStored);
       } catch {
         return;
       }
     } else {
-      waiting = this.#backlog.then(push);
+      waiting = this.#backlog.then(() => this.#pipeline.push(event, onStored));
     }
     if (!waiting) return;
     const tail = waiting.catch(() => {});
@@ -494,40 +496,59 @@ export class AgentSession {
     } else {
       clearTimeout(this.#readTimer);
       this.#readTimerMs = timeoutMs;
-      this.#readTimer = setTimeout(() => this.#interruptRead?.(TIMED_OUT), timeoutMs);
+      this.#readTimer = setTimeout(() => this.#interruptRead(TIMED_OUT), timeoutMs);
       this.#readTimer.unref();
     }
     // One promise per read, settled by the read or by an interruption
     // (instead of a race of the read, a catch and an interruption promise):
     // each of them lives until the agent's next message, seconds later, so
-    // they outlive young-generation collections and become old garbage.
+    // they outlive young-generation collections and become old garbage. The
+    // handlers are the session's own, not closures made per message.
     return new Promise<Input | undefined>((resolve) => {
-      const settle = (input: Input | undefined) => {
-        if (this.#interruptRead === interrupt) this.#interruptRead = undefined;
-        if (input?.kind === "message") this.#heard();
-        resolve(input);
-      };
-      const interrupt = (why: unknown) =>
-        settle(why === TIMED_OUT ? { kind: "timer", timer: "read-deadline" } : undefined);
-      this.#interruptRead = interrupt;
-      it.next().then(
-        (r) =>
-          settle(
-            r.done
-              ? { kind: "stream-ended" }
-              : { kind: "message", message: r.value, draining: this.host.draining, at: performance.now() },
-          ),
-        (err: unknown) => {
-          const ce = agentFault(err);
-          settle({
-            kind: "stream-failed",
-            code: ce.code,
-            detail: ce.rawMessage,
-            aborted: this.ctx.signal.aborted,
-          });
-        },
-      );
+      this.#settleRead = resolve;
+      it.next().then(this.#onRead, this.#onReadFailed);
     });
+  }
+
+  readonly #onRead = (r: IteratorResult<AgentMessage>): void => {
+    if (this.#orphaned()) return;
+    this.#settle(
+      r.done
+        ? { kind: "stream-ended" }
+        : { kind: "message", message: r.value, draining: this.host.draining, at: performance.now() },
+    );
+  };
+
+  readonly #onReadFailed = (err: unknown): void => {
+    if (this.#orphaned()) return;
+    const ce = agentFault(err);
+    this.#settle({
+      kind: "stream-failed",
+      code: ce.code,
+      detail: ce.rawMessage,
+      aborted: this.ctx.signal.aborted,
+    });
+  };
+
+  /** The read deadline passed or the session stopped reading: the read in progress ends without its message. */
+  #interruptRead(why: unknown): void {
+    if (!this.#settleRead) return;
+    this.#orphanReads++;
+    this.#settle(why === TIMED_OUT ? { kind: "timer", timer: "read-deadline" } : undefined);
+  }
+
+  /** An answer of the iterator to a read that was interrupted. */
+  #orphaned(): boolean {
+    if (this.#orphanReads === 0) return false;
+    this.#orphanReads--;
+    return true;
+  }
+
+  #settle(input: Input | undefined): void {
+    const resolve = this.#settleRead;
+    this.#settleRead = undefined;
+    if (input?.kind === "message") this.#heard();
+    resolve?.(input);
   }
 
   /** An agent message came: how recently and how regularly the agent speaks (the duplicate check's liveness). */

@@ -7,6 +7,7 @@ import {
   PermissionViolationError,
 } from "@nats-io/transport-node";
 import { LogError, permissionDenied } from "./errors.js";
+import { parsePubAck } from "./pub-ack.js";
 import { PublishHeaders } from "./publish-headers.js";
 
 export interface PublishExpect {
@@ -150,6 +151,11 @@ export class AckedPublisher {
             : `the log is unavailable: the server answered ${status} ${msg.headers?.description ?? ""}`.trim(),
         ),
       );
+      return;
+    }
+    const common = parsePubAck(msg.data);
+    if (common) {
+      p.resolve(common);
       return;
     }
     let body: {

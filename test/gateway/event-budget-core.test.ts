@@ -99,7 +99,7 @@ class Driven {
   }
 }
 
-function usageOf(events: EventDraft[]) {
+function usageOf(events: readonly EventDraft[]) {
   return events.flatMap((e) =>
     e.body.case === "usageChanged" ? [create(UsageChangedSchema, e.body.value)] : [],
   );

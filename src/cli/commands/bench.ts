@@ -36,10 +36,14 @@ export function registerBench(program: Command): void {
         ...(f.only !== undefined ? ["--only", f.only] : []),
         ...(f.out !== undefined ? ["--out", f.out] : []),
       ];
-      const child = spawn(process.execPath, ["--import", "tsx", main, ...args], {
-        stdio: "inherit",
-        cwd: process.cwd(),
-      });
+      const node = [process.execPath, "--import", "tsx", main, ...args];
+      // Fan-in holds one descriptor per mTLS stream (10,000 by default): the
+      // child's soft limit of open files is raised to the hard one first,
+      // which any process may do, through the shell where there is one.
+      const [cmd, ...argv] = existsSync("/bin/sh")
+        ? ["/bin/sh", "-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', "llmgw-bench", ...node]
+        : node;
+      const child = spawn(cmd!, argv, { stdio: "inherit", cwd: process.cwd() });
       // Ctrl-C reaches the child through the terminal; a SIGTERM sent to us is passed on.
       const forward = () => child.kill("SIGTERM");
       process.once("SIGTERM", forward);

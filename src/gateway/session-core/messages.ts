@@ -7,7 +7,7 @@ import {
   registrationProblem,
   shardStatusProblem,
 } from "../registration.js";
-import { closeNow, nothing } from "./result.js";
+import { closeNow, NONE, nothing } from "./result.js";
 import type { SessionState, StepResult } from "./types.js";
 import { heartbeat } from "./usage-steps.js";
 import { afterRegistration } from "./usage-window.js";
@@ -21,43 +21,38 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
   const seq = prev.seq + 1;
   const state = { ...prev, seq };
   const ids = { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(seq) };
-  const refuse = (detail: string) =>
-    closeNow(state, { kind: "protocol-error", code: Code.InvalidArgument, detail });
-  const event = (body: BodyInit, acked: boolean, next = state): StepResult => ({
-    ...nothing(next),
-    events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: acked ? String(seq) : undefined }],
-  });
   const msg = m.msg;
   switch (msg.case) {
     case "register": {
       const reg = msg.value;
       if (reg.nodeId !== state.nodeId) {
         return refuse(
+          state,
           `re-registration names node ${JSON.stringify(reg.nodeId)} but this stream is node ${JSON.stringify(state.nodeId)}`,
         );
       }
       const bad = registrationProblem(reg);
-      if (bad) return refuse(`invalid registration: ${bad}`);
+      if (bad) return refuse(state, `invalid registration: ${bad}`);
       state.usage?.reset(reg);
-      return event({ case: "hardwareChanged", value: { ...ids, registration: reg } }, true, {
+      return event(state, { case: "hardwareChanged", value: { ...ids, registration: reg } }, true, {
         ...state,
         usageWindow: afterRegistration(state.usageWindow),
       });
     }
     case "heartbeat": {
       const bad = heartbeatProblem(msg.value);
-      if (bad) return refuse(`invalid heartbeat: ${bad}`);
+      if (bad) return refuse(state, `invalid heartbeat: ${bad}`);
       return heartbeat(state, msg.value, at);
     }
     case "shard": {
       const bad = shardStatusProblem(msg.value);
-      if (bad) return refuse(`invalid shard status: ${bad}`);
-      return event({ case: "shardStatus", value: { ...ids, status: msg.value } }, true);
+      if (bad) return refuse(state, `invalid shard status: ${bad}`);
+      return event(state, { case: "shardStatus", value: { ...ids, status: msg.value } }, true);
     }
     case "result": {
       const bad = commandResultProblem(msg.value);
-      if (bad) return refuse(`invalid command result: ${bad}`);
-      return event({ case: "commandResult", value: { ...ids, result: msg.value } }, true);
+      if (bad) return refuse(state, `invalid command result: ${bad}`);
+      return event(state, { case: "commandResult", value: { ...ids, result: msg.value } }, true);
     }
     case undefined:
       // A kind this gateway does not know (a newer agent) or an empty
@@ -72,4 +67,21 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       });
     }
   }
+}
+
+/** The message refused: the session closes (PROTOCOL_ERROR, InvalidArgument). */
+function refuse(state: SessionState, detail: string): StepResult {
+  return closeNow(state, { kind: "protocol-error", code: Code.InvalidArgument, detail });
+}
+
+/** The message becomes one event (numbered by the message's sequence), acked once stored when `acked`. */
+function event(state: SessionState, body: BodyInit, acked: boolean, next = state): StepResult {
+  const seq = state.seq;
+  return {
+    state: next,
+    events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: acked ? String(seq) : undefined }],
+    replies: NONE,
+    timers: NONE,
+    notes: NONE,
+  };
 }

@@ -2,9 +2,12 @@ import { type Close, closeOutcome } from "./close.js";
 import { ack } from "./replies.js";
 import type { Reply, SessionState, StepResult } from "./types.js";
 
+/** One empty list for every step that has nothing of a kind: a step per message allocates none. */
+export const NONE: readonly never[] = Object.freeze([]);
+
 /** A step that changes nothing. */
 export function nothing(state: SessionState): StepResult {
-  return { state, events: [], replies: [], timers: [], notes: [] };
+  return { state, events: NONE, replies: NONE, timers: NONE, notes: NONE };
 }
 
 /**
@@ -13,7 +16,7 @@ export function nothing(state: SessionState): StepResult {
  * also writes the ack still waiting for its flush, so what is stored is
  * acknowledged before the stream ends.
  */
-export function closeNow(state: SessionState, close: Close, replies: Reply[] = []): StepResult {
+export function closeNow(state: SessionState, close: Close, replies: readonly Reply[] = []): StepResult {
   if (state.close) return nothing(state);
   const out = [...replies];
   if (closeOutcome(close).code === undefined && state.ackThrough !== undefined) {
@@ -21,10 +24,10 @@ export function closeNow(state: SessionState, close: Close, replies: Reply[] = [
   }
   return {
     state: { ...state, phase: "closing", close, ackThrough: undefined, ackScheduled: false },
-    events: [],
+    events: NONE,
     replies: out,
     close,
-    timers: [],
-    notes: [],
+    timers: NONE,
+    notes: NONE,
   };
 }

@@ -125,11 +125,11 @@ export type Note =
 
 export interface StepResult {
   readonly state: SessionState;
-  readonly events: EventDraft[];
-  readonly replies: Reply[];
+  readonly events: readonly EventDraft[];
+  readonly replies: readonly Reply[];
   /** The session closes (only ever once). */
   readonly close?: Close;
   /** Timers to start. */
-  readonly timers: TimerKind[];
-  readonly notes: Note[];
+  readonly timers: readonly TimerKind[];
+  readonly notes: readonly Note[];
 }
