@@ -153,6 +153,23 @@ describe("decide: spec revisions and rollouts", () => {
     );
   });
 
+  it("a disruption budget binds a rollout's maxUnavailable: with minAvailable 100% no ready replica leaves first", () => {
+    const f = new Fleet();
+    f.connect("gpu-a1");
+    f.catalog(llama8b(4));
+    f.run();
+    assert.equal(readyOf(f), 4);
+    f.catalog({ ...withArgs(llama8b(4), ["--x"], { maxSurge: 1, maxUnavailable: 2 }), minAvailable: "100%" });
+    for (let i = 0; i < 40; i++) {
+      const out = f.step();
+      // As the pass leaves it, before any agent acts on it.
+      assert.ok(readyOf(f) >= 4, `ready ${readyOf(f)} after pass ${i}: the budget keeps all 4`);
+      f.obey(out);
+    }
+    assert.deepEqual(new Set(revisions(f)).size, 1, "every replica ends on the new revision");
+    assert.equal(readyOf(f), 4);
+  });
+
   it("an adopted replica the log did not know takes its profile's revision in force; a known one keeps its own", () => {
     const f = new Fleet();
     f.catalog(llama8b(2));

@@ -85,6 +85,8 @@ export const llama405b = (n: number) =>
 
 export type ModelInit = ReturnType<typeof model> & {
   rollout?: { maxSurge?: number; maxUnavailable?: number; progressDeadlineMs?: number };
+  /** The disruption budget as the catalog states it ("2", "75%"). */
+  minAvailable?: string;
 };
 
 export function registration(nodeId: string, spec: NodeSpec = {}) {
