@@ -125,7 +125,7 @@ describe("llmgw completion", () => {
     }
     assert.match(
       fish.stdout,
-      /-n '__fish_seen_subcommand_from catalog; and not __fish_seen_subcommand_from apply get help' -a 'apply'/,
+      /-n '__fish_seen_subcommand_from catalog; and not __fish_seen_subcommand_from apply get history help' -a 'apply'/,
     );
     assert.match(
       fish.stdout,
