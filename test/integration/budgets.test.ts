@@ -10,18 +10,16 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
+import type { LogRecord } from "../../src/log/index.js";
 import { evolveFleet, initialFleet, readyCounts } from "../../src/projections/index.js";
 import { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { readAll } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { startStack } from "../support/stack.js";
 
 const MODEL = "llama-3.3-70b";
 /** One replica fills a 4-GPU node. */
@@ -53,67 +51,27 @@ describe("disruption budgets and scaling, end to end", () => {
   });
 
   it("a drain blocked by minAvailable waits and explains, proceeds once the replacement is ready; scale up and down", async () => {
-    const stream = uniqueStream("BUDGET");
-    const prefix = `b${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
-    let rec: ReconcilerProcess | undefined;
-    let api: ApiServer | undefined;
+    const stack = await startStack(server.url, {
+      name: "budget",
+      reconciler: {
+        policy: "spread",
+        commandTimeoutMs: 5000,
+        suspectAfterMs: 10_000,
+        lostAfterMs: 20_000,
+        drainDeadlineMs: 120_000,
+      },
+    });
+    const { log, call, api } = stack;
     let fleet: SimFleet | undefined;
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${api!.url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
     const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
-    const cli = (...args: string[]) => runCli([...args, "--api", api!.url], { timeoutMs: 60_000 });
-    const why = async () =>
-      `\nreplicas: ${JSON.stringify(
-        (await replicas().catch(() => [])).map((r) => [r.replicaId, r.phase, r.nodeIds, r.pendingReason]),
-      )}\nreconciler:\n${rec?.output()}`;
+    const cli = (...args: string[]) => runCli([...args, "--api", api.url], { timeoutMs: 60_000 });
     const explained = <T>(p: Promise<T>) =>
       p.catch(async (err) => {
-        throw new Error(`${(err as Error).message}${await why()}`);
+        throw new Error(`${(err as Error).message}${await stack.why()}`);
       });
     try {
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: gatewaysBucket,
-        heartbeatTimeoutMs: 5000,
-      });
-      rec = await spawnReconciler({
-        id: "rec-budget",
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: `rl_${rand()}`,
-        gatewaysBucket,
-        config: {
-          policy: "spread",
-          commandTimeoutMs: 5000,
-          suspectAfterMs: 10_000,
-          lostAfterMs: 20_000,
-          drainDeadlineMs: 120_000,
-        },
-      });
-      api = await startApi({
-        log,
-        host: "127.0.0.1",
-        port: 0,
-        auth: { kind: "dev" },
-        instanceId: "api-budget",
-      });
       fleet = new SimFleet({
-        gateways: [gw.url],
+        gateways: [stack.gw.url],
         insecureDev: true,
         nodes: 3,
         gpusPerNode: 4,
@@ -341,11 +299,7 @@ describe("disruption budgets and scaling, end to end", () => {
       assert.deepEqual(passViolations(all), []);
     } finally {
       await fleet?.stop();
-      await api?.close().catch(() => {});
-      await killAll([rec]);
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await stack.close();
     }
   });
 });

@@ -10,16 +10,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
+import type { Log, LogRecord } from "../../src/log/index.js";
 import { evolveFleet, initialFleet, readyCounts } from "../../src/projections/index.js";
 import { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { readAll } from "../support/gateway.js";
 import { assertLogInvariants } from "../support/invariants.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { startStack } from "../support/stack.js";
 
 const MODEL = "qwen-2.5-7b";
 const catalog = (args: string[]) => ({
@@ -62,61 +60,23 @@ describe("rollouts through the real stack", () => {
   });
 
   async function withStack(name: string, fn: (s: Stack) => Promise<void>): Promise<void> {
-    const stream = uniqueStream(name);
-    const prefix = `r${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
-    const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
-    let rec: ReconcilerProcess | undefined;
-    let api: ApiServer | undefined;
+    const stack = await startStack(server.url, {
+      name,
+      reconciler: {
+        commandTimeoutMs: 5000,
+        suspectAfterMs: 10_000,
+        lostAfterMs: 20_000,
+        drainDeadlineMs: 30_000,
+      },
+    });
     let fleet: SimFleet | undefined;
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${api!.url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
     const why = async () => {
-      const rs = (await call("GET", "/v1/replicas").catch(() => ({ replicas: [] }))).replicas as any[];
-      const ro = await call("GET", `/v1/rollouts/${MODEL}`).catch(() => ({}));
-      return `\nreplicas: ${JSON.stringify(rs.map((r) => [r.replicaId, r.phase, r.revision, r.ready]))}\nrollout: ${JSON.stringify(ro.rollout)}\nreconciler:\n${rec?.output().slice(-4000)}`;
+      const ro = await stack.call("GET", `/v1/rollouts/${MODEL}`).catch(() => ({}));
+      return `\nrollout: ${JSON.stringify(ro.rollout)}${await stack.why()}`;
     };
     try {
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: gatewaysBucket,
-        heartbeatTimeoutMs: 5000,
-      });
-      rec = await spawnReconciler({
-        id: `rec-${name.toLowerCase()}`,
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: `rl_${rand()}`,
-        gatewaysBucket,
-        config: {
-          commandTimeoutMs: 5000,
-          suspectAfterMs: 10_000,
-          lostAfterMs: 20_000,
-          drainDeadlineMs: 30_000,
-        },
-      });
-      api = await startApi({
-        log,
-        host: "127.0.0.1",
-        port: 0,
-        auth: { kind: "dev" },
-        instanceId: `api-${name}`,
-      });
       fleet = new SimFleet({
-        gateways: [gw.url],
+        gateways: [stack.gw.url],
         insecureDev: true,
         nodes: 2,
         gpusPerNode: 8,
@@ -131,17 +91,14 @@ describe("rollouts through the real stack", () => {
       await fleet.start();
       await eventually(
         async () =>
-          (await call("GET", "/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected").length === 2,
+          (await stack.call("GET", "/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected")
+            .length === 2,
         { what: "two connected nodes in the API" },
       );
-      await fn({ log, call, why });
+      await fn({ log: stack.log, call: stack.call, why });
     } finally {
       await fleet?.stop();
-      await api?.close().catch(() => {});
-      await killAll([rec]);
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await stack.close();
     }
   }
 
@@ -168,7 +125,7 @@ describe("rollouts through the real stack", () => {
   }
 
   it("rolls 8 replicas with maxSurge 1, maxUnavailable 0: never below 8 ready, all on the new revision", async () => {
-    await withStack("ROLL", async (s) => {
+    await withStack("roll", async (s) => {
       await s.call("PUT", "/v1/catalog", catalog(V1));
       const v1 = await eightReady(s);
       const startSeq = await s.log.lastSeq();
@@ -206,7 +163,7 @@ describe("rollouts through the real stack", () => {
   });
 
   it("a spec that fails to start stalls after its first new replica, the 8 old ones serve; undo restores the old spec", async () => {
-    await withStack("STALL", async (s) => {
+    await withStack("stall", async (s) => {
       await s.call("PUT", "/v1/catalog", catalog(V1));
       const v1 = await eightReady(s);
       const startSeq = await s.log.lastSeq();
