@@ -56,8 +56,6 @@ export interface ApiRoute {
   access: RouteAccess;
   /** What `:id` is, when the path has one (`:model` for a model). */
   id?: "node" | "replica" | "model";
-  /** The path has `:name`, a model of the catalog. */
-  modelName?: true;
   /** The path has `:index`, a GPU index of the node. */
   gpuIndex?: true;
   query?: z.ZodObject;
@@ -364,11 +362,11 @@ export const API_ROUTES: ApiRoute[] = [
   },
   {
     method: "PATCH",
-    url: "/v1/models/:name",
+    url: "/v1/models/:model",
     access: "admin",
     summary:
       "Scale a model: a catalog change with its new replica count (fenced like PUT /v1/catalog). Scale-down takes replicas out of the routing table, then drains them.",
-    modelName: true,
+    id: "model",
     body: modelPatchBody,
     ifMatch: true,
     answer: { kind: "json", schema: ModelScaledSchema, description: "applied at this sequence" },

@@ -116,15 +116,6 @@ function parameters(r: ApiRoute): unknown[] {
   const out: unknown[] = [];
   if (r.id)
     out.push({ name: r.id === "model" ? "model" : "id", in: "path", required: true, ...ID_PARAM[r.id] });
-  if (r.modelName) {
-    out.push({
-      name: "name",
-      in: "path",
-      required: true,
-      description: "A model of the catalog.",
-      schema: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" },
-    });
-  }
   if (r.gpuIndex) {
     out.push({
       name: "index",

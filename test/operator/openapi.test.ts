@@ -170,21 +170,27 @@ describe("OpenAPI document", () => {
     });
     assert.equal(bad.status, 400);
     await check("GET", "/v1/catalog", "/v1/catalog");
-    const scaled = await check("PATCH", "/v1/models/:name", "/v1/models/llama-3.1-8b", {
+    const scaled = await check("PATCH", "/v1/models/:model", "/v1/models/llama-3.1-8b", {
       body: JSON.stringify({ replicas: 2 }),
       headers: { "content-type": "application/json" },
     });
     assert.equal(scaled.status, 200, JSON.stringify(scaled.body));
-    const badCount = await check("PATCH", "/v1/models/:name", "/v1/models/llama-3.1-8b", {
+    const badCount = await check("PATCH", "/v1/models/:model", "/v1/models/llama-3.1-8b", {
       body: JSON.stringify({ replicas: "two" }),
       headers: { "content-type": "application/json" },
     });
     assert.equal(badCount.status, 400);
-    const noModel = await check("PATCH", "/v1/models/:name", "/v1/models/no-such-model", {
+    const noModel = await check("PATCH", "/v1/models/:model", "/v1/models/no-such-model", {
       body: JSON.stringify({ replicas: 1 }),
       headers: { "content-type": "application/json" },
     });
     assert.equal(noModel.status, 404);
+    const badName = await check("PATCH", "/v1/models/:model", "/v1/models/-bad", {
+      body: JSON.stringify({ replicas: 1 }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(badName.status, 400);
+    assert.match(badName.body.error.message, /model "-bad" must be 1 to 64 characters/);
 
     const json = { "content-type": "application/json" };
     for (const action of ["cordon", "uncordon", "drain"]) {

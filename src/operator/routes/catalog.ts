@@ -52,7 +52,7 @@ function formatOf(contentType: string | undefined): CatalogFormat {
  * Appends a catalog fenced on the catalog subject's sequence `expected` (the
  * catalog the change was based on) and waits until the projection folded
  * it; 412 when someone applied another one first. Every catalog write goes
- * through here (PUT /v1/catalog, PATCH /v1/models/:name).
+ * through here (PUT /v1/catalog, PATCH /v1/models/:model).
  */
 export async function applyCatalog(
   ctx: ApiContext,

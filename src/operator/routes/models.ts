@@ -1,31 +1,23 @@
 /**
- * One model of the catalog: PATCH /v1/models/:name changes its replica
+ * One model of the catalog: PATCH /v1/models/:model changes its replica
  * count. It is a catalog change like PUT /v1/catalog: the catalog in force
  * with one number changed, fenced on the catalog subject (If-Match, or the
  * catalog this API has folded), applied by the token's name.
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { catalogFileFrom, NAME_PATTERN, replicaCount, validateCatalog } from "../catalog/index.js";
+import { catalogFileFrom, replicaCount, validateCatalog } from "../catalog/index.js";
 import type { ApiContext } from "../context.js";
-import { ApiError, invalid } from "../errors.js";
+import { ApiError } from "../errors.js";
 import { principalOf } from "../principal.js";
 import { applyCatalog, etagOf, parseIfMatch } from "./catalog.js";
-import { parseWith } from "./params.js";
+import { modelParam, parseWith } from "./params.js";
 
 export const modelPatchBody = z.strictObject({ replicas: replicaCount });
 
-export function modelName(params: unknown): string {
-  const name = (params as { name?: string }).name ?? "";
-  if (!NAME_PATTERN.test(name)) {
-    throw invalid(`model name ${JSON.stringify(name.slice(0, 80))} is not a catalog model name`);
-  }
-  return name;
-}
-
 export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.patch("/v1/models/:name", async (req, reply) => {
-    const name = modelName(req.params);
+  app.patch("/v1/models/:model", async (req, reply) => {
+    const name = modelParam(req.params);
     const body = parseWith(modelPatchBody, req.body, "model change");
     const ifMatch = parseIfMatch(req.headers["if-match"]);
     // Change the catalog in force, not an older one this API has not folded yet.

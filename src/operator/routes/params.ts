@@ -1,7 +1,7 @@
 /** Validation of path and query parameters shared by the routes. */
 import { z } from "zod";
 import { invalidNodeIdReason, isReservedKey } from "../../log/index.js";
-import { formatPath } from "../catalog/index.js";
+import { formatPath, NAME_PATTERN } from "../catalog/index.js";
 import { ApiError, invalid } from "../errors.js";
 
 /** A node id, as typed (a DNS name, dots included): the log's own rule applies. */
@@ -19,6 +19,17 @@ export function gpuIndexParam(params: unknown): number {
     throw invalid(`gpu index ${JSON.stringify(raw.slice(0, 32))} must be a whole number ≥ 0`);
   }
   return Number(raw);
+}
+
+/** A model name in a path (`:model`): the catalog's rule. */
+export function modelParam(params: unknown): string {
+  const name = (params as { model?: string }).model ?? "";
+  if (!NAME_PATTERN.test(name)) {
+    throw invalid(
+      `model ${JSON.stringify(name.slice(0, 80))} must be 1 to 64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
+  }
+  return name;
 }
 
 const REPLICA_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -7,24 +7,12 @@
 import type { FastifyInstance } from "fastify";
 import { isLogError } from "../../log/index.js";
 import { readCatalogHistory, undoCatalog } from "../catalog/history.js";
-import { NAME_PATTERN } from "../catalog/index.js";
 import { type ApiContext, appendAndWait } from "../context.js";
-import { ApiError, invalid, notFound } from "../errors.js";
+import { ApiError, notFound } from "../errors.js";
 import { principalOf } from "../principal.js";
 import { rolloutView, rolloutViews } from "../rollouts-view.js";
 import { intentBody } from "./nodes.js";
-import { parseWith } from "./params.js";
-
-/** A model name in a path: the catalog's rule. */
-export function modelParam(params: unknown): string {
-  const name = (params as { model?: string }).model ?? "";
-  if (!NAME_PATTERN.test(name)) {
-    throw invalid(
-      `model ${JSON.stringify(name.slice(0, 80))} must be 1 to 64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit`,
-    );
-  }
-  return name;
-}
+import { modelParam, parseWith } from "./params.js";
 
 function viewOf(ctx: ApiContext, model: string) {
   const s = ctx.runtime.state;
