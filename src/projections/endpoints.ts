@@ -7,6 +7,7 @@
  * to stop or drain), so a router hears of a drain before its shards do.
  */
 import { isReady } from "./ready.js";
+import { sortedKeys } from "./sorted-keys.js";
 import type { EndpointEntry, FleetState, ReplicaState } from "./state.js";
 
 /** Where a replica serves: rank 0's endpoint (the others of a multi-node replica are not routed to). */
@@ -22,7 +23,10 @@ export function replicaEndpoint(r: ReplicaState): EndpointEntry | null {
  */
 export function routingTable(state: FleetState): Record<string, EndpointEntry[]> {
   const byModel = new Map<string, EndpointEntry[]>();
-  for (const r of Object.values(state.replicas.replicas)) {
+  const replicas = state.replicas.replicas;
+  // In replica-id order (the keys are the ids), so each model's list comes out sorted.
+  for (const id of sortedKeys(replicas)) {
+    const r = replicas[id] as ReplicaState;
     if (!isReady(r)) continue;
     const e = replicaEndpoint(r);
     if (!e) continue;
@@ -31,11 +35,7 @@ export function routingTable(state: FleetState): Record<string, EndpointEntry[]>
     byModel.set(r.model, list);
   }
   const out: Record<string, EndpointEntry[]> = {};
-  for (const model of [...byModel.keys()].sort()) {
-    out[model] = (byModel.get(model) as EndpointEntry[]).sort((a, b) =>
-      a.replicaId < b.replicaId ? -1 : a.replicaId > b.replicaId ? 1 : 0,
-    );
-  }
+  for (const model of [...byModel.keys()].sort()) out[model] = byModel.get(model) as EndpointEntry[];
   return out;
 }
 

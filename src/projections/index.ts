@@ -5,7 +5,7 @@ export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
 export { AUTOSCALE_DEFAULTS } from "./convert.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
-export { forkFleet, originOf } from "./fork.js";
+export { type Fork, forkFleet, originOf } from "./fork.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
@@ -14,5 +14,5 @@ export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.j
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
 export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
-export { sortedKeys } from "./sorted-keys.js";
+export { recordValues, sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

@@ -7,6 +7,7 @@ import { type Event, Liveness, SessionClosed_Reason } from "../gen/llmgw/v1/even
 import { fabricFrom, gpuFaultFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
 import { writable } from "./fork.js";
 import type { EventMeta } from "./projection.js";
+import { putRecord } from "./sorted-keys.js";
 import type { InventoryState, NodeLiveness, NodeState } from "./state.js";
 
 export function initialInventory(): InventoryState {
@@ -39,7 +40,7 @@ function nodeFor(state: InventoryState, nodeId: string, seq: number): NodeState 
   let n = writable(state.nodes, nodeId);
   if (!n) {
     n = newNode(nodeId, seq);
-    state.nodes[nodeId] = n;
+    putRecord(state.nodes, nodeId, n);
   }
   return n;
 }

@@ -5,6 +5,7 @@
  * whose start was never acknowledged, is not.
  */
 import { effectiveReplicas } from "./autoscale.js";
+import { recordValues } from "./sorted-keys.js";
 import type { ReplicaState, ReplicasState } from "./state.js";
 
 export function isReady(r: ReplicaState): boolean {
@@ -19,7 +20,7 @@ export function isReady(r: ReplicaState): boolean {
 export function readyCounts(state: ReplicasState): Record<string, { ready: number; desired: number }> {
   const out: Record<string, { ready: number; desired: number }> = {};
   for (const m of state.catalog.models) out[m.name] = { ready: 0, desired: effectiveReplicas(state, m) };
-  for (const r of Object.values(state.replicas)) {
+  for (const r of recordValues(state.replicas)) {
     const c = out[r.model] ?? { ready: 0, desired: 0 };
     out[r.model] = c;
     if (isReady(r)) c.ready++;

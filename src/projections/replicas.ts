@@ -15,6 +15,7 @@ import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
 import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
 import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
+import { dropRecord, putRecord, recordValues } from "./sorted-keys.js";
 import {
   type CommandKind,
   cooldownKey,
@@ -122,7 +123,8 @@ function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
 }
 
 function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
-  for (const [id, r] of Object.entries(state.replicas)) {
+  for (const r of recordValues(state.replicas)) {
+    const id = r.replicaId;
     if (r.disruptionBlocked !== undefined && r.shards.some((s) => s.nodeId === nodeId)) {
       // In a pass's fork the input keeps its own copy (projections/fork.ts).
       const w = writable(state.replicas, id);
@@ -141,7 +143,7 @@ function replicaFor(
   let r = writable(state.replicas, replicaId);
   if (!r) {
     r = newReplica(replicaId, model, seq, createdMs);
-    state.replicas[replicaId] = r;
+    putRecord(state.replicas, replicaId, r);
   }
   return r;
 }
@@ -378,7 +380,7 @@ function foldPass(
       case "replicaRemoved": {
         const r = state.replicas[k.value.replicaId];
         if (r) forgetShards(state.replicas, r);
-        delete state.replicas[k.value.replicaId];
+        dropRecord(state.replicas, k.value.replicaId);
         break;
       }
       case "replicaDrainStarted": {

@@ -9,9 +9,12 @@
  * serialized state do not change, and a state loaded from a snapshot or
  * copied builds its index on first use. Deterministic: it answers exactly
  * what the scan would, including the rare case of two replicas naming the
- * same shard on one node (then it falls back to the scan's order).
+ * same shard on one node (then it falls back to the scan's order). A
+ * reconcile pass's fork shares the replicas and this index with its
+ * original, and gives both back when it is released (fork.ts).
  */
-import { originOf } from "./fork.js";
+
+import { recordValues } from "./sorted-keys.js";
 import type { ReplicaState } from "./state.js";
 
 type Replicas = Record<string, ReplicaState>;
@@ -19,36 +22,8 @@ type Index = Map<string, Set<string>>;
 
 const indexes = new WeakMap<Replicas, Index>();
 
-/**
- * A fork's replicas (fork.ts) answer from their origin's index, less the
- * replicas the fork changed, plus those replicas' shards as the fork has
- * them: a pass costs what it changes, not a rebuild of the index.
- */
-interface Overlay {
-  origin: Replicas;
-  changed: Set<string>;
-  delta: Index;
-}
-
-const overlays = new WeakMap<Replicas, Overlay>();
-
-function overlayOf(replicas: Replicas): Overlay | undefined {
-  let o = overlays.get(replicas);
-  if (o) return o;
-  const origin = originOf(replicas);
-  if (!origin) return undefined;
-  o = { origin, changed: new Set(), delta: new Map() };
-  overlays.set(replicas, o);
-  return o;
-}
-
 function owners(replicas: Replicas, k: string): string[] {
-  const o = overlayOf(replicas);
-  if (!o) return [...((indexes.get(replicas) ?? build(replicas)).get(k) ?? [])];
-  const base = (indexes.get(o.origin) ?? build(o.origin)).get(k) ?? [];
-  const out = [...base].filter((id) => !o.changed.has(id));
-  for (const id of o.delta.get(k) ?? []) out.push(id);
-  return out;
+  return [...((indexes.get(replicas) ?? build(replicas)).get(k) ?? [])];
 }
 
 function key(nodeId: string, shardId: string): string {
@@ -57,7 +32,7 @@ function key(nodeId: string, shardId: string): string {
 
 function build(replicas: Replicas): Index {
   const index: Index = new Map();
-  for (const r of Object.values(replicas)) add(index, r);
+  for (const r of recordValues(replicas)) add(index, r);
   indexes.set(replicas, index);
   return index;
 }
@@ -79,7 +54,7 @@ export function shardOwner(replicas: Replicas, nodeId: string, shardId: string):
   const found = owners(replicas, key(nodeId, shardId));
   if (found.length === 0) return "";
   if (found.length === 1) return found[0] ?? "";
-  for (const r of Object.values(replicas)) {
+  for (const r of recordValues(replicas)) {
     if (r.shards.some((s) => s.shardId === shardId && s.nodeId === nodeId)) return r.replicaId;
   }
   return "";
@@ -87,9 +62,7 @@ export function shardOwner(replicas: Replicas, nodeId: string, shardId: string):
 
 /** Call before a replica's shards change or it is deleted. */
 export function forgetShards(replicas: Replicas, r: ReplicaState): void {
-  const o = overlayOf(replicas);
-  if (o) o.changed.add(r.replicaId);
-  const index = o ? o.delta : indexes.get(replicas);
+  const index = indexes.get(replicas);
   if (!index) return;
   for (const s of r.shards) {
     const k = key(s.nodeId, s.shardId);
@@ -102,8 +75,6 @@ export function forgetShards(replicas: Replicas, r: ReplicaState): void {
 
 /** Call after a replica's shards changed (or it was created with shards). */
 export function recordShards(replicas: Replicas, r: ReplicaState): void {
-  const o = overlayOf(replicas);
-  if (o) o.changed.add(r.replicaId);
-  const index = o ? o.delta : indexes.get(replicas);
+  const index = indexes.get(replicas);
   if (index) add(index, r);
 }

@@ -6,7 +6,7 @@
  * so that what earlier rules of the same pass took (a drain started is no
  * longer ready) counts against what later ones may take.
  */
-import { isReady, resolveMinAvailable } from "../../projections/index.js";
+import { isReady, recordValues, resolveMinAvailable } from "../../projections/index.js";
 import { desiredReplicas } from "./desired.js";
 import type { Pass } from "./pass.js";
 
@@ -30,7 +30,7 @@ export function disruptionBudget(pass: Pass, model: string): DisruptionBudget {
   const stated = spec?.minAvailable;
   const minAvailable = resolveMinAvailable(stated, desired);
   let ready = 0;
-  for (const r of Object.values(pass.work.replicas.replicas)) {
+  for (const r of recordValues(pass.work.replicas.replicas)) {
     if (r.model === model && isReady(r)) ready++;
   }
   return { model, desired, stated, minAvailable, ready, allowed: Math.max(0, ready - minAvailable) };

@@ -10,7 +10,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
-import type { CommandState, ShardState } from "../../projections/index.js";
+import { type CommandState, recordValues, type ShardState } from "../../projections/index.js";
 import { currentSession, decision, drainDeadline, finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -45,7 +45,7 @@ export function reissueCommands(pass: Pass): void {
 function findShard(pass: Pass, c: CommandState): ShardState | undefined {
   const byReplica = pass.work.replicas.replicas[c.replicaId]?.shards.find((s) => s.shardId === c.shardId);
   if (byReplica) return byReplica;
-  for (const r of Object.values(pass.work.replicas.replicas)) {
+  for (const r of recordValues(pass.work.replicas.replicas)) {
     const s = r.shards.find((x) => x.shardId === c.shardId && x.nodeId === c.nodeId);
     if (s) return s;
   }

@@ -7,7 +7,7 @@
  * reading's stabilization window filled. The runner sleeps until then (or
  * until new events).
  */
-import type { FleetState } from "../../projections/index.js";
+import { type FleetState, recordValues } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import { autoscaleOf } from "./desired.js";
 import { limitsFor, replicaProfile } from "./limits.js";
@@ -17,7 +17,7 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
   const consider = (t: number) => {
     if (t > nowMs && t < next) next = t;
   };
-  for (const n of Object.values(state.inventory.nodes)) {
+  for (const n of recordValues(state.inventory.nodes)) {
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     if (n.liveness === "disconnected") consider(n.disconnectedSinceMs + config.suspectAfterMs);
     if (n.liveness !== "lost") consider(n.disconnectedSinceMs + config.lostAfterMs);
@@ -32,7 +32,7 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
       .map((m) => [m.name, m.rollout.progressDeadlineMs]),
   );
   const pendingModels = new Set<string>();
-  for (const r of Object.values(state.replicas.replicas)) {
+  for (const r of recordValues(state.replicas.replicas)) {
     const progress = rolling.get(r.model);
     if (progress !== undefined && r.phase !== "running" && r.phase !== "draining")
       consider(r.createdMs + progress);
@@ -64,7 +64,7 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
     consider(since + spec.downCooldownMs);
   }
   // A load reading covers the stabilization window that long after it was made (a steady load writes no more events).
-  for (const r of Object.values(state.replicas.replicas)) {
+  for (const r of recordValues(state.replicas.replicas)) {
     const window = autoscaled.get(r.model);
     if (window === undefined) continue;
     for (const s of r.shards) {

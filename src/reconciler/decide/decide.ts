@@ -34,6 +34,14 @@ import { handleUndeliverable } from "./undeliverable.js";
 
 export function decide(input: DecideInput): DecideOutput {
   const pass = new Pass(input);
+  try {
+    return run(pass, input);
+  } finally {
+    pass.end();
+  }
+}
+
+function run(pass: Pass, input: DecideInput): DecideOutput {
   expireLostGateways(pass);
   expireNodes(pass);
   adoptSessions(pass);

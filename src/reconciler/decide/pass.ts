@@ -17,7 +17,7 @@ import {
   EventSchema,
   ReconcilePassSchema,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { evolveFleet, type FleetState, forkFleet } from "../../projections/index.js";
+import { evolveFleet, type FleetState, type Fork, forkFleet, recordValues } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import type { DecideInput } from "./types.js";
 
@@ -32,6 +32,7 @@ export class Pass {
   truncated = false;
   /** The state as it will be once this pass is folded (so far). */
   readonly work: FleetState;
+  readonly #fork: Fork;
   readonly config: ReconcilerConfig;
   readonly nowMs: number;
   readonly liveGateways: ReadonlySet<string>;
@@ -43,13 +44,14 @@ export class Pass {
   #commands = 0;
 
   constructor(input: DecideInput) {
-    this.work = forkFleet(input.state);
+    this.#fork = forkFleet(input.state);
+    this.work = this.#fork.state;
     this.config = input.config;
     this.nowMs = input.nowMs;
     this.liveGateways = input.liveGateways;
     this.seq = input.state.seq;
     const unadopted = new Set<string>();
-    for (const n of Object.values(input.state.inventory.nodes)) {
+    for (const n of recordValues(input.state.inventory.nodes)) {
       if (n.session && n.session.adoptionSeq === 0) unadopted.add(n.nodeId);
     }
     this.unadopted = unadopted;
@@ -110,6 +112,15 @@ export class Pass {
         }),
       },
     });
-    evolveFleet(this.work, event, { seq: this.seq + 1, timeMs: this.nowMs });
+    this.#fork.fold(() => evolveFleet(this.work, event, { seq: this.seq + 1, timeMs: this.nowMs }));
+  }
+
+  /**
+   * Gives the input state back what the pass's folds changed (the fork
+   * shares its big containers: projections/fork.ts). Call once, when the
+   * pass is done; `work` must not be used after.
+   */
+  end(): void {
+    this.#fork.release();
   }
 }
