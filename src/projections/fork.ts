@@ -27,10 +27,12 @@
  * copy. Outside a fork `writable` is a plain lookup.
  *
  * Rules for the fold (replicas.ts, inventory.ts): a record of a container
- * listed in `forkFleet` that is changed in place while folding a
- * ReconcilePass is fetched with `writable`; nodes and replicas are added
- * and removed with `putRecord` / `dropRecord` (sorted-keys.ts).
+ * listed in `forkFleet` that is changed in place is fetched with
+ * `writable` first (also outside a pass: the indexes of record-index.ts
+ * rely on it); nodes and replicas are added and removed with `putRecord`
+ * / `dropRecord` (sorted-keys.ts).
  */
+import { markChanged } from "./record-index.js";
 import { forgetShards, recordShards } from "./shard-owners.js";
 import { type KeyLists, restoreKeyLists, saveKeyLists } from "./sorted-keys.js";
 import type { FleetState, ReplicaState } from "./state.js";
@@ -145,6 +147,7 @@ function restore<T>(
       rec[id] = s.prev as T;
       index?.after(rec, s.prev as T);
     } else delete rec[id];
+    markChanged(rec, id);
   }
   // A record removed and put back went to the end: put every key back in its place.
   if (j.order) {
@@ -182,6 +185,7 @@ export function beforeKeyChange(rec: Record<string, unknown>, id: string, removi
 export function writable<T>(rec: Record<string, T>, id: string): T | undefined {
   const v = rec[id];
   if (v === undefined) return v;
+  markChanged(rec, id);
   const j = recording.get(rec);
   if (j) {
     if (!j.saved.has(id)) j.saved.set(id, { existed: true, prev: structuredClone(v) });

@@ -99,7 +99,7 @@ export function profileRevisionInForce(state: ReplicasState, model: string, prof
 }
 
 /** Last placed with a revision other than its profile's in the catalog (or whose profile is gone). */
-export function staleRevision(model: ModelSpec, r: ReplicaState): boolean {
+export function staleRevision(model: ModelSpec, r: Pick<ReplicaState, "revision" | "profile">): boolean {
   if (r.revision === "") return false;
   const p = model.profiles.find((x) => x.name === r.profile);
   return p === undefined || p.revision !== r.revision;

@@ -4,6 +4,7 @@
  * `Object.values` gives them. Pure, with caches: see below.
  */
 import { beforeKeyChange, originOf } from "./fork.js";
+import { markChanged } from "./record-index.js";
 
 /**
  * The key lists of a container whose records the fold adds and deletes
@@ -54,6 +55,7 @@ export function putRecord<T>(rec: Record<string, T>, key: string, value: T): voi
   beforeKeyChange(rec, key, false);
   const isNew = !Object.hasOwn(rec, key);
   rec[key] = value;
+  markChanged(rec, key);
   if (!isNew) return;
   const t = tracked.get(rec);
   if (!t) {
@@ -74,6 +76,7 @@ export function dropRecord<T>(rec: Record<string, T>, key: string): void {
   if (!Object.hasOwn(rec, key)) return;
   beforeKeyChange(rec, key, true);
   delete rec[key];
+  markChanged(rec, key);
   const t = tracked.get(rec);
   if (!t) return;
   t.keys.splice(t.keys.indexOf(key), 1);

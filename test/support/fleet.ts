@@ -16,7 +16,7 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit } from "../../src/log/index.js";
-import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
+import { evolveFleet, type FleetState, initialFleet, verifyIndexes } from "../../src/projections/index.js";
 import {
   DEFAULT_RECONCILER_CONFIG,
   type DecideOutput,
@@ -137,6 +137,7 @@ export class Fleet {
     });
     this.events.push({ seq, timeMs: this.nowMs, event });
     this.state = evolveFleet(this.state, event, { seq, timeMs: this.nowMs });
+    checkIndexes(this.state);
     return event;
   }
 
@@ -303,7 +304,14 @@ export class Fleet {
   }
 
   decide(): DecideOutput {
-    return decide({ state: this.state, config: this.config, nowMs: this.nowMs, liveGateways: this.live });
+    const out = decide({
+      state: this.state,
+      config: this.config,
+      nowMs: this.nowMs,
+      liveGateways: this.live,
+    });
+    checkIndexes(this.state);
+    return out;
   }
 
   /** Folds a pass's output back into the state, as the leader's append would. */
@@ -385,6 +393,16 @@ export class Fleet {
   replicasOf(modelName: string) {
     return Object.values(this.state.replicas.replicas).filter((r) => r.model === modelName);
   }
+}
+
+/**
+ * Every index kept beside the nodes and replicas must answer what a rebuild
+ * would, after every event and every pass (a pass's fork gives them back
+ * when released): a change the fold made without marking it fails here.
+ */
+function checkIndexes(state: FleetState): void {
+  verifyIndexes(state.inventory.nodes);
+  verifyIndexes(state.replicas.replicas);
 }
 
 function replicaOf(state: FleetState, shardId: string): string {

@@ -1,5 +1,6 @@
 import type { ReplicaState } from "../../projections/index.js";
-import { hasLiveReplacement, sortedValues } from "./messages.js";
+import { countReplicas, replicasWhere } from "./indexes.js";
+import { hasLiveReplacement } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 /**
@@ -8,7 +9,17 @@ import type { Pass } from "./pass.js";
  * through the replacement). Oldest first.
  */
 export function activeReplicas(pass: Pass, model: string): ReplicaState[] {
-  return sortedValues(pass.work.replicas.replicas)
-    .filter((r) => r.model === model && r.phase !== "draining" && !hasLiveReplacement(pass, r))
+  return replicasWhere(pass.work, (c) => c.model === model && c.phase !== "draining")
+    .filter((r) => r.phase !== "draining" && !hasLiveReplacement(pass, r))
     .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));
+}
+
+/** How many replicas `activeReplicas` would list, reading only those that name a replacement. */
+export function countActiveReplicas(pass: Pass, model: string): number {
+  const plain = countReplicas(pass.work, (c) => c.model === model && c.phase !== "draining" && !c.replaced);
+  const replaced = replicasWhere(
+    pass.work,
+    (c) => c.model === model && c.phase !== "draining" && c.replaced,
+  ).filter((r) => !hasLiveReplacement(pass, r)).length;
+  return plain + replaced;
 }

@@ -18,6 +18,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AdoptedShardSchema, Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import type { NodeState, RegisteredShard, SessionState } from "../../projections/index.js";
 import { activeReplicas } from "./active.js";
+import { nodeIds, unadoptedNode } from "./indexes.js";
 import { decision, failReplica, sortedValues, stopCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -29,7 +30,8 @@ function alive(s: RegisteredShard): boolean {
 }
 
 export function adoptSessions(pass: Pass): void {
-  for (const n of sortedValues(pass.work.inventory.nodes)) {
+  for (const id of nodeIds(pass.work, unadoptedNode)) {
+    const n = pass.work.inventory.nodes[id] as NodeState;
     const session = n.session;
     if (session?.adoptionSeq !== 0 || session === null) continue;
     if (!pass.add(adoptNode(pass, n, session))) return;

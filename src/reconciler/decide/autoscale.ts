@@ -34,7 +34,8 @@ import {
   type ReplicaState,
 } from "../../projections/index.js";
 import { autoscaleOf, desiredReplicas } from "./desired.js";
-import { decision, sortedValues } from "./messages.js";
+import { replicasWhere } from "./indexes.js";
+import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 /** The metric over a model's ready replicas, averaged per replica. */
@@ -192,13 +193,12 @@ export function autoscaleVerdict(input: {
 }
 
 export function autoscaleModels(pass: Pass): void {
-  const replicas = sortedValues(pass.work.replicas.replicas);
   for (const m of pass.work.replicas.catalog.models) {
     const spec = autoscaleOf(pass.config, m);
     if (!spec || !isAutoscaleMetric(spec.metric)) continue;
     const from = desiredReplicas(pass, m);
     const reading = readLoad(
-      replicas.filter((r) => r.model === m.name),
+      replicasWhere(pass.work, (c) => c.model === m.name),
       spec.metric,
       pass.nowMs - spec.stabilizationMs,
     );

@@ -6,8 +6,9 @@
  * so that what earlier rules of the same pass took (a drain started is no
  * longer ready) counts against what later ones may take.
  */
-import { isReady, recordValues, resolveMinAvailable } from "../../projections/index.js";
+import { resolveMinAvailable } from "../../projections/index.js";
 import { desiredReplicas } from "./desired.js";
+import { countReplicas } from "./indexes.js";
 import type { Pass } from "./pass.js";
 
 export interface DisruptionBudget {
@@ -29,9 +30,6 @@ export function disruptionBudget(pass: Pass, model: string): DisruptionBudget {
   const desired = spec ? desiredReplicas(pass, spec) : 0;
   const stated = spec?.minAvailable;
   const minAvailable = resolveMinAvailable(stated, desired);
-  let ready = 0;
-  for (const r of recordValues(pass.work.replicas.replicas)) {
-    if (r.model === model && isReady(r)) ready++;
-  }
+  const ready = countReplicas(pass.work, (c) => c.model === model && c.ready);
   return { model, desired, stated, minAvailable, ready, allowed: Math.max(0, ready - minAvailable) };
 }

@@ -7,9 +7,10 @@
  * reading's stabilization window filled. The runner sleeps until then (or
  * until new events).
  */
-import { type FleetState, recordValues } from "../../projections/index.js";
+import type { FleetState, NodeState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import { autoscaleOf } from "./desired.js";
+import { nodeIds, replicasWhere, sessionlessNode } from "./indexes.js";
 import { limitsFor, replicaProfile } from "./limits.js";
 
 export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
@@ -17,7 +18,8 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
   const consider = (t: number) => {
     if (t > nowMs && t < next) next = t;
   };
-  for (const n of recordValues(state.inventory.nodes)) {
+  for (const id of nodeIds(state, sessionlessNode)) {
+    const n = state.inventory.nodes[id] as NodeState;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     if (n.liveness === "disconnected") consider(n.disconnectedSinceMs + config.suspectAfterMs);
     if (n.liveness !== "lost") consider(n.disconnectedSinceMs + config.lostAfterMs);
@@ -32,7 +34,8 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
       .map((m) => [m.name, m.rollout.progressDeadlineMs]),
   );
   const pendingModels = new Set<string>();
-  for (const r of recordValues(state.replicas.replicas)) {
+  // A running replica has no deadline here: only the others are read.
+  for (const r of replicasWhere(state, (c) => c.phase !== "running")) {
     const progress = rolling.get(r.model);
     if (progress !== undefined && r.phase !== "running" && r.phase !== "draining")
       consider(r.createdMs + progress);
@@ -64,7 +67,7 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
     consider(since + spec.downCooldownMs);
   }
   // A load reading covers the stabilization window that long after it was made (a steady load writes no more events).
-  for (const r of recordValues(state.replicas.replicas)) {
+  for (const r of autoscaled.size === 0 ? [] : replicasWhere(state, (c) => autoscaled.has(c.model))) {
     const window = autoscaled.get(r.model);
     if (window === undefined) continue;
     for (const s of r.shards) {

@@ -11,6 +11,7 @@
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import { isReady, type ReplicaState } from "../../projections/index.js";
 import { type DisruptionBudget, disruptionBudget } from "./budgets.js";
+import { drainingNode, nodeIds, replicasWhere } from "./indexes.js";
 import {
   decision,
   drainCommand,
@@ -50,7 +51,12 @@ export function drainUnit(
 
 export function handleDrains(pass: Pass): void {
   const models = new Set(pass.work.replicas.catalog.models.map((m) => m.name));
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  // With no node draining, only draining replicas have anything to do here.
+  const candidates =
+    nodeIds(pass.work, drainingNode).length > 0
+      ? sortedValues(pass.work.replicas.replicas)
+      : replicasWhere(pass.work, (c) => c.phase === "draining");
+  for (const r of candidates) {
     const unit = r.phase === "draining" ? finishDrain(pass, r) : moveOff(pass, r, models);
     if (unit && !pass.add(unit)) return;
   }

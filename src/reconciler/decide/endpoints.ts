@@ -6,22 +6,49 @@
  * limit: a replica whose drain starts in a pass leaves the table in that
  * same pass, before any gateway relays its DrainShard.
  */
-import type { EndpointEntry } from "../../projections/index.js";
-import { routingTable, sameEndpoints } from "../../projections/index.js";
+import {
+  type EndpointEntry,
+  type Group,
+  type ReplicaState,
+  replicaEndpoint,
+  sameEndpoints,
+} from "../../projections/index.js";
+import { replicaGroups } from "./indexes.js";
 import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
 
+/**
+ * A recorded table (the array the fold keeps for a model) → the version of
+ * its model's replica groups when the routing table was last found equal
+ * to it. While neither changed, the model's table is not built again: a
+ * pass reads the replicas of the models whose replicas changed, not every
+ * ready replica of the fleet. The fold replaces a model's array when its
+ * table changes, so an array never stands for two tables.
+ */
+const verified = new WeakMap<readonly EndpointEntry[], number>();
+
 export function publishEndpoints(pass: Pass): void {
-  const want = routingTable(pass.work);
   const have = pass.work.replicas.endpoints;
-  const models = [...new Set([...Object.keys(want), ...Object.keys(have)])].sort();
+  const byModel = new Map<string, { version: number; ready: Group[] }>();
+  for (const [c, g] of replicaGroups(pass.work)) {
+    const m = byModel.get(c.model) ?? { version: 0, ready: [] };
+    m.version = Math.max(m.version, g.version);
+    if (c.ready && g.size > 0) m.ready.push(g);
+    byModel.set(c.model, m);
+  }
+  const models = [...new Set([...byModel.keys(), ...Object.keys(have)])].sort();
   for (const model of models) {
-    const next = want[model] ?? [];
-    const prev = have[model] ?? [];
-    if (sameEndpoints(prev, next)) continue;
+    const prev = have[model];
+    const version = byModel.get(model)?.version ?? 0;
+    if (prev !== undefined && verified.get(prev) === version) continue;
+    const next = tableOf(pass, byModel.get(model)?.ready ?? []);
+    if (sameEndpoints(prev ?? [], next)) {
+      if (prev !== undefined) verified.set(prev, version);
+      continue;
+    }
     pass.addAlways({
       decisions: [
-        decision(explain(model, prev, next), {
+        decision(explain(model, prev ?? [], next), {
           case: "endpointsChanged",
           value: { model, endpoints: next },
         }),
@@ -29,6 +56,18 @@ export function publishEndpoints(pass: Pass): void {
       commands: [],
     });
   }
+}
+
+/** A model's routing table (as `routingTable` has it) from its ready groups. */
+function tableOf(pass: Pass, ready: Group[]): EndpointEntry[] {
+  const replicas = pass.work.replicas.replicas;
+  const ids = ready.length === 1 ? (ready[0] as Group).ids() : ready.flatMap((g) => g.ids()).sort();
+  const out: EndpointEntry[] = [];
+  for (const id of ids) {
+    const e = replicaEndpoint(replicas[id] as ReplicaState);
+    if (e) out.push(e);
+  }
+  return out;
 }
 
 function explain(model: string, prev: readonly EndpointEntry[], next: readonly EndpointEntry[]): string {

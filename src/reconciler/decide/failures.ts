@@ -10,12 +10,13 @@
  */
 import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState, ShardFault, ShardState } from "../../projections/index.js";
+import { type ReplicaClass, replicasWhere } from "./indexes.js";
 import { replicaProfile } from "./limits.js";
-import { decision, type FailureDetail, failReplica, sortedValues } from "./messages.js";
+import { decision, type FailureDetail, failReplica } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
 
 export function handleFailures(pass: Pass): void {
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  for (const r of replicasWhere(pass.work, (c) => c.faulted && c.phase !== "draining")) {
     if (r.phase === "draining") continue;
     const s = r.shards.find((x) => x.fault !== null && x.desired === "running");
     if (!s?.fault) continue;
@@ -100,7 +101,13 @@ export function startCooldowns(pass: Pass): void {
 /** Replicas adopted with missing shards: once every node's registration is handled, they are failed. */
 export function failIncomplete(pass: Pass): void {
   const catalog = pass.work.replicas.catalog.models;
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  // Whether a replica holds fewer shards than its profile wants is known per group.
+  const incomplete = (c: ReplicaClass) => {
+    if (c.phase === "draining" || c.phase === "pending") return false;
+    const p = replicaProfile(catalog, c);
+    return p !== undefined && c.held < Math.max(1, p.shards);
+  };
+  for (const r of replicasWhere(pass.work, incomplete)) {
     if (r.phase === "draining" || r.phase === "pending" || r.shards.length === 0) continue;
     const p = replicaProfile(catalog, r);
     if (!p) continue;

@@ -7,15 +7,16 @@
  * keeps new work off (placement), like a cordoned node: nothing moves.
  * Node-level problems (not tied to a GPU) also only keep new work off.
  */
-import { type NodeState, type ReplicaState, recordValues, type ShardState } from "../../projections/index.js";
+import type { NodeState, ReplicaState, ShardState } from "../../projections/index.js";
 import { replaceThenDrain } from "./drains.js";
+import { gpuTroubleNode, nodeIds } from "./indexes.js";
 import { finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function moveOffFaultyGpus(pass: Pass): void {
   // Passes do not change GPU health, so the nodes with a faulty GPU are known
   // up front; on a healthy fleet the replicas are not even looked at.
-  const faulty = nodesWithFaultyGpus(pass.work.inventory.nodes);
+  const faulty = new Set(nodeIds(pass.work, gpuTroubleNode));
   if (faulty.size === 0) return;
   const models = new Set(pass.work.replicas.catalog.models.map((m) => m.name));
   for (const r of sortedValues(pass.work.replicas.replicas)) {
@@ -25,14 +26,6 @@ export function moveOffFaultyGpus(pass: Pass): void {
     const unit = replaceThenDrain(pass, r, models, fault.why, fault.nodeId);
     if (unit && !pass.add(unit)) return;
   }
-}
-
-function nodesWithFaultyGpus(nodes: Record<string, NodeState>): Set<string> {
-  const out = new Set<string>();
-  for (const n of recordValues(nodes)) {
-    if (n.gpus.some((g) => g.faults.length > 0 || g.problems.length > 0)) out.add(n.nodeId);
-  }
-  return out;
 }
 
 /** Why the replica must move, and where: its first running shard on a faulty GPU, or undefined. */

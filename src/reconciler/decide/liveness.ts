@@ -7,12 +7,14 @@
  */
 import { Liveness } from "../../gen/llmgw/v1/events_pb.js";
 import type { NodeState } from "../../projections/index.js";
+import { nodeIds, sessionlessNode } from "./indexes.js";
 import { decision, failReplica, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function expireNodes(pass: Pass): void {
   const { suspectAfterMs, lostAfterMs } = pass.config;
-  for (const n of sortedValues(pass.work.inventory.nodes)) {
+  for (const id of nodeIds(pass.work, sessionlessNode)) {
+    const n = pass.work.inventory.nodes[id] as NodeState;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     const away = pass.nowMs - n.disconnectedSinceMs;
     let next: Liveness | undefined;

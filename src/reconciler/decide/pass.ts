@@ -17,8 +17,9 @@ import {
   EventSchema,
   ReconcilePassSchema,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { evolveFleet, type FleetState, type Fork, forkFleet, recordValues } from "../../projections/index.js";
+import { evolveFleet, type FleetState, type Fork, forkFleet, groupIds } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
+import { unadoptedNode } from "./indexes.js";
 import type { DecideInput } from "./types.js";
 
 export interface Unit {
@@ -50,11 +51,7 @@ export class Pass {
     this.nowMs = input.nowMs;
     this.liveGateways = input.liveGateways;
     this.seq = input.state.seq;
-    const unadopted = new Set<string>();
-    for (const n of recordValues(input.state.inventory.nodes)) {
-      if (n.session && n.session.adoptionSeq === 0) unadopted.add(n.nodeId);
-    }
-    this.unadopted = unadopted;
+    this.unadopted = new Set(groupIds(input.state.inventory.nodes, unadoptedNode, ""));
   }
 
   newReplicaId(model: string): string {

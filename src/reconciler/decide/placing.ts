@@ -7,14 +7,15 @@
  */
 import type { ModelSpec, ReplicaState } from "../../projections/index.js";
 import { FleetView, type NoFit, type Placed, placeReplica } from "../placement/index.js";
+import { replicasWhere } from "./indexes.js";
 import { limitsFor } from "./limits.js";
-import { decision, sortedValues, startCommand } from "./messages.js";
+import { decision, startCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
 import { startShardFields } from "./start-shard.js";
 
 export function placePending(pass: Pass): void {
   const catalog = new Map(pass.work.replicas.catalog.models.map((m) => [m.name, m]));
-  const pending = sortedValues(pass.work.replicas.replicas)
+  const pending = replicasWhere(pass.work, (c) => c.phase === "pending")
     .filter((r) => r.phase === "pending" && r.backoffUntilMs <= pass.nowMs && catalog.has(r.model))
     .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));
   if (pending.length === 0) return;

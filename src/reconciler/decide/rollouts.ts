@@ -37,7 +37,8 @@ import {
 import { disruptionBudget } from "./budgets.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit, replaceThenDrain } from "./drains.js";
-import { decision, hasLiveReplacement, sortedValues } from "./messages.js";
+import { countReplicas, type ReplicaClass, replicasWhere } from "./indexes.js";
+import { decision, hasLiveReplacement } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 type Unit = { decisions: Decision[]; commands: Command[] };
@@ -57,8 +58,8 @@ export function rollModels(pass: Pass): void {
 }
 
 function modelReplicas(pass: Pass, model: string): ReplicaState[] {
-  return sortedValues(pass.work.replicas.replicas)
-    .filter((r) => r.model === model && r.phase !== "draining")
+  return replicasWhere(pass.work, (c) => c.model === model && c.phase !== "draining")
+    .filter((r) => r.phase !== "draining")
     .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));
 }
 
@@ -68,7 +69,7 @@ function modelReplicas(pass: Pass, model: string): ReplicaState[] {
  * says how far a rollout may lower capacity (a disruption budget caps this).
  */
 export function rolloutTakeDownAllowance(pass: Pass, model: ModelSpec): number {
-  const ready = modelReplicas(pass, model.name).filter(isReady).length;
+  const ready = countReplicas(pass.work, (c) => c.model === model.name && c.phase !== "draining" && c.ready);
   const floor = desiredReplicas(pass, model) - model.rollout.maxUnavailable;
   const policy = Math.max(0, ready - Math.max(0, floor));
   // The model's disruption budget binds rollouts as it binds drains and GPU-fault moves.
@@ -81,7 +82,11 @@ const nodeOf = (r: ReplicaState): string => r.shards[0]?.nodeId ?? "";
 /** False when the pass is full. */
 function rollModel(pass: Pass, m: ModelSpec): boolean {
   const state = pass.work.replicas.rollouts[m.name];
-  const outdated = modelReplicas(pass, m.name).filter((r) => isOutdated(m, r));
+  // Whether a replica's revision is stale is known per group: only those replicas are read.
+  const stale = (c: ReplicaClass) => c.model === m.name && c.phase !== "draining" && staleRevision(m, c);
+  const outdated = replicasWhere(pass.work, stale)
+    .filter((r) => isOutdated(m, r))
+    .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));
   if (outdated.length === 0) {
     if (!state?.active) return true;
     return pass.add(

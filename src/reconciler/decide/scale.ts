@@ -5,18 +5,22 @@
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import type { ReplicaState } from "../../projections/index.js";
-import { activeReplicas } from "./active.js";
+import { activeReplicas, countActiveReplicas } from "./active.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit } from "./drains.js";
-import { decision, sortedValues } from "./messages.js";
+import { replicasWhere } from "./indexes.js";
+import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function scaleModels(pass: Pass): void {
   const catalog = pass.work.replicas.catalog.models;
   for (const m of catalog) {
-    const active = activeReplicas(pass, m.name);
     const want = desiredReplicas(pass, m);
-    for (let have = active.length; have < want; have++) {
+    // Counting reads no replica; the list is only needed to scale down.
+    const count = countActiveReplicas(pass, m.name);
+    if (count === want) continue;
+    const active = count > want ? activeReplicas(pass, m.name) : [];
+    for (let have = count; have < want; have++) {
       const id = pass.newReplicaId(m.name);
       const ok = pass.add({
         decisions: [
@@ -29,7 +33,7 @@ export function scaleModels(pass: Pass): void {
       });
       if (!ok) return;
     }
-    const extra = active.length - want;
+    const extra = count - want;
     const newestFirst = [...active].reverse();
     for (let i = 0; i < extra; i++) {
       const r = newestFirst[i] as ReplicaState;
@@ -37,7 +41,7 @@ export function scaleModels(pass: Pass): void {
     }
   }
   const names = new Set(catalog.map((m) => m.name));
-  const orphans = sortedValues(pass.work.replicas.replicas)
+  const orphans = replicasWhere(pass.work, (c) => !names.has(c.model) && c.phase !== "draining")
     .filter((r) => !names.has(r.model) && r.phase !== "draining")
     .sort((a, b) => b.createdSeq - a.createdSeq || (a.replicaId < b.replicaId ? 1 : -1));
   for (const r of orphans) {

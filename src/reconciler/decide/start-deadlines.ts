@@ -15,13 +15,14 @@ import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
 import type { ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
 import { failedUnit } from "./failures.js";
+import { replicasWhere } from "./indexes.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
-import { decision, reachable, sortedValues } from "./messages.js";
+import { decision, reachable } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
 import { startShardFields } from "./start-shard.js";
 
 export function enforceStartDeadlines(pass: Pass): void {
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  for (const r of replicasWhere(pass.work, (c) => c.phase === "placed")) {
     if (r.phase !== "placed") continue;
     const profile = replicaProfile(pass.work.replicas.catalog.models, r);
     const limits = limitsFor(pass.config, profile);
