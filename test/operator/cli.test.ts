@@ -300,12 +300,11 @@ describe("llmgw api as a process", () => {
   }
 
   it("serves in development mode on loopback, and stops on SIGTERM", async () => {
-    const port = await freePort();
     const stream = uniqueStream("OPP");
     const { proc, output } = spawnApi([
       "--dev",
       "--listen",
-      `127.0.0.1:${port}`,
+      "127.0.0.1:0",
       "--nats",
       server.url,
       "--stream",
@@ -314,7 +313,23 @@ describe("llmgw api as a process", () => {
       "tproc.evt",
     ]);
     try {
-      const url = `http://127.0.0.1:${port}`;
+      // Port 0: the API says where it listens, in its structured log line.
+      const line = await eventually(
+        async () =>
+          output()
+            .split("\n")
+            .slice(0, -1) // whole lines only
+            .filter((l) => l.startsWith("{"))
+            .map((l) => JSON.parse(l))
+            .find((l) => l.url),
+        "the API's listening line",
+        30_000,
+      ).catch((err) => {
+        throw new Error(`${err.message}\n${output()}`);
+      });
+      assert.match(line.url, /^http:\/\/127\.0\.0\.1:[1-9]\d*$/, "the port it bound, not 0");
+      assert.equal(line.auth, "dev");
+      const url: string = line.url;
       await eventually(
         async () => {
           const res = await fetch(`${url}/readyz`).catch(() => undefined);
@@ -325,13 +340,6 @@ describe("llmgw api as a process", () => {
       ).catch((err) => {
         throw new Error(`${err.message}\n${output()}`);
       });
-      const line = output()
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l))
-        .find((l) => l.url);
-      assert.equal(line?.url, url);
-      assert.equal(line?.auth, "dev");
       const r = await runCli(["catalog", "apply", "-f", EXAMPLE, "--api", url]);
       assert.equal(r.code, 0, r.stderr);
       const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
