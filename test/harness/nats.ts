@@ -290,15 +290,17 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
  * across restarts), with a temp store; `include` adds a config file of
  * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`,
  * and `probe` what the readiness check connects with (TLS, credentials).
+ * `storeDir` opens a store of someone else's instead (it is left in place),
+ * `name` the server name it was written under.
  */
 export async function startServer(
-  opts: { include?: string; probe?: Partial<ConnectionOptions> } = {},
+  opts: { include?: string; probe?: Partial<ConnectionOptions>; storeDir?: string; name?: string } = {},
 ): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
   const spec = {
-    name: "n1",
+    name: opts.name ?? "n1",
     port: 0,
-    storeDir: join(dir, "store"),
+    storeDir: opts.storeDir ?? join(dir, "store"),
     ...(opts.include !== undefined ? { include: opts.include } : {}),
     ...(opts.probe !== undefined ? { probe: opts.probe } : {}),
   };
