@@ -4,10 +4,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { EventFactory } from "../support/fleet-events.js";
 import { apiSuite, appendAll, eventually } from "../support/operator-api.js";
+import { unreachablePort } from "../support/unreachable.js";
 
 const EXAMPLE = join(import.meta.dirname, "../../examples/catalog.yaml");
 
@@ -178,7 +179,9 @@ describe("operator CLI against a real API", () => {
   });
 
   it("errors are one line: unknown node 2, bad id 2, bad flags 2, wrong token 1, no API 1", async () => {
-    const port = await freePort();
+    // No API there: a port held by a listener that resets every connection.
+    const nowhere = await unreachablePort();
+    const port = nowhere.port;
     // Independent commands: run them side by side.
     const [unknown, badId, badFlag, noArg, badIfMatch, noFile, badUrl, wrongToken, noApi] = await Promise.all(
       [
@@ -192,7 +195,7 @@ describe("operator CLI against a real API", () => {
         runCli(["nodes", "--token", "wrong-token-123"], { env: api.cliEnv }),
         runCli(["replicas", "--api", `http://127.0.0.1:${port}`], { env: api.cliEnv }),
       ],
-    );
+    ).finally(() => nowhere.close());
     assert.equal(unknown.code, 2);
     assert.equal(unknown.stderr, "llmgw: node gpu-zz not found\n");
     assert.equal(badId.code, 2);
@@ -209,7 +212,7 @@ describe("operator CLI against a real API", () => {
     assert.equal(noApi.code, 1);
     assert.match(
       noApi.stderr,
-      /^llmgw: cannot reach the API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\).*\n$/,
+      new RegExp(`^llmgw: cannot reach the API at http://127\\.0\\.0\\.1:${port} \\(ECONNRESET\\).*\\n$`),
     );
   });
 
