@@ -25,7 +25,7 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { createCerts } from "../../src/sim/certs/create.js";
 import { certsLayout } from "../../src/sim/certs/layout.js";
-import { freePort, startServer, uniqueStream } from "../../test/harness/nats.js";
+import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, sleep, until } from "../../test/harness/proc.js";
 import { type AgentTls, ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
@@ -251,7 +251,6 @@ async function measureGateway(
   let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
   let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
-  const metricsPort = await freePort();
   try {
     log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
     gw = await startGatewayProcess({
@@ -259,7 +258,7 @@ async function measureGateway(
       stream,
       extraArgs: [
         ...["--heartbeat-timeout", "30000", "--registration-timeout", "60000"],
-        ...["--metrics-listen", `127.0.0.1:${metricsPort}`],
+        ...["--metrics-listen", "127.0.0.1:0"],
         // A connect of thousands of mTLS streams on a busy machine is not a flood.
         ...["--handshake-timeout", "60000", "--first-stream-timeout", "60000"],
         // One connection per agent, all from loopback.
@@ -314,7 +313,8 @@ async function measureGateway(
     const nodeOf = new Map<string, string>();
 
     progress(`${paced} passes of ${PACED_COMMANDS} commands`);
-    const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    const metricsUrl = gw.metricsUrl;
+    if (!metricsUrl) throw new Error("the gateway did not say where its metrics are");
     const gc0 = await gcTotals(metricsUrl);
     const loop = watchOwnEventLoop();
     for (let p = 0; p < paced; p++) {
@@ -384,15 +384,18 @@ async function measureGateway(
   } catch (err) {
     if (!gw) throw err;
     const tail = gw.child.output().split("\n").slice(-40).join("\n");
-    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
-      .then((r) => r.text())
-      .then((t) =>
-        t
-          .split("\n")
-          .filter((l) => /^llmgw_gateway_(commands|streams|sessions|disconnect)/.test(l))
-          .join("\n"),
-      )
-      .catch((e: unknown) => `(no metrics: ${(e as Error).message})`);
+    const metrics =
+      gw.metricsUrl === undefined
+        ? "(it did not say where its metrics are)"
+        : await fetch(gw.metricsUrl)
+            .then((r) => r.text())
+            .then((t) =>
+              t
+                .split("\n")
+                .filter((l) => /^llmgw_gateway_(commands|streams|sessions|disconnect)/.test(l))
+                .join("\n"),
+            )
+            .catch((e: unknown) => `(no metrics: ${(e as Error).message})`);
     throw new Error(
       `${(err as Error).message}\nthe gateway's metrics:\n${metrics}\nthe gateway's last lines:\n${tail}`,
       { cause: err },

@@ -2,14 +2,15 @@
  * A gateway under test: `llmgw gateway` as a child process on loopback,
  * h2c (--insecure-dev) or, given certificate files, mTLS as in production.
  */
-import { openLog } from "../../src/log/index.js";
-import { freePort } from "../../test/harness/nats.js";
-import { type Child, spawnLlmgw, until, waitForPort } from "../../test/harness/proc.js";
+import { randomBytes } from "node:crypto";
+import { type Child, spawnLlmgw } from "../../test/harness/proc.js";
 
 export interface BenchGateway {
   readonly child: Child;
   readonly url: string;
   readonly id: string;
+  /** Its Prometheus endpoint (`.../metrics`), when started with --metrics-listen. */
+  readonly metricsUrl: string | undefined;
 }
 
 export interface GatewayTlsFiles {
@@ -26,36 +27,37 @@ export async function startGatewayProcess(opts: {
   /** Serve mTLS with these files (as `llmgw certs` writes them) instead of h2c. */
   tls?: GatewayTlsFiles;
 }): Promise<BenchGateway> {
-  const port = await freePort();
-  const id = opts.id ?? `gw-bench-${port}`;
-  const child = spawnLlmgw([
-    "gateway",
-    ...(opts.tls
-      ? ["--tls-cert", opts.tls.cert, "--tls-key", opts.tls.key, "--client-ca", opts.tls.clientCa]
-      : ["--insecure-dev"]),
-    "--id",
-    id,
-    "--listen",
-    `127.0.0.1:${port}`,
-    "--nats",
-    opts.nats,
-    "--stream",
-    opts.stream,
-    // Benchmark agents all connect from loopback, many streams per connection.
-    ...["--max-connections-per-address", "8192", "--max-concurrent-streams", "1000"],
-    ...(opts.extraArgs ?? []),
-  ]);
-  await waitForPort(port, 30_000, child);
-  // It listens before it serves: ready once its GatewayStarted is in the log.
-  const log = await openLog({ url: opts.nats, clientName: "bench-probe", name: opts.stream, ensure: false });
+  const id = opts.id ?? `gw-bench-${randomBytes(4).toString("hex")}`;
+  const child = spawnLlmgw(
+    [
+      "gateway",
+      ...(opts.tls
+        ? ["--tls-cert", opts.tls.cert, "--tls-key", opts.tls.key, "--client-ca", opts.tls.clientCa]
+        : ["--insecure-dev"]),
+      "--id",
+      id,
+      // Port 0: the gateway binds a port of its own and says which.
+      "--listen",
+      "127.0.0.1:0",
+      "--nats",
+      opts.nats,
+      "--stream",
+      opts.stream,
+      // Benchmark agents all connect from loopback, many streams per connection.
+      ...["--max-connections-per-address", "8192", "--max-concurrent-streams", "1000"],
+      ...(opts.extraArgs ?? []),
+    ],
+    // At info it logs where it listens ("gateway listening"), once it serves:
+    // its GatewayStarted is in the log and its metrics endpoint is up then.
+    { LLMGW_LOG_LEVEL: "info" },
+  );
   try {
-    await until(
-      async () => ((await log.lastSubjectSeq(log.subjects.gateway(id))) > 0 ? true : undefined),
-      30_000,
-      `gateway ${id} started`,
-    );
-  } finally {
-    await log.close();
+    const line = await child.waitForLine(/"gateway listening"/, 60_000);
+    const said = JSON.parse(line) as { url?: string; metrics?: string };
+    if (!said.url) throw new Error(`gateway ${id} said it listens, but not where: ${line}`);
+    return { child, url: said.url, id, metricsUrl: said.metrics };
+  } catch (err) {
+    await child.stop();
+    throw err;
   }
-  return { child, url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`, id };
 }

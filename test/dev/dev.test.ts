@@ -9,8 +9,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { devCredsDir } from "../../src/cli/dev/paths.js";
+import { natsAuthFiles } from "../../src/cli/nats-auth-files.js";
 import { authenticatorFromCredentials, isLogError, openLog } from "../../src/log/index.js";
-import { tempDir } from "../harness/nats.js";
+import { startServer, tempDir } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 
 const CATALOG = `
@@ -121,13 +123,13 @@ async function waitAllRunning(
   }
 }
 
-/** Waits until the API lists `wanted` nodes; returns the log position it answered at. */
-async function waitNodes(apiUrl: string, wanted: number, out: () => string): Promise<number> {
+/** Waits until the API lists `wanted` nodes. */
+async function waitNodes(apiUrl: string, wanted: number, out: () => string): Promise<void> {
   const deadline = Date.now() + 60_000;
   let last = "";
   for (;;) {
     const body = (await (await fetch(`${apiUrl}/v1/nodes`)).json()) as { seq: number; nodes: unknown[] };
-    if (body.nodes.length === wanted) return body.seq;
+    if (body.nodes.length === wanted) return;
     last = `${body.nodes.length} nodes at seq ${body.seq}`;
     if (Date.now() > deadline) throw new Error(`expected ${wanted} nodes, have ${last}\n${out()}`);
     await new Promise((r) => setTimeout(r, 300));
@@ -183,6 +185,36 @@ async function readSecondRun(run: DevRun, fromSeq: number): Promise<SecondRunLog
   }
 }
 
+/**
+ * The last sequence of the log a stopped dev run left in `dataDir`: its
+ * store opened by a nats-server of the test's own, with dev's
+ * authentication, read with the reader's credentials, and closed again.
+ */
+async function lastSeqInStore(dataDir: string, readerCreds: string): Promise<number> {
+  const server = await startServer({
+    name: "llmgw-dev",
+    storeDir: join(dataDir, "nats"),
+    include: natsAuthFiles(devCredsDir(dataDir)).serverConfig,
+  });
+  try {
+    const log = await openLog({
+      url: server.url,
+      clientName: "dev-test",
+      ensure: false,
+      security: { authenticator: authenticatorFromCredentials(readFileSync(readerCreds, "utf8")) },
+    });
+    try {
+      return await log.lastSeq();
+    } finally {
+      await log.close();
+    }
+  } finally {
+    // Stopped cleanly: the second run opens the same store.
+    await server.stop();
+    await server.close();
+  }
+}
+
 /** NATS refuses anonymous clients; the reader's credentials dev printed read the log with `llmgw events`. */
 async function assertNatsAuthOn(run: DevRun): Promise<void> {
   await assert.rejects(
@@ -204,17 +236,18 @@ describe("llmgw dev", () => {
 
     const first = await startDev(dataDir, catalog);
     let firstReplicas: ReplicaBody["replicas"];
-    let lastSeqOfFirst: number;
     try {
       firstReplicas = await waitAllRunning(first.apiUrl, 5, first.out);
       // Two nodes hold all five replicas, so the reconciler may place them before
       // the third machine has registered: wait for it rather than race it.
-      lastSeqOfFirst = await waitNodes(first.apiUrl, 3, first.out);
+      await waitNodes(first.apiUrl, 3, first.out);
       await assertNatsAuthOn(first);
     } finally {
       assert.equal(await stopDev(first), 0, first.out());
     }
     assert.match(first.out(), /stopped/);
+    // The second run's window starts after everything the first run wrote, its shutdown included.
+    const lastSeqOfFirst = await lastSeqInStore(dataDir, first.readerCreds);
     await assertAdoptedAfterRestart(dataDir, catalog, firstReplicas, lastSeqOfFirst);
   });
 });

@@ -290,15 +290,17 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
  * across restarts), with a temp store; `include` adds a config file of
  * its own (an absolute path), e.g. the auth.conf of `llmgw nats-auth init`,
  * and `probe` what the readiness check connects with (TLS, credentials).
+ * `storeDir` opens a store of someone else's instead (it is left in place),
+ * `name` the server name it was written under.
  */
 export async function startServer(
-  opts: { include?: string; probe?: Partial<ConnectionOptions> } = {},
+  opts: { include?: string; probe?: Partial<ConnectionOptions>; storeDir?: string; name?: string } = {},
 ): Promise<NatsServer & { close(): Promise<void> }> {
   const dir = tempDir("nats");
   const spec = {
-    name: "n1",
+    name: opts.name ?? "n1",
     port: 0,
-    storeDir: join(dir, "store"),
+    storeDir: opts.storeDir ?? join(dir, "store"),
     ...(opts.include !== undefined ? { include: opts.include } : {}),
     ...(opts.probe !== undefined ? { probe: opts.probe } : {}),
   };
@@ -347,8 +349,16 @@ export interface NatsCluster {
    * many messages the hold dropped so far.
    */
   holdRaftGroup(member: string, group: string): { release(): void; dropped(): number };
+  /**
+   * Every restart the harness made by itself to mend a known nats-server
+   * fault (in waitForMetaLeader and waitCurrent), in order: which server,
+   * and why. A test reports them, so a rescue is never silent.
+   */
+  readonly rescues: ReadonlyArray<{ server: string; why: string }>;
   close(): Promise<void>;
 }
+
+type Rescue = (s: NatsServer, why: string) => Promise<void>;
 
 /** Every replica of every stream that its leader does not report current: its server (when known) and what is wrong. */
 async function replicasBehind(
@@ -388,8 +398,16 @@ async function replicasBehind(
   }
 }
 
-/** Creates and deletes a throwaway stream with a copy on every one of `running` until that works. */
-async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs: number): Promise<void> {
+/**
+ * Creates and deletes a throwaway stream with a copy on every one of
+ * `running` until that works; restarts a server left out through `rescue`.
+ */
+async function waitPlaceable(
+  running: NatsServer[],
+  deadline: number,
+  timeoutMs: number,
+  rescue: Rescue,
+): Promise<void> {
   if (running.length < 2) return;
   const name = `READY_${process.pid}_${Date.now().toString(36)}`;
   const began = Date.now();
@@ -428,7 +446,12 @@ async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs:
         for (const s of running) {
           if (restarted.has(s.name) || (s.knowsMetaLeader && waited < 20_000)) continue;
           restarted.add(s.name);
-          await s.restart();
+          await rescue(
+            s,
+            s.knowsMetaLeader
+              ? `a stream with a copy on every server could not be placed for ${Math.round(waited / 1000)} s although every server knows the meta leader (${String(last)})`
+              : `left out of JetStream: no meta leader known and a stream with a copy on every server not placeable after ${Math.round(waited / 1000)} s (${String(last)})`,
+          );
           break;
         }
       }
@@ -474,9 +497,15 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
     await Promise.all(proxies.map((p) => p.close()));
     throw err;
   }
+  const rescues: Array<{ server: string; why: string }> = [];
+  const rescue: Rescue = async (s, why) => {
+    rescues.push({ server: s.name, why });
+    await s.restart();
+  };
   const cluster: NatsCluster = {
     servers,
     url: servers.map((s) => s.url).join(","),
+    rescues,
     async waitForMetaLeader(timeoutMs = 45_000) {
       const deadline = Date.now() + timeoutMs;
       for (const s of servers.filter((x) => x.running)) {
@@ -492,7 +521,10 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
           // once when it has printed no meta leader after 10 s.
           if (!restarted && !s.knowsMetaLeader && Date.now() - began > 10_000) {
             restarted = true;
-            await s.restart();
+            await rescue(
+              s,
+              `no JetStream meta leader known 10 s into waiting for one${last === undefined ? "" : `, JetStream unavailable through it (${String(last)})`}`,
+            );
           }
           let nc: NatsConnection | undefined;
           try {
@@ -512,6 +544,7 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
         servers.filter((x) => x.running),
         deadline,
         timeoutMs,
+        rescue,
       );
     },
     async waitCurrent({ timeoutMs = 90_000, restartAfterMs = 20_000 } = {}) {
@@ -535,7 +568,11 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
             const s = servers.find((x) => x.name === name);
             if (!s || restarted.includes(s.name)) continue;
             restarted.push(s.name);
-            await s.restart();
+            const what = unheard.filter((b) => b.server === name).map((b) => b.what);
+            await rescue(
+              s,
+              `replicas behind after ${restartAfterMs} ms, not heard from by their leaders since the server started: ${what.join("; ")}`,
+            );
             await cluster.waitForMetaLeader();
           }
         }

@@ -4,10 +4,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { freePort, type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { EventFactory } from "../support/fleet-events.js";
 import { apiSuite, appendAll, eventually } from "../support/operator-api.js";
+import { unreachablePort } from "../support/unreachable.js";
 
 const EXAMPLE = join(import.meta.dirname, "../../examples/catalog.yaml");
 
@@ -178,7 +179,9 @@ describe("operator CLI against a real API", () => {
   });
 
   it("errors are one line: unknown node 2, bad id 2, bad flags 2, wrong token 1, no API 1", async () => {
-    const port = await freePort();
+    // No API there: a port held by a listener that resets every connection.
+    const nowhere = await unreachablePort();
+    const port = nowhere.port;
     // Independent commands: run them side by side.
     const [unknown, badId, badFlag, noArg, badIfMatch, noFile, badUrl, wrongToken, noApi] = await Promise.all(
       [
@@ -192,7 +195,7 @@ describe("operator CLI against a real API", () => {
         runCli(["nodes", "--token", "wrong-token-123"], { env: api.cliEnv }),
         runCli(["replicas", "--api", `http://127.0.0.1:${port}`], { env: api.cliEnv }),
       ],
-    );
+    ).finally(() => nowhere.close());
     assert.equal(unknown.code, 2);
     assert.equal(unknown.stderr, "llmgw: node gpu-zz not found\n");
     assert.equal(badId.code, 2);
@@ -209,7 +212,7 @@ describe("operator CLI against a real API", () => {
     assert.equal(noApi.code, 1);
     assert.match(
       noApi.stderr,
-      /^llmgw: cannot reach the API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\).*\n$/,
+      new RegExp(`^llmgw: cannot reach the API at http://127\\.0\\.0\\.1:${port} \\(ECONNRESET\\).*\\n$`),
     );
   });
 
@@ -300,12 +303,11 @@ describe("llmgw api as a process", () => {
   }
 
   it("serves in development mode on loopback, and stops on SIGTERM", async () => {
-    const port = await freePort();
     const stream = uniqueStream("OPP");
     const { proc, output } = spawnApi([
       "--dev",
       "--listen",
-      `127.0.0.1:${port}`,
+      "127.0.0.1:0",
       "--nats",
       server.url,
       "--stream",
@@ -314,7 +316,23 @@ describe("llmgw api as a process", () => {
       "tproc.evt",
     ]);
     try {
-      const url = `http://127.0.0.1:${port}`;
+      // Port 0: the API says where it listens, in its structured log line.
+      const line = await eventually(
+        async () =>
+          output()
+            .split("\n")
+            .slice(0, -1) // whole lines only
+            .filter((l) => l.startsWith("{"))
+            .map((l) => JSON.parse(l))
+            .find((l) => l.url),
+        "the API's listening line",
+        30_000,
+      ).catch((err) => {
+        throw new Error(`${err.message}\n${output()}`);
+      });
+      assert.match(line.url, /^http:\/\/127\.0\.0\.1:[1-9]\d*$/, "the port it bound, not 0");
+      assert.equal(line.auth, "dev");
+      const url: string = line.url;
       await eventually(
         async () => {
           const res = await fetch(`${url}/readyz`).catch(() => undefined);
@@ -325,13 +343,6 @@ describe("llmgw api as a process", () => {
       ).catch((err) => {
         throw new Error(`${err.message}\n${output()}`);
       });
-      const line = output()
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l))
-        .find((l) => l.url);
-      assert.equal(line?.url, url);
-      assert.equal(line?.auth, "dev");
       const r = await runCli(["catalog", "apply", "-f", EXAMPLE, "--api", url]);
       assert.equal(r.code, 0, r.stderr);
       const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));

@@ -12,18 +12,12 @@ import { pino } from "pino";
 import { Gateway } from "../../src/gateway/index.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
-import {
-  freePort,
-  type NatsServer,
-  natsServerBinary,
-  startServer,
-  tempDir,
-  uniqueStream,
-} from "../harness/nats.js";
+import { type NatsServer, natsServerBinary, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN } from "../support/cli.js";
 import { rand, readAll } from "../support/gateway.js";
 import { assertLogHygiene } from "../support/log-hygiene.js";
 import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
+import { unreachablePort } from "../support/unreachable.js";
 
 const TOKEN = "op-token-7f3a9c2e5b1d";
 const WRONG = "not-the-token-4e8b2a";
@@ -485,34 +479,46 @@ describe("NATS credentials in URLs", () => {
   });
 
   it("keeps the password out of the error when NATS cannot be reached or refuses it", async () => {
-    for (const url of [
-      `nats://llmgw:${SECRET}@127.0.0.1:${await freePort()}`,
-      `nats://llmgw:${SECRET}x@127.0.0.1:${port}`,
-      `nats://127.0.0.1:1,nats://llmgw:${SECRET}@127.0.0.1:${await freePort()}`,
-    ]) {
-      const err = await openLog({ url, clientName: "t", name: "X", prefix: "x.evt" }).then(
-        () => undefined,
-        (e: Error) => e,
-      );
-      assert.ok(err, `${url} connected`);
-      assert.ok(!String(err.message).includes(SECRET), err.message);
-      assert.match(err.message, /llmgw:\*\*\*@127\.0\.0\.1/, err.message);
+    const nowhere = await unreachablePort();
+    try {
+      for (const url of [
+        `nats://llmgw:${SECRET}@127.0.0.1:${nowhere.port}`,
+        `nats://llmgw:${SECRET}x@127.0.0.1:${port}`,
+        `nats://127.0.0.1:1,nats://llmgw:${SECRET}@127.0.0.1:${nowhere.port}`,
+      ]) {
+        const err = await openLog({ url, clientName: "t", name: "X", prefix: "x.evt" }).then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        assert.ok(err, `${url} connected`);
+        assert.ok(!String(err.message).includes(SECRET), err.message);
+        assert.match(err.message, /llmgw:\*\*\*@127\.0\.0\.1/, err.message);
+      }
+    } finally {
+      await nowhere.close();
     }
   });
 
   it("llmgw api prints neither the password nor the token when NATS is unreachable", async () => {
-    const closed = await freePort();
+    const nowhere = await unreachablePort();
     const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
       const p = spawn(
         process.execPath,
-        [LLMGW_BIN, "api", "--listen", "127.0.0.1:0", "--nats", `nats://llmgw:${SECRET}@127.0.0.1:${closed}`],
+        [
+          LLMGW_BIN,
+          "api",
+          "--listen",
+          "127.0.0.1:0",
+          "--nats",
+          `nats://llmgw:${SECRET}@127.0.0.1:${nowhere.port}`,
+        ],
         { env: { ...process.env, LLMGW_API_TOKEN: TOKEN }, stdio: ["ignore", "pipe", "pipe"] },
       );
       let text = "";
       p.stdout?.on("data", (b) => (text += b));
       p.stderr?.on("data", (b) => (text += b));
       p.once("exit", (code) => resolve({ code, text }));
-    });
+    }).finally(() => nowhere.close());
     assert.notEqual(out.code, 0, out.text);
     assert.ok(!out.text.includes(SECRET), out.text);
     assert.ok(!out.text.includes(TOKEN), out.text);

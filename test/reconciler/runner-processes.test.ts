@@ -273,7 +273,7 @@ describe("llmgw reconciler processes", () => {
     }
   });
 
-  it("replaces a SIGKILLed leader within the TTL plus a margin (3 s TTL: polling, not a watch event)", async () => {
+  it("replaces a SIGKILLed leader once its lease has expired (3 s TTL: polling, not a watch event)", async () => {
     const { log, f, spec } = await setup();
     const ttlMs = 3000;
     let a: ReconcilerProcess | undefined;
@@ -282,13 +282,32 @@ describe("llmgw reconciler processes", () => {
       a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: ttlMs });
       await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
       b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: ttlMs });
+      const kv = await new Kvm(log.js).open(spec("x").leaseBucket);
+      // rec-a's key as it is before the kill: rec-a renews it at most later, so
+      // the lease it holds cannot expire before this write's time plus the TTL.
+      const held = await kv.get("reconciler");
+      assert.equal(held?.operation, "PUT");
+      assert.equal(JSON.parse(held?.string() ?? "{}").holder, "rec-a");
       await a.kill();
       await a.exited;
-      // The key rec-a renewed last expires within one TTL; the standby polls at TTL/10.
+      // The key expires within one TTL and the standby polls at TTL/10. A
+      // liveness bound of many TTLs: past it the takeover hung.
       await eventually(async () => await b!.isLeader(), {
-        what: `rec-b to lead within the TTL plus 2 s:\n${b.output()}`,
-        timeoutMs: ttlMs + 2000,
+        what: `rec-b to take over the lease of the SIGKILLed rec-a (TTL ${ttlMs} ms); it never did:\n${b.output()}`,
+        timeoutMs: 20 * ttlMs,
       });
+      // Taken after the key expired, not released (a SIGKILLed process releases
+      // nothing), and not while rec-a's lease could still be valid.
+      const acquired = b.lines.find((l) => l.msg === "leading: lease acquired");
+      assert.equal(acquired?.["after"], "poll", `rec-b found the key gone by polling:\n${b.output()}`);
+      const taken = await kv.get("reconciler");
+      assert.equal(JSON.parse(taken?.string() ?? "{}").holder, "rec-b", "the lease key names the successor");
+      // rec-b logs the acquisition after its write is stored (both clocks are this machine's).
+      const gapMs = Number(acquired?.["time"]) - held!.created.getTime();
+      assert.ok(
+        gapMs >= ttlMs - 1,
+        `rec-b took the lease ${gapMs} ms after rec-a's write seen before the kill: within the ${ttlMs} ms TTL`,
+      );
       await log.append(f.catalog(llamaCatalog(1, 0)));
       await addNode(log, f, "gpu-a1");
       await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-b"), {

@@ -10,10 +10,10 @@ describe("reconnects and restarts", () => {
     const dead = await deadUrl();
     const a = await FakeGateway.start();
     const b = await FakeGateway.start();
-    const fleet = new SimFleet({ ...FAST, nodes: 1, gateways: [dead, a.url, b.url] });
+    const fleet = new SimFleet({ ...FAST, nodes: 1, gateways: [dead.url, a.url, b.url] });
     try {
       await fleet.start();
-      // The first URL refuses the connection: the agent registers with the second.
+      // The first URL resets the connection: the agent registers with the second.
       const onA = await registered(a, "node-1");
       assert.ok(fleet.node("node-1")!.counters.reconnects >= 1);
       assert.match(fleet.node("node-1")!.lastDisconnectReason, /\S/);
@@ -28,7 +28,7 @@ describe("reconnects and restarts", () => {
       assert.equal(b.of("node-1").length, 1);
     } finally {
       await fleet.stop();
-      await Promise.all([a.close(), b.close()]);
+      await Promise.all([a.close(), b.close(), dead.close()]);
     }
   });
 

@@ -17,6 +17,7 @@ import {
   ControlMessageSchema,
   type Register,
 } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { unreachablePort } from "./unreachable.js";
 
 type ControlInit = MessageInitShape<typeof ControlMessageSchema>;
 
@@ -152,11 +153,11 @@ export async function waitFor<T>(
   }
 }
 
-/** A loopback URL on which nothing listens. */
-export async function deadUrl(): Promise<string> {
-  const server = http2.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
+/**
+ * A loopback URL on which no gateway can be reached while it is held: every
+ * connection is reset at once (see unreachablePort). Close it when done.
+ */
+export async function deadUrl(): Promise<{ url: string; close(): Promise<void> }> {
+  const held = await unreachablePort();
+  return { url: `http://127.0.0.1:${held.port}`, close: () => held.close() };
 }

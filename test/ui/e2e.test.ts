@@ -276,42 +276,55 @@ describe("web UI in Chromium against a running fleet", () => {
     const target = nodes.find((n) => n.replicaIds.length > 0);
     assert.ok(target, "a node with replicas");
     const moved = target.replicaIds as string[];
-    await page.locator(`[data-node="${target.nodeId}"] .node-name`).click();
-    await page.locator('[data-testid=node-panel] [data-action="drain"]').click();
-    const dialog = page.locator("[data-testid=confirm-dialog]");
-    await dialog.waitFor();
-    await dialog.locator("input").fill("e2e test");
-    await shot("05-drain-confirm");
-    await dialog.locator("[data-testid=confirm]").click();
-    await until(
-      `${target.nodeId} drained and its replicas replaced and running elsewhere`,
-      async () => {
-        const [n, r] = await Promise.all([api(`/v1/nodes/${target.nodeId}`), api("/v1/replicas")]);
-        const running = r.replicas.filter((x: any) => x.phase === "running");
-        const ok =
-          n.node.draining &&
-          n.node.gpusUsed === 0 &&
-          running.length === 5 &&
-          running.every((x: any) => !x.nodeIds.includes(target.nodeId)) &&
-          moved.every((id) => !r.replicas.some((x: any) => x.replicaId === id));
-        return ok ? true : undefined;
-      },
-      60_000,
-    );
-    const row = page.locator(`[data-node="${target.nodeId}"]`);
-    await until("the map to show the drained node empty", async () =>
-      (await row.locator('.gpu[data-state="free"]').count()) === 8 ? true : undefined,
-    );
-    assert.equal(await row.locator('[data-badge="draining"]').count(), 1);
-    await until("every replica running again on the map", async () =>
-      (await runningCells()) === RUNNING_GPUS ? true : undefined,
-    );
-    // The node panel says what the drain waits on; once done, that nothing is left.
-    const drainState = page.locator("[data-testid=node-panel] [data-testid=drain-state]");
-    await until("the node panel to show the drain done", async () =>
-      /draining: nothing left on the node/.test((await drainState.textContent()) ?? "") ? true : undefined,
-    );
-    await shot("06-drained");
+    try {
+      await page.locator(`[data-node="${target.nodeId}"] .node-name`).click();
+      await page.locator('[data-testid=node-panel] [data-action="drain"]').click();
+      const dialog = page.locator("[data-testid=confirm-dialog]");
+      await dialog.waitFor();
+      await dialog.locator("input").fill("e2e test");
+      await shot("05-drain-confirm");
+      await dialog.locator("[data-testid=confirm]").click();
+      await until(
+        `${target.nodeId} drained and its replicas replaced and running elsewhere`,
+        async () => {
+          const [n, r] = await Promise.all([api(`/v1/nodes/${target.nodeId}`), api("/v1/replicas")]);
+          const running = r.replicas.filter((x: any) => x.phase === "running");
+          const ok =
+            n.node.draining &&
+            n.node.gpusUsed === 0 &&
+            running.length === 5 &&
+            running.every((x: any) => !x.nodeIds.includes(target.nodeId)) &&
+            moved.every((id) => !r.replicas.some((x: any) => x.replicaId === id));
+          return ok ? true : undefined;
+        },
+        60_000,
+      );
+      const row = page.locator(`[data-node="${target.nodeId}"]`);
+      await until("the map to show the drained node empty", async () =>
+        (await row.locator('.gpu[data-state="free"]').count()) === 8 ? true : undefined,
+      );
+      assert.equal(await row.locator('[data-badge="draining"]').count(), 1);
+      await until("every replica running again on the map", async () =>
+        (await runningCells()) === RUNNING_GPUS ? true : undefined,
+      );
+      // The node panel says what the drain waits on; once done, that nothing is left.
+      const drainState = page.locator("[data-testid=node-panel] [data-testid=drain-state]");
+      await until("the node panel to show the drain done", async () =>
+        /draining: nothing left on the node/.test((await drainState.textContent()) ?? "") ? true : undefined,
+      );
+      await shot("06-drained");
+    } finally {
+      // The tests after this one get the node back: uncordoned, it is placeable again.
+      await api(`/v1/nodes/${target.nodeId}/uncordon`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ reason: "the drain test is over" }),
+      });
+      await until(`${target.nodeId} neither draining nor cordoned again`, async () => {
+        const { node } = await api(`/v1/nodes/${target.nodeId}`);
+        return !node.draining && !node.cordoned ? true : undefined;
+      });
+    }
   });
 
   it("what-if with another policy lists the decisions that would differ and marks their nodes", async () => {
