@@ -1,14 +1,14 @@
 /**
  * Real nats-server processes for tests and benchmarks (the benchmarks import
  * this harness; the tests own it): a single JetStream server or a
- * 3-node JetStream cluster on random loopback ports with temporary store
- * folders. Servers can be stopped, killed with SIGKILL and restarted on the
- * same ports and store. Everything started is removed by `close()`, and by a
+ * 3-node JetStream cluster on loopback ports the servers choose themselves
+ * (port -1; the harness reads back which) with temporary store folders.
+ * Servers can be stopped, killed with SIGKILL and restarted on the same
+ * ports and store. Everything started is removed by `close()`, and by a
  * process exit hook when a test dies before its `finally`.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
@@ -39,46 +39,6 @@ export function natsServerBinary(): string {
   if (!bin) throw new Error("scripts/ensure-nats-server printed no path");
   process.env["LLMGW_NATS_SERVER"] = bin;
   return bin;
-}
-
-/** A free loopback TCP port (bound and released). */
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/**
- * `n` distinct free loopback ports: each held open until all are chosen, so
- * two calls racing cannot return the same one (a server whose client and
- * route ports collided died at start).
- */
-export async function freePorts(n: number): Promise<number[]> {
-  const held = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const srv = createServer();
-          srv.unref();
-          srv.on("error", reject);
-          srv.listen(0, "127.0.0.1", () => resolve(srv));
-        }),
-    ),
-  );
-  const ports = held.map((srv) => {
-    const addr = srv.address();
-    return typeof addr === "object" && addr ? addr.port : 0;
-  });
-  await Promise.all(held.map((srv) => new Promise((r) => srv.close(r))));
-  return ports;
 }
 
 export function tempDir(prefix: string): string {
@@ -116,8 +76,11 @@ export interface NatsServer {
 
 interface ServerSpec {
   name: string;
+  /** Client port; 0 until the server has chosen one (-1 in its config). */
   port: number;
+  /** Route port (a cluster member); 0 until the server has chosen one. */
   clusterPort?: number;
+  /** The route ports this member connects to. */
   routes?: number[];
   /** The route address other members are told (a route proxy in front of this one). */
   clusterAdvertise?: number;
@@ -148,6 +111,15 @@ class ServerProcess implements NatsServer {
   }
   get storeDir() {
     return this.spec.storeDir;
+  }
+  /** The route port it listens on (0 before its first start). */
+  get clusterPort() {
+    return this.spec.clusterPort ?? 0;
+  }
+  /** The routes it opens from its next start on. */
+  setRoutes(ports: number[]): void {
+    this.spec.routes = ports;
+    writeConfig(this.spec, dirname(this.spec.configFile));
   }
   get running() {
     return this.#proc !== undefined && this.#proc.exitCode === null && this.#proc.signalCode === null;
@@ -183,10 +155,12 @@ class ServerProcess implements NatsServer {
     };
     proc.stdout?.on("data", keep);
     proc.stderr?.on("data", keep);
-    if (this.spec.port === 0) {
+    if (this.spec.port === 0 || this.spec.clusterPort === 0) {
       // Port -1 in the config: the server chose one; it is kept (written into
       // the config) so that a restart comes back on the same port.
-      this.spec.port = await listenedPort(proc, () => this.#out.join(""));
+      const output = () => this.#out.join("");
+      if (this.spec.port === 0) this.spec.port = await listenedPort(proc, output, "client");
+      if (this.spec.clusterPort === 0) this.spec.clusterPort = await listenedPort(proc, output, "route");
       writeConfig(this.spec, dirname(this.spec.configFile));
     }
     await waitForPort(this.spec.port, proc, () => this.output(), this.spec.probe);
@@ -214,16 +188,21 @@ class ServerProcess implements NatsServer {
   }
 }
 
-/** The client port a server started with port -1 says it listens on. */
-async function listenedPort(proc: ChildProcess, output: () => string): Promise<number> {
+/** The client or route port a server started with port -1 says it listens on. */
+async function listenedPort(
+  proc: ChildProcess,
+  output: () => string,
+  what: "client" | "route",
+): Promise<number> {
+  const said = new RegExp(`Listening for ${what} connections on [^\\s]*:(\\d+)`);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    const m = /Listening for client connections on [^\s]*:(\d+)/.exec(output());
+    const m = said.exec(output());
     if (m) return Number(m[1]);
     if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}:\n${output()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`nats-server did not say which port it listens on within 15 s:\n${output()}`);
+  throw new Error(`nats-server did not say which ${what} port it listens on within 15 s:\n${output()}`);
 }
 
 async function waitForPort(
@@ -267,7 +246,7 @@ function writeConfig(spec: Omit<ServerSpec, "configFile">, dir: string): string 
       "cluster {",
       "  name: llmgw-test",
       "  host: 127.0.0.1",
-      `  port: ${spec.clusterPort}`,
+      `  port: ${spec.clusterPort === 0 ? -1 : spec.clusterPort}`,
       `  routes: [${(spec.routes ?? []).map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ")}]`,
       // Behind route proxies: members learn of each other at the proxies'
       // addresses, and the route protocol stays readable to them.
@@ -463,40 +442,70 @@ async function waitPlaceable(
 }
 
 /**
- * Starts a 3-node JetStream cluster on random loopback ports with temp
- * stores. With `routeProxies`, every route to a member goes through a
- * `RouteProxy` in front of it (see `holdRaftGroup`).
+ * Starts a 3-node JetStream cluster with temp stores, every member on client
+ * and route ports it chooses itself (port -1; nothing is reserved beforehand
+ * for another process to take): the first member, the seed, starts first,
+ * the others with a route to it, and it tells them of each other. Once
+ * every member's route port is known, each member's config names every
+ * other member's, so that a restarted member, the seed too, comes back on
+ * the ports it had and reaches the rest. With `routeProxies`, every route
+ * to a member goes through a `RouteProxy` in front of it (see
+ * `holdRaftGroup`), on a port the proxy chooses.
  */
 export async function startCluster(size = 3, opts: { routeProxies?: boolean } = {}): Promise<NatsCluster> {
   const dir = tempDir("cluster");
-  const all = await freePorts(2 * size);
-  const ports = all.slice(0, size);
-  const clusterPorts = all.slice(size);
-  const names = ports.map((_, i) => `n${i + 1}`);
+  const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
+  // Each member's route port, known once it has started.
+  const routePorts = names.map(() => {
+    let resolve: (port: number) => void = () => {};
+    const promise = new Promise<number>((r) => {
+      resolve = r;
+    });
+    return { promise, resolve };
+  });
   const holds: Hold[] = [];
   const proxies = opts.routeProxies
-    ? await Promise.all(names.map((name, i) => RouteProxy.start(name, clusterPorts[i]!, () => holds)))
+    ? await Promise.all(names.map((name, i) => RouteProxy.start(name, routePorts[i]!.promise, () => holds)))
     : [];
-  // What a member's routes point at: the other members, or their proxies.
-  const routePorts = proxies.length > 0 ? proxies.map((p) => p.port) : clusterPorts;
-  const servers = ports.map((port, i) => {
+  // nats-server refuses to start a JetStream cluster member with no route
+  // configured, and at its first start the seed has no other member's route
+  // port to name (behind proxies it names theirs). It is given a route to
+  // itself, through a relay on a port the relay chooses (a RouteProxy that
+  // holds nothing): the server sees itself at the other end and drops that
+  // route for good. The relay stays up while the cluster does.
+  const bootstrap =
+    proxies.length === 0 ? await RouteProxy.start(names[0]!, routePorts[0]!.promise, () => []) : undefined;
+  const servers = names.map((name, i) => {
     const spec = {
-      name: names[i]!,
-      port,
-      clusterPort: clusterPorts[i],
-      routes: routePorts.filter((_, j) => j !== i),
+      name,
+      port: 0,
+      clusterPort: 0,
+      routes: [],
       ...(proxies[i] ? { clusterAdvertise: proxies[i].port } : {}),
       storeDir: join(dir, `store-${i + 1}`),
     };
     return new ServerProcess({ ...spec, configFile: writeConfig(spec, dir) });
   });
+  // What a member's routes point at: every other member whose route port is
+  // known, or the proxies in front of them.
+  const routesOf = (i: number) =>
+    servers.flatMap((s, j) => (j === i ? [] : [proxies[j]?.port ?? s.clusterPort])).filter((p) => p !== 0);
+  const startMember = async (i: number) => {
+    await servers[i]!.start();
+    routePorts[i]!.resolve(servers[i]!.clusterPort);
+  };
   try {
-    await Promise.all(servers.map((s) => s.start()));
+    servers[0]!.setRoutes(bootstrap ? [bootstrap.port] : routesOf(0));
+    await startMember(0);
+    for (let i = 1; i < size; i++) servers[i]!.setRoutes(routesOf(i));
+    await Promise.all(servers.slice(1).map((_, k) => startMember(k + 1)));
   } catch (err) {
     await Promise.all(servers.map((s) => s.kill()));
-    await Promise.all(proxies.map((p) => p.close()));
+    await Promise.all([...proxies, ...(bootstrap ? [bootstrap] : [])].map((p) => p.close()));
     throw err;
   }
+  // For restarts: every member names every other one.
+  for (const [i, s] of servers.entries()) s.setRoutes(routesOf(i));
   const rescues: Array<{ server: string; why: string }> = [];
   const rescue: Rescue = async (s, why) => {
     rescues.push({ server: s.name, why });
@@ -594,7 +603,7 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
     },
     async close() {
       await Promise.all(servers.map((s) => s.kill()));
-      await Promise.all(proxies.map((p) => p.close()));
+      await Promise.all([...proxies, ...(bootstrap ? [bootstrap] : [])].map((p) => p.close()));
       rmSync(dir, { recursive: true, force: true });
       tempDirs.delete(dir);
     },

@@ -30,11 +30,20 @@ export class RouteProxy {
     readonly port: number,
     /** The member behind this proxy. */
     readonly member: string,
-    private readonly targetPort: number,
+    private readonly targetPort: Promise<number>,
     private readonly holds: () => readonly Hold[],
   ) {}
 
-  static async start(member: string, targetPort: number, holds: () => readonly Hold[]): Promise<RouteProxy> {
+  /**
+   * Listens on a port of its own choosing (`port`). `targetPort` is the
+   * member's route port, which the member chooses when it starts: a route
+   * opened to the proxy before then waits for it.
+   */
+  static async start(
+    member: string,
+    targetPort: Promise<number>,
+    holds: () => readonly Hold[],
+  ): Promise<RouteProxy> {
     let proxy: RouteProxy | undefined;
     const server = createServer((client) => proxy?.accept(client));
     await new Promise<void>((resolve, reject) => {
@@ -48,7 +57,18 @@ export class RouteProxy {
   }
 
   private accept(client: Socket): void {
-    const upstream = connect(this.targetPort, "127.0.0.1");
+    // Until the member's route port is known, what the client sends stays
+    // buffered in its socket (no reader yet).
+    this.#sockets.add(client);
+    client.once("close", () => this.#sockets.delete(client));
+    client.on("error", () => client.destroy());
+    void this.targetPort.then((port) => {
+      if (!client.destroyed) this.pipe(client, port);
+    });
+  }
+
+  private pipe(client: Socket, targetPort: number): void {
+    const upstream = connect(targetPort, "127.0.0.1");
     // The member that opened the route says its name in its INFO line.
     const link = { peer: "" };
     for (const s of [client, upstream]) {
