@@ -66,10 +66,13 @@ describe("chaos: a 3-node NATS cluster (R3) under a working fleet", () => {
    * short. See `waitCurrent` for the one restart it may take.
    */
   async function rejoined(t: TestContext): Promise<void> {
-    const restarted = await cluster.waitCurrent();
-    if (restarted.length > 0)
-      t.diagnostic(`restarted again to catch up (nats-server 2.10): ${restarted.join(", ")}`);
+    await cluster.waitCurrent();
+    // Every restart the harness made since the last report (waitForMetaLeader, waitPlaceable, waitCurrent).
+    for (const r of cluster.rescues.slice(reported))
+      t.diagnostic(`the harness restarted ${r.server} (a known nats-server 2.10 fault): ${r.why}`);
+    reported = cluster.rescues.length;
   }
+  let reported = 0;
 
   /** Agents restarting one after another (sessions opening, shards adopted): load while a server dies. */
   function churn(): () => Promise<void> {
