@@ -22,7 +22,9 @@ describe("llmgw bench --quick", () => {
         maxBuffer: 16 * 1024 * 1024,
       });
       assert.match(r.stdout, /results: /);
-      assert.match(r.stderr, /bench 1\/5 ingest/, "a progress line on stderr");
+      // A progress line per scenario, numbered in the order they run.
+      for (const name of Object.keys(FIGURES))
+        assert.match(r.stderr, new RegExp(`bench [1-5]/5 ${name}`), `a progress line of ${name} on stderr`);
       const json = JSON.parse(readFileSync(out, "utf8")) as {
         mode: string;
         machine: Record<string, unknown>;
