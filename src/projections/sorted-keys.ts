@@ -83,8 +83,9 @@ export function dropRecord<T>(rec: Record<string, T>, key: string): void {
   const a = t.added.indexOf(key);
   if (a >= 0) t.added.splice(a, 1);
   else {
-    const i = lowerBound(t.sorted, key);
-    t.sorted = [...t.sorted.slice(0, i), ...t.sorted.slice(i + 1)];
+    // A new array: callers may hold the old one.
+    const i = t.sorted.indexOf(key);
+    if (i >= 0) t.sorted = t.sorted.toSpliced(i, 1);
   }
 }
 
@@ -120,17 +121,6 @@ function merged(t: Tracked): string[] {
   while (j < added.length) out[k++] = added[j++] as string;
   t.sorted = out;
   return out;
-}
-
-function lowerBound(sorted: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as string) < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**

@@ -1,24 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
-import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { DecisionSchema, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { evolveFleet, forkFleet, sortedKeys } from "../../src/projections/index.js";
 import { shardOwner } from "../../src/projections/shard-owners.js";
 import type { DecideOutput } from "../../src/reconciler/index.js";
-import { Fleet, llama8b, llama70b, llama405b } from "../support/fleet.js";
+import { busyFleet, type Fleet } from "../support/fleet.js";
 
-/** A fleet mid-way: replicas running, a node lost, the catalog changed (the next pass fails, stops, creates, places). */
-function busyFleet(): Fleet {
-  const f = new Fleet();
-  for (const n of ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1"]) f.connect(n);
-  f.catalog(llama70b(3), llama8b(4), llama405b(1));
-  f.run();
-  f.disconnect("gpu-a3").advance(f.config.lostAfterMs);
-  f.catalog(llama70b(2), llama8b(6), llama405b(1));
-  return f;
-}
-
-function passEvent(f: Fleet, out: DecideOutput) {
+/** A reconcile pass of `out`'s decisions and commands, as the leader appends it. */
+function passEvent(f: Fleet, out: Pick<DecideOutput, "decisions" | "commands">) {
   return create(EventSchema, {
     id: "p",
     body: {
@@ -26,6 +16,11 @@ function passEvent(f: Fleet, out: DecideOutput) {
       value: { nowUnixMs: BigInt(f.nowMs), decisions: out.decisions, commands: out.commands },
     },
   });
+}
+
+/** A pass of one decision, explained "x". */
+function onePass(f: Fleet, kind: MessageInitShape<typeof DecisionSchema>["kind"]) {
+  return passEvent(f, { decisions: [create(DecisionSchema, { explanation: "x", kind })], commands: [] });
 }
 
 describe("projections: a fork of the fleet", () => {
@@ -51,18 +46,7 @@ describe("projections: a fork of the fleet", () => {
     const [id, held] =
       Object.entries(fork.state.replicas.replicas).find(([, r]) => r.phase === "running") ?? [];
     assert.ok(id && held);
-    const failed = create(EventSchema, {
-      id: "p",
-      body: {
-        case: "reconcilePass",
-        value: {
-          nowUnixMs: BigInt(f.nowMs),
-          decisions: [
-            { explanation: "x", kind: { case: "replicaFailed", value: { replicaId: id, error: "gone" } } },
-          ],
-        },
-      },
-    });
+    const failed = onePass(f, { case: "replicaFailed", value: { replicaId: id, error: "gone" } });
     fork.fold(() => evolveFleet(fork.state, failed, { seq: f.state.seq + 1, timeMs: f.nowMs }));
     assert.equal(fork.state.replicas.replicas[id], held);
     assert.equal(held.phase, "pending");
@@ -71,7 +55,7 @@ describe("projections: a fork of the fleet", () => {
     assert.notEqual(f.state.replicas.replicas[id]?.phase, "pending");
   });
 
-  it("answers shard owners from the original's index plus the fork's own changes", () => {
+  it("answers shard owners as the fork has them while it folds, and the original's again once released", () => {
     const f = busyFleet();
     const r = Object.values(f.state.replicas.replicas).find((x) => x.shards.length > 0);
     const s = r?.shards[0];
@@ -79,18 +63,7 @@ describe("projections: a fork of the fleet", () => {
     assert.equal(shardOwner(f.state.replicas.replicas, s.nodeId, s.shardId), r.replicaId);
     const fork = forkFleet(f.state);
     assert.equal(shardOwner(fork.state.replicas.replicas, s.nodeId, s.shardId), r.replicaId);
-    const removed = create(EventSchema, {
-      id: "p",
-      body: {
-        case: "reconcilePass",
-        value: {
-          nowUnixMs: BigInt(f.nowMs),
-          decisions: [
-            { explanation: "x", kind: { case: "replicaRemoved", value: { replicaId: r.replicaId } } },
-          ],
-        },
-      },
-    });
+    const removed = onePass(f, { case: "replicaRemoved", value: { replicaId: r.replicaId } });
     fork.fold(() => evolveFleet(fork.state, removed, { seq: f.state.seq + 1, timeMs: f.nowMs }));
     assert.equal(shardOwner(fork.state.replicas.replicas, s.nodeId, s.shardId), "", "gone from the fork");
     fork.release();
@@ -111,19 +84,15 @@ describe("projections: a fork of the fleet", () => {
     const before = JSON.stringify(f.state);
     const sortedBefore = sortedKeys(f.state.replicas.replicas);
     const fork = forkFleet(f.state);
-    const removeAndPlace = create(EventSchema, {
-      id: "p",
-      body: {
-        case: "reconcilePass",
-        value: {
-          nowUnixMs: BigInt(f.nowMs),
-          decisions: [
-            { explanation: "x", kind: { case: "replicaRemoved", value: { replicaId: middle.replicaId } } },
-            ...out.decisions,
-          ],
-          commands: out.commands,
-        },
-      },
+    const removeAndPlace = passEvent(f, {
+      decisions: [
+        create(DecisionSchema, {
+          explanation: "x",
+          kind: { case: "replicaRemoved", value: { replicaId: middle.replicaId } },
+        }),
+        ...out.decisions,
+      ],
+      commands: out.commands,
     });
     fork.fold(() => evolveFleet(fork.state, removeAndPlace, { seq: f.state.seq + 1, timeMs: f.nowMs }));
     const during = fork.state.replicas.replicas;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { FleetState } from "../../src/projections/index.js";
 import { decide } from "../../src/reconciler/index.js";
-import { Fleet, kinds, llama8b, llama70b, llama405b } from "../support/fleet.js";
+import { busyFleet, kinds } from "../support/fleet.js";
 
 /** The same records inserted in reverse order: record order must not matter. */
 function reversed(state: FleetState): FleetState {
@@ -15,16 +15,6 @@ function reversed(state: FleetState): FleetState {
   s.replicas.failures = flip(s.replicas.failures);
   s.replicas.cooldowns = flip(s.replicas.cooldowns);
   return s;
-}
-
-function busyFleet(): Fleet {
-  const f = new Fleet();
-  for (const n of ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1"]) f.connect(n);
-  f.catalog(llama70b(3), llama8b(4), llama405b(1));
-  f.run();
-  f.disconnect("gpu-a3").advance(f.config.lostAfterMs);
-  f.catalog(llama70b(2), llama8b(6), llama405b(1));
-  return f;
 }
 
 describe("decide: determinism and the size limit", () => {

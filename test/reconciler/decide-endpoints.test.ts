@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { routingTable } from "../../src/projections/index.js";
 import { touchingReplica } from "../../src/reconciler/explain/index.js";
-import { Fleet, kinds, llama70b, llama405b, ofKind } from "../support/fleet.js";
+import { Fleet, kinds, llama8b, llama70b, llama405b, ofKind } from "../support/fleet.js";
 
 const url = (nodeId: string, shardId: string) => `http://${nodeId}:8000/${shardId}`;
 
@@ -155,5 +156,45 @@ describe("decide: the routing table", () => {
     assert.match(routing(second!)[1]!, new RegExp(`${second} no longer ready`));
     // The other one entered once; the table restated without the drained one does not touch it.
     assert.equal(routing(first!).length, 1);
+  });
+
+  it("publishes, pass after pass, exactly the table routingTable defines, though it rebuilds only the models whose replicas changed", () => {
+    const f = withEndpoints(["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1"]);
+    const published = (when: string) =>
+      assert.deepEqual(f.state.replicas.endpoints, routingTable(f.state), `the published table ${when}`);
+    f.catalog(llama70b(3), llama8b(4));
+    f.run();
+    published("once the fleet runs");
+    const running = () => Object.values(f.state.replicas.replicas).filter((r) => r.phase === "running");
+    // A ready replica's engine moves to another URL: its groups do not change, only the record.
+    const moved = running()[0]!;
+    const head = moved.shards[0]!;
+    f.shard(head.nodeId, moved.replicaId, head.shardId, ShardStatus_State.RUNNING, "", "http://moved:9000");
+    f.step();
+    published("after an endpoint moved");
+    assert.ok(
+      Object.values(f.state.replicas.endpoints)
+        .flat()
+        .some((e) => e.url === "http://moved:9000"),
+      "the moved endpoint is listed",
+    );
+    // A shard fails, its replica is placed again and runs.
+    const failed = running()[1]!;
+    const s = failed.shards[0]!;
+    f.shard(s.nodeId, failed.replicaId, s.shardId, ShardStatus_State.FAILED, "engine exited");
+    f.step();
+    published("after a shard failed");
+    f.advance(f.config.crashBackoffMaxMs);
+    f.run();
+    published("once the failed replica runs again");
+    // Scaled down, a node drained.
+    f.catalog(llama70b(2), llama8b(2));
+    f.drain("gpu-a1");
+    for (let i = 0; i < 20; i++) {
+      const out = f.step();
+      published(`in pass ${i} of the scale-down and drain`);
+      if (out.decisions.length === 0 && out.commands.length === 0) break;
+      f.obey(out);
+    }
   });
 });

@@ -411,6 +411,20 @@ function replicaOf(state: FleetState, shardId: string): string {
   return "";
 }
 
+/**
+ * A fleet mid-way: replicas running, a node lost, the catalog changed, so
+ * the next pass fails, stops, creates and places.
+ */
+export function busyFleet(): Fleet {
+  const f = new Fleet();
+  for (const n of ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1"]) f.connect(n);
+  f.catalog(llama70b(3), llama8b(4), llama405b(1));
+  f.run();
+  f.disconnect("gpu-a3").advance(f.config.lostAfterMs);
+  f.catalog(llama70b(2), llama8b(6), llama405b(1));
+  return f;
+}
+
 export function kinds(decisions: Decision[]): string[] {
   return decisions.map((d) => d.kind.case ?? "?");
 }
