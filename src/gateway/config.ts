@@ -60,6 +60,12 @@ export const GatewayConfigSchema = z
       .int()
       .positive()
       .default(1024 * 1024),
+    /**
+     * Agent streams in binary gRPC or Connect, uncompressed and without a
+     * deadline, are framed directly (src/gateway/agent-call) instead of by
+     * Connect's handler, which serves everything else either way.
+     */
+    directStreams: z.boolean().default(true),
     /** Messages waiting for one agent; past this the agent is too far behind and is disconnected. */
     sendQueueMax: z.number().int().positive().default(256),
     /** Publishes in flight to JetStream, across all streams. */

@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
-import { type AgentMessage, AgentService, type ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
 import { type Log, type NatsSecurity, openLog } from "../log/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
@@ -132,10 +132,8 @@ export class Gateway implements SessionHost {
       metrics: this.metrics,
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
-      routes: (router) =>
-        router.service(AgentService, {
-          connect: (requests, ctx) => this.#openStream(requests, ctx),
-        }),
+      agentStream: (requests, ctx) => this.#openStream(requests, ctx),
+      directStreams: cfg.directStreams,
     });
     const server = this.#server;
     this.#identity.onTlsChange((material) => server.setTls(material));

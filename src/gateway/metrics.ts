@@ -104,6 +104,12 @@ export class GatewayMetrics {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
+  readonly streamsServed = new Counter({
+    name: "llmgw_gateway_agent_streams_total",
+    help: "Agent streams (AgentService.Connect calls) started, by who framed them: direct (binary gRPC or Connect, src/gateway/agent-call) or connect (Connect's handler: gRPC-Web, JSON, compression, a deadline)",
+    labelNames: ["path", "protocol"] as const,
+    registers: [this.registry],
+  });
   /** The agent listener's connection caps, counts and closes (llmgw_gateway_connections_*). */
   readonly connections = new ConnectionMetrics(this.registry, "llmgw_gateway");
 

@@ -1,5 +1,4 @@
 import * as http2 from "node:http2";
-import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import {
@@ -9,6 +8,8 @@ import {
   http2SecureServerOptions,
   http2ServerOptions,
 } from "../connection-guard/index.js";
+import { AgentService } from "../gen/llmgw/v1/agent_pb.js";
+import { type AgentStreamHandler, directProtocol, serveAgentCall } from "./agent-call/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
@@ -28,7 +29,14 @@ export interface AgentServerOptions {
   /** Connection caps, deadlines and HTTP/2 abuse limits. */
   limits: Http2Limits;
   metrics: GatewayMetrics;
-  routes: (router: ConnectRouter) => void;
+  /** AgentService.Connect: one agent stream. */
+  agentStream: AgentStreamHandler;
+  /**
+   * Serve binary, uncompressed gRPC and Connect agent streams directly
+   * (src/gateway/agent-call) rather than through Connect's handler, which
+   * serves every other request either way.
+   */
+  directStreams: boolean;
   /** Aborting it aborts every handler's signal. */
   shutdownSignal: AbortSignal;
   logger: Logger;
@@ -51,15 +59,39 @@ export interface AgentServer {
  * stream handler refuses it with a Connect code the agent can act on
  * (Unauthenticated), instead of a TLS alert it cannot tell from a network
  * fault; such a session carries only that one answer and is then closed
- * (src/connection-guard). gRPC, gRPC-Web and Connect are all served.
+ * (src/connection-guard). gRPC, gRPC-Web and Connect are all served:
+ * the agent stream in binary gRPC or Connect without compression or a
+ * deadline (what agents send) directly, everything else by Connect's handler.
  */
 export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
-  const handler = connectNodeAdapter({
-    routes: opts.routes,
+  const connectHandler = connectNodeAdapter({
+    routes: (router) => router.service(AgentService, { connect: opts.agentStream }),
     readMaxBytes: opts.readMaxBytes,
     shutdownSignal: opts.shutdownSignal,
     contextValues: contextValuesFor,
   });
+  const streamPath = `/${AgentService.typeName}/${AgentService.method.connect.name}`;
+  const callOptions = {
+    readMaxBytes: opts.readMaxBytes,
+    shutdownSignal: opts.shutdownSignal,
+    contextValues: contextValuesFor,
+  };
+  const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    const protocol =
+      opts.directStreams && req.url === streamPath ? directProtocol(req.method, req.headers) : undefined;
+    if (protocol === undefined) {
+      if (req.url === streamPath)
+        opts.metrics.streamsServed.inc({ path: "connect", protocol: protocolOf(req) });
+      connectHandler(req, res);
+      return;
+    }
+    opts.metrics.streamsServed.inc({ path: "direct", protocol });
+    serveAgentCall(req, res, protocol, opts.agentStream, callOptions).catch((err: unknown) => {
+      // The handler's own errors end the call with a status; this is the response failing under it.
+      opts.logger.debug({ err: (err as Error).message }, "agent stream response failed");
+      if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    });
+  };
   const secure = opts.tls
     ? http2.createSecureServer(
         {
@@ -120,6 +152,20 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
       clearTimeout(timer);
     },
   };
+}
+
+/** The protocol family of a request Connect's handler serves, by its content type (for the metric). */
+function protocolOf(req: http2.Http2ServerRequest): string {
+  const type = String(req.headers["content-type"] ?? "").toLowerCase();
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  if (
+    type.startsWith("application/connect") ||
+    type.startsWith("application/json") ||
+    type.startsWith("application/proto")
+  )
+    return "connect";
+  return "other";
 }
 
 /** What a TLS context is made of; also what a reload replaces (the request-a-certificate options stay the server's). */

@@ -65,73 +65,95 @@ describe("gateway: one agent stream through the real log", () => {
 
   const agentTls = env.tls;
 
-  for (const protocol of ["connect", "grpc", "grpc-web"] as Protocol[]) {
-    it(`registers, reports, receives a command and answers it (${protocol})`, () =>
-      withGateway(async (gw, log) => {
-        const node = `gpu-${protocol}-a1`;
-        const agent = await TestAgent.connect({
-          baseUrl: gw.url,
-          protocol,
-          tls: agentTls(node),
-          registration: h100Registration(node, [{ shard: "sh-1", replica: "r-1", gpus: [0, 1, 2, 3] }]),
-          autoAnswer: true,
-        });
-        try {
-          agent.heartbeat({ gpuMemoryUsedMb: Array(8).fill(100n) });
-          const st = agent.shardStatus({
-            replicaId: "r-1",
-            shardId: "sh-1",
-            state: ShardStatus_State.RUNNING,
+  // Binary gRPC and Connect streams are framed directly unless the gateway
+  // is told to leave everything to Connect's handler; gRPC-Web always is.
+  const cases: Array<{ protocol: Protocol; directStreams: boolean; path: "direct" | "connect" }> = [
+    { protocol: "connect", directStreams: true, path: "direct" },
+    { protocol: "grpc", directStreams: true, path: "direct" },
+    { protocol: "grpc-web", directStreams: true, path: "connect" },
+    { protocol: "connect", directStreams: false, path: "connect" },
+    { protocol: "grpc", directStreams: false, path: "connect" },
+  ];
+  for (const { protocol, directStreams, path } of cases) {
+    it(`registers, reports, receives a command and answers it (${protocol}, framed by ${path === "direct" ? "the gateway" : "Connect's handler"})`, () =>
+      withGateway(
+        async (gw, log) => {
+          const node = `gpu-${protocol}-a1`;
+          const agent = await TestAgent.connect({
+            baseUrl: gw.url,
+            protocol,
+            tls: agentTls(node),
+            registration: h100Registration(node, [{ shard: "sh-1", replica: "r-1", gpus: [0, 1, 2, 3] }]),
+            autoAnswer: true,
           });
-          await agent.waitForAck(st);
-          const sessionId = sessionOf(await readAll(log), node);
-          await appendStart(log, node, sessionId, `cmd-${protocol}`);
-          const cmd = await agent.waitFor((m) => m.msg.case === "start");
-          assert.equal(cmd.msg.case === "start" && cmd.msg.value.commandId, `cmd-${protocol}`);
-          await waitForLog(
-            log,
-            (rs) => rs.some((r) => r.event.body.case === "commandResult"),
-            "the command result",
-          );
-          assert.equal(codeOf(await agent.close()), "OK");
-          const records = await waitForLog(
-            log,
-            (rs) => rs.some((r) => r.event.body.case === "sessionClosed"),
-            "the session closed",
-          );
-          assert.deepEqual(
-            records.map((r) => r.event.body.case),
-            [
-              "gatewayStarted",
-              "sessionOpened",
-              "shardStatus",
-              "reconcilePass",
-              "commandResult",
-              "sessionClosed",
-            ],
-          );
-          const opened = records[1]!.event.body;
-          assert.ok(opened.case === "sessionOpened");
-          assert.equal(opened.value.identity, "mtls");
-          assert.equal(opened.value.gatewayId, gw.config.id);
-          assert.deepEqual(
-            opened.value.registration?.runningShards.map((s) => s.shardId),
-            ["sh-1"],
-          );
-          assert.equal(records[1]!.event.id, `${sessionId}-1`);
-          // The heartbeat (message 2) stayed within the threshold: no event, but it took its sequence.
-          assert.equal(records[2]!.event.id, `${sessionId}-3`);
-          const result = records[4]!.event.body;
-          assert.ok(result.case === "commandResult");
-          assert.equal(result.value.result?.commandId, `cmd-${protocol}`);
-          assert.equal(result.value.sessionSeq, 4n);
-          const closed = records[5]!.event.body;
-          assert.ok(closed.case === "sessionClosed");
-          assert.equal(closed.value.reason, SessionClosed_Reason.DISCONNECTED);
-        } finally {
-          agent.abort();
-        }
-      }));
+          try {
+            agent.heartbeat({ gpuMemoryUsedMb: Array(8).fill(100n) });
+            const st = agent.shardStatus({
+              replicaId: "r-1",
+              shardId: "sh-1",
+              state: ShardStatus_State.RUNNING,
+            });
+            await agent.waitForAck(st);
+            const sessionId = sessionOf(await readAll(log), node);
+            await appendStart(log, node, sessionId, `cmd-${protocol}`);
+            const cmd = await agent.waitFor((m) => m.msg.case === "start");
+            assert.equal(cmd.msg.case === "start" && cmd.msg.value.commandId, `cmd-${protocol}`);
+            await waitForLog(
+              log,
+              (rs) => rs.some((r) => r.event.body.case === "commandResult"),
+              "the command result",
+            );
+            assert.equal(codeOf(await agent.close()), "OK");
+            const records = await waitForLog(
+              log,
+              (rs) => rs.some((r) => r.event.body.case === "sessionClosed"),
+              "the session closed",
+            );
+            assert.deepEqual(
+              records.map((r) => r.event.body.case),
+              [
+                "gatewayStarted",
+                "sessionOpened",
+                "shardStatus",
+                "reconcilePass",
+                "commandResult",
+                "sessionClosed",
+              ],
+            );
+            const opened = records[1]!.event.body;
+            assert.ok(opened.case === "sessionOpened");
+            assert.equal(opened.value.identity, "mtls");
+            assert.equal(opened.value.gatewayId, gw.config.id);
+            assert.deepEqual(
+              opened.value.registration?.runningShards.map((s) => s.shardId),
+              ["sh-1"],
+            );
+            assert.equal(records[1]!.event.id, `${sessionId}-1`);
+            // The heartbeat (message 2) stayed within the threshold: no event, but it took its sequence.
+            assert.equal(records[2]!.event.id, `${sessionId}-3`);
+            const result = records[4]!.event.body;
+            assert.ok(result.case === "commandResult");
+            assert.equal(result.value.result?.commandId, `cmd-${protocol}`);
+            assert.equal(result.value.sessionSeq, 4n);
+            const closed = records[5]!.event.body;
+            assert.ok(closed.case === "sessionClosed");
+            assert.equal(closed.value.reason, SessionClosed_Reason.DISCONNECTED);
+            const metrics = await (await fetch(gw.metricsUrl!)).text();
+            const family = protocol === "grpc-web" ? "grpc-web" : protocol;
+            assert.match(
+              metrics,
+              new RegExp(
+                `^llmgw_gateway_agent_streams_total\\{path="${path}",protocol="${family}"\\} 1$`,
+                "m",
+              ),
+              "the stream was framed by the expected path",
+            );
+          } finally {
+            agent.abort();
+          }
+        },
+        { metricsListen: "127.0.0.1:0", directStreams },
+      ));
   }
 
   for (const cumulativeAcks of [true, false]) {

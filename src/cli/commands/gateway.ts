@@ -35,6 +35,7 @@ interface GatewayFlags extends NatsSecurityFlags {
   heartbeatTimeout: number;
   registrationTimeout: number;
   readMaxBytes: number;
+  connectHandlerOnly?: boolean;
   sendQueue: number;
   publishWindow: number;
   streamWindow: number;
@@ -105,6 +106,12 @@ export function registerGateway(program: Command): void {
         "largest agent message accepted (capped to the NATS server's max_payload minus 8 KiB)",
         1024 * 1024,
       ),
+    )
+    .addOption(
+      new Option(
+        "--connect-handler-only",
+        "serve every agent stream through Connect's handler (by default binary gRPC and Connect streams are framed directly)",
+      ).env(env("CONNECT_HANDLER_ONLY")),
     )
     .addOption(
       num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
@@ -264,6 +271,7 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     heartbeatTimeoutMs: f.heartbeatTimeout,
     registrationTimeoutMs: f.registrationTimeout,
     readMaxBytes: f.readMaxBytes,
+    directStreams: f.connectHandlerOnly !== true,
     sendQueueMax: f.sendQueue,
     publishWindow: f.publishWindow,
     streamWindow: f.streamWindow,

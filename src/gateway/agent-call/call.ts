@@ -1,0 +1,128 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { toBinary } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createHandlerContext,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import {
+  type AgentMessage,
+  AgentService,
+  type ControlMessage,
+  ControlMessageSchema,
+} from "../../gen/llmgw/v1/agent_pb.js";
+import { envelope } from "./envelopes.js";
+import { type AgentCallProtocol, callEnd, nodeHeaders, responseContentType } from "./protocol.js";
+import { readRequests } from "./requests.js";
+
+/** The agent stream's implementation: what Connect's router calls, and what this path calls. */
+export type AgentStreamHandler = (
+  requests: AsyncIterable<AgentMessage>,
+  ctx: HandlerContext,
+) => AsyncIterable<ControlMessage>;
+
+export interface AgentCallOptions {
+  readMaxBytes: number;
+  /** Aborting it aborts the call's signal (the server is shutting down). */
+  shutdownSignal: AbortSignal;
+  contextValues: (req: Http2ServerRequest) => ContextValues;
+}
+
+/**
+ * Serves one agent stream (AgentService.Connect) in gRPC or Connect
+ * streaming, binary and uncompressed, on Node's HTTP/2 request and response.
+ *
+ * Connect's handler runs every message through a chain of async generators
+ * (split, decompress, parse, invoke, serialize, join), about ten promises
+ * per message in each direction, and each idle stream keeps one such chain
+ * waiting for its next message. At 10,000 streams those waiting chains were
+ * most of what each heartbeat left alive past a young-generation collection
+ * (docs/PERFORMANCE.md): here a message is decoded as its bytes arrive and
+ * handed to the handler's one waiting read. The handler, its context, its
+ * errors and the way a call ends are Connect's (its context, its protocol
+ * helpers); only the framing is done here.
+ */
+export async function serveAgentCall(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  protocol: AgentCallProtocol,
+  handler: AgentStreamHandler,
+  opts: AgentCallOptions,
+): Promise<void> {
+  const requestAbort = new AbortController();
+  const ctx = createHandlerContext({
+    service: AgentService,
+    method: AgentService.method.connect,
+    protocolName: protocol,
+    requestMethod: "POST",
+    url: `${"encrypted" in req.socket && req.socket.encrypted ? "https" : "http"}://${req.authority}${req.url}`,
+    shutdownSignal: opts.shutdownSignal,
+    requestSignal: requestAbort.signal,
+    requestHeader: webHeaders(req.headers),
+    responseHeader: { "content-type": responseContentType(protocol) },
+    contextValues: opts.contextValues(req),
+  });
+  // Connect's reading of a reset: a code other than NO_ERROR aborts with a reason.
+  const requests = readRequests(req, protocol, opts.readMaxBytes, (rstCode) =>
+    requestAbort.abort(
+      rstCode === 0
+        ? undefined
+        : new ConnectError(`the agent reset the stream (HTTP/2 error ${rstCode})`, Code.Canceled),
+    ),
+  );
+  let failure: unknown;
+  try {
+    for await (const m of handler(requests, ctx)) {
+      if (gone(res)) throw new ConnectError("the stream is closed", Code.Canceled);
+      writeHead(res, ctx);
+      if (!res.write(envelope(0, toBinary(ControlMessageSchema, m)))) await drained(res);
+    }
+  } catch (err) {
+    failure = err;
+  }
+  ctx.abort(failure);
+  if (gone(res)) return;
+  const end = callEnd(protocol, failure, ctx.responseTrailer);
+  writeHead(res, ctx);
+  if (end.body) res.write(end.body);
+  if (end.trailers) res.addTrailers(end.trailers);
+  await new Promise<void>((resolve) => {
+    res.once("close", resolve);
+    res.end(resolve);
+  });
+}
+
+/** The response cannot be written any more (the stream closed, or was reset by either side). */
+function gone(res: Http2ServerResponse): boolean {
+  return res.writableEnded || res.stream.destroyed || res.stream.closed;
+}
+
+function writeHead(res: Http2ServerResponse, ctx: HandlerContext): void {
+  if (!res.headersSent) res.writeHead(200, nodeHeaders(ctx.responseHeader));
+}
+
+/** Resolves when `res` can take more, or has closed (the next write sees it). */
+function drained(res: Http2ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.once("close", done);
+  });
+}
+
+/** Node's request headers as web Headers, without HTTP/2 pseudo-headers (as Connect's adapter reads them). */
+function webHeaders(h: Http2ServerRequest["headers"]): Headers {
+  const out = new Headers();
+  for (const [k, v] of Object.entries(h)) {
+    if (k.startsWith(":") || v === undefined) continue;
+    if (Array.isArray(v)) for (const one of v) out.append(k, one);
+    else out.append(k, v);
+  }
+  return out;
+}

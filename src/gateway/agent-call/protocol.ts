@@ -1,0 +1,98 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import * as connectProtocol from "@connectrpc/connect/protocol-connect";
+import * as grpcProtocol from "@connectrpc/connect/protocol-grpc";
+import { END_STREAM_FLAG, envelope } from "./envelopes.js";
+
+/**
+ * The two protocols an agent stream is served in directly, and how each
+ * one frames the end of a call. Their texts and codes are Connect's own
+ * (its exported protocol helpers write them), so an agent cannot tell this
+ * path from Connect's handler.
+ */
+export type AgentCallProtocol = "grpc" | "connect";
+
+/** Request headers as Node hands them over (lower-case names). */
+export type NodeRequestHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * Which protocol serves a request directly, or undefined when Connect's
+ * handler must: anything but a binary, uncompressed, untimed gRPC or
+ * Connect streaming POST (gRPC-Web, JSON, compression, a deadline, a
+ * malformed header) goes there and is answered exactly as before.
+ */
+export function directProtocol(
+  method: string | undefined,
+  headers: NodeRequestHeaders,
+): AgentCallProtocol | undefined {
+  if (method !== "POST") return undefined;
+  const type = headers["content-type"];
+  if (typeof type !== "string") return undefined;
+  if (grpcProtocol.parseContentType(type)?.binary === true) {
+    if (!identity(headers["grpc-encoding"]) || headers["grpc-timeout"] !== undefined) return undefined;
+    return "grpc";
+  }
+  const connect = connectProtocol.parseContentType(type);
+  if (connect?.stream === true && connect.binary) {
+    if (!identity(headers["connect-content-encoding"]) || headers["connect-timeout-ms"] !== undefined) {
+      return undefined;
+    }
+    return "connect";
+  }
+  return undefined;
+}
+
+function identity(encoding: string | string[] | undefined): boolean {
+  return encoding === undefined || encoding === "identity";
+}
+
+/** The response's content type. */
+export function responseContentType(p: AgentCallProtocol): string {
+  return p === "grpc" ? grpcProtocol.contentTypeProto : connectProtocol.contentTypeStreamProto;
+}
+
+/**
+ * Whether an envelope with `flags` is skipped rather than parsed: a
+ * Connect request's end-stream envelope is (Connect's handler skips it
+ * too); gRPC has none and parses every envelope.
+ */
+export function skipsEnvelope(p: AgentCallProtocol, flags: number): boolean {
+  return p === "connect" && (flags & END_STREAM_FLAG) === END_STREAM_FLAG;
+}
+
+const endStream = connectProtocol.createEndStreamSerialization(undefined);
+
+/**
+ * How the call ends: the gRPC trailers (status and message), or the
+ * Connect end-stream envelope (the error, if any, as JSON) and no trailers.
+ * A thrown value that is not a ConnectError is Internal "internal error",
+ * as Connect reports it.
+ */
+export function callEnd(
+  p: AgentCallProtocol,
+  err: unknown,
+  responseTrailer: Headers,
+): { body?: Uint8Array; trailers?: Record<string, string> } {
+  const error =
+    err === undefined
+      ? undefined
+      : err instanceof ConnectError
+        ? err
+        : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+  if (p === "grpc") {
+    grpcProtocol.setTrailerStatus(responseTrailer, error);
+    return { trailers: nodeHeaders(responseTrailer) };
+  }
+  const data = endStream.serialize(
+    error ? { metadata: responseTrailer, error } : { metadata: responseTrailer },
+  );
+  return { body: envelope(END_STREAM_FLAG, data) };
+}
+
+/** Web Headers as Node's header object (lower-case names, as Connect's adapter writes them). */
+export function nodeHeaders(h: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  h.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}

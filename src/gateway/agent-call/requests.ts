@@ -1,0 +1,164 @@
+import type { Http2ServerRequest } from "node:http2";
+import { fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type AgentMessage, AgentMessageSchema } from "../../gen/llmgw/v1/agent_pb.js";
+import { COMPRESSED_FLAG, EnvelopeReader } from "./envelopes.js";
+import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
+
+/**
+ * Messages decoded ahead of the handler before the request body is paused;
+ * HTTP/2 flow control then holds the agent back, as it does when Connect's
+ * handler stops pulling.
+ */
+const READ_AHEAD = 64;
+
+/**
+ * The request body of an agent stream as the handler's messages, decoded
+ * as their bytes arrive. A body that is not a sequence of whole, decodable,
+ * uncompressed envelopes ends the iteration with the error Connect's
+ * handler gives the same bytes, after the messages before the bad one (as
+ * Connect's lazy pipeline hands them over). A stream closed before the
+ * agent ended it fails at once (`closed` is called first).
+ */
+export function readRequests(
+  req: Http2ServerRequest,
+  protocol: AgentCallProtocol,
+  readMaxBytes: number,
+  closed: (rstCode: number) => void,
+): AsyncIterable<AgentMessage> {
+  const queue = new MessageQueue(() => req.resume());
+  const reader = new EnvelopeReader(readMaxBytes);
+  const stop = (err: unknown) => {
+    req.off("data", onData);
+    queue.end(err);
+  };
+  const onData = (chunk: Buffer) => {
+    let envelopes: ReturnType<EnvelopeReader["push"]>;
+    try {
+      envelopes = reader.push(chunk);
+    } catch (err) {
+      stop(err);
+      return;
+    }
+    for (const { flags, data } of envelopes) {
+      // Connect's order: decompression (refused: none was negotiated), then the end-stream skip.
+      if ((flags & COMPRESSED_FLAG) === COMPRESSED_FLAG) {
+        stop(
+          new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal),
+        );
+        return;
+      }
+      if (skipsEnvelope(protocol, flags)) continue;
+      let m: AgentMessage;
+      try {
+        m = fromBinary(AgentMessageSchema, data);
+      } catch (err) {
+        stop(
+          new ConnectError(
+            `parse binary: ${err instanceof Error ? err.message : String(err)}`,
+            Code.Internal,
+          ),
+        );
+        return;
+      }
+      queue.push(m);
+    }
+    if (queue.length >= READ_AHEAD) req.pause();
+  };
+  req.on("data", onData);
+  req.once("end", () => {
+    try {
+      reader.end();
+    } catch (err) {
+      stop(err);
+      return;
+    }
+    stop(undefined);
+  });
+  req.once("error", (err) => stop(ConnectError.from(err, Code.Internal)));
+  req.once("close", () => {
+    closed(req.stream.rstCode ?? 0);
+    req.off("data", onData);
+    queue.fail(new ConnectError("the stream closed before the agent ended it", Code.Canceled));
+  });
+  return queue;
+}
+
+/**
+ * The messages on their way to the handler: one read waiting at a time (the
+ * handler's), an end that comes after what was queued before it (an error
+ * or the body's end), and a failure that does not wait (the stream is gone).
+ */
+class MessageQueue implements AsyncIterable<AgentMessage> {
+  readonly #items: AgentMessage[] = [];
+  #waiting: { resolve(r: IteratorResult<AgentMessage>): void; reject(err: unknown): void } | undefined;
+  /** Set once the body ended: `error` undefined for a clean end. */
+  #end: { error: unknown } | undefined;
+  #failed: { error: unknown } | undefined;
+
+  /** `drained`: the handler took enough for reading to go on. */
+  constructor(private readonly drained: () => void) {}
+
+  get length(): number {
+    return this.#items.length;
+  }
+
+  push(m: AgentMessage): void {
+    if (this.#end || this.#failed) return;
+    const w = this.#waiting;
+    if (w) {
+      this.#waiting = undefined;
+      w.resolve({ value: m, done: false });
+    } else this.#items.push(m);
+  }
+
+  /** Nothing more comes: after what is queued, the iteration ends (or fails with `error`). */
+  end(error: unknown): void {
+    if (this.#end || this.#failed) return;
+    this.#end = { error };
+    if (this.#items.length === 0) this.#settleEnd();
+  }
+
+  /** The iteration fails now; what is queued is dropped. */
+  fail(error: unknown): void {
+    if (this.#failed) return;
+    this.#failed = { error };
+    this.#items.length = 0;
+    const w = this.#waiting;
+    this.#waiting = undefined;
+    w?.reject(error);
+  }
+
+  #settleEnd(): void {
+    const w = this.#waiting;
+    if (!w || !this.#end) return;
+    this.#waiting = undefined;
+    if (this.#end.error === undefined) w.resolve({ value: undefined, done: true });
+    else w.reject(this.#end.error);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<AgentMessage> {
+    return {
+      next: () => {
+        if (this.#failed) return Promise.reject(this.#failed.error);
+        const m = this.#items.shift();
+        if (m !== undefined) {
+          if (this.#items.length === READ_AHEAD / 2) this.drained();
+          return Promise.resolve({ value: m, done: false });
+        }
+        if (this.#end) {
+          return this.#end.error === undefined
+            ? Promise.resolve({ value: undefined, done: true })
+            : Promise.reject(this.#end.error);
+        }
+        return new Promise((resolve, reject) => {
+          this.#waiting = { resolve, reject };
+        });
+      },
+      return: () => {
+        this.fail(new ConnectError("the handler stopped reading", Code.Canceled));
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

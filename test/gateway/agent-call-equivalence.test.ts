@@ -1,0 +1,96 @@
+/**
+ * The gateway frames binary gRPC and Connect agent streams itself
+ * (src/gateway/agent-call) and leaves the rest to Connect's handler. An
+ * agent must not be able to tell the two apart: the same seeded streams of
+ * random bytes, random frames and mutated messages, sent to one gateway
+ * that frames them directly and to one that leaves everything to Connect's
+ * handler, must end with the same code and message and carry the same
+ * replies. Each gateway has a log of its own on one real nats-server.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { Gateway } from "../../src/gateway/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import type { Protocol } from "../support/agent.js";
+import { Fuzzer } from "../support/agent-fuzzer.js";
+import { makeTestCerts, type TestCerts } from "../support/certs.js";
+import { rand, startTestGateway } from "../support/gateway.js";
+import { RawAgent, type RawResult } from "../support/raw-agent.js";
+
+const STREAMS = Number(process.env["LLMGW_FUZZ_ITERATIONS"] ?? 120);
+const SEED = Number(process.env["LLMGW_FUZZ_SEED"] ?? Math.floor(Math.random() * 2 ** 31));
+const PROTOCOLS: Protocol[] = ["connect", "grpc"];
+const NODE = "gpu-same";
+
+describe("gateway: agent streams framed directly answer as Connect's handler does", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  let certs: TestCerts;
+  const gateways: Array<{ gw: Gateway; log: Log; stream: string }> = [];
+
+  before(async () => {
+    server = await startServer();
+    certs = makeTestCerts();
+    for (const directStreams of [true, false]) {
+      const stream = uniqueStream("GWSAME");
+      const prefix = `t${rand()}.evt`;
+      const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
+      const gw = await startTestGateway({
+        nats: server.url,
+        stream,
+        prefix,
+        certs,
+        registrationTimeoutMs: 2_000,
+        readMaxBytes: 64 * 1024,
+        directStreams,
+      });
+      gateways.push({ gw, log, stream });
+    }
+  });
+  after(async () => {
+    for (const { gw, log, stream } of gateways) {
+      await gw.drain("test over");
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+    await server?.close();
+  });
+
+  it(`gives the same answer to the same stream either way (${STREAMS} streams)`, async (t) => {
+    const [direct, connect] = gateways.map(
+      ({ gw }) => new RawAgent(gw.url, { ca: certs.ca, ...certs.client(NODE) }),
+    ) as [RawAgent, RawAgent];
+    // Both gateways see the same streams in the same order, so their
+    // sessions (numbered per gateway) and their answers line up.
+    const fuzz = new Fuzzer(SEED, NODE);
+    const codes = new Map<string, number>();
+    try {
+      for (let i = 0; i < STREAMS; i++) {
+        const protocol = PROTOCOLS[i % PROTOCOLS.length] ?? "connect";
+        const { what, body, codec } = fuzz.next();
+        const replay = `rerun with LLMGW_FUZZ_SEED=${SEED}: stream ${i} (${protocol}, ${what}, ${body.length} bytes: ${body.subarray(0, 48).toString("hex")}…)`;
+        const [a, b] = await Promise.all([
+          direct.call(protocol, body, 10_000, codec),
+          connect.call(protocol, body, 10_000, codec),
+        ]);
+        assert.deepEqual(summary(a), summary(b), `${replay}: framed directly, then by Connect's handler`);
+        codes.set(a.code, (codes.get(a.code) ?? 0) + 1);
+      }
+    } finally {
+      direct.close();
+      connect.close();
+    }
+    t.diagnostic(`seed ${SEED}: ${[...codes].map(([c, n]) => `${c} ${n}`).join(", ")}`);
+    assert.ok((codes.get("InvalidArgument") ?? 0) > 0, `seed ${SEED}: ${JSON.stringify([...codes])}`);
+    assert.ok((codes.get("OK") ?? 0) > 0, `seed ${SEED}: ${JSON.stringify([...codes])}`);
+  });
+});
+
+/** What an agent sees of a call: how it ended and the kinds of replies (session ids differ between the gateways). */
+function summary(r: RawResult) {
+  return {
+    code: r.code,
+    message: r.message.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>"),
+    replies: r.messages.map((m) => (m.msg.case === "ack" ? `ack ${m.msg.value.messageId}` : m.msg.case)),
+  };
+}
