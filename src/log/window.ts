@@ -45,21 +45,24 @@ export class AppendWindow {
   tryStart(event: Event, opts?: AppendOptions): Promise<Appended> | undefined {
     if (this.#inFlight >= this.max) return undefined;
     this.#inFlight++;
-    const release = () => {
-      this.#inFlight--;
-      this.#waiters.shift()?.();
-    };
-    return this.appender.append(event, opts).then(
-      (a) => {
-        release();
-        return a;
-      },
-      (err: unknown) => {
-        release();
-        throw err;
-      },
-    );
+    return this.appender.append(event, opts).then(this.#released, this.#releasedFailed);
   }
+
+  // The window's own handlers, not closures made per append: this runs for every agent message.
+  readonly #release = (): void => {
+    this.#inFlight--;
+    this.#waiters.shift()?.();
+  };
+
+  readonly #released = (a: Appended): Appended => {
+    this.#release();
+    return a;
+  };
+
+  readonly #releasedFailed = (err: unknown): never => {
+    this.#release();
+    throw err;
+  };
 
   /** Appends and waits for the ack, holding a slot meanwhile. */
   async append(event: Event, opts?: AppendOptions): Promise<Appended> {
