@@ -57,10 +57,10 @@ function fabricViewsOf(fabrics: readonly FabricState[]): FabricViews {
   return v;
 }
 
-/** GPU product names in lower case (a fleet has a handful: one string each, not one per GPU). */
+/** GPU product names in lower case (a fleet has a handful: one string each, not one per GPU or fit). */
 const lowerProducts = new Map<string, string>();
 
-function lowerProduct(product: string): string {
+export function lowerProduct(product: string): string {
   let lower = lowerProducts.get(product);
   if (lower === undefined) {
     lower = product.toLowerCase();
