@@ -23,5 +23,5 @@ export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.j
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
 export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
-export { recordValues, sortedKeys } from "./sorted-keys.js";
+export { recordValues, sameKeys, sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

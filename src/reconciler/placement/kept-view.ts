@@ -29,6 +29,7 @@ import {
   type NodeState,
   type ProfileSpec,
   type ReplicaState,
+  sameKeys,
   sortedKeys,
 } from "../../projections/index.js";
 import { fitNode, type Policy } from "./fit.js";
@@ -217,12 +218,6 @@ function sameHeld(a: readonly Held[], b: readonly Held[]): boolean {
       return false;
     for (let j = 0; j < x.gpuIndices.length; j++) if (x.gpuIndices[j] !== y.gpuIndices[j]) return false;
   }
-  return true;
-}
-
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
