@@ -10,10 +10,18 @@ export { evolveInventory, initialInventory, isCurrentSession } from "./inventory
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
 export { isReady, readyCounts } from "./ready.js";
-export { type Group, type GroupKey, groupIds, groupsOf, verifyIndexes } from "./record-index.js";
+export {
+  type ChangeFollower,
+  followChanges,
+  type Group,
+  type GroupKey,
+  groupIds,
+  groupsOf,
+  verifyIndexes,
+} from "./record-index.js";
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
 export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
-export { recordValues, sortedKeys } from "./sorted-keys.js";
+export { recordValues, sameKeys, sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

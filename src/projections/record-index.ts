@@ -17,7 +17,8 @@
  * back the same way (fork.ts). Each of those marks the record's id, and an
  * index re-reads the marked records before it answers. So a key function
  * reads only its own record, and only fields the fold changes that way
- * (not a shard's load, which the fold updates on its own).
+ * (not a shard's load, which the fold updates on its own). Derived data
+ * that is not a grouping follows the same marks (`followChanges`).
  */
 
 /** The group a record is in, or null for none. Reads only the record. */
@@ -76,6 +77,8 @@ interface Watch {
   /** Ids changed since the indexes last read them. */
   dirty: Set<string>;
   indexes: Map<GroupKey<unknown>, Index>;
+  /** What each follower has not taken yet (followChanges). */
+  followers: Set<{ ids: Set<string> }>;
 }
 
 const watches = new WeakMap<object, Watch>();
@@ -91,11 +94,7 @@ export function markChanged(rec: object, id: string): void {
  * names the index). A group that lost its last member stays, empty.
  */
 export function groupsOf<T>(rec: Record<string, T>, keyOf: GroupKey<T>): ReadonlyMap<string, Group> {
-  let w = watches.get(rec);
-  if (!w) {
-    w = { dirty: new Set(), indexes: new Map() };
-    watches.set(rec, w);
-  } else if (w.dirty.size > 0) refresh(rec, w);
+  const w = watchOf(rec);
   let index = w.indexes.get(keyOf as GroupKey<unknown>);
   if (!index) {
     index = { keyOf: keyOf as GroupKey<unknown>, groupOf: new Map(), groups: new Map() };
@@ -105,6 +104,45 @@ export function groupsOf<T>(rec: Record<string, T>, keyOf: GroupKey<T>): Readonl
   return index.groups;
 }
 
+function watchOf(rec: Record<string, unknown>): Watch {
+  let w = watches.get(rec);
+  if (!w) {
+    w = { dirty: new Set(), indexes: new Map(), followers: new Set() };
+    watches.set(rec, w);
+  } else if (w.dirty.size > 0) refresh(rec, w);
+  return w;
+}
+
+/**
+ * What derived data other than groups reads to stay exact (placement keeps
+ * its node views this way): the ids of `rec` marked changed since the last
+ * `take`, each once, whatever changed them (the fold, a fork and its
+ * release). The first `take` gives the ids marked since `followChanges`.
+ */
+export interface ChangeFollower {
+  take(): ReadonlySet<string>;
+  /** Stops following: the marks are no longer kept for it. */
+  stop(): void;
+}
+
+/** A new follower of `rec`'s change marks (see ChangeFollower). */
+export function followChanges(rec: Record<string, unknown>): ChangeFollower {
+  const w = watchOf(rec);
+  const f = { ids: new Set<string>() };
+  w.followers.add(f);
+  return {
+    take() {
+      if (w.dirty.size > 0) refresh(rec, w);
+      const taken = f.ids;
+      f.ids = new Set();
+      return taken;
+    },
+    stop() {
+      w.followers.delete(f);
+    },
+  };
+}
+
 /** The sorted ids of the records in group `key` (none: empty). */
 export function groupIds<T>(rec: Record<string, T>, keyOf: GroupKey<T>, key: string): readonly string[] {
   return groupsOf(rec, keyOf).get(key)?.ids() ?? [];
@@ -112,6 +150,7 @@ export function groupIds<T>(rec: Record<string, T>, keyOf: GroupKey<T>, key: str
 
 function refresh(rec: Record<string, unknown>, w: Watch): void {
   for (const id of w.dirty) {
+    for (const f of w.followers) f.ids.add(id);
     const v = rec[id];
     for (const index of w.indexes.values()) {
       const was = index.groupOf.get(id);

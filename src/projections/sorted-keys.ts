@@ -159,7 +159,8 @@ export function recordValues<T>(rec: Record<string, T>): T[] {
   return out;
 }
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+/** The same keys in the same order. */
+export function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;

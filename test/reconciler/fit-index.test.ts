@@ -20,7 +20,8 @@ function fitOf(i: number, round: number): NodeFit {
 
 describe("placement: the fit index", () => {
   it("given every node's fit, then as nodes change, answers the best nodes and the reason counts exactly as a full scan", () => {
-    const n = 200;
+    // Enough nodes for several summary words of the bit sets (1,024 positions each).
+    const n = 2_100;
     const fits: NodeFit[] = [];
     const index = new FitIndex(n);
     for (let i = 0; i < n; i++) {
@@ -33,16 +34,37 @@ describe("placement: the fit index", () => {
       assert.deepEqual(Object.fromEntries(index.reasons), want.reasons);
       assert.equal(index.fitCount, want.fit);
       // The nodes a placement landed on change; nothing else does.
-      for (const pos of [...want.best.slice(0, 1), (round * 37) % n]) {
+      for (const pos of [...want.best.slice(0, 1), (round * 37) % n, (round * 1_031) % n]) {
         fits[pos] = fitOf(pos, round);
         index.set(pos, round, fits[pos] as NodeFit);
       }
     }
+    // Only the last nodes fit: found past the empty words.
+    for (let i = 0; i < n - 40; i++) {
+      fits[i] = { ok: false, reason: "too few free GPUs" };
+      index.set(i, 98, fits[i] as NodeFit);
+    }
+    assert.deepEqual(index.best(4), scan(fits, 4).best);
+    assert.ok((index.best(1)[0] as number) >= n - 40);
     for (let i = 0; i < n; i++) {
       fits[i] = { ok: false, reason: "too few free GPUs" };
       index.set(i, 99, fits[i] as NodeFit);
     }
     assert.deepEqual(index.best(4), []);
     assert.deepEqual(Object.fromEntries(index.reasons), { "too few free GPUs": n });
+  });
+
+  it("a copy and its original change independently", () => {
+    const n = 100;
+    const index = new FitIndex(n);
+    for (let i = 0; i < n; i++) index.set(i, 0, fitOf(i, 0));
+    const before = { best: index.best(10), reasons: [...index.reasons], fit: index.fitCount };
+    const copy = index.copy();
+    for (const pos of copy.best(5)) copy.set(pos, 1, { ok: false, reason: "too few free GPUs" });
+    copy.set(99, 1, { ok: true, score: 5 });
+    assert.deepEqual({ best: index.best(10), reasons: [...index.reasons], fit: index.fitCount }, before);
+    assert.equal(copy.best(1)[0], 99);
+    index.set(98, 1, { ok: true, score: 6 });
+    assert.equal(copy.best(1)[0], 99);
   });
 });

@@ -23,6 +23,7 @@ import {
   decide,
   type ReconcilerConfig,
 } from "../../src/reconciler/index.js";
+import { verifyKeptView } from "../../src/reconciler/placement/index.js";
 import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 import { type RunningInit, runningShards } from "./fleet-events.js";
 
@@ -399,10 +400,12 @@ export class Fleet {
  * Every index kept beside the nodes and replicas must answer what a rebuild
  * would, after every event and every pass (a pass's fork gives them back
  * when released): a change the fold made without marking it fails here.
+ * So must the placement view kept across passes.
  */
 function checkIndexes(state: FleetState): void {
   verifyIndexes(state.inventory.nodes);
   verifyIndexes(state.replicas.replicas);
+  verifyKeptView(state);
 }
 
 function replicaOf(state: FleetState, shardId: string): string {

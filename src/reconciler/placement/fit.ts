@@ -4,6 +4,7 @@
  * counted in a pending explanation.
  */
 import type { ProfileSpec } from "../../projections/index.js";
+import { lowerProduct } from "./make-node-view.js";
 import type { GpuView, NodeView } from "./node-view.js";
 
 export type Policy = "binpack" | "spread";
@@ -18,10 +19,10 @@ export function fitNode(
   onCooldown: boolean,
 ): NodeFit {
   if (n.blocked !== "") return { ok: false, reason: n.blocked };
-  for (const [k, v] of Object.entries(p.nodeLabels)) {
-    if (n.labels[k] !== v) return { ok: false, reason: "labels mismatch" };
+  for (const k in p.nodeLabels) {
+    if (n.labels[k] !== p.nodeLabels[k]) return { ok: false, reason: "labels mismatch" };
   }
-  const want = p.gpuProduct.toLowerCase();
+  const want = lowerProduct(p.gpuProduct);
   const k = p.gpusPerShard;
   let product = 0;
   let healthy = 0;
@@ -50,7 +51,7 @@ export function fitNode(
 
 /** The GPUs a shard of `p` gets on a node that fits it (chosen only for the nodes placement picks). */
 export function chooseGpus(n: NodeView, p: ProfileSpec): number[] {
-  const want = p.gpuProduct.toLowerCase();
+  const want = lowerProduct(p.gpuProduct);
   const roomy = n.gpus.filter(
     (g) =>
       (want === "" || g.product.includes(want)) &&
@@ -64,26 +65,35 @@ export function chooseGpus(n: NodeView, p: ProfileSpec): number[] {
 
 /**
  * Prefers k GPUs within one NVLink domain, the smallest domain that fits
- * (keeps big domains whole for big shards); otherwise the lowest indices.
+ * (keeps big domains whole for big shards; ties by name); otherwise the
+ * lowest indices. A node has a few GPUs and fewer domains: counted in
+ * place, once per placement.
  */
-function pickGpus(roomy: GpuView[], k: number): number[] {
-  const byDomain = new Map<string, number[]>();
-  for (const g of roomy) {
-    if (g.nvlink === "") continue;
-    const l = byDomain.get(g.nvlink) ?? [];
-    l.push(g.index);
-    byDomain.set(g.nvlink, l);
-  }
-  let best: number[] | undefined;
-  let bestName = "";
-  for (const [name, l] of byDomain) {
-    if (l.length < k) continue;
-    if (!best || l.length < best.length || (l.length === best.length && name < bestName)) {
-      best = l;
-      bestName = name;
+function pickGpus(roomy: readonly GpuView[], k: number): number[] {
+  let best: string | undefined;
+  let bestSize = 0;
+  for (let i = 0; i < roomy.length; i++) {
+    const name = (roomy[i] as GpuView).nvlink;
+    if (name === "" || seenBefore(roomy, name, i)) continue;
+    let size = 0;
+    for (let j = i; j < roomy.length; j++) if ((roomy[j] as GpuView).nvlink === name) size++;
+    if (size < k) continue;
+    if (best === undefined || size < bestSize || (size === bestSize && name < best)) {
+      best = name;
+      bestSize = size;
     }
   }
-  return (best ?? roomy.map((g) => g.index)).slice(0, k);
+  const out: number[] = [];
+  for (const g of roomy) {
+    if (out.length === k) break;
+    if (best === undefined || g.nvlink === best) out.push(g.index);
+  }
+  return out;
+}
+
+function seenBefore(gpus: readonly GpuView[], nvlink: string, end: number): boolean {
+  for (let j = 0; j < end; j++) if ((gpus[j] as GpuView).nvlink === nvlink) return true;
+  return false;
 }
 
 /**

@@ -104,19 +104,25 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
   const index = view.index(model, p, policy);
   const shards = Math.max(1, p.shards);
   if (shards === 1) {
-    const top = index.best(RUNNERS_UP + 1).map((pos) => fitting(view, index.fits[pos], pos));
-    const chosen = top[0];
-    if (!chosen) return { fit: 0, ruledOut: sortReasons(index.reasons) };
+    const top = index.best(RUNNERS_UP + 1);
+    if (top.length === 0) return { fit: 0, ruledOut: sortReasons(index.reasons) };
+    const chosen = fitting(view, index.fits[top[0] as number], top[0] as number);
+    const runnersUp: ScoredCandidate[] = [];
+    for (let i = 1; i < top.length; i++) {
+      const c = fitting(view, index.fits[top[i] as number], top[i] as number);
+      runnersUp.push({ nodeIds: [c.nodeId], score: c.score });
+    }
     const gpuIndices = take(view, chosen.nodeId, p, model);
+    // What ruled nodes out is only told when nothing fits: not counted for a placement.
     return {
       fit: index.fitCount,
-      ruledOut: sortReasons(index.reasons),
+      ruledOut: [],
       placed: {
         kind: "placed",
         profile: p,
         shards: [{ rank: 0, nodeId: chosen.nodeId, sessionId: chosen.sessionId, gpuIndices }],
         chosen: { nodeIds: [chosen.nodeId], score: chosen.score },
-        runnersUp: top.slice(1).map((c) => ({ nodeIds: [c.nodeId], score: c.score })),
+        runnersUp,
       },
     };
   }

@@ -1,64 +1,64 @@
 /**
  * What placement knows about the fleet during one pass: per node, why it
  * cannot take new work at all (if so), and per GPU whether it is healthy,
- * free and how much memory it has left. Built once per pass from the state,
- * then updated as the pass allocates GPUs, so two replicas placed in one
- * pass never share a GPU.
+ * free and how much memory it has left. Starts from the view kept across
+ * passes (kept-view.ts), then updated as the pass allocates GPUs, so two
+ * replicas placed in one pass never share a GPU. The pass changes copies:
+ * a node's view is copied the first time the pass allocates on it, a fit
+ * index the first time the pass asks for it, so the kept view stays what
+ * the state says.
  */
-import {
-  type FabricState,
-  type FleetState,
-  type GpuState,
-  type NodeState,
-  type ProfileSpec,
-  type ReplicaState,
-  sortedKeys,
-} from "../../projections/index.js";
+import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
 import { FitIndex } from "./fit-index.js";
-import type { GpuView, NodeView } from "./node-view.js";
+import { type KeptView, keptView } from "./kept-view.js";
+import { blockedReason, copyNodeView, nextVersion, occupy } from "./make-node-view.js";
+import type { NodeView } from "./node-view.js";
 
 export class FleetView {
   /** Every node of the inventory, sorted by id (the deterministic tie-break). */
   readonly nodes: NodeView[];
-  readonly #byId = new Map<string, NodeView>();
+  readonly #kept: KeptView;
+  /** The kept view's generation when this view copied its nodes. */
+  readonly #generation: number;
+  /** Positions whose view in `nodes` is this pass's own copy. */
+  readonly #owned = new Set<number>();
   /** Nodes on cooldown, per model. */
   readonly #cooldowns = new Map<string, Set<string>>();
   /** Node fits per model/profile, valid while the node's version is unchanged. */
   readonly #fits = new Map<string, FitIndex>();
-  /** Positions of the nodes allocated on in this pass, in order (what the fit indexes catch up on). */
-  readonly #allocated: number[] = [];
+  /** Positions of the nodes this pass changed, in order (what the fit indexes catch up on). */
+  readonly #changed: number[] = [];
 
   /**
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
    */
   constructor(state: FleetState, nowMs: number, unadopted: ReadonlySet<string>) {
-    const ids = sortedKeys(state.inventory.nodes);
-    this.nodes = ids.map((id) => nodeView(state.inventory.nodes[id] as NodeState, unadopted.has(id)));
-    this.nodes.forEach((n, i) => {
-      n.pos = i;
-      this.#byId.set(n.nodeId, n);
-    });
-    const replicas = state.replicas.replicas;
-    for (const id in replicas) {
-      const r = replicas[id] as ReplicaState;
-      for (const s of r.shards) {
-        if (s.desired === "stopped") continue;
-        const n = this.#byId.get(s.nodeId);
-        if (!n) continue;
-        this.#take(n, s.gpuIndices, r.model);
-      }
-    }
+    this.#kept = keptView(state);
+    this.#generation = this.#kept.generation;
+    this.nodes = this.#kept.nodes.slice();
     for (const c of Object.values(state.replicas.cooldowns)) {
       if (c.untilMs <= nowMs) continue;
       const set = this.#cooldowns.get(c.model) ?? new Set<string>();
       set.add(c.nodeId);
       this.#cooldowns.set(c.model, set);
     }
+    // The kept views count a node as adopted once the state says so; the pass goes by its start.
+    for (const id of unadopted) {
+      const pos = this.#kept.position(id);
+      if (pos === undefined) continue;
+      const blocked = blockedReason(state.inventory.nodes[id] as NodeState, true);
+      if ((this.nodes[pos] as NodeView).blocked === blocked) continue;
+      const n = this.#own(pos);
+      n.blocked = blocked;
+      n.version = nextVersion();
+      this.#changed.push(pos);
+    }
   }
 
   node(id: string): NodeView | undefined {
-    return this.#byId.get(id);
+    const pos = this.#kept.position(id);
+    return pos === undefined ? undefined : this.nodes[pos];
   }
 
   onCooldown(model: string, nodeId: string): boolean {
@@ -66,33 +66,41 @@ export class FleetView {
   }
 
   /**
-   * Whether each node fits one shard of `p` for `model`, in node order.
-   */
-  fits(model: string, p: ProfileSpec, policy: Policy): NodeFit[] {
-    return this.index(model, p, policy).fits as NodeFit[];
-  }
-
-  /**
    * Every node's fit for one shard of `p` for `model`, indexed by score and
-   * reason. Placing a replica changes only the nodes it lands on, so the
-   * index is built once per model/profile in a pass and then re-evaluates
-   * only the nodes allocated on since it last looked.
+   * reason: a copy of the kept index with this pass's cooldowns, then
+   * re-evaluating only the nodes changed since it last looked.
    */
   index(model: string, p: ProfileSpec, policy: Policy): FitIndex {
     const key = `${model}\u0000${p.name}`;
     let cache = this.#fits.get(key);
     if (!cache) {
-      cache = new FitIndex(this.nodes.length);
-      for (const n of this.nodes) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
-      cache.seen = this.#allocated.length;
+      cache = this.#start(model, p, policy);
       this.#fits.set(key, cache);
-      return cache;
     }
-    for (; cache.seen < this.#allocated.length; cache.seen++) {
-      const n = this.nodes[this.#allocated[cache.seen] as number] as NodeView;
+    for (; cache.seen < this.#changed.length; cache.seen++) {
+      const n = this.nodes[this.#changed[cache.seen] as number] as NodeView;
       if (cache.versions[n.pos] !== n.version) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
     }
     return cache;
+  }
+
+  #start(model: string, p: ProfileSpec, policy: Policy): FitIndex {
+    if (this.#kept.generation !== this.#generation) {
+      // The kept view moved on since this view copied it (another view was made): evaluate every node here.
+      const index = new FitIndex(this.nodes.length);
+      for (const n of this.nodes) index.set(n.pos, n.version, this.#fit(n, model, p, policy));
+      index.seen = this.#changed.length;
+      return index;
+    }
+    const index = this.#kept.index(model, p, policy).copy();
+    index.seen = 0;
+    for (const nodeId of this.#cooldowns.get(model) ?? []) {
+      const pos = this.#kept.position(nodeId);
+      if (pos === undefined) continue;
+      const n = this.nodes[pos] as NodeView;
+      index.set(pos, n.version, this.#fit(n, model, p, policy));
+    }
+    return index;
   }
 
   #fit(n: NodeView, model: string, p: ProfileSpec, policy: Policy): NodeFit {
@@ -101,110 +109,18 @@ export class FleetView {
 
   /** Marks GPUs as taken by a shard of `model` placed in this pass. */
   allocate(nodeId: string, gpuIndices: readonly number[], model: string): void {
-    const n = this.#byId.get(nodeId);
-    if (!n) return;
-    this.#take(n, gpuIndices, model);
-    this.#allocated.push(n.pos);
+    const pos = this.#kept.position(nodeId);
+    if (pos === undefined) return;
+    occupy(this.#own(pos), gpuIndices, model);
+    this.#changed.push(pos);
   }
 
-  #take(n: NodeView, gpuIndices: readonly number[], model: string): void {
-    for (const i of gpuIndices) {
-      const at = n.gpus[i];
-      const g = at?.index === i ? at : n.gpus.find((x) => x.index === i);
-      if (g && !g.allocated) {
-        g.allocated = true;
-        n.allocatedGpus++;
-      }
+  /** The view at `pos`, copied first if it is still the kept one. */
+  #own(pos: number): NodeView {
+    if (!this.#owned.has(pos)) {
+      this.nodes[pos] = copyNodeView(this.nodes[pos] as NodeView);
+      this.#owned.add(pos);
     }
-    n.modelShards.set(model, (n.modelShards.get(model) ?? 0) + 1);
-    n.version++;
+    return this.nodes[pos] as NodeView;
   }
-}
-
-function blockedReason(n: NodeState, unadopted: boolean): string {
-  if (n.session === null) {
-    if (n.liveness === "lost") return "lost";
-    if (n.liveness === "suspect") return "suspect";
-    return "not connected";
-  }
-  if (n.draining) return "draining";
-  if (n.cordoned) return "cordoned";
-  if (unadopted || n.session.adoptionSeq === 0) return "not adopted yet";
-  return "";
-}
-
-/**
- * What a node's fabrics say, shared by every pass while the node keeps
- * the same fabrics (the fold replaces the array when a registration
- * changes it, never edits it): building it for every node in every pass
- * was a share of a pass at 10,000 nodes.
- */
-interface FabricViews {
-  fabricsByKind: Map<string, string[]>;
-  nvlinkOf: Map<number, string> | undefined;
-}
-
-const fabricViews = new WeakMap<readonly FabricState[], FabricViews>();
-
-function fabricViewsOf(fabrics: readonly FabricState[]): FabricViews {
-  let v = fabricViews.get(fabrics);
-  if (v) return v;
-  let nvlinkOf: Map<number, string> | undefined;
-  const fabricsByKind = new Map<string, string[]>();
-  for (const f of fabrics) {
-    const names = fabricsByKind.get(f.kind) ?? [];
-    if (!names.includes(f.name)) names.push(f.name);
-    fabricsByKind.set(f.kind, names);
-    if (f.kind !== "nvlink") continue;
-    nvlinkOf ??= new Map();
-    for (const i of f.gpuIndices) if (!nvlinkOf.has(i)) nvlinkOf.set(i, f.name);
-  }
-  v = { fabricsByKind, nvlinkOf };
-  fabricViews.set(fabrics, v);
-  return v;
-}
-
-/** GPU product names in lower case (a fleet has a handful: one string each, not one per GPU per pass). */
-const lowerProducts = new Map<string, string>();
-
-function lowerProduct(product: string): string {
-  let lower = lowerProducts.get(product);
-  if (lower === undefined) {
-    lower = product.toLowerCase();
-    if (lowerProducts.size < 1_000) lowerProducts.set(product, lower);
-  }
-  return lower;
-}
-
-function nodeView(n: NodeState, unadopted: boolean): NodeView {
-  const { fabricsByKind, nvlinkOf } = fabricViewsOf(n.fabrics);
-  const nodeHealthy = n.nodeProblems.length === 0;
-  const gpus: GpuView[] = new Array(n.gpus.length);
-  let sorted = true;
-  for (let i = 0; i < n.gpus.length; i++) {
-    const g = n.gpus[i] as GpuState;
-    if (i > 0 && (n.gpus[i - 1] as GpuState).index > g.index) sorted = false;
-    gpus[i] = {
-      index: g.index,
-      product: lowerProduct(g.product),
-      healthy: nodeHealthy && g.problems.length === 0 && g.faults.length === 0,
-      cordoned: g.cordoned,
-      freeMb: g.memoryTotalMb - g.memoryUsedMb,
-      allocated: false,
-      nvlink: nvlinkOf?.get(g.index) ?? "",
-    };
-  }
-  if (!sorted) gpus.sort((a, b) => a.index - b.index);
-  return {
-    nodeId: n.nodeId,
-    blocked: blockedReason(n, unadopted),
-    sessionId: n.session?.sessionId ?? "",
-    labels: n.labels,
-    gpus,
-    fabricsByKind,
-    allocatedGpus: 0,
-    pos: 0,
-    version: 0,
-    modelShards: new Map(),
-  };
 }
