@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { readInto } from "../async/read-into.js";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { isLogError } from "../log/index.js";
@@ -506,7 +507,7 @@ export class AgentSession {
     // handlers are the session's own, not closures made per message.
     return new Promise<Input | undefined>((resolve) => {
       this.#settleRead = resolve;
-      it.next().then(this.#onRead, this.#onReadFailed);
+      readInto(it, this.#onRead, this.#onReadFailed);
     });
   }
 

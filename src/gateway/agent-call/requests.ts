@@ -1,6 +1,7 @@
 import type { Http2ServerRequest } from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { CallbackIterator } from "../../async/read-into.js";
 import { type AgentMessage, AgentMessageSchema } from "../../gen/llmgw/v1/agent_pb.js";
 import { COMPRESSED_FLAG, EnvelopeReader } from "./envelopes.js";
 import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
@@ -88,10 +89,13 @@ export function readRequests(
  * The messages on their way to the handler: one read waiting at a time (the
  * handler's), an end that comes after what was queued before it (an error
  * or the body's end), and a failure that does not wait (the stream is gone).
+ * The handler's read takes callbacks (`readInto`): no promise waits per
+ * stream between two messages.
  */
-class MessageQueue implements AsyncIterable<AgentMessage> {
+class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<AgentMessage> {
   readonly #items: AgentMessage[] = [];
-  #waiting: { resolve(r: IteratorResult<AgentMessage>): void; reject(err: unknown): void } | undefined;
+  /** Reads waiting, oldest first (normally one: the handler's; an interrupted read stays first in line, as with next()). */
+  readonly #waiting: Reader[] = [];
   /** Set once the body ended: `error` undefined for a clean end. */
   #end: { error: unknown } | undefined;
   #failed: { error: unknown } | undefined;
@@ -105,18 +109,16 @@ class MessageQueue implements AsyncIterable<AgentMessage> {
 
   push(m: AgentMessage): void {
     if (this.#end || this.#failed) return;
-    const w = this.#waiting;
-    if (w) {
-      this.#waiting = undefined;
-      w.resolve({ value: m, done: false });
-    } else this.#items.push(m);
+    const w = this.#waiting.shift();
+    if (w) w.onResult({ value: m, done: false });
+    else this.#items.push(m);
   }
 
   /** Nothing more comes: after what is queued, the iteration ends (or fails with `error`). */
   end(error: unknown): void {
     if (this.#end || this.#failed) return;
     this.#end = { error };
-    if (this.#items.length === 0) this.#settleEnd();
+    if (this.#items.length === 0) for (const w of this.#waiting.splice(0)) this.#settleEnd(w);
   }
 
   /** The iteration fails now; what is queued is dropped. */
@@ -124,41 +126,41 @@ class MessageQueue implements AsyncIterable<AgentMessage> {
     if (this.#failed) return;
     this.#failed = { error };
     this.#items.length = 0;
-    const w = this.#waiting;
-    this.#waiting = undefined;
-    w?.reject(error);
+    for (const w of this.#waiting.splice(0)) w.onError(error);
   }
 
-  #settleEnd(): void {
-    const w = this.#waiting;
-    if (!w || !this.#end) return;
-    this.#waiting = undefined;
-    if (this.#end.error === undefined) w.resolve({ value: undefined, done: true });
-    else w.reject(this.#end.error);
+  readInto(onResult: (r: IteratorResult<AgentMessage>) => void, onError: (err: unknown) => void): void {
+    if (this.#failed) return onError(this.#failed.error);
+    const m = this.#items.shift();
+    if (m !== undefined) {
+      if (this.#items.length === READ_AHEAD / 2) this.drained();
+      return onResult({ value: m, done: false });
+    }
+    if (this.#end) return this.#settleEnd({ onResult, onError });
+    this.#waiting.push({ onResult, onError });
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<AgentMessage> {
-    return {
-      next: () => {
-        if (this.#failed) return Promise.reject(this.#failed.error);
-        const m = this.#items.shift();
-        if (m !== undefined) {
-          if (this.#items.length === READ_AHEAD / 2) this.drained();
-          return Promise.resolve({ value: m, done: false });
-        }
-        if (this.#end) {
-          return this.#end.error === undefined
-            ? Promise.resolve({ value: undefined, done: true })
-            : Promise.reject(this.#end.error);
-        }
-        return new Promise((resolve, reject) => {
-          this.#waiting = { resolve, reject };
-        });
-      },
-      return: () => {
-        this.fail(new ConnectError("the handler stopped reading", Code.Canceled));
-        return Promise.resolve({ value: undefined, done: true });
-      },
-    };
+  next(): Promise<IteratorResult<AgentMessage>> {
+    return new Promise((resolve, reject) => this.readInto(resolve, reject));
   }
+
+  return(): Promise<IteratorResult<AgentMessage>> {
+    this.fail(new ConnectError("the handler stopped reading", Code.Canceled));
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  #settleEnd(r: Reader): void {
+    const error = this.#end?.error;
+    if (error === undefined) r.onResult({ value: undefined, done: true });
+    else r.onError(error);
+  }
+}
+
+interface Reader {
+  onResult(r: IteratorResult<AgentMessage>): void;
+  onError(err: unknown): void;
 }
