@@ -130,13 +130,20 @@ class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<Agen
   }
 
   readInto(onResult: (r: IteratorResult<AgentMessage>) => void, onError: (err: unknown) => void): void {
-    if (this.#failed) return onError(this.#failed.error);
+    if (this.#failed) {
+      onError(this.#failed.error);
+      return;
+    }
     const m = this.#items.shift();
     if (m !== undefined) {
       if (this.#items.length === READ_AHEAD / 2) this.drained();
-      return onResult({ value: m, done: false });
+      onResult({ value: m, done: false });
+      return;
     }
-    if (this.#end) return this.#settleEnd({ onResult, onError });
+    if (this.#end) {
+      this.#settleEnd({ onResult, onError });
+      return;
+    }
     this.#waiting.push({ onResult, onError });
   }
 
