@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { EnvelopeReader, envelope } from "../../src/gateway/agent-call/envelopes.js";
-import { directProtocol } from "../../src/gateway/agent-call/protocol.js";
+import { directProtocol, responseCompression } from "../../src/gateway/agent-call/protocol.js";
 
 const bytes = (...xs: number[]) => Uint8Array.from(xs);
 
@@ -46,6 +46,24 @@ describe("agent-call envelopes", () => {
       ),
       whole,
     );
+  });
+
+  it("reads a large message arriving in many chunks, and the envelopes around it", () => {
+    const big = Uint8Array.from({ length: 1 << 20 }, (_, i) => i % 251);
+    const body = new Uint8Array([...envelope(0, bytes(1)), ...envelope(0, big), ...envelope(2, bytes(2, 3))]);
+    const r = new EnvelopeReader(1 << 20);
+    const got: Array<{ flags: number; data: Uint8Array }> = [];
+    for (let at = 0; at < body.length; at += 16_384) got.push(...r.push(body.subarray(at, at + 16_384)));
+    r.end();
+    assert.deepEqual(
+      got.map((e) => [e.flags, e.data.length]),
+      [
+        [0, 1],
+        [0, 1 << 20],
+        [2, 2],
+      ],
+    );
+    assert.deepEqual(got[1]!.data, big);
   });
 
   it("refuses a message over the limit from its header, before its bytes arrive", () => {
@@ -126,5 +144,24 @@ describe("which agent streams are framed directly", () => {
       assert.equal(post(headers), undefined, JSON.stringify(headers));
     }
     assert.equal(directProtocol("GET", { "content-type": "application/grpc" }), undefined);
+  });
+});
+
+describe("how the replies of a stream framed directly are compressed", () => {
+  it("as Connect's handler negotiates it: the client's first accepted encoding it supports, named in the response", () => {
+    const of = (p: "grpc" | "connect", headers: Record<string, string>) => {
+      const c = responseCompression(p, headers);
+      return c && [c.header, c.compression.name];
+    };
+    assert.equal(of("grpc", {}), undefined);
+    assert.deepEqual(of("grpc", { "grpc-accept-encoding": "gzip,br" }), ["grpc-encoding", "gzip"]);
+    assert.deepEqual(of("grpc", { "grpc-accept-encoding": "zstd, br" }), ["grpc-encoding", "br"]);
+    assert.equal(of("grpc", { "grpc-accept-encoding": "zstd" }), undefined);
+    assert.deepEqual(of("connect", { "connect-accept-encoding": "gzip" }), [
+      "connect-content-encoding",
+      "gzip",
+    ]);
+    // The other protocol's header means nothing.
+    assert.equal(of("connect", { "grpc-accept-encoding": "gzip" }), undefined);
   });
 });

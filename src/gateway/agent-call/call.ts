@@ -13,8 +13,14 @@ import {
   type ControlMessage,
   ControlMessageSchema,
 } from "../../gen/llmgw/v1/agent_pb.js";
-import { envelope } from "./envelopes.js";
-import { type AgentCallProtocol, callEnd, nodeHeaders, responseContentType } from "./protocol.js";
+import { COMPRESSED_FLAG, END_STREAM_FLAG, envelope } from "./envelopes.js";
+import {
+  type AgentCallProtocol,
+  callEnd,
+  nodeHeaders,
+  responseCompression,
+  responseContentType,
+} from "./protocol.js";
 import { readRequests } from "./requests.js";
 
 /** The agent stream's implementation: what Connect's router calls, and what this path calls. */
@@ -44,6 +50,9 @@ export interface AgentCallOptions {
  * errors and the way a call ends are Connect's (its context, its protocol
  * helpers); only the framing is done here.
  */
+/** Connect's default: smaller replies are not worth compressing. */
+const COMPRESS_MIN_BYTES = 1024;
+
 export async function serveAgentCall(
   req: Http2ServerRequest,
   res: Http2ServerResponse,
@@ -52,6 +61,13 @@ export async function serveAgentCall(
   opts: AgentCallOptions,
 ): Promise<void> {
   const requestAbort = new AbortController();
+  const compressed = responseCompression(protocol, req.headers);
+  // Replies of this size or more are compressed when the client accepts it
+  // (Connect's default threshold); the rest are framed without a promise.
+  const wire = (flags: number, data: Uint8Array): Uint8Array | Promise<Uint8Array> =>
+    compressed && data.length >= COMPRESS_MIN_BYTES
+      ? compressed.compression.compress(data).then((z) => envelope(flags | COMPRESSED_FLAG, z))
+      : envelope(flags, data);
   const ctx = createHandlerContext({
     service: AgentService,
     method: AgentService.method.connect,
@@ -61,7 +77,10 @@ export async function serveAgentCall(
     shutdownSignal: opts.shutdownSignal,
     requestSignal: requestAbort.signal,
     requestHeader: webHeaders(req.headers),
-    responseHeader: { "content-type": responseContentType(protocol) },
+    responseHeader: {
+      "content-type": responseContentType(protocol),
+      ...(compressed ? { [compressed.header]: compressed.compression.name } : {}),
+    },
     contextValues: opts.contextValues(req),
   });
   // Connect's reading of a reset: a code other than NO_ERROR aborts with a reason.
@@ -77,21 +96,44 @@ export async function serveAgentCall(
     for await (const m of handler(requests, ctx)) {
       if (gone(res)) throw new ConnectError("the stream is closed", Code.Canceled);
       writeHead(res, ctx);
-      if (!res.write(envelope(0, toBinary(ControlMessageSchema, m)))) await drained(res);
+      let bytes = wire(0, serialized(m));
+      if (bytes instanceof Promise) {
+        bytes = await bytes;
+        if (gone(res)) throw new ConnectError("the stream is closed", Code.Canceled);
+      }
+      if (!res.write(bytes)) await drained(res);
     }
   } catch (err) {
     failure = err;
   }
+  // The handler reads no more: the rest of the request is read unheeded, so the stream can close.
+  void requests.return();
   ctx.abort(failure);
   if (gone(res)) return;
   const end = callEnd(protocol, failure, ctx.responseTrailer);
   writeHead(res, ctx);
-  if (end.body) res.write(end.body);
+  if (end.endStream) {
+    const bytes = await wire(END_STREAM_FLAG, end.endStream);
+    if (gone(res)) return;
+    res.write(bytes);
+  }
   if (end.trailers) res.addTrailers(end.trailers);
   await new Promise<void>((resolve) => {
     res.once("close", resolve);
     res.end(resolve);
   });
+}
+
+/** A reply's bytes; a message that does not serialize fails the call as Connect's serializer does. */
+function serialized(m: ControlMessage): Uint8Array {
+  try {
+    return toBinary(ControlMessageSchema, m);
+  } catch (err) {
+    throw new ConnectError(
+      `serialize binary: ${err instanceof Error ? err.message : String(err)}`,
+      Code.Internal,
+    );
+  }
 }
 
 /** The response cannot be written any more (the stream closed, or was reset by either side). */

@@ -10,25 +10,31 @@ export interface Envelope {
   flags: number;
   data: Uint8Array;
 }
-const EMPTY = new Uint8Array(0);
 
 /**
  * Splits a request body into enveloped messages (a flags byte, a 4-byte
  * big-endian length, the message), as Connect and gRPC frame them, while
- * the body's chunks arrive. A message is handed over as soon as its last
- * byte is in; bytes of a message still arriving are kept, nothing else.
+ * the body's chunks arrive. A message whole inside one chunk is handed over
+ * as a view of it; one split across chunks gets its buffer once its header
+ * is in (its length known and checked) and each chunk's bytes are copied
+ * into it once.
  *
  * Errors are Connect's own for the same input (codes and texts), so a call
  * ends the same way whichever path served it.
  */
 export class EnvelopeReader {
-  #pending: Uint8Array = EMPTY;
+  readonly #header = new Uint8Array(HEADER_BYTES);
+  /** Header bytes of the envelope under way. */
+  #headerLength = 0;
+  /** The message under way, once its header is complete, and how much of it has arrived. */
+  #message: Uint8Array | undefined;
+  #filled = 0;
 
   constructor(readonly readMaxBytes: number) {}
 
   /** Bytes of an incomplete envelope held back. */
   get buffered(): number {
-    return this.#pending.length;
+    return this.#headerLength + this.#filled;
   }
 
   /**
@@ -39,24 +45,38 @@ export class EnvelopeReader {
    * none of a chunk it fails on.
    */
   push(chunk: Uint8Array): Envelope[] {
-    const buf = this.#pending.length === 0 ? chunk : concat(this.#pending, chunk);
     const out: Envelope[] = [];
     let at = 0;
-    while (buf.length - at >= HEADER_BYTES) {
-      const len = ((buf[at + 1]! << 24) | (buf[at + 2]! << 16) | (buf[at + 3]! << 8) | buf[at + 4]!) >>> 0;
-      if (len > this.readMaxBytes) {
-        this.#pending = EMPTY;
-        throw new ConnectError(
-          `message size ${len} is larger than configured readMaxBytes ${this.readMaxBytes}`,
-          Code.ResourceExhausted,
-        );
+    while (at < chunk.length) {
+      if (this.#message === undefined) {
+        // The common case: a whole envelope in what is left of the chunk, taken as a view.
+        if (this.#headerLength === 0 && chunk.length - at >= HEADER_BYTES) {
+          const len = this.#checked(readLength(chunk, at));
+          if (chunk.length - at - HEADER_BYTES >= len) {
+            out.push({ flags: chunk[at]!, data: chunk.subarray(at + HEADER_BYTES, at + HEADER_BYTES + len) });
+            at += HEADER_BYTES + len;
+            continue;
+          }
+        }
+        const take = Math.min(HEADER_BYTES - this.#headerLength, chunk.length - at);
+        this.#header.set(chunk.subarray(at, at + take), this.#headerLength);
+        this.#headerLength += take;
+        at += take;
+        if (this.#headerLength < HEADER_BYTES) break;
+        this.#message = new Uint8Array(this.#checked(readLength(this.#header, 0)));
+        this.#filled = 0;
       }
-      if (buf.length - at - HEADER_BYTES < len) break;
-      out.push({ flags: buf[at]!, data: buf.subarray(at + HEADER_BYTES, at + HEADER_BYTES + len) });
-      at += HEADER_BYTES + len;
+      const message = this.#message;
+      const take = Math.min(message.length - this.#filled, chunk.length - at);
+      message.set(chunk.subarray(at, at + take), this.#filled);
+      this.#filled += take;
+      at += take;
+      if (this.#filled < message.length) break;
+      out.push({ flags: this.#header[0]!, data: message });
+      this.#message = undefined;
+      this.#headerLength = 0;
+      this.#filled = 0;
     }
-    // What is kept is copied: a view would hold the whole chunk it came in.
-    this.#pending = at === buf.length ? EMPTY : buf.slice(at);
     return out;
   }
 
@@ -68,12 +88,29 @@ export class EnvelopeReader {
    * header, is an error.
    */
   end(): void {
-    const held = this.#pending.length;
-    this.#pending = EMPTY;
-    if (held > 0 && held !== HEADER_BYTES) {
-      throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
-    }
+    const partial = (this.#headerLength > 0 && this.#message === undefined) || this.#filled > 0;
+    this.#message = undefined;
+    this.#headerLength = 0;
+    this.#filled = 0;
+    if (partial) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   }
+
+  #checked(len: number): number {
+    if (len > this.readMaxBytes) {
+      this.#message = undefined;
+      this.#headerLength = 0;
+      this.#filled = 0;
+      throw new ConnectError(
+        `message size ${len} is larger than configured readMaxBytes ${this.readMaxBytes}`,
+        Code.ResourceExhausted,
+      );
+    }
+    return len;
+  }
+}
+
+function readLength(b: Uint8Array, at: number): number {
+  return ((b[at + 1]! << 24) | (b[at + 2]! << 16) | (b[at + 3]! << 8) | b[at + 4]!) >>> 0;
 }
 
 /** One enveloped message: `flags`, then `data`'s length (big-endian), then `data`. */
@@ -86,12 +123,5 @@ export function envelope(flags: number, data: Uint8Array): Uint8Array {
   out[3] = (len >>> 8) & 0xff;
   out[4] = len & 0xff;
   out.set(data, HEADER_BYTES);
-  return out;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
   return out;
 }

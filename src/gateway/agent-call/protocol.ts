@@ -1,7 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { type Compression, compressionNegotiate } from "@connectrpc/connect/protocol";
 import * as connectProtocol from "@connectrpc/connect/protocol-connect";
 import * as grpcProtocol from "@connectrpc/connect/protocol-grpc";
-import { END_STREAM_FLAG, envelope } from "./envelopes.js";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { END_STREAM_FLAG } from "./envelopes.js";
 
 /**
  * The two protocols an agent stream is served in directly, and how each
@@ -45,6 +47,32 @@ function identity(encoding: string | string[] | undefined): boolean {
   return encoding === undefined || encoding === "identity";
 }
 
+/** What Connect's Node adapter compresses with unless told otherwise, in its order. */
+const COMPRESSIONS: Compression[] = [compressionGzip, compressionBrotli];
+
+/**
+ * The compression of the replies, as Connect's handler negotiates it: the
+ * first encoding of the client's accept header that it supports (gzip,
+ * br), with the header that names it. None when the client accepts none.
+ */
+export function responseCompression(
+  p: AgentCallProtocol,
+  headers: NodeRequestHeaders,
+): { compression: Compression; header: string } | undefined {
+  const names =
+    p === "grpc"
+      ? ["grpc-encoding", "grpc-accept-encoding"]
+      : ["connect-content-encoding", "connect-accept-encoding"];
+  const accepted = headers[names[1]!];
+  const { response } = compressionNegotiate(
+    COMPRESSIONS,
+    null,
+    typeof accepted === "string" ? accepted : null,
+    names[1]!,
+  );
+  return response ? { compression: response, header: names[0]! } : undefined;
+}
+
 /** The response's content type. */
 export function responseContentType(p: AgentCallProtocol): string {
   return p === "grpc" ? grpcProtocol.contentTypeProto : connectProtocol.contentTypeStreamProto;
@@ -71,7 +99,7 @@ export function callEnd(
   p: AgentCallProtocol,
   err: unknown,
   responseTrailer: Headers,
-): { body?: Uint8Array; trailers?: Record<string, string> } {
+): { endStream?: Uint8Array; trailers?: Record<string, string> } {
   const error =
     err === undefined
       ? undefined
@@ -85,7 +113,7 @@ export function callEnd(
   const data = endStream.serialize(
     error ? { metadata: responseTrailer, error } : { metadata: responseTrailer },
   );
-  return { body: envelope(END_STREAM_FLAG, data) };
+  return { endStream: data };
 }
 
 /** Web Headers as Node's header object (lower-case names, as Connect's adapter writes them). */

@@ -18,19 +18,26 @@ const READ_AHEAD = 64;
  * as their bytes arrive. A body that is not a sequence of whole, decodable,
  * uncompressed envelopes ends the iteration with the error Connect's
  * handler gives the same bytes, after the messages before the bad one (as
- * Connect's lazy pipeline hands them over). A stream closed before the
- * agent ended it fails at once (`closed` is called first).
+ * Connect's lazy pipeline hands them over). A stream reset before the
+ * agent ended it ends the same way as an ended body (`closed` is called
+ * first), as Node ends the request of a reset stream for Connect's handler.
+ * Once the handler stops reading, the request is read to its end unheeded,
+ * so a paused stream can still close.
  */
 export function readRequests(
   req: Http2ServerRequest,
   protocol: AgentCallProtocol,
   readMaxBytes: number,
   closed: (rstCode: number) => void,
-): AsyncIterable<AgentMessage> {
-  const queue = new MessageQueue(() => req.resume());
+): MessageQueue {
+  const detach = () => {
+    req.off("data", onData);
+    req.resume();
+  };
+  const queue = new MessageQueue(() => req.resume(), detach);
   const reader = new EnvelopeReader(readMaxBytes);
   const stop = (err: unknown) => {
-    req.off("data", onData);
+    detach();
     queue.end(err);
   };
   const onData = (chunk: Buffer) => {
@@ -67,7 +74,7 @@ export function readRequests(
     if (queue.length >= READ_AHEAD) req.pause();
   };
   req.on("data", onData);
-  req.once("end", () => {
+  const ended = () => {
     try {
       reader.end();
     } catch (err) {
@@ -75,12 +82,12 @@ export function readRequests(
       return;
     }
     stop(undefined);
-  });
+  };
+  req.once("end", ended);
   req.once("error", (err) => stop(ConnectError.from(err, Code.Internal)));
   req.once("close", () => {
     closed(req.stream.rstCode ?? 0);
-    req.off("data", onData);
-    queue.fail(new ConnectError("the stream closed before the agent ended it", Code.Canceled));
+    ended();
   });
   return queue;
 }
@@ -92,7 +99,7 @@ export function readRequests(
  * The handler's read takes callbacks (`readInto`): no promise waits per
  * stream between two messages.
  */
-class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<AgentMessage> {
+export class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<AgentMessage> {
   readonly #items: AgentMessage[] = [];
   /** Reads waiting, oldest first (normally one: the handler's; an interrupted read stays first in line, as with next()). */
   readonly #waiting: Reader[] = [];
@@ -100,8 +107,11 @@ class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<Agen
   #end: { error: unknown } | undefined;
   #failed: { error: unknown } | undefined;
 
-  /** `drained`: the handler took enough for reading to go on. */
-  constructor(private readonly drained: () => void) {}
+  /** `drained`: the handler took enough for reading to go on; `stopped`: it will read no more. */
+  constructor(
+    private readonly drained: () => void,
+    private readonly stopped: () => void,
+  ) {}
 
   get length(): number {
     return this.#items.length;
@@ -125,6 +135,7 @@ class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterable<Agen
   fail(error: unknown): void {
     if (this.#failed) return;
     this.#failed = { error };
+    this.stopped();
     this.#items.length = 0;
     for (const w of this.#waiting.splice(0)) w.onError(error);
   }
