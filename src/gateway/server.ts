@@ -9,7 +9,12 @@ import {
   http2ServerOptions,
 } from "../connection-guard/index.js";
 import { AgentService } from "../gen/llmgw/v1/agent_pb.js";
-import { type AgentStreamHandler, directProtocol, serveAgentCall } from "./agent-call/index.js";
+import {
+  type AgentStreamHandler,
+  directProtocol,
+  protocolFamily,
+  serveAgentCall,
+} from "./agent-call/index.js";
 import { parseListen } from "./config.js";
 import { contextValuesFor } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
@@ -81,7 +86,10 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
       opts.directStreams && req.url === streamPath ? directProtocol(req.method, req.headers) : undefined;
     if (protocol === undefined) {
       if (req.url === streamPath)
-        opts.metrics.streamsServed.inc({ path: "connect", protocol: protocolOf(req) });
+        opts.metrics.streamsServed.inc({
+          path: "connect",
+          protocol: protocolFamily(req.headers["content-type"]),
+        });
       connectHandler(req, res);
       return;
     }
@@ -152,20 +160,6 @@ export async function startAgentServer(opts: AgentServerOptions): Promise<AgentS
       clearTimeout(timer);
     },
   };
-}
-
-/** The protocol family of a request Connect's handler serves, by its content type (for the metric). */
-function protocolOf(req: http2.Http2ServerRequest): string {
-  const type = String(req.headers["content-type"] ?? "").toLowerCase();
-  if (type.startsWith("application/grpc-web")) return "grpc-web";
-  if (type.startsWith("application/grpc")) return "grpc";
-  if (
-    type.startsWith("application/connect") ||
-    type.startsWith("application/json") ||
-    type.startsWith("application/proto")
-  )
-    return "connect";
-  return "other";
 }
 
 /** What a TLS context is made of; also what a reload replaces (the request-a-certificate options stay the server's). */

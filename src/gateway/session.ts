@@ -65,7 +65,7 @@ const CLOSE_GRACE_MS = 2_000;
  * One agent stream, from the Register to the session-closed event
  * (docs/ARCHITECTURE.md, "Gateway"). What the session decides is the pure
  * session core's (`session-core/`, `step`); this shell only does what the
- * core cannot: it reads the Connect iterator, runs the timers, publishes the
+ * core cannot: it reads the request iterator, runs the timers, publishes the
  * core's events and writes its replies. The handler's generator writes what
  * the session's writer holds; a reader task feeds agent messages to the core
  * and publishes the events through the session's ordered pipeline: several

@@ -9,14 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import type { Protocol } from "../support/agent.js";
 import { Fuzzer } from "../support/agent-fuzzer.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
-import { rand, startTestGateway } from "../support/gateway.js";
 import { RawAgent, type RawResult } from "../support/raw-agent.js";
+import { type GatewayOnLog, startGatewayOnNewLog } from "../support/suites.js";
 
 const STREAMS = Number(process.env["LLMGW_FUZZ_ITERATIONS"] ?? 120);
 const SEED = Number(process.env["LLMGW_FUZZ_SEED"] ?? Math.floor(Math.random() * 2 ** 31));
@@ -26,33 +24,24 @@ const NODE = "gpu-same";
 describe("gateway: agent streams framed directly answer as Connect's handler does", () => {
   let server: NatsServer & { close(): Promise<void> };
   let certs: TestCerts;
-  const gateways: Array<{ gw: Gateway; log: Log; stream: string }> = [];
+  const gateways: GatewayOnLog[] = [];
 
   before(async () => {
     server = await startServer();
     certs = makeTestCerts();
     for (const directStreams of [true, false]) {
-      const stream = uniqueStream("GWSAME");
-      const prefix = `t${rand()}.evt`;
-      const log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-      const gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        certs,
-        registrationTimeoutMs: 2_000,
-        readMaxBytes: 64 * 1024,
-        directStreams,
-      });
-      gateways.push({ gw, log, stream });
+      gateways.push(
+        await startGatewayOnNewLog(server.url, "GWSAME", {
+          certs,
+          registrationTimeoutMs: 2_000,
+          readMaxBytes: 64 * 1024,
+          directStreams,
+        }),
+      );
     }
   });
   after(async () => {
-    for (const { gw, log, stream } of gateways) {
-      await gw.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
-    }
+    for (const g of gateways) await g.close();
     await server?.close();
   });
 

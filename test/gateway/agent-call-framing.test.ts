@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { EnvelopeReader, envelope } from "../../src/gateway/agent-call/envelopes.js";
-import { directProtocol, responseCompression } from "../../src/gateway/agent-call/protocol.js";
+import {
+  directProtocol,
+  protocolFamily,
+  responseCompression,
+} from "../../src/gateway/agent-call/protocol.js";
 
 const bytes = (...xs: number[]) => Uint8Array.from(xs);
 
@@ -144,6 +148,15 @@ describe("which agent streams are framed directly", () => {
       assert.equal(post(headers), undefined, JSON.stringify(headers));
     }
     assert.equal(directProtocol("GET", { "content-type": "application/grpc" }), undefined);
+  });
+
+  it("names the protocol of what Connect's handler serves, for the metric", () => {
+    assert.equal(protocolFamily("application/grpc-web+proto"), "grpc-web");
+    assert.equal(protocolFamily("application/grpc+json"), "grpc");
+    assert.equal(protocolFamily("application/connect+json"), "connect");
+    assert.equal(protocolFamily("application/json"), "connect");
+    assert.equal(protocolFamily("text/plain"), "other");
+    assert.equal(protocolFamily(undefined), "other");
   });
 });
 

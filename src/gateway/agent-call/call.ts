@@ -36,9 +36,13 @@ export interface AgentCallOptions {
   contextValues: (req: Http2ServerRequest) => ContextValues;
 }
 
+/** Connect's default: smaller replies are not worth compressing. */
+const COMPRESS_MIN_BYTES = 1024;
+
 /**
  * Serves one agent stream (AgentService.Connect) in gRPC or Connect
- * streaming, binary and uncompressed, on Node's HTTP/2 request and response.
+ * streaming, binary and uncompressed requests, on Node's HTTP/2 request and
+ * response.
  *
  * Connect's handler runs every message through a chain of async generators
  * (split, decompress, parse, invoke, serialize, join), about ten promises
@@ -50,9 +54,6 @@ export interface AgentCallOptions {
  * errors and the way a call ends are Connect's (its context, its protocol
  * helpers); only the framing is done here.
  */
-/** Connect's default: smaller replies are not worth compressing. */
-const COMPRESS_MIN_BYTES = 1024;
-
 export async function serveAgentCall(
   req: Http2ServerRequest,
   res: Http2ServerResponse,

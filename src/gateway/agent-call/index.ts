@@ -2,4 +2,4 @@
 export { type AgentCallOptions, type AgentStreamHandler, serveAgentCall } from "./call.js";
 // The framing alone, for clients that speak the agent stream without Connect (the benchmarks' agents).
 export { EnvelopeReader, envelope } from "./envelopes.js";
-export { directProtocol } from "./protocol.js";
+export { directProtocol, protocolFamily } from "./protocol.js";

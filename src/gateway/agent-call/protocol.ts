@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type Compression, compressionNegotiate } from "@connectrpc/connect/protocol";
 import * as connectProtocol from "@connectrpc/connect/protocol-connect";
 import * as grpcProtocol from "@connectrpc/connect/protocol-grpc";
+import * as grpcWebProtocol from "@connectrpc/connect/protocol-grpc-web";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { END_STREAM_FLAG } from "./envelopes.js";
 
@@ -41,6 +42,18 @@ export function directProtocol(
     return "connect";
   }
   return undefined;
+}
+
+/**
+ * The protocol of a request by its content type, read with Connect's own
+ * parsers (for the metric of streams Connect's handler serves).
+ */
+export function protocolFamily(contentType: string | string[] | undefined): string {
+  if (typeof contentType !== "string") return "other";
+  if (grpcWebProtocol.parseContentType(contentType)) return "grpc-web";
+  if (grpcProtocol.parseContentType(contentType)) return "grpc";
+  if (connectProtocol.parseContentType(contentType)) return "connect";
+  return "other";
 }
 
 function identity(encoding: string | string[] | undefined): boolean {
