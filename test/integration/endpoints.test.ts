@@ -152,6 +152,9 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
       );
 
       const bucketEqualsApi = async (what: string) => {
+        // Models in name order, whatever order they (re)appeared in: the bucket lists them so too.
+        const models = Object.keys((await call("GET", "/v1/endpoints")).endpoints);
+        assert.deepEqual(models, [...models].sort(), `/v1/endpoints lists its models in name order ${what}`);
         await eventually(
           async () =>
             JSON.stringify(await bucket.read()) ===

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { EndpointEntry, FleetState } from "../../projections/index.js";
+import { type EndpointEntry, type FleetState, sortedKeys } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
 import { notFound } from "../errors.js";
 import { parseWith } from "./params.js";
@@ -24,10 +24,19 @@ type Answer =
   | { seq: number; endpoints: Record<string, EndpointEntry[]> }
   | { seq: number; model: string; endpoints: EndpointEntry[] };
 
-/** The table, or one model's list; null for a model neither the catalog nor the table knows. */
+/**
+ * The table, or one model's list; null for a model neither the catalog nor
+ * the table knows. Models come in name order, as the bucket lists them: the
+ * fold keeps them in the order they last appeared (a model whose last
+ * replica stopped serving is dropped and comes back at the end).
+ */
 function answer(s: FleetState, model: string | undefined): Answer | null {
   const table = s.replicas.endpoints;
-  if (model === undefined) return { seq: s.seq, endpoints: table };
+  if (model === undefined) {
+    const endpoints: Record<string, EndpointEntry[]> = {};
+    for (const m of sortedKeys(table)) endpoints[m] = table[m] as EndpointEntry[];
+    return { seq: s.seq, endpoints };
+  }
   const known = table[model] !== undefined || s.replicas.catalog.models.some((m) => m.name === model);
   return known ? { seq: s.seq, model, endpoints: table[model] ?? [] } : null;
 }
