@@ -1,46 +1,79 @@
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { type Appended, isLogError, LogError } from "../log/index.js";
-import type { Attempted, Publisher } from "./publisher.js";
+import type { AttemptHandler, Publisher } from "./publisher.js";
 
-interface Entry {
-  readonly event: Event;
-  readonly onStored: (a: Appended) => void;
-  readonly settled: Promise<Attempted>;
+/** One event of the session: queued, then started, then told how its attempt ended. */
+class Entry implements AttemptHandler {
+  ok: Appended | undefined;
+  err: unknown;
+  done = false;
+
+  constructor(
+    readonly event: Event,
+    readonly onStored: (a: Appended) => void,
+    private readonly onSettled: () => void,
+  ) {}
+
+  stored(a: Appended): void {
+    this.ok = a;
+    this.done = true;
+    this.onSettled();
+  }
+
+  failed(err: unknown): void {
+    this.err = err;
+    this.done = true;
+    this.onSettled();
+  }
 }
 
 /**
  * One session's events on their way into the log, pipelined but kept in the
  * order the agent sent them.
  *
- * Up to `depth` publishes of a session are in flight at once (a stream is no
- * longer bound to one publish round trip). Publishes from one NATS
- * connection reach the stream in the order they were sent, so acks normally
- * come back in order; they are handed to `onStored` strictly in order all
- * the same, so an agent never sees message n+1 acknowledged before n.
+ * `push` queues an event; it is started (published) as soon as the
+ * gateway's shared window has a slot, after every earlier event of the
+ * session. Publishes from one NATS connection reach the stream in the order
+ * they were sent, so acks normally come back in order; they are handed to
+ * `onStored` strictly in order all the same, so an agent never sees message
+ * n+1 acknowledged before n.
+ *
+ * The reader keeps at most `depth` events queued: it waits for `whenRoom`
+ * before it reads the agent's next message, so a slow log stops the
+ * session from reading its agent (HTTP/2 flow control pushes back).
+ *
+ * No promise per event: the attempts tell their entries how they ended,
+ * and a slot of the shared window, once free, is handed to the pipeline
+ * that waited for it from the call that freed it. Under load, waiting for
+ * a slot through promises (a waiting push, its backlog, the reader's await)
+ * was a chain of promises per message.
  *
  * When an attempt fails because the log is unavailable, nothing new is
  * started: the later attempts of the session settle, then the failed ones are
  * retried one by one, in order, with their message ids (a publish whose ack
- * was lost is stored once). The stream sequences of a session's events must
- * grow; if a retry was stored after a later event of the same session (the
- * later one got through while the earlier did not, as in a stream-leader
- * election), the session's order in the log is broken and the pipeline fails
- * with an `unavailable` error: the session is closed and the agent registers
- * again, its registration being the full truth.
- *
- * `push` waits while the pipeline is full or recovering, so a slow log stops
- * the session from reading its agent (HTTP/2 flow control pushes back).
+ * was lost is stored once). After a lost connection (a new publisher epoch)
+ * the events started before it settle before a newer one starts: publishes
+ * started in different epochs may reach the stream out of order. The stream
+ * sequences of a session's events must grow; if a retry was stored after a
+ * later event of the same session (the later one got through while the
+ * earlier did not, as in a stream-leader election), the session's order in
+ * the log is broken and the pipeline fails with an `unavailable` error: the
+ * session is closed and the agent registers again, its registration being
+ * the full truth.
  */
 export class OrderedPipeline {
+  /** Started entries first (in flight, or done behind a head still in flight), then the queued ones. */
   readonly #queue: Entry[] = [];
+  /** How many entries at the head of the queue are started. */
+  #started = 0;
   readonly #waiters: Array<() => void> = [];
   #epoch = -1;
   #lastSeq = 0;
   #recovering = false;
   #failure: unknown;
   #failed = false;
-  #running = false;
-  #loop: Promise<void> = Promise.resolve();
+  #draining = false;
+  #waitingForSlot = false;
 
   constructor(
     private readonly publisher: Publisher,
@@ -52,104 +85,116 @@ export class OrderedPipeline {
       throw new RangeError(`pipeline depth must be a positive integer, got ${depth}`);
   }
 
+  /** Events of the session not yet stored (queued or in flight). */
   get inFlight(): number {
     return this.#queue.length;
   }
 
   /**
-   * Starts publishing `event` after the session's earlier ones. Returns
-   * undefined when it was sent at once, otherwise a promise that resolves
-   * once it is sent; throws (or rejects) with the pipeline's failure if it
-   * failed.
+   * Queues `event` after the session's earlier ones and starts it if it
+   * may start now. Throws the pipeline's failure if it failed.
    */
-  push(event: Event, onStored: (a: Appended) => void): Promise<void> | undefined {
-    // The common case, without a promise: room in this pipeline and in the
-    // shared window, nothing to wait for. This runs for every agent message.
-    if (this.#ready()) {
-      const settled = this.publisher.tryAttempt(event);
-      if (settled) {
-        this.#started(event, onStored, settled);
-        return undefined;
-      }
-    }
-    return this.#pushSlow(event, onStored);
+  push(event: Event, onStored: (a: Appended) => void): void {
+    if (this.#failed) throw this.#failure;
+    this.#queue.push(new Entry(event, onStored, this.#settledOne));
+    this.#start();
   }
 
-  async #pushSlow(event: Event, onStored: (a: Appended) => void): Promise<void> {
-    for (;;) {
-      if (this.#failed) throw this.#failure;
-      if (this.#queue.length >= this.depth || this.#recovering) {
-        await this.#changed();
-        continue;
-      }
-      const epoch = this.publisher.epoch;
-      if (this.#queue.length > 0 && (epoch !== this.#epoch || !this.publisher.connected)) {
-        // The connection dropped under earlier publishes: they settle (and
-        // are retried in order) before anything newer is sent.
-        await this.settled();
-        continue;
-      }
-      this.#epoch = epoch;
-      break;
-    }
-    const { settled } = await this.publisher.attempt(event);
-    this.#started(event, onStored, settled);
+  /**
+   * Undefined when the reader may take the agent's next message now; when
+   * `depth` events are queued or the pipeline is retrying, a promise that
+   * resolves once that may have changed. Undefined once the pipeline failed
+   * (the next push throws its failure).
+   */
+  whenRoom(): Promise<void> | undefined {
+    if (this.#failed) return undefined;
+    if (this.#queue.length >= this.depth || this.#recovering) return this.#changed();
+    return undefined;
   }
 
-  /** Whether a push may start at once: the checks of `#pushSlow`'s loop, none of them waiting. */
-  #ready(): boolean {
-    if (this.#failed || this.#recovering || this.#queue.length >= this.depth) return false;
-    const epoch = this.publisher.epoch;
-    if (this.#queue.length > 0 && (epoch !== this.#epoch || !this.publisher.connected)) return false;
-    this.#epoch = epoch;
-    return true;
-  }
-
-  #started(event: Event, onStored: (a: Appended) => void, settled: Promise<Attempted>): void {
-    this.#queue.push({ event, onStored, settled });
-    if (!this.#running) {
-      this.#running = true;
-      this.#loop = this.#complete().finally(() => this.#wake());
-    }
-  }
-
-  /** Resolves when nothing of this session is in flight any more. */
+  /** Resolves when nothing of this session is queued or in flight any more (or the pipeline failed). */
   async settled(): Promise<void> {
-    while (this.#running) await this.#loop;
+    while ((this.#queue.length > 0 && !this.#failed) || this.#recovering) await this.#changed();
   }
 
-  async #complete(): Promise<void> {
+  /**
+   * Starts queued entries, in order, while they may start: not while the
+   * pipeline retries, and after a lost connection not before what was
+   * started before it settled. Without a slot in the shared window, it
+   * waits for one. Returns whether it started anything.
+   */
+  #start(): boolean {
+    let any = false;
+    while (this.#started < this.#queue.length && !this.#failed && !this.#recovering) {
+      const epoch = this.publisher.epoch;
+      // The connection dropped under earlier publishes: they settle (and are
+      // retried in order) before anything newer is sent; the drain starts again.
+      if (this.#started > 0 && (epoch !== this.#epoch || !this.publisher.connected)) break;
+      this.#epoch = epoch;
+      const entry = this.#queue[this.#started]!;
+      if (!this.publisher.tryAttempt(entry.event, entry)) {
+        if (!this.#waitingForSlot) {
+          this.#waitingForSlot = true;
+          this.publisher.whenSlot(this.#slotFree);
+        }
+        break;
+      }
+      this.#started++;
+      any = true;
+    }
+    return any;
+  }
+
+  /** A slot of the shared window is free, offered to this pipeline: whether it took it. */
+  readonly #slotFree = (): boolean => {
+    this.#waitingForSlot = false;
+    return this.#start();
+  };
+
+  /** An attempt ended: hand over what is stored from the head on, in order. */
+  readonly #settledOne = (): void => {
+    if (this.#failed) return;
+    if (this.#recovering) {
+      // The recovery waits for every started attempt to end.
+      this.#wake();
+      return;
+    }
+    // A nested call (from an onStored) finds the loop below running.
+    if (this.#draining) return;
+    this.#draining = true;
     try {
       for (;;) {
-        // `finally` runs synchronously with this last check, so a push right after starts a new loop.
-        if (this.#queue.length === 0 || this.#failed) return;
-        const head = this.#queue[0]!;
-        const r = await head.settled;
-        if (r.ok !== undefined) {
-          if (!this.#inOrder(head.event, r.ok)) return;
+        const head = this.#queue[0];
+        if (head === undefined || !head.done) break;
+        if (head.ok !== undefined) {
+          if (!this.#inOrder(head.event, head.ok)) return;
           this.#queue.shift();
-          head.onStored(r.ok);
-          this.#wake();
+          this.#started--;
+          head.onStored(head.ok);
           continue;
         }
-        if (!isLogError(r.err, "unavailable") || this.signal.aborted) return this.#fail(r.err);
-        await this.#recover();
+        if (!isLogError(head.err, "unavailable") || this.signal.aborted) return this.#fail(head.err);
+        this.#recovering = true;
+        void this.#recover();
+        return;
       }
     } catch (err) {
       this.#fail(err);
     } finally {
-      this.#running = false;
+      this.#draining = false;
+      this.#wake();
     }
-  }
+    this.#start();
+  };
 
-  /** The head failed: let the rest settle, then retry what failed, in order. */
+  /** The head failed: let the rest of what was started settle, then retry what failed, in order. */
   async #recover(): Promise<void> {
-    this.#recovering = true;
     try {
-      const entries = this.#queue.splice(0);
-      const results = await Promise.all(entries.map((e) => e.settled));
-      for (const [i, e] of entries.entries()) {
-        let ok = results[i]?.ok;
+      while (this.#queue.slice(0, this.#started).some((e) => !e.done)) await this.#changed();
+      const entries = this.#queue.splice(0, this.#started);
+      this.#started = 0;
+      for (const e of entries) {
+        let ok = e.ok;
         if (ok === undefined) {
           try {
             ok = await this.publisher.append(e.event, { signal: this.signal });
@@ -160,10 +205,13 @@ export class OrderedPipeline {
         if (!this.#inOrder(e.event, ok)) return;
         e.onStored(ok);
       }
+    } catch (err) {
+      this.#fail(err);
     } finally {
       this.#recovering = false;
       this.#wake();
     }
+    this.#start();
   }
 
   #inOrder(event: Event, a: Appended): boolean {
@@ -185,6 +233,7 @@ export class OrderedPipeline {
     this.#failed = true;
     this.#failure = err;
     this.#queue.length = 0;
+    this.#started = 0;
     this.#wake();
     this.onFail(err);
   }
@@ -194,6 +243,7 @@ export class OrderedPipeline {
   }
 
   #wake(): void {
+    if (this.#waiters.length === 0) return;
     for (const w of this.#waiters.splice(0)) w();
   }
 }

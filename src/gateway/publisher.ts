@@ -1,9 +1,20 @@
 import type { Logger } from "pino";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { type Appended, AppendWindow, isLogError, type Log, LogError } from "../log/index.js";
+import {
+  type Appended,
+  type AppendHandler,
+  AppendWindow,
+  isLogError,
+  type Log,
+  LogError,
+} from "../log/index.js";
 import type { GatewayMetrics } from "./metrics.js";
 
-export type Attempted = { ok: Appended; err?: undefined } | { ok?: undefined; err: unknown };
+/** Told how one attempt ended: exactly one method, once, never before the call that started it returned. */
+export interface AttemptHandler {
+  stored(a: Appended): void;
+  failed(err: unknown): void;
+}
 
 export interface PublisherOptions {
   /** Publishes in flight across the gateway. */
@@ -59,43 +70,31 @@ export class Publisher {
   }
 
   /**
-   * One attempt, pipelined: resolves once a window slot is taken and the
-   * publish sent (the caller's backpressure); `settled` then resolves with
-   * the ack or the error (it never rejects).
+   * One attempt, started now if the shared window has a free slot, telling
+   * `handler` how it ended (never before this returns); false when the
+   * window is full (nothing was started). This runs for every agent message.
    */
-  async attempt(event: Event): Promise<{ settled: Promise<Attempted> }> {
-    const now = this.tryAttempt(event);
-    if (now) return { settled: now };
-    const started = performance.now();
-    const { acked } = await this.#window.start(event, { timeoutMs: this.opts.timeoutMs });
-    return { settled: this.#settle(event, started, acked) };
+  tryAttempt(event: Event, handler: AttemptHandler): boolean {
+    return this.#window.tryStartWith(
+      event,
+      { timeoutMs: this.opts.timeoutMs },
+      new Attempt(this.#published, event, performance.now(), handler),
+    );
   }
 
   /**
-   * One attempt, started now if the shared window has a free slot; undefined
-   * when it is full (nothing was started). `attempt` without a promise for
-   * the common case: this runs for every agent message.
+   * Calls `taken` once the shared window has a free slot, from the call that
+   * freed it, so an attempt started there takes it; `taken` returns whether
+   * it did (see AppendWindow.whenFree).
    */
-  tryAttempt(event: Event): Promise<Attempted> | undefined {
-    const started = performance.now();
-    const acked = this.#window.tryStart(event, { timeoutMs: this.opts.timeoutMs });
-    return acked && this.#settle(event, started, acked);
-  }
-
-  #settle(event: Event, started: number, acked: Promise<Appended>): Promise<Attempted> {
-    return acked.then(
-      (r): Attempted => {
-        this.#published(event, started);
-        return { ok: r };
-      },
-      (err: unknown): Attempted => ({ err }),
-    );
+  whenSlot(taken: () => boolean): void {
+    this.#window.whenFree(taken);
   }
 
   /** Counted per event: the kind's counter is bound once (a label lookup per event was a visible cost). */
   readonly #publishedByKind = new Map<string, { inc(): void }>();
 
-  #published(event: Event, started: number): void {
+  readonly #published = (event: Event, started: number): void => {
     this.metrics.publishLatency.observe((performance.now() - started) / 1000);
     const kind = event.body.case ?? "unknown";
     let counter = this.#publishedByKind.get(kind);
@@ -104,7 +103,7 @@ export class Publisher {
       this.#publishedByKind.set(kind, counter);
     }
     counter.inc();
-  }
+  };
 
   get inFlight(): number {
     return this.#window.inFlight;
@@ -146,6 +145,25 @@ export class Publisher {
         delay = Math.min(delay * 2, 1000);
       }
     }
+  }
+}
+
+/** One attempt in flight: counted as published when the log acks it. */
+class Attempt implements AppendHandler {
+  constructor(
+    private readonly published: (event: Event, started: number) => void,
+    private readonly event: Event,
+    private readonly started: number,
+    private readonly handler: AttemptHandler,
+  ) {}
+
+  appended(a: Appended): void {
+    this.published(this.event, this.started);
+    this.handler.stored(a);
+  }
+
+  failed(err: LogError): void {
+    this.handler.failed(err);
   }
 }
 

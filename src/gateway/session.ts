@@ -96,12 +96,6 @@ export class AgentSession {
   #orphanReads = 0;
   /** The end of the usage interval (the core's `usage-flush` timer). */
   #usageTimer: NodeJS.Timeout | undefined;
-  /**
-   * Publishes waiting for room in the pipeline, in order: events of a timer
-   * or of a close go into the log after the agent's messages read before
-   * them, and the reader waits for this before it reads on.
-   */
-  #backlog: Promise<void> | undefined;
   #logger: Logger;
   /** The registration's instance_id: which agent process this is. */
   #instanceId = "";
@@ -225,7 +219,6 @@ export class AgentSession {
       this.#feed({ kind: "disconnected" });
       await reading;
       // The last usage reading, written at the close, comes before the session-closed event.
-      await this.#backlog;
       await this.#pipeline.settled();
       this.host.release(this);
       this.host.metrics.openStreams.dec();
@@ -285,23 +278,28 @@ export class AgentSession {
   /**
    * Hands `input` to the core and carries out what it decided. Its events
    * are published in order (the session-opened event excepted: `#open`
-   * publishes it and waits for it); the reader waits for `#backlog`.
+   * publishes it and waits for it); the reader waits for the pipeline's room.
    */
   #feed(input: Input): StepResult {
     const opening = this.#state.phase === "registering";
     const r = step(this.#state, input);
     this.#state = r.state;
-    for (const n of r.notes) this.#note(n);
-    for (const reply of r.replies) this.#reply(reply);
-    for (const t of r.timers) {
+    // Indexed loops: this runs several times per agent message, and a for-of
+    // that the optimiser leaves alone allocates an iterator result per item.
+    for (let i = 0; i < r.notes.length; i++) this.#note(r.notes[i]!);
+    for (let i = 0; i < r.replies.length; i++) this.#reply(r.replies[i]!);
+    for (let i = 0; i < r.timers.length; i++) {
+      const t = r.timers[i];
       // The log's acks arrive in batches: one flush at the end of the event loop's turn.
-      if (t === "ack-flush") setImmediate(() => this.#feed({ kind: "timer", timer: "ack-flush" }));
+      if (t === "ack-flush") setImmediate(this.#flushAck);
       else if (t === "usage-flush") this.#startUsageTimer();
     }
-    if (!opening) for (const e of r.events) this.#publish(e);
+    if (!opening) for (let i = 0; i < r.events.length; i++) this.#publish(r.events[i]!);
     if (r.close) this.#closed(r.close);
     return r;
   }
+
+  readonly #flushAck = (): void => void this.#feed({ kind: "timer", timer: "ack-flush" });
 
   #startUsageTimer(): void {
     clearTimeout(this.#usageTimer);
@@ -312,29 +310,19 @@ export class AgentSession {
     this.#usageTimer.unref();
   }
 
-  /** Publishes `e` after every event the session published before it. */
+  /**
+   * Publishes `e` after every event the session published before it (the
+   * pipeline queues it; the reader waits for room before it reads on).
+   */
   #publish(e: EventDraft): void {
     const ackId = e.ackId;
     const onStored =
       ackId === undefined ? () => {} : () => void this.#feed({ kind: "stored", messageId: ackId });
-    const event = gatewayEvent(this.host.config.id, e.id, e.body);
-    // A failed pipeline closed the session already (its onFail): nothing to do here.
-    let waiting: Promise<void> | undefined;
-    if (this.#backlog === undefined) {
-      try {
-        waiting = this.#pipeline.push(event, onStored);
-      } catch {
-        return;
-      }
-    } else {
-      waiting = this.#backlog.then(() => this.#pipeline.push(event, onStored));
+    try {
+      this.#pipeline.push(gatewayEvent(this.host.config.id, e.id, e.body), onStored);
+    } catch {
+      // A failed pipeline closed the session already (its onFail): nothing to do here.
     }
-    if (!waiting) return;
-    const tail = waiting.catch(() => {});
-    this.#backlog = tail;
-    void tail.then(() => {
-      if (this.#backlog === tail) this.#backlog = undefined;
-    });
   }
 
   #note(n: StepResult["notes"][number]): void {
@@ -468,18 +456,15 @@ export class AgentSession {
 
   async #readMessages(it: AsyncIterator<AgentMessage>): Promise<void> {
     for (;;) {
+      // A full pipeline stops the reading (the log slows the agent down).
+      const room = this.#pipeline.whenRoom();
+      if (room) await room;
       const input = await this.#read(it);
       if (input === undefined) return; // the session stopped reading
       // The agent is done sending, not done listening: the acks of what it
       // sent last still reach it before the stream ends.
-      if (input.kind === "stream-ended") {
-        await this.#backlog;
-        await this.#pipeline.settled();
-      }
-      const r = this.#feed(input);
-      // A full pipeline stops the reading (the log slows the agent down).
-      if (this.#backlog) await this.#backlog;
-      if (r.close) return;
+      if (input.kind === "stream-ended") await this.#pipeline.settled();
+      if (this.#feed(input).close) return;
     }
   }
 

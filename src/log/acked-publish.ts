@@ -17,12 +17,24 @@ export interface PublishExpect {
   lastSubjectSeq?: number | undefined;
 }
 
+/**
+ * Told how one publish ended: exactly one of its methods is called, once,
+ * and never before the `send` that started it has returned.
+ */
+export interface AckHandler {
+  acked(ack: PubAck): void;
+  failed(err: LogError): void;
+}
+
+/** A publish waiting to be written, then for its ack: one object per message. */
 interface Pending {
-  resolve(ack: PubAck): void;
-  reject(err: LogError): void;
-  subject: string;
-  deadline: number;
-  timeoutMs: number;
+  readonly token: number;
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly headers: MsgHdrs;
+  readonly handler: AckHandler;
+  readonly deadline: number;
+  readonly timeoutMs: number;
 }
 
 /** How often in-flight publishes are checked against their deadlines. */
@@ -48,7 +60,7 @@ export class AckedPublisher {
   readonly #prefix: string;
   readonly #pending = new Map<number, Pending>();
   #next = 0;
-  #outbox: Array<{ token: number; subject: string; data: Uint8Array; headers: MsgHdrs }> = [];
+  #outbox: Pending[] = [];
   #sweep: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -85,31 +97,51 @@ export class AckedPublisher {
     expect: PublishExpect,
     timeoutMs: number,
   ): Promise<PubAck> {
+    return new Promise((resolve, reject) =>
+      this.send(subject, data, msgId, expect, timeoutMs, { acked: resolve, failed: reject }),
+    );
+  }
+
+  /**
+   * `publish` telling `handler` instead of settling a promise: a gateway
+   * publishes every agent message, and the promises of its publish path
+   * (one per layer, each with its reaction jobs) were a visible share of
+   * its CPU per event (docs/PERFORMANCE.md).
+   */
+  send(
+    subject: string,
+    data: Uint8Array,
+    msgId: string,
+    expect: PublishExpect,
+    timeoutMs: number,
+    handler: AckHandler,
+  ): void {
     if (this.#closed || this.nc.isClosed()) {
-      return Promise.reject(new LogError("unavailable", "the NATS connection is closed"));
+      return failSoon(handler, new LogError("unavailable", "the NATS connection is closed"));
     }
-    let h: PublishHeaders;
+    let headers: PublishHeaders;
     try {
-      h = new PublishHeaders(msgId, expect.stream, expect.lastSubjectSeq);
+      headers = new PublishHeaders(msgId, expect.stream, expect.lastSubjectSeq);
     } catch (err) {
-      return Promise.reject(LogError.from(err));
+      return failSoon(handler, LogError.from(err));
     }
     const token = ++this.#next;
-    return new Promise<PubAck>((resolve, reject) => {
-      this.#pending.set(token, {
-        resolve,
-        reject,
-        subject,
-        deadline: performance.now() + timeoutMs,
-        timeoutMs,
-      });
-      this.#outbox.push({ token, subject, data, headers: h });
-      if (this.#outbox.length === 1) setImmediate(this.#send);
-      if (this.#sweep === undefined) {
-        this.#sweep = setInterval(() => this.#expire(), SWEEP_MS);
-        this.#sweep.unref();
-      }
-    });
+    const p: Pending = {
+      token,
+      subject,
+      data,
+      headers,
+      handler,
+      deadline: performance.now() + timeoutMs,
+      timeoutMs,
+    };
+    this.#pending.set(token, p);
+    this.#outbox.push(p);
+    if (this.#outbox.length === 1) setImmediate(this.#send);
+    if (this.#sweep === undefined) {
+      this.#sweep = setInterval(() => this.#expire(), SWEEP_MS);
+      this.#sweep.unref();
+    }
   }
 
   /**
@@ -127,9 +159,7 @@ export class AckedPublisher {
       try {
         this.nc.publish(m.subject, m.data, { reply: this.#prefix + m.token, headers: m.headers });
       } catch (err) {
-        const p = this.#pending.get(m.token);
-        this.#pending.delete(m.token);
-        p?.reject(LogError.from(err));
+        if (this.#pending.delete(m.token)) tell(m.handler, LogError.from(err));
       }
     }
   };
@@ -143,7 +173,8 @@ export class AckedPublisher {
     // "no responders" (no stream took the subject, or JetStream is not up yet).
     const status = msg.headers?.code ?? 0;
     if (msg.data.length === 0 && status !== 0) {
-      p.reject(
+      tell(
+        p.handler,
         new LogError(
           "unavailable",
           status === 503
@@ -155,7 +186,7 @@ export class AckedPublisher {
     }
     const common = parsePubAck(msg.data);
     if (common) {
-      p.resolve(common);
+      tell(p.handler, undefined, common);
       return;
     }
     let body: {
@@ -165,18 +196,18 @@ export class AckedPublisher {
     try {
       body = msg.json();
     } catch (err) {
-      p.reject(new LogError("internal", "the server's publish ack is not JSON", { cause: err }));
+      tell(p.handler, new LogError("internal", "the server's publish ack is not JSON", { cause: err }));
       return;
     }
     if (body.error) {
-      p.reject(LogError.from(new JetStreamApiError(body.error)));
+      tell(p.handler, LogError.from(new JetStreamApiError(body.error)));
       return;
     }
     if (!body.stream || typeof body.seq !== "number") {
-      p.reject(new LogError("internal", `invalid publish ack: ${msg.string().slice(0, 200)}`));
+      tell(p.handler, new LogError("internal", `invalid publish ack: ${msg.string().slice(0, 200)}`));
       return;
     }
-    p.resolve({ ...body, duplicate: body.duplicate === true } as PubAck);
+    tell(p.handler, undefined, { ...body, duplicate: body.duplicate === true } as PubAck);
   }
 
   /**
@@ -193,7 +224,7 @@ export class AckedPublisher {
       for (const [token, p] of this.#pending) {
         if (p.subject !== s.error.subject) continue;
         this.#pending.delete(token);
-        p.reject(denied);
+        tell(p.handler, denied);
       }
     }
   }
@@ -203,9 +234,7 @@ export class AckedPublisher {
     for (const [token, p] of this.#pending) {
       if (p.deadline > now) continue;
       this.#pending.delete(token);
-      p.reject(
-        new LogError("unavailable", `the log is unavailable: no publish ack within ${p.timeoutMs} ms`),
-      );
+      tell(p.handler, new LogError("unavailable", `the log is unavailable: no publish ack within ${p.timeoutMs} ms`));
     }
     if (this.#pending.size === 0) {
       clearInterval(this.#sweep);
@@ -214,9 +243,31 @@ export class AckedPublisher {
   }
 
   #failAll(err: LogError): void {
-    for (const p of this.#pending.values()) p.reject(err);
+    const failed = [...this.#pending.values()];
     this.#pending.clear();
+    for (const p of failed) tell(p.handler, err);
     clearInterval(this.#sweep);
     this.#sweep = undefined;
   }
+}
+
+/**
+ * Calls the handler. A handler that throws is a bug of its caller: it is
+ * rethrown on its own (an uncaught exception, as loud as it should be)
+ * rather than into the NATS client's subscription, which would end it.
+ */
+function tell(handler: AckHandler, err: LogError | undefined, ack?: PubAck): void {
+  try {
+    if (err !== undefined) handler.failed(err);
+    else handler.acked(ack!);
+  } catch (thrown) {
+    queueMicrotask(() => {
+      throw thrown;
+    });
+  }
+}
+
+/** Fails a publish that never started, after its `send` has returned (the handler's promise). */
+function failSoon(handler: AckHandler, err: LogError): void {
+  queueMicrotask(() => tell(handler, err));
 }

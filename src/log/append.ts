@@ -1,5 +1,6 @@
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { AckedPublisher } from "./acked-publish.js";
+import type { PubAck } from "@nats-io/jetstream";
+import type { AckedPublisher, AckHandler } from "./acked-publish.js";
 import { encodeEvent, subjectFor } from "./codec.js";
 import { LogError } from "./errors.js";
 import { Subjects } from "./subjects.js";
@@ -41,8 +42,17 @@ export class LogAppender {
   }
 
   append(event: Event, opts: AppendOptions = {}): Promise<Appended> {
+    return new Promise((resolve, reject) => this.appendWith(event, opts, { appended: resolve, failed: reject }));
+  }
+
+  /**
+   * `append` telling `handler` instead of settling a promise (the gateway's
+   * path for every agent message; see AckedPublisher.send). The handler is
+   * never called before this returns.
+   */
+  appendWith(event: Event, opts: AppendOptions, handler: AppendHandler): void {
     if (event.id === "") {
-      return Promise.reject(new LogError("invalid-argument", "an event needs an id before it is appended"));
+      return failSoon(handler, new LogError("invalid-argument", "an event needs an id before it is appended"));
     }
     let subject: string;
     let data: Uint8Array;
@@ -50,28 +60,47 @@ export class LogAppender {
       subject = subjectFor(this.subjects, event);
       data = encodeEvent(event);
     } catch (err) {
-      return Promise.reject(LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
+      return failSoon(handler, LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
     }
-    // Not an async function: this runs once per event at full rate, and the
-    // promise of the publish itself is all it needs.
-    return this.publisher
-      .publish(
-        subject,
-        data,
-        event.id,
-        { stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq },
-        opts.timeoutMs ?? 5000,
-      )
-      .then(
-        (ack): Appended => ({ seq: ack.seq, duplicate: ack.duplicate }),
-        (err: unknown) => {
-          const e = LogError.from(err);
-          throw new LogError(
-            e.code,
-            `appending ${event.body.case ?? "event"} ${event.id} to ${subject}: ${e.message}`,
-            { cause: e },
-          );
-        },
-      );
+    this.publisher.send(
+      subject,
+      data,
+      event.id,
+      { stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq },
+      opts.timeoutMs ?? 5000,
+      new Appending(event, subject, handler),
+    );
   }
+}
+
+/** Told how one append ended: exactly one method, once, never before the call that started it returned. */
+export interface AppendHandler {
+  appended(a: Appended): void;
+  failed(err: LogError): void;
+}
+
+/** One append's ack handler: the ack is the append's result (a PubAck is an Appended); an error names the event. */
+class Appending implements AckHandler {
+  constructor(
+    private readonly event: Event,
+    private readonly subject: string,
+    private readonly handler: AppendHandler,
+  ) {}
+
+  acked(ack: PubAck): void {
+    this.handler.appended(ack);
+  }
+
+  failed(err: LogError): void {
+    const e = this.event;
+    this.handler.failed(
+      new LogError(err.code, `appending ${e.body.case ?? "event"} ${e.id} to ${this.subject}: ${err.message}`, {
+        cause: err,
+      }),
+    );
+  }
+}
+
+function failSoon(handler: AppendHandler, err: LogError): void {
+  queueMicrotask(() => handler.failed(err));
 }

@@ -1,5 +1,5 @@
 // The log: JetStream plumbing shared by every process. Everything public is named here.
-export { type Appended, type AppendOptions, LogAppender } from "./append.js";
+export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
 export {
   decodeEvent,
   EVENT_KINDS,

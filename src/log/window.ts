@@ -1,5 +1,6 @@
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { Appended, AppendOptions, LogAppender } from "./append.js";
+import type { Appended, AppendHandler, AppendOptions, LogAppender } from "./append.js";
+import type { LogError } from "./errors.js";
 
 /**
  * Pipelined appends with a bounded number in flight. `append` waits for a
@@ -10,7 +11,8 @@ import type { Appended, AppendOptions, LogAppender } from "./append.js";
  */
 export class AppendWindow {
   #inFlight = 0;
-  readonly #waiters: Array<() => void> = [];
+  /** Waiting for a slot, first come first served; each says whether it takes the slot it is offered. */
+  readonly #waiters: Array<() => boolean> = [];
 
   constructor(
     private readonly appender: LogAppender,
@@ -31,42 +33,77 @@ export class AppendWindow {
    */
   async start(event: Event, opts?: AppendOptions): Promise<{ acked: Promise<Appended> }> {
     for (;;) {
-      const acked = this.tryStart(event, opts);
-      if (acked) return { acked };
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      let settle: AppendHandler | undefined;
+      const acked = new Promise<Appended>((resolve, reject) => {
+        settle = { appended: resolve, failed: reject };
+      });
+      if (this.tryStartWith(event, opts, settle!)) return { acked };
+      await this.free();
     }
   }
 
   /**
-   * Starts an append at once if a slot is free and returns its ack; returns
-   * undefined (and starts nothing) when the window is full. The common case
-   * of `start` without its promise, for callers on the per-message path.
+   * Starts an append at once if a slot is free, telling `handler` how it
+   * ended (after the slot is given back); returns false (and starts
+   * nothing) when the window is full. The gateway's path for every agent
+   * message: no promise.
    */
-  tryStart(event: Event, opts?: AppendOptions): Promise<Appended> | undefined {
-    if (this.#inFlight >= this.max) return undefined;
+  tryStartWith(event: Event, opts: AppendOptions | undefined, handler: AppendHandler): boolean {
+    if (this.#inFlight >= this.max) return false;
     this.#inFlight++;
-    return this.appender.append(event, opts).then(this.#released, this.#releasedFailed);
+    this.appender.appendWith(event, opts ?? {}, new Slot(this.#release, handler));
+    return true;
   }
 
-  // The window's own handlers, not closures made per append: this runs for every agent message.
+  /** Resolves once a slot may be free (another caller may take it first). */
+  free(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#waiters.push(() => {
+        resolve();
+        return true;
+      });
+    });
+  }
+
+  /**
+   * Calls `taken` once a slot is free, from the call that gave it back: a
+   * caller that starts its append there has the slot before anybody else
+   * can take it. `taken` returns whether it took the slot; when it did not,
+   * the next waiter is asked.
+   */
+  whenFree(taken: () => boolean): void {
+    this.#waiters.push(taken);
+  }
+
   readonly #release = (): void => {
     this.#inFlight--;
-    this.#waiters.shift()?.();
-  };
-
-  readonly #released = (a: Appended): Appended => {
-    this.#release();
-    return a;
-  };
-
-  readonly #releasedFailed = (err: unknown): never => {
-    this.#release();
-    throw err;
+    while (this.#inFlight < this.max) {
+      const waiter = this.#waiters.shift();
+      if (waiter === undefined || waiter()) return;
+    }
   };
 
   /** Appends and waits for the ack, holding a slot meanwhile. */
   async append(event: Event, opts?: AppendOptions): Promise<Appended> {
     const { acked } = await this.start(event, opts);
     return acked;
+  }
+}
+
+/** One slot taken: given back before the append's own handler hears how it ended. */
+class Slot implements AppendHandler {
+  constructor(
+    private readonly release: () => void,
+    private readonly handler: AppendHandler,
+  ) {}
+
+  appended(a: Appended): void {
+    this.release();
+    this.handler.appended(a);
+  }
+
+  failed(err: LogError): void {
+    this.release();
+    this.handler.failed(err);
   }
 }

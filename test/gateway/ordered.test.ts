@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { OrderedPipeline } from "../../src/gateway/ordered.js";
-import type { Attempted, Publisher } from "../../src/gateway/publisher.js";
+import type { AttemptHandler, Publisher } from "../../src/gateway/publisher.js";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Appended, LogError } from "../../src/log/index.js";
@@ -31,18 +31,29 @@ class FakeLog {
   readonly publisher = {
     epoch: 0,
     connected: true,
-    /** The shared window of this fake is never full: an attempt always starts at once. */
-    tryAttempt: (event: Event): Promise<Attempted> =>
-      new Promise<Attempted>((resolve) => {
-        this.attempts.push({
-          id: event.id,
-          settle: (ok) =>
-            resolve(ok ? { ok: this.#store(event.id) } : { err: new LogError("unavailable", "timeout") }),
-        });
-      }),
-    attempt: async (event: Event): Promise<{ settled: Promise<Attempted> }> => ({
-      settled: this.publisher.tryAttempt(event),
-    }),
+    /** The shared window of this fake has `slots` free; a free slot is offered to the first waiter. */
+    slots: Number.POSITIVE_INFINITY,
+    waiting: [] as Array<() => boolean>,
+    tryAttempt: (event: Event, handler: AttemptHandler): boolean => {
+      if (this.publisher.slots <= 0) return false;
+      this.publisher.slots--;
+      this.attempts.push({
+        id: event.id,
+        settle: (ok) => {
+          this.publisher.slots++;
+          while (this.publisher.slots > 0) {
+            const w = this.publisher.waiting.shift();
+            if (w === undefined || w()) break;
+          }
+          if (ok) handler.stored(this.#store(event.id));
+          else handler.failed(new LogError("unavailable", "timeout"));
+        },
+      });
+      return true;
+    },
+    whenSlot: (taken: () => boolean): void => {
+      this.publisher.waiting.push(taken);
+    },
     append: async (event: Event): Promise<Appended> => {
       if (!this.retryOk) throw new LogError("unavailable", "still down");
       return this.#store(event.id);
@@ -77,7 +88,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const log = new FakeLog();
     const acked: string[] = [];
     const p = new OrderedPipeline(log.asPublisher(), 4, new AbortController().signal, unexpected);
-    for (const id of ["a", "b", "c"]) await p.push(ev(id), () => acked.push(id));
+    for (const id of ["a", "b", "c"]) p.push(ev(id), () => acked.push(id));
     assert.equal(log.attempts.length, 3, "three in flight at once");
     log.attempts[0]!.settle(true);
     log.attempts[1]!.settle(true);
@@ -86,30 +97,65 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     assert.deepEqual(acked, ["a", "b", "c"]);
   });
 
-  it("stops taking more when its window is full", async () => {
+  it("asks its reader to wait while `depth` events are queued", async () => {
     const log = new FakeLog();
     const p = new OrderedPipeline(log.asPublisher(), 2, new AbortController().signal, unexpected);
-    await p.push(ev("a"), () => {});
-    await p.push(ev("b"), () => {});
-    let third = false;
-    const pushing = Promise.resolve(p.push(ev("c"), () => {})).then(() => {
-      third = true;
+    assert.equal(p.whenRoom(), undefined, "room at first");
+    p.push(ev("a"), () => {});
+    assert.equal(p.whenRoom(), undefined, "room for a second");
+    p.push(ev("b"), () => {});
+    const room = p.whenRoom();
+    assert.ok(room, "full at two");
+    let roomy = false;
+    void room.then(() => {
+      roomy = true;
     });
     await tick();
-    assert.equal(third, false, "the third push waits for a free place");
+    assert.equal(roomy, false, "the reader waits for a free place");
     log.attempts[0]!.settle(true);
-    await pushing;
-    assert.equal(third, true);
+    await tick();
+    assert.equal(roomy, true, "a stored event makes room");
+    assert.equal(p.whenRoom(), undefined);
     log.attempts[1]!.settle(true);
-    log.attempts[2]!.settle(true);
     await p.settled();
+  });
+
+  it("starts what is queued, in order, as the gateway's shared window frees slots", async () => {
+    const log = new FakeLog();
+    log.publisher.slots = 1;
+    const acked: string[] = [];
+    const a = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    const b = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    a.push(ev("a1"), () => acked.push("a1"));
+    a.push(ev("a2"), () => acked.push("a2"));
+    b.push(ev("b1"), () => acked.push("b1"));
+    assert.deepEqual(
+      log.attempts.map((x) => x.id),
+      ["a1"],
+      "one slot: one started",
+    );
+    // The slot goes to the pipeline that waited first (a, for a2), then to b.
+    log.attempts[0]!.settle(true);
+    assert.deepEqual(
+      log.attempts.map((x) => x.id),
+      ["a1", "a2"],
+    );
+    log.attempts[1]!.settle(true);
+    assert.deepEqual(
+      log.attempts.map((x) => x.id),
+      ["a1", "a2", "b1"],
+    );
+    log.attempts[2]!.settle(true);
+    await a.settled();
+    await b.settled();
+    assert.deepEqual(acked, ["a1", "a2", "b1"]);
   });
 
   it("retries a failed publish before the later ones are acked, in order", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
     const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
-    for (const id of ["a", "b", "c"]) await p.push(ev(id), () => acked.push(id));
+    for (const id of ["a", "b", "c"]) p.push(ev(id), () => acked.push(id));
     // a and b time out without being stored (the server went away), c too.
     for (const a of log.attempts) a.settle(false);
     await p.settled();
@@ -128,8 +174,8 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const log = new FakeLog();
     const acked: string[] = [];
     const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
-    await p.push(ev("a"), () => acked.push("a"));
-    await p.push(ev("b"), () => acked.push("b"));
+    p.push(ev("a"), () => acked.push("a"));
+    p.push(ev("b"), () => acked.push("b"));
     log.stored.set("a", ++log.seq); // stored, but its ack is lost
     log.attempts[0]!.settle(false);
     log.attempts[1]!.settle(true);
@@ -144,32 +190,28 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, (e) => {
       failure = e;
     });
-    await p.push(ev("a"), () => acked.push("a"));
-    await p.push(ev("b"), () => acked.push("b"));
+    p.push(ev("a"), () => acked.push("a"));
+    p.push(ev("b"), () => acked.push("b"));
     log.attempts[0]!.settle(false); // rejected outright
     log.attempts[1]!.settle(true); // ... while the next one got through
     await p.settled();
     // a is in the log (its retry stored it); b is too, but before a: not acked.
     assert.deepEqual(acked, ["a"]);
     assert.ok(failure instanceof LogError && failure.code === "unavailable", String(failure));
-    await assert.rejects(async () => await p.push(ev("c"), () => {}));
+    await assert.rejects(async () => p.push(ev("c"), () => {}));
   });
 
   it("lets older publishes settle before sending after a lost connection", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
     const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
-    await p.push(ev("a"), () => acked.push("a"));
+    p.push(ev("a"), () => acked.push("a"));
     log.publisher.epoch++;
-    let sent = false;
-    const pushing = Promise.resolve(p.push(ev("b"), () => acked.push("b"))).then(() => {
-      sent = true;
-    });
-    await tick();
-    assert.equal(sent, false);
+    p.push(ev("b"), () => acked.push("b"));
     assert.equal(log.attempts.length, 1, "b is not sent while a is unsettled");
     log.attempts[0]!.settle(false);
-    await pushing;
+    await tick();
+    assert.equal(log.attempts.length, 2, "b is sent once a was retried");
     log.attempts[1]!.settle(true);
     await p.settled();
     assert.deepEqual(acked, ["a", "b"]);
@@ -183,7 +225,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
       failure = e;
     });
     const acked: string[] = [];
-    await p.push(ev("a"), () => acked.push("a"));
+    p.push(ev("a"), () => acked.push("a"));
     log.attempts[0]!.settle(false);
     await p.settled();
     assert.ok(failure instanceof LogError && failure.message.includes("still down"), String(failure));
