@@ -1,10 +1,13 @@
+import { create } from "@bufbuild/protobuf";
 import {
   type Command,
   CommandUndeliverable_Action,
   type CommandUndeliverable_Reason,
   type Event,
   type SessionClosed_Reason,
+  type Writer,
   Writer_Kind,
+  WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
 import { type EventInit, newEvent } from "../log/index.js";
 
@@ -13,13 +16,22 @@ export type BodyInit = NonNullable<EventInit["body"]>;
 
 /** An event written by gateway `gatewayId`, stamped with its clock. */
 export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Event {
-  return newEvent({
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.GATEWAY, id: gatewayId },
-    body,
-  });
+  return newEvent({ id, timeUnixMs: BigInt(Date.now()), writer: writerOf(gatewayId), body });
 }
+
+/**
+ * The writer of a gateway's events, made once per gateway: `create` keeps a
+ * message it is given as it is, and a gateway writes one event per agent
+ * message. Nothing changes an event once made.
+ */
+function writerOf(gatewayId: string): Writer {
+  if (lastWriter?.id !== gatewayId) {
+    lastWriter = create(WriterSchema, { kind: Writer_Kind.GATEWAY, id: gatewayId });
+  }
+  return lastWriter;
+}
+
+let lastWriter: Writer | undefined;
 
 /** Message id of the n-th message of a session (1 = the registration). */
 export function sessionEventId(sessionId: string, seq: number): string {

@@ -35,12 +35,36 @@ export class GatewayMetrics {
     labelNames: ["holder"] as const,
     registers: [this.registry],
   });
+  /**
+   * Events published since the last collection, by kind: a number added to
+   * per event, handed to the counter when it is collected. A prom-client
+   * child hashes and checks its labels on every `inc`, and this one is
+   * counted for every agent message.
+   */
+  readonly #published = new Map<string, { n: number }>();
   readonly eventsPublished = new Counter({
     name: "llmgw_gateway_events_published_total",
     help: "Events acknowledged by JetStream, by kind",
     labelNames: ["kind"] as const,
     registers: [this.registry],
+    collect: () => {
+      for (const [kind, tally] of this.#published) {
+        if (tally.n === 0) continue;
+        this.eventsPublished.labels(kind).inc(tally.n);
+        tally.n = 0;
+      }
+    },
   });
+
+  /** One more event of `kind` acknowledged by JetStream (`eventsPublished`). */
+  published(kind: string): void {
+    let tally = this.#published.get(kind);
+    if (tally === undefined) {
+      tally = { n: 0 };
+      this.#published.set(kind, tally);
+    }
+    tally.n++;
+  }
   readonly publishRetries = new Counter({
     name: "llmgw_gateway_publish_retries_total",
     help: "Publishes retried with the same message id after the log did not answer",

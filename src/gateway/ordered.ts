@@ -3,14 +3,15 @@ import { type Appended, isLogError, LogError } from "../log/index.js";
 import type { AttemptHandler, Publisher } from "./publisher.js";
 
 /** One event of the session: queued, then started, then told how its attempt ended. */
-class Entry implements AttemptHandler {
+class Entry<T> implements AttemptHandler {
   ok: Appended | undefined;
   err: unknown;
   done = false;
 
   constructor(
     readonly event: Event,
-    readonly onStored: (a: Appended) => void,
+    /** What the pipeline's `onStored` is told with the event's ack. */
+    readonly token: T,
     private readonly onSettled: () => void,
   ) {}
 
@@ -35,8 +36,8 @@ class Entry implements AttemptHandler {
  * gateway's shared window has a slot, after every earlier event of the
  * session. Publishes from one NATS connection reach the stream in the order
  * they were sent, so acks normally come back in order; they are handed to
- * `onStored` strictly in order all the same, so an agent never sees message
- * n+1 acknowledged before n.
+ * `onStored`, with the token each event was pushed with, strictly in order
+ * all the same, so an agent never sees message n+1 acknowledged before n.
  *
  * The reader keeps at most `depth` events queued: it waits for `whenRoom`
  * before it reads the agent's next message, so a slow log stops the
@@ -61,9 +62,9 @@ class Entry implements AttemptHandler {
  * session is closed and the agent registers again, its registration being
  * the full truth.
  */
-export class OrderedPipeline {
+export class OrderedPipeline<T> {
   /** Started entries first (in flight, or done behind a head still in flight), then the queued ones. */
-  readonly #queue: Entry[] = [];
+  readonly #queue: Entry<T>[] = [];
   /** How many entries at the head of the queue are started. */
   #started = 0;
   readonly #waiters: Array<() => void> = [];
@@ -80,6 +81,7 @@ export class OrderedPipeline {
     readonly depth: number,
     private readonly signal: AbortSignal,
     private readonly onFail: (err: unknown) => void,
+    private readonly onStored: (token: T, a: Appended) => void,
   ) {
     if (!Number.isInteger(depth) || depth < 1)
       throw new RangeError(`pipeline depth must be a positive integer, got ${depth}`);
@@ -94,9 +96,9 @@ export class OrderedPipeline {
    * Queues `event` after the session's earlier ones and starts it if it
    * may start now. Throws the pipeline's failure if it failed.
    */
-  push(event: Event, onStored: (a: Appended) => void): void {
+  push(event: Event, token: T): void {
     if (this.#failed) throw this.#failure;
-    this.#queue.push(new Entry(event, onStored, this.#settledOne));
+    this.#queue.push(new Entry(event, token, this.#settledOne));
     this.#start();
   }
 
@@ -159,7 +161,7 @@ export class OrderedPipeline {
       this.#wake();
       return;
     }
-    // A nested call (from an onStored) finds the loop below running.
+    // A nested call (from onStored) finds the loop below running.
     if (this.#draining) return;
     this.#draining = true;
     try {
@@ -170,7 +172,7 @@ export class OrderedPipeline {
           if (!this.#inOrder(head.event, head.ok)) return;
           this.#queue.shift();
           this.#started--;
-          head.onStored(head.ok);
+          this.onStored(head.token, head.ok);
           continue;
         }
         if (!isLogError(head.err, "unavailable") || this.signal.aborted) return this.#fail(head.err);
@@ -203,7 +205,7 @@ export class OrderedPipeline {
           }
         }
         if (!this.#inOrder(e.event, ok)) return;
-        e.onStored(ok);
+        this.onStored(e.token, ok);
       }
     } catch (err) {
       this.#fail(err);

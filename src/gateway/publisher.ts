@@ -91,18 +91,9 @@ export class Publisher {
     this.#window.whenFree(taken);
   }
 
-  /** Counted per event: the kind's counter is bound once (a label lookup per event was a visible cost). */
-  readonly #publishedByKind = new Map<string, { inc(): void }>();
-
   readonly #published = (event: Event, started: number): void => {
     this.metrics.publishLatency.observe((performance.now() - started) / 1000);
-    const kind = event.body.case ?? "unknown";
-    let counter = this.#publishedByKind.get(kind);
-    if (counter === undefined) {
-      counter = this.metrics.eventsPublished.labels(kind);
-      this.#publishedByKind.set(kind, counter);
-    }
-    counter.inc();
+    this.metrics.published(event.body.case ?? "unknown");
   };
 
   get inFlight(): number {

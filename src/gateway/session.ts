@@ -79,7 +79,7 @@ export class AgentSession {
   #state: SessionState;
   readonly #writer: StreamWriter<ControlMessage>;
   readonly #stopReading = new AbortController();
-  readonly #pipeline: OrderedPipeline;
+  readonly #pipeline: OrderedPipeline<string | undefined>;
   #graceTimer: NodeJS.Timeout | undefined;
   /**
    * One timer per session for the read deadline, refreshed at every read,
@@ -126,12 +126,20 @@ export class AgentSession {
       ctx.values.get(remoteAddressKey),
     );
     this.#writer = new StreamWriter(cfg.sendQueueMax);
-    this.#pipeline = new OrderedPipeline(host.publisher, cfg.streamWindow, this.#stopReading.signal, (err) =>
-      this.#feed({
-        kind: "log-failed",
-        unavailable: isLogError(err, "unavailable"),
-        detail: (err as Error).message,
-      }),
+    this.#pipeline = new OrderedPipeline(
+      host.publisher,
+      cfg.streamWindow,
+      this.#stopReading.signal,
+      (err) =>
+        this.#feed({
+          kind: "log-failed",
+          unavailable: isLogError(err, "unavailable"),
+          detail: (err as Error).message,
+        }),
+      // The token of an event is the message id its ack names, if the agent gets one.
+      (ackId) => {
+        if (ackId !== undefined) this.#feed({ kind: "stored", messageId: ackId });
+      },
     );
     this.#logger = host.logger;
     this.#finished = new Promise((resolve) => {
@@ -315,11 +323,8 @@ export class AgentSession {
    * pipeline queues it; the reader waits for room before it reads on).
    */
   #publish(e: EventDraft): void {
-    const ackId = e.ackId;
-    const onStored =
-      ackId === undefined ? () => {} : () => void this.#feed({ kind: "stored", messageId: ackId });
     try {
-      this.#pipeline.push(gatewayEvent(this.host.config.id, e.id, e.body), onStored);
+      this.#pipeline.push(gatewayEvent(this.host.config.id, e.id, e.body), e.ackId);
     } catch {
       // A failed pipeline closed the session already (its onFail): nothing to do here.
     }

@@ -24,8 +24,18 @@ export function invalidIdReason(id: string, what = "id"): string | undefined {
   return undefined;
 }
 
+/** Node subjects kept by one Subjects; past this many it starts over (ids are the fleet's, but not trusted). */
+const NODE_SUBJECTS_KEPT = 65_536;
+
 /** Subjects for one stream prefix. */
 export class Subjects {
+  /**
+   * A node's subject, validated once: a gateway appends one event per agent
+   * message to it, and validating and building it each time was a visible
+   * share of the gateway's CPU per event.
+   */
+  readonly #nodeSubjects = new Map<string, string>();
+
   constructor(readonly prefix: string = DEFAULT_PREFIX) {}
 
   /** Every event: the stream's subject filter. */
@@ -39,7 +49,13 @@ export class Subjects {
     return `${this.prefix}.session.*`;
   }
   node(nodeId: string): string {
-    return `${this.prefix}.node.${nodeIdToken(nodeId)}`;
+    let subject = this.#nodeSubjects.get(nodeId);
+    if (subject === undefined) {
+      subject = `${this.prefix}.node.${nodeIdToken(nodeId)}`;
+      if (this.#nodeSubjects.size >= NODE_SUBJECTS_KEPT) this.#nodeSubjects.clear();
+      this.#nodeSubjects.set(nodeId, subject);
+    }
+    return subject;
   }
   gateway(gatewayId: string): string {
     return `${this.prefix}.gateway.${token(gatewayId)}`;

@@ -75,6 +75,8 @@ const unexpected = (err: unknown) => {
   unexpectedFailures.push(err);
 };
 const tick = () => new Promise((r) => setImmediate(r));
+/** The tests push each event with what to do once it is stored. */
+const run = (stored: () => void) => stored();
 
 describe("gateway: a stream's ordered publish pipeline", () => {
   beforeEach(() => {
@@ -87,7 +89,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("keeps several publishes in flight and hands acks over in order", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
-    const p = new OrderedPipeline(log.asPublisher(), 4, new AbortController().signal, unexpected);
+    const p = new OrderedPipeline(log.asPublisher(), 4, new AbortController().signal, unexpected, run);
     for (const id of ["a", "b", "c"]) p.push(ev(id), () => acked.push(id));
     assert.equal(log.attempts.length, 3, "three in flight at once");
     log.attempts[0]!.settle(true);
@@ -99,7 +101,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
 
   it("asks its reader to wait while `depth` events are queued", async () => {
     const log = new FakeLog();
-    const p = new OrderedPipeline(log.asPublisher(), 2, new AbortController().signal, unexpected);
+    const p = new OrderedPipeline(log.asPublisher(), 2, new AbortController().signal, unexpected, run);
     assert.equal(p.whenRoom(), undefined, "room at first");
     p.push(ev("a"), () => {});
     assert.equal(p.whenRoom(), undefined, "room for a second");
@@ -124,8 +126,8 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const log = new FakeLog();
     log.publisher.slots = 1;
     const acked: string[] = [];
-    const a = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
-    const b = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    const a = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected, run);
+    const b = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected, run);
     a.push(ev("a1"), () => acked.push("a1"));
     a.push(ev("a2"), () => acked.push("a2"));
     b.push(ev("b1"), () => acked.push("b1"));
@@ -154,7 +156,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("retries a failed publish before the later ones are acked, in order", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
-    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected, run);
     for (const id of ["a", "b", "c"]) p.push(ev(id), () => acked.push(id));
     // a and b time out without being stored (the server went away), c too.
     for (const a of log.attempts) a.settle(false);
@@ -173,7 +175,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("takes a lost ack that was stored as stored (a duplicate on retry)", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
-    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected, run);
     p.push(ev("a"), () => acked.push("a"));
     p.push(ev("b"), () => acked.push("b"));
     log.stored.set("a", ++log.seq); // stored, but its ack is lost
@@ -187,9 +189,15 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const log = new FakeLog();
     const acked: string[] = [];
     let failure: unknown;
-    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, (e) => {
-      failure = e;
-    });
+    const p = new OrderedPipeline(
+      log.asPublisher(),
+      8,
+      new AbortController().signal,
+      (e) => {
+        failure = e;
+      },
+      run,
+    );
     p.push(ev("a"), () => acked.push("a"));
     p.push(ev("b"), () => acked.push("b"));
     log.attempts[0]!.settle(false); // rejected outright
@@ -204,7 +212,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("lets older publishes settle before sending after a lost connection", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
-    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected);
+    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, unexpected, run);
     p.push(ev("a"), () => acked.push("a"));
     log.publisher.epoch++;
     p.push(ev("b"), () => acked.push("b"));
@@ -221,9 +229,15 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     const log = new FakeLog();
     log.retryOk = false;
     let failure: unknown;
-    const p = new OrderedPipeline(log.asPublisher(), 8, new AbortController().signal, (e) => {
-      failure = e;
-    });
+    const p = new OrderedPipeline(
+      log.asPublisher(),
+      8,
+      new AbortController().signal,
+      (e) => {
+        failure = e;
+      },
+      run,
+    );
     const acked: string[] = [];
     p.push(ev("a"), () => acked.push("a"));
     log.attempts[0]!.settle(false);
