@@ -321,7 +321,9 @@ function foldPass(
   for (const c of pass.commands) {
     if (c.action.case !== "stop" && c.action.case !== "drain") continue;
     const owner = replicaOfShard(state, c.nodeId, c.action.value.shardId);
-    if (owner) (ownerBefore ??= new Map()).set(`${c.nodeId}/${c.action.value.shardId}`, owner);
+    if (!owner) continue;
+    ownerBefore ??= new Map();
+    ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
   }
 
   // Decisions first: a pass creates and places a replica, then its commands refer to it.
