@@ -78,13 +78,15 @@ export class Pass {
     this.#unitMeta = { seq: this.seq + 1, timeMs: this.nowMs };
   }
 
+  // Ids are joined in one flat string: a template's pieces would stay
+  // linked in every decision, command and record that names the id.
   newReplicaId(model: string): string {
-    return `${model}-${this.seq}-${++this.#replicas}`;
+    return [model, this.seq, ++this.#replicas].join("-");
   }
 
   /** A re-placement gets a new shard id: the seq part differs from the old one's. */
   shardId(replicaId: string, rank: number): string {
-    return `${replicaId}-s${rank}-${this.seq}`;
+    return [replicaId, `s${rank}`, this.seq].join("-");
   }
 
   newCommandId(): string {
