@@ -148,24 +148,30 @@ export function groupIds<T>(rec: Record<string, T>, keyOf: GroupKey<T>, key: str
   return groupsOf(rec, keyOf).get(key)?.ids() ?? [];
 }
 
+/**
+ * Re-reads the marked records. A full placement marks every replica twice
+ * (created, then placed), so this reads each key once and moves a record
+ * between groups with one map write (a delete and a set grew and rehashed
+ * the maps), and loops over arrays (an iterator per record otherwise).
+ */
 function refresh(rec: Record<string, unknown>, w: Watch): void {
+  const followers = [...w.followers];
+  const indexes = [...w.indexes.values()];
   for (const id of w.dirty) {
-    for (const f of w.followers) f.ids.add(id);
+    for (let i = 0; i < followers.length; i++) (followers[i] as { ids: Set<string> }).ids.add(id);
     const v = rec[id];
-    for (const index of w.indexes.values()) {
+    for (let i = 0; i < indexes.length; i++) {
+      const index = indexes[i] as Index;
       const was = index.groupOf.get(id);
       const now = v === undefined ? null : index.keyOf(v);
       if (was === now) {
         (index.groups.get(was) as GroupSet).touch();
         continue;
       }
-      if (was === undefined && now === null) continue;
-      if (was !== undefined) {
-        // An empty group is kept: its version still says that it changed.
-        (index.groups.get(was) as GroupSet).delete(id);
-        index.groupOf.delete(id);
-      }
-      place(index, id, v);
+      // An empty group is kept: its version still says that it changed.
+      if (was !== undefined) (index.groups.get(was) as GroupSet).delete(id);
+      if (now === null) index.groupOf.delete(id);
+      else join(index, id, now);
     }
   }
   w.dirty.clear();
@@ -174,7 +180,11 @@ function refresh(rec: Record<string, unknown>, w: Watch): void {
 function place(index: Index, id: string, v: unknown): void {
   if (v === undefined) return;
   const key = index.keyOf(v);
-  if (key === null) return;
+  if (key !== null) join(index, id, key);
+}
+
+/** Puts record `id` in group `key` (its group in `groupOf` replaced, if any). */
+function join(index: Index, id: string, key: string): void {
   let g = index.groups.get(key);
   if (!g) {
     g = new GroupSet();

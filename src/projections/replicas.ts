@@ -64,17 +64,36 @@ function newReplica(replicaId: string, model: string, seq: number, createdMs: nu
   };
 }
 
-/** A shard as a pass places or adopts it: no reports, no fault, no start sent yet. */
+/** Where a shard is, as a placement or an adoption says it. */
+interface ShardPlace {
+  shardId: string;
+  rank: number;
+  nodeId: string;
+  sessionId: string;
+  gpuIndices: readonly number[];
+}
+
+/**
+ * A shard as a pass places or adopts it: no reports, no fault, no start
+ * sent yet. Built from the decision's own shard (no object in between: a
+ * full placement folds one per replica).
+ */
 function newShard(
-  init: Pick<ShardState, "shardId" | "rank" | "nodeId" | "sessionId" | "gpuIndices" | "state" | "adopted"> & {
-    endpoint?: string;
-  },
+  at: ShardPlace,
+  state: ShardState["state"],
+  adopted: boolean,
+  endpoint: string,
   seq: number,
 ): ShardState {
   return {
-    ...init,
-    gpuIndices: [...init.gpuIndices],
-    endpoint: init.endpoint ?? "",
+    shardId: at.shardId,
+    rank: at.rank,
+    nodeId: at.nodeId,
+    sessionId: at.sessionId,
+    gpuIndices: [...at.gpuIndices],
+    state,
+    adopted,
+    endpoint,
     desired: "running",
     lastError: "",
     exitCode: 0,
@@ -282,24 +301,31 @@ function foldPass(
   inventory: InventoryState,
 ): void {
   state.passes++;
-  state.lastPass = {
-    seq: meta.seq,
-    leaderId: pass.leaderId,
-    observedSeq: Number(pass.observedSeq),
-    nowMs: Number(pass.nowUnixMs),
-  };
+  const observedSeq = Number(pass.observedSeq);
+  const nowMs = Number(pass.nowUnixMs);
+  const last = state.lastPass;
+  // A reconcile pass folds each of its units as a pass of its own, all alike: one record for them all.
+  if (
+    last === null ||
+    last.seq !== meta.seq ||
+    last.leaderId !== pass.leaderId ||
+    last.observedSeq !== observedSeq ||
+    last.nowMs !== nowMs
+  )
+    state.lastPass = { seq: meta.seq, leaderId: pass.leaderId, observedSeq, nowMs };
 
   // A pass that removes or fails a replica stops its shards in the same pass:
   // remember whose shards the stop/drain commands name before the decisions
-  // forget them.
-  const ownerBefore = new Map<string, string>();
+  // forget them. (Most passes stop nothing: no map for them.)
+  let ownerBefore: Map<string, string> | undefined;
   for (const c of pass.commands) {
     if (c.action.case !== "stop" && c.action.case !== "drain") continue;
     const owner = replicaOfShard(state, c.nodeId, c.action.value.shardId);
-    if (owner) ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
+    if (!owner) continue;
+    ownerBefore ??= new Map();
+    ownerBefore.set(`${c.nodeId}/${c.action.value.shardId}`, owner);
   }
 
-  const nowMs = Number(pass.nowUnixMs);
   // Decisions first: a pass creates and places a replica, then its commands refer to it.
   for (const d of pass.decisions) {
     const k = d.kind;
@@ -320,20 +346,7 @@ function foldPass(
         r.phase = "placed";
         r.pendingReason = "";
         forgetShards(state.replicas, r);
-        r.shards = v.shards.map((s) =>
-          newShard(
-            {
-              shardId: s.shardId,
-              rank: s.rank,
-              nodeId: s.nodeId,
-              sessionId: s.sessionId,
-              gpuIndices: s.gpuIndices,
-              state: "pending",
-              adopted: false,
-            },
-            meta.seq,
-          ),
-        );
+        r.shards = v.shards.map((s) => newShard(s, "pending", false, "", meta.seq));
         recordShards(state.replicas, r);
         r.lastChangeSeq = meta.seq;
         break;
@@ -358,10 +371,10 @@ function foldPass(
               nodeId: v.nodeId,
               sessionId: v.sessionId,
               gpuIndices: a.gpuIndices,
-              state: "running",
-              adopted: true,
-              endpoint: registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
             },
+            "running",
+            true,
+            registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
             meta.seq,
           );
           forgetShards(state.replicas, r);
@@ -496,7 +509,7 @@ function foldPass(
     const replicaId =
       a.case === "start"
         ? a.value.replicaId
-        : replicaOfShard(state, c.nodeId, shardId) || (ownerBefore.get(`${c.nodeId}/${shardId}`) ?? "");
+        : replicaOfShard(state, c.nodeId, shardId) || (ownerBefore?.get(`${c.nodeId}/${shardId}`) ?? "");
     state.commands[c.commandId] = {
       commandId: c.commandId,
       kind,

@@ -34,18 +34,19 @@ export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs:
       .map((m) => [m.name, m.rollout.progressDeadlineMs]),
   );
   const pendingModels = new Set<string>();
+  const models = state.replicas.catalog.models;
   // A running replica has no deadline here: only the others are read.
   for (const r of replicasWhere(state, (c) => c.phase !== "running")) {
     const progress = rolling.get(r.model);
     if (progress !== undefined && r.phase !== "running" && r.phase !== "draining")
       consider(r.createdMs + progress);
     if (r.phase === "placed") {
-      const limits = limitsFor(config, replicaProfile(state.replicas.catalog.models, r));
       for (const s of r.shards) {
         if (s.desired !== "running" || s.fault !== null) continue;
         if (s.state === "pending" && s.startDueMs > 0) consider(s.startDueMs);
+        // The profile's limits are looked up only here: a pass placing thousands has none starting yet.
         if (s.state === "starting" && s.startingSinceMs > 0)
-          consider(s.startingSinceMs + limits.readyTimeoutMs);
+          consider(s.startingSinceMs + limitsFor(config, replicaProfile(models, r)).readyTimeoutMs);
       }
     }
     if (r.phase === "pending") {

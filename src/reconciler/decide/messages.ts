@@ -1,5 +1,6 @@
 /** Builders of the decisions and commands a pass emits, so every rule writes them the same way. */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { StartShard } from "../../gen/llmgw/v1/agent_pb.js";
 import {
   type Command,
   CommandSchema,
@@ -90,13 +91,9 @@ export function startCommand(
   nodeId: string,
   sessionId: string,
   timeoutMs: number,
-  start: Omit<NonNullable<Extract<Action, { case: "start" }>["value"]>, "commandId" | "$typeName">,
+  start: StartShard,
 ): Command {
-  const commandId = pass.newCommandId();
-  return command(pass, nodeId, sessionId, start.replicaId ?? "", timeoutMs, {
-    case: "start",
-    value: { ...start, commandId },
-  });
+  return command(pass, nodeId, sessionId, start.replicaId, timeoutMs, { case: "start", value: start });
 }
 
 /** The node's current session id, or "" when it has none. */

@@ -14,10 +14,19 @@ import { create } from "@bufbuild/protobuf";
 import {
   type Command,
   type Decision,
+  type Event,
   EventSchema,
+  type ReconcilePass,
   ReconcilePassSchema,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { evolveFleet, type FleetState, type Fork, forkFleet, groupIds } from "../../projections/index.js";
+import {
+  type EventMeta,
+  evolveFleet,
+  type FleetState,
+  type Fork,
+  forkFleet,
+  groupIds,
+} from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import { unadoptedNode } from "./indexes.js";
 import type { DecideInput } from "./types.js";
@@ -43,6 +52,18 @@ export class Pass {
   readonly unadopted: ReadonlySet<string>;
   #replicas = 0;
   #commands = 0;
+  /**
+   * What each unit is folded as: one event for the whole pass, whose
+   * decisions and commands are the unit's (the fold reads them and keeps
+   * neither list). A pass placing 10,000 replicas folds 20,000 units: a
+   * new event, pass message and list copies for each came to 15 MB.
+   */
+  readonly #unitBody: ReconcilePass;
+  readonly #unitEvent: Event;
+  readonly #unitMeta: EventMeta;
+  readonly #foldUnit = (): void => {
+    evolveFleet(this.work, this.#unitEvent, this.#unitMeta);
+  };
 
   constructor(input: DecideInput) {
     this.#fork = forkFleet(input.state);
@@ -52,15 +73,20 @@ export class Pass {
     this.liveGateways = input.liveGateways;
     this.seq = input.state.seq;
     this.unadopted = new Set(groupIds(input.state.inventory.nodes, unadoptedNode, ""));
+    this.#unitBody = create(ReconcilePassSchema, { nowUnixMs: BigInt(this.nowMs) });
+    this.#unitEvent = create(EventSchema, { id: "", body: { case: "reconcilePass", value: this.#unitBody } });
+    this.#unitMeta = { seq: this.seq + 1, timeMs: this.nowMs };
   }
 
+  // Ids are joined in one flat string: a template's pieces would stay
+  // linked in every decision, command and record that names the id.
   newReplicaId(model: string): string {
-    return `${model}-${this.seq}-${++this.#replicas}`;
+    return [model, this.seq, ++this.#replicas].join("-");
   }
 
   /** A re-placement gets a new shard id: the seq part differs from the old one's. */
   shardId(replicaId: string, rank: number): string {
-    return `${replicaId}-s${rank}-${this.seq}`;
+    return [replicaId, `s${rank}`, this.seq].join("-");
   }
 
   newCommandId(): string {
@@ -96,20 +122,11 @@ export class Pass {
   }
 
   #apply(unit: Unit): void {
-    this.decisions.push(...unit.decisions);
-    this.commands.push(...unit.commands);
-    const event = create(EventSchema, {
-      id: "",
-      body: {
-        case: "reconcilePass",
-        value: create(ReconcilePassSchema, {
-          nowUnixMs: BigInt(this.nowMs),
-          decisions: unit.decisions,
-          commands: unit.commands,
-        }),
-      },
-    });
-    this.#fork.fold(() => evolveFleet(this.work, event, { seq: this.seq + 1, timeMs: this.nowMs }));
+    for (const d of unit.decisions) this.decisions.push(d);
+    for (const c of unit.commands) this.commands.push(c);
+    this.#unitBody.decisions = unit.decisions;
+    this.#unitBody.commands = unit.commands;
+    this.#fork.fold(this.#foldUnit);
   }
 
   /**

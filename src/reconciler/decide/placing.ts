@@ -5,13 +5,21 @@
  * reasons — only when the reasons changed, so a stuck replica does not add
  * a decision to every pass.
  */
+import { create } from "@bufbuild/protobuf";
+import { type Command, type ShardPlacement, ShardPlacementSchema } from "../../gen/llmgw/v1/events_pb.js";
 import type { ModelSpec, ReplicaState } from "../../projections/index.js";
-import { FleetView, type NoFit, type Placed, placeReplica } from "../placement/index.js";
+import {
+  FleetView,
+  type NoFit,
+  type Placed,
+  placeReplica,
+  type ScoredCandidate,
+} from "../placement/index.js";
 import { replicasWhere } from "./indexes.js";
 import { limitsFor } from "./limits.js";
 import { decision, startCommand } from "./messages.js";
-import type { Pass } from "./pass.js";
-import { startShardFields } from "./start-shard.js";
+import type { Pass, Unit } from "./pass.js";
+import { startShard } from "./start-shard.js";
 
 export function placePending(pass: Pass): void {
   const catalog = new Map(pass.work.replicas.catalog.models.map((m) => [m.name, m]));
@@ -50,24 +58,54 @@ export function placePending(pass: Pass): void {
   }
 }
 
-function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
-  const shards = p.shards.map((s) => ({ ...s, shardId: pass.shardId(r.replicaId, s.rank) }));
-  const replica = { replicaId: r.replicaId, model: model.name };
-  const commands = shards.map((s) =>
-    startCommand(
-      pass,
-      s.nodeId,
-      s.sessionId,
-      limitsFor(pass.config, p.profile).startTimeoutMs,
-      startShardFields(replica, p.profile, shards, s, pass.work.inventory),
-    ),
-  );
-  const where = shards.map((s) => `${s.nodeId} [${s.gpuIndices.join(",")}]`).join(" + ");
-  const runners =
-    p.runnersUp.length === 0
-      ? "no runner-up"
-      : `runners-up ${p.runnersUp.map((c) => `${c.nodeIds.join("+")} (${c.score.toFixed(2)})`).join(", ")}`;
-  const explanation = `placed ${r.replicaId} (${model.name}/${p.profile.name} revision ${p.profile.revision}) on ${where}, ${pass.config.policy} score ${p.chosen.score.toFixed(2)}; ${runners}`;
+/**
+ * The decision and start commands of a placed replica. Built with loops
+ * and one message per shard (no copies in between): a full placement
+ * makes one per replica.
+ */
+function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed): Unit {
+  const shards: ShardPlacement[] = [];
+  for (const s of p.shards) {
+    shards.push(
+      create(ShardPlacementSchema, {
+        shardId: pass.shardId(r.replicaId, s.rank),
+        rank: s.rank,
+        nodeId: s.nodeId,
+        sessionId: s.sessionId,
+        gpuIndices: s.gpuIndices,
+      }),
+    );
+  }
+  const startTimeoutMs = limitsFor(pass.config, p.profile).startTimeoutMs;
+  const inventory = pass.work.inventory;
+  const commands: Command[] = [];
+  // The explanation is joined from its parts in one flat string: built with
+  // `+` or a template, its pieces stay linked in the decision for as long
+  // as the pass's output lives, about three times the string's own size.
+  const say = [
+    "placed ",
+    r.replicaId,
+    " (",
+    model.name,
+    "/",
+    p.profile.name,
+    " revision ",
+    p.profile.revision,
+    ") on ",
+  ];
+  for (let i = 0; i < shards.length; i++) {
+    const s = shards[i] as ShardPlacement;
+    const start = startShard(pass.newCommandId(), r, p.profile, shards, s, inventory);
+    commands.push(startCommand(pass, s.nodeId, s.sessionId, startTimeoutMs, start));
+    say.push(i > 0 ? " + " : "", s.nodeId, " [", s.gpuIndices.join(","), "]");
+  }
+  say.push(", ", pass.config.policy, " score ", twoDecimals(p.chosen.score), "; ");
+  say.push(p.runnersUp.length === 0 ? "no runner-up" : "runners-up ");
+  for (let i = 0; i < p.runnersUp.length; i++) {
+    const c = p.runnersUp[i] as ScoredCandidate;
+    say.push(i > 0 ? ", " : "", c.nodeIds.join("+"), " (", twoDecimals(c.score), ")");
+  }
+  const explanation = say.join("");
   return {
     decisions: [
       decision(explanation, {
@@ -76,13 +114,7 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
           replicaId: r.replicaId,
           model: model.name,
           profile: p.profile.name,
-          shards: shards.map((s) => ({
-            shardId: s.shardId,
-            rank: s.rank,
-            nodeId: s.nodeId,
-            sessionId: s.sessionId,
-            gpuIndices: s.gpuIndices,
-          })),
+          shards,
           chosen: p.chosen,
           runnersUp: p.runnersUp,
           policy: pass.config.policy,
@@ -92,4 +124,16 @@ function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed) {
     ],
     commands,
   };
+}
+
+/** Scores as explanations print them; a fleet has few distinct scores, so each is formatted once. */
+const formatted = new Map<number, string>();
+
+function twoDecimals(x: number): string {
+  let s = formatted.get(x);
+  if (s === undefined) {
+    s = x.toFixed(2);
+    if (formatted.size < 10_000) formatted.set(x, s);
+  }
+  return s;
 }

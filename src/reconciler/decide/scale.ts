@@ -24,7 +24,8 @@ export function scaleModels(pass: Pass): void {
       const id = pass.newReplicaId(m.name);
       const ok = pass.add({
         decisions: [
-          decision(`${id} created: ${m.name} has ${have}/${want} replicas`, {
+          // Joined flat: the explanation lives as long as the pass's output (one per replica created).
+          decision([id, " created: ", m.name, " has ", have, "/", want, " replicas"].join(""), {
             case: "replicaCreated",
             value: { replicaId: id, model: m.name, replaces: "" },
           }),

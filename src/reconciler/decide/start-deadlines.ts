@@ -19,7 +19,7 @@ import { replicasWhere } from "./indexes.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
 import { decision, reachable } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
-import { startShardFields } from "./start-shard.js";
+import { startShard } from "./start-shard.js";
 
 export function enforceStartDeadlines(pass: Pass): void {
   for (const r of replicasWhere(pass.work, (c) => c.phase === "placed")) {
@@ -114,12 +114,6 @@ function startAgain(
     replicaId: r.replicaId,
     attempt,
     deadlineUnixMs: BigInt(dueMs),
-    action: {
-      case: "start",
-      value: {
-        commandId: s.startCommandId,
-        ...startShardFields(r, p, r.shards, s, pass.work.inventory),
-      },
-    },
+    action: { case: "start", value: startShard(s.startCommandId, r, p, r.shards, s, pass.work.inventory) },
   });
 }

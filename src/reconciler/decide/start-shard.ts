@@ -4,12 +4,9 @@
  * the same, or an agent that did start the first would be asked for
  * something else under the same command id.
  */
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { StartShardSchema } from "../../gen/llmgw/v1/agent_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { type StartShard, StartShardSchema } from "../../gen/llmgw/v1/agent_pb.js";
 import { DEFAULT_ENGINE, fnv1a32, type InventoryState, type ProfileSpec } from "../../projections/index.js";
-
-/** A StartShard's fields but the command id (each send names its own, or repeats the first's). */
-export type StartShardFields = Omit<MessageInitShape<typeof StartShardSchema>, "commandId" | "$typeName">;
 
 /** One shard of a replica as placed. */
 export interface PlacedShard {
@@ -37,25 +34,29 @@ export function rendezvousPort(replicaId: string): number {
 }
 
 /**
- * The StartShard fields for `shard`, one of `shards` (every shard of the
- * replica, any order). For a multi-node replica the ranks rendezvous at
- * rank 0's node: its advertised address, or its node id when it advertised
- * none (older agents).
+ * The StartShard for `shard`, one of `shards` (every shard of the replica,
+ * any order), under `commandId` (each send names its own, or repeats the
+ * first's). For a multi-node replica the ranks rendezvous at rank 0's node:
+ * its advertised address, or its node id when it advertised none (older
+ * agents).
  */
-export function startShardFields(
+export function startShard(
+  commandId: string,
   replica: { replicaId: string; model: string },
   profile: ProfileSpec,
   shards: readonly PlacedShard[],
   shard: PlacedShard,
   inventory: InventoryState,
-): StartShardFields {
-  const ranked = [...shards].sort((a, b) => a.rank - b.rank);
-  const worldSize = Math.max(1, ranked.length);
+): StartShard {
+  const worldSize = Math.max(1, shards.length);
   const multiNode = worldSize > 1;
+  // Ranks in order only for a multi-node replica (a copy sorted per shard started).
+  const ranked = multiNode ? [...shards].sort((a, b) => a.rank - b.rank) : shards;
   const master = ranked[0];
   const masterAddr =
     multiNode && master ? inventory.nodes[master.nodeId]?.advertiseAddress || master.nodeId : "";
-  return {
+  return create(StartShardSchema, {
+    commandId,
     shardId: shard.shardId,
     replicaId: replica.replicaId,
     model: replica.model,
@@ -69,5 +70,5 @@ export function startShardFields(
     peers: multiNode ? ranked.map((s) => s.nodeId) : [],
     masterAddr,
     masterPort: multiNode ? rendezvousPort(replica.replicaId) : 0,
-  };
+  });
 }

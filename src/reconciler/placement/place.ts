@@ -7,6 +7,8 @@
 import type { ModelSpec, ProfileSpec } from "../../projections/index.js";
 import type { NodeFit } from "./fit.js";
 import { chooseGpus, type Policy, round } from "./fit.js";
+import type { FitIndex } from "./fit-index.js";
+import type { NodeView } from "./node-view.js";
 import type { FleetView } from "./view.js";
 
 export interface ShardSlot {
@@ -61,12 +63,15 @@ interface ProfileOutcome {
 }
 
 export function placeReplica(view: FleetView, model: ModelSpec, policy: Policy): PlacementResult {
-  const outcomes: Array<{ profile: ProfileSpec; outcome: ProfileOutcome }> = [];
+  // Made only once a profile does not fit: most placements take their first.
+  let outcomes: Array<{ profile: ProfileSpec; outcome: ProfileOutcome }> | undefined;
   for (const p of model.profiles) {
     const outcome = tryProfile(view, model.name, p, policy);
     if (outcome.placed) return outcome.placed;
+    outcomes ??= [];
     outcomes.push({ profile: p, outcome });
   }
+  if (!outcomes) outcomes = [];
   const considered = view.nodes.length;
   const first = outcomes[0];
   if (!first) {
@@ -100,28 +105,33 @@ export function summarize(fit: number, considered: number, ruledOut: RuledOutCou
   return `${head}: ${ruledOut.map((r) => `${r.nodes} ${r.reason}`).join(", ")}`;
 }
 
+/** What a placement's outcome says of ruled-out nodes: nothing (shared, never changed). */
+const NONE_RULED_OUT: RuledOutCount[] = [];
+
 function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Policy): ProfileOutcome {
   const index = view.index(model, p, policy);
   const shards = Math.max(1, p.shards);
   if (shards === 1) {
     const top = index.best(RUNNERS_UP + 1);
     if (top.length === 0) return { fit: 0, ruledOut: sortReasons(index.reasons) };
-    const chosen = fitting(view, index.fits[top[0] as number], top[0] as number);
+    // Read from the index and the view in place: a full placement does this once per replica.
+    const chosen = fittingNode(view, index, top[0] as number);
+    const score = scoreAt(index, top[0] as number);
     const runnersUp: ScoredCandidate[] = [];
     for (let i = 1; i < top.length; i++) {
-      const c = fitting(view, index.fits[top[i] as number], top[i] as number);
-      runnersUp.push({ nodeIds: [c.nodeId], score: c.score });
+      const pos = top[i] as number;
+      runnersUp.push({ nodeIds: [fittingNode(view, index, pos).nodeId], score: scoreAt(index, pos) });
     }
     const gpuIndices = take(view, chosen.nodeId, p, model);
     // What ruled nodes out is only told when nothing fits: not counted for a placement.
     return {
       fit: index.fitCount,
-      ruledOut: [],
+      ruledOut: NONE_RULED_OUT,
       placed: {
         kind: "placed",
         profile: p,
         shards: [{ rank: 0, nodeId: chosen.nodeId, sessionId: chosen.sessionId, gpuIndices }],
-        chosen: { nodeIds: [chosen.nodeId], score: chosen.score },
+        chosen: { nodeIds: [chosen.nodeId], score },
         runnersUp,
       },
     };
@@ -135,10 +145,17 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
   return tryGroups(view, model, p, shards, fits, reasons);
 }
 
-function fitting(view: FleetView, f: NodeFit | undefined, pos: number): Fitting {
+/** The view of the node at `pos`, which the index says fits. */
+function fittingNode(view: FleetView, index: FitIndex, pos: number): NodeView {
   const n = view.nodes[pos];
-  if (!n || !f?.ok) throw new Error(`placement index out of step at node position ${pos}`);
-  return { nodeId: n.nodeId, sessionId: n.sessionId, score: f.score };
+  if (!n || !index.fits[pos]?.ok) throw new Error(`placement index out of step at node position ${pos}`);
+  return n;
+}
+
+/** The score of the node at `pos`, which fits (fittingNode checked it). */
+function scoreAt(index: FitIndex, pos: number): number {
+  const f = index.fits[pos];
+  return f?.ok ? f.score : 0;
 }
 
 /** A multi-shard profile: `shards` distinct nodes that share one fabric of the profile's kind. */
