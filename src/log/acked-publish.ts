@@ -234,7 +234,10 @@ export class AckedPublisher {
     for (const [token, p] of this.#pending) {
       if (p.deadline > now) continue;
       this.#pending.delete(token);
-      tell(p.handler, new LogError("unavailable", `the log is unavailable: no publish ack within ${p.timeoutMs} ms`));
+      tell(
+        p.handler,
+        new LogError("unavailable", `the log is unavailable: no publish ack within ${p.timeoutMs} ms`),
+      );
     }
     if (this.#pending.size === 0) {
       clearInterval(this.#sweep);

@@ -1,5 +1,5 @@
-import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { PubAck } from "@nats-io/jetstream";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "./acked-publish.js";
 import { encodeEvent, subjectFor } from "./codec.js";
 import { LogError } from "./errors.js";
@@ -42,7 +42,9 @@ export class LogAppender {
   }
 
   append(event: Event, opts: AppendOptions = {}): Promise<Appended> {
-    return new Promise((resolve, reject) => this.appendWith(event, opts, { appended: resolve, failed: reject }));
+    return new Promise((resolve, reject) =>
+      this.appendWith(event, opts, { appended: resolve, failed: reject }),
+    );
   }
 
   /**
@@ -52,7 +54,10 @@ export class LogAppender {
    */
   appendWith(event: Event, opts: AppendOptions, handler: AppendHandler): void {
     if (event.id === "") {
-      return failSoon(handler, new LogError("invalid-argument", "an event needs an id before it is appended"));
+      return failSoon(
+        handler,
+        new LogError("invalid-argument", "an event needs an id before it is appended"),
+      );
     }
     let subject: string;
     let data: Uint8Array;
@@ -94,9 +99,13 @@ class Appending implements AckHandler {
   failed(err: LogError): void {
     const e = this.event;
     this.handler.failed(
-      new LogError(err.code, `appending ${e.body.case ?? "event"} ${e.id} to ${this.subject}: ${err.message}`, {
-        cause: err,
-      }),
+      new LogError(
+        err.code,
+        `appending ${e.body.case ?? "event"} ${e.id} to ${this.subject}: ${err.message}`,
+        {
+          cause: err,
+        },
+      ),
     );
   }
 }

@@ -45,7 +45,7 @@ export function compileEncoder<Desc extends DescMessage>(schema: Desc): Encoder<
       fallbacks++;
       return toBinary(schema, message);
     }
-    const out = w.buf.slice(0, w.pos);
+    const out = copyOut(w.buf, w.pos);
     if (w.buf.length > MAX_KEPT) w.reset();
     return out;
   };
@@ -88,6 +88,33 @@ class Scratch {
 
 const writer = new Scratch();
 
+/** Where encoded messages are copied out to, one after the other (see copyOut). */
+const SLAB = 64 * 1024;
+/** A message larger than this gets a buffer of its own. */
+const SLAB_MAX_MESSAGE = 4 * 1024;
+let slab = new Uint8Array(SLAB);
+let slabPos = 0;
+
+/**
+ * The first `n` bytes of `buf`, in a view of a shared slab rather than a
+ * buffer of their own (as Node's Buffer pool does for small buffers): a
+ * buffer of its own is an allocation outside the heap per message, which
+ * cost more than encoding a small event. A slab lives as long as any view
+ * of it; nothing writes to an encoded message after it is returned.
+ */
+function copyOut(buf: Uint8Array, n: number): Uint8Array {
+  if (n > SLAB_MAX_MESSAGE) return buf.slice(0, n);
+  if (slabPos + n > SLAB) {
+    slab = new Uint8Array(SLAB);
+    slabPos = 0;
+  }
+  const start = slabPos;
+  for (let i = 0; i < n; i++) slab[start + i] = buf[i]!;
+  // Each view starts on an 8-byte boundary, as the runtime's own pool keeps them.
+  slabPos = (start + n + 7) & ~7;
+  return slab.subarray(start, start + n);
+}
+
 interface FieldPlan {
   readonly field: DescField;
   readonly name: string;
@@ -102,8 +129,21 @@ interface FieldPlan {
   message?: MessagePlan;
 }
 
+/**
+ * The members of a oneof whose field numbers no other field's number falls
+ * between: at most one is set, and it is written where the lowest of them
+ * would be, so one look at the oneof's case finds it. (A message with many
+ * kinds, as an event's body, was otherwise a look at the oneof per member.)
+ */
+interface OneofPlan {
+  readonly oneof: string;
+  readonly cases: ReadonlyMap<string, FieldPlan>;
+}
+
 interface MessagePlan {
   readonly fields: FieldPlan[];
+  /** What `writeMessage` goes through, in field-number order: fields, and oneofs taken whole. */
+  slots: Array<FieldPlan | OneofPlan>;
 }
 
 const plans = new Map<string, MessagePlan>();
@@ -111,7 +151,7 @@ const plans = new Map<string, MessagePlan>();
 function planOf(desc: DescMessage): MessagePlan {
   const known = plans.get(desc.typeName);
   if (known) return known;
-  const plan: MessagePlan = { fields: [] };
+  const plan: MessagePlan = { fields: [], slots: [] };
   // Registered before the fields so recursive message types end.
   plans.set(desc.typeName, plan);
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
@@ -130,7 +170,33 @@ function planOf(desc: DescMessage): MessagePlan {
       p.message = planOf(f.message);
     }
   }
+  plan.slots = slotsOf(plan.fields);
   return plan;
+}
+
+/** The fields in number order, each oneof whose members are numbered together taken as one slot. */
+function slotsOf(fields: readonly FieldPlan[]): Array<FieldPlan | OneofPlan> {
+  const slots: Array<FieldPlan | OneofPlan> = [];
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const oneof = f.oneof;
+    if (oneof === undefined) {
+      slots.push(f);
+      continue;
+    }
+    // The run of fields from here that are all members of this oneof.
+    let end = i;
+    while (end + 1 < fields.length && fields[end + 1]!.oneof === oneof) end++;
+    const run = fields.slice(i, end + 1);
+    const whole = run.length === fields.filter((x) => x.oneof === oneof).length;
+    if (whole && run.length > 1) {
+      slots.push({ oneof, cases: new Map(run.map((m) => [m.name, m])) });
+      i = end;
+    } else {
+      slots.push(f);
+    }
+  }
+  return slots;
 }
 
 function wireTypeOf(f: DescField): number {
@@ -185,14 +251,25 @@ function varintBytes(v: number): Uint8Array {
 function writeMessage(w: Scratch, plan: MessagePlan, msg: Record<string, unknown>): void {
   const unknown = msg["$unknown"] as unknown[] | undefined;
   if (unknown !== undefined && unknown.length > 0) throw UNSUPPORTED;
-  for (const p of plan.fields) {
-    const f = p.field;
+  const slots = plan.slots;
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i]!;
+    let p: FieldPlan;
     let value: unknown;
-    if (p.oneof !== undefined) {
-      const o = msg[p.oneof] as { case: string | undefined; value?: unknown };
+    if ("cases" in slot) {
+      const o = msg[slot.oneof] as { case: string | undefined; value?: unknown };
+      if (o.case === undefined) continue;
+      const member = slot.cases.get(o.case);
+      if (member === undefined) throw UNSUPPORTED;
+      p = member;
+      value = o.value;
+    } else if (slot.oneof !== undefined) {
+      p = slot;
+      const o = msg[p.oneof!] as { case: string | undefined; value?: unknown };
       if (o.case !== p.name) continue;
       value = o.value;
     } else {
+      p = slot;
       value = msg[p.name];
       if (p.explicit) {
         if (value === undefined || !Object.hasOwn(msg, p.name)) continue;
@@ -200,6 +277,7 @@ function writeMessage(w: Scratch, plan: MessagePlan, msg: Record<string, unknown
         continue;
       }
     }
+    const f = p.field;
     switch (f.fieldKind) {
       case "scalar":
         writeTag(w, p.tag);

@@ -1,5 +1,6 @@
 // The log: JetStream plumbing shared by every process. Everything public is named here.
 export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
+export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {
   decodeEvent,
   EVENT_KINDS,

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { type AgentMessage, AgentMessageSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { compileDecoder } from "../../src/log/binary-decoder.js";
 import { decodeEvent, EVENT_KINDS, encodeEvent } from "../../src/log/index.js";
@@ -44,6 +45,47 @@ describe("event decoder", () => {
     }
     assert.ok(n >= EVENT_KINDS.length * 60);
     assert.equal(decode.fallbacks, before, "every one of them read by the decoder itself");
+  });
+
+  it("reads what fromBinary reads for random agent messages (the gateway decodes each agent's stream with it)", () => {
+    const decodeAgent = compileDecoder(AgentMessageSchema);
+    const rng = seededRng(20261205);
+    const cases = new Set<string | undefined>();
+    for (let i = 0; i < 2_000; i++) {
+      const m = randomMessage(rng, AgentMessageSchema, 0) as unknown as AgentMessage;
+      const bytes = toBinary(AgentMessageSchema, m);
+      const got = decodeAgent(bytes);
+      assert.deepStrictEqual(got, fromBinary(AgentMessageSchema, bytes), `agent message #${i}`);
+      cases.add(got.msg.case);
+    }
+    assert.ok(cases.size >= 4, `several kinds of agent message among them: ${[...cases].join(", ")}`);
+    assert.equal(decodeAgent.fallbacks, 0, "every one of them read by the decoder itself");
+    // Bytes an agent may send that are not a message, or are a cut or damaged one: what fromBinary does, error for error.
+    const outcome = (f: () => unknown) => {
+      try {
+        return { ok: f() };
+      } catch (err) {
+        return { err: String(err) };
+      }
+    };
+    const int = (n: number) => Math.floor(rng() * n);
+    for (let i = 0; i < 3_000; i++) {
+      const good = toBinary(
+        AgentMessageSchema,
+        randomMessage(rng, AgentMessageSchema, 0) as unknown as AgentMessage,
+      );
+      const bytes =
+        i % 3 === 0
+          ? Uint8Array.from({ length: 1 + int(40) }, () => int(256))
+          : i % 3 === 1
+            ? good.subarray(0, int(good.length + 1))
+            : good.map((b, j) => (j === int(good.length) ? int(256) : b));
+      assert.deepStrictEqual(
+        outcome(() => decodeAgent(bytes)),
+        outcome(() => fromBinary(AgentMessageSchema, bytes)),
+        `damaged agent message #${i}: ${Buffer.from(bytes).toString("hex")}`,
+      );
+    }
   });
 
   it("reads every event of the golden log as fromBinary does, the future kind included", () => {

@@ -47,6 +47,30 @@ describe("event encoder", () => {
     }
   });
 
+  it("hands out messages that later ones leave alone (small ones share a slab, large ones do not)", () => {
+    const rng = seededRng(11);
+    const events = Array.from({ length: 3_000 }, (_, i) => {
+      const e = message(rng, EventSchema, 0) as unknown as Event;
+      e.id = `evt-${i}`;
+      return e;
+    });
+    // Enough to fill several slabs, with a message too large for one in between.
+    const large = create(EventSchema, { id: "large", writer: { id: "w".repeat(10_000) } });
+    const held = events.map((e, i) => (i === 1_500 ? encode(large) : encode(e)));
+    for (const [i, e] of events.entries()) {
+      assert.deepEqual(
+        held[i],
+        toBinary(EventSchema, i === 1_500 ? large : e),
+        `message ${i}, read after all were encoded`,
+      );
+    }
+    assert.equal(
+      held[1_500]!.buffer.byteLength,
+      held[1_500]!.byteLength,
+      "a large message has a buffer of its own",
+    );
+  });
+
   it("grows its buffer for a large event and writes a small one correctly after", () => {
     const big = create(EventSchema, {
       id: "big",

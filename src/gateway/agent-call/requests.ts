@@ -1,10 +1,17 @@
 import type { Http2ServerRequest } from "node:http2";
-import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallbackIterator } from "../../async/read-into.js";
 import { type AgentMessage, AgentMessageSchema } from "../../gen/llmgw/v1/agent_pb.js";
+import { compileDecoder } from "../../log/index.js";
 import { COMPRESSED_FLAG, EnvelopeReader } from "./envelopes.js";
 import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
+
+/**
+ * The log's decoder planned for agent messages: what `fromBinary` returns,
+ * and what it throws (it hands anything it does not read itself to
+ * `fromBinary`), in a fraction of its time (src/log/binary-decoder.ts).
+ */
+const decodeAgentMessage = compileDecoder(AgentMessageSchema);
 
 /**
  * Messages decoded ahead of the handler before the request body is paused;
@@ -59,7 +66,7 @@ export function readRequests(
       if (skipsEnvelope(protocol, flags)) continue;
       let m: AgentMessage;
       try {
-        m = fromBinary(AgentMessageSchema, data);
+        m = decodeAgentMessage(data);
       } catch (err) {
         stop(
           new ConnectError(
