@@ -175,7 +175,10 @@ export class OrderedPipeline<T> {
           this.onStored(head.token, head.ok);
           continue;
         }
-        if (!isLogError(head.err, "unavailable") || this.signal.aborted) return this.#fail(head.err);
+        if (!isLogError(head.err, "unavailable") || this.signal.aborted) {
+          this.#fail(head.err);
+          return;
+        }
         this.#recovering = true;
         void this.#recover();
         return;

@@ -117,13 +117,15 @@ export class AckedPublisher {
     handler: AckHandler,
   ): void {
     if (this.#closed || this.nc.isClosed()) {
-      return failSoon(handler, new LogError("unavailable", "the NATS connection is closed"));
+      failSoon(handler, new LogError("unavailable", "the NATS connection is closed"));
+      return;
     }
     let headers: PublishHeaders;
     try {
       headers = new PublishHeaders(msgId, expect.stream, expect.lastSubjectSeq);
     } catch (err) {
-      return failSoon(handler, LogError.from(err));
+      failSoon(handler, LogError.from(err));
+      return;
     }
     const token = ++this.#next;
     const p: Pending = {

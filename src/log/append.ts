@@ -54,10 +54,8 @@ export class LogAppender {
    */
   appendWith(event: Event, opts: AppendOptions, handler: AppendHandler): void {
     if (event.id === "") {
-      return failSoon(
-        handler,
-        new LogError("invalid-argument", "an event needs an id before it is appended"),
-      );
+      failSoon(handler, new LogError("invalid-argument", "an event needs an id before it is appended"));
+      return;
     }
     let subject: string;
     let data: Uint8Array;
@@ -65,7 +63,8 @@ export class LogAppender {
       subject = subjectFor(this.subjects, event);
       data = encodeEvent(event);
     } catch (err) {
-      return failSoon(handler, LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
+      failSoon(handler, LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
+      return;
     }
     this.publisher.send(
       subject,
