@@ -6,7 +6,9 @@
  * The gateway runs twice: with `--stream-window 1` (one event in flight per
  * stream, how the gateway worked before its publishes were pipelined) and
  * with the default window, so the before/after of that change is measured
- * in every run.
+ * in every run. The figures compared with each other (raw publish, the log's
+ * publisher, the bare server, the default gateway) are medians of
+ * TIMED_RUNS runs each.
  */
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -38,6 +40,14 @@ const WARM_UP = 40_000;
 const WARM_AGAIN = 2_000;
 /** Agents of the latency-bound variant. */
 const FEW = 4;
+/**
+ * Timed runs of each part the gateway is compared with, and of the gateway
+ * itself; each figure is their median. On two cores shared by the agents,
+ * the part and nats-server, one run's CPU per event depends on how the
+ * three happen to take turns (how many messages each read finds): single
+ * runs of the same code measured 23 and 33 µs.
+ */
+const TIMED_RUNS = 5;
 
 export const ingest: Scenario = {
   name: "ingest",
@@ -49,10 +59,11 @@ export const ingest: Scenario = {
     const server = await startServer();
     try {
       ctx.progress("raw pipelined publish");
-      const raw = await rawPublish(server.url, server.pid, events, warmUp);
+      const runs = ctx.quick ? 1 : TIMED_RUNS;
+      const raw = await rawPublish(server.url, server.pid, events, warmUp, "js.publish", runs);
       ctx.progress("the log's publish path alone");
-      const logPath = await rawPublish(server.url, server.pid, events, warmUp, "log");
-      const bare = await throughBareConnect(agents, events, warmUp, (m) =>
+      const logPath = await rawPublish(server.url, server.pid, events, warmUp, "log", runs);
+      const bare = await throughBareConnect(agents, events, warmUp, runs, (m) =>
         ctx.progress(`bare Connect server: ${m}`),
       );
       // Runs with the same gateway flags share the gateway processes (a
@@ -77,8 +88,14 @@ export const ingest: Scenario = {
       let after: Through;
       let fewAfter: Through;
       try {
-        after = await throughGateway(one, server.pid, agents, events, "c", (m) =>
-          ctx.progress(`gateway, stream window 32: ${m}`),
+        after = await throughGateway(
+          one,
+          server.pid,
+          agents,
+          events,
+          "c",
+          (m) => ctx.progress(`gateway, stream window 32: ${m}`),
+          { runs },
         );
         perMessageAcks = await throughGateway(
           one,
@@ -178,6 +195,7 @@ export const ingest: Scenario = {
           `the transport alone (a bare Connect server that acks as the gateway does and stores nothing), CPU per event: server ${bare.cpu.server} µs, agents ${bare.cpu.agents} µs; the gateway's ratio against it ${(after.rate / bare.rate).toFixed(2)}`,
           `two gateways on one log: ${Math.round(two.rate).toLocaleString("en")} events/s against ${Math.round(after.rate).toLocaleString("en")} with one (scaling ratio ${(two.rate / after.rate).toFixed(2)}; ${os.availableParallelism()} cores shared by both gateways, the agents and nats-server); CPU per event: gateways ${two.cpu.gateway} µs together, agents ${two.cpu.agents}, nats-server ${two.cpu.nats}`,
           `every stream through Connect's handler (--connect-handler-only): ${Math.round(viaConnect.rate).toLocaleString("en")} events/s, gateway ${viaConnect.cpu.gateway} µs CPU per event, against ${after.cpu.gateway} framed directly`,
+          `median of ${runs} timed runs of ${events.toLocaleString("en")} events for raw publish, the log's publisher, the bare server and the gateway (the others one run); CPU per event over those runs (µs): gateway ${after.gatewayRange}, bare server ${bare.serverRange}, the log's publisher ${logPath.clientRange}`,
           `warm-up: ${warmUp.toLocaleString("en")} untimed events before each part (raw publish, the log's publisher, the bare server, each gateway process) is first timed, ${WARM_AGAIN.toLocaleString("en")} before a later run on a warm process`,
           `acks written per event: ${after.acksPerEvent.toFixed(2)} (cumulative), ${perMessageAcks.acksPerEvent.toFixed(2)} (one per message)`,
           `${agents} agents on h2c (--insecure-dev), ${events} events of ${raw.bytes} bytes; each agent keeps ${AGENT_AHEAD} messages ahead of its acks`,
@@ -217,8 +235,9 @@ async function rawPublish(
   natsPid: number,
   n: number,
   warmUp: number,
-  via: "js.publish" | "log" = "js.publish",
-): Promise<{ rate: number; bytes: number; cpu: { client: number; nats: number } }> {
+  via: "js.publish" | "log",
+  runs: number,
+): Promise<{ rate: number; bytes: number; cpu: { client: number; nats: number }; clientRange: string }> {
   const log = await openLog({ url, clientName: "bench-raw", name: uniqueStream("RAW") });
   const nc = await connectNats({ url, name: "bench-raw-publisher" });
   try {
@@ -247,24 +266,42 @@ async function rawPublish(
     for (let done = 0; done < warmUp; done += data.length) {
       await pipelined(data.slice(0, warmUp - done).map((d) => ({ ...d, id: `warm-${done}-${d.id}` })));
     }
-    const cpu0 = process.cpuUsage();
-    const nats0 = sampleProc(natsPid);
-    const t = performance.now();
-    await pipelined(data);
-    const s = (performance.now() - t) / 1000;
-    const cpu = {
-      client: perEventUs(cpuSince(cpu0), n),
-      nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, n),
-    };
+    const timed: Array<{ rate: number; cpu: { client: number; nats: number } }> = [];
+    for (let run = 0; run < runs; run++) {
+      const items = run === 0 ? data : data.map((d) => ({ ...d, id: `run-${run}-${d.id}` }));
+      const cpu0 = process.cpuUsage();
+      const nats0 = sampleProc(natsPid);
+      const t = performance.now();
+      await pipelined(items);
+      const s = (performance.now() - t) / 1000;
+      timed.push({
+        rate: n / s,
+        cpu: {
+          client: perEventUs(cpuSince(cpu0), n),
+          nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, n),
+        },
+      });
+    }
     await log.jsm.streams.delete(log.stream).catch(() => {});
-    return { rate: n / s, bytes: data[0]!.bytes.length, cpu };
+    return {
+      rate: median(timed.map((r) => r.rate)),
+      bytes: data[0]!.bytes.length,
+      cpu: { client: median(timed.map((r) => r.cpu.client)), nats: median(timed.map((r) => r.cpu.nats)) },
+      clientRange: range(timed.map((r) => r.cpu.client)),
+    };
   } finally {
     await nc.close();
     await log.close();
   }
 }
 
-type Through = { rate: number; acksPerEvent: number; cpu: { gateway: number; agents: number; nats: number } };
+type Through = {
+  rate: number;
+  acksPerEvent: number;
+  cpu: { gateway: number; agents: number; nats: number };
+  /** The gateway's CPU per event over the timed runs, "min–max" (one value for one run). */
+  gatewayRange: string;
+};
 
 /** Gateway processes (one or several) on one log of their own. */
 class GatewaysOnLog {
@@ -325,7 +362,7 @@ async function throughGateway(
   n: number,
   tag: string,
   progress: (m: string) => void,
-  opts: { cumulativeAcks?: boolean } = {},
+  opts: { cumulativeAcks?: boolean; runs?: number } = {},
 ): Promise<Through> {
   const gws = g.gateways;
   const pools = gws.map((gw) => new ConnectionPool(gw.url, 100));
@@ -344,22 +381,46 @@ async function throughGateway(
     const warm = g.takeWarmUp();
     await drive(agents, Math.ceil(warm / agentCount), warm, () => {});
     const per = Math.ceil(n / agentCount);
-    const cpu0 = process.cpuUsage();
-    const gwCpu = () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0);
-    const gw0 = gwCpu();
-    const nats0 = sampleProc(natsPid);
-    const s = await drive(agents, per, n, progress);
     const total = per * agentCount;
-    const cpu = {
-      gateway: perEventUs(gwCpu() - gw0, total),
-      agents: perEventUs(cpuSince(cpu0), total),
-      nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, total),
-    };
+    const gwCpu = () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0);
+    const acks0 = agents.reduce((sum, a) => sum + a.ackMessages, 0);
+    const timed: Array<{ rate: number; cpu: Through["cpu"] }> = [];
+    const runs = opts.runs ?? 1;
+    for (let run = 0; run < runs; run++) {
+      const cpu0 = process.cpuUsage();
+      const gw0 = gwCpu();
+      const nats0 = sampleProc(natsPid);
+      const s = await drive(
+        agents,
+        per,
+        n,
+        runs === 1 ? progress : (m) => progress(`run ${run + 1}/${runs}: ${m}`),
+      );
+      timed.push({
+        rate: total / s,
+        cpu: {
+          gateway: perEventUs(gwCpu() - gw0, total),
+          agents: perEventUs(cpuSince(cpu0), total),
+          nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, total),
+        },
+      });
+    }
     // Every acked event is in the log (a cheap check that nothing was skipped).
     const stored = (await g.log.jsm.streams.info(g.log.stream)).state.messages - stored0;
-    if (stored < total) throw new Error(`only ${stored} messages in the log for ${total} acked events`);
-    const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0);
-    return { rate: total / s, acksPerEvent: ackMessages / total, cpu };
+    if (stored < total * runs) {
+      throw new Error(`only ${stored} messages in the log for ${total * runs} acked events`);
+    }
+    const ackMessages = agents.reduce((sum, a) => sum + a.ackMessages, 0) - acks0;
+    return {
+      rate: median(timed.map((r) => r.rate)),
+      acksPerEvent: ackMessages / (total * runs),
+      cpu: {
+        gateway: median(timed.map((r) => r.cpu.gateway)),
+        agents: median(timed.map((r) => r.cpu.agents)),
+        nats: median(timed.map((r) => r.cpu.nats)),
+      },
+      gatewayRange: range(timed.map((r) => r.cpu.gateway)),
+    };
   } finally {
     // The gateway stays for the next run: its sessions end as agents do, not with it.
     for (const a of agents) a.close();
@@ -421,8 +482,9 @@ async function throughBareConnect(
   agentCount: number,
   n: number,
   warmUp: number,
+  runs: number,
   progress: (m: string) => void,
-): Promise<{ rate: number; cpu: { server: number; agents: number } }> {
+): Promise<{ rate: number; cpu: { server: number; agents: number }; serverRange: string }> {
   const server = await startBareConnectServer();
   const child = server.child;
   const agents: LightAgent[] = [];
@@ -435,16 +497,27 @@ async function throughBareConnect(
     progress("warming up");
     await drive(agents, Math.ceil(warmUp / agentCount), warmUp, () => {});
     const per = Math.ceil(n / agentCount);
-    const cpu0 = process.cpuUsage();
-    const s0 = sampleProc(child.pid);
-    const s = await drive(agents, per, n, progress);
     const total = per * agentCount;
-    return {
-      rate: total / s,
-      cpu: {
+    const timed: Array<{ rate: number; server: number; agents: number }> = [];
+    for (let run = 0; run < runs; run++) {
+      const cpu0 = process.cpuUsage();
+      const s0 = sampleProc(child.pid);
+      const s = await drive(
+        agents,
+        per,
+        n,
+        runs === 1 ? progress : (m) => progress(`run ${run + 1}/${runs}: ${m}`),
+      );
+      timed.push({
+        rate: total / s,
         server: perEventUs(sampleProc(child.pid).cpuS - s0.cpuS, total),
         agents: perEventUs(cpuSince(cpu0), total),
-      },
+      });
+    }
+    return {
+      rate: median(timed.map((r) => r.rate)),
+      cpu: { server: median(timed.map((r) => r.server)), agents: median(timed.map((r) => r.agents)) },
+      serverRange: range(timed.map((r) => r.server)),
     };
   } finally {
     for (const a of agents) a.close();
@@ -463,6 +536,20 @@ function cpuSince(start: NodeJS.CpuUsage): number {
   return (d.user + d.system) / 1e6;
 }
 
+/** µs per event, to a tenth. */
 function perEventUs(cpuS: number, n: number): number {
-  return Math.round((cpuS / n) * 1e6);
+  return Math.round((cpuS / n) * 1e7) / 10;
+}
+
+/** The middle value (the upper one of an even count). */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** "min–max" of the values, or the one value. */
+function range(values: number[]): string {
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  return lo === hi ? String(lo) : `${lo}–${hi}`;
 }
