@@ -29,17 +29,24 @@ export class AppendWindow {
   /**
    * Starts an append once a slot is free. The returned promise resolves when
    * the slot has been taken and the publish sent; its `acked` resolves with
-   * the ack (or rejects with a LogError).
+   * the ack (or rejects with a LogError). A caller that waits is started
+   * from the call that freed its slot, in turn with the other waiters: the
+   * callers that start appends from an ack's handler cannot take every
+   * slot before it.
    */
-  async start(event: Event, opts?: AppendOptions): Promise<{ acked: Promise<Appended> }> {
-    for (;;) {
-      let settle: AppendHandler | undefined;
-      const acked = new Promise<Appended>((resolve, reject) => {
-        settle = { appended: resolve, failed: reject };
-      });
-      if (this.tryStartWith(event, opts, settle!)) return { acked };
-      await this.free();
-    }
+  start(event: Event, opts?: AppendOptions): Promise<{ acked: Promise<Appended> }> {
+    let handler: AppendHandler | undefined;
+    const acked = new Promise<Appended>((resolve, reject) => {
+      handler = { appended: resolve, failed: reject };
+    });
+    return new Promise((resolve) => {
+      const started = (): boolean => {
+        if (!this.tryStartWith(event, opts, handler!)) return false;
+        resolve({ acked });
+        return true;
+      };
+      if (!started()) this.#waiters.push(started);
+    });
   }
 
   /**
@@ -55,21 +62,12 @@ export class AppendWindow {
     return true;
   }
 
-  /** Resolves once a slot may be free (another caller may take it first). */
-  free(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#waiters.push(() => {
-        resolve();
-        return true;
-      });
-    });
-  }
-
   /**
-   * Calls `taken` once a slot is free, from the call that gave it back: a
-   * caller that starts its append there has the slot before anybody else
-   * can take it. `taken` returns whether it took the slot; when it did not,
-   * the next waiter is asked.
+   * Calls `taken` once a slot is free, from the call that gave it back, in
+   * turn with every other waiter (`start`'s too): a caller that starts its
+   * append there has the slot before anybody else can take it. `taken`
+   * returns whether it took the slot; when it did not, the next waiter is
+   * asked.
    */
   whenFree(taken: () => boolean): void {
     this.#waiters.push(taken);

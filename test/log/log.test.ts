@@ -122,6 +122,36 @@ describe("log against a real nats-server", () => {
       assert.deepEqual(seen, [1, 2, 3]);
     }));
 
+  it("gives a freed window slot to the caller that waited for it, before one starting from an ack's handler", () =>
+    withLog(async (log) => {
+      const window = new AppendWindow(log.appender, 1);
+      const order: string[] = [];
+      let fromHandler: boolean | undefined;
+      const first = new Promise<void>((resolve, reject) => {
+        const started = window.tryStartWith(cordon("w-1"), undefined, {
+          appended: () => {
+            // The slot was given back: the waiting `start` has it already.
+            fromHandler = window.tryStartWith(cordon("w-3"), undefined, {
+              appended: () => order.push("w-3"),
+              failed: reject,
+            });
+            order.push("w-1");
+            resolve();
+          },
+          failed: reject,
+        });
+        assert.equal(started, true);
+      });
+      const waiting = window.start(cordon("w-2"));
+      assert.equal(window.inFlight, 1);
+      await first;
+      assert.equal(fromHandler, false, "the handler found the slot taken by the waiting caller");
+      await (await waiting).acked;
+      order.push("w-2");
+      assert.deepEqual(order, ["w-1", "w-2"]);
+      assert.equal(window.inFlight, 0);
+    }));
+
   it("reads in batches what it reads one by one, and hands a following batch over as soon as it arrives", () =>
     withLog(async (log) => {
       const window = new AppendWindow(log.appender, 256);
