@@ -105,13 +105,20 @@ export class OrderedPipeline<T> {
   /**
    * Undefined when the reader may take the agent's next message now; when
    * `depth` events are queued or the pipeline is retrying, a promise that
-   * resolves once that may have changed. Undefined once the pipeline failed
-   * (the next push throws its failure).
+   * resolves once it may (or the pipeline failed: the next push throws its
+   * failure).
    */
   whenRoom(): Promise<void> | undefined {
-    if (this.#failed) return undefined;
-    if (this.#queue.length >= this.depth || this.#recovering) return this.#changed();
-    return undefined;
+    return this.#hasRoom() ? undefined : this.#room();
+  }
+
+  #hasRoom(): boolean {
+    return this.#failed || (this.#queue.length < this.depth && !this.#recovering);
+  }
+
+  /** Waits until there is room: a change (an ack handed over, a later one settled) need not make any. */
+  async #room(): Promise<void> {
+    while (!this.#hasRoom()) await this.#changed();
   }
 
   /** Resolves when nothing of this session is queued or in flight any more (or the pipeline failed). */

@@ -30,8 +30,9 @@ export interface AckHandler {
 interface Pending {
   readonly token: number;
   readonly subject: string;
-  readonly data: Uint8Array;
-  readonly headers: MsgHdrs;
+  /** What is written; let go once it is (an encoded event may hold a shared slab). */
+  data: Uint8Array | undefined;
+  headers: MsgHdrs | undefined;
   readonly handler: AckHandler;
   readonly deadline: number;
   readonly timeoutMs: number;
@@ -158,8 +159,14 @@ export class AckedPublisher {
     const out = this.#outbox;
     this.#outbox = [];
     for (const m of out) {
+      const data = m.data;
+      m.data = undefined;
+      const headers = m.headers;
+      m.headers = undefined;
+      // Told already (the connection closed, or its subject was refused): not sent.
+      if (data === undefined || headers === undefined || !this.#pending.has(m.token)) continue;
       try {
-        this.nc.publish(m.subject, m.data, { reply: this.#prefix + m.token, headers: m.headers });
+        this.nc.publish(m.subject, data, { reply: this.#prefix + m.token, headers });
       } catch (err) {
         if (this.#pending.delete(m.token)) tell(m.handler, LogError.from(err));
       }
@@ -250,9 +257,11 @@ export class AckedPublisher {
   #failAll(err: LogError): void {
     const failed = [...this.#pending.values()];
     this.#pending.clear();
-    for (const p of failed) tell(p.handler, err);
+    // Before the handlers: one may publish again at once (a freed window
+    // slot is handed on from its handler), and that publish needs the sweep.
     clearInterval(this.#sweep);
     this.#sweep = undefined;
+    for (const p of failed) tell(p.handler, err);
   }
 }
 

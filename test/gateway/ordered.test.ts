@@ -37,9 +37,13 @@ class FakeLog {
     tryAttempt: (event: Event, handler: AttemptHandler): boolean => {
       if (this.publisher.slots <= 0) return false;
       this.publisher.slots--;
+      let settled = false;
       this.attempts.push({
         id: event.id,
+        // Once: an attempt's handler hears how it ended exactly once.
         settle: (ok) => {
+          if (settled) return;
+          settled = true;
           this.publisher.slots++;
           while (this.publisher.slots > 0) {
             const w = this.publisher.waiting.shift();
@@ -120,6 +124,40 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     assert.equal(p.whenRoom(), undefined);
     log.attempts[1]!.settle(true);
     await p.settled();
+  });
+
+  it("keeps its reader waiting while the head is in flight, however many later events are acked", async () => {
+    const log = new FakeLog();
+    const p = new OrderedPipeline(log.asPublisher(), 4, new AbortController().signal, unexpected, run);
+    let pushed = 0;
+    let most = 0;
+    const reader = (async () => {
+      for (let i = 0; i < 20; i++) {
+        // What the session's reader does: one wait, then the next message.
+        const room = p.whenRoom();
+        if (room) await room;
+        p.push(ev(`e${i}`), () => {});
+        pushed++;
+        most = Math.max(most, p.inFlight);
+      }
+    })();
+    // The head is stored but its ack is late, while every later one is acked.
+    await tick();
+    log.stored.set("e0", ++log.seq);
+    for (let round = 0; round < 10; round++) {
+      await tick();
+      for (const a of log.attempts.slice(1)) a.settle(true);
+    }
+    assert.equal(pushed, 4, "the reader waits for the head, not for any ack");
+    assert.ok(most <= 4, `at most 4 queued, found ${most}`);
+    log.attempts[0]!.settle(true);
+    for (let round = 0; round < 30 && pushed < 20; round++) {
+      await tick();
+      for (const a of log.attempts) a.settle(true);
+    }
+    await reader;
+    await p.settled();
+    assert.ok(most <= 4, `at most 4 queued, found ${most}`);
   });
 
   it("starts what is queued, in order, as the gateway's shared window frees slots", async () => {

@@ -132,6 +132,41 @@ describe("acked publishes over one reply subscription", () => {
       }
     }));
 
+  it("times out a publish started from the failure handler of another when the ack subscription ended", async () => {
+    // The subscription's end is hard to bring about on a real server (a
+    // permissions change on the reply inbox): a connection of the test's own
+    // hands it an error. What matters is the publisher's own bookkeeping.
+    let ackCallback: ((err: Error | null, msg: unknown) => void) | undefined;
+    const never = new Promise<never>(() => {});
+    const nc = {
+      subscribe: (_: string, opts: { callback: typeof ackCallback }) => {
+        ackCallback = opts.callback;
+      },
+      status: () => ({ [Symbol.asyncIterator]: () => ({ next: () => never }) }),
+      closed: () => never,
+      isClosed: () => false,
+      publish: () => {},
+    } as unknown as NatsConnection;
+    const p = new AckedPublisher(nc);
+    const second = new Promise<unknown>((resolve) => {
+      p.send("s.a", bytes("a"), "f-1", { stream: "S" }, 60_000, {
+        acked: () => resolve(new Error("the first publish was acked")),
+        // A freed window slot is handed on from here: the next publish starts at once.
+        failed: () =>
+          p.send("s.b", bytes("b"), "f-2", { stream: "S" }, 50, {
+            acked: () => resolve(new Error("the second publish was acked")),
+            failed: (err) => resolve(err),
+          }),
+      });
+    });
+    ackCallback?.(new Error("subscription ended"), undefined);
+    const outcome = await Promise.race([second, new Promise((r) => setTimeout(() => r("never told"), 2000))]);
+    assert.ok(
+      isLogError(outcome, "unavailable") && /no publish ack within 50 ms/.test(String(outcome)),
+      `the second publish: ${String(outcome)}`,
+    );
+  });
+
   it("fails what is in flight, and what comes after, once the connection is closed", async () => {
     const nc = await connect({ servers: server.url, noAsyncTraces: true });
     const p = new AckedPublisher(nc);
