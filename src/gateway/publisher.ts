@@ -85,7 +85,8 @@ export class Publisher {
   /**
    * Calls `taken` once the shared window has a free slot, from the call that
    * freed it, so an attempt started there takes it; `taken` returns whether
-   * it did (see AppendWindow.whenFree).
+   * it did (see AppendWindow.whenFree). For a caller whose `tryAttempt`
+   * just found the window full.
    */
   whenSlot(taken: () => boolean): void {
     this.#window.whenFree(taken);

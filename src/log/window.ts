@@ -67,7 +67,8 @@ export class AppendWindow {
    * turn with every other waiter (`start`'s too): a caller that starts its
    * append there has the slot before anybody else can take it. `taken`
    * returns whether it took the slot; when it did not, the next waiter is
-   * asked.
+   * asked. Call it when `tryStartWith` found the window full: a waiter added
+   * while a slot is free is asked only at the next release.
    */
   whenFree(taken: () => boolean): void {
     this.#waiters.push(taken);
