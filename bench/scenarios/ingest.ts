@@ -382,29 +382,13 @@ async function throughGateway(
     await drive(agents, Math.ceil(warm / agentCount), warm, () => {});
     const per = Math.ceil(n / agentCount);
     const total = per * agentCount;
-    const gwCpu = () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0);
     const acks0 = agents.reduce((sum, a) => sum + a.ackMessages, 0);
-    const timed: Array<{ rate: number; cpu: Through["cpu"] }> = [];
     const runs = opts.runs ?? 1;
-    for (let run = 0; run < runs; run++) {
-      const cpu0 = process.cpuUsage();
-      const gw0 = gwCpu();
-      const nats0 = sampleProc(natsPid);
-      const s = await drive(
-        agents,
-        per,
-        n,
-        runs === 1 ? progress : (m) => progress(`run ${run + 1}/${runs}: ${m}`),
-      );
-      timed.push({
-        rate: total / s,
-        cpu: {
-          gateway: perEventUs(gwCpu() - gw0, total),
-          agents: perEventUs(cpuSince(cpu0), total),
-          nats: perEventUs(sampleProc(natsPid).cpuS - nats0.cpuS, total),
-        },
-      });
-    }
+    const timed = await timedDrives(agents, per, n, runs, progress, {
+      gateway: () => gws.reduce((sum, gw) => sum + sampleProc(gw.child.pid).cpuS, 0),
+      agents: ownCpu,
+      nats: () => sampleProc(natsPid).cpuS,
+    });
     // Every acked event is in the log (a cheap check that nothing was skipped).
     const stored = (await g.log.jsm.streams.info(g.log.stream)).state.messages - stored0;
     if (stored < total * runs) {
@@ -497,27 +481,14 @@ async function throughBareConnect(
     progress("warming up");
     await drive(agents, Math.ceil(warmUp / agentCount), warmUp, () => {});
     const per = Math.ceil(n / agentCount);
-    const total = per * agentCount;
-    const timed: Array<{ rate: number; server: number; agents: number }> = [];
-    for (let run = 0; run < runs; run++) {
-      const cpu0 = process.cpuUsage();
-      const s0 = sampleProc(child.pid);
-      const s = await drive(
-        agents,
-        per,
-        n,
-        runs === 1 ? progress : (m) => progress(`run ${run + 1}/${runs}: ${m}`),
-      );
-      timed.push({
-        rate: total / s,
-        server: perEventUs(sampleProc(child.pid).cpuS - s0.cpuS, total),
-        agents: perEventUs(cpuSince(cpu0), total),
-      });
-    }
+    const timed = await timedDrives(agents, per, n, runs, progress, {
+      server: () => sampleProc(child.pid).cpuS,
+      agents: ownCpu,
+    });
     return {
       rate: median(timed.map((r) => r.rate)),
-      cpu: { server: median(timed.map((r) => r.server)), agents: median(timed.map((r) => r.agents)) },
-      serverRange: range(timed.map((r) => r.server)),
+      cpu: { server: median(timed.map((r) => r.cpu.server)), agents: median(timed.map((r) => r.cpu.agents)) },
+      serverRange: range(timed.map((r) => r.cpu.server)),
     };
   } finally {
     for (const a of agents) a.close();
@@ -527,6 +498,39 @@ async function throughBareConnect(
   }
 }
 
+/**
+ * `runs` timed drives of `per` events from each agent (`n` in all): each
+ * run's rate, and its CPU per event for every process `cpu` reads (seconds
+ * of CPU so far).
+ */
+async function timedDrives<K extends string>(
+  agents: LightAgent[],
+  per: number,
+  n: number,
+  runs: number,
+  progress: (m: string) => void,
+  cpu: Record<K, () => number>,
+): Promise<Array<{ rate: number; cpu: Record<K, number> }>> {
+  const total = per * agents.length;
+  const names = Object.keys(cpu) as K[];
+  const timed: Array<{ rate: number; cpu: Record<K, number> }> = [];
+  for (let run = 0; run < runs; run++) {
+    const before = names.map((k) => cpu[k]());
+    const s = await drive(
+      agents,
+      per,
+      n,
+      runs === 1 ? progress : (m) => progress(`run ${run + 1}/${runs}: ${m}`),
+    );
+    const used = {} as Record<K, number>;
+    names.forEach((k, i) => {
+      used[k] = perEventUs(cpu[k]() - before[i]!, total);
+    });
+    timed.push({ rate: total / s, cpu: used });
+  }
+  return timed;
+}
+
 function nodeName(i: number, tag = ""): string {
   return `gpu${tag}-${String(i).padStart(5, "0")}`;
 }
@@ -534,6 +538,12 @@ function nodeName(i: number, tag = ""): string {
 function cpuSince(start: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(start);
   return (d.user + d.system) / 1e6;
+}
+
+/** This process's CPU seconds so far (the agents live in it). */
+function ownCpu(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
 }
 
 /** µs per event, to a tenth. */

@@ -81,6 +81,20 @@ const unexpected = (err: unknown) => {
 const tick = () => new Promise((r) => setImmediate(r));
 /** The tests push each event with what to do once it is stored. */
 const run = (stored: () => void) => stored();
+/** A pipeline of depth 8 that may fail, and the failure it reported (undefined while none). */
+function failingPipeline(log: FakeLog) {
+  let failure: unknown;
+  const p = new OrderedPipeline(
+    log.asPublisher(),
+    8,
+    new AbortController().signal,
+    (e) => {
+      failure = e;
+    },
+    run,
+  );
+  return { p, failure: () => failure };
+}
 
 describe("gateway: a stream's ordered publish pipeline", () => {
   beforeEach(() => {
@@ -226,16 +240,7 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("fails the session when a retry lands after a later event of the session", async () => {
     const log = new FakeLog();
     const acked: string[] = [];
-    let failure: unknown;
-    const p = new OrderedPipeline(
-      log.asPublisher(),
-      8,
-      new AbortController().signal,
-      (e) => {
-        failure = e;
-      },
-      run,
-    );
+    const { p, failure } = failingPipeline(log);
     p.push(ev("a"), () => acked.push("a"));
     p.push(ev("b"), () => acked.push("b"));
     log.attempts[0]!.settle(false); // rejected outright
@@ -243,7 +248,10 @@ describe("gateway: a stream's ordered publish pipeline", () => {
     await p.settled();
     // a is in the log (its retry stored it); b is too, but before a: not acked.
     assert.deepEqual(acked, ["a"]);
-    assert.ok(failure instanceof LogError && failure.code === "unavailable", String(failure));
+    assert.ok(
+      failure() instanceof LogError && (failure() as LogError).code === "unavailable",
+      String(failure()),
+    );
     await assert.rejects(async () => p.push(ev("c"), () => {}));
   });
 
@@ -266,21 +274,15 @@ describe("gateway: a stream's ordered publish pipeline", () => {
   it("reports a log that stays unavailable through the retries", async () => {
     const log = new FakeLog();
     log.retryOk = false;
-    let failure: unknown;
-    const p = new OrderedPipeline(
-      log.asPublisher(),
-      8,
-      new AbortController().signal,
-      (e) => {
-        failure = e;
-      },
-      run,
-    );
+    const { p, failure } = failingPipeline(log);
     const acked: string[] = [];
     p.push(ev("a"), () => acked.push("a"));
     log.attempts[0]!.settle(false);
     await p.settled();
-    assert.ok(failure instanceof LogError && failure.message.includes("still down"), String(failure));
+    assert.ok(
+      failure() instanceof LogError && (failure() as LogError).message.includes("still down"),
+      String(failure()),
+    );
     assert.deepEqual(acked, [], "nothing acked: nothing was stored");
   });
 });
