@@ -70,7 +70,7 @@ export const GatewayConfigSchema = z
     sendQueueMax: z.number().int().positive().default(256),
     /** Publishes in flight to JetStream, across all streams. */
     publishWindow: z.number().int().positive().default(256),
-    /** Publishes in flight per stream (kept in order). */
+    /** Events of one stream queued or in flight (published in order); the stream is not read past this. */
     streamWindow: z.number().int().positive().default(32),
     /** Wait this long for one publish ack before retrying it. */
     publishTimeoutMs: ms(5_000),

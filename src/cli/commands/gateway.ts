@@ -117,7 +117,14 @@ export function registerGateway(program: Command): void {
       num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
     )
     .addOption(num("--publish-window", "PUBLISH_WINDOW", "publishes in flight to JetStream", 256))
-    .addOption(num("--stream-window", "STREAM_WINDOW", "publishes in flight per agent stream, in order", 32))
+    .addOption(
+      num(
+        "--stream-window",
+        "STREAM_WINDOW",
+        "events of one agent stream queued or in flight (its reading waits past this), published in order",
+        32,
+      ),
+    )
     .addOption(ms("--publish-timeout", "PUBLISH_TIMEOUT_MS", "ack wait of one publish attempt", 5_000))
     .addOption(
       ms(
