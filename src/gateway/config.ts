@@ -72,6 +72,14 @@ export const GatewayConfigSchema = z
     publishWindow: z.number().int().positive().default(256),
     /** Events of one stream queued or in flight (published in order); the stream is not read past this. */
     streamWindow: z.number().int().positive().default(32),
+    /**
+     * An agent with cumulative acks gets one ack for this many stored
+     * messages while more of its messages are on their way to the log
+     * (session-core/acks.ts).
+     */
+    ackEvery: z.number().int().positive().default(16),
+    /** ... or once the oldest of them waited this long, whichever comes first. */
+    ackDelayMs: ms(20),
     /** Wait this long for one publish ack before retrying it. */
     publishTimeoutMs: ms(5_000),
     /** The log unreachable for this long closes streams with Unavailable. */

@@ -96,6 +96,8 @@ export class AgentSession {
   #orphanReads = 0;
   /** The end of the usage interval (the core's `usage-flush` timer). */
   #usageTimer: NodeJS.Timeout | undefined;
+  /** The core's `ack-later` timer. */
+  #ackTimer: NodeJS.Timeout | undefined;
   #logger: Logger;
   /** The registration's instance_id: which agent process this is. */
   #instanceId = "";
@@ -120,6 +122,8 @@ export class AgentSession {
         heartbeatTimeoutMs: cfg.heartbeatTimeoutMs,
         usageIntervalMs: cfg.usageIntervalMs,
         eventBudget: { perMinute: cfg.eventBudgetPerMinute, burst: cfg.eventBudgetBurst },
+        ackEvery: cfg.ackEvery,
+        ackDelayMs: cfg.ackDelayMs,
       },
       ctx.values.get(peerKey),
       randomUUID(),
@@ -138,7 +142,9 @@ export class AgentSession {
         }),
       // The token of an event is the message id its ack names, if the agent gets one.
       (ackId) => {
-        if (ackId !== undefined) this.#feed({ kind: "stored", messageId: ackId });
+        if (ackId !== undefined) {
+          this.#feed({ kind: "stored", messageId: ackId, behind: this.#pipeline.inFlight });
+        }
       },
     );
     this.#logger = host.logger;
@@ -146,6 +152,7 @@ export class AgentSession {
       this.#markFinished = () => {
         clearTimeout(this.#readTimer);
         clearTimeout(this.#usageTimer);
+        clearTimeout(this.#ackTimer);
         resolve();
       };
     });
@@ -300,6 +307,7 @@ export class AgentSession {
       const t = r.timers[i];
       // The log's acks arrive in batches: one flush at the end of the event loop's turn.
       if (t === "ack-flush") setImmediate(this.#flushAck);
+      else if (t === "ack-later") this.#startAckTimer();
       else if (t === "usage-flush") this.#startUsageTimer();
     }
     if (!opening) for (let i = 0; i < r.events.length; i++) this.#publish(r.events[i]!);
@@ -307,7 +315,19 @@ export class AgentSession {
     return r;
   }
 
-  readonly #flushAck = (): void => void this.#feed({ kind: "timer", timer: "ack-flush" });
+  readonly #flushAck = (): void => {
+    // The flush writes what an `ack-later` timer was waiting for too.
+    clearTimeout(this.#ackTimer);
+    this.#feed({ kind: "timer", timer: "ack-flush" });
+  };
+
+  readonly #flushAckLater = (): void => void this.#feed({ kind: "timer", timer: "ack-later" });
+
+  #startAckTimer(): void {
+    clearTimeout(this.#ackTimer);
+    this.#ackTimer = setTimeout(this.#flushAckLater, this.host.config.ackDelayMs);
+    this.#ackTimer.unref();
+  }
 
   #startUsageTimer(): void {
     clearTimeout(this.#usageTimer);
@@ -392,6 +412,7 @@ export class AgentSession {
   #closed(close: Close): void {
     this.#stopReading.abort();
     clearTimeout(this.#usageTimer);
+    clearTimeout(this.#ackTimer);
     if (close.kind === "event-budget") {
       this.host.metrics.overBudget.inc();
       this.#logger.warn({ detail: close.detail }, "session over its event budget; closing it");
@@ -436,7 +457,7 @@ export class AgentSession {
         ? failed.close
         : { code: Code.Unavailable, detail: this.closeDetail };
     }
-    this.#feed({ kind: "stored", messageId: "register" });
+    this.#feed({ kind: "stored", messageId: "register", behind: 0 });
     const { registration, identity } = opened.body.value;
     this.#logger.info(
       {

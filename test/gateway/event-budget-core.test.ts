@@ -39,6 +39,8 @@ const CONFIG: CoreConfig = {
   heartbeatTimeoutMs: 15_000,
   usageIntervalMs: INTERVAL,
   eventBudget: { perMinute: 1_000_000, burst: 1_000_000 },
+  ackEvery: 16,
+  ackDelayMs: 20,
 };
 const NODE = "gpu-a1";
 const SESSION = "0b5e55ed-0000-4000-8000-00000000000b";
@@ -58,7 +60,7 @@ class Driven {
   constructor(config: CoreConfig = CONFIG) {
     this.state = initialState(config, { kind: "verified", commonName: NODE }, SESSION);
     this.#input({ kind: "message", message: register(), draining: false, at: this.now });
-    this.#input({ kind: "stored", messageId: "register" });
+    this.#input({ kind: "stored", messageId: "register", behind: 0 });
     assert.equal(this.state.phase, "open");
   }
 

@@ -156,6 +156,56 @@ describe("gateway: one agent stream through the real log", () => {
       ));
   }
 
+  it("cumulative acks under way wait for --ack-every stored messages, and a stream with nothing more on its way is acked at once", () =>
+    withGateway(
+      async (gw, log) => {
+        const node = "gpu-ack-every";
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          tls: agentTls(node),
+          registration: { ...h100Registration(node, []), cumulativeAcks: true },
+        });
+        try {
+          const status = (i: number) =>
+            agent.shardStatus({ replicaId: "r-1", shardId: `sh-${i}`, state: ShardStatus_State.RUNNING });
+          // The ack-later timer is out of reach (an hour): an ack comes only
+          // for 16 stored messages, or once nothing more is on its way.
+          const lone = status(0);
+          await agent.waitForAck(lone);
+          let last = lone;
+          for (let i = 1; i <= 400; i++) last = status(i);
+          await agent.waitForAck(last);
+          const acks = agent.received.flatMap((m) =>
+            m.msg.case === "ack" && m.msg.value.messageId !== "register"
+              ? [Number(m.msg.value.messageId)]
+              : [],
+          );
+          assert.equal(acks[0], lone, "the lone message is acked without waiting for the timer");
+          assert.equal(acks.at(-1), last, "the last of the burst is acknowledged");
+          assert.deepEqual(
+            acks,
+            [...acks].sort((a, b) => a - b),
+            "acks come in the order of the messages",
+          );
+          // 400 messages: 25 acks of 16, plus one each time the stream had
+          // nothing more on its way. Acking at the end of every turn of the
+          // event loop wrote one for every few messages.
+          const burst = acks.length - 1;
+          assert.ok(burst <= 50, `${burst} acks for a burst of 400 (at most 50)`);
+          const gaps = acks.slice(1).map((a, i) => a - acks[i]!);
+          assert.ok(
+            gaps.filter((g) => g >= 16).length >= 10,
+            `most acks stand for 16 messages: gaps ${gaps.join(",")}`,
+          );
+          await assertLogInvariants(log, { acked: agent.acked(), what: "shard statuses with held acks" });
+          assert.equal(agent.acked().length, 402, "the registration and 401 shard statuses");
+        } finally {
+          agent.abort();
+        }
+      },
+      { ackEvery: 16, ackDelayMs: 3_600_000 },
+    ));
+
   for (const cumulativeAcks of [true, false]) {
     it(`acknowledges a burst of messages ${cumulativeAcks ? "with cumulative acks, fewer than the messages" : "one ack per message (an agent without cumulative_acks)"}`, () =>
       withGateway(

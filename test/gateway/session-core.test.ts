@@ -46,6 +46,8 @@ const CONFIG: CoreConfig = {
   heartbeatTimeoutMs: 15_000,
   usageIntervalMs: 3_000,
   eventBudget: { perMinute: 600, burst: 600 },
+  ackEvery: 16,
+  ackDelayMs: 20,
 };
 const SESSION = "0b5e55ed-0000-4000-8000-000000000001";
 const verified = (node: string): PeerIdentity => ({ kind: "verified", commonName: node });
@@ -77,6 +79,7 @@ function opened(node = "gpu-a1", opts: { cumulativeAcks?: boolean } = {}): Sessi
   const { state } = when(initialState(CONFIG, verified(node), SESSION), message(registration(node, opts)), {
     kind: "stored",
     messageId: "register",
+    behind: 0,
   });
   assert.equal(state.phase, "open");
   return state;
@@ -98,7 +101,7 @@ describe("session core: opening", () => {
       [[`${SESSION}-1`, "sessionOpened", "register"]],
     );
     assert.deepEqual(r.replies, [], "no ack before the log stored the session");
-    const stored = step(r.state, { kind: "stored", messageId: "register" });
+    const stored = step(r.state, { kind: "stored", messageId: "register", behind: 0 });
     assert.equal(stored.state.phase, "open");
     const ack = stored.replies[0]?.message.msg;
     assert.equal(stored.replies[0]?.kind, "register-ack");
@@ -189,7 +192,7 @@ describe("session core: messages of an open session", () => {
       r.events.map((e) => [e.id, e.body.case, e.ackId]),
       [[`${SESSION}-2`, "shardStatus", "2"]],
     );
-    const acked = step(r.state, { kind: "stored", messageId: "2" });
+    const acked = step(r.state, { kind: "stored", messageId: "2", behind: 0 });
     assert.deepEqual(
       acked.replies.map((x) => [x.kind, x.message.msg.case === "ack" && x.message.msg.value.messageId]),
       [["ack", "2"]],
@@ -225,9 +228,9 @@ describe("session core: messages of an open session", () => {
   it("cumulative acks: the acks stored in one turn become one, written at the flush", () => {
     const { state, steps } = when(
       opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2" },
-      { kind: "stored", messageId: "3" },
-      { kind: "stored", messageId: "4" },
+      { kind: "stored", messageId: "2", behind: 0 },
+      { kind: "stored", messageId: "3", behind: 0 },
+      { kind: "stored", messageId: "4", behind: 0 },
     );
     assert.deepEqual(
       steps.map((s) => s.timers),
@@ -246,10 +249,79 @@ describe("session core: messages of an open session", () => {
     );
   });
 
+  const ackIds = (steps: StepResult[]) =>
+    steps.flatMap((s) =>
+      s.replies.map((x) => (x.message.msg.case === "ack" ? x.message.msg.value.messageId : "?")),
+    );
+
+  it("cumulative acks: while more is on its way to the log, one ack waits for ackEvery stored messages", () => {
+    const stores = Array.from({ length: 16 }, (_, i) => ({
+      kind: "stored" as const,
+      messageId: String(i + 2),
+      behind: 5,
+    }));
+    const { state, steps } = when(opened("gpu-a1", { cumulativeAcks: true }), ...stores);
+    assert.deepEqual(
+      steps.map((s) => s.timers),
+      [["ack-later"], ...Array(14).fill([]), ["ack-flush"]],
+      "the later timer for the first, the turn's end once 16 wait",
+    );
+    assert.deepEqual(ackIds(steps), [], "nothing written before a timer fires");
+    const flush = step(state, { kind: "timer", timer: "ack-flush" });
+    assert.deepEqual(ackIds([flush]), ["17"]);
+    assert.equal(flush.state.ackHeld, 0);
+    // The later timer, still running, finds nothing left to write.
+    assert.deepEqual(ackIds([step(flush.state, { kind: "timer", timer: "ack-later" })]), []);
+  });
+
+  it("cumulative acks: the later timer writes what waited when no more is stored", () => {
+    const { state, steps } = when(
+      opened("gpu-a1", { cumulativeAcks: true }),
+      { kind: "stored", messageId: "2", behind: 3 },
+      { kind: "stored", messageId: "3", behind: 2 },
+    );
+    assert.deepEqual(
+      steps.map((s) => s.timers),
+      [["ack-later"], []],
+    );
+    const later = step(state, { kind: "timer", timer: "ack-later" });
+    assert.deepEqual(ackIds([later]), ["3"]);
+    // The next stored message starts a new wait.
+    const next = step(later.state, { kind: "stored", messageId: "4", behind: 1 });
+    assert.deepEqual(next.timers, ["ack-later"]);
+  });
+
+  it("cumulative acks: once nothing more is on its way, the ack is written at the turn's end", () => {
+    const { state, steps } = when(
+      opened("gpu-a1", { cumulativeAcks: true }),
+      { kind: "stored", messageId: "2", behind: 1 },
+      { kind: "stored", messageId: "3", behind: 0 },
+      { kind: "stored", messageId: "4", behind: 0 },
+    );
+    assert.deepEqual(
+      steps.map((s) => s.timers),
+      [["ack-later"], ["ack-flush"], []],
+    );
+    assert.deepEqual(ackIds([step(state, { kind: "timer", timer: "ack-flush" })]), ["4"]);
+  });
+
+  it("an agent without cumulative acks is acked per message, whatever is on its way", () => {
+    const { steps } = when(
+      opened("gpu-a1"),
+      { kind: "stored", messageId: "2", behind: 7 },
+      { kind: "stored", messageId: "3", behind: 6 },
+    );
+    assert.deepEqual(ackIds(steps), ["2", "3"]);
+    assert.deepEqual(
+      steps.map((s) => s.timers),
+      [[], []],
+    );
+  });
+
   it("the agent closing its side acknowledges what is stored before the stream ends OK", () => {
     const { steps } = when(
       opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2" },
+      { kind: "stored", messageId: "2", behind: 0 },
       {
         kind: "stream-ended",
       },
@@ -324,7 +396,7 @@ describe("session core: closing", () => {
       { kind: "superseded", byGateway: "gw-2" },
       { kind: "drain", reason: "bye", retryAfterMs: 1 },
       message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } }),
-      { kind: "stored", messageId: "2" },
+      { kind: "stored", messageId: "2", behind: 0 },
     );
     assert.deepEqual(
       closes(steps).map((c) => c.kind),
@@ -539,7 +611,8 @@ describe("session core: the seeded fuzzing of fuzz.test.ts", () => {
         for (const e of r.events) {
           const event = decodeEvent(encodeEvent(gatewayEvent(CONFIG.gatewayId, e.id, e.body)));
           assert.equal(nodeOf({ seq: 1, timeMs: 0, subject: "", event }), NODE, `${replay}: ${e.body.case}`);
-          if (e.ackId !== undefined) state = step(state, { kind: "stored", messageId: e.ackId }).state;
+          if (e.ackId !== undefined)
+            state = step(state, { kind: "stored", messageId: e.ackId, behind: 0 }).state;
         }
       }
       assert.ok(close, `${replay}: the stream ended without a close`);

@@ -39,6 +39,8 @@ interface GatewayFlags extends NatsSecurityFlags {
   sendQueue: number;
   publishWindow: number;
   streamWindow: number;
+  ackEvery: number;
+  ackDelay: number;
   publishTimeout: number;
   logUnavailableLimit: number;
   usageThresholdMb: number;
@@ -123,6 +125,22 @@ export function registerGateway(program: Command): void {
         "STREAM_WINDOW",
         "events of one agent stream queued or in flight (its reading waits past this), published in order",
         32,
+      ),
+    )
+    .addOption(
+      num(
+        "--ack-every",
+        "ACK_EVERY",
+        "cumulative acks: one ack per this many stored messages while more of the stream's are on their way to the log",
+        16,
+      ),
+    )
+    .addOption(
+      ms(
+        "--ack-delay",
+        "ACK_DELAY_MS",
+        "cumulative acks: ... or once the oldest waited this long (an idle stream is acked at once)",
+        20,
       ),
     )
     .addOption(ms("--publish-timeout", "PUBLISH_TIMEOUT_MS", "ack wait of one publish attempt", 5_000))
@@ -282,6 +300,8 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     sendQueueMax: f.sendQueue,
     publishWindow: f.publishWindow,
     streamWindow: f.streamWindow,
+    ackEvery: f.ackEvery,
+    ackDelayMs: f.ackDelay,
     publishTimeoutMs: f.publishTimeout,
     logUnavailableLimitMs: f.logUnavailableLimit,
     usageThresholdMb: f.usageThresholdMb,

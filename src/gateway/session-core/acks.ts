@@ -1,30 +1,55 @@
 import { ack } from "./replies.js";
-import { nothing } from "./result.js";
-import type { Note, SessionState, StepResult } from "./types.js";
+import { NONE, nothing } from "./result.js";
+import type { Note, SessionState, StepResult, TimerKind } from "./types.js";
+
+const FLUSH_AT_TURN_END: readonly TimerKind[] = Object.freeze(["ack-flush"]);
+const FLUSH_LATER: readonly TimerKind[] = Object.freeze(["ack-later"]);
+const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
 
 /**
- * The log stored message `messageId`: acknowledge it. For an agent that
- * takes acks as cumulative, the ack waits for the ack-flush timer (the end
- * of the event loop's turn): the log's acks arrive in batches, and every
- * message stored in the same turn is then answered by one write. An ack
- * still waiting in the send queue is replaced rather than followed, too.
+ * The log stored message `messageId`, with `behind` more of the stream's
+ * messages still on their way to the log: acknowledge it.
+ *
+ * An agent that takes acks as cumulative gets one ack for a run of stored
+ * messages. The log's acks arrive a few at a time, in many small reads, so
+ * acking at the end of each event loop's turn wrote an ack for every three
+ * messages under load. Instead, while more of the stream's messages are on
+ * their way (their acks are coming), the ack waits: for a number of stored
+ * messages (`config.ackEvery`), or `config.ackDelayMs` (the `ack-later`
+ * timer), whichever comes first. Once nothing more is on
+ * its way it is written at the end of the turn, so a stream that is not
+ * busy is answered as fast as before. An ack still waiting in the send
+ * queue is replaced rather than followed, too.
  */
-export function stored(state: SessionState, messageId: string): StepResult {
+export function stored(state: SessionState, messageId: string, behind: number): StepResult {
   if (!state.cumulativeAcks) {
     return { ...nothing(state), replies: [{ kind: "ack", message: ack(messageId) }] };
   }
-  const notes: Note[] = state.ackThrough !== undefined ? [{ kind: "ack-coalesced" }] : [];
+  const held = state.ackHeld + 1;
+  let flush = state.ackFlush;
+  let timers: readonly TimerKind[] = NONE;
+  if (behind <= 0 || held >= state.config.ackEvery) {
+    if (flush !== "turn-end") {
+      flush = "turn-end";
+      timers = FLUSH_AT_TURN_END;
+    }
+  } else if (flush === "none") {
+    flush = "later";
+    timers = FLUSH_LATER;
+  }
   return {
-    ...nothing({ ...state, ackThrough: messageId, ackScheduled: true }),
-    timers: state.ackScheduled ? [] : ["ack-flush"],
-    notes,
+    state: { ...state, ackThrough: messageId, ackHeld: held, ackFlush: flush },
+    events: NONE,
+    replies: NONE,
+    timers,
+    notes: state.ackThrough !== undefined ? COALESCED : NONE,
   };
 }
 
-/** The ack-flush timer fired: write the cumulative ack waiting for it, if any. */
+/** An ack timer fired: write the cumulative ack waiting for it, if any. */
 export function flushAck(state: SessionState): StepResult {
   const id = state.ackThrough;
-  const next = { ...state, ackThrough: undefined, ackScheduled: false };
+  const next = { ...state, ackThrough: undefined, ackHeld: 0, ackFlush: "none" as const };
   if (id === undefined) return nothing(next);
   return { ...nothing(next), replies: [{ kind: "cumulative-ack", message: ack(id) }] };
 }

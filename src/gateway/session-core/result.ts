@@ -23,7 +23,7 @@ export function closeNow(state: SessionState, close: Close, replies: readonly Re
     out.push({ kind: "cumulative-ack", message: ack(state.ackThrough) });
   }
   return {
-    state: { ...state, phase: "closing", close, ackThrough: undefined, ackScheduled: false },
+    state: { ...state, phase: "closing", close, ackThrough: undefined, ackHeld: 0, ackFlush: "none" },
     events: NONE,
     replies: out,
     close,

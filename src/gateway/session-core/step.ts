@@ -31,7 +31,8 @@ export function initialState(
     budget: undefined,
     cumulativeAcks: false,
     ackThrough: undefined,
-    ackScheduled: false,
+    ackHeld: 0,
+    ackFlush: "none",
     close: undefined,
   };
 }
@@ -108,7 +109,7 @@ function decide(state: SessionState, input: Input): StepResult {
           replies: [{ kind: "register-ack", message: ack("register", state.sessionId) }],
         };
       }
-      return state.phase === "open" ? stored(state, input.messageId) : nothing(state);
+      return state.phase === "open" ? stored(state, input.messageId, input.behind) : nothing(state);
     case "log-failed":
       if (state.phase === "opening") {
         return refuse(
@@ -124,6 +125,7 @@ function decide(state: SessionState, input: Input): StepResult {
     case "timer":
       switch (input.timer) {
         case "ack-flush":
+        case "ack-later":
           return flushAck(state);
         case "usage-flush":
           return flushUsage(state);

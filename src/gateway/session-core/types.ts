@@ -18,6 +18,10 @@ export interface CoreConfig {
   readonly usageIntervalMs: number;
   /** Events a session may write (budget.ts). */
   readonly eventBudget: EventBudget;
+  /** Cumulative acks: stored messages one ack waits for while more are on their way (acks.ts). */
+  readonly ackEvery: number;
+  /** ... and the longest it waits for them (the `ack-later` timer). */
+  readonly ackDelayMs: number;
 }
 
 /**
@@ -52,15 +56,20 @@ export interface SessionState {
   readonly cumulativeAcks: boolean;
   /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
   readonly ackThrough: string | undefined;
-  /** An ack-flush timer is pending. */
-  readonly ackScheduled: boolean;
+  /** Stored messages waiting for that ack. */
+  readonly ackHeld: number;
+  /** Which timer writes it: at the end of the turn, or `ack-later`; "none" while no ack waits. */
+  readonly ackFlush: "none" | "turn-end" | "later";
   readonly close: Close | undefined;
 }
 
 /** Timers the shell runs for the core; their firing comes back as a `timer` input. */
 export type TimerKind =
   | "read-deadline"
+  /** Writes the waiting cumulative ack at the end of the event loop's turn. */
   | "ack-flush"
+  /** Writes the waiting cumulative ack after `config.ackDelayMs` (more acks are coming). */
+  | "ack-later"
   /** The usage interval ends; due after `usageFlushDelayMs`. */
   | "usage-flush";
 
@@ -75,8 +84,12 @@ export type Input =
   | { kind: "stream-ended" }
   /** Reading the stream failed; `aborted`: the connection had gone. */
   | { kind: "stream-failed"; code: Code; detail: string; aborted: boolean }
-  /** The log stored the event of message `messageId` ("register" for the session-opened event). */
-  | { kind: "stored"; messageId: string }
+  /**
+   * The log stored the event of message `messageId` ("register" for the
+   * session-opened event); `behind`: how many of the session's events are
+   * still on their way to the log after it.
+   */
+  | { kind: "stored"; messageId: string; behind: number }
   /** The log did not take an event; `unavailable`: it could not be reached. */
   | { kind: "log-failed"; unavailable: boolean; detail: string }
   | { kind: "timer"; timer: TimerKind }

@@ -130,8 +130,9 @@ export type Register = Message<"llmgw.v1.Register"> & {
   /**
    * The agent takes an Ack of message n as acknowledging n and every earlier
    * message of the stream. The gateway may then answer a run of messages
-   * stored together with one Ack, of the last: under load that saves a write
-   * per message on both ends. Agents that leave it unset (every agent built
+   * stored together with one Ack, of the last, and may hold an Ack back for a
+   * few milliseconds while more of the stream's messages are on their way to
+   * the log: under load that saves a write per message on both ends. Agents that leave it unset (every agent built
    * before it existed) get one Ack per acknowledged message. Read from the
    * stream's first Register only.
    *
