@@ -8,6 +8,16 @@
 export interface CallbackIterator<T> extends AsyncIterator<T> {
   /** Calls exactly one of the callbacks once, with what `next()` would have settled with (possibly at once). */
   readInto(onResult: (r: IteratorResult<T>) => void, onError: (err: unknown) => void): void;
+  /**
+   * The next value if one is already waiting (what `next()` would settle
+   * with at once), else undefined; an end or a failure is left to the reads.
+   */
+  takeWaiting?(): T | undefined;
+}
+
+/** `it`'s next value if it says one is already waiting; undefined when none is, or it cannot say. */
+export function takeWaiting<T>(it: AsyncIterator<T>): T | undefined {
+  return (it as Partial<CallbackIterator<T>>).takeWaiting?.();
 }
 
 /** Hands `it`'s next result to the callbacks: directly when it can, else through `next()`. */

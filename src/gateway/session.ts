@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { readInto } from "../async/read-into.js";
+import { readInto, takeWaiting } from "../async/read-into.js";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { isLogError } from "../log/index.js";
@@ -485,7 +485,10 @@ export class AgentSession {
       // A full pipeline stops the reading (the log slows the agent down).
       const room = this.#pipeline.whenRoom();
       if (room) await room;
-      const input = await this.#read(it);
+      // Messages the transport already holds are taken as they are: under
+      // load they come many to a read, and a promise per message was a
+      // large share of the reader's cost. Only an empty queue is waited on.
+      const input = this.#takeWaiting(it) ?? (await this.#read(it));
       if (input === undefined) return; // the session stopped reading
       // The agent is done sending, not done listening: the acks of what it
       // sent last still reach it before the stream ends.
@@ -522,13 +525,21 @@ export class AgentSession {
     });
   }
 
+  /**
+   * The agent's next message if the transport holds one already, as the
+   * core's input; undefined when it does not (or cannot say), and the
+   * reader waits in `#read`. The read deadline is not touched: it counts
+   * only while a read waits (`#read` re-arms it).
+   */
+  #takeWaiting(it: AsyncIterator<AgentMessage>): Input | undefined {
+    if (this.#stopReading.signal.aborted) return undefined;
+    const m = takeWaiting(it);
+    return m === undefined ? undefined : this.#heard(m);
+  }
+
   readonly #onRead = (r: IteratorResult<AgentMessage>): void => {
     if (this.#orphaned()) return;
-    this.#settle(
-      r.done
-        ? { kind: "stream-ended" }
-        : { kind: "message", message: r.value, draining: this.host.draining, at: performance.now() },
-    );
+    this.#settle(r.done ? { kind: "stream-ended" } : this.#heard(r.value));
   };
 
   readonly #onReadFailed = (err: unknown): void => {
@@ -559,16 +570,19 @@ export class AgentSession {
   #settle(input: Input | undefined): void {
     const resolve = this.#settleRead;
     this.#settleRead = undefined;
-    if (input?.kind === "message") this.#heard();
     resolve?.(input);
   }
 
-  /** An agent message came: how recently and how regularly the agent speaks (the duplicate check's liveness). */
-  #heard(): void {
+  /**
+   * An agent message came, as the core's input. Notes how recently and how
+   * regularly the agent speaks (the duplicate check's liveness).
+   */
+  #heard(message: AgentMessage): Input {
     const now = performance.now();
     if (this.#messages > 0) this.#longestGapMs = Math.max(this.#longestGapMs, now - this.#lastMessageAt);
     this.#lastMessageAt = now;
     this.#messages++;
+    return { kind: "message", message, draining: this.host.draining, at: now };
   }
 
   async #appendClosed(): Promise<void> {

@@ -165,6 +165,13 @@ export class MessageQueue implements CallbackIterator<AgentMessage>, AsyncIterab
     this.#waiting.push({ onResult, onError });
   }
 
+  takeWaiting(): AgentMessage | undefined {
+    if (this.#failed) return undefined;
+    const m = this.#items.shift();
+    if (m !== undefined && this.#items.length === READ_AHEAD / 2) this.drained();
+    return m;
+  }
+
   next(): Promise<IteratorResult<AgentMessage>> {
     return new Promise((resolve, reject) => this.readInto(resolve, reject));
   }
