@@ -76,15 +76,32 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  /** Acks since the last collection, counted per stored message (tallied as `#published` is). */
+  readonly #acks = { queued: 0, coalesced: 0 };
   readonly acks = new Counter({
     name: "llmgw_gateway_acks_total",
     help: "Acks of stored agent messages: queued for the agent (queued), or folded into a later cumulative ack not yet written (coalesced)",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
+    collect: () => {
+      const tally = this.#acks;
+      // Both children exist from the start: a scrape shows 0, not nothing.
+      this.acks.labels("queued").inc(tally.queued);
+      this.acks.labels("coalesced").inc(tally.coalesced);
+      tally.queued = 0;
+      tally.coalesced = 0;
+    },
   });
-  /** Bound once: these are counted per message. */
-  readonly acksQueued = this.acks.labels("queued");
-  readonly acksCoalesced = this.acks.labels("coalesced");
+
+  /** An ack queued for the agent (`acks{outcome="queued"}`). */
+  ackQueued(): void {
+    this.#acks.queued++;
+  }
+
+  /** An ack folded into a later cumulative one (`acks{outcome="coalesced"}`). */
+  ackCoalesced(): void {
+    this.#acks.coalesced++;
+  }
   readonly commandsRelayed = new Counter({
     name: "llmgw_gateway_commands_relayed_total",
     help: "Commands from reconciler passes queued to the agent session they address",

@@ -356,7 +356,7 @@ export class AgentSession {
         this.#logger = this.host.logger.child({ node: this.nodeId, session: this.sessionId });
         return;
       case "ack-coalesced":
-        this.host.metrics.acksCoalesced.inc();
+        this.host.metrics.ackCoalesced();
         return;
       case "unknown-gpus":
         this.#logger.warn(
@@ -387,13 +387,13 @@ export class AgentSession {
   #reply(reply: StepResult["replies"][number]): void {
     switch (reply.kind) {
       case "ack":
-        if (this.send(reply.message)) this.host.metrics.acksQueued.inc();
+        if (this.send(reply.message)) this.host.metrics.ackQueued();
         return;
       case "cumulative-ack": {
         // An ack still waiting in the send queue is replaced rather than followed.
         const r = this.#writer.pushReplacingLast(reply.message, isOkAck);
-        if (r === "replaced") this.host.metrics.acksCoalesced.inc();
-        else if (r === "queued") this.host.metrics.acksQueued.inc();
+        if (r === "replaced") this.host.metrics.ackCoalesced();
+        else if (r === "queued") this.host.metrics.ackQueued();
         else if (r === "full") this.#feed({ kind: "send-queue-full", behind: this.#writer.length });
         return;
       }
