@@ -10,6 +10,14 @@
  */
 const RESERVED: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 
+/**
+ * Their lengths and first characters: most ids differ from every one of
+ * them in these, which are read without hashing the id (the set lookup
+ * hashes the whole string, and an id just decoded has no hash yet).
+ */
+const LENGTHS: ReadonlySet<number> = new Set([...RESERVED].map((k) => k.length));
+const FIRST_CHARS: ReadonlySet<number> = new Set([...RESERVED].map((k) => k.charCodeAt(0)));
+
 export function isReservedKey(id: string): boolean {
-  return RESERVED.has(id);
+  return LENGTHS.has(id.length) && FIRST_CHARS.has(id.charCodeAt(0)) && RESERVED.has(id);
 }
