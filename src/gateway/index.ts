@@ -1,5 +1,6 @@
 // The stream gateway: agent streams in, events out, commands relayed. Everything public is named here.
 export {
+  DEFAULT_PUBLISH_WINDOW,
   type GatewayConfig,
   type GatewayConfigInput,
   GatewayConfigSchema,

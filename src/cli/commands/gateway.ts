@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { type Command, Option } from "commander";
 import { defaultMaxConnections, RESET_WINDOW_MS } from "../../connection-guard/index.js";
 import {
+  DEFAULT_PUBLISH_WINDOW,
   DEFAULT_REVOKED_BUCKET,
   Gateway,
   type GatewayConfigInput,
@@ -118,7 +119,9 @@ export function registerGateway(program: Command): void {
     .addOption(
       num("--send-queue", "SEND_QUEUE", "messages queued per agent before it counts as too slow", 256),
     )
-    .addOption(num("--publish-window", "PUBLISH_WINDOW", "publishes in flight to JetStream", 256))
+    .addOption(
+      num("--publish-window", "PUBLISH_WINDOW", "publishes in flight to JetStream", DEFAULT_PUBLISH_WINDOW),
+    )
     .addOption(
       num(
         "--stream-window",
