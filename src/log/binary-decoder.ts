@@ -17,11 +17,11 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * it. `fromBinary` destructures a new [field, wire type] array per tag,
  * looks every field up in a Map, creates each message through a generic
  * initializer; decoding took more time than the bare read of the message.
- * Here each message type has a table indexed by field number, a tag of one
- * byte is read in place, strings of ASCII are read without a decoder call,
- * small 64-bit integers (below 2^31) become a BigInt without a DataView,
- * and a new message is a copy of its type's template (docs/ARCHITECTURE.md,
- * "Replay at read speed").
+ * Here each message type has a reader generated from its plan (see
+ * messageReaderOf) and a table of field readers by number for the rest, a
+ * tag of one byte is read in place, strings of ASCII are read without a
+ * decoder call, and small 64-bit integers (below 2^31) become a BigInt
+ * without a DataView (docs/ARCHITECTURE.md, "Replay at read speed").
  *
  * Nothing is guessed: the plan is the schema's descriptors (src/gen), so a
  * field added to the proto is decoded as soon as the code is regenerated.
@@ -110,7 +110,11 @@ interface MessagePlan {
   oneofs: string[];
   /** Field readers by field number; a hole is a field this schema does not know. */
   readers: (FieldReader | undefined)[];
+  /** Reads a message of this type of `length` bytes (generated; see messageReaderOf). */
+  read: MessageReader;
 }
+
+type MessageReader = (c: Cursor, length: number, depth: number) => Msg;
 
 const plans = new Map<string, MessagePlan>();
 
@@ -118,7 +122,7 @@ function planOf(desc: DescMessage): MessagePlan {
   const known = plans.get(desc.typeName);
   if (known) return known;
   const inits: Init[] = [];
-  const plan: MessagePlan = { template: {}, fresh: [], oneofs: [], readers: [] };
+  const plan: MessagePlan = { template: {}, fresh: [], oneofs: [], readers: [], read: notYetRead };
   // Registered before the fields so recursive message types end.
   plans.set(desc.typeName, plan);
   for (const member of desc.members) {
@@ -162,8 +166,145 @@ function planOf(desc: DescMessage): MessagePlan {
     else plan.fresh.push({ kind: init.kind, name: init.name });
   }
   for (const f of desc.fields) plan.readers[f.number] = fieldReader(f);
+  // Sub-message readers are looked up through their plans when called, so a
+  // plan's reader can be made before those of the types it refers to.
+  plan.read = messageReaderOf(desc, plan, inits);
   return plan;
 }
+
+function notYetRead(): never {
+  throw new Error("message reader used before its plan was complete");
+}
+
+/**
+ * The reader of one message type: JavaScript made from its plan once. A
+ * new message is an object literal with the template's properties in their
+ * order, and each field's tag with its expected wire type is one case of a
+ * switch that reads the value and stores it by name. Why: the readers
+ * stored every field by a name that changed from one field to the next
+ * (the engine's slowest property store), and a message was made by copying
+ * a template of a shape that changed from one type to the next.
+ *
+ * Anything else (another wire type, a packed list, a map, a field the
+ * schema does not know) goes to the field's reader by number, as before:
+ * the same checks, the same fallbacks. The generated text holds no name from
+ * the schema outside string literals made by JSON.stringify, and no value
+ * from a message.
+ */
+function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): MessageReader {
+  const refs: unknown[] = [];
+  const ref = (value: unknown): string => {
+    let i = refs.indexOf(value);
+    if (i < 0) i = refs.push(value) - 1;
+    return `r[${i}]`;
+  };
+  const key = (name: string) => JSON.stringify(name);
+  const props = [`"$typeName": ${ref(desc.typeName)}`];
+  for (const init of inits) {
+    if (init.kind === "constant") props.push(`${key(init.name)}: ${ref(init.value)}`);
+    else if (init.kind === "list") props.push(`${key(init.name)}: []`);
+    else if (init.kind === "map") props.push(`${key(init.name)}: {}`);
+    else props.push(`${key(init.name)}: undefined`);
+  }
+  const cases: string[] = [];
+  for (const f of desc.fields) {
+    const fast = fastRead(f, ref);
+    if (fast === undefined) continue;
+    const tag = ((f.number << 3) | fast.wire) >>> 0;
+    cases.push(`case ${tag}:`, ...fast.lines, `break;`);
+  }
+  const body = [
+    `return function read(c, length, depth) {`,
+    `if (depth >= ${MAX_DEPTH}) throw h.UNSUPPORTED;`,
+    `const end = c.pos + length;`,
+    `if (end > c.buf.length) throw h.UNSUPPORTED;`,
+    `const m = { ${props.join(", ")} };`,
+    `const buf = c.buf;`,
+    `while (c.pos < end) {`,
+    `let tag = buf[c.pos];`,
+    `if (tag < 0x80) c.pos++;`,
+    `else tag = h.readTag(c);`,
+    `switch (tag) {`,
+    ...cases,
+    `default: {`,
+    `const read = ${ref(plan.readers)}[tag >>> 3];`,
+    `if (read === undefined) throw h.UNSUPPORTED;`,
+    `read(c, m, tag & 7, depth);`,
+    `}`,
+    `}`,
+    `}`,
+    `if (c.pos !== end) throw h.UNSUPPORTED;`,
+    ...plan.oneofs.map((o) => `if (m[${key(o)}] === undefined) m[${key(o)}] = { case: undefined };`),
+    `return m;`,
+    `};`,
+  ].join("\n");
+  return new Function("h", "r", body)(helpers, refs) as MessageReader;
+}
+
+/**
+ * The generated statements that read field `f` when its tag carries the
+ * wire type it is written with, and that wire type; undefined for a field
+ * left to its reader by number (packed or scalar lists, maps, types no
+ * event uses).
+ */
+function fastRead(
+  f: DescField,
+  ref: (value: unknown) => string,
+): { wire: number; lines: string[] } | undefined {
+  const name = JSON.stringify(f.localName);
+  const oneof = f.oneof === undefined ? undefined : JSON.stringify(f.oneof.localName);
+  const store = (value: string): string[] =>
+    oneof === undefined ? [`m[${name}] = ${value};`] : [`m[${oneof}] = { case: ${name}, value: ${value} };`];
+  switch (f.fieldKind) {
+    case "scalar": {
+      if (!FAST_SCALARS.has(f.scalar)) return undefined;
+      const read =
+        f.scalar === ScalarType.STRING
+          ? `h.readString(c, ${f.utf8Validation})`
+          : `${ref(scalarReader(f.scalar, f.utf8Validation))}(c)`;
+      return { wire: scalarWire(f.scalar), lines: store(read) };
+    }
+    case "enum":
+      if (!f.enum.open) return undefined;
+      return { wire: WIRE_VARINT, lines: store(`h.readVarint32(c) | 0`) };
+    case "message": {
+      if (f.delimitedEncoding) return undefined;
+      const child = ref(planOf(f.message));
+      const read = `${child}.read(c, h.readLength(c), depth + 1)`;
+      // A second occurrence merges into the first in `fromBinary`: left to it.
+      const again =
+        oneof === undefined
+          ? `if (m[${name}] !== undefined) throw h.UNSUPPORTED;`
+          : `if (m[${oneof}] !== undefined && m[${oneof}].case === ${name}) throw h.UNSUPPORTED;`;
+      return { wire: WIRE_LENGTH_DELIMITED, lines: [again, ...store(read)] };
+    }
+    case "list": {
+      if (f.listKind !== "message" || f.delimitedEncoding) return undefined;
+      const child = ref(planOf(f.message));
+      return {
+        wire: WIRE_LENGTH_DELIMITED,
+        lines: [`m[${name}].push(${child}.read(c, h.readLength(c), depth + 1));`],
+      };
+    }
+    case "map":
+      return undefined;
+    default: {
+      const never: never = f;
+      throw new Error(`unknown field kind ${String(never)}`);
+    }
+  }
+}
+
+/** Scalars a generated reader reads itself (the others through the field's reader by number). */
+const FAST_SCALARS: ReadonlySet<ScalarType> = new Set([
+  ScalarType.STRING,
+  ScalarType.BOOL,
+  ScalarType.INT32,
+  ScalarType.UINT32,
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.DOUBLE,
+]);
 
 function scalarZero(t: ScalarType): unknown {
   switch (t) {
@@ -206,22 +347,7 @@ function newMessage(plan: MessagePlan): Msg {
 }
 
 function readMessage(c: Cursor, plan: MessagePlan, length: number, depth: number): Msg {
-  if (depth >= MAX_DEPTH) throw UNSUPPORTED;
-  const end = c.pos + length;
-  if (end > c.buf.length) throw UNSUPPORTED;
-  const m = newMessage(plan);
-  const readers = plan.readers;
-  const buf = c.buf;
-  while (c.pos < end) {
-    let tag = buf[c.pos] as number;
-    if (tag < 0x80) c.pos++;
-    else tag = readTag(c);
-    const read = readers[tag >>> 3];
-    if (read === undefined) throw UNSUPPORTED;
-    read(c, m, tag & 7, depth);
-  }
-  if (c.pos !== end) throw UNSUPPORTED;
-  return endMessage(plan, m);
+  return plan.read(c, length, depth);
 }
 
 function endMessage(plan: MessagePlan, m: Msg): Msg {
@@ -541,3 +667,6 @@ function done64(c: Cursor, pos: number, lo: number, hi: number): void {
   c.lo = lo;
   c.hi = hi;
 }
+
+/** What generated readers call (see messageReaderOf). */
+const helpers = { UNSUPPORTED, readTag, readString, readVarint32, readLength };
