@@ -285,7 +285,18 @@ describe("gateway: one agent stream through the real log", () => {
           const text = await (await fetch(gw.metricsUrl)).text();
           assert.match(text, /^llmgw_gateway_open_streams 1$/m);
           assert.match(text, /^llmgw_gateway_events_published_total\{kind="sessionOpened"\} 1$/m);
-          assert.match(text, /llmgw_gateway_publish_latency_seconds_bucket/);
+          // Every publish acked so far (the session-opened event among them) is observed once.
+          const latency = (line: string) =>
+            Number(new RegExp(`^llmgw_gateway_publish_latency_seconds_${line} (\\S+)$`, "m").exec(text)?.[1]);
+          const published = [
+            ...text.matchAll(/^llmgw_gateway_events_published_total\{kind="\w+"\} (\d+)$/gm),
+          ];
+          assert.equal(
+            latency("count"),
+            published.reduce((n, m) => n + Number(m[1]), 0),
+          );
+          assert.equal(latency('bucket\\{le="\\+Inf"\\}'), latency("count"));
+          assert.ok(latency("sum") > 0);
         } finally {
           agent.abort();
         }
