@@ -38,7 +38,7 @@ export function compileEncoder<Desc extends DescMessage>(schema: Desc): Encoder<
   let fallbacks = 0;
   const encode = (message: MessageShape<Desc>): Uint8Array => {
     const w = writer;
-    w.pos = 0;
+    w.begin();
     try {
       plan.write(w, message as unknown as Record<string, unknown>);
     } catch (err) {
@@ -46,9 +46,7 @@ export function compileEncoder<Desc extends DescMessage>(schema: Desc): Encoder<
       fallbacks++;
       return toBinary(schema, message);
     }
-    const out = copyOut(w.buf, w.pos);
-    if (w.buf.length > MAX_KEPT) w.reset();
-    return out;
+    return w.finish();
   };
   return Object.defineProperty(encode, "fallbacks", { get: () => fallbacks }) as Encoder<Desc>;
 }
@@ -62,59 +60,75 @@ const WIRE_LENGTH_DELIMITED = 2;
 /** `FeatureSet.FieldPresence.IMPLICIT`: a scalar is written only when not zero. */
 const IMPLICIT = 2;
 
-const INITIAL = 64 * 1024;
-/** A buffer grown past this for one large message is let go after it. */
-const MAX_KEPT = 1024 * 1024;
-
-class Scratch {
-  buf = new Uint8Array(INITIAL);
-  view = new DataView(this.buf.buffer);
-  pos = 0;
-
-  reset(): void {
-    this.buf = new Uint8Array(INITIAL);
-    this.view = new DataView(this.buf.buffer);
-  }
-
-  ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.pos + n) size *= 2;
-    const grown = new Uint8Array(size);
-    grown.set(this.buf.subarray(0, this.pos));
-    this.buf = grown;
-    this.view = new DataView(grown.buffer);
-  }
-}
-
-const writer = new Scratch();
-
-/** Where encoded messages are copied out to, one after the other (see copyOut). */
+/** The shared buffer messages are written into, one after the other (see Scratch). */
 const SLAB = 64 * 1024;
 /** A message larger than this gets a buffer of its own. */
 const SLAB_MAX_MESSAGE = 4 * 1024;
 let slab = new Uint8Array(SLAB);
+let slabView = new DataView(slab.buffer);
+/** Where the next message starts in the slab: what is before it is handed out. */
 let slabPos = 0;
 
 /**
- * The first `n` bytes of `buf`, in a view of a shared slab rather than a
- * buffer of their own (as Node's Buffer pool does for small buffers): a
- * buffer of its own is an allocation outside the heap per message, which
- * cost more than encoding a small event. A slab lives as long as any view
- * of it; nothing writes to an encoded message after it is returned.
+ * Where a message is written: straight into the shared slab, and the
+ * encoded message is a view of it (as Node's Buffer pool hands out small
+ * buffers). A buffer of its own per message is an allocation outside the
+ * heap, which cost more than encoding a small event, and writing into a
+ * scratch buffer first cost a copy. A slab lives as long as any view of it;
+ * nothing writes to an encoded message after it is returned.
+ *
+ * Positions kept while a message is written (a sub-message's start) are
+ * relative to the message's start (`base`): when the message outgrows the
+ * slab's free room, what is written of it moves to a new slab (or, past a
+ * slab, to a buffer of its own) and `base` moves with it.
  */
-function copyOut(buf: Uint8Array, n: number): Uint8Array {
-  if (n > SLAB_MAX_MESSAGE) return buf.slice(0, n);
-  if (slabPos + n > SLAB) {
-    slab = new Uint8Array(SLAB);
-    slabPos = 0;
+class Scratch {
+  buf: Uint8Array = slab;
+  view: DataView = slabView;
+  pos = 0;
+  /** Where the message being written starts in `buf`. */
+  base = 0;
+
+  /** A new message, at the slab's free position. */
+  begin(): void {
+    this.buf = slab;
+    this.view = slabView;
+    this.base = slabPos;
+    this.pos = slabPos;
   }
-  const start = slabPos;
-  for (let i = 0; i < n; i++) slab[start + i] = buf[i]!;
-  // Each view starts on an 8-byte boundary, as the runtime's own pool keeps them.
-  slabPos = (start + n + 7) & ~7;
-  return slab.subarray(start, start + n);
+
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const written = this.pos - this.base;
+    let next: Uint8Array<ArrayBuffer>;
+    if (written + n <= SLAB) {
+      next = new Uint8Array(SLAB);
+      slab = next;
+      slabView = new DataView(next.buffer);
+      slabPos = 0;
+    } else {
+      let size = 2 * SLAB;
+      while (size < written + n) size *= 2;
+      next = new Uint8Array(size);
+    }
+    for (let i = 0; i < written; i++) next[i] = this.buf[this.base + i] as number;
+    this.buf = next;
+    this.view = next === slab ? slabView : new DataView(next.buffer);
+    this.base = 0;
+    this.pos = written;
+  }
+
+  /** The message written since `begin`, handed out. */
+  finish(): Uint8Array {
+    const { buf, base, pos } = this;
+    if (buf !== slab || pos - base > SLAB_MAX_MESSAGE) return buf.slice(base, pos);
+    // Each view starts on an 8-byte boundary, as the runtime's own pool keeps them.
+    slabPos = Math.min((pos + 7) & ~7, SLAB);
+    return buf.subarray(base, pos);
+  }
 }
+
+const writer = new Scratch();
 
 interface FieldPlan {
   readonly field: DescField;
@@ -378,14 +392,15 @@ function writeTag(w: Scratch, tag: Uint8Array): void {
   w.pos += tag.length;
 }
 
-/** Reserves one byte for a length and returns where the body starts. */
+/** Reserves one byte for a length and returns where the body starts, relative to the message's start. */
 function beginDelimited(w: Scratch): number {
   w.ensure(1);
-  return ++w.pos;
+  return ++w.pos - w.base;
 }
 
 /** Patches the body's length in front of it, moving the body when the length takes more than a byte. */
-function endDelimited(w: Scratch, start: number): void {
+function endDelimited(w: Scratch, at: number): void {
+  let start = w.base + at;
   const len = w.pos - start;
   if (len < 0x80) {
     w.buf[start - 1] = len;
@@ -393,6 +408,8 @@ function endDelimited(w: Scratch, start: number): void {
   }
   const size = varintSize(len);
   w.ensure(size - 1);
+  // The message may have moved.
+  start = w.base + at;
   w.buf.copyWithin(start + size - 1, start, w.pos);
   const end = w.pos + size - 1;
   w.pos = start - 1;

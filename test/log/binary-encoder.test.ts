@@ -71,6 +71,25 @@ describe("event encoder", () => {
     );
   });
 
+  it("writes an event whose nested lengths take two bytes across the end of a slab", () => {
+    // Events of ~1.2 KB, their status sub-message over 127 bytes: across
+    // 64 KiB slabs some are begun in one slab and finished in the next.
+    const events = Array.from({ length: 300 }, (_, i) =>
+      create(EventSchema, {
+        id: `cross-${i}`,
+        body: {
+          case: "shardStatus",
+          value: {
+            nodeId: "n".repeat(900 + (i % 7)),
+            status: { replicaId: "r".repeat(150 + i), shardId: `s-${i}`, error: "e".repeat(40 + (i % 13)) },
+          },
+        },
+      }),
+    );
+    const held = events.map((e) => encode(e));
+    for (const [i, e] of events.entries()) assert.deepEqual(held[i], toBinary(EventSchema, e), `event ${i}`);
+  });
+
   it("grows its buffer for a large event and writes a small one correctly after", () => {
     const big = create(EventSchema, {
       id: "big",
