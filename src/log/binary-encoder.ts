@@ -598,12 +598,20 @@ const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 function writeVarint64(w: Scratch, v: bigint): void {
   w.ensure(10);
   if (v <= SAFE) {
-    let n = Number(v);
-    while (n > 0x7f) {
-      w.buf[w.pos++] = (n % 128) | 0x80;
-      n = Math.floor(n / 128);
+    // Two 32-bit halves, written with integer operations (a timestamp in
+    // milliseconds takes six bytes: float divisions per byte cost more).
+    const n = Number(v);
+    let lo = n >>> 0;
+    let hi = (n - lo) / 0x1_0000_0000;
+    const buf = w.buf;
+    let pos = w.pos;
+    while (hi > 0 || lo > 0x7f) {
+      buf[pos++] = (lo & 0x7f) | 0x80;
+      lo = ((lo >>> 7) | (hi << 25)) >>> 0;
+      hi >>>= 7;
     }
-    w.buf[w.pos++] = n;
+    buf[pos++] = lo;
+    w.pos = pos;
     return;
   }
   while (v > 0x7fn) {

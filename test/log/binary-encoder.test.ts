@@ -71,6 +71,23 @@ describe("event encoder", () => {
     );
   });
 
+  it("writes 64-bit values at every varint length and at the edges of their halves", () => {
+    const values = [0n, 1n, 127n, 128n, 2n ** 31n - 1n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 32n + 1n];
+    for (let bits = 33n; bits <= 64n; bits++) values.push(2n ** (bits - 1n), 2n ** bits - 1n);
+    values.push(1_780_000_000_123n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, -1n, -(2n ** 63n));
+    for (const v of values) {
+      if (v < 2n ** 63n) sameBytes(create(EventSchema, { id: "t", timeUnixMs: v }), `time ${v}`);
+      const seq = BigInt.asUintN(64, v);
+      sameBytes(
+        create(EventSchema, {
+          id: "s",
+          body: { case: "shardStatus", value: { nodeId: "n", sessionSeq: seq } },
+        }),
+        `sequence ${seq}`,
+      );
+    }
+  });
+
   it("writes an event whose nested lengths take two bytes across the end of a slab", () => {
     // Events of ~1.2 KB, their status sub-message over 127 bytes: across
     // 64 KiB slabs some are begun in one slab and finished in the next.

@@ -20,7 +20,6 @@ import { afterRegistration } from "./usage-window.js";
 export function agentMessage(prev: SessionState, m: AgentMessage, at: number): StepResult {
   const seq = prev.seq + 1;
   const state = { ...prev, seq };
-  const ids = { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(seq) };
   const msg = m.msg;
   switch (msg.case) {
     case "register": {
@@ -34,7 +33,7 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       const bad = registrationProblem(reg);
       if (bad) return refuse(state, `invalid registration: ${bad}`);
       state.usage?.reset(reg);
-      return event(state, { case: "hardwareChanged", value: { ...ids, registration: reg } }, true, {
+      return event(state, { case: "hardwareChanged", value: { ...ids(state), registration: reg } }, true, {
         ...state,
         usageWindow: afterRegistration(state.usageWindow),
       });
@@ -47,12 +46,19 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
     case "shard": {
       const bad = shardStatusProblem(msg.value);
       if (bad) return refuse(state, `invalid shard status: ${bad}`);
-      return event(state, { case: "shardStatus", value: { ...ids, status: msg.value } }, true);
+      // Built in place: the kind most messages are, so no object in between.
+      const { nodeId, sessionId } = state;
+      const status = msg.value;
+      return event(
+        state,
+        { case: "shardStatus", value: { nodeId, sessionId, sessionSeq: BigInt(seq), status } },
+        true,
+      );
     }
     case "result": {
       const bad = commandResultProblem(msg.value);
       if (bad) return refuse(state, `invalid command result: ${bad}`);
-      return event(state, { case: "commandResult", value: { ...ids, result: msg.value } }, true);
+      return event(state, { case: "commandResult", value: { ...ids(state), result: msg.value } }, true);
     }
     case undefined:
       // A kind this gateway does not know (a newer agent) or an empty
@@ -67,6 +73,11 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       });
     }
   }
+}
+
+/** What names the session's event of its message `state.seq`. */
+function ids(state: SessionState): { nodeId: string; sessionId: string; sessionSeq: bigint } {
+  return { nodeId: state.nodeId, sessionId: state.sessionId, sessionSeq: BigInt(state.seq) };
 }
 
 /** The message refused: the session closes (PROTOCOL_ERROR, InvalidArgument). */
