@@ -98,6 +98,12 @@ export class AgentSession {
   #usageTimer: NodeJS.Timeout | undefined;
   /** The core's `ack-later` timer. */
   #ackTimer: NodeJS.Timeout | undefined;
+  /**
+   * Events queued or in flight that the agent is acked for once stored: what
+   * a `stored` input says is still on its way. (A usage event is acked for
+   * nothing, so an ack need not wait for it.)
+   */
+  #ackedOnTheWay = 0;
   #logger: Logger;
   /** The registration's instance_id: which agent process this is. */
   #instanceId = "";
@@ -142,9 +148,9 @@ export class AgentSession {
         }),
       // The token of an event is the message id its ack names, if the agent gets one.
       (ackId) => {
-        if (ackId !== undefined) {
-          this.#feed({ kind: "stored", messageId: ackId, behind: this.#pipeline.inFlight });
-        }
+        if (ackId === undefined) return;
+        this.#ackedOnTheWay--;
+        this.#feed({ kind: "stored", messageId: ackId, behind: this.#ackedOnTheWay });
       },
     );
     this.#logger = host.logger;
@@ -345,6 +351,7 @@ export class AgentSession {
   #publish(e: EventDraft): void {
     try {
       this.#pipeline.push(gatewayEvent(this.host.config.id, e.id, e.body), e.ackId);
+      if (e.ackId !== undefined) this.#ackedOnTheWay++;
     } catch {
       // A failed pipeline closed the session already (its onFail): nothing to do here.
     }
@@ -528,8 +535,9 @@ export class AgentSession {
   /**
    * The agent's next message if the transport holds one already, as the
    * core's input; undefined when it does not (or cannot say), and the
-   * reader waits in `#read`. The read deadline is not touched: it counts
-   * only while a read waits (`#read` re-arms it).
+   * reader waits in `#read`. The read deadline's timer is not touched: if
+   * it passes while no read waits, nothing happens, and the next `#read`
+   * re-arms it.
    */
   #takeWaiting(it: AsyncIterator<AgentMessage>): Input | undefined {
     if (this.#stopReading.signal.aborted) return undefined;

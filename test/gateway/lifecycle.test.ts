@@ -206,6 +206,40 @@ describe("gateway: one agent stream through the real log", () => {
       { ackEvery: 16, ackDelayMs: 3_600_000 },
     ));
 
+  it("a usage event on its way does not hold back the ack of a stored message (it is acked for nothing)", () =>
+    withGateway(
+      async (gw, log) => {
+        const node = "gpu-ack-usage";
+        const agent = await TestAgent.connect({
+          baseUrl: gw.url,
+          tls: agentTls(node),
+          registration: { ...h100Registration(node, []), cumulativeAcks: true },
+        });
+        try {
+          // A status, then a heartbeat whose memory moved past the threshold:
+          // its usage event is published at once, right behind the status.
+          const status = agent.shardStatus({
+            replicaId: "r-1",
+            shardId: "sh-1",
+            state: ShardStatus_State.RUNNING,
+          });
+          agent.heartbeat({ gpuMemoryUsedMb: Array(8).fill(40_000n) });
+          // With the ack-later timer out of reach, the ack comes only because
+          // nothing the agent is acked for is behind the status.
+          await agent.waitForAck(status, 5_000);
+          const records = await waitForLog(
+            log,
+            (rs) => rs.some((r) => r.event.body.case === "usageChanged"),
+            "the usage event",
+          );
+          assert.ok(records.some((r) => r.event.body.case === "shardStatus"));
+        } finally {
+          agent.abort();
+        }
+      },
+      { ackEvery: 16, ackDelayMs: 3_600_000 },
+    ));
+
   for (const cumulativeAcks of [true, false]) {
     it(`acknowledges a burst of messages ${cumulativeAcks ? "with cumulative acks, fewer than the messages" : "one ack per message (an agent without cumulative_acks)"}`, () =>
       withGateway(

@@ -86,8 +86,8 @@ export type Input =
   | { kind: "stream-failed"; code: Code; detail: string; aborted: boolean }
   /**
    * The log stored the event of message `messageId` ("register" for the
-   * session-opened event); `behind`: how many of the session's events are
-   * still on their way to the log after it.
+   * session-opened event); `behind`: how many of the session's events the
+   * agent is acked for are still on their way to the log after it.
    */
   | { kind: "stored"; messageId: string; behind: number }
   /** The log did not take an event; `unavailable`: it could not be reached. */
