@@ -8,7 +8,8 @@ const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
 
 /**
  * The log stored message `messageId`, with `behind` more of the stream's
- * messages still on their way to the log: acknowledge it.
+ * messages that are acknowledged (not usage events) still on their way to
+ * the log: acknowledge it.
  *
  * An agent that takes acks as cumulative gets one ack for a run of stored
  * messages. The log's acks arrive a few at a time, in many small reads, so
