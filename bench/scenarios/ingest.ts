@@ -148,7 +148,7 @@ export const ingest: Scenario = {
         await connectOnly.close();
       }
       const rawRef = {
-        name: `pipelined js.publish, one client, ${PUBLISH_DEPTH} in flight`,
+        name: `pipelined js.publish, one client, ${raw.depth} in flight`,
         value: raw.rate,
       };
       // The sum of the gateway's parts: what a bare Connect server that acks
