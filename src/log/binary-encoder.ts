@@ -322,7 +322,7 @@ function writerOf(plan: MessagePlan): MessageWriter {
     const name = JSON.stringify(slot.name);
     lines.push(`v = m[${name}];`);
     if (slot.explicit) lines.push(`if (v !== undefined && Object.hasOwn(m, ${name})) {`);
-    else lines.push(`if (${implicitTest(slot, ref)}) {`);
+    else lines.push(`if (${implicitTest(slot)}) {`);
     lines.push(...fieldWrite(slot, ref), `}`);
   }
   const body = `return function write(w, m) {\n${lines.join("\n")}\n};`;
@@ -330,7 +330,7 @@ function writerOf(plan: MessagePlan): MessageWriter {
 }
 
 /** The generated test of whether a field without explicit presence is set in `v` (`toBinary`'s). */
-function implicitTest(p: FieldPlan, ref: (value: unknown) => string): string {
+function implicitTest(p: FieldPlan): string {
   const f = p.field;
   switch (f.fieldKind) {
     case "list":
@@ -356,7 +356,7 @@ function implicitTest(p: FieldPlan, ref: (value: unknown) => string): string {
       }
     default:
       // A field kind no event uses without presence: handed to toBinary.
-      return `${ref(p)} && h.unsupported()`;
+      return `h.unsupported()`;
   }
 }
 
