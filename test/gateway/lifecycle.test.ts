@@ -65,6 +65,20 @@ describe("gateway: one agent stream through the real log", () => {
 
   const agentTls = env.tls;
 
+  /** An agent of `node` running nothing, registered with or without cumulative acks. */
+  const ackingAgent = (gw: Gateway, node: string, cumulativeAcks: boolean) =>
+    TestAgent.connect({
+      baseUrl: gw.url,
+      tls: agentTls(node),
+      registration: { ...h100Registration(node, []), cumulativeAcks },
+    });
+
+  /** The message ids the agent's acks named, as they came (the registration's left out). */
+  const ackedIds = (agent: TestAgent) =>
+    agent.received.flatMap((m) =>
+      m.msg.case === "ack" && m.msg.value.messageId !== "register" ? [Number(m.msg.value.messageId)] : [],
+    );
+
   // Binary gRPC and Connect streams are framed directly unless the gateway
   // is told to leave everything to Connect's handler; gRPC-Web always is.
   const cases: Array<{ protocol: Protocol; directStreams: boolean; path: "direct" | "connect" }> = [
@@ -159,12 +173,7 @@ describe("gateway: one agent stream through the real log", () => {
   it("cumulative acks under way wait for --ack-every stored messages, and a stream with nothing more on its way is acked at once", () =>
     withGateway(
       async (gw, log) => {
-        const node = "gpu-ack-every";
-        const agent = await TestAgent.connect({
-          baseUrl: gw.url,
-          tls: agentTls(node),
-          registration: { ...h100Registration(node, []), cumulativeAcks: true },
-        });
+        const agent = await ackingAgent(gw, "gpu-ack-every", true);
         try {
           const status = (i: number) =>
             agent.shardStatus({ replicaId: "r-1", shardId: `sh-${i}`, state: ShardStatus_State.RUNNING });
@@ -175,11 +184,7 @@ describe("gateway: one agent stream through the real log", () => {
           let last = lone;
           for (let i = 1; i <= 400; i++) last = status(i);
           await agent.waitForAck(last);
-          const acks = agent.received.flatMap((m) =>
-            m.msg.case === "ack" && m.msg.value.messageId !== "register"
-              ? [Number(m.msg.value.messageId)]
-              : [],
-          );
+          const acks = ackedIds(agent);
           assert.equal(acks[0], lone, "the lone message is acked without waiting for the timer");
           assert.equal(acks.at(-1), last, "the last of the burst is acknowledged");
           assert.deepEqual(
@@ -209,12 +214,7 @@ describe("gateway: one agent stream through the real log", () => {
   it("a usage event on its way does not hold back the ack of a stored message (it is acked for nothing)", () =>
     withGateway(
       async (gw, log) => {
-        const node = "gpu-ack-usage";
-        const agent = await TestAgent.connect({
-          baseUrl: gw.url,
-          tls: agentTls(node),
-          registration: { ...h100Registration(node, []), cumulativeAcks: true },
-        });
+        const agent = await ackingAgent(gw, "gpu-ack-usage", true);
         try {
           // A status, then a heartbeat whose memory moved past the threshold:
           // its usage event is published at once, right behind the status.
@@ -244,12 +244,7 @@ describe("gateway: one agent stream through the real log", () => {
     it(`acknowledges a burst of messages ${cumulativeAcks ? "with cumulative acks, fewer than the messages" : "one ack per message (an agent without cumulative_acks)"}`, () =>
       withGateway(
         async (gw, log) => {
-          const node = `gpu-burst-${cumulativeAcks}`;
-          const agent = await TestAgent.connect({
-            baseUrl: gw.url,
-            tls: agentTls(node),
-            registration: { ...h100Registration(node, []), cumulativeAcks },
-          });
+          const agent = await ackingAgent(gw, `gpu-burst-${cumulativeAcks}`, cumulativeAcks);
           try {
             // Shard statuses with a heartbeat now and then: heartbeats take a
             // position in the stream but are never acknowledged.
@@ -263,11 +258,7 @@ describe("gateway: one agent stream through the real log", () => {
               });
             }
             await agent.waitForAck(last);
-            const acks = agent.received.flatMap((m) =>
-              m.msg.case === "ack" && m.msg.value.messageId !== "register"
-                ? [Number(m.msg.value.messageId)]
-                : [],
-            );
+            const acks = ackedIds(agent);
             assert.deepEqual(
               acks,
               [...acks].sort((a, b) => a - b),
