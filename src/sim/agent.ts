@@ -33,8 +33,16 @@ import {
 } from "./faults.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
 import type { ShardLoadReading } from "./load.js";
+import { SimEngineServer } from "./openai-engine.js";
 import { type RegisterInit, registrationOf } from "./registration.js";
 import type { Rng } from "./rng.js";
+
+/** A simulated engine that serves HTTP (`engineHttp`): its server and, once listening, its port. */
+interface ServingEngine {
+  server: SimEngineServer;
+  listening: Promise<number>;
+  port: number | undefined;
+}
 
 export interface SimShard {
   shardId: string;
@@ -78,6 +86,8 @@ export class SimAgent {
   private readonly config: SimConfig;
   private readonly shards = new Map<string, SimShard>();
   private readonly shardTimers = new Map<string, Set<NodeJS.Timeout>>();
+  /** The HTTP servers of engines, by shard id (only with `engineHttp`). */
+  private readonly engines = new Map<string, ServingEngine>();
   /** Memory a leaking foreign process holds, per GPU. */
   private readonly leakedMb: number[];
   /** Problems per GPU; kept across reconnects because the hardware stays broken. */
@@ -113,6 +123,14 @@ export class SimAgent {
     }
   }
 
+  /**
+   * With `engineHttp`, the preloaded engines listen before the first
+   * registration, so it reports where they serve. Call before start().
+   */
+  async servePreloaded(): Promise<void> {
+    await Promise.all([...this.shards.values()].map((s) => this.serve(s).listening));
+  }
+
   /** Starts connecting; returns at once (the agent reconnects on its own until stopped). */
   start(): void {
     if (this.opts.faults.nodeFaults.has("leak") && !this.leakTimer) {
@@ -129,6 +147,7 @@ export class SimAgent {
     this.leakTimer = undefined;
     clearTimeout(this.partitionTimer);
     for (const id of [...this.shardTimers.keys()]) this.clearShardTimers(id);
+    for (const id of [...this.engines.keys()]) this.closeEngine(id);
     await this.connection.stop();
   }
 
@@ -140,6 +159,7 @@ export class SimAgent {
   restart(opts: { keepShards: boolean }): void {
     if (!opts.keepShards) {
       for (const id of [...this.shards.keys()]) this.clearShardTimers(id);
+      for (const id of [...this.engines.keys()]) this.closeEngine(id);
       this.shards.clear();
       this.leakedMb.fill(0);
     }
@@ -417,6 +437,7 @@ export class SimAgent {
     this.shards.set(shard.shardId, shard);
     this.result("start", cmd.commandId, cmd.shardId);
     this.status(shard);
+    this.serve(shard);
     const { startDelayMs, failAfterMs, crashAfterMs, gpuMemoryMb, kvCacheFraction } = this.config;
     switch (shard.fault) {
       case "hang":
@@ -429,7 +450,7 @@ export class SimAgent {
         return;
       }
       case "crash-loop":
-        this.after(shard, startDelayMs, () => {
+        this.afterServing(shard, startDelayMs, () => {
           this.transition(shard, State.RUNNING);
           this.after(shard, crashAfterMs, () =>
             this.finish(shard, State.FAILED, {
@@ -441,7 +462,7 @@ export class SimAgent {
         });
         return;
       case "exit-after-running":
-        this.after(shard, startDelayMs, () => {
+        this.afterServing(shard, startDelayMs, () => {
           this.transition(shard, State.RUNNING);
           this.after(shard, crashAfterMs, () =>
             this.finish(shard, State.STOPPED, { exitCode: 0, output: UNASKED_EXIT_OUTPUT }),
@@ -449,7 +470,7 @@ export class SimAgent {
         });
         return;
       case undefined:
-        this.after(shard, startDelayMs, () => this.transition(shard, State.RUNNING));
+        this.afterServing(shard, startDelayMs, () => this.transition(shard, State.RUNNING));
         return;
       default: {
         const never: never = shard.fault;
@@ -479,6 +500,7 @@ export class SimAgent {
     });
     if (shard.state === State.DRAINING) return;
     this.clearShardTimers(shard.shardId);
+    this.engines.get(shard.shardId)?.server.drain();
     this.transition(shard, State.DRAINING);
     // The reconciler stops the shard at the deadline anyway; an engine that
     // honours it exits then, cutting off what is still in flight, and says so.
@@ -512,6 +534,66 @@ export class SimAgent {
     timers.add(t);
   }
 
+  /**
+   * `after`, but an engine that serves HTTP is running only once it listens:
+   * the RUNNING status carries its address.
+   */
+  private afterServing(shard: SimShard, ms: number, fn: () => void): void {
+    const engine = this.engines.get(shard.shardId);
+    if (!engine) {
+      this.after(shard, ms, fn);
+      return;
+    }
+    this.after(shard, ms, () => {
+      if (engine.port !== undefined) return fn();
+      engine.listening.then(
+        () => {
+          if (this.shards.get(shard.shardId) === shard) fn();
+        },
+        () => {},
+      );
+    });
+  }
+
+  /** With `engineHttp`, the shard's engine listens (once); otherwise nothing. */
+  private serve(shard: SimShard): { listening: Promise<unknown> } {
+    const c = this.config;
+    if (!c.engineHttp) return { listening: Promise.resolve() };
+    const known = this.engines.get(shard.shardId);
+    if (known) return known;
+    const server = new SimEngineServer({
+      nodeId: this.nodeId,
+      replicaId: shard.replicaId,
+      shardId: shard.shardId,
+      model: shard.model,
+      chunkMs: c.engineChunkMs,
+    });
+    const engine: ServingEngine = { server, listening: server.listen(c.engineHost), port: undefined };
+    engine.listening.then(
+      (port) => {
+        engine.port = port;
+      },
+      (err: unknown) => {
+        // No port: the engine cannot serve, as a real one that fails to bind.
+        this.engines.delete(shard.shardId);
+        if (this.shards.get(shard.shardId) !== shard) return;
+        this.finish(shard, State.FAILED, {
+          error: `engine could not listen on ${c.engineHost}: ${err instanceof Error ? err.message : String(err)}`,
+          exitCode: 1,
+        });
+      },
+    );
+    this.engines.set(shard.shardId, engine);
+    return engine;
+  }
+
+  private closeEngine(shardId: string): void {
+    const engine = this.engines.get(shardId);
+    if (!engine) return;
+    this.engines.delete(shardId);
+    engine.server.close();
+  }
+
   private clearShardTimers(shardId: string): void {
     for (const t of this.shardTimers.get(shardId) ?? []) clearTimeout(t);
     this.shardTimers.delete(shardId);
@@ -529,14 +611,25 @@ export class SimAgent {
     exit: { error?: string; exitCode: number; output?: string },
   ): void {
     this.clearShardTimers(shard.shardId);
+    this.closeEngine(shard.shardId);
     this.shards.delete(shard.shardId);
     shard.state = state;
     if (state === State.FAILED) this.counters.failures++;
     this.status(shard, exit);
   }
 
-  /** Where the simulated engine "serves": one port per shard on the node, from its first GPU. */
+  /**
+   * Where the engine serves: with `engineHttp`, the address it listens on;
+   * otherwise a made-up one, one port per shard on the node from its first GPU.
+   */
   private endpoint(shard: SimShard): string {
+    const engine = this.engines.get(shard.shardId);
+    if (engine?.port !== undefined) {
+      const host = this.config.engineHost.includes(":")
+        ? `[${this.config.engineHost}]`
+        : this.config.engineHost;
+      return `http://${host}:${engine.port}`;
+    }
     return `http://${this.nodeId}:${8000 + (shard.gpuIndices[0] ?? 0)}`;
   }
 

@@ -59,6 +59,12 @@ const Schema = z
     seed: z.int().min(0).max(0xffffffff).optional(),
     load: z.array(z.string()).default([]),
     loadSlots: z.int().min(1).max(1_000_000).default(32),
+    engineHttp: z.boolean().default(false),
+    engineHost: z
+      .string()
+      .regex(/^[A-Za-z0-9.:-]{1,253}$/)
+      .default("127.0.0.1"),
+    engineChunkMs: ms(60_000).default(20),
     runningShards: z
       .record(
         z.string(),
@@ -117,6 +123,9 @@ export const EXPECTED: Record<keyof z.input<typeof Schema>, string> = {
   seed: "an integer from 0 to 4294967295",
   load: "MODEL=CURVE[+noise=F] per model, CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P (e.g. chat=ramp:2@0s/40@1m+noise=0.2)",
   loadSlots: "an integer from 1 to 1000000 (requests one replica's KV cache holds)",
+  engineHttp: "true or false",
+  engineHost: "a host name or IP address the simulated engines listen on (e.g. 127.0.0.1)",
+  engineChunkMs: "an integer number of milliseconds from 0 to 60000",
   runningShards:
     "node id → list of { shardId, replicaId, model, profile, gpuIndices } already running when the agents start",
 };

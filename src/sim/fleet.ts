@@ -68,6 +68,7 @@ export class SimFleet {
     });
     for (const [nodeId, shards] of Object.entries(c.runningShards)) this.agents.get(nodeId)?.preload(shards);
     this.started = true;
+    await Promise.all([...this.agents.values()].map((a) => a.servePreloaded()));
     for (const a of this.agents.values()) a.start();
     if (c.restartEveryMs > 0 && ids.length > 0) {
       this.restartTimer = setInterval(() => {

@@ -304,6 +304,8 @@ async function runDev(opts: DevOptions): Promise<void> {
           resumeFile,
           "--summary-ms",
           "10000",
+          // Engines answer the OpenAI API on loopback, so requests can be sent to replicas.
+          "--engine-http",
         ],
         env,
       );

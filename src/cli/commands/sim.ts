@@ -239,6 +239,26 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "number",
     help: "requests one replica's KV cache holds: kv_cache_use = its share of the load / this (default 32)",
   },
+  {
+    field: "engineHttp",
+    flag: "--engine-http",
+    kind: "bool",
+    help: "each simulated engine listens on a real port and answers the OpenAI API (chat, completions, embeddings, models, streaming), /health and vLLM's metrics; its endpoint is that address",
+  },
+  {
+    field: "engineHost",
+    flag: "--engine-host",
+    arg: "<host>",
+    kind: "string",
+    help: "the address simulated engines listen on with --engine-http (default 127.0.0.1)",
+  },
+  {
+    field: "engineChunkMs",
+    flag: "--engine-chunk-ms",
+    arg: "<ms>",
+    kind: "number",
+    help: "time between two streamed chunks of a simulated engine's answer (default 20)",
+  },
 ];
 
 const FLAG_OF = new Map(FLAGS.map((f) => [f.field as string, f.flag]));
