@@ -35,6 +35,7 @@ import { rolloutRoutes } from "./routes/rollouts.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
 import { whatIfRoutes } from "./routes/what-if.js";
+import { installSiteGuard } from "./site-guard.js";
 
 /** Longest path segment the router matches at all. */
 const MAX_PATH_SEGMENT = 256;
@@ -167,6 +168,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
   installErrorHandlers(app);
+  if (opts.auth.kind === "dev") installSiteGuard(app, "http");
   installAuth(app, opts.auth);
   instrument(app, registry);
   healthRoutes(app, ctx);
