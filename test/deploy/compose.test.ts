@@ -105,7 +105,7 @@ describe("docker-compose.yml", () => {
     };
     for (const [name, role] of Object.entries(roles)) {
       const s = services[name]!;
-      assert.equal(s.environment?.["LLMGW_NATS_CREDS"], `${dir}/${role}.creds`, `${name}'s credentials`);
+      assert.equal(s.environment?.["LLMGW_NATS_CREDS"], `${dir}/${role}.nk`, `${name}'s credentials`);
       assert.ok(
         (s.volumes ?? []).some((v) => v === `nats-auth:${dir}:ro`),
         `${name} does not mount the credentials (read-only)`,
