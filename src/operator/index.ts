@@ -8,7 +8,14 @@ export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
 export { ROLES, type Role } from "./roles.js";
 export type { RolloutView } from "./rollouts-view.js";
-export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
+export {
+  type ApiOptions,
+  type ApiServer,
+  type ApiTls,
+  checkAuth,
+  parseApiLimits,
+  startApi,
+} from "./server.js";
 export {
   type ApiToken,
   newToken,

@@ -63,11 +63,19 @@ export interface ApiOptions {
   uiDir?: string;
   /** Connection caps, timeouts and size limits of the listener (defaults in docs/operator-api.md). */
   limits?: Http1LimitsInput;
+  /** Serve HTTPS with this certificate and key (PEM); plain HTTP without. */
+  tls?: ApiTls;
+}
+
+/** The API's own certificate and key (PEM), as `--tls-cert` and `--tls-key` name them. */
+export interface ApiTls {
+  cert: string | Buffer;
+  key: string | Buffer;
 }
 
 export interface ApiServer {
   readonly app: FastifyInstance;
-  /** Base URL, e.g. http://127.0.0.1:8080 */
+  /** Base URL, e.g. http://127.0.0.1:8080 (https:// with TLS) */
   readonly url: string;
   readonly runtime: ProjectionRuntime<FleetState>;
   readonly registry: Registry;
@@ -133,6 +141,14 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     }),
   };
 
+  const scheme = opts.tls ? "https" : "http";
+  const serverOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    maxHeaderSize: limits.maxHeaderBytes,
+    // How often those deadlines are checked (Node's default is 30 s).
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
   const app = Fastify({
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
     bodyLimit: limits.bodyLimitBytes,
@@ -143,13 +159,10 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
-    http: {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      maxHeaderSize: limits.maxHeaderBytes,
-      // How often those deadlines are checked (Node's default is 30 s).
-      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
-    },
+    // fastify hands `https` (not `http`) to the server it makes: the same deadlines go in both.
+    ...(opts.tls
+      ? { https: { ...serverOptions, cert: opts.tls.cert, key: opts.tls.key } }
+      : { http: serverOptions }),
     // Ids are validated by the routes with messages that say what is allowed;
     // the router's own limit only stops absurd segments, with the API's error shape.
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
@@ -168,7 +181,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
   installErrorHandlers(app);
-  if (opts.auth.kind === "dev") installSiteGuard(app, "http");
+  if (opts.auth.kind === "dev") installSiteGuard(app, scheme);
   installAuth(app, opts.auth);
   instrument(app, registry);
   healthRoutes(app, ctx);
@@ -204,8 +217,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const addr = app.server.address();
   const port = typeof addr === "object" && addr ? addr.port : opts.port;
   const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
-  const url = `http://${host}:${port}`;
-  logger.info({ url, auth: opts.auth.kind }, `operator API listening on ${url}`);
+  const url = `${scheme}://${host}:${port}`;
+  logger.info({ url, auth: opts.auth.kind, tls: opts.tls !== undefined }, `operator API listening on ${url}`);
 
   return {
     app,

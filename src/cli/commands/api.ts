@@ -1,9 +1,12 @@
 /** `llmgw api`: serve the operator HTTP API and UI. */
+import { readFileSync } from "node:fs";
+import { createSecureContext } from "node:tls";
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
 import { stringify as stringifyYaml } from "yaml";
 import { defaultMaxConnections, type Http1LimitsInput } from "../../connection-guard/index.js";
 import {
+  type ApiTls,
   type ApiToken,
   type AuthMode,
   adminTokenEntry,
@@ -41,6 +44,8 @@ interface ApiCommandFlags extends NatsSecurityFlags {
   token?: string;
   tokens?: string;
   dev?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -83,6 +88,31 @@ function limitsFrom(f: ApiCommandFlags): Http1LimitsInput {
   return limits;
 }
 
+/** The certificate and key of `--tls-cert`/`--tls-key`, read and checked (a pair, PEM, matching) before anything starts. */
+export function apiTlsFrom(f: { tlsCert?: string; tlsKey?: string }): ApiTls | undefined {
+  if (f.tlsCert === undefined && f.tlsKey === undefined) return undefined;
+  if (f.tlsCert === undefined || f.tlsKey === undefined) {
+    throw new CliError("--tls-cert and --tls-key go together: give both (HTTPS) or neither (plain HTTP)");
+  }
+  const read = (flag: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new CliError(`${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const tls = { cert: read("--tls-cert", f.tlsCert), key: read("--tls-key", f.tlsKey) };
+  try {
+    // Refuses unparsable PEM and a key that is not the certificate's.
+    createSecureContext(tls);
+  } catch (err) {
+    throw new CliError(
+      `--tls-cert ${f.tlsCert} and --tls-key ${f.tlsKey} cannot be used together: ${(err as Error).message}`,
+    );
+  }
+  return tls;
+}
+
 /** HOST:PORT, with IPv6 hosts in brackets. */
 export function parseListen(value: string): { host: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
@@ -102,7 +132,10 @@ export function registerApi(program: Command): void {
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
-      new Option("--listen <host:port>", "address to listen on")
+      new Option(
+        "--listen <host:port>",
+        "address to listen on (loopback unless told otherwise; another address needs --token or --tokens)",
+      )
         .env("LLMGW_API_LISTEN")
         .default("127.0.0.1:8080"),
     )
@@ -117,7 +150,16 @@ export function registerApi(program: Command): void {
         "YAML or JSON list of {name, role, sha256} (roles viewer, operator, admin; re-read when it changes); with --token, both work",
       ).env("LLMGW_API_TOKENS"),
     )
-    .option("--dev", 'development: no token, loopback only (recorded as operator "dev")')
+    .option(
+      "--dev",
+      'development: no token, loopback only (recorded as operator "dev"); only requests for a loopback Host from the API\'s own pages, writes with a JSON body',
+    )
+    .addOption(
+      new Option("--tls-cert <file>", "serve HTTPS with this certificate (PEM), with --tls-key").env(
+        "LLMGW_API_TLS_CERT",
+      ),
+    )
+    .addOption(new Option("--tls-key <file>", "key of --tls-cert (PEM)").env("LLMGW_API_TLS_KEY"))
     .addOption(streamOption())
     .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
@@ -158,6 +200,7 @@ export function registerApi(program: Command): void {
     .action(async (flags: ApiCommandFlags) => {
       const { host, port } = parseListen(flags.listen);
       const limits = limitsFrom(flags);
+      const tls = apiTlsFrom(flags);
       if (!flags.dev && !flags.token && !flags.tokens) {
         throw new CliError(
           "llmgw api needs --tokens FILE or --token (or LLMGW_API_TOKENS, LLMGW_API_TOKEN), or --dev on a loopback address",
@@ -190,6 +233,7 @@ export function registerApi(program: Command): void {
           auth,
           logger,
           limits,
+          ...(tls ? { tls } : {}),
           ...(historySnapshots ? { historySnapshots } : {}),
         });
       } catch (err) {
