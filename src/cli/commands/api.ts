@@ -1,5 +1,6 @@
 /** `llmgw api`: serve the operator HTTP API and UI. */
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { createSecureContext } from "node:tls";
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
@@ -28,6 +29,7 @@ import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import {
   CliError,
   connectionCapOptions,
+  EXIT,
   intOption,
   type NatsSecurityFlags,
   prefixOption,
@@ -273,8 +275,48 @@ function authFrom(flags: ApiCommandFlags, logger: Logger): { auth: AuthMode; sto
   return { auth: { kind: "tokens", tokens: table }, stopWatching };
 }
 
-/** `llmgw api new-token` and `llmgw api token-hash`: entries for a tokens file. */
+/** The files `llmgw api init-token` writes into its directory. */
+export function initTokenFiles(dir: string, name: string) {
+  return { tokens: join(dir, "tokens.yaml"), token: join(dir, `${name}.token`) };
+}
+
+/**
+ * `llmgw api init-token`: a deployment's first admin token, made on its
+ * first start and kept afterwards (compose runs it before the API), so no
+ * deployment starts with a token everyone knows.
+ */
+function initToken(flags: { dir: string; name: string }): void {
+  const files = initTokenFiles(flags.dir, flags.name);
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  if (existsSync(files.tokens)) {
+    out(`kept the API tokens file ${files.tokens}`);
+    if (existsSync(files.token)) out(`the ${flags.name} token made on the first start is in ${files.token}`);
+    return;
+  }
+  const token = newToken();
+  const entry = checkedEntry({ name: flags.name, role: "admin", sha256: tokenSha256(token) });
+  try {
+    mkdirSync(flags.dir, { recursive: true, mode: 0o700 });
+    // The token first: a tokens file without its token would be kept by the next start, and the token lost.
+    writeFileSync(files.token, `${token}\n`, { mode: 0o600 });
+    writeFileSync(files.tokens, stringifyYaml([entry]), { mode: 0o644 });
+  } catch (err) {
+    throw new CliError(`cannot write into ${flags.dir}: ${(err as Error).message}`, EXIT.failure);
+  }
+  out(`made an admin token named ${flags.name}: it is in ${files.token} (mode 0600, shown nowhere else)`);
+  out(`the API reads its hash from ${files.tokens} (--tokens); add more tokens there (llmgw api new-token)`);
+}
+
+/** `llmgw api new-token`, `init-token` and `token-hash`: entries for a tokens file. */
 function registerTokenCommands(api: Command): void {
+  api
+    .command("init-token")
+    .description(
+      "first start of a deployment: make an admin token, write it to DIR/<name>.token (0600) and its hash to DIR/tokens.yaml; kept when tokens.yaml exists",
+    )
+    .requiredOption("--dir <dir>", "directory of the tokens file and the token")
+    .option("--name <name>", "the token's name: the operator the log records for its writes", "admin")
+    .action(initToken);
   api
     .command("new-token")
     .description("print a new random token (once: it is not stored) and its entry for the --tokens file")
