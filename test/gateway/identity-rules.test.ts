@@ -38,11 +38,16 @@ describe("duplicate identity rules", () => {
     assert.equal(isLive(local({ sessionId: "" }), HB_TIMEOUT), false, "not opened");
   });
 
-  it("only another, live agent process is a holder; the same process or one without an id takes over", () => {
+  it("only another, live agent process is a holder; the same process takes over, one without an id only from a holder without one", () => {
     const live = [local()];
     assert.equal(liveHolder("second", live, undefined, "gw", HB_TIMEOUT)?.where, "local");
     assert.equal(liveHolder("first", live, undefined, "gw", HB_TIMEOUT), undefined, "same process");
-    assert.equal(liveHolder("", live, undefined, "gw", HB_TIMEOUT), undefined, "newcomer without an id");
+    assert.equal(
+      liveHolder("", live, undefined, "gw", HB_TIMEOUT)?.instanceId,
+      "first",
+      "a newcomer without an id never takes over a holder with one",
+    );
+    assert.equal(liveHolder("", [local({ instanceId: "" })], undefined, "gw", HB_TIMEOUT), undefined);
     assert.equal(liveHolder("second", [local({ instanceId: "" })], undefined, "gw", HB_TIMEOUT), undefined);
     assert.equal(
       liveHolder("second", [local({ silentForMs: 60_000 })], undefined, "gw", HB_TIMEOUT),
@@ -58,6 +63,7 @@ describe("duplicate identity rules", () => {
     };
     const remote = liveHolder("second", [], logged, "gw-b", HB_TIMEOUT);
     assert.deepEqual(remote, { where: "remote", ...logged });
+    assert.deepEqual(liveHolder("", [], logged, "gw-b", HB_TIMEOUT), { where: "remote", ...logged });
     assert.equal(liveHolder("second", [], { ...logged, closed: true }, "gw-b", HB_TIMEOUT), undefined);
     assert.equal(
       liveHolder("second", [], logged, "gw-a", HB_TIMEOUT),
