@@ -3,7 +3,13 @@ import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { DuplicateReports, isLive, type LocalSession, liveHolder } from "../../src/gateway/duplicates.js";
 import { SessionRegistry } from "../../src/gateway/registry.js";
-import { cnKey, normalizeSerial, parseRevocationKey, serialKey } from "../../src/gateway/revocation-keys.js";
+import {
+  cnKey,
+  normalizeSerial,
+  parseRevocationKey,
+  readRevocationValue,
+  serialKey,
+} from "../../src/gateway/revocation-keys.js";
 import { SessionsWatch } from "../../src/gateway/sessions-watch.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit, LogRecord } from "../../src/log/index.js";
@@ -134,6 +140,26 @@ describe("revocation keys", () => {
     assert.deepEqual(parseRevocationKey("serial-a1b2c"), { kind: "serial", serial: "a1b2c" });
     assert.equal(parseRevocationKey("serial-1f") === parseRevocationKey("cn-serial-1f"), false);
     assert.equal(parseRevocationKey("something-else"), undefined);
+  });
+
+  it("takes a value only when it parses and names the key's CN or serial", () => {
+    const v = { reason: "r", revokedAtMs: 1, by: "ops" };
+    const cn = { kind: "cn", cn: "gpu-1.dc1" } as const;
+    const serial = { kind: "serial", serial: "a1b2c" } as const;
+    assert.equal(readRevocationValue(cn, { ...v, cn: "gpu-1.dc1" }).ok, true);
+    assert.equal(readRevocationValue(serial, { ...v, cn: "gpu-1", serial: "0A:1B:2C" }).ok, true);
+    for (const [target, value] of [
+      [cn, { ...v, cn: "gpu-2" }],
+      [cn, "gpu-1.dc1"],
+      [cn, { cn: "gpu-1.dc1" }],
+      [serial, { ...v, cn: "gpu-1" }],
+      [serial, { ...v, cn: "gpu-1", serial: "a1b2d" }],
+      [serial, { ...v, cn: "gpu-1", serial: "not hex" }],
+    ] as const) {
+      const r = readRevocationValue(target, value);
+      assert.equal(r.ok, false, JSON.stringify(value));
+      assert.ok(!r.ok && r.why.length > 0);
+    }
     assert.equal(parseRevocationKey("cn-A_B"), undefined);
   });
 });
