@@ -16,6 +16,7 @@ export {
   parseApiLimits,
   startApi,
 } from "./server.js";
+export { TOKEN_RULE, weakTokenReason } from "./token-strength.js";
 export {
   type ApiToken,
   newToken,

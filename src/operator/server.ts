@@ -36,6 +36,7 @@ import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
 import { whatIfRoutes } from "./routes/what-if.js";
 import { installSiteGuard } from "./site-guard.js";
+import { weakTokenReason } from "./token-strength.js";
 
 /** Longest path segment the router matches at all. */
 const MAX_PATH_SEGMENT = 256;
@@ -91,8 +92,9 @@ export function checkAuth(host: string, auth: AuthMode): void {
       `development mode (no token) listens on loopback only, not ${host}; use --listen 127.0.0.1:PORT or give a --token`,
     );
   }
-  if (auth.kind === "token" && auth.token.length < 8) {
-    throw new RangeError("the API token must be at least 8 characters");
+  if (auth.kind === "token") {
+    const weak = weakTokenReason(auth.token);
+    if (weak !== undefined) throw new RangeError(`the API token (--token) is too weak: ${weak}`);
   }
   if (auth.kind === "tokens" && auth.tokens.size === 0) {
     throw new RangeError("the API needs at least one token");

@@ -23,6 +23,7 @@ import {
   tokenEntrySchema,
   tokenSha256,
   watchTokensFile,
+  weakTokenReason,
 } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
@@ -142,9 +143,10 @@ export function registerApi(program: Command): void {
         .default("127.0.0.1:8080"),
     )
     .addOption(
-      new Option("--token <token>", 'one bearer token with the admin role, recorded as operator "admin"').env(
-        "LLMGW_API_TOKEN",
-      ),
+      new Option(
+        "--token <token>",
+        'one bearer token with the admin role, recorded as operator "admin" (at least 32 characters, not guessable: llmgw api new-token makes one)',
+      ).env("LLMGW_API_TOKEN"),
     )
     .addOption(
       new Option(
@@ -261,6 +263,10 @@ export function registerApi(program: Command): void {
 function authFrom(flags: ApiCommandFlags, logger: Logger): { auth: AuthMode; stopWatching(): void } {
   if (flags.dev) return { auth: { kind: "dev" }, stopWatching: () => {} };
   if (!flags.tokens) return { auth: { kind: "token", token: flags.token ?? "" }, stopWatching: () => {} };
+  if (flags.token) {
+    const weak = weakTokenReason(flags.token);
+    if (weak !== undefined) throw new CliError(`--token (LLMGW_API_TOKEN) is too weak: ${weak}`);
+  }
   const extra: ApiToken[] = flags.token ? [adminTokenEntry(flags.token)] : [];
   let tokens: ApiToken[];
   try {
@@ -332,7 +338,9 @@ function registerTokenCommands(api: Command): void {
     });
   api
     .command("token-hash")
-    .description("read a token from stdin and print its sha256 as a tokens file stores it")
+    .description(
+      "read a token from stdin and print its sha256 as a tokens file stores it (a weak token is refused: at least 32 characters, not guessable)",
+    )
     .action(async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -340,8 +348,8 @@ function registerTokenCommands(api: Command): void {
       const token = Buffer.concat(chunks)
         .toString("utf8")
         .replace(/\r?\n$/, "");
-      if (token.length < 8)
-        throw new CliError("token-hash: the token on stdin must be at least 8 characters");
+      const weak = weakTokenReason(token);
+      if (weak !== undefined) throw new CliError(`token-hash: the token on stdin is too weak: ${weak}`);
       process.stdout.write(`${tokenSha256(token)}\n`);
     });
 }
