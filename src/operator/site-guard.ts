@@ -20,6 +20,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { isLoopbackHost } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { YAML_TYPES } from "./routes/catalog.js";
 
 /** Methods that change something; each needs a body type a page cannot send cross-site. */
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -27,11 +28,10 @@ const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /** Media types every write may use. */
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
 /** The catalog is also written as YAML (`llmgw catalog apply -f catalog.yaml`). */
-const YAML_TYPES = new Set(["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"]);
 const YAML_ROUTES = new Set(["/v1/catalog"]);
 
 /** The host name of a `Host` header (`name[:port]` or `[v6]:port`), lower-case, brackets dropped; undefined if malformed. */
-export function hostNameOf(hostHeader: string): string | undefined {
+function hostNameOf(hostHeader: string): string | undefined {
   const m = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/i.exec(hostHeader.trim());
   const name = m?.[1] ?? m?.[2];
   return name?.toLowerCase();
@@ -82,7 +82,7 @@ export function siteCheck(
     const allowed =
       type !== undefined &&
       (JSON_TYPE.test(type) ||
-        (req.routeUrl !== undefined && YAML_ROUTES.has(req.routeUrl) && YAML_TYPES.has(type)));
+        (req.routeUrl !== undefined && YAML_ROUTES.has(req.routeUrl) && YAML_TYPES.includes(type)));
     if (!allowed) {
       return new ApiError(
         415,
