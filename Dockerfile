@@ -24,10 +24,11 @@ COPY examples ./examples
 COPY scripts/ensure-nats-server ./scripts/ensure-nats-server
 COPY --from=build /build/dist/src ./dist/src
 COPY --from=build /build/dist/ui ./dist/ui
-# The mount point of the NATS credentials volume, owned by the image's user:
-# a fresh named volume takes this ownership, so `llmgw nats-auth init` run
-# as that user can write the seeds (mode 0600) that the services read.
-RUN mkdir /nats-auth && chown 1000:1000 /nats-auth
+# The mount points of the NATS credentials and API token volumes, owned by
+# the image's user: a fresh named volume takes this ownership, so
+# `llmgw nats-auth init` and `llmgw api init-token` run as that user can
+# write the seeds and the token (mode 0600) that the services read.
+RUN mkdir /nats-auth /api-auth && chown 1000:1000 /nats-auth /api-auth
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can
 # verify it is not root.
 USER 1000:1000

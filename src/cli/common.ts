@@ -49,7 +49,7 @@ export function natsSecurityOptions(): Option[] {
   return [
     new Option(
       "--nats-creds <file>",
-      "NATS credentials of this process's role (written by llmgw nats-auth init; a JWT .creds file also works)",
+      "NATS credentials of this process's role: its NKEY seed file (<role>.nk, written by llmgw nats-auth init) or a user JWT .creds file",
     ).env("LLMGW_NATS_CREDS"),
     new Option("--nats-ca <file>", "CA that signs the NATS server's certificate (PEM): TLS to NATS").env(
       "LLMGW_NATS_CA",

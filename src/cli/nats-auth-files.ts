@@ -1,17 +1,25 @@
 /**
  * Writes the NATS authentication of a deployment into one directory: the
- * server's `auth.conf` and one `<role>.creds` per role with a fresh NKEY
- * user each. Seeds are written mode 0600. Existing files are kept unless
- * `force` (a new run makes new keys: every process then needs its new file).
+ * server's `auth.conf` and one `<role>.nk` per role with a fresh NKEY user
+ * each: an NKEY seed file, as `nats --nkey` reads it (a `.creds` file is
+ * a user JWT and seed; these users have no JWT). Seeds are written mode
+ * 0600. Existing files are kept unless `force` (a new run makes new keys:
+ * every process then needs its new file).
+ *
+ * Earlier versions named the seed files `<role>.creds`. Such a file (a seed
+ * with no JWT in it) is renamed to `<role>.nk` first, keeping its key, so a
+ * deployment's start-up step and `llmgw dev` carry on with the same users.
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createUser } from "@nats-io/nkeys";
 import {
-  formatSeedCredentials,
+  formatNkeySeedFile,
+  holdsUserJwt,
   NATS_ROLES,
   type NatsLayout,
   type NatsRole,
+  NKEY_SEED_EXTENSION,
   renderServerAuth,
 } from "../log/index.js";
 import { CliError, EXIT } from "./common.js";
@@ -19,17 +27,41 @@ import { CliError, EXIT } from "./common.js";
 export interface NatsAuthFiles {
   /** The file nats-server includes. */
   serverConfig: string;
-  creds: Record<NatsRole, string>;
+  /** Each role's NKEY seed file (`<role>.nk`): `--nats-creds` of that role's processes, `nats --nkey` for NATS's own tool. */
+  nkeys: Record<NatsRole, string>;
 }
 
 export function natsAuthFiles(dir: string): NatsAuthFiles {
   return {
     serverConfig: join(dir, "auth.conf"),
-    creds: Object.fromEntries(NATS_ROLES.map((r) => [r, join(dir, `${r}.creds`)])) as Record<
+    nkeys: Object.fromEntries(NATS_ROLES.map((r) => [r, join(dir, `${r}${NKEY_SEED_EXTENSION}`)])) as Record<
       NatsRole,
       string
     >,
   };
+}
+
+/**
+ * Renames the seed files earlier versions wrote as `<role>.creds` to
+ * `<role>.nk` (a `.creds` file holding a JWT is someone else's and stays).
+ * Returns the files renamed.
+ */
+export function renameLegacySeedFiles(dir: string): string[] {
+  const renamed: string[] = [];
+  const files = natsAuthFiles(dir);
+  for (const role of NATS_ROLES) {
+    const legacy = join(dir, `${role}.creds`);
+    const target = files.nkeys[role];
+    if (!existsSync(legacy) || existsSync(target)) continue;
+    try {
+      if (holdsUserJwt(readFileSync(legacy, "utf8"))) continue;
+      renameSync(legacy, target);
+    } catch (err) {
+      throw new CliError(`cannot rename ${legacy} to ${target}: ${(err as Error).message}`, EXIT.failure);
+    }
+    renamed.push(target);
+  }
+  return renamed;
 }
 
 /**
@@ -42,16 +74,17 @@ export function writeNatsAuth(
   dir: string,
   layout: NatsLayout,
   opts: { force: boolean; keepExisting?: boolean },
-): NatsAuthFiles & { written: boolean } {
+): NatsAuthFiles & { written: boolean; renamed: string[] } {
+  const renamed = existsSync(dir) ? renameLegacySeedFiles(dir) : [];
   const files = natsAuthFiles(dir);
-  const all = [files.serverConfig, ...Object.values(files.creds)];
+  const all = [files.serverConfig, ...Object.values(files.nkeys)];
   const present = all.filter((f) => existsSync(f));
   if (!opts.force && opts.keepExisting === true && present.length === all.length) {
-    return { ...files, written: false };
+    return { ...files, written: false, renamed };
   }
   if (present.length > 0 && !opts.force) {
     throw new CliError(
-      `${present.join(", ")} already exist${present.length === 1 ? "s" : ""}: keeping them (--force writes new keys; every process then needs its new credentials)`,
+      `${present.join(", ")} already exist${present.length === 1 ? "s" : ""}: keeping them (--force writes new keys; every process then needs its new seed file)`,
       EXIT.usage,
     );
   }
@@ -60,16 +93,12 @@ export function writeNatsAuth(
     const kp = createUser();
     const seed = new TextDecoder().decode(kp.getSeed());
     const publicKey = kp.getPublicKey();
-    write(
-      files.creds[role],
-      formatSeedCredentials(seed, `llmgw NATS credentials, role ${role}, user ${publicKey}`),
-      0o600,
-    );
+    write(files.nkeys[role], formatNkeySeedFile(seed, `llmgw role ${role}, user ${publicKey}`), 0o600);
     return { role, publicKey };
   });
   // Public keys and permissions only: readable by the server's user.
   write(files.serverConfig, renderServerAuth(users, layout), 0o644);
-  return { ...files, written: true };
+  return { ...files, written: true, renamed };
 }
 
 function write(file: string, text: string, mode: number): void {

@@ -23,7 +23,7 @@ import { natsAuthFiles } from "./nats-auth-files.js";
  */
 export function readerSecurityFrom(flags: NatsSecurityFlags & { nats: string }): NatsSecurity {
   if (flags.natsCreds === undefined && flags.nats === DEFAULT_NATS_URL) {
-    const devReader = natsAuthFiles(devCredsDir(DEFAULT_DEV_DATA_DIR)).creds.reader;
+    const devReader = natsAuthFiles(devCredsDir(DEFAULT_DEV_DATA_DIR)).nkeys.reader;
     if (existsSync(devReader)) return natsSecurityFrom({ ...flags, natsCreds: devReader });
   }
   return natsSecurityFrom(flags);

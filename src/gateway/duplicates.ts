@@ -7,8 +7,12 @@
  *
  * - another process: the registrations' `instance_id`s differ. The same
  *   process reconnecting (its old stream looked dead from its side) carries
- *   the same id and takes over, as does an agent that sends none (built
- *   before the id existed);
+ *   the same id and takes over. A newcomer that sends no id (built before
+ *   the id existed, or a copied certificate whose holder leaves it out) is
+ *   another process than a live holder that has one: it never takes over,
+ *   else leaving the id out would skip the check. Between two sessions
+ *   without an id nothing tells the processes apart, so the newcomer takes
+ *   over, as before the id existed;
  * - live, on this gateway: its stream is open, not closing, and its last
  *   message came within twice the longest gap between its messages so far
  *   (at least 1 s; the heartbeat timeout before it has sent two). An agent
@@ -63,7 +67,11 @@ export function isLive(s: LocalSession, heartbeatTimeoutMs: number): boolean {
   return s.silentForMs < window;
 }
 
-/** The live session of another agent process that `instanceId` collides with, if any. */
+/**
+ * The live session of another agent process that `instanceId` collides with,
+ * if any. A holder with an id is another process than any newcomer with
+ * another id, no id ("") included; a holder without one is nobody's.
+ */
 export function liveHolder(
   instanceId: string,
   local: readonly LocalSession[],
@@ -71,7 +79,6 @@ export function liveHolder(
   ownGatewayId: string,
   heartbeatTimeoutMs: number,
 ): Holder | undefined {
-  if (instanceId === "") return undefined;
   const other = (id: string) => id !== "" && id !== instanceId;
   for (const s of local) {
     if (other(s.instanceId) && isLive(s, heartbeatTimeoutMs)) {

@@ -17,7 +17,7 @@ import { peerSerial } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { Publisher } from "./publisher.js";
 import type { SessionRegistry } from "./registry.js";
-import { type RevocationHit, RevocationWatch } from "./revocations.js";
+import { REVOCATION_RETRY_MS, type RevocationHit, RevocationWatch } from "./revocations.js";
 import type { AgentServerTls } from "./server.js";
 import type { AgentSession, Refusal } from "./session.js";
 import type { SessionsWatch } from "./sessions-watch.js";
@@ -58,8 +58,13 @@ export class GatewayIdentity {
       { bucket: config.revokedBucket, replicas: config.streamReplicas },
       logger,
       (hit) => this.#revoked(hit),
-      (n) => metrics.revokedIdentities.set(n),
+      {
+        onSize: (n) => metrics.revokedIdentities.set(n),
+        onKnown: (known) => metrics.revocationStateKnown.set(known ? 1 : 0),
+        onIgnored: () => metrics.revocationEntriesIgnored.inc(),
+      },
     );
+    metrics.revocationStateKnown.set(0);
     await this.#revocations.start();
     if (!config.tlsFiles) return config.tls;
     const paths = { cert: config.tlsFiles.cert, key: config.tlsFiles.key, ca: config.tlsFiles.clientCa };
@@ -106,6 +111,15 @@ export class GatewayIdentity {
 
   /** Whether `s`, whose Register was just read, may open its session. */
   admit(s: AgentSession): Refusal | undefined {
+    if (this.#revocations && !this.#revocations.known) {
+      // Fail closed: a session admitted now could be one a revocation we cannot read keeps out.
+      this.host.metrics.revocationUnknownRefusals.inc();
+      return {
+        code: Code.Unavailable,
+        detail: `gateway ${this.host.config.id} cannot read its revocation bucket ${this.host.config.revokedBucket} yet, so it admits no new session; reconnect after ${REVOCATION_RETRY_MS} ms`,
+        retryAfterMs: REVOCATION_RETRY_MS,
+      };
+    }
     const hit = this.#revocations?.find(s.nodeId, peerSerial(s.peer));
     if (hit) {
       this.host.metrics.revocationsApplied.inc({ action: "refused" });

@@ -29,6 +29,21 @@ export class GatewayMetrics {
     labelNames: ["action"] as const,
     registers: [this.registry],
   });
+  readonly revocationStateKnown = new Gauge({
+    name: "llmgw_gateway_revocation_state_known",
+    help: "1 while this gateway knows the revocations in force (the bucket was read and is watched); 0 while it does not, and refuses new sessions",
+    registers: [this.registry],
+  });
+  readonly revocationUnknownRefusals = new Counter({
+    name: "llmgw_gateway_revocation_unknown_refusals_total",
+    help: "Registrations refused (Unavailable) because the revocation state was not known",
+    registers: [this.registry],
+  });
+  readonly revocationEntriesIgnored = new Counter({
+    name: "llmgw_gateway_revocation_entries_ignored_total",
+    help: "Revocation bucket entries not applied: a key or value that does not parse, or a value that does not name its key's CN or serial",
+    registers: [this.registry],
+  });
   readonly duplicateIdentity = new Counter({
     name: "llmgw_gateway_duplicate_identity_total",
     help: "Streams told to back off because another agent process holds a live session of their node, by where that session is (local: this gateway, remote: another)",

@@ -65,6 +65,52 @@ export function parseRevocationKey(
   return undefined;
 }
 
+/** What a key revokes, as parseRevocationKey reads it. */
+export type RevocationTarget = NonNullable<ReturnType<typeof parseRevocationKey>>;
+
+/**
+ * The value of key `target` as a revocation, or why it is not one: it must
+ * parse, and name the key's CN (a `cn-` key) or serial (a `serial-` key).
+ * A value that does not is not applied, so a stray or forged write cannot
+ * revoke by its key alone.
+ */
+export function readRevocationValue(
+  target: RevocationTarget,
+  value: unknown,
+): { ok: true; entry: Revocation } | { ok: false; why: string } {
+  const parsed = RevocationSchema.safeParse(value);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    return {
+      ok: false,
+      why: `the value is not a revocation (${first ? `${first.path.join(".") || "value"}: ${first.message}` : "invalid"})`,
+    };
+  }
+  const entry = parsed.data;
+  switch (target.kind) {
+    case "cn":
+      return entry.cn === target.cn
+        ? { ok: true, entry }
+        : {
+            ok: false,
+            why: `the value names CN ${JSON.stringify(entry.cn)}, the key ${JSON.stringify(target.cn)}`,
+          };
+    case "serial": {
+      const serial = entry.serial === undefined ? undefined : normalizeSerial(entry.serial);
+      return serial === target.serial
+        ? { ok: true, entry }
+        : {
+            ok: false,
+            why: `the value names serial ${JSON.stringify(entry.serial ?? "")}, the key ${JSON.stringify(target.serial)}`,
+          };
+    }
+    default: {
+      const never: never = target;
+      return never;
+    }
+  }
+}
+
 /** The value of a key: for operators, and the reason an agent is told. */
 export const RevocationSchema = z.object({
   cn: z.string(),

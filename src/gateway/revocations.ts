@@ -6,6 +6,11 @@
  * (`llmgw revoke`) writes it. A bucket that does not exist yet means nothing
  * is revoked: it is created when this gateway may create it, and otherwise
  * looked for again until it appears.
+ *
+ * It fails closed: until the bucket has been read (or found absent), and
+ * again from a failed watch until it is read anew, the revocation state is
+ * unknown (`known` false), and the gateway refuses new sessions. A value is
+ * applied only when it parses and names its key's CN or serial.
  */
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
@@ -16,7 +21,7 @@ import {
   cnKey,
   parseRevocationKey,
   type Revocation,
-  RevocationSchema,
+  readRevocationValue,
   serialKey,
 } from "./revocation-keys.js";
 
@@ -33,10 +38,25 @@ export interface RevocationWatchOptions {
   retryMs?: number;
 }
 
+/** What the watch tells its gateway besides revocations. */
+export interface RevocationWatchEvents {
+  /** How many entries apply now. */
+  onSize?: (size: number) => void;
+  /** The revocation state became known (true) or unknown (false). */
+  onKnown?: (known: boolean) => void;
+  /** A value was not applied: it does not parse or does not name its key's CN or serial. */
+  onIgnored?: () => void;
+}
+
+/** Default pause before a missing bucket or a broken watch is tried again. */
+export const REVOCATION_RETRY_MS = 1_000;
+
 export class RevocationWatch {
   readonly #entries = new Map<string, Revocation>();
   readonly #stop = new AbortController();
   #watch: { stop(): void } | undefined;
+  /** Undefined until the first read ends either way: then the first change is logged too. */
+  #known: boolean | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -44,10 +64,32 @@ export class RevocationWatch {
     private readonly logger: Logger,
     /** A key was revoked (new or rewritten): cut off what it names. */
     private readonly onRevoked: (hit: RevocationHit) => void,
-    private readonly onSize: (size: number) => void = () => {},
+    private readonly events: RevocationWatchEvents = {},
   ) {}
 
-  /** Resolves once the bucket was read once (or found absent: nothing is revoked yet). */
+  /** Whether the revocations in force are known: the bucket was read (or is absent) and its watch is running. */
+  get known(): boolean {
+    return this.#known === true;
+  }
+
+  #setKnown(known: boolean, err?: unknown): void {
+    if (known === this.#known) return;
+    this.#known = known;
+    this.events.onKnown?.(known);
+    if (known) {
+      this.logger.info(
+        { bucket: this.opts.bucket },
+        "revocation state known: new sessions are admitted again",
+      );
+    } else {
+      this.logger.error(
+        { err: String(err), bucket: this.opts.bucket },
+        "revocation state unknown (the revocation bucket cannot be read): new sessions are refused (Unavailable) until it is read; open ones stay",
+      );
+    }
+  }
+
+  /** Resolves once the bucket was read once (or found absent: nothing is revoked yet), or could not be (then `known` is false). */
   start(): Promise<void> {
     let loaded!: () => void;
     const ready = new Promise<void>((resolve) => {
@@ -86,11 +128,13 @@ export class RevocationWatch {
 
   async #run(loaded: () => void): Promise<void> {
     let announced = false;
-    const retryMs = this.opts.retryMs ?? 1_000;
+    const retryMs = this.opts.retryMs ?? REVOCATION_RETRY_MS;
     while (!this.#stop.signal.aborted) {
       try {
         const kv = await this.#bucket();
         if (!kv) {
+          this.#replaceAll([]);
+          this.#setKnown(true);
           if (!announced) loaded();
           announced = true;
           await sleep(retryMs, this.#stop.signal);
@@ -100,20 +144,26 @@ export class RevocationWatch {
         this.#watch = w;
         if (this.#stop.signal.aborted) w.stop();
         // The listing after the watch started: nothing written in between is missed.
+        const listed: KvEntry[] = [];
         const keys = await kv.keys();
         for await (const k of keys) {
           const e = await kv.get(k);
-          if (e) this.#apply(e);
+          if (e) listed.push(e);
         }
+        this.#replaceAll(listed);
+        this.#setKnown(true);
         if (!announced) loaded();
         announced = true;
         for await (const e of w) this.#apply(e);
+        // A watch that ends by itself (not stopped) leaves the state unknown until read again.
+        if (!this.#stop.signal.aborted) throw new Error("the watch of the revocation bucket ended");
       } catch (err) {
         if (this.#stop.signal.aborted) break;
         this.logger.warn(
           { err: String(err), bucket: this.opts.bucket },
           "reading the revocation bucket failed; retrying (revocations known so far still apply)",
         );
+        this.#setKnown(false, err);
         if (!announced) loaded();
         announced = true;
         await sleep(retryMs, this.#stop.signal);
@@ -121,41 +171,60 @@ export class RevocationWatch {
     }
   }
 
+  /** The bucket as listed: every entry applied, and keys no longer there lifted. */
+  #replaceAll(listed: KvEntry[]): void {
+    const seen = new Set(listed.map((e) => e.key));
+    for (const key of [...this.#entries.keys()]) {
+      if (!seen.has(key)) {
+        this.#entries.delete(key);
+        this.logger.info({ key }, "revocation lifted");
+      }
+    }
+    for (const e of listed) this.#apply(e);
+    this.events.onSize?.(this.#entries.size);
+  }
+
   #apply(e: KvEntry): void {
     if (e.operation !== "PUT") {
       if (this.#entries.delete(e.key)) {
         this.logger.info({ key: e.key }, "revocation lifted");
-        this.onSize(this.#entries.size);
+        this.events.onSize?.(this.#entries.size);
       }
       return;
     }
     const target = parseRevocationKey(e.key);
     if (!target) {
-      this.logger.warn({ key: e.key, bucket: this.opts.bucket }, "revocation key not understood; ignored");
+      this.#ignore(e.key, "the key is not cn-<node id> or serial-<hex>");
       return;
     }
-    const entry = this.#entry(e, target);
+    let value: unknown;
+    try {
+      value = e.json();
+    } catch {
+      this.#ignore(e.key, "the value is not JSON");
+      return;
+    }
+    const read = readRevocationValue(target, value);
+    if (!read.ok) {
+      this.#ignore(e.key, read.why);
+      return;
+    }
+    const entry = read.entry;
     this.#entries.set(e.key, entry);
-    this.onSize(this.#entries.size);
+    this.events.onSize?.(this.#entries.size);
     this.logger.warn({ key: e.key, cn: entry.cn, reason: entry.reason, by: entry.by }, "identity revoked");
     this.onRevoked({ key: e.key, entry });
   }
 
-  /** The key decides what is revoked; an unreadable value still revokes it, with no reason. */
-  #entry(e: KvEntry, target: NonNullable<ReturnType<typeof parseRevocationKey>>): Revocation {
-    try {
-      const parsed = RevocationSchema.safeParse(e.json());
-      if (parsed.success) return parsed.data;
-    } catch {
-      // Not JSON: fall through.
-    }
-    return {
-      cn: target.kind === "cn" ? target.cn : "",
-      ...(target.kind === "serial" ? { serial: target.serial } : {}),
-      reason: "",
-      revokedAtMs: e.created.getTime(),
-      by: "",
-    };
+  /** A value that is not applied; one that replaced a revocation of its key lifts it (the key holds no revocation now). */
+  #ignore(key: string, why: string): void {
+    const lifted = this.#entries.delete(key);
+    if (lifted) this.events.onSize?.(this.#entries.size);
+    this.events.onIgnored?.();
+    this.logger.warn(
+      { key, bucket: this.opts.bucket, why, lifted },
+      "revocation entry not applied: its value must be JSON {cn, serial?, reason, revokedAtMs, by} naming the key's CN or serial (llmgw revoke writes it)",
+    );
   }
 
   async #bucket(): Promise<KV | null> {

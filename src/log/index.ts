@@ -17,9 +17,11 @@ export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host
 export { Log, type OpenLogOptions, openLog } from "./log.js";
 export {
   authenticatorFromCredentials,
-  formatSeedCredentials,
+  formatNkeySeedFile,
+  holdsUserJwt,
   NatsCredentialsError,
   type NatsSecurity,
+  NKEY_SEED_EXTENSION,
 } from "./nats-credentials.js";
 export {
   DEFAULT_BUCKETS,

@@ -1,7 +1,7 @@
 /**
  * The `authorization` block of nats-server's configuration for llmgw's
  * roles: one NKEY user per role (only its public key is in the file; the
- * seed stays in the role's credentials file) with the role's permissions.
+ * seed stays in the role's `.nk` seed file) with the role's permissions.
  * Pure text; `llmgw nats-auth init` writes it.
  */
 import { type NatsLayout, type NatsRole, rolePermissions } from "./nats-permissions.js";
@@ -19,7 +19,7 @@ export function renderServerAuth(users: RoleUser[], layout: NatsLayout): string 
     `[\n${xs.map((x) => `${indent}  ${q(x)}`).join("\n")}\n${indent}]`;
   const lines = [
     "# llmgw NATS users, one per role (llmgw nats-auth init). Public keys only: the",
-    "# seeds are in the <role>.creds files. Include this file from nats-server.conf:",
+    "# seeds are in the <role>.nk files. Include this file from nats-server.conf:",
     '#   include "auth.conf"',
     `# stream ${layout.stream}, subjects ${layout.prefix}.>, buckets ${Object.values(layout.buckets).join(", ")}`,
     "authorization {",

@@ -8,7 +8,15 @@ export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
 export { ROLES, type Role } from "./roles.js";
 export type { RolloutView } from "./rollouts-view.js";
-export { type ApiOptions, type ApiServer, checkAuth, parseApiLimits, startApi } from "./server.js";
+export {
+  type ApiOptions,
+  type ApiServer,
+  type ApiTls,
+  checkAuth,
+  parseApiLimits,
+  startApi,
+} from "./server.js";
+export { TOKEN_RULE, weakTokenReason } from "./token-strength.js";
 export {
   type ApiToken,
   newToken,

@@ -35,6 +35,8 @@ import { rolloutRoutes } from "./routes/rollouts.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
 import { whatIfRoutes } from "./routes/what-if.js";
+import { installSiteGuard } from "./site-guard.js";
+import { weakTokenReason } from "./token-strength.js";
 
 /** Longest path segment the router matches at all. */
 const MAX_PATH_SEGMENT = 256;
@@ -62,11 +64,19 @@ export interface ApiOptions {
   uiDir?: string;
   /** Connection caps, timeouts and size limits of the listener (defaults in docs/operator-api.md). */
   limits?: Http1LimitsInput;
+  /** Serve HTTPS with this certificate and key (PEM); plain HTTP without. */
+  tls?: ApiTls;
+}
+
+/** The API's own certificate and key (PEM), as `--tls-cert` and `--tls-key` name them. */
+export interface ApiTls {
+  cert: string | Buffer;
+  key: string | Buffer;
 }
 
 export interface ApiServer {
   readonly app: FastifyInstance;
-  /** Base URL, e.g. http://127.0.0.1:8080 */
+  /** Base URL, e.g. http://127.0.0.1:8080 (https:// with TLS) */
   readonly url: string;
   readonly runtime: ProjectionRuntime<FleetState>;
   readonly registry: Registry;
@@ -82,8 +92,9 @@ export function checkAuth(host: string, auth: AuthMode): void {
       `development mode (no token) listens on loopback only, not ${host}; use --listen 127.0.0.1:PORT or give a --token`,
     );
   }
-  if (auth.kind === "token" && auth.token.length < 8) {
-    throw new RangeError("the API token must be at least 8 characters");
+  if (auth.kind === "token") {
+    const weak = weakTokenReason(auth.token);
+    if (weak !== undefined) throw new RangeError(`the API token (--token) is too weak: ${weak}`);
   }
   if (auth.kind === "tokens" && auth.tokens.size === 0) {
     throw new RangeError("the API needs at least one token");
@@ -132,6 +143,14 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     }),
   };
 
+  const scheme = opts.tls ? "https" : "http";
+  const serverOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    maxHeaderSize: limits.maxHeaderBytes,
+    // How often those deadlines are checked (Node's default is 30 s).
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
   const app = Fastify({
     loggerInstance: logger.child({}, { serializers: { req: requestForLog } }),
     bodyLimit: limits.bodyLimitBytes,
@@ -142,13 +161,10 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
-    http: {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      maxHeaderSize: limits.maxHeaderBytes,
-      // How often those deadlines are checked (Node's default is 30 s).
-      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
-    },
+    // fastify hands `https` (not `http`) to the server it makes: the same deadlines go in both.
+    ...(opts.tls
+      ? { https: { ...serverOptions, cert: opts.tls.cert, key: opts.tls.key } }
+      : { http: serverOptions }),
     // Ids are validated by the routes with messages that say what is allowed;
     // the router's own limit only stops absurd segments, with the API's error shape.
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
@@ -167,6 +183,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
   installErrorHandlers(app);
+  if (opts.auth.kind === "dev") installSiteGuard(app, scheme);
   installAuth(app, opts.auth);
   instrument(app, registry);
   healthRoutes(app, ctx);
@@ -202,8 +219,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const addr = app.server.address();
   const port = typeof addr === "object" && addr ? addr.port : opts.port;
   const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
-  const url = `http://${host}:${port}`;
-  logger.info({ url, auth: opts.auth.kind }, `operator API listening on ${url}`);
+  const url = `${scheme}://${host}:${port}`;
+  logger.info({ url, auth: opts.auth.kind, tls: opts.tls !== undefined }, `operator API listening on ${url}`);
 
   return {
     app,

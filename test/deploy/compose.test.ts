@@ -105,7 +105,7 @@ describe("docker-compose.yml", () => {
     };
     for (const [name, role] of Object.entries(roles)) {
       const s = services[name]!;
-      assert.equal(s.environment?.["LLMGW_NATS_CREDS"], `${dir}/${role}.creds`, `${name}'s credentials`);
+      assert.equal(s.environment?.["LLMGW_NATS_CREDS"], `${dir}/${role}.nk`, `${name}'s credentials`);
       assert.ok(
         (s.volumes ?? []).some((v) => v === `nats-auth:${dir}:ro`),
         `${name} does not mount the credentials (read-only)`,
@@ -115,6 +115,34 @@ describe("docker-compose.yml", () => {
       services["sim"]!.environment?.["LLMGW_NATS_CREDS"],
       undefined,
       "agents never get NATS credentials",
+    );
+  });
+
+  it("ships no API token: the first start makes one, the API reads only its hash, on the host's loopback", () => {
+    const { services } = load();
+    const raw = readFileSync(join(ROOT, "docker-compose.yml"), "utf8");
+    for (const [name, s] of Object.entries(services))
+      assert.equal(s.environment?.["LLMGW_API_TOKEN"], undefined, `${name} sets an API token`);
+    assert.doesNotMatch(raw, /LLMGW_API_TOKEN\b(?!S)/, "no LLMGW_API_TOKEN (with a default or not)");
+    const init = services["api-token"]?.command ?? [];
+    assert.deepEqual(init.slice(0, 2), ["api", "init-token"], "no api init-token service");
+    const dir = init[init.indexOf("--dir") + 1];
+    assert.ok(
+      (services["api-token"]!.volumes ?? []).some((v) => v === `api-auth:${dir}`),
+      "the token service writes into the api-auth volume",
+    );
+    const api = services["api"]!;
+    assert.equal(api.environment?.["LLMGW_API_TOKENS"], `${dir}/tokens.yaml`);
+    assert.ok((api.volumes ?? []).includes(`api-auth:${dir}:ro`), "the API mounts the tokens read-only");
+    assert.deepEqual((api.depends_on as Record<string, unknown> | undefined)?.["api-token"], {
+      condition: "service_completed_successfully",
+    });
+    assert.deepEqual(api.ports, ["127.0.0.1:8080:8080"], "the API is published on loopback only");
+    const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
+    assert.match(
+      dockerfile,
+      /chown 1000:1000 .*\/api-auth/,
+      "the image's user owns the token volume's mount point",
     );
   });
 

@@ -78,7 +78,7 @@ async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
   for (;;) {
     const api = /API and UI\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
     const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+) \(authentication on\)/.exec(text)?.[1];
-    const readerCreds = /NATS reader (\S+reader\.creds)/.exec(text)?.[1];
+    const readerCreds = /NATS reader (\S+reader\.nk)/.exec(text)?.[1];
     if (api && nats && readerCreds)
       return { proc, out: () => text, apiUrl: api, natsUrl: nats, readerCreds, exited };
     if (proc.exitCode !== null || Date.now() > deadline) {

@@ -221,6 +221,56 @@ describe("two agents presenting one identity", () => {
     }
   });
 
+  it("a newcomer that sends no instance_id never takes over a live holder that has one (on this gateway or another)", async () => {
+    const { log, stream, prefix, close } = await openTestLog(env.server.url, "GWDUP4");
+    const node = "gpu-dup-4";
+    const tls = env.tls(node);
+    const revoked = `revoked_${rand()}`;
+    const gws: GatewayProcess[] = [];
+    let first: Awaited<ReturnType<typeof liveAgent>> | undefined;
+    const newcomers: TestAgent[] = [];
+    try {
+      for (const id of ["gw-dup-d", "gw-dup-e"]) {
+        gws.push(await spawnGateway(gatewayArgs(id, env.server.url, stream, prefix, revoked), env.certs));
+      }
+      const [gwD, gwE] = gws as [GatewayProcess, GatewayProcess];
+      first = await liveAgent(gwD, tls, node);
+      const sessionId = first.agent.sessionId;
+      const registration = { ...h100Registration(node), instanceId: "" };
+      for (const gw of [gwD, gwE]) {
+        const anon = TestAgent.open({ baseUrl: gw.url, tls, registration });
+        newcomers.push(anon);
+        assert.equal(codeOf(await anon.ended), "AlreadyExists", `refused on ${gw.url}`);
+        assert.equal(anon.sessionId, "", "never registered");
+      }
+      await first.assertServed(sessionId);
+      const records = await waitForLog(
+        log,
+        (rs) => duplicates(rs, node).length >= 2,
+        "a DuplicateIdentity from each gateway",
+      );
+      assert.deepEqual(
+        opened(records, node).map((o) => o.sessionId),
+        [sessionId],
+        "only the first agent's session opened",
+      );
+      const reports = duplicates(records, node);
+      assert.deepEqual(
+        reports.map((d) => [d.gatewayId, d.heldGatewayId, d.heldSessionId, d.newcomerInstanceId]),
+        [
+          ["gw-dup-d", "gw-dup-d", sessionId, ""],
+          ["gw-dup-e", "gw-dup-d", sessionId, ""],
+        ],
+      );
+    } finally {
+      first?.stop();
+      for (const a of newcomers) a.abort();
+      for (const gw of gws) gw.proc.kill("SIGKILL");
+      await Promise.all(gws.map((g) => g.exited));
+      await close();
+    }
+  });
+
   it("the same agent process reconnecting (same instance_id) takes over its live session at once", async () => {
     const { stream, prefix, close } = await openTestLog(env.server.url, "GWDUP3");
     const node = "gpu-dup-3";

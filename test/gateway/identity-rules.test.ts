@@ -3,7 +3,13 @@ import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { DuplicateReports, isLive, type LocalSession, liveHolder } from "../../src/gateway/duplicates.js";
 import { SessionRegistry } from "../../src/gateway/registry.js";
-import { cnKey, normalizeSerial, parseRevocationKey, serialKey } from "../../src/gateway/revocation-keys.js";
+import {
+  cnKey,
+  normalizeSerial,
+  parseRevocationKey,
+  readRevocationValue,
+  serialKey,
+} from "../../src/gateway/revocation-keys.js";
 import { SessionsWatch } from "../../src/gateway/sessions-watch.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit, LogRecord } from "../../src/log/index.js";
@@ -38,11 +44,16 @@ describe("duplicate identity rules", () => {
     assert.equal(isLive(local({ sessionId: "" }), HB_TIMEOUT), false, "not opened");
   });
 
-  it("only another, live agent process is a holder; the same process or one without an id takes over", () => {
+  it("only another, live agent process is a holder; the same process takes over, one without an id only from a holder without one", () => {
     const live = [local()];
     assert.equal(liveHolder("second", live, undefined, "gw", HB_TIMEOUT)?.where, "local");
     assert.equal(liveHolder("first", live, undefined, "gw", HB_TIMEOUT), undefined, "same process");
-    assert.equal(liveHolder("", live, undefined, "gw", HB_TIMEOUT), undefined, "newcomer without an id");
+    assert.equal(
+      liveHolder("", live, undefined, "gw", HB_TIMEOUT)?.instanceId,
+      "first",
+      "a newcomer without an id never takes over a holder with one",
+    );
+    assert.equal(liveHolder("", [local({ instanceId: "" })], undefined, "gw", HB_TIMEOUT), undefined);
     assert.equal(liveHolder("second", [local({ instanceId: "" })], undefined, "gw", HB_TIMEOUT), undefined);
     assert.equal(
       liveHolder("second", [local({ silentForMs: 60_000 })], undefined, "gw", HB_TIMEOUT),
@@ -58,6 +69,7 @@ describe("duplicate identity rules", () => {
     };
     const remote = liveHolder("second", [], logged, "gw-b", HB_TIMEOUT);
     assert.deepEqual(remote, { where: "remote", ...logged });
+    assert.deepEqual(liveHolder("", [], logged, "gw-b", HB_TIMEOUT), { where: "remote", ...logged });
     assert.equal(liveHolder("second", [], { ...logged, closed: true }, "gw-b", HB_TIMEOUT), undefined);
     assert.equal(
       liveHolder("second", [], logged, "gw-a", HB_TIMEOUT),
@@ -128,6 +140,26 @@ describe("revocation keys", () => {
     assert.deepEqual(parseRevocationKey("serial-a1b2c"), { kind: "serial", serial: "a1b2c" });
     assert.equal(parseRevocationKey("serial-1f") === parseRevocationKey("cn-serial-1f"), false);
     assert.equal(parseRevocationKey("something-else"), undefined);
+  });
+
+  it("takes a value only when it parses and names the key's CN or serial", () => {
+    const v = { reason: "r", revokedAtMs: 1, by: "ops" };
+    const cn = { kind: "cn", cn: "gpu-1.dc1" } as const;
+    const serial = { kind: "serial", serial: "a1b2c" } as const;
+    assert.equal(readRevocationValue(cn, { ...v, cn: "gpu-1.dc1" }).ok, true);
+    assert.equal(readRevocationValue(serial, { ...v, cn: "gpu-1", serial: "0A:1B:2C" }).ok, true);
+    for (const [target, value] of [
+      [cn, { ...v, cn: "gpu-2" }],
+      [cn, "gpu-1.dc1"],
+      [cn, { cn: "gpu-1.dc1" }],
+      [serial, { ...v, cn: "gpu-1" }],
+      [serial, { ...v, cn: "gpu-1", serial: "a1b2d" }],
+      [serial, { ...v, cn: "gpu-1", serial: "not hex" }],
+    ] as const) {
+      const r = readRevocationValue(target, value);
+      assert.equal(r.ok, false, JSON.stringify(value));
+      assert.ok(!r.ok && r.why.length > 0);
+    }
     assert.equal(parseRevocationKey("cn-A_B"), undefined);
   });
 });

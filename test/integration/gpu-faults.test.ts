@@ -236,7 +236,7 @@ describe("a fault on one GPU of an 8-GPU node", () => {
       const after = await s.holders();
       assert.deepEqual(after.get(busy), before.get(busy), "what runs on a cordoned GPU stays");
       assert.deepEqual(after.get(idle), [], "a cordoned GPU takes nothing new");
-      await s.call("POST", `/v1/nodes/${NODE}/gpus/${idle}/uncordon`);
+      await s.call("POST", `/v1/nodes/${NODE}/gpus/${idle}/uncordon`, {});
       await until(s, "eight replicas running", async () => (await running(s, 8)).length === 8);
       assert.equal((await s.holders()).get(idle)?.length, 1);
     }));

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { createUser } from "@nats-io/nkeys";
 import {
   authenticatorFromCredentials,
-  formatSeedCredentials,
+  formatNkeySeedFile,
   NatsCredentialsError,
 } from "../../src/log/index.js";
 
@@ -13,7 +13,7 @@ describe("NATS credentials files", () => {
   it("takes the seed file nats-auth init writes and signs the server's nonce with it", () => {
     const kp = createUser();
     const seed = new TextDecoder().decode(kp.getSeed());
-    const auth = authenticatorFromCredentials(formatSeedCredentials(seed, "test"));
+    const auth = authenticatorFromCredentials(formatNkeySeedFile(seed, "test"));
     const answer = auth("nonce-1") as { nkey?: string; sig?: string };
     assert.equal(answer.nkey, kp.getPublicKey());
     assert.ok(answer.sig && answer.sig.length > 0, "no signature");
@@ -42,8 +42,8 @@ describe("NATS credentials files", () => {
     const flipped = `${seed.slice(0, at)}${seed[at] === "A" ? "B" : "A"}${seed.slice(at + 1)}`;
     for (const [text, why] of [
       ["not a credentials file", /no NATS user nkey seed/],
-      [formatSeedCredentials(flipped, "test"), /seed is not valid/],
-      [`-----BEGIN NATS USER JWT-----\n!!!\n${formatSeedCredentials(seed, "t")}`, /JWT block is malformed/],
+      [formatNkeySeedFile(flipped, "test"), /seed is not valid/],
+      [`-----BEGIN NATS USER JWT-----\n!!!\n${formatNkeySeedFile(seed, "t")}`, /JWT block is malformed/],
     ] as const) {
       assert.throws(
         () => authenticatorFromCredentials(text),

@@ -14,7 +14,7 @@ import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { rand } from "../support/gateway.js";
 
-const TOKEN = "limits-token-5c1e9a";
+const TOKEN = "limits-token-5c1e9a7d3b8f2e6a0c4d9b1f7e3a5c8d";
 const PER_ADDRESS = 4;
 const CLOSED_WITHIN_MS = 15_000;
 

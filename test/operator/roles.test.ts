@@ -31,7 +31,7 @@ import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
 
 const VIEWER = "viewer-token-3f9a1c7e";
 const OPERATOR = "operator-token-8b2d4e6f";
-const ADMIN = "admin-token-5c7e9a1b";
+const ADMIN = "admin-token-5c7e9a1b3d8f2a6e0c4b9d7f1a5e3c8b";
 
 const entry = (name: string, role: ApiToken["role"], token: string): ApiToken => ({
   name,

@@ -19,7 +19,7 @@ import { assertLogHygiene } from "../support/log-hygiene.js";
 import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
 import { unreachablePort } from "../support/unreachable.js";
 
-const TOKEN = "op-token-7f3a9c2e5b1d";
+const TOKEN = "op-token-7f3a9c2e5b1d4a8f6c0e2b9d7a3f5c1e";
 const WRONG = "not-the-token-4e8b2a";
 const ENGINE_SECRET = "hf_engine-secret-9d7c";
 

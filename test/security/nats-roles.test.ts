@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
@@ -48,7 +48,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     revoked: `rev_${rand()}`,
   };
   const dir = tempDir("nats-auth");
-  const creds = (role: Role) => join(dir, `${role}.creds`);
+  const creds = (role: Role) => join(dir, `${role}.nk`);
   const certs = makeTestCerts();
   let server: Server | undefined;
   let gw: GatewayProcess | undefined;
@@ -140,6 +140,44 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     const again = await runCli(["nats-auth", "init", "--dir", dir]);
     assert.equal(again.code, 2, again.stderr);
     assert.match(again.stderr, /already exist.*--force/);
+  });
+
+  it("names each file for what it holds: <role>.nk is an NKEY seed with NATS's markers, no JWT .creds", async () => {
+    for (const role of ROLES) {
+      const text = readFileSync(creds(role), "utf8");
+      assert.match(text, /^# NATS NKEY user seed \(not a JWT \.creds file\)/, role);
+      assert.match(
+        text,
+        /^-----BEGIN USER NKEY SEED-----\nSU[A-Z2-7]{56}\n------END USER NKEY SEED------\n$/m,
+        role,
+      );
+      assert.ok(!text.includes("NATS USER JWT"), role);
+      assert.ok(!existsSync(join(dir, `${role}.creds`)), `no ${role}.creds is written`);
+    }
+  });
+
+  it("renames the <role>.creds seed files of an earlier version to <role>.nk, keeping their keys", async () => {
+    const old = tempDir("nats-auth-old");
+    copyFileSync(join(dir, "auth.conf"), join(old, "auth.conf"));
+    for (const role of ROLES) copyFileSync(creds(role), join(old, `${role}.creds`));
+    // A JWT .creds file is a real one: it is not touched.
+    const jwtCreds = "-----BEGIN NATS USER JWT-----\neyJ0.eyJ1.c2ln\n------END NATS USER JWT------\n";
+    writeFileSync(join(old, "someone.creds"), jwtCreds);
+    const r = await runCli(["nats-auth", "init", "--dir", old, "--keep-existing"]);
+    assert.equal(r.code, 0, r.stderr);
+    for (const role of ROLES) {
+      assert.ok(
+        r.stdout.includes(`renamed the seed file of an earlier version to ${join(old, `${role}.nk`)}`),
+        r.stdout,
+      );
+      assert.equal(readFileSync(join(old, `${role}.nk`), "utf8"), readFileSync(creds(role), "utf8"), role);
+      assert.ok(!existsSync(join(old, `${role}.creds`)), role);
+    }
+    assert.match(r.stdout, /kept the existing files/);
+    assert.equal(readFileSync(join(old, "someone.creds"), "utf8"), jwtCreds);
+    // The renamed reader file still opens the log (the same user the server knows).
+    const events = await runCli(["events", ...logFlags(), "--nats-creds", join(old, "reader.nk"), "--json"]);
+    assert.equal(events.code, 0, events.stderr);
   });
 
   it("runs a gateway, a reconciler and an API process, each with its own credentials", async () => {

@@ -34,7 +34,7 @@ describe("TLS to NATS with role credentials (real nats-server requiring client c
     clientKey: join(dir, "client-key.pem"),
   };
   const client = certs.client("llmgw-reader");
-  const creds = (role: string) => join(dir, `${role}.creds`);
+  const creds = (role: string) => join(dir, `${role}.nk`);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let apiLog: Log | undefined;
   const security = (role: string): NatsSecurity => ({

@@ -12,7 +12,7 @@ import { uniqueStream } from "../harness/nats.js";
 import { decide, EventFactory, h100Node, llamaCatalog, ShardStatus_State } from "./fleet-events.js";
 import { onSuiteServer, type Server } from "./suites.js";
 
-export const TOKEN = "test-token-0123456789";
+export const TOKEN = "test-token-4f9c2a7e1b8d3c6f0a5e9b2d7c4f1a8e";
 
 export interface ApiFixture {
   api: ApiServer;

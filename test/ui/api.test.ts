@@ -12,7 +12,7 @@ import { describe, it } from "node:test";
 import { FleetHistory } from "../../src/operator/index.js";
 import { canonicalJson, foldFleet } from "../../src/projections/index.js";
 import { tempDir } from "../harness/nats.js";
-import { apiSuite } from "../support/operator-api.js";
+import { apiSuite, TOKEN } from "../support/operator-api.js";
 
 describe("the UI's API endpoints against a real nats-server", () => {
   const uiDir = tempDir("ui");
@@ -72,7 +72,7 @@ describe("the UI's API endpoints against a real nats-server", () => {
   it("streams the live position as server-sent events", async () => {
     const ctl = new AbortController();
     const res = await fetch(`${api.fx.api.url}/v1/stream`, {
-      headers: { authorization: "Bearer test-token-0123456789" },
+      headers: { authorization: `Bearer ${TOKEN}` },
       signal: ctl.signal,
     });
     assert.equal(res.status, 200);

@@ -108,7 +108,10 @@ export function registerAgent(program: Command): void {
         .argParser(intArg("--heartbeat-ms")),
     )
     .addOption(
-      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
+      new Option(
+        "--metrics-listen <host:port>",
+        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address)",
+      ).env(env("METRICS_LISTEN")),
     )
     .addOption(new Option("--log-level <level>", "pino log level").env("LLMGW_LOG_LEVEL").default("info"))
     .action(async (flags: AgentFlags) => {

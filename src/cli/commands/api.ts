@@ -1,9 +1,13 @@
 /** `llmgw api`: serve the operator HTTP API and UI. */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createSecureContext } from "node:tls";
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
 import { stringify as stringifyYaml } from "yaml";
 import { defaultMaxConnections, type Http1LimitsInput } from "../../connection-guard/index.js";
 import {
+  type ApiTls,
   type ApiToken,
   type AuthMode,
   adminTokenEntry,
@@ -19,12 +23,14 @@ import {
   tokenEntrySchema,
   tokenSha256,
   watchTokensFile,
+  weakTokenReason,
 } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import {
   CliError,
   connectionCapOptions,
+  EXIT,
   intOption,
   type NatsSecurityFlags,
   prefixOption,
@@ -41,6 +47,8 @@ interface ApiCommandFlags extends NatsSecurityFlags {
   token?: string;
   tokens?: string;
   dev?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -83,6 +91,31 @@ function limitsFrom(f: ApiCommandFlags): Http1LimitsInput {
   return limits;
 }
 
+/** The certificate and key of `--tls-cert`/`--tls-key`, read and checked (a pair, PEM, matching) before anything starts. */
+export function apiTlsFrom(f: { tlsCert?: string; tlsKey?: string }): ApiTls | undefined {
+  if (f.tlsCert === undefined && f.tlsKey === undefined) return undefined;
+  if (f.tlsCert === undefined || f.tlsKey === undefined) {
+    throw new CliError("--tls-cert and --tls-key go together: give both (HTTPS) or neither (plain HTTP)");
+  }
+  const read = (flag: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new CliError(`${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const tls = { cert: read("--tls-cert", f.tlsCert), key: read("--tls-key", f.tlsKey) };
+  try {
+    // Refuses unparsable PEM and a key that is not the certificate's.
+    createSecureContext(tls);
+  } catch (err) {
+    throw new CliError(
+      `--tls-cert ${f.tlsCert} and --tls-key ${f.tlsKey} cannot be used together: ${(err as Error).message}`,
+    );
+  }
+  return tls;
+}
+
 /** HOST:PORT, with IPv6 hosts in brackets. */
 export function parseListen(value: string): { host: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
@@ -102,14 +135,18 @@ export function registerApi(program: Command): void {
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
-      new Option("--listen <host:port>", "address to listen on")
+      new Option(
+        "--listen <host:port>",
+        "address to listen on (loopback unless told otherwise; another address needs --token or --tokens)",
+      )
         .env("LLMGW_API_LISTEN")
         .default("127.0.0.1:8080"),
     )
     .addOption(
-      new Option("--token <token>", 'one bearer token with the admin role, recorded as operator "admin"').env(
-        "LLMGW_API_TOKEN",
-      ),
+      new Option(
+        "--token <token>",
+        'one bearer token with the admin role, recorded as operator "admin" (at least 32 characters, not guessable: llmgw api new-token makes one)',
+      ).env("LLMGW_API_TOKEN"),
     )
     .addOption(
       new Option(
@@ -117,7 +154,16 @@ export function registerApi(program: Command): void {
         "YAML or JSON list of {name, role, sha256} (roles viewer, operator, admin; re-read when it changes); with --token, both work",
       ).env("LLMGW_API_TOKENS"),
     )
-    .option("--dev", 'development: no token, loopback only (recorded as operator "dev")')
+    .option(
+      "--dev",
+      'development: no token, loopback only (recorded as operator "dev"); only requests for a loopback Host from the API\'s own pages, writes with a JSON body',
+    )
+    .addOption(
+      new Option("--tls-cert <file>", "serve HTTPS with this certificate (PEM), with --tls-key").env(
+        "LLMGW_API_TLS_CERT",
+      ),
+    )
+    .addOption(new Option("--tls-key <file>", "key of --tls-cert (PEM)").env("LLMGW_API_TLS_KEY"))
     .addOption(streamOption())
     .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
@@ -158,6 +204,7 @@ export function registerApi(program: Command): void {
     .action(async (flags: ApiCommandFlags) => {
       const { host, port } = parseListen(flags.listen);
       const limits = limitsFrom(flags);
+      const tls = apiTlsFrom(flags);
       if (!flags.dev && !flags.token && !flags.tokens) {
         throw new CliError(
           "llmgw api needs --tokens FILE or --token (or LLMGW_API_TOKENS, LLMGW_API_TOKEN), or --dev on a loopback address",
@@ -190,6 +237,7 @@ export function registerApi(program: Command): void {
           auth,
           logger,
           limits,
+          ...(tls ? { tls } : {}),
           ...(historySnapshots ? { historySnapshots } : {}),
         });
       } catch (err) {
@@ -215,6 +263,10 @@ export function registerApi(program: Command): void {
 function authFrom(flags: ApiCommandFlags, logger: Logger): { auth: AuthMode; stopWatching(): void } {
   if (flags.dev) return { auth: { kind: "dev" }, stopWatching: () => {} };
   if (!flags.tokens) return { auth: { kind: "token", token: flags.token ?? "" }, stopWatching: () => {} };
+  if (flags.token) {
+    const weak = weakTokenReason(flags.token);
+    if (weak !== undefined) throw new CliError(`--token (LLMGW_API_TOKEN) is too weak: ${weak}`);
+  }
   const extra: ApiToken[] = flags.token ? [adminTokenEntry(flags.token)] : [];
   let tokens: ApiToken[];
   try {
@@ -229,8 +281,48 @@ function authFrom(flags: ApiCommandFlags, logger: Logger): { auth: AuthMode; sto
   return { auth: { kind: "tokens", tokens: table }, stopWatching };
 }
 
-/** `llmgw api new-token` and `llmgw api token-hash`: entries for a tokens file. */
+/** The files `llmgw api init-token` writes into its directory. */
+export function initTokenFiles(dir: string, name: string) {
+  return { tokens: join(dir, "tokens.yaml"), token: join(dir, `${name}.token`) };
+}
+
+/**
+ * `llmgw api init-token`: a deployment's first admin token, made on its
+ * first start and kept afterwards (compose runs it before the API), so no
+ * deployment starts with a token everyone knows.
+ */
+function initToken(flags: { dir: string; name: string }): void {
+  const files = initTokenFiles(flags.dir, flags.name);
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  if (existsSync(files.tokens)) {
+    out(`kept the API tokens file ${files.tokens}`);
+    if (existsSync(files.token)) out(`the ${flags.name} token made on the first start is in ${files.token}`);
+    return;
+  }
+  const token = newToken();
+  const entry = checkedEntry({ name: flags.name, role: "admin", sha256: tokenSha256(token) });
+  try {
+    mkdirSync(flags.dir, { recursive: true, mode: 0o700 });
+    // The token first: a tokens file without its token would be kept by the next start, and the token lost.
+    writeFileSync(files.token, `${token}\n`, { mode: 0o600 });
+    writeFileSync(files.tokens, stringifyYaml([entry]), { mode: 0o644 });
+  } catch (err) {
+    throw new CliError(`cannot write into ${flags.dir}: ${(err as Error).message}`, EXIT.failure);
+  }
+  out(`made an admin token named ${flags.name}: it is in ${files.token} (mode 0600, shown nowhere else)`);
+  out(`the API reads its hash from ${files.tokens} (--tokens); add more tokens there (llmgw api new-token)`);
+}
+
+/** `llmgw api new-token`, `init-token` and `token-hash`: entries for a tokens file. */
 function registerTokenCommands(api: Command): void {
+  api
+    .command("init-token")
+    .description(
+      "first start of a deployment: make an admin token, write it to DIR/<name>.token (0600) and its hash to DIR/tokens.yaml; kept when tokens.yaml exists",
+    )
+    .requiredOption("--dir <dir>", "directory of the tokens file and the token")
+    .option("--name <name>", "the token's name: the operator the log records for its writes", "admin")
+    .action(initToken);
   api
     .command("new-token")
     .description("print a new random token (once: it is not stored) and its entry for the --tokens file")
@@ -246,7 +338,9 @@ function registerTokenCommands(api: Command): void {
     });
   api
     .command("token-hash")
-    .description("read a token from stdin and print its sha256 as a tokens file stores it")
+    .description(
+      "read a token from stdin and print its sha256 as a tokens file stores it (a weak token is refused: at least 32 characters, not guessable)",
+    )
     .action(async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -254,8 +348,8 @@ function registerTokenCommands(api: Command): void {
       const token = Buffer.concat(chunks)
         .toString("utf8")
         .replace(/\r?\n$/, "");
-      if (token.length < 8)
-        throw new CliError("token-hash: the token on stdin must be at least 8 characters");
+      const weak = weakTokenReason(token);
+      if (weak !== undefined) throw new CliError(`token-hash: the token on stdin is too weak: ${weak}`);
       process.stdout.write(`${tokenSha256(token)}\n`);
     });
 }

@@ -194,7 +194,7 @@ async function runDev(opts: DevOptions): Promise<void> {
         url: natsUrl,
         name: "llmgw-dev probe",
         timeoutMs: 1000,
-        ...(creds ? { security: natsSecurityFrom({ natsCreds: creds.creds.reader }) } : {}),
+        ...(creds ? { security: natsSecurityFrom({ natsCreds: creds.nkeys.reader }) } : {}),
       });
       await nc.close();
       return true;
@@ -203,7 +203,7 @@ async function runDev(opts: DevOptions): Promise<void> {
     const env = { LLMGW_NATS_URL: natsUrl };
     // Each part of the control plane with its own role's credentials; agents never speak to NATS.
     const as = (role: "api" | "gateway" | "reconciler") =>
-      creds ? { ...env, LLMGW_NATS_CREDS: creds.creds[role] } : env;
+      creds ? { ...env, LLMGW_NATS_CREDS: creds.nkeys[role] } : env;
     const gatewayPort = await pickPort(opts.gatewayPort);
     const apiPort = await pickPort(opts.apiPort);
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
@@ -315,12 +315,12 @@ async function runDev(opts: DevOptions): Promise<void> {
     say(`  API and UI  ${apiUrl}`);
     say(`  NATS        ${natsUrl}${creds ? " (authentication on)" : " (no authentication)"}`);
     if (creds) {
-      say(`  NATS reader ${creds.creds.reader}`);
+      say(`  NATS reader ${creds.nkeys.reader}`);
       const readers = "llmgw events, replay, explain, what-if and check-log";
       say(
         resolve(opts.dataDir) === DEFAULT_DEV_DATA_DIR && natsPort === 4222
           ? `              ${readers} find it by themselves`
-          : `              for ${readers}: export LLMGW_NATS_URL=${natsUrl} LLMGW_NATS_CREDS=${creds.creds.reader}`,
+          : `              for ${readers}: export LLMGW_NATS_URL=${natsUrl} LLMGW_NATS_CREDS=${creds.nkeys.reader}`,
       );
     }
     say(`  gateway     ${gatewayUrl} (h2c, insecure dev mode)`);

@@ -204,7 +204,10 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(
-      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint").env(env("METRICS_LISTEN")),
+      new Option(
+        "--metrics-listen <host:port>",
+        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address)",
+      ).env(env("METRICS_LISTEN")),
     )
     .addOption(
       ms("--handshake-timeout", "HANDSHAKE_TIMEOUT_MS", "the TLS handshake must finish within", 5_000),

@@ -107,9 +107,10 @@ export function registerReconciler(program: Command): void {
     .addOption(new Option("--no-snapshots", "fold the whole log at start instead of loading a snapshot"))
     .addOption(snapshotBucketOption())
     .addOption(
-      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint (port 0 picks one)").env(
-        env("METRICS_LISTEN"),
-      ),
+      new Option(
+        "--metrics-listen <host:port>",
+        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address; port 0 picks one)",
+      ).env(env("METRICS_LISTEN")),
     )
     .addOption(
       new Option("--log-level <level>", "pino log level")

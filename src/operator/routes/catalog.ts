@@ -22,7 +22,8 @@ import { principalOf } from "../principal.js";
 import { parseWith, seqParam } from "./params.js";
 
 const JSON_TYPES = ["application/json"];
-const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
+/** The media types a catalog is written in as YAML (the development-mode site guard takes them too). */
+export const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
 
 export const etagOf = (seq: number) => `"${seq}"`;
 

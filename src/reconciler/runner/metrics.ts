@@ -2,9 +2,10 @@
  * The reconciler's Prometheus metrics, in a registry of its own (several
  * runners in one process, as in tests, must not collide in the global one).
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { serveRegistry } from "../../metrics-endpoint/index.js";
 import { type ReplicasState, readyCounts } from "../../projections/index.js";
 
 export class RunnerMetrics {
@@ -134,25 +135,9 @@ export class RunnerMetrics {
     this.#replicas = read;
   }
 
-  /** Serves GET /metrics on host:port (port 0 picks one); resolves with the bound address. */
+  /** Serves GET /metrics on host:port (port 0 picks one; no host: loopback); resolves with the bound address. */
   async listen(hostPort: string): Promise<{ server: Server; address: AddressInfo }> {
-    const i = hostPort.lastIndexOf(":");
-    const host = i > 0 ? hostPort.slice(0, i) : "0.0.0.0";
-    const port = Number(i >= 0 ? hostPort.slice(i + 1) : hostPort);
-    const server = createServer((req, res) => {
-      if (req.url !== "/metrics") {
-        res.writeHead(404).end("not found\n");
-        return;
-      }
-      this.registry.metrics().then(
-        (body) => res.writeHead(200, { "content-type": this.registry.contentType }).end(body),
-        (err) => res.writeHead(500).end(String(err)),
-      );
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, host.replace(/^\[|\]$/g, ""), () => resolve());
-    });
+    const { server } = await serveRegistry(this.registry, hostPort);
     return { server, address: server.address() as AddressInfo };
   }
 }
