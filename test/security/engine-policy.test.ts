@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
 import {
   DENIED_ENV_PATTERNS,
   deniedEnv,
@@ -11,6 +12,8 @@ import {
   envNameProblem,
   launchIssues,
 } from "../../src/engine-policy/index.js";
+import { CatalogSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type CatalogVersion, undoCatalog } from "../../src/operator/catalog/history.js";
 
 describe("engine policy: the environment deny list", () => {
   const denied = [
@@ -149,5 +152,33 @@ describe("engine policy: allow lists and limits", () => {
       launchIssues(["a\u0000b"], { V: "a\u0000" }).map((i) => i.path),
       ["engineArgs[0]", "engineEnv.V"],
     );
+  });
+});
+
+describe("engine policy: a rollout undo never applies again what the policy refuses", () => {
+  const version = (seq: number, env: Record<string, string>): CatalogVersion => ({
+    seq,
+    timeMs: seq * 1000,
+    appliedBy: "ops",
+    catalog: create(CatalogSchema, {
+      models: [
+        {
+          name: "m",
+          replicas: 1,
+          profiles: [{ name: "p", gpusPerShard: 1, memoryPerGpuMb: 1024n, engineEnv: env }],
+        },
+      ],
+    }),
+  });
+
+  it("refuses to undo to a spec with a denied variable, naming it; undoes to a clean one", () => {
+    const refused = undoCatalog([version(1, { LD_PRELOAD: "/tmp/x.so" }), version(2, {})], "m");
+    assert.equal(refused.ok, false);
+    assert.match(
+      !refused.ok ? refused.message : "",
+      /earlier spec of m \(catalog at sequence 1\) cannot be applied again: profiles\[0\]\.engineEnv\.LD_PRELOAD may not be set/,
+    );
+    const fine = undoCatalog([version(1, { VLLM_USE_V1: "1" }), version(2, {})], "m");
+    assert.ok(fine.ok);
   });
 });
