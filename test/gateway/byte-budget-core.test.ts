@@ -120,6 +120,25 @@ describe("text caps", () => {
 
 describe("byte budget", () => {
   it("charges an event at least its stored size", () => {
+    const wide = create(ShardStatusSchema, {
+      replicaId: "r-é",
+      shardId: "s-😀",
+      state: 5,
+      exitCode: -1,
+      error: "ошибка",
+      lastOutput: "日本語".repeat(300),
+      endpoint: "http://10.0.0.1:8000",
+    });
+    const body = {
+      case: "shardStatus" as const,
+      value: { nodeId: NODE, sessionId: SESSION, sessionSeq: 9n, status: wide },
+    };
+    const id = `${SESSION}-9`;
+    const stored = encodeEvent(gatewayEvent("gw-1", id, body)).length;
+    assert.ok(
+      eventBytes(id, body) >= stored,
+      `non-ASCII text: charged ${eventBytes(id, body)}, stored ${stored}`,
+    );
     for (const e of sampleEvents()) {
       if (e.body.case === undefined) continue;
       const stored = encodeEvent(gatewayEvent("gw-1", e.id, e.body)).length;

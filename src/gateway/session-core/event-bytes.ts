@@ -7,12 +7,54 @@
  * measured alike without encoding the event a second time; the figure is
  * a little above the stored size, never far below it. Pure.
  */
+import type { BodyInit } from "../events.js";
 
 /** Bytes of the envelope a writer adds (id, writer, time) beside the body's own id. */
 const ENVELOPE_BYTES = 48;
+/** Tags, lengths and numbers of a shard status or command result event beside their text. */
+const FIXED_BYTES = 48;
 
-export function eventBytes(id: string, body: unknown): number {
-  return ENVELOPE_BYTES + utf8Length(id) + sizeOf(body);
+/**
+ * The shard statuses and command results most agent messages become are
+ * measured by their text alone (the rest is a few numbers): walking them as
+ * any event cost more than the rest of the gateway's work on them. The ids
+ * the gateway makes (event, session) and node ids are ASCII by construction.
+ */
+export function eventBytes(id: string, body: BodyInit): number {
+  switch (body.case) {
+    case "shardStatus": {
+      const v = body.value;
+      const st = v.status;
+      return (
+        ENVELOPE_BYTES +
+        FIXED_BYTES +
+        id.length +
+        (v.nodeId ?? "").length +
+        (v.sessionId ?? "").length +
+        (st
+          ? text(st.replicaId) + text(st.shardId) + text(st.error) + text(st.lastOutput) + text(st.endpoint)
+          : 0)
+      );
+    }
+    case "commandResult": {
+      const v = body.value;
+      const r = v.result;
+      return (
+        ENVELOPE_BYTES +
+        FIXED_BYTES +
+        id.length +
+        (v.nodeId ?? "").length +
+        (v.sessionId ?? "").length +
+        (r ? text(r.commandId) + text(r.error) : 0)
+      );
+    }
+    default:
+      return ENVELOPE_BYTES + utf8Length(id) + sizeOf(body);
+  }
+}
+
+function text(s: string | undefined): number {
+  return s === undefined || s === "" ? 0 : 2 + utf8Length(s);
 }
 
 function sizeOf(v: unknown): number {
@@ -55,7 +97,7 @@ export function utf8Length(s: string): number {
     if (c < 0x800) n += 1;
     else if (c >= 0xd800 && c <= 0xdbff) {
       // A surrogate pair: 4 bytes for two UTF-16 units.
-      n += 1;
+      n += 2;
       i++;
     } else n += 2;
   }

@@ -4,8 +4,8 @@
  * `undoCatalog` is pure.
  */
 import { create } from "@bufbuild/protobuf";
-import { type Catalog, CatalogSchema, type Model } from "../../gen/llmgw/v1/events_pb.js";
 import { launchIssues } from "../../engine-policy/index.js";
+import { type Catalog, CatalogSchema, type Model } from "../../gen/llmgw/v1/events_pb.js";
 import type { Log } from "../../log/index.js";
 import { modelFrom } from "../../projections/convert.js";
 
