@@ -90,7 +90,12 @@ export interface ShardStartSpec {
   masterPort: number;
 }
 
-export type CommandOutcome = { ok: true } | { ok: false; error: string };
+/**
+ * A command's answer. `shardFailed`: the shard will never run as asked (a
+ * start its engine's policy refuses), so it is also reported FAILED with
+ * the error, for operators to see on the shard itself.
+ */
+export type CommandOutcome = { ok: true } | { ok: false; error: string; shardFailed?: boolean };
 
 export interface ShardSupervisor {
   start(spec: ShardStartSpec): Promise<CommandOutcome>;
@@ -307,7 +312,13 @@ export class NodeAgent {
   #onControl(m: ControlMessage): void {
     switch (m.msg.case) {
       case "start":
-        void this.#answer("start", m.msg.value.commandId, m.msg.value.shardId, this.#start(m.msg.value));
+        void this.#answer(
+          "start",
+          m.msg.value.commandId,
+          m.msg.value.shardId,
+          this.#start(m.msg.value),
+          m.msg.value.replicaId,
+        );
         return;
       case "stop":
         void this.#answer("stop", m.msg.value.commandId, m.msg.value.shardId, this.#stop(m.msg.value));
@@ -331,6 +342,7 @@ export class NodeAgent {
     commandId: string,
     shardId: string,
     outcome: Promise<CommandOutcome>,
+    replicaId?: string,
   ): Promise<void> {
     let r: CommandOutcome;
     try {
@@ -345,6 +357,9 @@ export class NodeAgent {
     this.#connection.send({
       msg: { case: "result", value: { commandId, ok: r.ok, error: r.ok ? "" : r.error } },
     });
+    // After the result, so the replica's failure reads as a refused start.
+    if (!r.ok && r.shardFailed && command === "start" && replicaId !== undefined)
+      this.onShardEvent({ shardId, replicaId, state: "failed", error: r.error });
   }
 
   #start(cmd: StartShard): Promise<CommandOutcome> {

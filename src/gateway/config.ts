@@ -4,6 +4,7 @@ import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } fro
 
 import { isLoopback, type ListenAddress, parseListen } from "../metrics-endpoint/index.js";
 import { DEFAULT_REVOKED_BUCKET } from "./revocation-keys.js";
+import { MIN_TEXT_CAP } from "./session-core/index.js";
 
 export { isLoopback, type ListenAddress, parseListen };
 
@@ -109,6 +110,35 @@ export const GatewayConfigSchema = z
      */
     eventBudgetPerMinute: z.number().int().positive().default(600),
     eventBudgetBurst: z.number().int().positive().default(600),
+    /**
+     * Bytes one session may write (the same events, by their size): this
+     * many a minute, after a burst of `byteBudgetBurst`. Past it the session
+     * is closed (EVENT_BUDGET, ResourceExhausted).
+     */
+    byteBudgetPerMinute: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    byteBudgetBurst: z
+      .number()
+      .int()
+      .positive()
+      .default(2 * 1024 * 1024),
+    /**
+     * Characters of a shard's last output, and of every other free-text field
+     * an agent sends (errors, labels, GPU names, problem texts): longer text
+     * is cut and ends with a marker, never refused.
+     */
+    maxOutputChars: z.number().int().min(MIN_TEXT_CAP).max(1_000_000).default(4096),
+    maxTextChars: z.number().int().min(MIN_TEXT_CAP).max(1_000_000).default(1024),
+    /**
+     * Registrations of one node on this gateway: this many a minute, after a
+     * burst of `reconnectBurst`. Past it a registration is refused
+     * (ResourceExhausted) and the agent told when to come back (Reconnect).
+     */
+    reconnectsPerMinute: z.number().int().positive().default(60),
+    reconnectBurst: z.number().int().positive().default(30),
     /** KV bucket of gateway leases. */
     leaseBucket: z
       .string()

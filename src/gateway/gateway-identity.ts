@@ -16,6 +16,7 @@ import { gatewayEvent } from "./events.js";
 import { peerSerial } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { Publisher } from "./publisher.js";
+import { ReconnectLimiter } from "./reconnect-limiter.js";
 import type { SessionRegistry } from "./registry.js";
 import { REVOCATION_RETRY_MS, type RevocationHit, RevocationWatch } from "./revocations.js";
 import type { AgentServerTls } from "./server.js";
@@ -38,6 +39,7 @@ export class GatewayIdentity {
   #files: TlsFiles | undefined;
   #revocations: RevocationWatch | undefined;
   readonly #reports: DuplicateReports;
+  readonly #reconnects: ReconnectLimiter;
   #tlsListener: (tls: AgentServerTls) => void = () => {};
 
   constructor(
@@ -45,6 +47,10 @@ export class GatewayIdentity {
     private readonly sessions: SessionsWatch,
   ) {
     this.#reports = new DuplicateReports(host.config.duplicateRetryAfterMs);
+    this.#reconnects = new ReconnectLimiter({
+      perMinute: host.config.reconnectsPerMinute,
+      burst: host.config.reconnectBurst,
+    });
   }
 
   /**
@@ -124,6 +130,15 @@ export class GatewayIdentity {
     if (hit) {
       this.host.metrics.revocationsApplied.inc({ action: "refused" });
       return { code: Code.PermissionDenied, detail: revokedDetail(hit) };
+    }
+    const tooOften = this.#reconnects.admit(s.nodeId, performance.now());
+    if (tooOften) {
+      this.host.metrics.reconnectsRefused.inc();
+      this.host.logger.warn(
+        { node: s.nodeId, remote: s.remoteAddress, retryAfterMs: tooOften.retryAfterMs },
+        "node reconnects faster than the reconnect limit; told to come back later",
+      );
+      return { code: Code.ResourceExhausted, detail: tooOften.detail, retryAfterMs: tooOften.retryAfterMs };
     }
     const cfg = this.host.config;
     const holder = liveHolder(

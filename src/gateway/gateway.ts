@@ -78,6 +78,12 @@ export class Gateway implements SessionHost {
     const metrics = opts.metrics ?? new GatewayMetrics();
     metrics.eventBudget.set({ limit: "per_minute" }, config.eventBudgetPerMinute);
     metrics.eventBudget.set({ limit: "burst" }, config.eventBudgetBurst);
+    metrics.byteBudget.set({ limit: "per_minute" }, config.byteBudgetPerMinute);
+    metrics.byteBudget.set({ limit: "burst" }, config.byteBudgetBurst);
+    metrics.textCap.set({ field: "last_output" }, config.maxOutputChars);
+    metrics.textCap.set({ field: "text" }, config.maxTextChars);
+    metrics.reconnectLimit.set({ limit: "per_minute" }, config.reconnectsPerMinute);
+    metrics.reconnectLimit.set({ limit: "burst" }, config.reconnectBurst);
     const log = await openLog({
       url: config.nats,
       clientName: `llmgw-gateway ${config.id}`,

@@ -155,6 +155,40 @@ export class GatewayMetrics {
     help: "Sessions closed because they wrote events faster than the event budget (EVENT_BUDGET)",
     registers: [this.registry],
   });
+  readonly byteBudget = new Gauge({
+    name: "llmgw_gateway_byte_budget",
+    help: "The per-session byte budget: bytes a minute (limit=per_minute) and the burst (limit=burst)",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
+  readonly overByteBudget = new Counter({
+    name: "llmgw_gateway_sessions_over_byte_budget_total",
+    help: "Sessions closed because they wrote more bytes than the byte budget (EVENT_BUDGET)",
+    registers: [this.registry],
+  });
+  readonly textTruncated = new Counter({
+    name: "llmgw_gateway_text_truncated_total",
+    help: "Free-text fields of agent messages cut to their cap with a marker, by field (last_output, error, labels, gpu, fabric, problem, agent_version, running_shard)",
+    labelNames: ["field"] as const,
+    registers: [this.registry],
+  });
+  readonly textCap = new Gauge({
+    name: "llmgw_gateway_text_cap_chars",
+    help: "Characters a free-text field may hold before it is cut: a shard's last output (field=last_output) and every other (field=text)",
+    labelNames: ["field"] as const,
+    registers: [this.registry],
+  });
+  readonly reconnectLimit = new Gauge({
+    name: "llmgw_gateway_reconnect_limit",
+    help: "Registrations one node may make on this gateway: a minute (limit=per_minute) and at once (limit=burst)",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
+  readonly reconnectsRefused = new Counter({
+    name: "llmgw_gateway_reconnects_refused_total",
+    help: "Registrations refused because their node registered more often than the reconnect limit (ResourceExhausted, with a Reconnect saying when to retry)",
+    registers: [this.registry],
+  });
   readonly rejected = new Counter({
     name: "llmgw_gateway_streams_rejected_total",
     help: "Streams refused before a session opened, by Connect code",

@@ -27,7 +27,6 @@ export const LIMITS = {
   labels: 256,
   /** Problems listed per GPU in a registration, and per heartbeat. */
   problems: 256,
-  problemChars: 1024,
   /** A shard's endpoint URL. */
   endpointChars: 2048,
 } as const;
@@ -144,13 +143,7 @@ export function heartbeatProblem(hb: Heartbeat): string | undefined {
   }
   const node = problemsProblem("heartbeat.new_problems", hb.newProblems);
   if (node) return node;
-  return (
-    problemsProblem(
-      "heartbeat.gpu_problems",
-      hb.gpuProblems.map((p) => p.message),
-      (i) => `heartbeat.gpu_problems[${i}].message`,
-    ) ?? shardLoadProblem(hb.shardLoad)
-  );
+  return problemsProblem("heartbeat.gpu_problems", hb.gpuProblems) ?? shardLoadProblem(hb.shardLoad);
 }
 
 /** At most one entry per shard, as many as a registration may run, each a valid id and a share in [0, 1]. */
@@ -174,18 +167,10 @@ function shardLoadProblem(load: Heartbeat["shardLoad"]): string | undefined {
   return undefined;
 }
 
-function problemsProblem(
-  field: string,
-  problems: readonly string[],
-  entry: (i: number) => string = (i) => `${field}[${i}]`,
-): string | undefined {
+/** At most LIMITS.problems of them; a long problem text is not refused (the session core cuts it, text-caps.ts). */
+function problemsProblem(field: string, problems: readonly unknown[]): string | undefined {
   if (problems.length > LIMITS.problems) {
     return `${field} lists ${problems.length} problems; at most ${LIMITS.problems} are allowed`;
-  }
-  for (const [i, p] of problems.entries()) {
-    if (p.length > LIMITS.problemChars) {
-      return `${entry(i)} is ${p.length} characters long; at most ${LIMITS.problemChars} are allowed`;
-    }
   }
   return undefined;
 }

@@ -128,6 +128,8 @@ export class AgentSession {
         heartbeatTimeoutMs: cfg.heartbeatTimeoutMs,
         usageIntervalMs: cfg.usageIntervalMs,
         eventBudget: { perMinute: cfg.eventBudgetPerMinute, burst: cfg.eventBudgetBurst },
+        byteBudget: { perMinute: cfg.byteBudgetPerMinute, burst: cfg.byteBudgetBurst },
+        textCaps: { outputChars: cfg.maxOutputChars, textChars: cfg.maxTextChars },
         ackEvery: cfg.ackEvery,
         ackDelayMs: cfg.ackDelayMs,
       },
@@ -377,6 +379,10 @@ export class AgentSession {
       case "usage-coalesced":
         this.host.metrics.usageCoalesced.inc();
         return;
+      case "text-truncated":
+        for (const field of n.fields) this.host.metrics.textTruncated.inc({ field });
+        this.#logger.debug({ fields: n.fields }, "free text over its cap cut with a marker");
+        return;
       case "problems-dropped":
         this.host.metrics.problemsCoalesced.inc(n.count);
         this.#logger.warn(
@@ -423,6 +429,10 @@ export class AgentSession {
     if (close.kind === "event-budget") {
       this.host.metrics.overBudget.inc();
       this.#logger.warn({ detail: close.detail }, "session over its event budget; closing it");
+    }
+    if (close.kind === "byte-budget") {
+      this.host.metrics.overByteBudget.inc();
+      this.#logger.warn({ detail: close.detail }, "session over its byte budget; closing it");
     }
     const { code } = closeOutcome(close);
     if (code === undefined) this.#writer.end();

@@ -16,6 +16,7 @@ import { EndpointRule } from "./endpoints.js";
 import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { GpuPlacementRule } from "./gpus.js";
+import { ResultAddressRule } from "./results.js";
 import { RolloutReadyRule } from "./rollouts.js";
 import { SessionRule } from "./sessions.js";
 import { SlotRule } from "./slots.js";
@@ -60,6 +61,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
   const failureReasons = new FailureReasonRule();
   const endpoints = new EndpointRule();
   const rollouts = new RolloutReadyRule();
+  const results = new ResultAddressRule();
   let state: FleetState = initialFleet();
   let passes = 0;
   let opened = 0;
@@ -92,6 +94,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     endpoints.recordAfter(r, state);
     gpus.recordAfter(r, state);
     rollouts.recordAfter(r, state);
+    results.recordAfter(r, state);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
   const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
@@ -112,6 +115,7 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
     ...failureReasons.violations,
     ...endpoints.violations,
     ...rollouts.violations,
+    ...results.violations,
     ...stored.finish(opts.acked ?? []),
     ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
   ].sort((x, y) => x.seq - y.seq);

@@ -23,6 +23,7 @@ export const RULES = [
   "endpoint-not-ready",
   "placed-on-unavailable-gpu",
   "rollout-below-ready",
+  "result-not-addressed",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

@@ -105,6 +105,7 @@ export function forkFleet(state: FleetState): Fork {
       failures: shallowCopy(r.failures),
       cooldowns: shallowCopy(r.cooldowns),
       endpoints: shallowCopy(r.endpoints),
+      ...(r.refusedResults ? { refusedResults: shallowCopy(r.refusedResults) } : {}),
     },
   };
   const nodes: ContainerJournal = { saved: new Map(), keyLists: undefined, order: undefined };

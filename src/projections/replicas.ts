@@ -229,6 +229,12 @@ export function evolveReplicas(
       if (!res || !isCurrentSession(inventory, v.nodeId, v.sessionId)) return state;
       const cmd = state.commands[res.commandId];
       if (!cmd) return state;
+      // Command ids are predictable: a result binds only from the node and
+      // session the command went to, or any node could fail others' starts.
+      if (cmd.nodeId !== v.nodeId || cmd.sessionId !== v.sessionId) {
+        refuseResult(state, v.nodeId, v.sessionId, cmd, meta.seq);
+        return state;
+      }
       delete state.commands[res.commandId];
       if (!res.ok) {
         const shard = writable(state.replicas, cmd.replicaId)?.shards.find((s) => s.shardId === cmd.shardId);
@@ -292,6 +298,27 @@ export function evolveReplicas(
       return never;
     }
   }
+}
+
+/** Counts a result sent for a command addressed elsewhere (records replaced whole: see fork.ts). */
+function refuseResult(
+  state: ReplicasState,
+  nodeId: string,
+  sessionId: string,
+  cmd: { commandId: string; nodeId: string; sessionId: string },
+  seq: number,
+): void {
+  const refused = state.refusedResults ?? {};
+  refused[nodeId] = {
+    nodeId,
+    count: (refused[nodeId]?.count ?? 0) + 1,
+    lastSeq: seq,
+    lastCommandId: cmd.commandId,
+    lastSessionId: sessionId,
+    addressedNodeId: cmd.nodeId,
+    addressedSessionId: cmd.sessionId,
+  };
+  state.refusedResults = refused;
 }
 
 function foldPass(

@@ -445,6 +445,23 @@ export interface PassState {
   nowMs: number;
 }
 
+/**
+ * Command results a node sent for a command addressed to another node or
+ * session, per the node that sent them: refused (they change nothing) and
+ * counted here, for check-log and operators. A node with a valid
+ * certificate that answers others' commands is broken or hostile.
+ */
+export interface RefusedResultsState {
+  nodeId: string;
+  count: number;
+  /** The newest one: its sequence, the command it named, and where that command went. */
+  lastSeq: number;
+  lastCommandId: string;
+  lastSessionId: string;
+  addressedNodeId: string;
+  addressedSessionId: string;
+}
+
 export interface ReplicasState {
   catalog: CatalogState;
   replicas: Record<string, ReplicaState>;
@@ -468,6 +485,8 @@ export interface ReplicasState {
   passes: number;
   /** Per model that autoscaled (AutoscaleDecided); dropped with the model. */
   autoscale: Record<string, AutoscaleState>;
+  /** Refused command results by the node that sent them; absent until the first. */
+  refusedResults?: Record<string, RefusedResultsState>;
 }
 
 // -------------------------------------------------------------------- fleet

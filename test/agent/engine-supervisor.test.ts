@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -104,6 +104,79 @@ describe("engine supervisor (real processes)", () => {
         error: 'engine "vllm" is not configured on this node (configured: default)',
       });
     });
+  });
+
+  it("refuses a start its engine policy does not allow: no process, no record, the shard to be reported FAILED", async () => {
+    await withSupervisor([], async (s, events, dir) => {
+      const r = await s.start({ ...spec("s1"), engineEnv: { LD_PRELOAD: join(dir, "evil.so") } });
+      assert.equal(r.ok, false);
+      assert.ok(!r.ok && r.shardFailed, "the shard is to be reported FAILED");
+      assert.match(
+        !r.ok ? r.error : "",
+        /^start refused by this node's engine policy \(engine "default"\): engineEnv\.LD_PRELOAD may not be set by the catalog \(deny list LD_\*/,
+      );
+      assert.deepEqual(s.pids(), {}, "no engine process");
+      assert.deepEqual(s.shards(), []);
+      assert.deepEqual(events, []);
+      assert.deepEqual(readdirSync(join(dir, "shards")), [], "no engine record");
+    });
+  });
+
+  it("applies the engine's allow lists of environment names and argument prefixes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
+    const events: ShardEvent[] = [];
+    const s = new EngineSupervisor({
+      engines: enginesSchema.parse({
+        default: {
+          command: [process.execPath, FAKE_ENGINE, "--port", "{port}"],
+          ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
+          stopGraceSeconds: 1,
+          portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+          allowedEnv: ["VLLM_*"],
+          allowedArgPrefixes: ["--served-model-name="],
+        },
+      }),
+      stateDir: dir,
+      advertiseHost: "127.0.0.1",
+      onEvent: (e) => events.push(e),
+    });
+    await s.adopt();
+    try {
+      const env = await s.start({ ...spec("s1"), engineEnv: { HF_TOKEN: "t" } });
+      assert.match(
+        !env.ok ? env.error : "",
+        /engineEnv\.HF_TOKEN is not in this engine's allowedEnv \(VLLM_\*\)/,
+      );
+      const arg = await s.start({ ...spec("s1"), engineArgs: ["--served-model-name", "x"] });
+      assert.match(
+        !arg.ok ? arg.error : "",
+        /engineArgs\[0\] does not start with one of this engine's allowedArgPrefixes/,
+      );
+      assert.deepEqual(s.pids(), {});
+      const ok = await s.start({
+        ...spec("s1"),
+        engineArgs: ["--served-model-name=x"],
+        engineEnv: { VLLM_USE_V1: "1" },
+      });
+      assert.deepEqual(ok, { ok: true });
+      assert.ok(s.pids()["s1"], "started inside the allow lists");
+    } finally {
+      for (const pid of Object.values(s.pids())) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {}
+      }
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an agent config that allows a denied name", () => {
+    const r = enginesSchema.safeParse({
+      default: { command: ["x"], ready: { http: "http://127.0.0.1:{port}/" }, allowedEnv: ["LD_PRELOAD"] },
+    });
+    assert.equal(r.success, false);
+    assert.match(JSON.stringify(r.error?.issues), /LD_PRELOAD is on the deny list \(LD_\*\)/);
   });
 
   it("reports a crash as FAILED with the exit code and the last output", async () => {

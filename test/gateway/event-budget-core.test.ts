@@ -39,6 +39,8 @@ const CONFIG: CoreConfig = {
   heartbeatTimeoutMs: 15_000,
   usageIntervalMs: INTERVAL,
   eventBudget: { perMinute: 1_000_000, burst: 1_000_000 },
+  byteBudget: { perMinute: 1024 * 1024, burst: 2 * 1024 * 1024 },
+  textCaps: { outputChars: 4096, textChars: 1024 },
   ackEvery: 16,
   ackDelayMs: 20,
 };

@@ -99,9 +99,10 @@ describe("registration rules (pure)", () => {
       ) ?? "",
       /^running_shards lists 1025 entries/,
     );
-    assert.match(
-      registrationProblem(reg({ nodeId: "a", gpus: [{ index: 0, problems: ["x".repeat(2000)] }] })) ?? "",
-      /^gpus\[0\]\.problems\[0\] is 2000 characters long/,
+    // A long problem text is not refused: the session core cuts it to its cap with a marker.
+    assert.equal(
+      registrationProblem(reg({ nodeId: "a", gpus: [{ index: 0, problems: ["x".repeat(2000)] }] })),
+      undefined,
     );
     assert.equal(heartbeatProblem(create(HeartbeatSchema, { newProblems: ["Xid 79"] })), undefined);
     assert.match(

@@ -46,6 +46,8 @@ const CONFIG: CoreConfig = {
   heartbeatTimeoutMs: 15_000,
   usageIntervalMs: 3_000,
   eventBudget: { perMinute: 600, burst: 600 },
+  byteBudget: { perMinute: 1024 * 1024, burst: 2 * 1024 * 1024 },
+  textCaps: { outputChars: 4096, textChars: 1024 },
   ackEvery: 16,
   ackDelayMs: 20,
 };

@@ -305,6 +305,24 @@ describe("operator API: hostile use", () => {
         model({}, { engineEnv: { "A\nB": "x" } }),
         'models[0].profiles[0].engineEnv["A\\nB"]',
       ],
+      ...["LD_PRELOAD", "ld_preload", "NODE_OPTIONS", "PYTHONPATH", "PATH", "BASH_ENV", "PERL5OPT"].map(
+        (n) =>
+          [
+            `${n} in engineEnv`,
+            model({}, { engineEnv: { [n]: "x" } }),
+            `models[0].profiles[0].engineEnv.${n}`,
+          ] as [string, unknown, string],
+      ),
+      [
+        "more engine arguments than the limit",
+        model({}, { engineArgs: Array.from({ length: 129 }, () => "--x") }),
+        "models[0].profiles[0].engineArgs",
+      ],
+      [
+        "an engine argument of 2,000 characters",
+        model({}, { engineArgs: ["x".repeat(2000)] }),
+        "models[0].profiles[0].engineArgs[0]",
+      ],
       [
         `a node label key with a space`,
         model({}, { nodeLabels: { "a b": "x" } }),

@@ -403,6 +403,36 @@ describe("replicas fold", () => {
     assert.ok(unknown.after.replicas.commands["c-1"]);
   });
 
+  it("commandResult from another node or session than the command's: refused, counted, nothing else changes", () => {
+    const f = new EventFactory();
+    const base = [...placedOnA1(f), f.sessionOpened("a2", "s-2", "gw-1")];
+    const other = given(...base).when(f.commandResult("a2", "s-2", "c-1", false, "forged"));
+    const { refusedResults, ...rest } = other.after.replicas;
+    assert.equal(content({ ...other.after, replicas: { ...rest } }), content(other.before));
+    assert.ok(other.after.replicas.commands["c-1"], "the command still waits for its own node");
+    assert.equal(other.after.replicas.replicas["r1"]?.shards[0]?.lastError, "");
+    assert.deepEqual(refusedResults, {
+      a2: {
+        nodeId: "a2",
+        count: 1,
+        lastSeq: base.length + 1,
+        lastCommandId: "c-1",
+        lastSessionId: "s-2",
+        addressedNodeId: "a1",
+        addressedSessionId: "s-1",
+      },
+    });
+    const twice = given(...base).when(
+      f.commandResult("a2", "s-2", "c-1", false, "forged"),
+      f.commandResult("a2", "s-2", "c-1", true),
+    );
+    assert.equal(twice.after.replicas.refusedResults?.["a2"]?.count, 2);
+    assert.ok(twice.after.replicas.commands["c-1"]);
+    const own = given(...base).when(f.commandResult("a1", "s-1", "c-1"));
+    assert.deepEqual(own.after.replicas.commands, {}, "its own node's answer binds");
+    assert.equal(own.after.replicas.refusedResults, undefined, "nothing counted when none is refused");
+  });
+
   it("replicaPending: the explanation is kept as the pending reason", () => {
     const f = new EventFactory();
     const why = "0/3 nodes fit: 2 too few healthy GPUs, 1 cordoned";

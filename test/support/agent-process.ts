@@ -22,6 +22,9 @@ export interface FakeEngineOptions {
   stopGraceSeconds?: number;
   /** Ask the engine's /drain before a drain's stop. */
   drainHook?: boolean;
+  /** The engine's allow lists for what the catalog may add (docs/agent.md). */
+  allowedEnv?: string[];
+  allowedArgPrefixes?: string[];
 }
 
 /**
@@ -51,6 +54,8 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
         ],
         ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 100 },
         ...(o.drainHook ? { drain: { http: "http://127.0.0.1:{port}/drain" } } : {}),
+        ...(o.allowedEnv ? { allowedEnv: o.allowedEnv } : {}),
+        ...(o.allowedArgPrefixes ? { allowedArgPrefixes: o.allowedArgPrefixes } : {}),
         stopGraceSeconds: o.stopGraceSeconds ?? 1,
         // Each agent its own range: agents pick ports at the same moment.
         portRange: [20000 + Math.floor(Math.random() * 20000), 60000],

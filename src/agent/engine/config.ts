@@ -1,5 +1,6 @@
 /** The agent config's `engines` section: how each engine is started, probed, drained and stopped. */
 import { z } from "zod";
+import { deniedEnv, ENGINE_LIMITS } from "../../engine-policy/index.js";
 import { PLACEHOLDERS, unknownPlaceholders } from "./template.js";
 
 const template = z
@@ -24,6 +25,32 @@ export const engineSchema = z.strictObject({
       z.string().max(4096),
     )
     .default({}),
+  /**
+   * The environment names the catalog may set for this engine (a trailing
+   * `*` matches any rest: `VLLM_*`). Unset: any name outside the deny list.
+   * The deny list applies either way.
+   */
+  allowedEnv: z
+    .array(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "must be a variable name, or a prefix ending in '*'")
+        .superRefine((name, ctx) => {
+          const denied = name.endsWith("*") ? undefined : deniedEnv(name);
+          if (denied)
+            ctx.addIssue({
+              code: "custom",
+              message: `${name} is on the deny list (${denied.pattern}) and can never come from the catalog; set it in this engine's env instead`,
+            });
+        }),
+    )
+    .max(256)
+    .optional(),
+  /**
+   * Every argument the catalog appends must start with one of these (so a
+   * flag's value is written `--flag=value`). Unset: arguments are free.
+   */
+  allowedArgPrefixes: z.array(z.string().min(1).max(ENGINE_LIMITS.maxArgChars)).max(256).optional(),
   ready: z.strictObject({
     /** Polled until it answers 200: the engine is RUNNING from then on. */
     http: template,

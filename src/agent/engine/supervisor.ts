@@ -9,6 +9,7 @@ import { closeSync, openSync } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { launchIssues } from "../../engine-policy/index.js";
 import type {
   CommandOutcome,
   ShardEvent,
@@ -136,6 +137,14 @@ export class EngineSupervisor implements ShardSupervisor {
         error: `engine ${JSON.stringify(spec.engine)} is not configured on this node (configured: ${names.join(", ") || "none"})`,
       };
     }
+    // The catalog was checked at apply; a forged one was not: checked again here, before anything runs.
+    const issues = launchIssues(spec.engineArgs, spec.engineEnv, config);
+    if (issues.length > 0)
+      return {
+        ok: false,
+        shardFailed: true,
+        error: `start refused by this node's engine policy (engine ${JSON.stringify(spec.engine)}): ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`,
+      };
     const port = await this.#freePort(config.portRange);
     if (port === undefined)
       return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };

@@ -48,6 +48,12 @@ interface GatewayFlags extends NatsSecurityFlags {
   usageInterval: number;
   eventBudget: number;
   eventBudgetBurst: number;
+  byteBudget: number;
+  byteBudgetBurst: number;
+  maxOutputChars: number;
+  maxTextChars: number;
+  reconnectLimit: number;
+  reconnectBurst: number;
   leaseBucket: string;
   leaseTtl: number;
   drainDeadline: number;
@@ -175,6 +181,47 @@ export function registerGateway(program: Command): void {
       ),
     )
     .addOption(num("--event-budget-burst", "EVENT_BUDGET_BURST", "events one session may write at once", 600))
+    .addOption(
+      num(
+        "--byte-budget",
+        "BYTE_BUDGET",
+        "bytes of events one session may write a minute; past it the session is closed (ResourceExhausted)",
+        1024 * 1024,
+      ),
+    )
+    .addOption(
+      num(
+        "--byte-budget-burst",
+        "BYTE_BUDGET_BURST",
+        "bytes of events one session may write at once",
+        2 * 1024 * 1024,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-output-chars",
+        "MAX_OUTPUT_CHARS",
+        "characters of a shard's last output kept; longer is cut with a marker",
+        4096,
+      ),
+    )
+    .addOption(
+      num(
+        "--max-text-chars",
+        "MAX_TEXT_CHARS",
+        "characters of every other free-text field an agent sends (errors, labels, GPU names, problems); longer is cut with a marker",
+        1024,
+      ),
+    )
+    .addOption(
+      num(
+        "--reconnect-limit",
+        "RECONNECT_LIMIT",
+        "registrations one node may make a minute on this gateway; past it ResourceExhausted with a retry time",
+        60,
+      ),
+    )
+    .addOption(num("--reconnect-burst", "RECONNECT_BURST", "registrations one node may make at once", 30))
     .addOption(
       new Option("--lease-bucket <name>", "KV bucket of gateway leases")
         .env(env("LEASE_BUCKET"))
@@ -314,6 +361,12 @@ function configFrom(f: GatewayFlags): GatewayConfigInput {
     usageIntervalMs: f.usageInterval,
     eventBudgetPerMinute: f.eventBudget,
     eventBudgetBurst: f.eventBudgetBurst,
+    byteBudgetPerMinute: f.byteBudget,
+    byteBudgetBurst: f.byteBudgetBurst,
+    maxOutputChars: f.maxOutputChars,
+    maxTextChars: f.maxTextChars,
+    reconnectsPerMinute: f.reconnectLimit,
+    reconnectBurst: f.reconnectBurst,
     leaseBucket: f.leaseBucket,
     leaseTtlMs: f.leaseTtl,
     drainDeadlineMs: f.drainDeadline,

@@ -33,7 +33,9 @@ export type Close =
   /** The agent's certificate (CN or serial) was revoked. */
   | { kind: "revoked"; detail: string }
   /** The session wrote events faster than its budget allows (a flooding agent). */
-  | { kind: "event-budget"; detail: string };
+  | { kind: "event-budget"; detail: string }
+  /** The session wrote more bytes than its byte budget allows (same reason in the log, EVENT_BUDGET). */
+  | { kind: "byte-budget"; detail: string };
 
 export type CloseKind = Close["kind"];
 
@@ -72,6 +74,7 @@ export function closeOutcome(c: Close): CloseOutcome {
     case "revoked":
       return { reason: SessionClosed_Reason.REVOKED, code: Code.PermissionDenied };
     case "event-budget":
+    case "byte-budget":
       return { reason: SessionClosed_Reason.EVENT_BUDGET, code: Code.ResourceExhausted };
     default: {
       const never: never = c;

@@ -8,7 +8,8 @@ import {
   shardStatusProblem,
 } from "../registration.js";
 import { closeNow, NONE, nothing } from "./result.js";
-import type { SessionState, StepResult } from "./types.js";
+import { type Capped, capCommandResult, capHeartbeat, capRegistration, capShardStatus } from "./text-caps.js";
+import type { Note, SessionState, StepResult } from "./types.js";
 import { heartbeat } from "./usage-steps.js";
 import { afterRegistration } from "./usage-window.js";
 
@@ -23,7 +24,8 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
   const msg = m.msg;
   switch (msg.case) {
     case "register": {
-      const reg = msg.value;
+      const capped = capRegistration(msg.value, state.config.textCaps);
+      const reg = capped.value;
       if (reg.nodeId !== state.nodeId) {
         return refuse(
           state,
@@ -33,32 +35,44 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       const bad = registrationProblem(reg);
       if (bad) return refuse(state, `invalid registration: ${bad}`);
       state.usage?.reset(reg);
-      return event(state, { case: "hardwareChanged", value: { ...ids(state), registration: reg } }, true, {
-        ...state,
-        usageWindow: afterRegistration(state.usageWindow),
-      });
+      return noted(
+        event(state, { case: "hardwareChanged", value: { ...ids(state), registration: reg } }, true, {
+          ...state,
+          usageWindow: afterRegistration(state.usageWindow),
+        }),
+        capped,
+      );
     }
     case "heartbeat": {
       const bad = heartbeatProblem(msg.value);
       if (bad) return refuse(state, `invalid heartbeat: ${bad}`);
-      return heartbeat(state, msg.value, at);
+      const capped = capHeartbeat(msg.value, state.config.textCaps);
+      return noted(heartbeat(state, capped.value, at), capped);
     }
     case "shard": {
       const bad = shardStatusProblem(msg.value);
       if (bad) return refuse(state, `invalid shard status: ${bad}`);
       // Built in place: the kind most messages are, so no object in between.
       const { nodeId, sessionId } = state;
-      const status = msg.value;
-      return event(
-        state,
-        { case: "shardStatus", value: { nodeId, sessionId, sessionSeq: BigInt(seq), status } },
-        true,
+      const capped = capShardStatus(msg.value, state.config.textCaps);
+      const status = capped.value;
+      return noted(
+        event(
+          state,
+          { case: "shardStatus", value: { nodeId, sessionId, sessionSeq: BigInt(seq), status } },
+          true,
+        ),
+        capped,
       );
     }
     case "result": {
       const bad = commandResultProblem(msg.value);
       if (bad) return refuse(state, `invalid command result: ${bad}`);
-      return event(state, { case: "commandResult", value: { ...ids(state), result: msg.value } }, true);
+      const capped = capCommandResult(msg.value, state.config.textCaps);
+      return noted(
+        event(state, { case: "commandResult", value: { ...ids(state), result: capped.value } }, true),
+        capped,
+      );
     }
     case undefined:
       // A kind this gateway does not know (a newer agent) or an empty
@@ -73,6 +87,13 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       });
     }
   }
+}
+
+/** `r` with a note of the fields `capped` cut, if any (no copy when none was). */
+function noted(r: StepResult, capped: Capped<unknown>): StepResult {
+  if (capped.fields.length === 0) return r;
+  const note: Note = { kind: "text-truncated", fields: capped.fields };
+  return { ...r, notes: [...r.notes, note] };
 }
 
 /** What names the session's event of its message `state.seq`. */

@@ -7,6 +7,7 @@ import { UsageTracker } from "../usage.js";
 import { fullBucket } from "./budget.js";
 import { identify } from "./identify.js";
 import { closeNow } from "./result.js";
+import { capRegistration } from "./text-caps.js";
 import type { SessionState, StepResult } from "./types.js";
 
 /** A stream that is refused before it becomes a session. */
@@ -33,7 +34,8 @@ export function registerFirst(
       `the first message must be a Register, got ${msg.case ?? "an empty message"}`,
     );
   }
-  const reg = msg.value;
+  const capped = capRegistration(msg.value, state.config.textCaps);
+  const reg = capped.value;
   const bad = invalidNodeIdReason(reg.nodeId, "node_id");
   if (bad) return refuse(state, Code.InvalidArgument, bad);
   const who = identify(state.peer, reg.nodeId, state.config.insecureDev);
@@ -57,6 +59,7 @@ export function registerFirst(
       cumulativeAcks: reg.cumulativeAcks,
       usage: new UsageTracker(config.usageThresholdMb, reg),
       budget: fullBucket(config.eventBudget, at),
+      bytes: fullBucket(config.byteBudget, at),
     },
     events: [
       {
@@ -77,6 +80,9 @@ export function registerFirst(
     ],
     replies: [],
     timers: [],
-    notes: [{ kind: "opened", identity: who.identity }],
+    notes: [
+      { kind: "opened", identity: who.identity },
+      ...(capped.fields.length > 0 ? [{ kind: "text-truncated" as const, fields: capped.fields }] : []),
+    ],
   };
 }

@@ -1,8 +1,9 @@
 import { Code } from "@connectrpc/connect";
 import type { PeerIdentity } from "../identity.js";
 import { flushAck, stored } from "./acks.js";
-import { overBudgetDetail, spend } from "./budget.js";
+import { overBudgetDetail, overByteBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
+import { eventBytes } from "./event-bytes.js";
 import { agentMessage } from "./messages.js";
 import { refuse, registerFirst } from "./open.js";
 import { ack, reconnect } from "./replies.js";
@@ -29,6 +30,7 @@ export function initialState(
     usage: undefined,
     usageWindow: EMPTY_WINDOW,
     budget: undefined,
+    bytes: undefined,
     cumulativeAcks: false,
     ackThrough: undefined,
     ackHeld: 0,
@@ -72,15 +74,22 @@ function writtenAt(input: Input, r: StepResult): number | undefined {
 }
 
 /**
- * Pays for the events of `r` (written at `at`) from the session's budget,
- * or closes the session instead of writing them (EVENT_BUDGET).
+ * Pays for the events of `r` (written at `at`) from the session's budgets,
+ * in events and in bytes, or closes the session instead of writing them
+ * (EVENT_BUDGET).
  */
 function withinBudget(r: StepResult, at: number): StepResult {
-  const budget = r.state.budget;
-  if (r.events.length === 0 || !budget) return r;
-  const left = spend(budget, r.state.config.eventBudget, r.events.length, at);
-  if (left) return { ...r, state: { ...r.state, budget: left } };
-  return closeNow(r.state, { kind: "event-budget", detail: overBudgetDetail(r.state.config.eventBudget) });
+  const { budget, bytes } = r.state;
+  if (r.events.length === 0 || !budget || !bytes) return r;
+  const config = r.state.config;
+  const left = spend(budget, config.eventBudget, r.events.length, at);
+  if (!left) return closeNow(r.state, { kind: "event-budget", detail: overBudgetDetail(config.eventBudget) });
+  let size = 0;
+  for (const e of r.events) size += eventBytes(e.id, e.body);
+  const bytesLeft = spend(bytes, config.byteBudget, size, at);
+  if (!bytesLeft)
+    return closeNow(r.state, { kind: "byte-budget", detail: overByteBudgetDetail(config.byteBudget) });
+  return { ...r, state: { ...r.state, budget: left, bytes: bytesLeft } };
 }
 
 function decide(state: SessionState, input: Input): StepResult {

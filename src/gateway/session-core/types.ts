@@ -3,8 +3,9 @@ import type { AgentMessage, ControlMessage } from "../../gen/llmgw/v1/agent_pb.j
 import type { BodyInit } from "../events.js";
 import type { PeerIdentity } from "../identity.js";
 import type { UsageTracker } from "../usage.js";
-import type { Bucket, EventBudget } from "./budget.js";
+import type { Bucket, ByteBudget, EventBudget } from "./budget.js";
 import type { Close } from "./close.js";
+import type { CappedField, TextCaps } from "./text-caps.js";
 import type { UsageWindow } from "./usage-window.js";
 
 /** What the core knows of the gateway; fixed for the life of a stream. */
@@ -18,6 +19,10 @@ export interface CoreConfig {
   readonly usageIntervalMs: number;
   /** Events a session may write (budget.ts). */
   readonly eventBudget: EventBudget;
+  /** Bytes a session may write (budget.ts, event-bytes.ts). */
+  readonly byteBudget: ByteBudget;
+  /** Caps on the agent's free text (text-caps.ts). */
+  readonly textCaps: TextCaps;
   /** Cumulative acks: stored messages one ack waits for while more are on their way (acks.ts). */
   readonly ackEvery: number;
   /** ... and the longest it waits for them (the `ack-later` timer). */
@@ -52,6 +57,8 @@ export interface SessionState {
   readonly usageWindow: UsageWindow;
   /** What is left of the session's event budget (undefined until the session opens). */
   readonly budget: Bucket | undefined;
+  /** What is left of its byte budget (undefined until the session opens). */
+  readonly bytes: Bucket | undefined;
   /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
   readonly cumulativeAcks: boolean;
   /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
@@ -134,7 +141,9 @@ export type Note =
   /** A heartbeat's news waits for the end of the usage interval (merged into its one event). */
   | { kind: "usage-coalesced" }
   /** New problems past the bound of one interval's event, not recorded. */
-  | { kind: "problems-dropped"; count: number };
+  | { kind: "problems-dropped"; count: number }
+  /** Free text over its cap, cut with a marker (text-caps.ts). */
+  | { kind: "text-truncated"; fields: readonly CappedField[] };
 
 export interface StepResult {
   readonly state: SessionState;

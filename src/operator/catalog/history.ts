@@ -4,6 +4,7 @@
  * `undoCatalog` is pure.
  */
 import { create } from "@bufbuild/protobuf";
+import { launchIssues } from "../../engine-policy/index.js";
 import { type Catalog, CatalogSchema, type Model } from "../../gen/llmgw/v1/events_pb.js";
 import type { Log } from "../../log/index.js";
 import { modelFrom } from "../../projections/convert.js";
@@ -65,6 +66,16 @@ export function undoCatalog(history: readonly CatalogVersion[], model: string): 
     if (!before) continue;
     const was = modelFrom(before).revision;
     if (was === revision) continue;
+    // An earlier spec is applied again only if it could be applied now (a log
+    // written before the engine policy, or past the API, may hold one that is not).
+    for (const [j, p] of before.profiles.entries()) {
+      const bad = launchIssues(p.engineArgs, p.engineEnv)[0];
+      if (bad)
+        return {
+          ok: false,
+          message: `the earlier spec of ${model} (catalog at sequence ${v.seq}) cannot be applied again: profiles[${j}].${bad.path} ${bad.message}`,
+        };
+    }
     const models: Model[] = current.catalog.models.map((m) =>
       m.name === model ? { ...m, profiles: before.profiles } : m,
     );

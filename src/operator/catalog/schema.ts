@@ -5,6 +5,7 @@
  * misspelt key is an error, not a silently ignored default.
  */
 import { z } from "zod";
+import { ENGINE_LIMITS, envNameProblem, totalChars } from "../../engine-policy/index.js";
 import { isReservedKey } from "../../log/index.js";
 import {
   AUTOSCALE_DEFAULTS,
@@ -23,7 +24,6 @@ import { parseMemory } from "./memory.js";
  */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const LABEL_KEY = /^[A-Za-z0-9._/-]{1,128}$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /**
  * Engine names: a key of the agent's configuration (`engines.<name>`), which
  * may also name files after it, so lower case and never a hidden name.
@@ -62,42 +62,75 @@ const duration = z
     return r.ms;
   });
 
-export const profileSchema = z.strictObject({
-  name,
-  /** Shards per replica; more than one need a fabricKind. */
-  shards: positiveInt(64).default(1),
-  gpusPerShard: positiveInt(64),
-  memoryPerGpu: memory,
-  gpuProduct: z.string().max(128).default(""),
-  fabricKind: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]{0,64}$/, "must be up to 64 letters, digits, '.', '_' or '-'")
-    .default(""),
-  nodeLabels: z
-    .record(
-      z.string().regex(LABEL_KEY, "label keys are 1 to 128 of letters, digits, '.', '_', '/', '-'"),
-      z.string().max(256),
-    )
-    .default({}),
-  /** The agent's engine (`engines.<name>` of its configuration) the shards run with. */
-  engine: z
-    .string()
-    .regex(
-      ENGINE_NAME_PATTERN,
-      "must be 1 to 63 characters: lower-case letters, digits, '_' or '-', starting with a letter or digit",
-    )
-    .default(DEFAULT_ENGINE),
-  engineArgs: z.array(z.string().max(4096)).max(256).default([]),
-  engineEnv: z
-    .record(z.string().regex(ENV_NAME, "must be an environment variable name"), z.string().max(4096))
-    .default({}),
-  /** How long a started shard has to report STARTING before its start is sent again; default: the reconciler's (60s). */
-  startTimeout: duration.optional(),
-  /** How many sends of a start without STARTING before the placement fails; default: the reconciler's (3). */
-  startAttempts: positiveInt(100).optional(),
-  /** How long a shard may load (STARTING) before it is stopped and its replica failed; default: the reconciler's (20m). */
-  readyTimeout: duration.optional(),
-});
+export const profileSchema = z
+  .strictObject({
+    name,
+    /** Shards per replica; more than one need a fabricKind. */
+    shards: positiveInt(64).default(1),
+    gpusPerShard: positiveInt(64),
+    memoryPerGpu: memory,
+    gpuProduct: z.string().max(128).default(""),
+    fabricKind: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{0,64}$/, "must be up to 64 letters, digits, '.', '_' or '-'")
+      .default(""),
+    nodeLabels: z
+      .record(
+        z.string().regex(LABEL_KEY, "label keys are 1 to 128 of letters, digits, '.', '_', '/', '-'"),
+        z.string().max(256),
+      )
+      .default({}),
+    /** The agent's engine (`engines.<name>` of its configuration) the shards run with. */
+    engine: z
+      .string()
+      .regex(
+        ENGINE_NAME_PATTERN,
+        "must be 1 to 63 characters: lower-case letters, digits, '_' or '-', starting with a letter or digit",
+      )
+      .default(DEFAULT_ENGINE),
+    /** Appended to the engine's command; the agent may allow only some (docs/agent.md). */
+    engineArgs: z
+      .array(
+        z
+          .string()
+          .max(ENGINE_LIMITS.maxArgChars, `must be at most ${ENGINE_LIMITS.maxArgChars} characters`)
+          .refine((a) => !a.includes("\u0000"), "must not contain a NUL character"),
+      )
+      .max(ENGINE_LIMITS.maxArgs, `must be at most ${ENGINE_LIMITS.maxArgs} arguments`)
+      .default([]),
+    /** Names on the deny list (src/engine-policy) would let the catalog run code on the nodes: refused. */
+    engineEnv: z
+      .record(
+        z.string().superRefine((name, ctx) => {
+          const why = envNameProblem(name);
+          if (why) ctx.addIssue({ code: "custom", message: why });
+        }),
+        z
+          .string()
+          .max(ENGINE_LIMITS.maxEnvValueChars, `must be at most ${ENGINE_LIMITS.maxEnvValueChars} characters`)
+          .refine((v) => !v.includes("\u0000"), "must not contain a NUL character"),
+      )
+      .refine(
+        (env) => Object.keys(env).length <= ENGINE_LIMITS.maxEnv,
+        `must be at most ${ENGINE_LIMITS.maxEnv} variables`,
+      )
+      .default({}),
+    /** How long a started shard has to report STARTING before its start is sent again; default: the reconciler's (60s). */
+    startTimeout: duration.optional(),
+    /** How many sends of a start without STARTING before the placement fails; default: the reconciler's (3). */
+    startAttempts: positiveInt(100).optional(),
+    /** How long a shard may load (STARTING) before it is stopped and its replica failed; default: the reconciler's (20m). */
+    readyTimeout: duration.optional(),
+  })
+  .superRefine((p, ctx) => {
+    const total = totalChars(p.engineArgs, p.engineEnv);
+    if (total > ENGINE_LIMITS.maxTotalChars)
+      ctx.addIssue({
+        code: "custom",
+        path: ["engineArgs"],
+        message: `engineArgs and engineEnv are ${total} characters together, more than ${ENGINE_LIMITS.maxTotalChars}`,
+      });
+  });
 
 /** Replica counts: 0 keeps the model known and serves nothing. */
 export const replicaCount = z

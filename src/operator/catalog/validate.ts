@@ -131,6 +131,10 @@ function fromZod(data: unknown, issue: z.core.$ZodIssue): FieldIssue[] {
     // One issue per key, each at the key's own path, like every other field.
     return issue.keys.map((k) => ({ path: joinPath(path, k), message: "unknown field" }));
   }
+  if (issue.code === "invalid_key") {
+    // zod says only "Invalid key in record": the key's own issues say why.
+    return issue.issues.map((i) => ({ path, message: i.message }));
+  }
   const message = issue.code === "invalid_type" && !has(data, issue.path) ? "required" : issue.message;
   return [{ path, message }];
 }
