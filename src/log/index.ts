@@ -9,7 +9,6 @@ export {
   type EventKind,
   encodeEvent,
   newEvent,
-  subjectFor,
 } from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
@@ -43,6 +42,17 @@ export { collectPasses, type PassRange, type RecordedPass, readPasses } from "./
 export { type LogRecord, type ReadOptions, readEventBatches, readEvents, streamTimeMs } from "./reader.js";
 export { isReservedKey } from "./reserved-keys.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
+export {
+  familySubject,
+  KIND_SUBJECTS,
+  kindsOfFamily,
+  type RefusedEvent,
+  SUBJECT_WRITERS,
+  type SubjectFamily,
+  type SubjectRoute,
+  subjectFor,
+  subjectRefusal,
+} from "./subject-kinds.js";
 export {
   DEFAULT_PREFIX,
   DEFAULT_STREAM,

@@ -50,12 +50,12 @@ export class Log {
   }
 
   read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
-    return readEvents(this.js, this.jsm, this.stream, opts);
+    return readEvents(this.js, this.jsm, this.stream, this.subjects, opts);
   }
 
   /** `read` a batch at a time (whatever had arrived), for folds: see `readEventBatches`. */
   readBatches(opts?: ReadOptions): AsyncGenerator<LogRecord[]> {
-    return readEventBatches(this.js, this.jsm, this.stream, opts);
+    return readEventBatches(this.js, this.jsm, this.stream, this.subjects, opts);
   }
 
   /** The stream's last sequence now (0 when empty). */
