@@ -2,6 +2,14 @@
 export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
 export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {
+  BUCKET_MAX_CONSUMERS,
+  type BucketOptions,
+  bucketKeys,
+  bucketStreamConfig,
+  openBucket,
+  weakerSettings,
+} from "./buckets.js";
+export {
   decodeEvent,
   EVENT_KINDS,
   type EventBody,
