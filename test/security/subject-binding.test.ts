@@ -41,6 +41,7 @@ import { logWhatIfReader } from "../../src/operator/what-if.js";
 import { canonicalJson, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { spawnApi } from "../support/api-process.js";
 import { runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
 import { sampleEvents } from "../support/sample-events.js";
@@ -66,6 +67,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
   const forged: Forged[] = [];
   let baselineSeq = 0;
   let readerLog: Log;
+  const gpu8Subject = subjects.node("gpu-8");
 
   const url = () => server?.url ?? "";
   const asReader = () => [
@@ -147,7 +149,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
       cordon.body.value.operator = "mallory";
       cordon.body.value.nodeId = "gpu-8";
     }
-    const gpu8 = subjects.node("gpu-8");
+    const gpu8 = gpu8Subject;
     forged.push({
       seq: await rawPublish(jetstream(logs.get("gateway")!.nc), gpu8, cordon),
       role: "gateway",
@@ -284,6 +286,40 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
     for await (const r of logWhatIfReader(readerLog).all(forged.at(-1)!.seq)) seen.push(r.event.id);
     assert.equal(seen.length, baselineSeq);
     assert.ok(!seen.some((id) => id.startsWith("forged-")));
+  });
+
+  it("the API process folds none of them, shows them refused in its events and counts them", async () => {
+    const api = await spawnApi([
+      ...["--nats", url(), "--stream", stream, "--subject-prefix", prefix, "--nats-creds", creds("api")],
+    ]);
+    try {
+      const get = async (path: string) => {
+        const r = await fetch(`${api.url}${path}`);
+        assert.equal(r.status, 200, `${path}: ${await r.clone().text()}\n${api.output()}`);
+        return r;
+      };
+      const fleet = (await (await get("/v1/fleet")).json()) as { seq: number; nodes: Array<{ id: string }> };
+      assert.equal(fleet.seq, baselineSeq, "the API's fleet is folded up to the last event that belongs");
+      assert.ok(!JSON.stringify(fleet).includes("gpu-8") && !JSON.stringify(fleet).includes("mallory"));
+      const page = (await (await get(`/v1/events?after=${baselineSeq}&limit=1000`)).json()) as {
+        events: Array<{ seq: number; subject: string; kind: string; refused?: string }>;
+      };
+      assert.deepEqual(
+        page.events.map((e) => [e.seq, e.subject, e.kind, e.refused !== undefined]),
+        forged.map((f) => [f.seq, f.subject, f.kind, true]),
+      );
+      const metrics = await (await get("/metrics")).text();
+      const counted = [
+        ...metrics.matchAll(/^llmgw_projection_events_refused_total\{[^}]*\} (\d+)$/gm),
+      ].reduce((sum, m) => sum + Number(m[1]), 0);
+      assert.equal(counted, forged.length);
+      assert.match(
+        api.output(),
+        new RegExp(`refused nodeCordoned at sequence ${forged.at(-2)!.seq} on ${regexText(gpu8Subject)}`),
+      );
+    } finally {
+      api.proc.kill("SIGKILL");
+    }
   });
 });
 
