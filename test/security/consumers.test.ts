@@ -55,7 +55,7 @@ function authServer(tag: string) {
     conns: NatsConnection[];
     logs: Log[];
   } = { conns: [], logs: [] };
-  const auth = (role: Role) => authenticatorFromCredentials(readFileSync(join(dir, `${role}.creds`), "utf8"));
+  const auth = (role: Role) => authenticatorFromCredentials(readFileSync(join(dir, `${role}.nk`), "utf8"));
   return {
     async start() {
       const init = await runCli(["nats-auth", "init", "--dir", dir]);

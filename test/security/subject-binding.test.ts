@@ -61,7 +61,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
   const prefix = `bind${rand()}.evt`;
   const subjects = new Subjects(prefix);
   const dir = tempDir("subject-binding");
-  const creds = (role: Role) => join(dir, `${role}.creds`);
+  const creds = (role: Role) => join(dir, `${role}.nk`);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   const logs = new Map<Role, Log>();
   const forged: Forged[] = [];
