@@ -23,6 +23,7 @@ import { registerNodes } from "./commands/nodes.js";
 import { registerReconciler } from "./commands/reconciler.js";
 import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
+import { registerRouter } from "./commands/router.js";
 import { registerRevocation } from "./commands/revoke.js";
 import { registerRollout } from "./commands/rollout.js";
 import { registerScale } from "./commands/scale.js";
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerGateway(program);
   registerReconciler(program);
   registerApi(program);
+  registerRouter(program);
   registerSim(program);
   registerAgent(program);
   registerCerts(program);

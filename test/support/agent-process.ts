@@ -22,6 +22,8 @@ export interface FakeEngineOptions {
   stopGraceSeconds?: number;
   /** Ask the engine's /drain before a drain's stop. */
   drainHook?: boolean;
+  /** The engine holds each OpenAI request this long (--delay-ms). */
+  requestDelayMs?: number;
 }
 
 /**
@@ -48,6 +50,11 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
           String(o.startDelayMs ?? 1500),
           "--record",
           join(dir, "{shard_id}.json"),
+          "--replica",
+          "{replica_id}",
+          "--shard",
+          "{shard_id}",
+          ...(o.requestDelayMs !== undefined ? ["--delay-ms", String(o.requestDelayMs)] : []),
         ],
         ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 100 },
         ...(o.drainHook ? { drain: { http: "http://127.0.0.1:{port}/drain" } } : {}),
