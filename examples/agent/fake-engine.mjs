@@ -61,7 +61,10 @@ const server = createServer((req, res) => {
     console.log("fake-engine: draining");
     res.writeHead(200).end("draining\n");
   } else if (path === "/v1/models" && req.method === "GET") {
-    json(res, 200, { object: "list", data: [{ id: model, object: "model", created: 0, owned_by: "fake-engine" }] });
+    json(res, 200, {
+      object: "list",
+      data: [{ id: model, object: "model", created: 0, owned_by: "fake-engine" }],
+    });
   } else if (
     req.method === "POST" &&
     (path === "/v1/chat/completions" || path === "/v1/completions" || path === "/v1/embeddings")
@@ -122,13 +125,23 @@ async function answer(path, text, res) {
     for (const [i, w] of words.entries()) {
       const piece = i === 0 ? w : ` ${w}`;
       const choice = chat
-        ? { index: 0, delta: i === 0 ? { role: "assistant", content: piece } : { content: piece }, finish_reason: null }
+        ? {
+            index: 0,
+            delta: i === 0 ? { role: "assistant", content: piece } : { content: piece },
+            finish_reason: null,
+          }
         : { index: 0, text: piece, finish_reason: null };
-      res.write(`data: ${JSON.stringify({ id, object, created, model: body.model ?? model, choices: [choice] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object, created, model: body.model ?? model, choices: [choice] })}\n\n`,
+      );
       await sleep(delayMs / words.length);
     }
-    const last = chat ? { index: 0, delta: {}, finish_reason: "stop" } : { index: 0, text: "", finish_reason: "stop" };
-    res.write(`data: ${JSON.stringify({ id, object, created, model: body.model ?? model, choices: [last] })}\n\n`);
+    const last = chat
+      ? { index: 0, delta: {}, finish_reason: "stop" }
+      : { index: 0, text: "", finish_reason: "stop" };
+    res.write(
+      `data: ${JSON.stringify({ id, object, created, model: body.model ?? model, choices: [last] })}\n\n`,
+    );
     res.end("data: [DONE]\n\n");
     return;
   }

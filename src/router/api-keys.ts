@@ -58,7 +58,10 @@ export function readApiKeysFile(file: string): ApiKey[] {
   if (!parsed.success) {
     throw new ApiKeysFileError(
       parsed.error.issues
-        .map((i) => `${file}: ${i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}: ${i.message}`)
+        .map(
+          (i) =>
+            `${file}: ${i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}: ${i.message}`,
+        )
         .join("\n"),
     );
   }
@@ -86,7 +89,11 @@ export class ApiKeys {
   identify(authorization: string | undefined): KeyCheck {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
     if (!m) return { ok: false, status: 401, message: "an API key is required: Authorization: Bearer KEY" };
-    const key = this.#bySha.get(createHash("sha256").update(m[1] as string).digest("hex"));
+    const key = this.#bySha.get(
+      createHash("sha256")
+        .update(m[1] as string)
+        .digest("hex"),
+    );
     if (!key) return { ok: false, status: 401, message: "the API key is not valid" };
     return { ok: true, key };
   }
@@ -129,7 +136,10 @@ export function watchApiKeysFile(file: string, keys: ApiKeys, logger: Logger): (
       keys.replace(list);
       logger.info({ file, keys: list.map((k) => k.name) }, "API keys reloaded");
     } catch (err) {
-      logger.error({ file, err: (err as Error).message }, "the changed API keys file is invalid; the keys in force stay");
+      logger.error(
+        { file, err: (err as Error).message },
+        "the changed API keys file is invalid; the keys in force stay",
+      );
     }
   };
   watchFile(file, { interval: 1000, persistent: false }, listener);

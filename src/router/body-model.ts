@@ -66,10 +66,12 @@ class Scanner {
     if (this.peek() === "}") return undefined;
     for (;;) {
       this.ws();
-      if (this.peek() !== '"') throw new Invalid("the body is not valid JSON: a member name must be a string");
+      if (this.peek() !== '"')
+        throw new Invalid("the body is not valid JSON: a member name must be a string");
       const key = this.string();
       this.ws();
-      if (this.peek() !== ":") throw new Invalid("the body is not valid JSON: ':' expected after a member name");
+      if (this.peek() !== ":")
+        throw new Invalid("the body is not valid JSON: ':' expected after a member name");
       this.i++;
       this.ws();
       if (key === "model") {

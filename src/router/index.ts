@@ -14,7 +14,12 @@ export {
   type PickWeights,
   pickReplica,
 } from "./picker.js";
-export { type ReplicaLoad, ReplicaBook } from "./replicas.js";
-export { type RouterServer, type RouterServerOptions, startRouterServer, type TableStatus } from "./server.js";
+export { ReplicaBook, type ReplicaLoad } from "./replicas.js";
+export {
+  type RouterServer,
+  type RouterServerOptions,
+  startRouterServer,
+  type TableStatus,
+} from "./server.js";
 export { endpointListSchema, RoutingTable, type TableChange, type TableEndpoint } from "./table.js";
 export { TableFollower, type TableFollowerOptions } from "./table-follower.js";

@@ -48,7 +48,9 @@ export class LoadFeed {
   }
 
   async #run(): Promise<void> {
-    let from: { fromTimeMs: number } | { fromSeq: number } = { fromTimeMs: Date.now() - this.opts.lookbackMs };
+    let from: { fromTimeMs: number } | { fromSeq: number } = {
+      fromTimeMs: Date.now() - this.opts.lookbackMs,
+    };
     while (!this.#abort.signal.aborted) {
       try {
         for await (const r of readEvents(this.js, this.jsm, this.opts.stream, {

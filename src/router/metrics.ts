@@ -7,7 +7,7 @@ export class RouterMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
     name: "llmgw_router_requests_total",
-    help: "Requests answered, by model, replica (\"\" when none was reached) and HTTP status",
+    help: 'Requests answered, by model, replica ("" when none was reached) and HTTP status',
     labelNames: ["model", "replica", "code"] as const,
     registers: [this.registry],
   });

@@ -1,7 +1,13 @@
 /** Errors in the OpenAI API's shape: `{"error": {message, type, param, code}}`. */
 import type { ServerResponse } from "node:http";
 
-export type ErrorType = "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "server_error" | "upstream_error";
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "rate_limit_error"
+  | "server_error"
+  | "upstream_error";
 
 export function sendError(
   res: ServerResponse,

@@ -9,17 +9,17 @@ import {
   Agent,
   type ClientRequest,
   createServer,
+  request as httpRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
-  request as httpRequest,
   type Server,
   type ServerResponse,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Logger } from "pino";
-import { ApiKeys, type ApiKey } from "./api-keys.js";
-import { BodyRelay } from "./body-relay.js";
+import { type ApiKey, ApiKeys } from "./api-keys.js";
 import { scanModel } from "./body-model.js";
+import { BodyRelay } from "./body-relay.js";
 import type { RouterConfig } from "./config.js";
 import type { RouterMetrics } from "./metrics.js";
 import { sendError } from "./openai-errors.js";
@@ -282,7 +282,10 @@ class Router {
     let key: string | undefined;
     if (affinity && first.ended) {
       try {
-        key = affinityKey(JSON.parse(Buffer.concat(first.chunks).toString("utf8")), this.o.config.affinityChars);
+        key = affinityKey(
+          JSON.parse(Buffer.concat(first.chunks).toString("utf8")),
+          this.o.config.affinityChars,
+        );
       } catch {
         // The engine answers a malformed body itself.
       }
@@ -372,7 +375,9 @@ class Router {
     relay: BodyRelay,
     dropAuthorization: boolean,
     setCurrent: (r: ClientRequest) => void,
-  ): Promise<{ kind: "answered"; headAtMs: number } | { kind: "failed"; reason: string; code: string; eject: boolean }> {
+  ): Promise<
+    { kind: "answered"; headAtMs: number } | { kind: "failed"; reason: string; code: string; eject: boolean }
+  > {
     const m = this.o.metrics;
     const book = this.o.book;
     const url = new URL(pick.url);
@@ -495,7 +500,11 @@ function tooLarge(max: number): string {
   return `the request body is larger than ${max} bytes (the router's --max-body-bytes)`;
 }
 
-function upstreamHeaders(req: IncomingMessage, host: string, dropAuthorization: boolean): IncomingHttpHeaders {
+function upstreamHeaders(
+  req: IncomingMessage,
+  host: string,
+  dropAuthorization: boolean,
+): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (HOP_BY_HOP.has(k)) continue;

@@ -1,6 +1,7 @@
 /** `llmgw router`: the OpenAI-compatible data plane that follows the routing table (docs/router.md). */
-import { type Command, Option } from "commander";
+
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
 import { connectNats } from "../../log/index.js";
 import { parseListen } from "../../metrics-endpoint/index.js";
@@ -66,7 +67,10 @@ export function registerRouter(program: Command): void {
         .default("127.0.0.1:8000"),
     )
     .addOption(
-      new Option("--endpoints-bucket <name>", "KV bucket of the routing table (the reconciler's --endpoints-bucket)")
+      new Option(
+        "--endpoints-bucket <name>",
+        "KV bucket of the routing table (the reconciler's --endpoints-bucket)",
+      )
         .env(env("ENDPOINTS_BUCKET"))
         .default(DEFAULT_ENDPOINTS_BUCKET),
     )
@@ -79,7 +83,13 @@ export function registerRouter(program: Command): void {
       ),
     )
     .addOption(
-      intOption("--load-lookback-ms", env("LOAD_LOOKBACK_MS"), "load reports read back at start", 120_000, "ms"),
+      intOption(
+        "--load-lookback-ms",
+        env("LOAD_LOOKBACK_MS"),
+        "load reports read back at start",
+        120_000,
+        "ms",
+      ),
     )
     .addOption(
       new Option(
@@ -87,9 +97,16 @@ export function registerRouter(program: Command): void {
         "API keys (YAML or JSON list of {name, sha256, models?, requestsPerMinute?}); re-read when it changes. Without: no key asked for",
       ).env(env("API_KEYS")),
     )
-    .addOption(size("--max-body-bytes", "MAX_BODY_BYTES", "largest request body (larger: 413)", DEFAULTS.maxBodyBytes))
     .addOption(
-      size("--max-header-bytes", "MAX_HEADER_BYTES", "largest request head (larger: 431)", DEFAULTS.maxHeaderBytes),
+      size("--max-body-bytes", "MAX_BODY_BYTES", "largest request body (larger: 413)", DEFAULTS.maxBodyBytes),
+    )
+    .addOption(
+      size(
+        "--max-header-bytes",
+        "MAX_HEADER_BYTES",
+        "largest request head (larger: 431)",
+        DEFAULTS.maxHeaderBytes,
+      ),
     )
     .addOption(
       size(
@@ -108,7 +125,13 @@ export function registerRouter(program: Command): void {
       ),
     )
     .addOption(
-      intOption("--eject-ms", env("EJECT_MS"), "a replica that failed is kept out this long", DEFAULTS.ejectMs, "ms"),
+      intOption(
+        "--eject-ms",
+        env("EJECT_MS"),
+        "a replica that failed is kept out this long",
+        DEFAULTS.ejectMs,
+        "ms",
+      ),
     )
     .addOption(
       size(
@@ -128,7 +151,12 @@ export function registerRouter(program: Command): void {
         .default("none"),
     )
     .addOption(
-      size("--affinity-chars", "AFFINITY_CHARS", "prompt characters the affinity key is made of", DEFAULTS.affinityChars),
+      size(
+        "--affinity-chars",
+        "AFFINITY_CHARS",
+        "prompt characters the affinity key is made of",
+        DEFAULTS.affinityChars,
+      ),
     )
     .addOption(
       size(
@@ -148,7 +176,7 @@ export function registerRouter(program: Command): void {
       "after",
       "\nThe table comes from the endpoints bucket (ordered pull consumer, read-only: the router role of\n" +
         "llmgw nats-auth). A replica that leaves it gets no new request; through a NATS outage the last\n" +
-        "table is served and /healthz says \"stale\". Errors: unknown model 404, no ready replica 503 with\n" +
+        'table is served and /healthz says "stale". Errors: unknown model 404, no ready replica 503 with\n' +
         "Retry-After, bad body 400, body too large 413, over a limit 429. See docs/router.md.",
     )
     .action(async (flags: RouterFlags) => {
@@ -249,7 +277,12 @@ async function runRouter(flags: RouterFlags): Promise<void> {
     });
     cleanup.push(() => server.close());
     logger.info(
-      { url: server.url, bucket: flags.endpointsBucket, apiKeys: apiKeys !== undefined, affinity: config.affinity },
+      {
+        url: server.url,
+        bucket: flags.endpointsBucket,
+        apiKeys: apiKeys !== undefined,
+        affinity: config.affinity,
+      },
       "router listening",
     );
     await new Promise<void>((resolve) => {
