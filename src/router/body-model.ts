@@ -60,7 +60,7 @@ class Scanner {
   /** The top-level model, or undefined when the object has none. */
   model(): string | undefined {
     this.ws();
-    if (this.s[this.i] !== "{") throw new Invalid("the body must be a JSON object");
+    if (this.peek() !== "{") throw new Invalid("the body must be a JSON object");
     this.i++;
     this.ws();
     if (this.peek() === "}") return undefined;

@@ -110,17 +110,21 @@ class Router {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? "/").split("?")[0] as string;
     if (INFERENCE.has(path)) {
-      if (req.method !== "POST") return this.#methodNotAllowed(res, "POST");
-      return void this.#inference(req, res, path);
+      if (req.method !== "POST") this.#methodNotAllowed(res, "POST");
+      else void this.#inference(req, res, path);
+      return;
     }
     switch (path) {
       case "/healthz":
-        return this.#healthz(res);
+        this.#healthz(res);
+        return;
       case "/metrics":
-        return void this.#metrics(res);
+        void this.#metrics(res);
+        return;
       case "/v1/models":
-        if (req.method !== "GET") return this.#methodNotAllowed(res, "GET");
-        return this.#models(req, res);
+        if (req.method !== "GET") this.#methodNotAllowed(res, "GET");
+        else this.#models(req, res);
+        return;
       default:
         sendError(
           res,
