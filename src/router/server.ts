@@ -149,8 +149,11 @@ class Router {
         loaded: s.loaded,
         stale: s.stale,
         ...(s.stale ? { staleSinceMs: s.staleSince } : {}),
-        models: this.o.table.servedModels().length,
         changes: this.o.table.changes,
+        // What this router routes to now: model → replica ids.
+        endpoints: Object.fromEntries(
+          Object.entries(this.o.table.snapshot()).map(([m, l]) => [m, l.map((e) => e.replicaId)]),
+        ),
       },
       ...(status === "stale"
         ? { message: "NATS is unreachable: routing on the last table read; changes since are not seen" }
