@@ -26,6 +26,8 @@ export class BodyRelay {
     this.#replayable = true;
     req.on("data", (c: Buffer) => this.#data(c));
     req.on("end", () => {
+      // Ended already when the bytes its Content-Length announced had all come.
+      if (this.#ended) return;
       this.#ended = true;
       this.#target?.end();
     });
@@ -38,10 +40,17 @@ export class BodyRelay {
   /** Sends what came so far to `up` and the rest as it comes. */
   attach(up: ClientRequest): void {
     this.#target = up;
-    for (const c of this.#kept) up.write(c);
+    const kept = this.#kept;
     if (!this.#replayable) this.#kept = [];
-    if (this.#ended) up.end();
-    else this.req.resume();
+    if (this.#ended) {
+      // The whole body is here: head and body leave in one write.
+      for (let i = 0; i < kept.length - 1; i++) up.write(kept[i] as Buffer);
+      up.end(kept.at(-1));
+      this.req.resume();
+      return;
+    }
+    for (const c of kept) up.write(c);
+    this.req.resume();
   }
 
   /** The attempt in progress failed: nothing more goes to it. */

@@ -246,7 +246,7 @@ class Router {
       return fail(413, "body_too_large", "invalid_request_error", tooLarge(max));
     }
     const affinity = this.o.config.affinity === "prefix";
-    const first = await readModel(req, max, affinity);
+    const first = await readModel(req, max, affinity, Number.isFinite(declared) ? declared : -1);
     if (first.kind === "gone") return;
     if (first.kind === "too_large") {
       res.setHeader("connection", "close");
@@ -387,7 +387,7 @@ class Router {
   > {
     const m = this.o.metrics;
     const book = this.o.book;
-    const url = new URL(pick.url);
+    const url = parsedUrl(pick.url);
     const https = url.protocol === "https:";
     const base = url.pathname.replace(/\/$/, "");
     const query = (req.url ?? "").slice(path.length);
@@ -454,6 +454,18 @@ class Router {
   }
 }
 
+const urls = new Map<string, URL>();
+/** Endpoint URLs parsed once: a table has few, every request uses one. */
+function parsedUrl(text: string): URL {
+  let u = urls.get(text);
+  if (!u) {
+    if (urls.size > 10_000) urls.clear();
+    u = new URL(text);
+    urls.set(text, u);
+  }
+  return u;
+}
+
 type FirstBytes =
   | { kind: "model"; model: string; chunks: Buffer[]; size: number; ended: boolean }
   | { kind: "invalid"; message: string }
@@ -461,7 +473,7 @@ type FirstBytes =
   | { kind: "gone" };
 
 /** Reads the body as far as its `model` (with affinity: to its end, for the prompt). */
-function readModel(req: IncomingMessage, max: number, whole: boolean): Promise<FirstBytes> {
+function readModel(req: IncomingMessage, max: number, whole: boolean, declared: number): Promise<FirstBytes> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -483,7 +495,8 @@ function readModel(req: IncomingMessage, max: number, whole: boolean): Promise<F
       if (scan.kind === "invalid") return done(scan);
       if (scan.kind === "model") {
         found = scan.model;
-        if (!whole) done({ kind: "model", model: scan.model, chunks, size, ended: false });
+        // All the bytes the Content-Length announced: the body is whole, forwarded in one write.
+        if (!whole) done({ kind: "model", model: scan.model, chunks, size, ended: size === declared });
       }
     };
     const onEnd = () => {
