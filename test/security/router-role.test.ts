@@ -4,10 +4,11 @@
  * process with the router's credentials follows the routing table the
  * reconciler's credentials write, and forwards to the endpoint it names;
  * with the same credentials nothing can be written (the table, the log), no
- * stream created and none removed.
+ * stream created and none removed. A credentials set from before the role
+ * gets it with --keep-existing, the other roles' keys kept.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -49,6 +50,25 @@ describe("the router's NATS role (real nats-server with the generated auth confi
     ]);
     assert.equal(init.code, 0, init.stderr);
     assert.match(init.stdout, /router\s+\S+router\.creds/);
+    // A set written before the router role existed: --keep-existing adds the role, keeps the others' keys.
+    const gatewaySeed = readFileSync(creds("gateway"), "utf8");
+    rmSync(creds("router"));
+    const again = await runCli([
+      "nats-auth",
+      "init",
+      "--dir",
+      dir,
+      "--keep-existing",
+      "--stream",
+      stream,
+      "--subject-prefix",
+      prefix,
+      "--endpoints-bucket",
+      bucket,
+    ]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(readFileSync(creds("gateway"), "utf8"), gatewaySeed, "the gateway's key is kept");
+    assert.ok(existsSync(creds("router")), "the router's credentials were added");
     server = await startServer({ include: join(dir, "auth.conf") });
     // The log, created as the API creates it; the table, written as the reconciler writes it.
     const apiLog = await openLog({

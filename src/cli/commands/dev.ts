@@ -20,7 +20,7 @@ import { pickPort } from "../dev/ports.js";
 import { startRealAgents, stopRealEngines } from "../dev/real-agents.js";
 import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
-import { natsAuthFiles, writeNatsAuth } from "../nats-auth-files.js";
+import { writeNatsAuth } from "../nats-auth-files.js";
 import { natsSecurityFrom } from "../nats-security.js";
 
 const ROOT = PACKAGE_ROOT;
@@ -178,16 +178,10 @@ async function runDev(opts: DevOptions): Promise<void> {
     const natsPort = await pickPort(opts.natsPort);
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
     const nats = await natsServerBinary();
-    // Reused across runs, so commands keep working with the files they were given. A
-    // data folder from a version with fewer roles gets a whole new set (dev restarts every part).
-    const credsDir = devCredsDir(dataDir);
-    const authFiles = natsAuthFiles(credsDir);
-    const present = [authFiles.serverConfig, ...Object.values(authFiles.creds)].map((f) => existsSync(f));
+    // Reused across runs, so commands keep working with the files they were given (a role
+    // added since gets its credentials beside them).
     const creds = opts.natsAuth
-      ? writeNatsAuth(credsDir, DEFAULT_LAYOUT, {
-          force: present.some((x) => x) && !present.every((x) => x),
-          keepExisting: true,
-        })
+      ? writeNatsAuth(devCredsDir(dataDir), DEFAULT_LAYOUT, { force: false, keepExisting: true })
       : undefined;
     children.start("nats", nats, [
       // auth.conf is a whole config by itself (the authorization block); the flags add the rest.
