@@ -51,6 +51,7 @@ export class LoadFeed {
     let from: { fromTimeMs: number } | { fromSeq: number } = {
       fromTimeMs: Date.now() - this.opts.lookbackMs,
     };
+    let lastProblem = "";
     while (!this.#abort.signal.aborted) {
       try {
         for await (const r of readEvents(this.js, this.jsm, this.opts.stream, {
@@ -63,10 +64,15 @@ export class LoadFeed {
           batch: 1024,
         })) {
           from = { fromSeq: r.seq + 1 };
+          if (lastProblem !== "") {
+            lastProblem = "";
+            this.opts.logger.info({ stream: this.opts.stream }, "load feed following the log again");
+          }
           if (r.event.body.case !== "usageChanged") continue;
           for (const l of r.event.body.value.shardLoad) {
             const replicaId = replicaOfRankZeroShard(l.shardId);
             if (replicaId === undefined) continue;
+            this.opts.logger.debug({ replicaId, queueDepth: l.queueDepth, kvCacheUse: l.kvCacheUse }, "load");
             this.book.setLoad(replicaId, {
               queueDepth: l.queueDepth,
               kvCacheUse: Number.isFinite(l.kvCacheUse) ? Math.min(1, Math.max(0, l.kvCacheUse)) : 0,
@@ -75,10 +81,15 @@ export class LoadFeed {
         }
       } catch (err) {
         if (this.#abort.signal.aborted) return;
-        this.opts.logger.warn(
-          { stream: this.opts.stream, err: (err as Error).message },
-          "the load feed stopped; reading it again (replicas are weighted by requests in flight meanwhile)",
-        );
+        const problem = (err as Error).message;
+        // Said once per problem, not at every retry.
+        if (problem !== lastProblem) {
+          this.opts.logger.warn(
+            { stream: this.opts.stream, err: problem },
+            "the load feed stopped; reading it again (replicas are weighted by requests in flight meanwhile)",
+          );
+        }
+        lastProblem = problem;
       }
       await new Promise((r) => setTimeout(r, 1000));
     }

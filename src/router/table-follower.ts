@@ -107,6 +107,7 @@ export class TableFollower {
     const stream = `KV_${this.opts.bucket}`;
     const prefix = `$KV.${this.opts.bucket}.`;
     const js = jetstream(this.nc);
+    let lastProblem = "";
     while (!this.#stopped) {
       try {
         const consumer = await js.consumers.get(stream, {
@@ -141,10 +142,15 @@ export class TableFollower {
       } catch (err) {
         if (this.#stopped) return;
         this.#setStale(true);
-        this.opts.logger.warn(
-          { bucket: this.opts.bucket, err: (err as Error).message },
-          "cannot read the routing table yet; trying again",
-        );
+        const problem = (err as Error).message;
+        // Said once per problem, not at every retry.
+        if (problem !== lastProblem) {
+          this.opts.logger.warn(
+            { bucket: this.opts.bucket, err: problem },
+            "cannot read the routing table; trying again every second (until then: the last table, or none)",
+          );
+        }
+        lastProblem = problem;
       }
       await new Promise((r) => setTimeout(r, this.opts.retryMs ?? 1000));
     }

@@ -5,7 +5,9 @@
  * leading reconciler writes it: API keys (per-key models, rate limits, a
  * file changed while running), prompt-prefix affinity, retries and ejection
  * of a replica that refuses or answers 503 before its first byte, and a
- * client that disconnects cancelling its upstream request.
+ * client that disconnects cancelling its upstream request; and the load
+ * replicas report (UsageChanged appended to the log, as a gateway appends
+ * it) steering requests away from a busy replica.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -15,9 +17,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectNats } from "../../src/log/index.js";
+import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { connectNats, newEvent, openLog } from "../../src/log/index.js";
 import { EndpointsBucket } from "../../src/reconciler/runner/index.js";
-import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { rand } from "../support/gateway.js";
 import { type RouterProc, startRouter } from "../support/router-process.js";
 
@@ -63,13 +66,16 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
   const engines: Engine[] = [];
   const routers: RouterProc[] = [];
   const dir = tempDir("router-proxy");
-  const route = (extra: string[] = []) =>
-    startRouter(["--nats", server.url, "--endpoints-bucket", bucket, "--no-load-feed", ...extra]).then(
-      (r) => {
-        routers.push(r);
-        return r;
-      },
-    );
+  /** A router on the test's bucket; without a log to read load from unless `extra` names one. */
+  const route = async (extra: string[] = []) => {
+    const r = await startRouter([
+      ...["--nats", server.url, "--endpoints-bucket", bucket],
+      ...(extra.includes("--stream") ? [] : ["--no-load-feed"]),
+      ...extra,
+    ]);
+    routers.push(r);
+    return r;
+  };
   const ready = async (r: RouterProc, model: string, n: number) => {
     const deadline = Date.now() + 10_000;
     while (((await r.healthz()).body.table?.endpoints?.[model] ?? []).length !== n) {
@@ -222,5 +228,98 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
       await new Promise((res) => setTimeout(res, 20));
     }
     assert.equal(await r.metric("llmgw_router_in_flight", { replica: "slow" }), 0);
+  });
+
+  it("weighs replicas by the queue depth and KV-cache use they report in the log", async () => {
+    const stream = uniqueStream("RLOAD");
+    const prefix = `rload${rand()}.evt`;
+    const log = await openLog({ url: server.url, clientName: "test gateway", name: stream, prefix });
+    try {
+      const [a, b] = engines as [Engine, Engine];
+      await table.sync({
+        chat: [
+          { replicaId: "chat-4-1", url: a.url, nodeId: "n1" },
+          { replicaId: "chat-4-2", url: b.url, nodeId: "n2" },
+        ],
+      });
+      const r = await route(["--stream", stream, "--subject-prefix", prefix]);
+      await ready(r, "chat", 2);
+      // The first replica's rank 0 reports a long queue and a full KV cache.
+      await log.append(
+        newEvent({
+          id: `load-${rand()}`,
+          timeUnixMs: BigInt(Date.now()),
+          writer: { kind: Writer_Kind.GATEWAY, id: "gw-test" },
+          body: {
+            case: "usageChanged",
+            value: {
+              nodeId: "n1",
+              sessionId: "sess-1",
+              shardLoad: [{ shardId: "chat-4-1-s0-4", queueDepth: 40, kvCacheUse: 0.95 }],
+            },
+          },
+        }),
+      );
+      const replicas = new Map<string, number>();
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        replicas.clear();
+        for (let i = 0; i < 20; i++) {
+          const res = await post(`${r.url}/v1/chat/completions`, { model: "chat" });
+          const id = res.headers.get("x-llmgw-replica") ?? "";
+          replicas.set(id, (replicas.get(id) ?? 0) + 1);
+        }
+        if (replicas.get("chat-4-2") === 20) break;
+        assert.ok(
+          Date.now() < deadline,
+          `the loaded replica still got requests: ${JSON.stringify([...replicas])}\n${r
+            .output()
+            .split("\n")
+            .filter((l) => !l.includes('"msg":"request"'))
+            .join("\n")}`,
+        );
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    } finally {
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
+  });
+
+  it("after a NATS restart, follows the table again: a change written then is applied", async () => {
+    const [a, b] = engines as [Engine, Engine];
+    await table.sync({ chat: [{ replicaId: "before", url: a.url, nodeId: "n" }] });
+    const r = await route();
+    await ready(r, "chat", 1);
+    await server.stop();
+    const deadline = Date.now() + 20_000;
+    while ((await r.healthz()).body.status !== "stale") {
+      assert.ok(Date.now() < deadline, `the router never said stale:\n${r.output()}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const during = await post(`${r.url}/v1/chat/completions`, { model: "chat" });
+    assert.equal(during.status, 200, "served on the last table");
+    await server.restart();
+    // JetStream answers a moment after the server is back: the writer retries as the reconciler would.
+    for (;;) {
+      try {
+        await table.sync({ chat: [{ replicaId: "after", url: b.url, nodeId: "n" }] });
+        break;
+      } catch (err) {
+        assert.ok(Date.now() < deadline, `the table could not be written after the restart: ${String(err)}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    }
+    for (;;) {
+      const h = await r.healthz();
+      if (h.body.status === "ok" && h.body.table.endpoints.chat?.[0] === "after") break;
+      assert.ok(
+        Date.now() < deadline,
+        `the change after the restart was not applied: ${JSON.stringify(h.body)}\n${r.output()}`,
+      );
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const res = await post(`${r.url}/v1/chat/completions`, { model: "chat" });
+    assert.equal(res.headers.get("x-llmgw-replica"), "after");
   });
 });
