@@ -69,7 +69,8 @@ const HOP_BY_HOP = new Set([
 export async function startRouterServer(o: RouterServerOptions): Promise<RouterServer> {
   const router = new Router(o);
   const server = createServer(
-    { maxHeaderSize: o.config.maxHeaderBytes, keepAliveTimeout: 65_000, requestTimeout: 0 },
+    // Node's request and header deadlines stay (a slow sender is cut off); keep-alive outlasts a typical LB's 60 s.
+    { maxHeaderSize: o.config.maxHeaderBytes, keepAliveTimeout: 65_000 },
     (req, res) => router.handle(req, res),
   );
   server.maxHeadersCount = 100;
@@ -253,29 +254,31 @@ class Router {
       return fail(413, "body_too_large", "invalid_request_error", tooLarge(max));
     }
     if (first.kind === "invalid") return fail(400, "bad_request", "invalid_request_error", first.message);
-    model = first.model;
-    log["model"] = model;
-    const list = this.o.table.endpoints(model);
-    if (list === undefined) {
-      return fail(
-        404,
-        "model_not_found",
-        "invalid_request_error",
-        `The model '${model}' does not exist: the routing table has never listed it (GET /v1/models lists the models served)`,
-      );
-    }
+    log["model"] = first.model.slice(0, 200);
+    // A key's own limits first: which models exist is not told to a key that may not use them.
     if (auth.key) {
-      const admit = this.o.apiKeys!.admit(auth.key, model, Date.now());
+      const admit = this.o.apiKeys!.admit(auth.key, first.model, Date.now());
       if (!admit.ok) {
         return fail(
           admit.status,
           admit.status === 429 ? "rate_limited" : "model_not_allowed",
           admit.status === 429 ? "rate_limit_error" : "permission_error",
-          admit.message,
+          admit.message.slice(0, 300),
           admit.retryAfterSeconds ? { "retry-after": String(admit.retryAfterSeconds) } : {},
         );
       }
     }
+    const list = this.o.table.endpoints(first.model);
+    if (list === undefined) {
+      // The metrics' model label stays "": a client's made-up names must not become series.
+      return fail(
+        404,
+        "model_not_found",
+        "invalid_request_error",
+        `The model '${first.model.slice(0, 200)}' does not exist: the routing table has never listed it (GET /v1/models lists the models served)`,
+      );
+    }
+    model = first.model;
     if (list.length === 0) {
       const after = String(this.o.config.retryAfterSeconds);
       return fail(
