@@ -329,15 +329,12 @@ describe("llmgw router: an OpenAI API that follows the routing table (real proce
       [],
       "no answer from the killed engine",
     );
-    assert.ok(
-      (await router.metric("llmgw_router_ejections_total", { replica: victim })) >= 1,
-      "the replica was ejected",
-    );
-    const retriedOnVictim = await router.metric("llmgw_router_retries_total", { replica: victim });
-    assert.ok(
-      retriedOnVictim <= 8,
-      `${retriedOnVictim} attempts went to the dead replica: it was not kept out`,
-    );
+    // Attempts on the dead engine after the kill: the requests it held (retried elsewhere), then
+    // at most one refused connection before it is ejected or out of the table.
+    const attempts =
+      (await router.metric("llmgw_router_retries_total", { replica: victim })) +
+      (await router.metric("llmgw_router_errors_total", { replica: victim }));
+    assert.ok(attempts <= 8, `${attempts} attempts went to the dead engine: it was not kept out`);
   });
 
   it("a model scaled to 0 gets 503 with Retry-After", async () => {
