@@ -196,6 +196,9 @@ class Router {
 
   async #inference(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const started = performance.now();
+    // A client that resets mid-way makes its streams emit errors; the response's close cleans up.
+    req.on("error", () => {});
+    res.on("error", () => {});
     const m = this.o.metrics;
     const log: Record<string, unknown> = { method: "POST", path };
     let model = "";
@@ -415,9 +418,13 @@ class Router {
       });
       setCurrent(up);
       let answered = false;
+      // Once this attempt has failed, nothing it still emits may touch the next one.
+      let gaveUp = false;
       up.once("response", (ur) => {
         if (ur.statusCode === 503 && relay.replayable) {
+          gaveUp = true;
           ur.resume();
+          ur.on("error", () => {});
           relay.detach();
           up.destroy();
           finish();
@@ -430,7 +437,7 @@ class Router {
         // SSE: each chunk leaves as it comes.
         if (String(ur.headers["content-type"] ?? "").startsWith("text/event-stream")) res.flushHeaders();
         ur.pipe(res);
-        ur.once("error", () => res.destroy());
+        ur.on("error", () => res.destroy());
         ur.once("aborted", () => res.destroy());
         res.once("close", () => {
           if (!ur.complete) up.destroy();
@@ -439,12 +446,15 @@ class Router {
         ur.once("end", finish);
         resolve({ kind: "answered", headAtMs: performance.now() });
       });
-      up.once("error", (err: NodeJS.ErrnoException) => {
+      // `on`, not `once`: a second error from the same request must not go unhandled.
+      up.on("error", (err: NodeJS.ErrnoException) => {
+        if (gaveUp) return;
         if (answered) {
           res.destroy();
           finish();
           return;
         }
+        gaveUp = true;
         relay.detach();
         finish();
         const code = err.code ?? "error";

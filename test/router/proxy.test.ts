@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
@@ -321,5 +322,43 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
     }
     const res = await post(`${r.url}/v1/chat/completions`, { model: "chat" });
     assert.equal(res.headers.get("x-llmgw-replica"), "after");
+  });
+
+  it("stays up when clients reset mid-body, mid-answer, or send garbage", async () => {
+    const slow = await startEngine("slow-2", (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: 1\n\n");
+      setTimeout(() => res.end("data: [DONE]\n\n"), 300);
+    });
+    engines.push(slow);
+    await table.sync({ chat: [{ replicaId: "slow-2", url: slow.url, nodeId: "n" }] });
+    const r = await route();
+    await ready(r, "chat", 1);
+    const port = Number(new URL(r.url).port);
+    const raw = (text: string, afterMs: number) =>
+      new Promise<void>((resolve) => {
+        const s = connect(port, "127.0.0.1", () => {
+          s.write(text);
+          setTimeout(() => {
+            s.resetAndDestroy();
+            resolve();
+          }, afterMs);
+        });
+        s.on("error", () => resolve());
+      });
+    const head = (len: number) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${len}\r\n\r\n`;
+    await raw(`${head(1000)}{"model":"chat","messages":[`, 100);
+    await raw(`${head(16)}{"model":"chat"}`, 100);
+    await raw(`${head(5)}{"mod`, 50);
+    await raw("GARBAGE / NOT-HTTP\r\n\r\n", 50);
+    await raw(`POST /v1/completions HTTP/1.1\r\ncontent-length: abc\r\n\r\n`, 50);
+    await new Promise((res) => setTimeout(res, 500));
+    assert.equal((await r.healthz()).status, 200);
+    assert.equal(r.proc.exitCode, null, r.output());
+    const ok = await fetch(`${r.url}/v1/chat/completions`, { method: "POST", body: '{"model":"chat"}' });
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /data: \[DONE\]/);
+    assert.equal(await r.metric("llmgw_router_in_flight", { replica: "slow-2" }), 0);
   });
 });
