@@ -129,9 +129,16 @@ export const router: Scenario = {
       await closedLoop(enginePort, clients, 300);
       await closedLoop(routerPort, clients, 300);
       ctx.progress("overhead: straight to the engine");
+      const e0 = sampleProc(engine.pid);
       const direct = await closedLoop(enginePort, clients, loopMs);
+      const e1 = sampleProc(engine.pid);
       ctx.progress("overhead: through the router");
+      const r0 = sampleProc(r.pid);
       const routed = await closedLoop(routerPort, clients, loopMs);
+      const r1 = sampleProc(r.pid);
+      // CPU per request: what the machine's load does not change much.
+      const engineCpuUs = ((e1.cpuS - e0.cpuS) / direct.n) * 1e6;
+      const routerCpuUs = ((r1.cpuS - r0.cpuS) / routed.n) * 1e6;
       ctx.progress("overhead: one client at a time");
       const directOne = await closedLoop(enginePort, 1, loopMs / 3);
       const routedOne = await closedLoop(routerPort, 1, loopMs / 3);
@@ -219,6 +226,10 @@ export const router: Scenario = {
           }),
           figure(`p99 latency through the router, ${clients} clients`, routed.p99, "ms", {
             raw: { name: "straight to the engine", value: direct.p99 },
+            higherIsBetter: false,
+          }),
+          figure("router CPU per request", routerCpuUs, "µs", {
+            raw: { name: "the bare engine's", value: engineCpuUs },
             higherIsBetter: false,
           }),
           figure("p50 latency added by the router, one client", addedP50, "ms", {

@@ -16,7 +16,7 @@ const FIGURES: Record<string, number> = {
   replay: 7,
   placement: 11,
   convergence: 8,
-  router: 7,
+  router: 8,
 };
 
 describe("llmgw bench --quick", () => {
