@@ -321,6 +321,20 @@ class Router {
 
     const tried = new Set<string>();
     const retries: string[] = [];
+    // Every replica tried said it is overloaded (503): the client is told the same, with Retry-After.
+    let allBusy = true;
+    const gaveUp = (why: string) =>
+      allBusy
+        ? fail(
+            503,
+            "upstream_unavailable",
+            "server_error",
+            `every replica tried answered 503 (${why}); try again later`,
+            {
+              "retry-after": String(this.o.config.retryAfterSeconds),
+            },
+          )
+        : fail(502, "upstream_failed", "upstream_error", why);
     for (let attemptNo = 0; ; attemptNo++) {
       // The table as it is now: a replica that left it since the last attempt is not tried.
       const now = this.o.table.endpoints(model) ?? [];
@@ -340,12 +354,7 @@ class Router {
             { "retry-after": String(this.o.config.retryAfterSeconds) },
           );
         }
-        return fail(
-          502,
-          "upstream_failed",
-          "upstream_error",
-          `every replica tried failed before answering (${retries.join("; ")})`,
-        );
+        return gaveUp(`every replica tried failed before answering (${retries.join("; ")})`);
       }
       replica = pick.replicaId;
       tried.add(pick.replicaId);
@@ -361,16 +370,14 @@ class Router {
         return;
       }
       retries.push(`${pick.replicaId}: ${outcome.reason}`);
+      if (outcome.code !== "upstream_503") allBusy = false;
       if (outcome.eject) {
         this.o.book.eject(pick.replicaId, Date.now() + this.o.config.ejectMs);
         m.ejections.inc({ model, replica: pick.replicaId });
       }
       if (attemptNo >= this.o.config.retries || !relay.replayable) {
         log["retries"] = retries;
-        return fail(
-          502,
-          "upstream_failed",
-          "upstream_error",
+        return gaveUp(
           `the replica failed before answering and the request was not retried further (${retries.join("; ")})`,
         );
       }

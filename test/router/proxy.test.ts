@@ -196,6 +196,14 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
     const failed = await post(`${r.url}/v1/chat/completions`, { model: "chat", messages: [] });
     assert.equal(failed.status, 502);
     assert.match(failed.body.error.message, /refusing: ECONNREFUSED/);
+
+    // Nothing but overloaded replicas: their 503 reaches the client, with Retry-After.
+    await table.sync({ chat: [{ replicaId: "busy", url: busy.url, nodeId: "n" }] });
+    await ready(r, "chat", 1);
+    const overloaded = await post(`${r.url}/v1/chat/completions`, { model: "chat", messages: [] });
+    assert.equal(overloaded.status, 503);
+    assert.equal(overloaded.body.error.code, "upstream_unavailable");
+    assert.equal(overloaded.headers.get("retry-after"), "2");
   });
 
   it("cancels the upstream request when the client goes away", async () => {
