@@ -229,8 +229,8 @@ describe("llmgw router: an OpenAI API that follows the routing table (real proce
 
   it("sends traffic to a new replica within one table change", async () => {
     const before = await endpoints("chat");
-    await stack.call("PATCH", "/v1/models/chat", { replicas: 3 });
     const changesBefore = (await router.healthz()).body.table.changes as number;
+    await stack.call("PATCH", "/v1/models/chat", { replicas: 3 });
     const added = await until(
       "the third chat replica in the router's table",
       async () => {
