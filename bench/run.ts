@@ -14,12 +14,13 @@ import { fanIn } from "./scenarios/fan-in.js";
 import { ingest } from "./scenarios/ingest.js";
 import { placement } from "./scenarios/placement.js";
 import { replay } from "./scenarios/replay.js";
+import { router } from "./scenarios/router.js";
 import { renderTable, type Scenario, type ScenarioResult } from "./support/result.js";
 
 // The scenarios that measure this process itself run before fan-in, whose 10,000 TLS agents
 // live in this process and leave it a heap of ~2 GiB: placement (the memory of a process
 // holding the fleet, and its passes' collections) and replay (the catch-up folds here).
-export const SCENARIOS: Scenario[] = [placement, replay, ingest, fanIn, convergence];
+export const SCENARIOS: Scenario[] = [placement, replay, ingest, fanIn, convergence, router];
 
 export interface BenchOptions {
   quick: boolean;

@@ -12,7 +12,7 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createUser } from "@nats-io/nkeys";
+import { createUser, fromSeed } from "@nats-io/nkeys";
 import {
   formatNkeySeedFile,
   holdsUserJwt,
@@ -67,8 +67,9 @@ export function renameLegacySeedFiles(dir: string): string[] {
 /**
  * Creates the files and says whether it did. Existing files: replaced with
  * `force`; with `keepExisting`, a complete set is kept as it is (a
- * container's start-up step, run again on every start); otherwise a
- * CliError names them.
+ * container's start-up step, run again on every start) and a set without
+ * the credentials of a role added since gets them (auth.conf rewritten, the
+ * other roles' keys kept); otherwise a CliError names them.
  */
 export function writeNatsAuth(
   dir: string,
@@ -82,6 +83,23 @@ export function writeNatsAuth(
   if (!opts.force && opts.keepExisting === true && present.length === all.length) {
     return { ...files, written: false, renamed };
   }
+  const missingRoles = NATS_ROLES.filter((r) => !existsSync(files.nkeys[r]));
+  if (
+    !opts.force &&
+    opts.keepExisting === true &&
+    existsSync(files.serverConfig) &&
+    missingRoles.length > 0
+  ) {
+    // A set from a version with fewer roles: the roles it has keep their keys,
+    // the new ones get theirs, and auth.conf lists them all.
+    const users = NATS_ROLES.map((role) =>
+      missingRoles.includes(role)
+        ? { role, publicKey: newUser(files.nkeys[role], role) }
+        : { role, publicKey: publicKeyOf(files.nkeys[role]) },
+    );
+    write(files.serverConfig, renderServerAuth(users, layout), 0o644);
+    return { ...files, written: true, renamed };
+  }
   if (present.length > 0 && !opts.force) {
     throw new CliError(
       `${present.join(", ")} already exist${present.length === 1 ? "s" : ""}: keeping them (--force writes new keys; every process then needs its new seed file)`,
@@ -89,16 +107,32 @@ export function writeNatsAuth(
     );
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const users = NATS_ROLES.map((role) => {
-    const kp = createUser();
-    const seed = new TextDecoder().decode(kp.getSeed());
-    const publicKey = kp.getPublicKey();
-    write(files.nkeys[role], formatNkeySeedFile(seed, `llmgw role ${role}, user ${publicKey}`), 0o600);
-    return { role, publicKey };
-  });
+  const users = NATS_ROLES.map((role) => ({ role, publicKey: newUser(files.nkeys[role], role) }));
   // Public keys and permissions only: readable by the server's user.
   write(files.serverConfig, renderServerAuth(users, layout), 0o644);
   return { ...files, written: true, renamed };
+}
+
+/** Writes a new NKEY user's seed for `role` to `file`; returns its public key. */
+function newUser(file: string, role: NatsRole): string {
+  const kp = createUser();
+  const seed = new TextDecoder().decode(kp.getSeed());
+  const publicKey = kp.getPublicKey();
+  write(file, formatNkeySeedFile(seed, `llmgw role ${role}, user ${publicKey}`), 0o600);
+  return publicKey;
+}
+
+/** The public key of the seed in an existing seed file. */
+function publicKeyOf(file: string): string {
+  let seed: string | undefined;
+  try {
+    seed = /\bSU[A-Z2-7]{40,}\b/.exec(readFileSync(file, "utf8"))?.[0];
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as Error).message}`, EXIT.failure);
+  }
+  if (seed === undefined)
+    throw new CliError(`${file} holds no NKEY user seed: remove it or use --force`, EXIT.usage);
+  return fromSeed(new TextEncoder().encode(seed)).getPublicKey();
 }
 
 function write(file: string, text: string, mode: number): void {

@@ -25,6 +25,7 @@ import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
 import { registerRevocation } from "./commands/revoke.js";
 import { registerRollout } from "./commands/rollout.js";
+import { registerRouter } from "./commands/router.js";
 import { registerScale } from "./commands/scale.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerGateway(program);
   registerReconciler(program);
   registerApi(program);
+  registerRouter(program);
   registerSim(program);
   registerAgent(program);
   registerCerts(program);

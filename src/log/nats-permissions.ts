@@ -12,7 +12,7 @@
  */
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
-export const NATS_ROLES = ["gateway", "reconciler", "api", "reader"] as const;
+export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router"] as const;
 export type NatsRole = (typeof NATS_ROLES)[number];
 
 /** The KV buckets beside the log, by what they hold. */
@@ -159,9 +159,13 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
       // Reads buckets by key only: no consumer, push or pull, on any bucket.
       allow = [...common, ...allBuckets.flatMap(getFromBucket)];
       break;
+    case "router":
+      // The routing table and the log's load reports, through ordered pull consumers; nothing else.
+      allow = [...common, ...readBucket(b.endpoints)];
+      break;
   }
   const deny = [...NEVER];
   if (role !== "api") deny.push(`$JS.API.STREAM.UPDATE.>`);
-  if (role === "reader") deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>");
+  if (role === "reader" || role === "router") deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>");
   return { publish: { allow, deny }, subscribe: { allow: ["_INBOX.>"] } };
 }

@@ -64,7 +64,7 @@ export const KIND_SUBJECTS: { readonly [K in EventKind]: SubjectRoute<BodyOf<K>>
 };
 
 /** The role whose credentials may publish each family (src/log/nats-permissions.ts grants exactly these). */
-export const SUBJECT_WRITERS: { readonly [F in SubjectFamily]: Exclude<NatsRole, "reader"> } = {
+export const SUBJECT_WRITERS: { readonly [F in SubjectFamily]: Exclude<NatsRole, "reader" | "router"> } = {
   session: "gateway",
   node: "gateway",
   gateway: "gateway",

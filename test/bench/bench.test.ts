@@ -10,7 +10,14 @@ const run = promisify(execFile);
 const bin = join(import.meta.dirname, "../../bin/llmgw.js");
 
 /** Figures each scenario reports in quick mode (names vary with the scale; counts do not). */
-const FIGURES: Record<string, number> = { ingest: 9, "fan-in": 6, replay: 7, placement: 11, convergence: 8 };
+const FIGURES: Record<string, number> = {
+  ingest: 9,
+  "fan-in": 6,
+  replay: 7,
+  placement: 11,
+  convergence: 8,
+  router: 8,
+};
 
 describe("llmgw bench --quick", () => {
   it("runs every scenario in a child process and writes every figure to the JSON file", async () => {

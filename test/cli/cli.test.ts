@@ -11,6 +11,7 @@ describe("llmgw command", () => {
       "gateway",
       "reconciler",
       "api",
+      "router",
       "sim",
       "replay",
       "events",

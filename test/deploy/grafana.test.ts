@@ -1,7 +1,7 @@
 /**
  * deploy/grafana/llmgw.json names only metrics that exist: every llmgw_*
- * series in a panel's query is one the gateway, the reconciler or the API
- * registers (their prom-client registries, built as the processes build
+ * series in a panel's query is one the gateway, the reconciler, the API or
+ * the router registers (their prom-client registries, built as the processes build
  * them), and every label it groups by is one of that metric's labels. It
  * also has the panels operators look at first.
  */
@@ -15,6 +15,7 @@ import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import { apiRegistry, instrument } from "../../src/operator/metrics.js";
 import { projectionMetrics } from "../../src/projections/runtime/metrics.js";
 import { RunnerMetrics } from "../../src/reconciler/runner/index.js";
+import { RouterMetrics } from "../../src/router/index.js";
 
 const FILE = join(import.meta.dirname, "../../deploy/grafana/llmgw.json");
 
@@ -36,7 +37,8 @@ async function exposed(): Promise<Map<string, Set<string>>> {
   instrument(Fastify(), api);
   projectionMetrics(api);
   const out = new Map<string, Set<string>>();
-  for (const registry of [gateway, reconciler, api] as Registry[]) {
+  const router = new RouterMetrics({ defaultMetrics: true }).registry;
+  for (const registry of [gateway, reconciler, api, router] as Registry[]) {
     for (const m of await registry.getMetricsAsJSON()) {
       const labels = new Set(
         (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [],
@@ -86,6 +88,7 @@ describe("deploy/grafana/llmgw.json", () => {
       "llmgw_reconciler_replicas_pending",
       "llmgw_reconciler_replicas_ready",
       "llmgw_reconciler_replicas_desired",
+      "llmgw_router_requests_total",
     ]) {
       assert.ok(
         queries.some((q) => new RegExp(`\\b${m}\\b`).test(q)),

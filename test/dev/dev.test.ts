@@ -39,6 +39,8 @@ interface DevRun {
   proc: ChildProcess;
   out: () => string;
   apiUrl: string;
+  /** The router dev started (the OpenAI API). */
+  routerUrl: string;
   natsUrl: string;
   /** The reader's credentials dev printed (NATS runs with authentication). */
   readerCreds: string;
@@ -61,6 +63,8 @@ async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
       "0",
       "--api-port",
       "0",
+      "--router-port",
+      "0",
       "--catalog",
       catalog,
       "--start-delay-ms",
@@ -79,8 +83,9 @@ async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
     const api = /API and UI\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
     const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+) \(authentication on\)/.exec(text)?.[1];
     const readerCreds = /NATS reader (\S+reader\.nk)/.exec(text)?.[1];
-    if (api && nats && readerCreds)
-      return { proc, out: () => text, apiUrl: api, natsUrl: nats, readerCreds, exited };
+    const router = /router\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
+    if (api && nats && readerCreds && router)
+      return { proc, out: () => text, apiUrl: api, routerUrl: router, natsUrl: nats, readerCreds, exited };
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill("SIGKILL");
       throw new Error(`llmgw dev did not come up:\n${text}`);
@@ -228,6 +233,24 @@ async function assertNatsAuthOn(run: DevRun): Promise<void> {
   assert.ok(events.stdout.trim().length > 0, "llmgw events printed nothing");
 }
 
+/** The router dev started follows the table with its own credentials: it lists the catalog's models. */
+async function assertRouterServes(run: DevRun): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let last = "";
+  for (;;) {
+    const health = (await (await fetch(`${run.routerUrl}/healthz`)).json()) as { status: string };
+    const models = (await (await fetch(`${run.routerUrl}/v1/models`)).json()) as {
+      data: Array<{ id: string }>;
+    };
+    last = `${health.status} ${JSON.stringify(models.data.map((m) => m.id))}`;
+    if (health.status === "ok" && models.data.map((m) => m.id).join(",") === "llama-3.1-8b,llama-3.3-70b")
+      return;
+    if (Date.now() > deadline)
+      throw new Error(`the router does not serve the fleet's models: ${last}\n${run.out()}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
 describe("llmgw dev", () => {
   it("brings up the fleet with replicas running, and a second run adopts it without restarting anything", async () => {
     const dataDir = tempDir("dev");
@@ -242,6 +265,7 @@ describe("llmgw dev", () => {
       // the third machine has registered: wait for it rather than race it.
       await waitNodes(first.apiUrl, 3, first.out);
       await assertNatsAuthOn(first);
+      await assertRouterServes(first);
     } finally {
       assert.equal(await stopDev(first), 0, first.out());
     }

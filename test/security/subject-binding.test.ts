@@ -46,7 +46,7 @@ import { runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
 import { sampleEvents } from "../support/sample-events.js";
 
-const ROLES = ["gateway", "reconciler", "api", "reader"] as const;
+const ROLES = ["gateway", "reconciler", "api", "reader", "router"] as const;
 type Role = (typeof ROLES)[number];
 
 interface Forged {

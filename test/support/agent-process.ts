@@ -25,6 +25,8 @@ export interface FakeEngineOptions {
   /** The engine's allow lists for what the catalog may add (docs/agent.md). */
   allowedEnv?: string[];
   allowedArgPrefixes?: string[];
+  /** The engine holds each OpenAI request this long (--delay-ms). */
+  requestDelayMs?: number;
 }
 
 /**
@@ -51,6 +53,11 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
           String(o.startDelayMs ?? 1500),
           "--record",
           join(dir, "{shard_id}.json"),
+          "--replica",
+          "{replica_id}",
+          "--shard",
+          "{shard_id}",
+          ...(o.requestDelayMs !== undefined ? ["--delay-ms", String(o.requestDelayMs)] : []),
         ],
         ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 100 },
         ...(o.drainHook ? { drain: { http: "http://127.0.0.1:{port}/drain" } } : {}),

@@ -33,6 +33,7 @@ interface DevOptions {
   natsPort: number;
   gatewayPort: number;
   apiPort: number;
+  routerPort: number;
   catalog: string | false;
   summaryMs: number;
   startDelayMs: number;
@@ -44,7 +45,7 @@ export function registerDev(program: Command): void {
   program
     .command("dev")
     .description(
-      "run NATS, a gateway, a reconciler, the API and a simulated fleet on this machine, and apply the example catalog",
+      "run NATS, a gateway, a reconciler, the API, a router and a simulated fleet on this machine, and apply the example catalog",
     )
     .addOption(
       new Option(
@@ -76,6 +77,11 @@ export function registerDev(program: Command): void {
       new Option("--api-port <port>", "operator API and UI port")
         .default(8080)
         .argParser(intArg("--api-port")),
+    )
+    .addOption(
+      new Option("--router-port <port>", "router port: the OpenAI API of the fleet (llmgw router)")
+        .default(8000)
+        .argParser(intArg("--router-port")),
     )
     .addOption(
       new Option("--catalog <file>", "catalog applied when the log has none yet").default(
@@ -172,7 +178,8 @@ async function runDev(opts: DevOptions): Promise<void> {
     const natsPort = await pickPort(opts.natsPort);
     const natsUrl = `nats://127.0.0.1:${natsPort}`;
     const nats = await natsServerBinary();
-    // Reused across runs, so commands keep working with the files they were given.
+    // Reused across runs, so commands keep working with the files they were given (a role
+    // added since gets its credentials beside them).
     const creds = opts.natsAuth
       ? writeNatsAuth(devCredsDir(dataDir), DEFAULT_LAYOUT, { force: false, keepExisting: true })
       : undefined;
@@ -202,10 +209,12 @@ async function runDev(opts: DevOptions): Promise<void> {
 
     const env = { LLMGW_NATS_URL: natsUrl };
     // Each part of the control plane with its own role's credentials; agents never speak to NATS.
-    const as = (role: "api" | "gateway" | "reconciler") =>
+    const as = (role: "api" | "gateway" | "reconciler" | "router") =>
       creds ? { ...env, LLMGW_NATS_CREDS: creds.nkeys[role] } : env;
     const gatewayPort = await pickPort(opts.gatewayPort);
     const apiPort = await pickPort(opts.apiPort);
+    const routerPort = await pickPort(opts.routerPort);
+    const routerUrl = `http://127.0.0.1:${routerPort}`;
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const apiUrl = `http://127.0.0.1:${apiPort}`;
 
@@ -238,6 +247,13 @@ async function runDev(opts: DevOptions): Promise<void> {
       process.execPath,
       [LLMGW, "reconciler", "--id", "rec-dev", "--config", reconcilerConfig],
       as("reconciler"),
+    );
+    // The data plane: read-only on NATS (the routing table and load reports).
+    children.start(
+      "router",
+      process.execPath,
+      [LLMGW, "router", "--listen", `127.0.0.1:${routerPort}`],
+      as("router"),
     );
 
     const catalogSeq = (await api.request<{ seq: number }>("GET", "/v1/catalog")).body.seq;
@@ -311,8 +327,12 @@ async function runDev(opts: DevOptions): Promise<void> {
       );
     }
 
+    await waitUntil("the router", 60_000, async () =>
+      (await fetch(`${routerUrl}/healthz`)).status === 200 ? true : undefined,
+    );
     say(`llmgw dev is up (data in ${dataDir}, logs in ${logDir})`);
     say(`  API and UI  ${apiUrl}`);
+    say(`  router      ${routerUrl} (OpenAI API: POST ${routerUrl}/v1/chat/completions, GET /v1/models)`);
     say(`  NATS        ${natsUrl}${creds ? " (authentication on)" : " (no authentication)"}`);
     if (creds) {
       say(`  NATS reader ${creds.nkeys.reader}`);

@@ -20,7 +20,7 @@ interface InitFlags {
 export function registerNatsAuth(program: Command): void {
   const group = program
     .command("nats-auth")
-    .description("NATS credentials per role (gateway, reconciler, api, reader) with least privilege");
+    .description("NATS credentials per role (gateway, reconciler, api, reader, router) with least privilege");
   const bucket = (flag: string, what: string, def: string) =>
     new Option(`${flag} <name>`, `KV bucket ${what}`).default(def);
   group

@@ -52,6 +52,13 @@ export async function startRealAgents(children: Children, o: RealAgentsOptions):
             "{port}",
             "--start-delay-ms",
             String(o.startDelayMs),
+            // Named in its OpenAI answers, so requests through the router show where they went.
+            "--model",
+            "{model}",
+            "--replica",
+            "{replica_id}",
+            "--shard",
+            "{shard_id}",
           ],
           ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 250 },
           stopGraceSeconds: 2,

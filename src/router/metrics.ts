@@ -1,0 +1,78 @@
+/** The router's Prometheus metrics, on a registry of its own. */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class RouterMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "llmgw_router_requests_total",
+    help: 'Requests answered, by model, replica ("" when none was reached) and HTTP status',
+    labelNames: ["model", "replica", "code"] as const,
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: "llmgw_router_errors_total",
+    help: "Requests that failed, by model, replica and reason (bad_request, unknown_model, no_replica, upstream, aborted, ...)",
+    labelNames: ["model", "replica", "reason"] as const,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: "llmgw_router_retries_total",
+    help: "Attempts given up on a replica before the first response byte and tried on another, by model, the replica that failed and why",
+    labelNames: ["model", "replica", "reason"] as const,
+    registers: [this.registry],
+  });
+  readonly ejections = new Counter({
+    name: "llmgw_router_ejections_total",
+    help: "Replicas kept out for --eject-ms after a failure (passive health), by model and replica",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: "llmgw_router_in_flight",
+    help: "Requests in flight through this router, by model and replica",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  readonly ttfb = new Histogram({
+    name: "llmgw_router_time_to_first_byte_seconds",
+    help: "From the request's arrival to the upstream's response head, by model",
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: "llmgw_router_request_duration_seconds",
+    help: "From the request's arrival to the last byte of its response, by model",
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly tableStale = new Gauge({
+    name: "llmgw_router_table_stale",
+    help: "1 while the router cannot follow the routing table (NATS unreachable): it serves the last table it read",
+    registers: [this.registry],
+  });
+  readonly tableEndpoints = new Gauge({
+    name: "llmgw_router_table_endpoints",
+    help: "Ready endpoints in the routing table, by model",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  readonly tableChanges = new Counter({
+    name: "llmgw_router_table_changes_total",
+    help: "Routing-table changes applied (one per model written or deleted in the bucket)",
+    registers: [this.registry],
+  });
+  readonly tableApplyDelay = new Histogram({
+    name: "llmgw_router_table_apply_delay_seconds",
+    help: "From the bucket storing a table change to this router applying it (clocks of two machines)",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}
