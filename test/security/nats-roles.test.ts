@@ -34,6 +34,7 @@ import { type ReconcilerProcess, spawnReconciler } from "../support/reconciler.j
 import { h100Registration } from "../support/sample-events.js";
 
 type Server = Awaited<ReturnType<typeof startServer>>;
+/** The roles of the version before the router's: an older credentials set has these four. */
 const ROLES = ["gateway", "reconciler", "api", "reader"] as const;
 type Role = (typeof ROLES)[number];
 
@@ -173,7 +174,9 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       assert.equal(readFileSync(join(old, `${role}.nk`), "utf8"), readFileSync(creds(role), "utf8"), role);
       assert.ok(!existsSync(join(old, `${role}.creds`)), role);
     }
-    assert.match(r.stdout, /kept the existing files/);
+    // That version had no router role: its seed file is added beside the kept ones.
+    assert.match(r.stdout, /router\s+\S+router\.nk/);
+    assert.ok(existsSync(join(old, "router.nk")), "the router role's seed file is added");
     assert.equal(readFileSync(join(old, "someone.creds"), "utf8"), jwtCreds);
     // The renamed reader file still opens the log (the same user the server knows).
     const events = await runCli(["events", ...logFlags(), "--nats-creds", join(old, "reader.nk"), "--json"]);
