@@ -9,6 +9,7 @@ export interface ProjectionMetrics {
   eventsFolded: Counter<"projection">;
   foldLag: Gauge<"projection">;
   malformed: Counter<"projection">;
+  unknownKinds: Counter<"projection">;
   snapshots: Counter<"projection" | "result">;
 }
 
@@ -59,6 +60,17 @@ export function projectionMetrics(registry: Registry): ProjectionMetrics {
         new Counter({
           name: "llmgw_projection_malformed_total",
           help: "Messages in the log that are not events, recorded and passed over",
+          labelNames: ["projection"],
+          registers,
+        }),
+    ),
+    unknownKinds: metric(
+      registry,
+      "llmgw_projection_unknown_kinds_total",
+      () =>
+        new Counter({
+          name: "llmgw_projection_unknown_kinds_total",
+          help: "Events of a kind this version does not know (written by a newer version), folded as no-ops",
           labelNames: ["projection"],
           registers,
         }),

@@ -43,6 +43,11 @@ export interface ReplayResult<S> {
   /** The stream's last sequence when the replay started. */
   streamLastSeq: number;
   malformedSeqs: number[];
+  /**
+   * Events of a kind this version does not know (a newer version wrote
+   * them): folded as no-ops and counted, never an error (docs/upgrades.md).
+   */
+  unknownKinds: number;
 }
 
 export async function replay<S>(
@@ -63,6 +68,7 @@ export async function replay<S>(
   let timeMs = snap?.meta.timeMs ?? 0;
   const fromSeq = seq;
   let folded = 0;
+  let unknownKinds = 0;
   const malformedSeqs: number[] = [];
   const every = Math.max(1, opts.progressEvery ?? 5000);
   const progress = () => opts.onProgress?.({ folded, seq, fromSeq, targetSeq });
@@ -79,6 +85,7 @@ export async function replay<S>(
     })) {
       for (const r of batch) {
         if (opts.untilTimeMs !== undefined && r.timeMs > opts.untilTimeMs) break reading;
+        if (r.event.body.case === undefined) unknownKinds++;
         state = projection.evolve(state, r.event, r);
         seq = r.seq;
         timeMs = r.timeMs;
@@ -88,5 +95,5 @@ export async function replay<S>(
     }
   }
   progress();
-  return { state, seq, timeMs, folded, snapshot: snap?.meta, streamLastSeq, malformedSeqs };
+  return { state, seq, timeMs, folded, snapshot: snap?.meta, streamLastSeq, malformedSeqs, unknownKinds };
 }
