@@ -363,6 +363,9 @@ export class ProjectionRuntime<S> {
       return await saving;
     } finally {
       this.#snapshotting = undefined;
+      // Events folded while this one was written may have made the next one
+      // due; the flushes that saw them skipped it, and none may follow.
+      this.#maybeSnapshot();
     }
   }
 
