@@ -11,8 +11,9 @@
  *
  * The previous release's snapshot (fleet schema 9, written by its own code
  * into the bucket the current reconciler reads) is ignored, not misread: the
- * current reconciler says so and folds the log from the start, and a current
- * runtime on that bucket equals a fresh fold.
+ * current reconciler says so and folds the log from the start, a current
+ * runtime on that bucket equals a fresh fold, and the snapshot it writes
+ * then (current schema) is the one the next runtime loads.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -184,13 +185,27 @@ describe("rolling upgrade from the previous release on one log", () => {
     // The old snapshot is never what a current runtime starts from: it folds the log and equals a fresh fold.
     const store = await openKvSnapshotStore<FleetState>(w.log, { bucket: snapshotBucket, create: false });
     assert.ok(store, "the snapshot bucket exists");
+    const foldUpTo = async (untilSeq: number) => {
+      const records = [];
+      for await (const r of w.log.read({ untilSeq })) records.push(r);
+      return foldFleet(records);
+    };
     const rt = new ProjectionRuntime(w.log, fleetProjection, { snapshots: store });
     try {
       await rt.start();
       assert.equal(rt.restoredFrom, undefined, "a schema 9 snapshot was loaded by schema 10 code");
-      const records = [];
-      for await (const r of w.log.read({ untilSeq: rt.lastSeq })) records.push(r);
-      assert.equal(canonicalJson(rt.state), canonicalJson(foldFleet(records)));
+      assert.equal(canonicalJson(rt.state), canonicalJson(await foldUpTo(rt.lastSeq)));
+      // Rebuilt: the next snapshot has the current schema, and that one is loaded.
+      const rebuilt = await rt.snapshotNow();
+      assert.equal(rebuilt?.schemaVersion, FLEET_SCHEMA_VERSION);
+      const again = new ProjectionRuntime(w.log, fleetProjection, { snapshots: store });
+      try {
+        await again.start();
+        assert.equal(again.restoredFrom?.seq, rebuilt?.seq);
+        assert.equal(canonicalJson(again.state), canonicalJson(await foldUpTo(again.lastSeq)));
+      } finally {
+        await again.stop();
+      }
     } finally {
       await rt.stop();
     }
