@@ -535,7 +535,7 @@ async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
   // "unavailable", waited out).
   const seqs = await Promise.all(
     c.subjects.map(async (subject) => {
-      // The client's types leave out `next_by_subj` for this request; the server (2.10) takes it.
+      // The client's types leave out `next_by_subj` for this request; the server takes it.
       const query = { seq: after + 1, next_by_subj: subject } as unknown as Parameters<
         JetStreamManager["streams"]["getMessage"]
       >[1];

@@ -61,7 +61,11 @@ describe("docker-compose.yml", () => {
       const routes = cmd[cmd.indexOf("--routes") + 1] ?? "";
       const others = ["nats-1", "nats-2", "nats-3"].filter((o) => o !== n);
       for (const o of others) assert.match(routes, new RegExp(`${o}:6222`), `${n} has no route to ${o}`);
-      assert.match(services[n]!.image ?? "", /^nats:2\.(1\d|[2-9]\d)/, `${n} must run nats-server >= 2.10`);
+      assert.match(
+        services[n]!.image ?? "",
+        /^nats:2\.(1[5-9]|[2-9]\d)/,
+        `${n} must run nats-server >= 2.15`,
+      );
     }
     const natsUrl = services["api"]!.environment?.["LLMGW_NATS_URL"] ?? "";
     for (const n of ["nats-1", "nats-2", "nats-3"]) assert.match(natsUrl, new RegExp(n));

@@ -192,6 +192,12 @@ describe("deploy/kubernetes", () => {
     const values = parse(readFileSync(join(DIR, "nats-values.yaml"), "utf8"));
     assert.equal(values.config.jetstream.enabled, true, "NATS without JetStream");
     assert.equal(values.config.jetstream.fileStore.enabled, true, "the log must be on disk");
+    assert.equal(
+      values.config.jetstream.merge?.sync_interval,
+      "always",
+      "every write must be on disk before it is acknowledged (docs/RELIABILITY.md)",
+    );
+    assert.match(String(values.container?.image?.tag), /^2\.(1[5-9]|[2-9]\d)\./, "nats-server >= 2.15");
     assert.equal(values.config.cluster.enabled, true);
     const servers = values.config.cluster.replicas as number;
     assert.ok(servers >= 3, "a JetStream cluster needs 3 servers to lose one");

@@ -308,19 +308,12 @@ export interface NatsCluster {
   waitForMetaLeader(timeoutMs?: number): Promise<void>;
   /**
    * Resolves when every replica of every stream (the log and the KV
-   * buckets) is current, as each stream's leader reports it. nats-server
-   * 2.10.27 now and then leaves a replica restarted after a SIGKILL behind
-   * for good: its stream's leader never hears from it again (the leader's
-   * "last seen" for it stays older than the restart), writes do not wake
-   * it, and a restart of that server does (docs/RELIABILITY.md). So a
-   * replica still behind after `restartAfterMs` (default 20 s; a healthy
-   * one caught up in 1–7 s in the same runs) whose leader has not heard
-   * from it since its server last started gets that server restarted,
-   * once; the restarts made are returned, so a test can say so. A replica
-   * that its leader does hear from and that still does not catch up is
-   * not restarted: that fails the wait. "Current" is what the leader reports.
+   * buckets) is current, as each stream's leader reports it, or fails after
+   * `timeoutMs` naming the replicas still behind. Nothing is restarted to
+   * get there: the restart that mended a nats-server 2.10.27 raft fault is
+   * gone with the move to 2.15 (docs/RELIABILITY.md, "nats-server version").
    */
-  waitCurrent(opts?: { timeoutMs?: number; restartAfterMs?: number }): Promise<string[]>;
+  waitCurrent(opts?: { timeoutMs?: number }): Promise<void>;
   /**
    * Holds back one raft group's traffic to and from one member (a cluster
    * started with `routeProxies`): its copy of that stream stops where it is
@@ -328,69 +321,47 @@ export interface NatsCluster {
    * many messages the hold dropped so far.
    */
   holdRaftGroup(member: string, group: string): { release(): void; dropped(): number };
-  /**
-   * Every restart the harness made by itself to mend a known nats-server
-   * fault (in waitForMetaLeader and waitCurrent), in order: which server,
-   * and why. A test reports them, so a rescue is never silent.
-   */
-  readonly rescues: ReadonlyArray<{ server: string; why: string }>;
   close(): Promise<void>;
 }
 
-type Rescue = (s: NatsServer, why: string) => Promise<void>;
-
-/** Every replica of every stream that its leader does not report current: its server (when known) and what is wrong. */
-async function replicasBehind(
-  servers: NatsServer[],
-): Promise<Array<{ server?: string; what: string; lastSeenMs?: number }>> {
+/** Every replica of every stream that its leader does not report current: what is wrong. */
+async function replicasBehind(servers: NatsServer[]): Promise<string[]> {
   const running = servers.filter((s) => s.running);
   let nc: NatsConnection | undefined;
   try {
     nc = await connect({ servers: running.map((s) => s.url), timeout: 1000, reconnect: false });
     const jsm = await jetstreamManager(nc, { timeout: 2000 });
-    const out: Array<{ server?: string; what: string; lastSeenMs?: number }> = [];
+    const out: string[] = [];
     for await (const si of jsm.streams.list()) {
       const cl = si.cluster;
       if ((si.config.num_replicas ?? 1) < 2) continue;
       if (!cl?.leader) {
-        out.push({ what: `${si.config.name}: no leader` });
+        out.push(`${si.config.name}: no leader`);
         continue;
       }
       const listed = cl.replicas ?? [];
       const want = (si.config.num_replicas ?? 1) - 1;
       if (listed.length < want)
-        out.push({ what: `${si.config.name}: its leader lists ${listed.length} of ${want} other replicas` });
+        out.push(`${si.config.name}: its leader lists ${listed.length} of ${want} other replicas`);
       for (const r of listed) {
         if (!r.current || r.offline)
-          out.push({
-            server: r.name,
-            what: `${si.config.name} on ${r.name}: lag ${r.lag ?? 0}, last heard from ${Math.round(r.active / 1e6)} ms ago`,
-            lastSeenMs: r.active / 1e6,
-          });
+          out.push(
+            `${si.config.name} on ${r.name}: lag ${r.lag ?? 0}, last heard from ${Math.round(r.active / 1e6)} ms ago`,
+          );
       }
     }
     return out;
   } catch (err) {
-    return [{ what: String(err) }];
+    return [String(err)];
   } finally {
     await nc?.close().catch(() => {});
   }
 }
 
-/**
- * Creates and deletes a throwaway stream with a copy on every one of
- * `running` until that works; restarts a server left out through `rescue`.
- */
-async function waitPlaceable(
-  running: NatsServer[],
-  deadline: number,
-  timeoutMs: number,
-  rescue: Rescue,
-): Promise<void> {
+/** Creates and deletes a throwaway stream with a copy on every one of `running` until that works. */
+async function waitPlaceable(running: NatsServer[], deadline: number, timeoutMs: number): Promise<void> {
   if (running.length < 2) return;
   const name = `READY_${process.pid}_${Date.now().toString(36)}`;
-  const began = Date.now();
-  const restarted = new Set<string>();
   let last: unknown;
   for (;;) {
     let nc: NatsConnection | undefined;
@@ -412,27 +383,6 @@ async function waitPlaceable(
         throw new Error(
           `JetStream did not count all ${running.length} servers as peers within ${timeoutMs} ms (${out}): ${String(last)}`,
         );
-      }
-      // nats-server 2.10 now and then forms a cluster with one server left
-      // out of JetStream for good: routes to it closed as duplicates, it
-      // never hears of a meta leader, and nothing can be placed on it (seen
-      // in 1 fresh cluster in 8 here, still so after 120 s). A restart of
-      // that server brings it in (4 of 4 times). Rarer, every server knows
-      // the meta leader and still one is not counted: after 20 s every
-      // server not restarted yet is restarted, one at a time.
-      const waited = Date.now() - began;
-      if (waited > 10_000) {
-        for (const s of running) {
-          if (restarted.has(s.name) || (s.knowsMetaLeader && waited < 20_000)) continue;
-          restarted.add(s.name);
-          await rescue(
-            s,
-            s.knowsMetaLeader
-              ? `a stream with a copy on every server could not be placed for ${Math.round(waited / 1000)} s although every server knows the meta leader (${String(last)})`
-              : `left out of JetStream: no meta leader known and a stream with a copy on every server not placeable after ${Math.round(waited / 1000)} s (${String(last)})`,
-          );
-          break;
-        }
       }
       await new Promise((r) => setTimeout(r, 200));
     } finally {
@@ -506,34 +456,16 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
   }
   // For restarts: every member names every other one.
   for (const [i, s] of servers.entries()) s.setRoutes(routesOf(i));
-  const rescues: Array<{ server: string; why: string }> = [];
-  const rescue: Rescue = async (s, why) => {
-    rescues.push({ server: s.name, why });
-    await s.restart();
-  };
   const cluster: NatsCluster = {
     servers,
     url: servers.map((s) => s.url).join(","),
-    rescues,
     async waitForMetaLeader(timeoutMs = 45_000) {
       const deadline = Date.now() + timeoutMs;
       for (const s of servers.filter((x) => x.running)) {
         let last: unknown;
-        const began = Date.now();
-        let restarted = false;
         for (;;) {
           if (Date.now() > deadline) {
             throw new Error(`no JetStream meta leader via ${s.name} within ${timeoutMs} ms: ${String(last)}`);
-          }
-          // The server left out of JetStream (see waitPlaceable) answers
-          // "JetStream system temporarily unavailable" for good: restarted
-          // once when it has printed no meta leader after 10 s.
-          if (!restarted && !s.knowsMetaLeader && Date.now() - began > 10_000) {
-            restarted = true;
-            await rescue(
-              s,
-              `no JetStream meta leader known 10 s into waiting for one${last === undefined ? "" : `, JetStream unavailable through it (${String(last)})`}`,
-            );
           }
           let nc: NatsConnection | undefined;
           try {
@@ -553,37 +485,15 @@ export async function startCluster(size = 3, opts: { routeProxies?: boolean } = 
         servers.filter((x) => x.running),
         deadline,
         timeoutMs,
-        rescue,
       );
     },
-    async waitCurrent({ timeoutMs = 90_000, restartAfterMs = 20_000 } = {}) {
+    async waitCurrent({ timeoutMs = 90_000 } = {}) {
       const started = Date.now();
-      const restarted: string[] = [];
       for (;;) {
         const behind = await replicasBehind(servers);
-        if (behind.length === 0) return restarted;
+        if (behind.length === 0) return;
         if (Date.now() - started > timeoutMs) {
-          throw new Error(
-            `replicas still behind after ${timeoutMs} ms${restarted.length > 0 ? ` (restarted once: ${restarted.join(", ")})` : ""}: ${behind.map((b) => b.what).join("; ")}`,
-          );
-        }
-        if (Date.now() - started > restartAfterMs) {
-          // Only the fault above: not heard from since its server started.
-          const unheard = behind.filter((b) => {
-            const s = servers.find((x) => x.name === b.server);
-            return s !== undefined && b.lastSeenMs !== undefined && b.lastSeenMs >= Date.now() - s.startedAt;
-          });
-          for (const name of new Set(unheard.map((b) => b.server))) {
-            const s = servers.find((x) => x.name === name);
-            if (!s || restarted.includes(s.name)) continue;
-            restarted.push(s.name);
-            const what = unheard.filter((b) => b.server === name).map((b) => b.what);
-            await rescue(
-              s,
-              `replicas behind after ${restartAfterMs} ms, not heard from by their leaders since the server started: ${what.join("; ")}`,
-            );
-            await cluster.waitForMetaLeader();
-          }
+          throw new Error(`replicas still behind after ${timeoutMs} ms: ${behind.join("; ")}`);
         }
         await new Promise((r) => setTimeout(r, 250));
       }

@@ -27,9 +27,9 @@ export interface Child {
   readonly exited: Promise<number | null>;
 }
 
-/** `node bin/llmgw.js <args>` as a child process. */
-export function spawnLlmgw(args: string[], env: Record<string, string> = {}): Child {
-  return spawnNode([...profileArgs(), LLMGW_BIN, ...args], env);
+/** `node bin/llmgw.js <args>` as a child process; `bin` runs another version's (test/support/old-release.ts). */
+export function spawnLlmgw(args: string[], env: Record<string, string> = {}, bin = LLMGW_BIN): Child {
+  return spawnNode([...profileArgs(), bin, ...args], env);
 }
 
 /**

@@ -10,7 +10,10 @@
  * (`RMSG`/`HMSG … <size>` followed by that many bytes); route compression
  * must be off (the harness sets it so for proxied routes). A message whose
  * subject names a held raft group, to or from the held member, is dropped
- * whole; everything else is forwarded unchanged.
+ * whole; everything else is forwarded unchanged. Raft traffic travels on the
+ * route pinned to the system account, where nats-server 2.15 leaves the
+ * account out of the message line (`RMSG <subject> <reply> <size>`); every
+ * token of the line is looked at, so either form is read.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
 
@@ -69,7 +72,11 @@ export class RouteProxy {
 
   private pipe(client: Socket, targetPort: number): void {
     const upstream = connect(targetPort, "127.0.0.1");
-    // The member that opened the route says its name in its INFO line.
+    // The member that opened the route says its name in its first INFO
+    // line. Later INFO lines on the route may speak of other members: from
+    // nats-server 2.11 on a member gossips what it knows of the cluster's
+    // other members over its routes ("gossip_mode"), so they never rename
+    // the link (2.10 sent only its own).
     const link = { peer: "" };
     for (const s of [client, upstream]) {
       this.#sockets.add(s);
@@ -96,7 +103,7 @@ export class RouteProxy {
       upstream,
       dropsBetween,
       (info) => {
-        if (typeof info["server_name"] === "string") link.peer = info["server_name"];
+        if (link.peer === "" && typeof info["server_name"] === "string") link.peer = info["server_name"];
       },
       () => this.dropped++,
     );

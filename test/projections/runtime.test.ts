@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { toBinary } from "@bufbuild/protobuf";
 import { headers } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
+import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { Log } from "../../src/log/index.js";
 import { canonicalJson, type FleetState, fleetProjection, foldFleet } from "../../src/projections/index.js";
 import {
@@ -127,6 +128,46 @@ describe("projection runtime against a real nats-server", () => {
       );
       assert.equal(strict.status, "failed");
       assert.equal(strict.lastSeq, 1);
+    }));
+
+  it("passes over an event of a kind from a newer version, counts it (metric, warning) and folds on", () =>
+    withLog(async (log) => {
+      const f = new EventFactory("k");
+      await log.append(f.cordon("gpu-a1"));
+      // What a newer version writes: a body case this version does not know (field 95), through the real log.
+      const future = f.make({ case: undefined });
+      const bytes = new Uint8Array([
+        ...toBinary(EventSchema, future),
+        ...[0xfa, 0x05, 0x03, 0x66, 0x6f, 0x6f], // field 95, bytes "foo"
+      ]);
+      await log.js.publish(log.subjects.operator("gpu-a1"), bytes, { msgID: future.id });
+      await log.append(f.uncordon("gpu-a1"));
+
+      const { logger, lines } = capturingLogger();
+      const registry = new Registry();
+      const rt = new ProjectionRuntime(log, fleetProjection, { logger, metrics: registry });
+      try {
+        await rt.start();
+        assert.equal(rt.lastSeq, 3);
+        assert.equal(rt.unknownKindCount, 1);
+        assert.deepEqual(rt.malformedSeqs, [], "a new kind is not malformed");
+        assert.equal(rt.state.inventory.nodes["gpu-a1"]?.cordoned, false, "the events after it are folded");
+        assert.equal(canonicalJson(rt.state), canonicalJson(await freshReplay(log)));
+        assert.match(
+          await registry.metrics(),
+          /llmgw_projection_unknown_kinds_total\{projection="fleet"\} 1/,
+        );
+        assert.ok(
+          lines.some(
+            (l) =>
+              l.level === 40 &&
+              /kind this version does not know at sequence 2 .*upgrade to fold it/.test(l.msg),
+          ),
+          JSON.stringify(lines.map((l) => l.msg)),
+        );
+      } finally {
+        await rt.stop();
+      }
     }));
 
   it("keeps following across a NATS server restart (the ordered consumer recreates itself)", () =>

@@ -68,6 +68,8 @@ export interface GatewayHandle {
   child: Child;
   /** NATS URL(s) it connects to (a proxy in the partition test). */
   nats: string;
+  /** The `llmgw` it runs: this tree's, or another version's (see `WorldOptions.bin`). */
+  bin?: string;
 }
 
 export interface WorldOptions {
@@ -86,6 +88,12 @@ export interface WorldOptions {
   heartbeatTimeoutMs?: number;
   /** Added to every reconciler's environment (e.g. the runner's test pause point). */
   reconcilerEnv?: Record<string, string>;
+  /**
+   * The `llmgw` the world's first gateways and reconcilers run: another
+   * version's (test/support/old-release.ts) for the rolling upgrade; this
+   * tree's by default.
+   */
+  bin?: string;
 }
 
 export class ChaosWorld {
@@ -144,12 +152,17 @@ export class ChaosWorld {
           port: 0,
           nats: o.gatewayNats?.(i) ?? o.nats,
           child: undefined as unknown as Child,
+          ...(o.bin === undefined ? {} : { bin: o.bin }),
         };
         this.gateways[i] = gw;
         await this.#spawnGateway(gw);
       }),
     );
-    await Promise.all(Array.from({ length: o.reconcilers ?? 2 }, () => this.addReconciler()));
+    await Promise.all(
+      Array.from({ length: o.reconcilers ?? 2 }, () =>
+        this.addReconciler(o.bin === undefined ? {} : { bin: o.bin }),
+      ),
+    );
     return this;
   }
 
@@ -168,6 +181,7 @@ export class ChaosWorld {
         ...["--publish-timeout", "2000", "--log-unavailable-limit", "3000", "--drain-deadline", "3000"],
       ],
       { LLMGW_LOG_LEVEL: "info" },
+      gw.bin,
     );
     if (gw.port === 0) {
       // Its first start: it binds port 0 and says where it listens once it serves.
@@ -196,9 +210,23 @@ export class ChaosWorld {
     await this.#spawnGateway(gw);
   }
 
-  async addReconciler(): Promise<ReconcilerProcess> {
+  /**
+   * One step of a rolling upgrade: stops a gateway as an operator would
+   * (SIGTERM: it drains, its agents go to the other gateways) and starts
+   * `bin`'s gateway in its place, same id and port.
+   */
+  async replaceGateway(gw: GatewayHandle, bin: string | undefined): Promise<void> {
+    await gw.child.stop("SIGTERM", 15_000);
+    if (bin === undefined) delete gw.bin;
+    else gw.bin = bin;
+    await this.#spawnGateway(gw);
+  }
+
+  /** Another reconciler on the world's lease: `bin` runs another version, `snapshotBucket` turns snapshots on. */
+  async addReconciler(opts: { bin?: string; snapshotBucket?: string } = {}): Promise<ReconcilerProcess> {
     const o = this.opts;
     const r = await spawnReconciler({
+      ...opts,
       id: `rec-${this.tag}-${++this.#reconcilerSeq}`,
       nats: o.nats,
       stream: this.stream,

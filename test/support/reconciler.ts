@@ -30,6 +30,10 @@ export interface ReconcilerSpec {
   env?: Record<string, string>;
   /** How long it may take to start (default 30 s). */
   startTimeoutMs?: number;
+  /** Another version's `llmgw` (test/support/old-release.ts); this tree's by default. */
+  bin?: string;
+  /** Loads and writes snapshots in this bucket; none (`--no-snapshots`) by default. */
+  snapshotBucket?: string;
 }
 
 export interface LogLine {
@@ -124,7 +128,7 @@ export class ReconcilerProcess {
 
 export async function spawnReconciler(spec: ReconcilerSpec): Promise<ReconcilerProcess> {
   const args = [
-    LLMGW_BIN,
+    spec.bin ?? LLMGW_BIN,
     "reconciler",
     "--id",
     spec.id,
@@ -146,7 +150,7 @@ export async function spawnReconciler(spec: ReconcilerSpec): Promise<ReconcilerP
     "300",
     "--tick-ms",
     "2000",
-    "--no-snapshots",
+    ...(spec.snapshotBucket === undefined ? ["--no-snapshots"] : ["--snapshot-bucket", spec.snapshotBucket]),
     "--metrics-listen",
     "127.0.0.1:0",
     ...(spec.args ?? []),

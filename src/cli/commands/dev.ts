@@ -124,7 +124,7 @@ async function natsServerBinary(): Promise<string> {
     if (bin) return bin;
   } catch (err) {
     throw new CliError(
-      `no nats-server >= 2.10: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+      `no nats-server >= 2.15: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
       EXIT.failure,
     );
   }

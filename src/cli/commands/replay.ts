@@ -88,6 +88,11 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
     }
     if (ac.signal.aborted) throw new CliError(`replay interrupted at sequence ${result.seq}`, 130);
     if (result.snapshot) progress.note(`started from the snapshot at sequence ${result.snapshot.seq}`);
+    if (result.unknownKinds > 0) {
+      progress.note(
+        `passed over ${result.unknownKinds} event(s) of a kind this version does not know (a newer llmgw wrote them); upgrade to fold them`,
+      );
+    }
     if (flags.untilSeq !== undefined && flags.untilSeq > result.streamLastSeq) {
       progress.note(`the log ends at sequence ${result.streamLastSeq}; showing the fleet there`);
     }

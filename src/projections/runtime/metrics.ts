@@ -10,6 +10,7 @@ export interface ProjectionMetrics {
   foldLag: Gauge<"projection">;
   malformed: Counter<"projection">;
   refused: Counter<"projection" | "kind">;
+  unknownKinds: Counter<"projection">;
   snapshots: Counter<"projection" | "result">;
 }
 
@@ -72,6 +73,17 @@ export function projectionMetrics(registry: Registry): ProjectionMetrics {
           name: "llmgw_projection_events_refused_total",
           help: "Events stored on a subject their kind may not be written to (a forgery or a misplaced writer), passed over and never folded",
           labelNames: ["projection", "kind"],
+          registers,
+        }),
+    ),
+    unknownKinds: metric(
+      registry,
+      "llmgw_projection_unknown_kinds_total",
+      () =>
+        new Counter({
+          name: "llmgw_projection_unknown_kinds_total",
+          help: "Events of a kind this version does not know (written by a newer version), folded as no-ops",
+          labelNames: ["projection"],
           registers,
         }),
     ),

@@ -47,6 +47,11 @@ export interface ReplayResult<S> {
   malformedSeqs: number[];
   /** Events passed over because their subject may not carry their kind (src/log/subject-kinds.ts). */
   refusedSeqs: number[];
+  /**
+   * Events of a kind this version does not know (a newer version wrote
+   * them): folded as no-ops and counted, never an error (docs/upgrades.md).
+   */
+  unknownKinds: number;
 }
 
 export async function replay<S>(
@@ -67,6 +72,7 @@ export async function replay<S>(
   let timeMs = snap?.meta.timeMs ?? 0;
   const fromSeq = seq;
   let folded = 0;
+  let unknownKinds = 0;
   const malformedSeqs: number[] = [];
   const refusedSeqs: number[] = [];
   const every = Math.max(1, opts.progressEvery ?? 5000);
@@ -89,6 +95,7 @@ export async function replay<S>(
     })) {
       for (const r of batch) {
         if (opts.untilTimeMs !== undefined && r.timeMs > opts.untilTimeMs) break reading;
+        if (r.event.body.case === undefined) unknownKinds++;
         state = projection.evolve(state, r.event, r);
         seq = r.seq;
         timeMs = r.timeMs;
@@ -98,5 +105,15 @@ export async function replay<S>(
     }
   }
   progress();
-  return { state, seq, timeMs, folded, snapshot: snap?.meta, streamLastSeq, malformedSeqs, refusedSeqs };
+  return {
+    state,
+    seq,
+    timeMs,
+    folded,
+    snapshot: snap?.meta,
+    streamLastSeq,
+    malformedSeqs,
+    refusedSeqs,
+    unknownKinds,
+  };
 }

@@ -61,6 +61,7 @@ export class ProjectionRuntime<S> {
   #folded = 0;
   #foldedUnreported = 0;
   #malformedCount = 0;
+  #unknownKinds = 0;
   readonly #malformedSeqs: number[] = [];
   #refusedCount = 0;
   readonly #refusedSeqs: number[] = [];
@@ -126,6 +127,15 @@ export class ProjectionRuntime<S> {
   }
   get malformedCount(): number {
     return this.#malformedCount;
+  }
+
+  /**
+   * Events of a kind this version does not know (a newer version wrote
+   * them), folded as no-ops: counted, logged at the first, never fatal
+   * (docs/upgrades.md).
+   */
+  get unknownKindCount(): number {
+    return this.#unknownKinds;
   }
   /** Sequences of malformed messages passed over (the first 100). */
   get malformedSeqs(): readonly number[] {
@@ -250,6 +260,7 @@ export class ProjectionRuntime<S> {
   #apply(r: LogRecord): void {
     // A re-read after a reconnect may start before what was already folded.
     if (r.seq <= this.#seq) return;
+    if (r.event.body.case === undefined) this.#recordUnknownKind(r.seq);
     try {
       // The record is the event's meta (sequence and time): no object per event.
       this.#state = this.#projection.evolve(this.#state as S, r.event, r);
@@ -266,6 +277,17 @@ export class ProjectionRuntime<S> {
     this.#foldedUnreported++;
     this.#sinceSnapshot++;
     this.#scheduleFlush();
+  }
+
+  #recordUnknownKind(seq: number): void {
+    this.#unknownKinds++;
+    this.#metrics?.unknownKinds.inc(this.#labels);
+    // The first says what to do; the count and the metric say how many more.
+    if (this.#unknownKinds === 1)
+      this.#logger.warn(
+        { seq },
+        `passing over an event of a kind this version does not know at sequence ${seq} (a newer llmgw wrote it); upgrade to fold it`,
+      );
   }
 
   #recordMalformed(err: LogError): void {
@@ -366,6 +388,9 @@ export class ProjectionRuntime<S> {
       return await saving;
     } finally {
       this.#snapshotting = undefined;
+      // Events folded while this one was written may have made the next one
+      // due; the flushes that saw them skipped it, and none may follow.
+      this.#maybeSnapshot();
     }
   }
 

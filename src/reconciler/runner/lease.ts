@@ -1,9 +1,10 @@
 /**
  * Leadership through one key in a KV bucket whose max age is the lease TTL.
  *
- * nats-server 2.10 has no per-key TTL, so the bucket's max age is the TTL:
- * every write of the key (create or renewal) lives that long, and an
- * unrenewed key simply disappears. The holder keeps it alive with updates
+ * Every lease of a bucket has the same TTL, so the bucket's max age is the
+ * TTL (no per-message TTL, which needs nats-server 2.11; docs/RELIABILITY.md,
+ * "Newer server features"): every write of the key (create or renewal) lives
+ * that long, and an unrenewed key simply disappears. The holder keeps it alive with updates
  * conditioned on the revision it holds, so two processes can never both
  * believe a renewal succeeded.
  *

@@ -3,7 +3,8 @@
  * gateways' KV bucket (one key per gateway id, kept alive by the gateway and
  * removed by the bucket's max age when it dies).
  *
- * On nats-server 2.10 a key removed by max age produces no watch event, so
+ * A key removed by max age produces no watch event (the bucket has no
+ * subject delete markers; docs/RELIABILITY.md, "Newer server features"), so
  * the set is re-listed periodically; a watch on the bucket makes additions
  * and explicit deletes visible at once.
  */

@@ -46,8 +46,9 @@ export interface RunnerOptions<C> {
   /**
    * A follower tries to take the lease this often (and at once when the key
    * is deleted); default TTL/10, at most 1 s. Expiry by max age emits no
-   * watch event on 2.10, so this period is what a killed leader costs on top
-   * of the TTL.
+   * watch event (the buckets have no subject delete markers; docs/RELIABILITY.md,
+   * "Newer server features"), so this period is what a killed leader costs on
+   * top of the TTL.
    */
   acquireEveryMs?: number;
   /** After stepping down on a conflict, wait this long before trying to lead again; default the TTL. */
