@@ -9,6 +9,7 @@ import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
 import { invalidNodeIdReason, type Log, type LogError } from "../../log/index.js";
 import { describeEvent } from "../../reconciler/index.js";
+import { archiveOption } from "../archive-option.js";
 import {
   CliError,
   intArg,
@@ -24,6 +25,7 @@ interface EventsFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  archive?: string;
   fromSeq?: number;
   untilSeq?: number;
   subject: string[];
@@ -39,6 +41,7 @@ export function registerEvents(program: Command): void {
     .description("print the log decoded, one line per event (--json: one JSON object per line)")
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))
     .addOption(
       new Option("--until-seq <n>", "stop after this sequence")

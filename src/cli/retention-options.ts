@@ -1,0 +1,57 @@
+/**
+ * `--log-max-age DURATION` and `--log-max-bytes SIZE`: the log stream's
+ * retention, enforced by the archiver (it purges only what it archived),
+ * with the defaults of the growth model (docs/deployment.md, "Sizing").
+ */
+import { Option } from "commander";
+import { parseRetentionAge, parseSize } from "../archiver/index.js";
+import { CliError } from "./common.js";
+
+/** Seven days of the live stream: a week of `events --follow`-speed reads without touching the archive. */
+export const DEFAULT_LOG_MAX_AGE = "7d";
+/** 0: no size limit of its own (the age limit bounds it; docs/deployment.md gives the bytes per day). */
+export const DEFAULT_LOG_MAX_BYTES = "0";
+
+export function logMaxAgeOption(): Option {
+  return new Option(
+    "--log-max-age <duration>",
+    "events older than this leave the log stream once archived (20s, 36h, 7d; 0: no age limit)",
+  )
+    .env("LLMGW_LOG_MAX_AGE")
+    .default(DEFAULT_LOG_MAX_AGE)
+    .argParser((v: string) => {
+      const r = parseRetentionAge(v);
+      if ("error" in r) throw new CliError(`invalid --log-max-age: ${r.error}`);
+      return r.ms;
+    });
+}
+
+export function logMaxBytesOption(): Option {
+  return new Option(
+    "--log-max-bytes <size>",
+    "the oldest archived events leave the log stream while it is larger than this (512MiB, 20GiB; 0: no size limit)",
+  )
+    .env("LLMGW_LOG_MAX_BYTES")
+    .default(DEFAULT_LOG_MAX_BYTES)
+    .argParser((v: string) => {
+      const r = parseSize(v);
+      if ("error" in r) throw new CliError(`invalid --log-max-bytes: ${r.error}`);
+      return r.bytes;
+    });
+}
+
+export function segmentBytesOption(def: number): Option {
+  return new Option(
+    "--archive-segment-bytes <size>",
+    "an archive segment is sealed at this size, or after a quarter of --log-max-age, whichever comes first",
+  )
+    .env("LLMGW_ARCHIVE_SEGMENT_BYTES")
+    .default(def)
+    .argParser((v: string) => {
+      const r = parseSize(v);
+      if ("error" in r || r.bytes < 1) {
+        throw new CliError(`invalid --archive-segment-bytes: ${"error" in r ? r.error : "must be positive"}`);
+      }
+      return r.bytes;
+    });
+}
