@@ -66,8 +66,19 @@ export class NatsObjectArchiveStore implements ArchiveStore {
   }
 
   async list(dir: string): Promise<ArchiveObject[]> {
-    if (!(await this.exists())) return [];
-    const metas = await this.#readAll(`$O.${this.bucket}.M.>`, DeliverPolicy.LastPerSubject);
+    const subject = `$O.${this.bucket}.M.>`;
+    let objects: number;
+    try {
+      // One subject per object: the count a listing must reach.
+      const info = await (await this.#manager()).streams.info(this.#stream, { subjects_filter: subject });
+      objects = Object.keys(info.state.subjects ?? {}).length;
+    } catch (err) {
+      const e = LogError.from(err, `listing the archive bucket ${this.bucket}`);
+      if (e.code === "not-found") return [];
+      throw e;
+    }
+    if (objects === 0) return [];
+    const metas = await this.#readAll(subject, DeliverPolicy.LastPerSubject, objects);
     const out: ArchiveObject[] = [];
     for (const m of metas) {
       const meta = JSON.parse(new TextDecoder().decode(m)) as ObjectMeta;
@@ -119,13 +130,12 @@ export class NatsObjectArchiveStore implements ArchiveStore {
 
   async close(): Promise<void> {}
 
-  /** Every message on `subject` (as many as the stream holds now, or `expected`), through an ordered pull consumer. */
-  async #readAll(subject: string, deliver: DeliverPolicy, expected?: number): Promise<Uint8Array[]> {
+  /** The first `pending` messages on `subject`, through an ordered pull consumer. */
+  async #readAll(subject: string, deliver: DeliverPolicy, pending: number): Promise<Uint8Array[]> {
     const consumer = await this.#js.consumers.get(this.#stream, {
       filter_subjects: [subject],
       deliver_policy: deliver,
     });
-    const pending = expected ?? (await consumer.info(true)).num_pending;
     const out: Uint8Array[] = [];
     while (out.length < pending) {
       const batch = await consumer.fetch({

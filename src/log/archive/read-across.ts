@@ -76,7 +76,8 @@ export async function* readAcrossArchive(
 
   // The stream, filling from the archive whatever it skips (purged during the read).
   const fill = async function* (before: number): AsyncGenerator<LogRecord[]> {
-    const extent = await archive.extent();
+    // An unfiltered read skipping sequences is certain to need the archive: list it anew.
+    const extent = await archive.extent({ fresh: subjects.length === 0 });
     if (!extent || next > extent.lastSeq) return;
     const { firstSeq } = await stream.bounds();
     const until = Math.min(before - 1, extent.lastSeq, firstSeq - 1);

@@ -1,0 +1,160 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: API and CLI JSON bodies are loosely typed, checked by the assertions
+/**
+ * The bounded log with its archive, with every real part: nats-server, a
+ * gateway, a `llmgw reconciler` process, the operator API, a simulated
+ * fleet over Connect, and `llmgw archiver` as a process. The fleet runs past
+ * the retention; the stream's first sequence moves on; `replay --until-seq
+ * 5` gives the state it gave before, from the archive; `events --from-seq 1`
+ * lists every sequence; `check-log` over archive and stream is clean; the
+ * catalog and the reconciler keep appending (their fencing survives their
+ * last message leaving the stream). Then the archiver is killed with
+ * SIGKILL mid-segment and restarted: every sequence is archived exactly once.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { Archive, NatsObjectArchiveStore, connectNats, defaultArchiveBucket } from "../../src/log/index.js";
+import { SimFleet } from "../../src/sim/index.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
+import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
+import { runCli } from "../support/cli.js";
+import { eventually } from "../support/eventually.js";
+import { startStack } from "../support/stack.js";
+
+const catalog = (replicas: number) => ({
+  models: [
+    {
+      name: "llama-3.3-70b",
+      replicas,
+      profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+    },
+  ],
+});
+
+describe("history across the archive boundary, end to end", () => {
+  let server: NatsServer & { close(): Promise<void> };
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  it("a fleet run past its retention reads the same through the archive; a killed archiver archives each event once", async () => {
+    const stack = await startStack(server.url, { name: "hist" });
+    const { call, logFlags } = stack;
+    const cli = (...args: string[]) => runCli([...args, ...logFlags], { timeoutMs: 90_000 });
+    const logInfo = async () => {
+      const r = await cli("log", "info", "--json");
+      assert.equal(r.code, 0, r.stderr);
+      return JSON.parse(r.stdout);
+    };
+    let fleet: SimFleet | undefined;
+    let archiver: Child | undefined;
+    const startArchiver = () =>
+      spawnLlmgw(["archiver", ...logFlags, "--log-max-age", "6s", "--archive-segment-bytes", "16KiB", "--log-level", "info"]);
+    try {
+      fleet = new SimFleet({
+        gateways: [stack.gw.url],
+        insecureDev: true,
+        nodes: 3,
+        gpusPerNode: 4,
+        seed: 35,
+        heartbeatMs: 300,
+        startDelayMs: 200,
+        drainMs: 200,
+        reconnectMinMs: 50,
+        reconnectMaxMs: 500,
+      });
+      await fleet.start();
+      await call("PUT", "/v1/catalog", catalog(1));
+      await eventually(async () => (await call("GET", "/v1/replicas")).replicas.some((r: any) => r.phase === "running"), {
+        what: "a running replica",
+      });
+      const before5 = await cli("replay", "--until-seq", "5", "--json");
+      assert.equal(before5.code, 0, before5.stderr);
+      const info0 = await logInfo();
+      assert.equal(info0.stream.firstSeq, 1);
+      assert.deepEqual(info0.archive, { firstSeq: 0, lastSeq: 0, bytes: 0 });
+
+      // The archiver: retention 6 s, so segments seal every 1.5 s and leave the stream 6 s later.
+      archiver = startArchiver();
+      await archiver.waitForLine(/archived sequences 1…/, 30_000);
+      await eventually(async () => (await logInfo()).stream.firstSeq > 5, {
+        what: "the stream's first sequence past 5",
+        timeoutMs: 40_000,
+      });
+      const info1 = await logInfo();
+      assert.equal(info1.archive.firstSeq, 1);
+      assert.ok(info1.archive.lastSeq >= info1.stream.firstSeq - 1, JSON.stringify(info1));
+      assert.ok(info1.snapshots.length > 0 && info1.snapshots.every((s: any) => s.seq >= 1));
+      assert.ok(info1.archive.bytes > 0);
+
+      // The catalog and the reconciler append after their last messages left the stream
+      // (their fencing survives it): a second replica is placed.
+      await call("PUT", "/v1/catalog", catalog(2));
+      await eventually(
+        async () => (await call("GET", "/v1/replicas")).replicas.filter((r: any) => r.phase === "running").length === 2,
+        { what: "two running replicas after the catalog change", timeoutMs: 30_000 },
+      );
+      const info2 = await logInfo();
+      assert.ok(info2.stream.lastSeq >= info2.stream.firstSeq, `the stream holds the new events: ${JSON.stringify(info2)}`);
+
+      // The same state at 5, now from the archive.
+      const after5 = await cli("replay", "--until-seq", "5", "--json");
+      assert.equal(after5.code, 0, after5.stderr);
+      assert.equal(after5.stdout, before5.stdout);
+      // And with every snapshot ignored: folded from the archive's first event.
+      const after5Folded = await cli("replay", "--until-seq", "5", "--json", "--no-snapshots");
+      assert.equal(after5Folded.stdout, before5.stdout);
+
+      // Every sequence from 1, across the boundary, once each and in order.
+      const events = await cli("events", "--from-seq", "1", "--json");
+      assert.equal(events.code, 0, events.stderr);
+      const seqs = events.stdout.trim().split("\n").map((l) => JSON.parse(l).seq as number);
+      assert.ok(seqs.length >= info2.stream.lastSeq);
+      assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1));
+
+      const check = await cli("check-log");
+      assert.equal(check.code, 0, `${check.stdout}${check.stderr}`);
+      assert.match(check.stdout, /^ok: /m);
+
+      // Killed mid-segment (a segment seals every 1.5 s; this lands inside one), then restarted;
+      // catalog changes keep events coming meanwhile.
+      for (let round = 0; round < 2; round++) {
+        await call("PUT", "/v1/catalog", catalog(round === 0 ? 1 : 2));
+        await sleep(700);
+        // Mid-segment: the stream holds events past the archive's end when the archiver dies.
+        const open = await stack.log.bounds();
+        const archived = await stack.log.archive?.extent({ fresh: true });
+        assert.ok(open.lastSeq > (archived?.lastSeq ?? 0), `unarchived events at the kill: ${open.lastSeq} vs ${archived?.lastSeq}`);
+        archiver.proc.kill("SIGKILL");
+        await archiver.exited;
+        archiver = startArchiver();
+        await archiver.waitForLine(/archiving from sequence/, 30_000);
+      }
+      await archiver.waitForLine(/archived sequences/, 30_000);
+      await archiver.stop();
+      archiver = undefined;
+
+      // Read the archive directly: one run of segments, each sequence exactly once.
+      const nc = await connectNats({ url: server.url, name: "history test" });
+      try {
+        const archive = new Archive(new NatsObjectArchiveStore(nc, defaultArchiveBucket(stack.stream)));
+        const segments = await archive.segments({ fresh: true });
+        const seen: number[] = [];
+        for (const s of segments) for (const r of await archive.readSegment(s)) seen.push(r.seq);
+        const last = segments.at(-1)?.lastSeq ?? 0;
+        assert.deepEqual(seen, Array.from({ length: last }, (_, i) => i + 1));
+        assert.ok(last > info2.stream.lastSeq);
+      } finally {
+        await nc.close();
+      }
+      const check2 = await cli("check-log");
+      assert.equal(check2.code, 0, `${check2.stdout}${check2.stderr}`);
+    } finally {
+      await archiver?.stop().catch(() => {});
+      await fleet?.stop().catch(() => {});
+      await stack.close();
+    }
+  });
+});
