@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { Archive, NatsObjectArchiveStore, connectNats, defaultArchiveBucket } from "../../src/log/index.js";
+import { Archive, connectNats, defaultArchiveBucket, NatsObjectArchiveStore } from "../../src/log/index.js";
 import { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
@@ -51,7 +51,16 @@ describe("history across the archive boundary, end to end", () => {
     let fleet: SimFleet | undefined;
     let archiver: Child | undefined;
     const startArchiver = () =>
-      spawnLlmgw(["archiver", ...logFlags, "--log-max-age", "6s", "--archive-segment-bytes", "16KiB", "--log-level", "info"]);
+      spawnLlmgw([
+        "archiver",
+        ...logFlags,
+        "--log-max-age",
+        "6s",
+        "--archive-segment-bytes",
+        "16KiB",
+        "--log-level",
+        "info",
+      ]);
     try {
       fleet = new SimFleet({
         gateways: [stack.gw.url],
@@ -67,9 +76,12 @@ describe("history across the archive boundary, end to end", () => {
       });
       await fleet.start();
       await call("PUT", "/v1/catalog", catalog(1));
-      await eventually(async () => (await call("GET", "/v1/replicas")).replicas.some((r: any) => r.phase === "running"), {
-        what: "a running replica",
-      });
+      await eventually(
+        async () => (await call("GET", "/v1/replicas")).replicas.some((r: any) => r.phase === "running"),
+        {
+          what: "a running replica",
+        },
+      );
       const before5 = await cli("replay", "--until-seq", "5", "--json");
       assert.equal(before5.code, 0, before5.stderr);
       const info0 = await logInfo();
@@ -93,11 +105,15 @@ describe("history across the archive boundary, end to end", () => {
       // (their fencing survives it): a second replica is placed.
       await call("PUT", "/v1/catalog", catalog(2));
       await eventually(
-        async () => (await call("GET", "/v1/replicas")).replicas.filter((r: any) => r.phase === "running").length === 2,
+        async () =>
+          (await call("GET", "/v1/replicas")).replicas.filter((r: any) => r.phase === "running").length === 2,
         { what: "two running replicas after the catalog change", timeoutMs: 30_000 },
       );
       const info2 = await logInfo();
-      assert.ok(info2.stream.lastSeq >= info2.stream.firstSeq, `the stream holds the new events: ${JSON.stringify(info2)}`);
+      assert.ok(
+        info2.stream.lastSeq >= info2.stream.firstSeq,
+        `the stream holds the new events: ${JSON.stringify(info2)}`,
+      );
 
       // The same state at 5, now from the archive.
       const after5 = await cli("replay", "--until-seq", "5", "--json");
@@ -110,9 +126,15 @@ describe("history across the archive boundary, end to end", () => {
       // Every sequence from 1, across the boundary, once each and in order.
       const events = await cli("events", "--from-seq", "1", "--json");
       assert.equal(events.code, 0, events.stderr);
-      const seqs = events.stdout.trim().split("\n").map((l) => JSON.parse(l).seq as number);
+      const seqs = events.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).seq as number);
       assert.ok(seqs.length >= info2.stream.lastSeq);
-      assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1));
+      assert.deepEqual(
+        seqs,
+        Array.from({ length: seqs.length }, (_, i) => i + 1),
+      );
 
       const check = await cli("check-log");
       assert.equal(check.code, 0, `${check.stdout}${check.stderr}`);
@@ -126,7 +148,10 @@ describe("history across the archive boundary, end to end", () => {
         // Mid-segment: the stream holds events past the archive's end when the archiver dies.
         const open = await stack.log.bounds();
         const archived = await stack.log.archive?.extent({ fresh: true });
-        assert.ok(open.lastSeq > (archived?.lastSeq ?? 0), `unarchived events at the kill: ${open.lastSeq} vs ${archived?.lastSeq}`);
+        assert.ok(
+          open.lastSeq > (archived?.lastSeq ?? 0),
+          `unarchived events at the kill: ${open.lastSeq} vs ${archived?.lastSeq}`,
+        );
         archiver.proc.kill("SIGKILL");
         await archiver.exited;
         archiver = startArchiver();
@@ -144,7 +169,10 @@ describe("history across the archive boundary, end to end", () => {
         const seen: number[] = [];
         for (const s of segments) for (const r of await archive.readSegment(s)) seen.push(r.seq);
         const last = segments.at(-1)?.lastSeq ?? 0;
-        assert.deepEqual(seen, Array.from({ length: last }, (_, i) => i + 1));
+        assert.deepEqual(
+          seen,
+          Array.from({ length: last }, (_, i) => i + 1),
+        );
         assert.ok(last > info2.stream.lastSeq);
       } finally {
         await nc.close();
