@@ -7,6 +7,7 @@ import { Command, Option } from "commander";
 import { registerAgent } from "./commands/agent.js";
 import { registerApi } from "./commands/api.js";
 import { registerArchiver } from "./commands/archiver.js";
+import { registerBackup } from "./commands/backup.js";
 import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
@@ -70,6 +71,7 @@ export function buildProgram(): Command {
   registerWhatIf(program);
   registerCheckLog(program);
   registerLogInfo(program);
+  registerBackup(program);
   // Operating
   registerNodes(program);
   registerReplicas(program);

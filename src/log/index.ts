@@ -6,6 +6,7 @@ export {
   type ArchivedSegment,
   type ArchivedSnapshot,
   type ArchiveExtent,
+  type ArchiveObject,
   type ArchiveStore,
   DirectoryArchiveStore,
   decodeSegment,
@@ -13,6 +14,9 @@ export {
   encodeSegment,
   NatsObjectArchiveStore,
   type RawRecord,
+  readRawRange,
+  segmentName,
+  snapshotName,
 } from "./archive/index.js";
 export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {

@@ -23,6 +23,11 @@ export interface LogStreamConfig {
   maxAgeMs: number;
   /** Oldest events are removed past this size in bytes; -1 is unlimited. */
   maxBytes: number;
+  /**
+   * The first sequence of a stream created now (a restore: the history
+   * before it is in the archive). Ignored for an existing stream.
+   */
+  firstSeq?: number;
 }
 
 export const DEFAULT_STREAM_CONFIG: LogStreamConfig = {
@@ -76,6 +81,7 @@ export async function ensureStream(
     max_bytes: cfg.maxBytes,
     // A pass or a session carries a whole registration; keep room for big fleets.
     max_msg_size: 8 * 1024 * 1024,
+    ...(cfg.firstSeq !== undefined && cfg.firstSeq > 1 ? { first_seq: cfg.firstSeq } : {}),
   };
 
   let existing: StreamInfo | undefined;

@@ -9,12 +9,15 @@
  * catalog and the reconciler keep appending (their fencing survives their
  * last message leaving the stream). Then the archiver is killed with
  * SIGKILL mid-segment and restarted: every sequence is archived exactly once.
+ * Last, `llmgw backup` and `llmgw restore` into a fresh server: the same
+ * replay at three sequences, and `check-log` clean.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Archive, connectNats, defaultArchiveBucket, NatsObjectArchiveStore } from "../../src/log/index.js";
 import { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
@@ -179,6 +182,33 @@ describe("history across the archive boundary, end to end", () => {
       }
       const check2 = await cli("check-log");
       assert.equal(check2.code, 0, `${check2.stdout}${check2.stderr}`);
+
+      // Backup (archive + stream) → restore into a fresh server → the same replay at three sequences, check-log clean.
+      const out = join(tempDir("history-backup"), "fleet.llmgw-backup");
+      const backup = await cli("backup", "--out", out);
+      assert.equal(backup.code, 0, backup.stderr);
+      const m = /backed up (\d+) events \(sequences 1–(\d+)\)/.exec(backup.stdout);
+      assert.ok(m, backup.stdout);
+      const backedUp = Number(m[2]);
+      const fresh = await startServer();
+      try {
+        const restore = await runCli(["restore", "--nats", fresh.url, "--in", out]);
+        assert.equal(restore.code, 0, restore.stderr);
+        const freshFlags = ["--nats", fresh.url, "--stream", stack.stream, "--subject-prefix", stack.prefix];
+        for (const seq of [5, Math.floor(backedUp / 2), backedUp]) {
+          const [x, y] = await Promise.all([
+            cli("replay", "--until-seq", String(seq), "--json"),
+            runCli(["replay", ...freshFlags, "--until-seq", String(seq), "--json"]),
+          ]);
+          assert.equal(x.code, 0, x.stderr);
+          assert.equal(y.stdout, x.stdout, `replay at ${seq} after the restore`);
+        }
+        const check3 = await runCli(["check-log", ...freshFlags]);
+        assert.equal(check3.code, 0, `${check3.stdout}${check3.stderr}`);
+        assert.match(check3.stdout, new RegExp(`^ok: ${backedUp} events`, "m"));
+      } finally {
+        await fresh.close();
+      }
     } finally {
       await archiver?.stop().catch(() => {});
       await fleet?.stop().catch(() => {});

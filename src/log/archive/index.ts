@@ -7,8 +7,16 @@ export {
   type ArchiveReadOptions,
 } from "./archive.js";
 export { DirectoryArchiveStore } from "./directory-store.js";
-export { parseSegmentName, parseSnapshotName, type SegmentName, type SnapshotName } from "./names.js";
+export {
+  parseSegmentName,
+  parseSnapshotName,
+  type SegmentName,
+  type SnapshotName,
+  segmentName,
+  snapshotName,
+} from "./names.js";
 export { defaultArchiveBucket, NatsObjectArchiveStore } from "./object-store.js";
+export { readRawRange } from "./raw-read.js";
 export { readAcrossArchive, type StreamSide } from "./read-across.js";
 export { decodeSegment, encodeSegment, type RawRecord } from "./segment.js";
 export type { ArchiveObject, ArchiveStore } from "./store.js";
