@@ -86,6 +86,7 @@ describe("history across the archive boundary, end to end", () => {
         },
       );
       const before5 = await cli("replay", "--until-seq", "5", "--json");
+      const { lastSeq: _l0, ...fleetAt5 } = await call("GET", "/v1/fleet?at=5");
       assert.equal(before5.code, 0, before5.stderr);
       const info0 = await logInfo();
       assert.equal(info0.stream.firstSeq, 1);
@@ -122,6 +123,14 @@ describe("history across the archive boundary, end to end", () => {
       const after5 = await cli("replay", "--until-seq", "5", "--json");
       assert.equal(after5.code, 0, after5.stderr);
       assert.equal(after5.stdout, before5.stdout);
+      // The API's time slider and event list read across the boundary too.
+      const { lastSeq: _l1, ...fleetAt5Now } = await call("GET", "/v1/fleet?at=5");
+      assert.deepEqual(fleetAt5Now, fleetAt5);
+      const page = await call("GET", "/v1/events?from=1&limit=8");
+      assert.deepEqual(
+        page.events.map((e: any) => e.seq),
+        [1, 2, 3, 4, 5, 6, 7, 8],
+      );
       // And with every snapshot ignored: folded from the archive's first event.
       const after5Folded = await cli("replay", "--until-seq", "5", "--json", "--no-snapshots");
       assert.equal(after5Folded.stdout, before5.stdout);
