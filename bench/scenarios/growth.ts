@@ -11,7 +11,9 @@
  * interval-driven event comes ACCELERATION times as often. The churn:
  *   - steady state: heartbeats (coalesced: they reach the log only as usage
  *     changes past the gateway's thresholds), usage changes of a model
- *     whose demand follows a sine, shard status, reconciler passes;
+ *     whose demand follows a sine (8 ± 6 queued requests per replica over
+ *     an hour, 20 % noise), shard status, reconciler passes; one replica
+ *     per node (half its GPUs);
  *   - per node and day: one agent restart (a session closed and opened,
  *     with its whole registration);
  *   - per day: one node drained and undrained (its replicas moved) and one
@@ -38,7 +40,8 @@ export const growth: Scenario = {
     "log bytes and events per node per day for a stated churn, measured with 1,000 simulated nodes at 10× pace",
   async run(ctx) {
     const nodes = ctx.quick ? 100 : 1_000;
-    const replicas = Math.max(4, Math.floor(nodes / 8));
+    // Half the GPUs serve (two tp4 slots per node, one used): usage moves on every node.
+    const replicas = nodes;
     const steadyS = ctx.quick ? 10 : 30;
     const server = await startServer();
     const stack = await startStack(server.url, {
@@ -51,7 +54,7 @@ export const growth: Scenario = {
         {
           name: MODEL,
           replicas,
-          rollout: { maxSurge: "50%" },
+          rollout: { maxSurge: Math.ceil(replicas / 2) },
           profiles: [
             {
               name: "tp4",
@@ -75,7 +78,8 @@ export const growth: Scenario = {
       drainMs: 200,
       reconnectMinMs: 100,
       reconnectMaxMs: 2_000,
-      load: [`${MODEL}=sine:40~30@${Math.round(3_600 / ACCELERATION)}s+noise=0.2`],
+      // Demand for the whole model: 8 ± 6 queued requests per replica over an hour, with 20 % noise.
+      load: [`${MODEL}=sine:${8 * replicas}~${6 * replicas}@${Math.round(3_600 / ACCELERATION)}s+noise=0.2`],
     });
     const running = async () =>
       ((await stack.call("GET", "/v1/replicas")).replicas as Array<{ phase: string }>).filter(

@@ -7,10 +7,17 @@ import { Option } from "commander";
 import { parseRetentionAge, parseSize } from "../archiver/index.js";
 import { CliError } from "./common.js";
 
-/** Seven days of the live stream: a week of `events --follow`-speed reads without touching the archive. */
-export const DEFAULT_LOG_MAX_AGE = "7d";
-/** 0: no size limit of its own (the age limit bounds it; docs/deployment.md gives the bytes per day). */
-export const DEFAULT_LOG_MAX_BYTES = "0";
+/**
+ * A day of history in the live stream: the growth model (docs/PERFORMANCE.md,
+ * "Log growth") measures about 3.8 MB per node per day, so 1,000 nodes keep
+ * about 3.7 GiB in the stream, and reads of the last day never touch the archive.
+ */
+export const DEFAULT_LOG_MAX_AGE = "24h";
+/**
+ * 16 GiB: 80 % of the shipped deployment's 20 GiB NATS volume. At 10,000
+ * nodes (about 37 GiB a day) this binds first, at about ten hours.
+ */
+export const DEFAULT_LOG_MAX_BYTES = "16GiB";
 
 export function logMaxAgeOption(): Option {
   return new Option(
