@@ -46,7 +46,12 @@ export const growth: Scenario = {
     const server = await startServer();
     const stack = await startStack(server.url, {
       name: "growth",
-      gateway: { usageIntervalMs: Math.round(3_000 / ACCELERATION), heartbeatTimeoutMs: 10_000 },
+      gateway: {
+        usageIntervalMs: Math.round(3_000 / ACCELERATION),
+        heartbeatTimeoutMs: 10_000,
+        // Every simulated node connects from loopback.
+        connectionLimits: { maxConnections: nodes + 256, maxConnectionsPerAddress: nodes + 64 } as never,
+      },
       reconciler: { policy: "spread", suspectAfterMs: 15_000, lostAfterMs: 45_000 },
     });
     const catalog = (revision: string) => ({

@@ -9,13 +9,13 @@ import { CliError } from "./common.js";
 
 /**
  * A day of history in the live stream: the growth model (docs/PERFORMANCE.md,
- * "Log growth") measures about 3.8 MB per node per day, so 1,000 nodes keep
- * about 3.7 GiB in the stream, and reads of the last day never touch the archive.
+ * "Log growth") measures about 2.9 MB per node per day, so 1,000 nodes keep
+ * about 2.7 GiB in the stream, and reads of the last day never touch the archive.
  */
 export const DEFAULT_LOG_MAX_AGE = "24h";
 /**
  * 16 GiB: 80 % of the shipped deployment's 20 GiB NATS volume. At 10,000
- * nodes (about 37 GiB a day) this binds first, at about ten hours.
+ * nodes (about 27 GiB a day) this binds first, at about fourteen hours.
  */
 export const DEFAULT_LOG_MAX_BYTES = "16GiB";
 

@@ -62,13 +62,16 @@ export function registerBackup(program: Command): void {
   withNatsOptions(program.command("backup"))
     .description(
       "write the whole history of the log (archive + stream + the revocation bucket), consistent at the stream's last sequence, " +
-        "to a new directory or a new file (--out ending in .llmgw-backup, or any path that is not a directory: one file)",
+        "to a new or empty directory, or to one new file when --out ends in .llmgw-backup",
     )
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
     .addOption(revokedBucketOption())
-    .requiredOption("--out <file|dir>", "where the backup goes: a new or empty directory, or a new file")
+    .requiredOption(
+      "--out <file|dir>",
+      "where the backup goes: a new or empty directory, or a new file NAME.llmgw-backup",
+    )
     .action(async (flags: BackupFlags) => {
       await runBackup(flags);
     });
