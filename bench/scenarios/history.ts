@@ -19,6 +19,7 @@ import {
   DirectoryArchiveStore,
   encodeSegment,
   openLog,
+  type RawRecord,
   readRawRange,
 } from "../../src/log/index.js";
 import { canonicalJson, fleetProjection } from "../../src/projections/index.js";
@@ -88,7 +89,7 @@ export const history: Scenario = {
       const segments = await archive.segments({ fresh: true });
       const blobs: Uint8Array[] = [];
       for (const s of segments) {
-        const records: Parameters<typeof encodeSegment>[0] = [];
+        const records: RawRecord[] = [];
         for await (const b of readRawRange(log, s.firstSeq, s.lastSeq)) records.push(...b);
         blobs.push(encodeSegment(records));
       }

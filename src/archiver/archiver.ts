@@ -17,12 +17,14 @@ import { type Logger, pino } from "pino";
 import { type Archive, decodeEvent, type Log, LogError, type RawRecord, streamTimeMs } from "../log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../projections/index.js";
 import { ArchiveSnapshotStore, encodeArchiveSnapshot } from "../projections/runtime/index.js";
+import type { ArchiverMetrics } from "./metrics.js";
 import { purgeBound, type RetentionConfig, sealDue } from "./retention.js";
 
 export interface ArchiverOptions extends RetentionConfig {
   logger?: Logger;
   /** How often sealing by age and the retention are checked (default 1 s). */
   tickMs?: number;
+  metrics?: ArchiverMetrics;
 }
 
 export interface ArchiverStatus {
@@ -165,6 +167,7 @@ export class Archiver {
         await this.#seal(false);
         await this.#purge();
       } catch (err) {
+        this.#cfg.metrics?.failures.inc();
         this.#logger.warn({ err: String(err) }, `archiving failed, trying again: ${String(err)}`);
       }
     })();
@@ -198,6 +201,8 @@ export class Archiver {
       this.status.openEvents = this.#open.length;
       this.status.archivedSeq = segment.lastSeq;
       if (written) this.status.segmentsWritten++;
+      this.#cfg.metrics?.segments.inc({ result: written ? "written" : "existing" });
+      if (written) this.#cfg.metrics?.archivedBytes.inc(bytes);
       this.#logger.info(
         { firstSeq: segment.firstSeq, lastSeq: segment.lastSeq, bytes, written },
         written
@@ -245,6 +250,7 @@ export class Archiver {
       throw LogError.from(err, `purging stream ${this.#log.stream} below ${keepFrom}`);
     }
     this.status.streamFirstSeq = keepFrom;
+    this.#cfg.metrics?.purges.inc();
     this.#logger.info(
       { keepFrom },
       `the stream now starts at ${keepFrom}; what came before is in the archive`,

@@ -9,6 +9,7 @@ export {
   targetHolds,
 } from "./backup.js";
 export { BundleFileReader, BundleFileWriter } from "./bundle-file.js";
+export { type ArchiverMetrics, archiverMetrics } from "./metrics.js";
 export {
   DEFAULT_SEGMENT_BYTES,
   parseRetentionAge,

@@ -93,13 +93,23 @@ describe("the archiver's NATS role (real nats-server with the generated auth con
 
     archiver = spawnLlmgw([
       ...["archiver", ...logFlags(), "--nats-creds", creds("archiver")],
-      ...["--log-max-age", "2s", "--archive-segment-bytes", "1KiB"],
+      ...["--log-max-age", "2s", "--archive-segment-bytes", "1KiB", "--metrics-listen", "127.0.0.1:0"],
     ]);
+    const metricsUrl = (JSON.parse(await archiver.waitForLine(/metrics listening/)) as { metrics: string })
+      .metrics;
     const reader = await openAs("reader");
     await eventually(async () => (await reader.bounds()).firstSeq > 10, {
       what: "the archiver purging the stream past sequence 10",
       timeoutMs: 30_000,
     });
+
+    // Its metrics say where the archive ends and that it purged.
+    const metrics = await (await fetch(metricsUrl)).text();
+    const value = (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(metrics)?.[1]);
+    assert.ok(value("llmgw_archive_last_seq") >= 10, metrics);
+    assert.ok(value("llmgw_archive_purges_total") >= 1, metrics);
+    assert.ok(value("llmgw_archive_stream_first_seq") > 10, metrics);
 
     const withReader = [...logFlags(), "--nats-creds", creds("reader")];
     const after5 = await runCli(["replay", ...withReader, "--until-seq", "5", "--json"]);

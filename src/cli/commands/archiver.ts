@@ -3,9 +3,11 @@
  * within its retention (docs/history.md). One per log; it may stop and
  * restart at any time (it resumes from the archive's end).
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { pino } from "pino";
-import { Archiver, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "../../archiver/index.js";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import { Archiver, archiverMetrics, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "../../archiver/index.js";
+import { serveRegistry } from "../../metrics-endpoint/index.js";
 import { archiveOption } from "../archive-option.js";
 import {
   CliError,
@@ -29,6 +31,7 @@ interface ArchiverFlags extends NatsSecurityFlags {
   logMaxBytes: number;
   archiveSegmentBytes: number;
   logLevel: string;
+  metricsListen?: string;
 }
 
 export function registerArchiver(program: Command): void {
@@ -44,6 +47,11 @@ export function registerArchiver(program: Command): void {
     .addOption(logMaxAgeOption())
     .addOption(logMaxBytesOption())
     .addOption(segmentBytesOption(DEFAULT_SEGMENT_BYTES))
+    .addOption(
+      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint (port 0 picks one)").env(
+        "LLMGW_ARCHIVER_METRICS_LISTEN",
+      ),
+    )
     .option("--log-level <level>", "pino log level", "info")
     .action(async (flags: ArchiverFlags) => {
       await runArchiver(flags);
@@ -55,13 +63,21 @@ async function runArchiver(flags: ArchiverFlags): Promise<void> {
   const log = await openLogForWriting(flags, "llmgw archiver", { updateStream: false });
   const archive = log.archive;
   if (!archive) throw new CliError("the log has no archive configured", EXIT.usage);
-  const archiver = new Archiver(log, archive, {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let archiver: Archiver | undefined;
+  const metrics = archiverMetrics(registry, () => archiver?.status);
+  archiver = new Archiver(log, archive, {
+    metrics,
     maxAgeMs: flags.logMaxAge,
     maxBytes: flags.logMaxBytes,
     segmentBytes: flags.archiveSegmentBytes,
     sealAfterMs: sealAfterFor(flags.logMaxAge),
     logger,
   });
+  const served =
+    flags.metricsListen === undefined ? undefined : await serveRegistry(registry, flags.metricsListen);
+  if (served) logger.info({ metrics: served.url }, "metrics listening");
   const ac = new AbortController();
   const stop = () => ac.abort();
   process.once("SIGTERM", stop);
@@ -82,6 +98,7 @@ async function runArchiver(flags: ArchiverFlags): Promise<void> {
   } finally {
     process.off("SIGTERM", stop);
     process.off("SIGINT", stop);
+    if (served) await new Promise((r) => served.server.close(r));
     await log.close();
   }
 }
