@@ -124,40 +124,45 @@ export class Archiver {
     );
   }
 
+  /**
+   * Reads the stream a batch at a time, asking for the next batch only
+   * while less than two segments are open: a backlog larger than memory
+   * (an archiver started late, or a slow store) waits in the stream.
+   */
   async #follow(signal: AbortSignal): Promise<void> {
     const consumer = await this.#log.js.consumers.get(this.#log.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: this.#next,
     });
-    const messages = await consumer.consume({
-      max_messages: 10_000,
-      callback: (m) => this.#take(m, messages),
-    });
-    const onAbort = () => void messages.stop();
-    signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      const err = await messages.closed();
-      if (err && !signal.aborted && !this.#failure) throw err;
-    } finally {
-      signal.removeEventListener("abort", onAbort);
+    while (!signal.aborted && !this.#failure) {
+      if (this.#openBytes >= 2 * this.#cfg.segmentBytes) {
+        await (this.#sealing ?? this.#tick());
+        // The store refused the seal: wait before trying again rather than spin.
+        if (this.#openBytes >= 2 * this.#cfg.segmentBytes) await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
+      const batch = await consumer.fetch({ max_messages: 10_000, expires: 2_000 });
+      for await (const m of batch) {
+        this.#take(m);
+        if (this.#failure) return;
+      }
+      if (this.#openBytes >= this.#cfg.segmentBytes && !this.#sealing) void this.#tick();
     }
   }
 
-  #take(m: JsMsg, messages: { stop(err?: Error): void }): void {
+  #take(m: JsMsg): void {
     if (m.seq < this.#next) return;
     if (m.seq > this.#next) {
       this.#failure = new LogError(
         "internal",
         `the stream lost sequences ${this.#next}…${m.seq - 1} before they were archived (something other than the archiver removes messages: a max_age or max_bytes on stream ${this.#log.stream}?); the archive must stay one run, so the archiver stops`,
       );
-      messages.stop(this.#failure);
       return;
     }
     this.#open.push({ seq: m.seq, timeMs: streamTimeMs(m), subject: m.subject, data: m.data });
     this.#openBytes += m.data.length + m.subject.length;
     this.#next = m.seq + 1;
     this.status.openEvents = this.#open.length;
-    if (this.#openBytes >= this.#cfg.segmentBytes && !this.#sealing) void this.#tick();
   }
 
   async #tick(): Promise<void> {

@@ -19,18 +19,33 @@ export const DEFAULT_LOG_MAX_AGE = "24h";
  */
 export const DEFAULT_LOG_MAX_BYTES = "16GiB";
 
+function parsedAge(text: string): number {
+  const r = parseRetentionAge(text);
+  if ("error" in r) throw new Error(r.error);
+  return r.ms;
+}
+
+function parsedSize(text: string): number {
+  const r = parseSize(text);
+  if ("error" in r) throw new Error(r.error);
+  return r.bytes;
+}
+
 export function logMaxAgeOption(): Option {
-  return new Option(
-    "--log-max-age <duration>",
-    "events older than this leave the log stream once archived (20s, 36h, 7d; 0: no age limit)",
-  )
-    .env("LLMGW_LOG_MAX_AGE")
-    .default(DEFAULT_LOG_MAX_AGE)
-    .argParser((v: string) => {
-      const r = parseRetentionAge(v);
-      if ("error" in r) throw new CliError(`invalid --log-max-age: ${r.error}`);
-      return r.ms;
-    });
+  return (
+    new Option(
+      "--log-max-age <duration>",
+      "events older than this leave the log stream once archived (20s, 36h, 7d; 0: no age limit)",
+    )
+      .env("LLMGW_LOG_MAX_AGE")
+      // Commander hands a default over as it is: the parsed value, shown as written.
+      .default(parsedAge(DEFAULT_LOG_MAX_AGE), DEFAULT_LOG_MAX_AGE)
+      .argParser((v: string) => {
+        const r = parseRetentionAge(v);
+        if ("error" in r) throw new CliError(`invalid --log-max-age: ${r.error}`);
+        return r.ms;
+      })
+  );
 }
 
 export function logMaxBytesOption(): Option {
@@ -39,7 +54,7 @@ export function logMaxBytesOption(): Option {
     "the oldest archived events leave the log stream while it is larger than this (512MiB, 20GiB; 0: no size limit)",
   )
     .env("LLMGW_LOG_MAX_BYTES")
-    .default(DEFAULT_LOG_MAX_BYTES)
+    .default(parsedSize(DEFAULT_LOG_MAX_BYTES), DEFAULT_LOG_MAX_BYTES)
     .argParser((v: string) => {
       const r = parseSize(v);
       if ("error" in r) throw new CliError(`invalid --log-max-bytes: ${r.error}`);
@@ -53,7 +68,7 @@ export function segmentBytesOption(def: number): Option {
     "an archive segment is sealed at this size, or after a quarter of --log-max-age, whichever comes first",
   )
     .env("LLMGW_ARCHIVE_SEGMENT_BYTES")
-    .default(def)
+    .default(def, `${def / 2 ** 20}MiB`)
     .argParser((v: string) => {
       const r = parseSize(v);
       if ("error" in r || r.bytes < 1) {
