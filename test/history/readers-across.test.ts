@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Archiver } from "../../src/archiver/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
+import { isLogError, type Log, openLog } from "../../src/log/index.js";
 import { canonicalJson, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime, replay } from "../../src/projections/runtime/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
@@ -82,6 +82,31 @@ describe("readers across the archive boundary", () => {
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout, beforePurge[i]?.stdout, `${commands[i]?.join(" ")} across the boundary`);
     });
+
+    // A reader pointed at another (empty) archive says what it cannot read, and reads nothing past it.
+    const elsewhere = await openLog({
+      url: server.url,
+      clientName: "test elsewhere",
+      name: stream,
+      prefix,
+      ensure: false,
+      archive: { kind: "directory", path: tempDir("empty-archive") },
+    });
+    try {
+      const seen: number[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const r of elsewhere.read()) seen.push(r.seq);
+        })(),
+        (err) => isLogError(err, "not-found") && /sequences 1…\d+ are not in the archive/.test(err.message),
+      );
+      assert.deepEqual(seen, []);
+      const wrong = await runCli(["replay", ...flags, "--archive", `dir:${tempDir("empty-archive")}`]);
+      assert.equal(wrong.code, 1, wrong.stderr);
+      assert.match(wrong.stderr, /are not in the archive .*--archive/);
+    } finally {
+      await elsewhere.close();
+    }
 
     // A runtime started now: from the archive's nearest snapshot, to the same state.
     const runtime = new ProjectionRuntime(log, fleetProjection);

@@ -66,6 +66,19 @@ export async function* readAcrossArchive(
         fromTimeMs = undefined;
       }
     }
+    if (fromTimeMs === undefined) {
+      // What lies before the stream's start must be in the archive: a reader pointed at another
+      // archive (or none) must not pass over history silently. What lies before the archive's own
+      // start was removed before anything was archived, and is gone everywhere.
+      const missingFrom = Math.max(next, extent ? extent.lastSeq + 1 : next);
+      const missingTo = Math.min(end, bounds.firstSeq - 1);
+      if (missingFrom <= missingTo) {
+        throw new LogError(
+          "not-found",
+          `the stream starts at ${bounds.firstSeq}, and sequences ${missingFrom}…${missingTo} are not in the archive (${archive.where}, ${extent ? `ending at ${extent.lastSeq}` : "empty"}): read with the --archive the archiver writes to`,
+        );
+      }
+    }
     if (extent && fromTimeMs === undefined && next <= extent.lastSeq && next < bounds.firstSeq) {
       const until = Math.min(end, extent.lastSeq);
       if (next <= until) yield* fromArchive(next, until);
