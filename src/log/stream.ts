@@ -19,9 +19,15 @@ export interface LogStreamConfig {
   replicas: number;
   /** Window in which a retried publish (same Nats-Msg-Id) is stored once; ≥ 2 min. */
   duplicateWindowMs: number;
-  /** Oldest events are removed past this age; 0 keeps everything (the default: replay needs history). */
+  /**
+   * Oldest events are removed past this age; 0 keeps everything (the
+   * default, and what an archived log needs: its retention is the
+   * archiver's, `--log-max-age`, which removes only what it archived; a
+   * limit here would drop unarchived history, and the archiver stops on
+   * the gap it leaves).
+   */
   maxAgeMs: number;
-  /** Oldest events are removed past this size in bytes; -1 is unlimited. */
+  /** Oldest events are removed past this size in bytes; -1 is unlimited (the default; see maxAgeMs). */
   maxBytes: number;
   /**
    * The first sequence of a stream created now (a restore: the history
