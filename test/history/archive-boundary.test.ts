@@ -107,6 +107,12 @@ describe("history across the archive boundary, end to end", () => {
 
       // The catalog and the reconciler append after their last messages left the stream
       // (their fencing survives it): a second replica is placed.
+      await eventually(
+        async () =>
+          (await stack.log.lastSubjectSeq(stack.log.subjects.reconciler)) === 0 &&
+          (await stack.log.lastSubjectSeq(stack.log.subjects.catalog)) === 0,
+        { what: "the last pass and the last catalog archived and purged from the stream", timeoutMs: 40_000 },
+      );
       await call("PUT", "/v1/catalog", catalog(2));
       await eventually(
         async () =>
