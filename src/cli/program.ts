@@ -6,6 +6,8 @@
 import { Command, Option } from "commander";
 import { registerAgent } from "./commands/agent.js";
 import { registerApi } from "./commands/api.js";
+import { registerArchiver } from "./commands/archiver.js";
+import { registerBackup } from "./commands/backup.js";
 import { registerBench } from "./commands/bench.js";
 import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
@@ -17,6 +19,7 @@ import { registerEvents } from "./commands/events.js";
 import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerGpu } from "./commands/gpu.js";
+import { registerLogInfo } from "./commands/log-info.js";
 import { registerNatsAuth } from "./commands/nats-auth.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
@@ -60,6 +63,7 @@ export function buildProgram(): Command {
   registerRouter(program);
   registerSim(program);
   registerAgent(program);
+  registerArchiver(program);
   registerCerts(program);
   registerNatsAuth(program);
   // Reading the log
@@ -68,6 +72,8 @@ export function buildProgram(): Command {
   registerExplain(program);
   registerWhatIf(program);
   registerCheckLog(program);
+  registerLogInfo(program);
+  registerBackup(program);
   // Operating
   registerNodes(program);
   registerReplicas(program);

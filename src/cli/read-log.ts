@@ -5,6 +5,7 @@
  * reported in words that say what to check).
  */
 import { isLogError, type Log, openLog } from "../log/index.js";
+import { archiveLocation } from "./archive-option.js";
 import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
 import { natsSecurityFrom, readerSecurityFrom } from "./nats-security.js";
 
@@ -12,6 +13,8 @@ export interface LogFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  /** `--archive`, where the command has it; the default archive otherwise. */
+  archive?: string;
 }
 
 /**
@@ -34,6 +37,7 @@ export function openLogForWriting(
     replicas: flags.streamReplicas,
     updateStream: opts.updateStream,
     ...(opts.warn ? { warn: opts.warn } : {}),
+    archive: archiveLocation(flags.archive),
   });
 }
 
@@ -45,6 +49,7 @@ export async function openLogForReading(flags: LogFlags, clientName: string): Pr
     name: flags.stream,
     prefix: flags.subjectPrefix,
     ensure: false,
+    archive: archiveLocation(flags.archive),
   });
   try {
     await log.lastSeq();

@@ -71,11 +71,14 @@ export function bucketStreamConfig(
 /** What of `have` is weaker than `wanted` (the settings that keep a bucket or the log from being rewritten), in words. */
 export function weakerSettings(
   have: Partial<StreamConfig>,
-  wanted: Pick<StreamConfig, "max_consumers">,
+  wanted: Pick<StreamConfig, "max_consumers"> & {
+    /** Purges are wanted (the log: the archiver purges what it archived). */
+    purgeable?: boolean;
+  },
 ): string[] {
   const out: string[] = [];
   if (have.allow_rollup_hdrs) out.push("it accepts Nats-Rollup headers (one publish can wipe it)");
-  if (!have.deny_purge) out.push("it may be purged");
+  if (!have.deny_purge && wanted.purgeable !== true) out.push("it may be purged");
   if (!have.deny_delete) out.push("its messages may be deleted through the API");
   const max = have.max_consumers ?? -1;
   if (max <= 0 || max > wanted.max_consumers) {

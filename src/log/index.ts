@@ -1,5 +1,23 @@
 // The log: JetStream plumbing shared by every process. Everything public is named here.
+
 export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
+export {
+  Archive,
+  type ArchivedSegment,
+  type ArchivedSnapshot,
+  type ArchiveExtent,
+  type ArchiveObject,
+  type ArchiveStore,
+  DirectoryArchiveStore,
+  decodeSegment,
+  defaultArchiveBucket,
+  encodeSegment,
+  NatsObjectArchiveStore,
+  type RawRecord,
+  readRawRange,
+  segmentName,
+  snapshotName,
+} from "./archive/index.js";
 export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {
   BUCKET_MAX_CONSUMERS,
@@ -21,7 +39,7 @@ export {
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
-export { Log, type OpenLogOptions, openLog } from "./log.js";
+export { type ArchiveLocation, Log, type OpenLogOptions, openLog } from "./log.js";
 export {
   authenticatorFromCredentials,
   formatNkeySeedFile,

@@ -3,10 +3,18 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
+import {
+  Archive,
+  type ArchiveStore,
+  DirectoryArchiveStore,
+  defaultArchiveBucket,
+  NatsObjectArchiveStore,
+  readAcrossArchive,
+} from "./archive/index.js";
 import { connectNats } from "./connect.js";
-import { LogError } from "./errors.js";
+import { isLogError, LogError } from "./errors.js";
 import type { NatsSecurity } from "./nats-credentials.js";
-import { type LogRecord, type ReadOptions, readEventBatches, readEvents } from "./reader.js";
+import { type LogRecord, type ReadOptions, readEventBatches } from "./reader.js";
 import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 import { Subjects } from "./subjects.js";
 
@@ -27,6 +35,38 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
   security?: NatsSecurity;
   /** Told when the existing stream is weaker than llmgw makes it (see `ensureStream`). */
   warn?: (message: string) => void;
+  /**
+   * Where the archive of this log is (what the stream no longer holds):
+   * default the Object Store bucket `<stream>-archive` of the same NATS;
+   * false: the stream only.
+   */
+  archive?: ArchiveLocation | false;
+}
+
+/** Where a log's archive is kept (`--archive`). */
+export type ArchiveLocation =
+  | { kind: "nats"; bucket?: string }
+  | { kind: "directory"; path: string }
+  | { kind: "store"; store: ArchiveStore };
+
+function archiveStoreAt(
+  where: ArchiveLocation,
+  nc: NatsConnection,
+  stream: string,
+  replicas: number,
+): ArchiveStore {
+  switch (where.kind) {
+    case "nats":
+      return new NatsObjectArchiveStore(nc, where.bucket ?? defaultArchiveBucket(stream), replicas);
+    case "directory":
+      return new DirectoryArchiveStore(where.path);
+    case "store":
+      return where.store;
+    default: {
+      const never: never = where;
+      throw new LogError("invalid-argument", `unknown archive location ${JSON.stringify(never)}`);
+    }
+  }
 }
 
 /** A connection to the log: its stream, subjects, appender and reader. */
@@ -42,22 +82,53 @@ export class Log {
     prefix: string,
     /** Replicas of the stream, also used for the KV buckets processes create beside it. */
     readonly replicas = 1,
+    /** What the stream no longer holds (docs/history.md); reads cross into it transparently. */
+    readonly archive?: Archive,
   ) {
     this.subjects = new Subjects(prefix);
     this.appender = new LogAppender(new AckedPublisher(nc), stream, prefix);
   }
 
-  append(event: Event, opts?: AppendOptions): Promise<Appended> {
-    return this.appender.append(event, opts);
+  /**
+   * Appends; `expectLastSubjectSeq` fences as the stream would, also once
+   * the subject's last message was archived and purged from the stream (the
+   * stream then knows no message on it: every later one would still be
+   * there, so "none" is the same condition, checked again by the server).
+   */
+  async append(event: Event, opts?: AppendOptions): Promise<Appended> {
+    try {
+      return await this.appender.append(event, opts);
+    } catch (err) {
+      const expected = opts?.expectLastSubjectSeq;
+      if (!expected || !isLogError(err, "wrong-last-sequence")) throw err;
+      if (expected >= (await this.bounds()).firstSeq) throw err;
+      return this.appender.append(event, { ...opts, expectLastSubjectSeq: 0 });
+    }
   }
 
-  read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
-    return readEvents(this.js, this.jsm, this.stream, this.subjects, opts);
+  async *read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
+    for await (const batch of this.readBatches(opts)) yield* batch;
   }
 
-  /** `read` a batch at a time (whatever had arrived), for folds: see `readEventBatches`. */
-  readBatches(opts?: ReadOptions): AsyncGenerator<LogRecord[]> {
-    return readEventBatches(this.js, this.jsm, this.stream, this.subjects, opts);
+  /**
+   * `read` a batch at a time (whatever had arrived), for folds: see
+   * `readEventBatches`. What the stream no longer holds is read from the
+   * archive, in the same run of sequences.
+   */
+  readBatches(opts: ReadOptions = {}): AsyncGenerator<LogRecord[]> {
+    const fromStream = (o: ReadOptions) => readEventBatches(this.js, this.jsm, this.stream, this.subjects, o);
+    if (!this.archive) return fromStream(opts);
+    return readAcrossArchive(this.archive, { read: fromStream, bounds: () => this.bounds() }, opts);
+  }
+
+  /** The stream's first and last sequence and its bytes now (first is last + 1 when empty). */
+  async bounds(): Promise<{ firstSeq: number; lastSeq: number; bytes: number }> {
+    try {
+      const { state } = await this.jsm.streams.info(this.stream);
+      return { firstSeq: state.first_seq, lastSeq: state.last_seq, bytes: state.bytes };
+    } catch (err) {
+      throw LogError.from(err, `reading stream ${this.stream}`);
+    }
   }
 
   /** The stream's last sequence now (0 when empty). */
@@ -119,7 +190,11 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
       });
     }
     const js = jetstream(nc);
-    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas);
+    const archive =
+      opts.archive === false
+        ? undefined
+        : new Archive(archiveStoreAt(opts.archive ?? { kind: "nats" }, nc, cfg.name, cfg.replicas));
+    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas, archive);
   } catch (err) {
     await nc.close();
     throw LogError.from(err, "opening the log");

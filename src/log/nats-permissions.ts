@@ -12,7 +12,7 @@
  */
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
-export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router"] as const;
+export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
 export type NatsRole = (typeof NATS_ROLES)[number];
 
 /** The KV buckets beside the log, by what they hold. */
@@ -98,7 +98,14 @@ const createStream = (stream: string) => `$JS.API.STREAM.CREATE.${stream}`;
 /** Puts, creates, updates, deletes and purges of keys: all publishes to the key's subject. */
 const writeBucket = (bucket: string) => `$KV.${bucket}.>`;
 
-/** Nobody removes the log, its messages or a bucket through these credentials: that is an administrator's job. */
+/** The Object Store stream of the log's archive (bucket `<stream>-archive`, src/log/archive). */
+const archiveStream = (stream: string) => `OBJ_${stream}-archive`;
+
+/**
+ * Nobody removes the log, its messages or a bucket through these
+ * credentials: that is an administrator's job. The archiver alone purges
+ * the log, and only what it archived (its exceptions below).
+ */
 const NEVER = [
   "$JS.API.STREAM.DELETE.>",
   "$JS.API.STREAM.PURGE.>",
@@ -110,7 +117,8 @@ const NEVER = [
 /** The permissions of `role` for one deployment's stream, prefix and buckets. */
 export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAYOUT): RolePermissions {
   const { stream, prefix: p, buckets: b } = layout;
-  const common = ["$JS.API.INFO", ...readStream(stream)];
+  // Every reader of the log reads its archive too (reads cross into it transparently).
+  const common = ["$JS.API.INFO", ...readStream(stream), ...readStream(archiveStream(stream))];
   const allBuckets = [b.leases, b.gateways, b.endpoints, b.snapshots, b.revoked];
   let allow: string[];
   switch (role) {
@@ -163,9 +171,26 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
       // The routing table and the log's load reports, through ordered pull consumers; nothing else.
       allow = [...common, ...readBucket(b.endpoints)];
       break;
+    case "archiver":
+      allow = [
+        ...common,
+        createStream(stream),
+        createStream(archiveStream(stream)),
+        // Object Store writes: chunks and the metadata written last.
+        `$O.${stream}-archive.>`,
+        // Removing archived segments from the log (retention), and a failed put's chunks from the archive.
+        `$JS.API.STREAM.PURGE.${stream}`,
+        `$JS.API.STREAM.PURGE.${archiveStream(stream)}`,
+      ];
+      break;
+    default: {
+      const never: never = role;
+      throw new Error(`unknown role ${String(never)}`);
+    }
   }
-  const deny = [...NEVER];
+  const deny = role === "archiver" ? NEVER.filter((d) => d !== "$JS.API.STREAM.PURGE.>") : [...NEVER];
   if (role !== "api") deny.push(`$JS.API.STREAM.UPDATE.>`);
+  if (role === "archiver") deny.push(`${p}.>`, "$KV.>");
   if (role === "reader" || role === "router") deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>");
   return { publish: { allow, deny }, subscribe: { allow: ["_INBOX.>"] } };
 }

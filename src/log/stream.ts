@@ -20,9 +20,15 @@ export interface LogStreamConfig {
   replicas: number;
   /** Window in which a retried publish (same Nats-Msg-Id) is stored once; ≥ 2 min. */
   duplicateWindowMs: number;
-  /** Oldest events are removed past this age; 0 keeps everything (the default: replay needs history). */
+  /**
+   * Oldest events are removed past this age; 0 keeps everything (the
+   * default, and what an archived log needs: its retention is the
+   * archiver's, `--log-max-age`, which removes only what it archived; a
+   * limit here would drop unarchived history, and the archiver stops on
+   * the gap it leaves).
+   */
   maxAgeMs: number;
-  /** Oldest events are removed past this size in bytes; -1 is unlimited. */
+  /** Oldest events are removed past this size in bytes; -1 is unlimited (the default; see maxAgeMs). */
   maxBytes: number;
   /**
    * Consumers the stream allows at once (every reader, follower and watch
@@ -30,6 +36,11 @@ export interface LogStreamConfig {
    * cannot change it afterwards.
    */
   maxConsumers: number;
+  /**
+   * The first sequence of a stream created now (a restore: the history
+   * before it is in the archive). Ignored for an existing stream.
+   */
+  firstSeq?: number;
 }
 
 export const DEFAULT_STREAM_CONFIG: LogStreamConfig = {
@@ -54,8 +65,8 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
  * limits and so drop history): they use the stream as it is.
  *
  * The log is only ever appended to: the stream refuses `Nats-Rollup`
- * headers, purges and message deletes, and allows `maxConsumers`
- * consumers. An existing stream is checked for these too; what `update`
+ * headers and message deletes, and allows `maxConsumers` consumers; it may
+ * be purged, by the archiver's role alone, below what it has archived. An existing stream is checked for these too; what `update`
  * may fix is fixed, the rest (the consumer limit cannot be changed on an
  * existing stream) is told to `warn` (default: a process warning).
  */
@@ -92,8 +103,11 @@ export async function ensureStream(
     max_msg_size: 8 * 1024 * 1024,
     allow_rollup_hdrs: false,
     deny_delete: true,
-    deny_purge: true,
+    // Purges stay possible: the archiver removes archived segments (retention,
+    // docs/history.md); only its role's credentials may (src/log/nats-permissions.ts).
+    deny_purge: false,
     max_consumers: cfg.maxConsumers,
+    ...(cfg.firstSeq !== undefined && cfg.firstSeq > 1 ? { first_seq: cfg.firstSeq } : {}),
   };
 
   let existing: StreamInfo | undefined;
@@ -125,8 +139,7 @@ export async function ensureStream(
       `stream ${cfg.name} exists with subjects ${JSON.stringify(have.subjects)}, not "${subject}". Use another --stream name or fix its subjects`,
     );
   }
-  const guardsDrift =
-    have.allow_rollup_hdrs === true || have.deny_delete !== true || have.deny_purge !== true;
+  const guardsDrift = have.allow_rollup_hdrs === true || have.deny_delete !== true;
   const drift =
     guardsDrift ||
     have.num_replicas !== wanted.num_replicas ||
@@ -145,13 +158,12 @@ export async function ensureStream(
         max_msg_size: wanted.max_msg_size,
         allow_rollup_hdrs: false,
         deny_delete: true,
-        deny_purge: true,
       } as Partial<StreamConfig>);
     } catch (err) {
       throw LogError.from(err, `updating stream ${cfg.name}`);
     }
   }
-  const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers });
+  const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers, purgeable: true });
   if (weaker.length > 0) {
     const warn = opts.warn ?? ((m: string) => process.emitWarning(m));
     warn(

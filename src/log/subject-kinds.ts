@@ -64,7 +64,9 @@ export const KIND_SUBJECTS: { readonly [K in EventKind]: SubjectRoute<BodyOf<K>>
 };
 
 /** The role whose credentials may publish each family (src/log/nats-permissions.ts grants exactly these). */
-export const SUBJECT_WRITERS: { readonly [F in SubjectFamily]: Exclude<NatsRole, "reader" | "router"> } = {
+export const SUBJECT_WRITERS: {
+  readonly [F in SubjectFamily]: Exclude<NatsRole, "reader" | "router" | "archiver">;
+} = {
   session: "gateway",
   node: "gateway",
   gateway: "gateway",

@@ -14,7 +14,7 @@
  */
 import type { Log } from "../log/index.js";
 import { type FleetState, fleetProjection } from "../projections/index.js";
-import type { SnapshotStore } from "../projections/runtime/index.js";
+import { loadNearestSnapshot, type SnapshotStore } from "../projections/runtime/index.js";
 
 export interface FleetHistoryOptions {
   /** Projection snapshots to start from when no state in memory is nearer. */
@@ -94,9 +94,12 @@ export class FleetHistory {
     let state: FleetState;
     let from: number;
     const gap = target - (held?.seq ?? 0);
+    // The KV snapshots, or the archive's when the start lies there.
     const snap =
-      this.#snapshots && gap > this.#spacing
-        ? await this.#snapshots.loadNewest(fleetProjection, { maxSeq: target }).catch(() => undefined)
+      gap > this.#spacing
+        ? await loadNearestSnapshot(this.#log, fleetProjection, this.#snapshots, { maxSeq: target }).catch(
+            () => undefined,
+          )
         : undefined;
     if (snap && snap.meta.seq > (held?.seq ?? 0)) {
       state = snap.state;

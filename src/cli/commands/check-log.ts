@@ -13,6 +13,7 @@ import {
   formatViolation,
   parseAckedList,
 } from "../../invariants/index.js";
+import { archiveOption } from "../archive-option.js";
 import {
   CliError,
   EXIT,
@@ -29,6 +30,7 @@ interface CheckLogFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  archive?: string;
   acked?: string;
   supersedeGraceMs: number;
   json?: boolean;
@@ -43,6 +45,7 @@ export function registerCheckLog(program: Command): void {
     )
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
     .option(
       "--acked <file>",
       "the agents' record of acknowledged messages: a JSON array or JSON lines of {nodeId, sessionId, messageId} (what `llmgw sim --acked-out` writes); each must be in the log exactly once",

@@ -22,6 +22,7 @@ import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
 import { writeNatsAuth } from "../nats-auth-files.js";
 import { natsSecurityFrom } from "../nats-security.js";
+import { logMaxAgeOption, logMaxBytesOption } from "../retention-options.js";
 
 const ROOT = PACKAGE_ROOT;
 const LLMGW = join(ROOT, "bin/llmgw.js");
@@ -39,14 +40,18 @@ interface DevOptions {
   startDelayMs: number;
   agents: "sim" | "real";
   natsAuth: boolean;
+  logMaxAge: number;
+  logMaxBytes: number;
 }
 
 export function registerDev(program: Command): void {
   program
     .command("dev")
     .description(
-      "run NATS, a gateway, a reconciler, the API, a router and a simulated fleet on this machine, and apply the example catalog",
+      "run NATS, a gateway, a reconciler, the API, the archiver, a router and a simulated fleet on this machine, and apply the example catalog",
     )
+    .addOption(logMaxAgeOption())
+    .addOption(logMaxBytesOption())
     .addOption(
       new Option(
         "--data-dir <dir>",
@@ -209,7 +214,7 @@ async function runDev(opts: DevOptions): Promise<void> {
 
     const env = { LLMGW_NATS_URL: natsUrl };
     // Each part of the control plane with its own role's credentials; agents never speak to NATS.
-    const as = (role: "api" | "gateway" | "reconciler" | "router") =>
+    const as = (role: "api" | "gateway" | "reconciler" | "router" | "archiver") =>
       creds ? { ...env, LLMGW_NATS_CREDS: creds.nkeys[role] } : env;
     const gatewayPort = await pickPort(opts.gatewayPort);
     const apiPort = await pickPort(opts.apiPort);
@@ -254,6 +259,15 @@ async function runDev(opts: DevOptions): Promise<void> {
       process.execPath,
       [LLMGW, "router", "--listen", `127.0.0.1:${routerPort}`],
       as("router"),
+    );
+    children.start(
+      "archiver",
+      process.execPath,
+      [
+        ...[LLMGW, "archiver", "--log-max-age", `${opts.logMaxAge}ms`],
+        ...["--log-max-bytes", String(opts.logMaxBytes)],
+      ],
+      as("archiver"),
     );
 
     const catalogSeq = (await api.request<{ seq: number }>("GET", "/v1/catalog")).body.seq;

@@ -10,6 +10,7 @@ import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
 import { invalidNodeIdReason, type Log, type LogError, type RefusedEvent } from "../../log/index.js";
 import { describeEvent } from "../../reconciler/index.js";
+import { archiveOption } from "../archive-option.js";
 import {
   CliError,
   intArg,
@@ -25,6 +26,7 @@ interface EventsFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  archive?: string;
   fromSeq?: number;
   untilSeq?: number;
   subject: string[];
@@ -40,6 +42,7 @@ export function registerEvents(program: Command): void {
     .description("print the log decoded, one line per event (--json: one JSON object per line)")
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))
     .addOption(
       new Option("--until-seq <n>", "stop after this sequence")

@@ -1,6 +1,7 @@
 /** What every command that reads the log takes and how it opens the log (read only: nothing is created). */
 import type { Command } from "commander";
 import { type Log, openLog } from "../../log/index.js";
+import { archiveLocation, archiveOption } from "../archive-option.js";
 import { prefixOption, streamOption, withNatsOptions } from "../common.js";
 import { readerSecurityFrom } from "../nats-security.js";
 import type { LogFlags } from "../read-log.js";
@@ -8,7 +9,7 @@ import type { LogFlags } from "../read-log.js";
 export type { LogFlags };
 
 export function withLogOptions(cmd: Command): Command {
-  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption());
+  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption()).addOption(archiveOption());
 }
 
 export function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
@@ -19,5 +20,6 @@ export function openLogForReading(flags: LogFlags, clientName: string): Promise<
     name: flags.stream,
     prefix: flags.subjectPrefix,
     ensure: false,
+    archive: archiveLocation(flags.archive),
   });
 }

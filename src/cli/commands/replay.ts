@@ -6,6 +6,7 @@ import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
+import { archiveOption } from "../archive-option.js";
 import {
   CliError,
   intArg,
@@ -24,6 +25,7 @@ interface ReplayFlags extends NatsSecurityFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
+  archive?: string;
   untilSeq?: number;
   untilTime?: number;
   node?: string;
@@ -35,9 +37,13 @@ interface ReplayFlags extends NatsSecurityFlags {
 
 export function registerReplay(program: Command): void {
   withNatsOptions(program.command("replay"))
-    .description("show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons")
+    .description(
+      "show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons " +
+        "(what the stream no longer holds is read from the archive, from its nearest snapshot)",
+    )
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
     .addOption(
       new Option("--until-seq <n>", "fold up to and including this sequence (default: the end)")
         .argParser(intArg("--until-seq"))
@@ -51,7 +57,7 @@ export function registerReplay(program: Command): void {
     .option("--node <id>", "only this node (its DNS name, as typed) and the replicas with a shard on it")
     .option("--replica <id>", "only this replica and the nodes its shards are on")
     .option("--json", "canonical JSON of the (filtered) state and the sequence and time it covers")
-    .option("--no-snapshots", "fold the whole log, ignoring snapshots")
+    .option("--no-snapshots", "fold the whole log (the archive's part too), ignoring snapshots")
     .addOption(snapshotBucketOption())
     .action(async (flags: ReplayFlags) => {
       await runReplay(flags);
@@ -76,6 +82,7 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
         ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
         ...(flags.untilTime === undefined ? {} : { untilTimeMs: flags.untilTime }),
         ...(snapshots ? { snapshots } : {}),
+        archiveSnapshots: flags.snapshots,
         signal: ac.signal,
         onProgress: (p) => progress.update(p),
         onMalformed: (err) => progress.note(`malformed message at sequence ${err.seq}: ${err.message}`),

@@ -1,4 +1,5 @@
 // The projection runtime: follows the log, folds, snapshots. Everything public is named here.
+export { ArchiveSnapshotStore, encodeArchiveSnapshot, loadNearestSnapshot } from "./archive-snapshots.js";
 export { isProjectionError, ProjectionError, type ProjectionErrorCode } from "./errors.js";
 export {
   DEFAULT_SNAPSHOT_BUCKET,

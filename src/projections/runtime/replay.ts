@@ -5,6 +5,7 @@
  */
 import type { Log, LogError, RefusedEvent } from "../../log/index.js";
 import type { Projection } from "../projection.js";
+import { loadNearestSnapshot } from "./archive-snapshots.js";
 import type { SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
 
 export interface ReplayOptions<S> {
@@ -12,8 +13,13 @@ export interface ReplayOptions<S> {
   untilSeq?: number;
   /** Fold events stored at or before this time (ms since the epoch). */
   untilTimeMs?: number;
-  /** Start from the nearest earlier snapshot in this store; fold from the start without it. */
+  /** Start from the nearest earlier snapshot in this store or the archive's (see `archiveSnapshots`). */
   snapshots?: SnapshotStore<S>;
+  /**
+   * Also start from the archive's snapshots (default true). With false and
+   * no `snapshots`, the whole log is folded from its first event.
+   */
+  archiveSnapshots?: boolean;
   /** Called every `progressEvery` events (default 5000) and once at the end. */
   onProgress?: (p: ReplayProgress) => void;
   progressEvery?: number;
@@ -61,12 +67,14 @@ export async function replay<S>(
 ): Promise<ReplayResult<S>> {
   const streamLastSeq = await log.lastSeq();
   const targetSeq = Math.min(opts.untilSeq ?? streamLastSeq, streamLastSeq);
-  const snap = opts.snapshots
-    ? await opts.snapshots.loadNewest(projection, {
-        maxSeq: targetSeq,
-        ...(opts.untilTimeMs === undefined ? {} : { maxTimeMs: opts.untilTimeMs }),
-      })
-    : undefined;
+  const bounds = {
+    maxSeq: targetSeq,
+    ...(opts.untilTimeMs === undefined ? {} : { maxTimeMs: opts.untilTimeMs }),
+  };
+  const snap =
+    opts.archiveSnapshots === false
+      ? await opts.snapshots?.loadNewest(projection, bounds)
+      : await loadNearestSnapshot(log, projection, opts.snapshots, bounds);
   let state = snap ? snap.state : projection.initialState();
   let seq = snap?.meta.seq ?? 0;
   let timeMs = snap?.meta.timeMs ?? 0;

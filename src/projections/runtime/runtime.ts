@@ -13,6 +13,7 @@ import type { Registry } from "prom-client";
 import { isLogError, type Log, type LogError, type LogRecord, type RefusedEvent } from "../../log/index.js";
 import type { Projection } from "../projection.js";
 import { canonicalJson } from "../serialize.js";
+import { loadNearestSnapshot } from "./archive-snapshots.js";
 import { ProjectionError } from "./errors.js";
 import { type ProjectionMetrics, projectionMetrics } from "./metrics.js";
 import type { SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
@@ -194,28 +195,24 @@ export class ProjectionRuntime<S> {
 
   async #restore(target: number): Promise<void> {
     const p = this.#projection;
-    if (this.#store) {
-      try {
-        const snap = await this.#store.loadNewest(p, { maxSeq: target });
-        if (snap) {
-          this.#state = snap.state;
-          this.#seq = snap.meta.seq;
-          this.#timeMs = snap.meta.timeMs;
-          this.#lastSnapshotSeq = snap.meta.seq;
-          this.#restoredFrom = snap.meta;
-          this.#logger.info(
-            { seq: snap.meta.seq },
-            `restored from the snapshot at sequence ${snap.meta.seq}`,
-          );
-          return;
-        }
-      } catch (err) {
-        // Snapshots save time; without them the log still has everything.
-        this.#logger.warn(
-          { err: String(err) },
-          `cannot load snapshots, folding from the start: ${String(err)}`,
-        );
+    try {
+      // The archive's snapshots too: what the stream no longer holds is folded from the nearest.
+      const snap = await loadNearestSnapshot(this.#log, p, this.#store, { maxSeq: target });
+      if (snap) {
+        this.#state = snap.state;
+        this.#seq = snap.meta.seq;
+        this.#timeMs = snap.meta.timeMs;
+        this.#lastSnapshotSeq = snap.meta.seq;
+        this.#restoredFrom = snap.meta;
+        this.#logger.info({ seq: snap.meta.seq }, `restored from the snapshot at sequence ${snap.meta.seq}`);
+        return;
       }
+    } catch (err) {
+      // Snapshots save time; without them the log still has everything.
+      this.#logger.warn(
+        { err: String(err) },
+        `cannot load snapshots, folding from the start: ${String(err)}`,
+      );
     }
     this.#state = p.initialState();
   }
