@@ -163,4 +163,15 @@ describe("llmgw agent install --root DIR", () => {
     assert.match(r.stderr, /--bin must be an absolute path without spaces/);
     assert.throws(() => statSync(join(root, "etc")), /ENOENT/);
   });
+
+  it("says which path it cannot write, and fails without a stack trace", async () => {
+    const file = join(tempDir("agent-install-file"), "not-a-dir");
+    writeFileSync(file, "");
+    const r = await run(process.execPath, [LLMGW, "agent", "install", "--root", file, "--bin", BIN]).then(
+      () => assert.fail("an install under a regular file succeeded"),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `llmgw: cannot write ${file}/etc/llmgw (/etc/llmgw of the install): ENOTDIR\n`);
+  });
 });

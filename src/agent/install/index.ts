@@ -9,4 +9,4 @@ export {
   systemdUnit,
   sysusersConf,
 } from "./layout.js";
-export { type WrittenEntry, writeHostInstall } from "./write.js";
+export { HostInstallError, type WrittenEntry, writeHostInstall } from "./write.js";

@@ -12,6 +12,7 @@ import {
   EngineSupervisor,
   fileSource,
   GpuDiscoveryError,
+  HostInstallError,
   hostInstallLayout,
   loadAgentConfig,
   NodeAgent,
@@ -19,10 +20,11 @@ import {
   openKernelLog,
   TlsFiles,
   TlsFilesError,
+  type WrittenEntry,
   writeHostInstall,
 } from "../../agent/index.js";
 import { isLoopback, serveRegistry } from "../../metrics-endpoint/index.js";
-import { CliError, intArg } from "../common.js";
+import { CliError, EXIT, intArg } from "../common.js";
 
 interface AgentFlags {
   config?: string;
@@ -178,15 +180,21 @@ function registerAgentInstall(agent: Command): void {
           throw new CliError(
             `${flag} must be an absolute path without spaces (it goes into the unit), got ${value}`,
           );
-      const written = await writeHostInstall(
-        flags.root,
-        hostInstallLayout({
-          config: flags.config,
-          bin: flags.bin,
-          tlsDir: flags.tlsDir,
-          metricsListen: flags.metricsListen,
-        }),
-      );
+      let written: WrittenEntry[];
+      try {
+        written = await writeHostInstall(
+          flags.root,
+          hostInstallLayout({
+            config: flags.config,
+            bin: flags.bin,
+            tlsDir: flags.tlsDir,
+            metricsListen: flags.metricsListen,
+          }),
+        );
+      } catch (err) {
+        if (err instanceof HostInstallError) throw new CliError(err.message, EXIT.failure);
+        throw err;
+      }
       for (const w of written) process.stdout.write(`${w.outcome.padEnd(8)} ${w.path}\n`);
       process.stdout.write(
         [
