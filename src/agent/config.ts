@@ -36,7 +36,24 @@ export class AgentConfigError extends Error {
   override readonly name = "AgentConfigError";
 }
 
+/** Marks the values of the config skeleton (`llmgw agent install`) the operator must fill in. */
+export const CONFIG_PLACEHOLDER = "CHANGE-ME";
+
+/** The fields (dotted paths) whose string values still hold the placeholder. */
+function placeholderFields(data: unknown, path: string[] = []): string[] {
+  if (typeof data === "string") return data.includes(CONFIG_PLACEHOLDER) ? [path.join(".") || "(top)"] : [];
+  if (Array.isArray(data)) return data.flatMap((v, i) => placeholderFields(v, [...path, String(i)]));
+  if (data !== null && typeof data === "object")
+    return Object.entries(data).flatMap(([k, v]) => placeholderFields(v, [...path, k]));
+  return [];
+}
+
 export function parseAgentConfig(data: unknown, source: string): AgentConfig {
+  const unfilled = placeholderFields(data);
+  if (unfilled.length > 0)
+    throw new AgentConfigError(
+      `${source} still holds ${CONFIG_PLACEHOLDER} (the skeleton of \`llmgw agent install\`): fill in ${unfilled.join(", ")}`,
+    );
   const r = agentConfigSchema.safeParse(data);
   if (r.success) return r.data;
   const lines = r.error.issues.map((i) => `  ${i.path.length ? i.path.join(".") : "(top)"}: ${i.message}`);

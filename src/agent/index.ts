@@ -9,11 +9,13 @@ export {
   type AgentConfig,
   AgentConfigError,
   agentConfigSchema,
+  CONFIG_PLACEHOLDER,
   loadAgentConfig,
   parseAgentConfig,
 } from "./config.js";
 export * from "./engine/index.js";
 export * from "./gpus/index.js";
+export * from "./install/index.js";
 export { AgentMetrics } from "./metrics.js";
 export {
   type GpuSample,

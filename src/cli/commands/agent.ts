@@ -1,5 +1,6 @@
 /** `llmgw agent`: the node agent of a real GPU machine. */
 import { randomInt } from "node:crypto";
+import { isAbsolute } from "node:path";
 import { type Command, Option } from "commander";
 import pino from "pino";
 import { invalidNodeIdReason } from "../../agent/client/index.js";
@@ -11,18 +12,22 @@ import {
   EngineSupervisor,
   fileSource,
   GpuDiscoveryError,
+  HostInstallError,
+  hostInstallLayout,
   loadAgentConfig,
   NodeAgent,
   nvidiaSmiSource,
   openKernelLog,
   TlsFiles,
   TlsFilesError,
+  type WrittenEntry,
+  writeHostInstall,
 } from "../../agent/index.js";
 import { isLoopback, serveRegistry } from "../../metrics-endpoint/index.js";
-import { CliError, intArg } from "../common.js";
+import { CliError, EXIT, intArg } from "../common.js";
 
 interface AgentFlags {
-  config: string;
+  config?: string;
   gateway?: string[];
   tlsCert?: string;
   tlsKey?: string;
@@ -46,15 +51,16 @@ const collect = (v: string, prev: string[] | undefined) => [
 ];
 
 export function registerAgent(program: Command): void {
-  program
+  const agent = program
     .command("agent")
     .description(
       "the node agent of a GPU machine: discovers the GPUs (nvidia-smi), supervises inference engines, keeps a stream to a gateway (docs/agent.md)",
     )
     .addOption(
-      new Option("--config <file>", "agent config (YAML/JSON): engines, hardware, state dir")
-        .env(env("CONFIG"))
-        .makeOptionMandatory(),
+      // Required to run the agent, checked there: `agent install` does not take it.
+      new Option("--config <file>", "agent config (YAML/JSON): engines, hardware, state dir (required)").env(
+        env("CONFIG"),
+      ),
     )
     .addOption(
       new Option("--gateway <url>", "gateway URL, repeatable or comma-separated; tried in order")
@@ -117,9 +123,98 @@ export function registerAgent(program: Command): void {
     .action(async (flags: AgentFlags) => {
       await runAgent(flags);
     });
+  registerAgentInstall(agent);
+}
+
+interface InstallFlags {
+  root: string;
+  config: string;
+  bin: string;
+  tlsDir: string;
+  metricsListen: string;
+}
+
+function registerAgentInstall(agent: Command): void {
+  agent
+    .command("install")
+    .description(
+      "lay out the host install under --root: the systemd unit llmgw-agent.service (its own user, engines outlive agent restarts), the user (sysusers.d), the config skeleton (kept if present) and the state directory (docs/agent.md)",
+    )
+    .addOption(new Option("--root <dir>", "the root the files are written under").default("/"))
+    .addOption(
+      new Option("--config <file>", "the agent config the unit reads (absolute, on the host)").default(
+        "/etc/llmgw/agent.yaml",
+      ),
+    )
+    .addOption(
+      new Option("--bin <path>", "the llmgw launcher the unit runs (absolute, on the host)").default(
+        "/opt/llmgw-agent/bin/llmgw",
+      ),
+    )
+    .addOption(
+      new Option("--tls-dir <dir>", "where the node's node.crt, node.key and ca.crt are (absolute)").default(
+        "/etc/llmgw/tls",
+      ),
+    )
+    .addOption(
+      new Option("--metrics-listen <host:port>", "the agent's Prometheus endpoint in the unit").default(
+        "0.0.0.0:9401",
+      ),
+    )
+    .action(async (own: InstallFlags) => {
+      // The agent's own --config and --metrics-listen take these values wherever
+      // they stand on the command line (commander gives a parent's options to
+      // the parent): the unit gets what was given, else install's defaults.
+      const parent = agent.opts<AgentFlags>();
+      const flags: InstallFlags = {
+        ...own,
+        config: parent.config ?? own.config,
+        metricsListen: parent.metricsListen ?? own.metricsListen,
+      };
+      for (const [flag, value] of [
+        ["--config", flags.config],
+        ["--bin", flags.bin],
+        ["--tls-dir", flags.tlsDir],
+      ] as const)
+        if (!isAbsolute(value) || /\s/.test(value))
+          throw new CliError(
+            `${flag} must be an absolute path without spaces (it goes into the unit), got ${value}`,
+          );
+      let written: WrittenEntry[];
+      try {
+        written = await writeHostInstall(
+          flags.root,
+          hostInstallLayout({
+            config: flags.config,
+            bin: flags.bin,
+            tlsDir: flags.tlsDir,
+            metricsListen: flags.metricsListen,
+          }),
+        );
+      } catch (err) {
+        if (err instanceof HostInstallError) throw new CliError(err.message, EXIT.failure);
+        throw err;
+      }
+      for (const w of written) process.stdout.write(`${w.outcome.padEnd(8)} ${w.path}\n`);
+      process.stdout.write(
+        [
+          "",
+          "Next, on the host:",
+          "  systemd-sysusers                      # creates the llmgw-agent user",
+          `  chgrp llmgw-agent ${flags.config} ${flags.tlsDir}`,
+          `  # fill in every CHANGE-ME of ${flags.config}; put node.crt, node.key (0640, group llmgw-agent) and ca.crt into ${flags.tlsDir}`,
+          "  systemctl daemon-reload && systemctl enable --now llmgw-agent",
+          "",
+        ].join("\n"),
+      );
+    });
 }
 
 async function runAgent(flags: AgentFlags): Promise<void> {
+  if (flags.config === undefined)
+    throw new CliError(
+      "llmgw agent needs --config FILE (or LLMGW_AGENT_CONFIG); `llmgw agent install` writes one",
+    );
   const logger = pino({ level: flags.logLevel, base: { service: "llmgw-agent" } });
   let config: Awaited<ReturnType<typeof loadAgentConfig>>;
   try {
