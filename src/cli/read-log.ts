@@ -23,7 +23,7 @@ export interface LogFlags extends NatsSecurityFlags {
 export function openLogForWriting(
   flags: LogFlags & { streamReplicas: number },
   clientName: string,
-  opts: { updateStream: boolean },
+  opts: { updateStream: boolean; warn?: (message: string) => void },
 ): Promise<Log> {
   return openLog({
     url: flags.nats,
@@ -33,6 +33,7 @@ export function openLogForWriting(
     prefix: flags.subjectPrefix,
     replicas: flags.streamReplicas,
     updateStream: opts.updateStream,
+    ...(opts.warn ? { warn: opts.warn } : {}),
   });
 }
 

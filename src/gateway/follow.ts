@@ -31,6 +31,13 @@ export async function follow(
         subjects: opts.subjects,
         signal: opts.signal,
         onMalformed: (err) => opts.logger.warn({ err: err.message, seq: err.seq }, "malformed event skipped"),
+        onRefused: (r) => {
+          next = r.seq + 1;
+          opts.logger.warn(
+            { seq: r.seq, subject: r.subject, kind: r.kind },
+            `refused ${r.kind} at sequence ${r.seq} on ${r.subject}, not relayed: ${r.reason}`,
+          );
+        },
       })) {
         next = r.seq + 1;
         delay = 100;

@@ -93,6 +93,7 @@ export class Gateway implements SessionHost {
       // A gateway may create a missing log stream but not change one.
       updateStream: false,
       ...(opts.natsSecurity ? { security: opts.natsSecurity } : {}),
+      warn: (m) => logger.warn(m),
     });
     const publisher = new Publisher(
       log,

@@ -1,7 +1,8 @@
-import { type KV, Kvm } from "@nats-io/kv";
+import { jetstream } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { LogError } from "../log/index.js";
+import { LogError, openBucket } from "../log/index.js";
 
 /** What a gateway's lease says about it. */
 export interface LeaseInfo {
@@ -35,10 +36,12 @@ export class GatewayLease {
   ): Promise<GatewayLease> {
     let kv: KV;
     try {
-      kv = await new Kvm(nc).create(opts.bucket, {
-        ttl: opts.ttlMs,
+      // Puts and deletes only: a bucket that refuses rollups and purges (src/log/buckets.ts).
+      kv = await openBucket(jetstream(nc), opts.bucket, {
+        ttlMs: opts.ttlMs,
         history: 1,
         replicas: opts.replicas ?? 1,
+        warn: (m) => opts.logger.warn(m),
       });
     } catch (err) {
       throw LogError.from(err, `opening the lease bucket ${opts.bucket}`);

@@ -12,10 +12,11 @@
  * unknown (`known` false), and the gateway refuses new sessions. A value is
  * applied only when it parses and names its key's CN or serial.
  */
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
+import { jetstream } from "@nats-io/jetstream";
+import type { KV, KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { openBucket } from "../log/index.js";
 import { sleep } from "./publisher.js";
 import {
   cnKey,
@@ -229,7 +230,9 @@ export class RevocationWatch {
 
   async #bucket(): Promise<KV | null> {
     try {
-      return await revocationBucket(this.nc, this.opts.bucket, this.opts.replicas);
+      return await revocationBucket(this.nc, this.opts.bucket, this.opts.replicas, (m) =>
+        this.logger.warn(m),
+      );
     } catch (err) {
       if (!(err instanceof RevocationBucketMissing)) throw err;
       // Without the right to create it (a gateway's credentials only read it): nothing is revoked yet.
@@ -248,17 +251,19 @@ export class RevocationBucketMissing extends Error {
  * Opens the revocation bucket, creating it when absent (five revisions per
  * key: who revoked and lifted what, and when, stays readable for a while).
  */
-export async function revocationBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  const kvm = new Kvm(nc);
-  const kv = await kvm.open(bucket);
+export async function revocationBucket(
+  nc: NatsConnection,
+  bucket: string,
+  replicas: number,
+  warn?: (message: string) => void,
+): Promise<KV> {
+  const js = jetstream(nc);
+  // Puts and deletes only: a bucket that refuses rollups and purges (src/log/buckets.ts).
+  const opts = { history: 5, replicas, ...(warn ? { warn } : {}) };
+  const kv = await openBucket(js, bucket, { ...opts, create: false });
+  if (kv) return kv;
   try {
-    await kv.status();
-    return kv;
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-  }
-  try {
-    return await kvm.create(bucket, { history: 5, replicas });
+    return await openBucket(js, bucket, opts);
   } catch (err) {
     throw new RevocationBucketMissing(`the KV bucket ${bucket} does not exist and cannot be created here`, {
       cause: err,

@@ -35,6 +35,11 @@ export interface CheckOptions {
   checkpointEvery?: number;
   /** Messages of the log that did not decode (invariant 6: nothing malformed is ever written). */
   malformed?: ReadonlyArray<{ seq: number; message: string }>;
+  /**
+   * Events the reader refused because their subject may not carry their
+   * kind (src/log/subject-kinds.ts): never folded, each one a violation.
+   */
+  refused?: ReadonlyArray<{ seq: number; subject: string; kind: string; reason: string }>;
   /** Called as events are checked (done of total), for a progress line. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -104,6 +109,13 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
         rule: "malformed-event",
         seq: m.seq,
         message: `message at ${m.seq} is not an event: ${m.message}`,
+      }),
+    ),
+    ...(opts.refused ?? []).map(
+      (r): Violation => ({
+        rule: "subject-kind",
+        seq: r.seq,
+        message: `${r.kind} at ${r.seq} on subject ${r.subject} was refused, not folded: ${r.reason}`,
       }),
     ),
     ...order,

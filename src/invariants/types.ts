@@ -20,6 +20,7 @@ export const RULES = [
   "stored-twice",
   "replay-determinism",
   "malformed-event",
+  "subject-kind",
   "endpoint-not-ready",
   "placed-on-unavailable-gpu",
   "rollout-below-ready",

@@ -1,8 +1,9 @@
 import type { PubAck } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "./acked-publish.js";
-import { encodeEvent, subjectFor } from "./codec.js";
+import { encodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
+import { subjectFor } from "./subject-kinds.js";
 import { Subjects } from "./subjects.js";
 
 export interface AppendOptions {
@@ -63,7 +64,14 @@ export class LogAppender {
       subject = subjectFor(this.subjects, event);
       data = encodeEvent(event);
     } catch (err) {
-      failSoon(handler, LogError.from(err, `appending ${event.body.case ?? "event"} ${event.id}`));
+      const what = `appending ${event.body.case ?? "event"} ${event.id}`;
+      // A RangeError: the event belongs on no subject (no body, or an id no subject can hold).
+      failSoon(
+        handler,
+        err instanceof RangeError
+          ? new LogError("invalid-argument", `${what}: ${err.message}`, { cause: err })
+          : LogError.from(err, what),
+      );
       return;
     }
     this.publisher.send(

@@ -3,7 +3,6 @@ import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
 import { compileDecoder } from "./binary-decoder.js";
 import { compileEncoder } from "./binary-encoder.js";
 import { LogError } from "./errors.js";
-import type { Subjects } from "./subjects.js";
 import { installFastTextEncoding } from "./text-encoding.js";
 
 // Every process that reads or writes the log encodes protobuf at volume.
@@ -65,45 +64,4 @@ export function decodeEvent(bytes: Uint8Array, seq?: number): Event {
     });
   }
   return event;
-}
-
-/** The subject an event belongs on (docs/ARCHITECTURE.md, "The log"). */
-export function subjectFor(subjects: Subjects, event: Event): string {
-  const body = event.body;
-  switch (body.case) {
-    case "sessionOpened":
-    case "sessionClosed":
-    case "duplicateIdentity":
-      return subjects.session(body.value.nodeId);
-    case "hardwareChanged":
-    case "usageChanged":
-    case "shardStatus":
-    case "commandResult":
-      return subjects.node(body.value.nodeId);
-    case "gatewayStarted":
-    case "gatewayDraining":
-    case "gatewayStopped":
-    case "commandUndeliverable":
-      return subjects.gateway(body.value.gatewayId);
-    case "catalogChanged":
-      return subjects.catalog;
-    case "nodeCordoned":
-    case "nodeUncordoned":
-    case "nodeDrainRequested":
-    case "gpuProblemsCleared":
-    case "gpuCordoned":
-    case "gpuUncordoned":
-      return subjects.operator(body.value.nodeId);
-    case "reconcilePass":
-      return subjects.reconciler;
-    case "rolloutPaused":
-    case "rolloutResumed":
-      return subjects.rollouts;
-    case undefined:
-      throw new LogError("invalid-argument", `event ${event.id} has no body; nothing to append`);
-    default: {
-      const never: never = body;
-      throw new LogError("invalid-argument", `unknown event kind ${JSON.stringify(never)}`);
-    }
-  }
 }

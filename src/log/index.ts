@@ -2,6 +2,14 @@
 export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
 export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {
+  BUCKET_MAX_CONSUMERS,
+  type BucketOptions,
+  bucketKeys,
+  bucketStreamConfig,
+  openBucket,
+  weakerSettings,
+} from "./buckets.js";
+export {
   decodeEvent,
   EVENT_KINDS,
   type EventBody,
@@ -9,7 +17,6 @@ export {
   type EventKind,
   encodeEvent,
   newEvent,
-  subjectFor,
 } from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
@@ -45,6 +52,17 @@ export { collectPasses, type PassRange, type RecordedPass, readPasses } from "./
 export { type LogRecord, type ReadOptions, readEventBatches, readEvents, streamTimeMs } from "./reader.js";
 export { isReservedKey } from "./reserved-keys.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
+export {
+  familySubject,
+  KIND_SUBJECTS,
+  kindsOfFamily,
+  type RefusedEvent,
+  SUBJECT_WRITERS,
+  type SubjectFamily,
+  type SubjectRoute,
+  subjectFor,
+  subjectRefusal,
+} from "./subject-kinds.js";
 export {
   DEFAULT_PREFIX,
   DEFAULT_STREAM,

@@ -25,6 +25,8 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
   updateStream?: boolean;
   /** Credentials and TLS for the NATS connection. */
   security?: NatsSecurity;
+  /** Told when the existing stream is weaker than llmgw makes it (see `ensureStream`). */
+  warn?: (message: string) => void;
 }
 
 /** A connection to the log: its stream, subjects, appender and reader. */
@@ -50,12 +52,12 @@ export class Log {
   }
 
   read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
-    return readEvents(this.js, this.jsm, this.stream, opts);
+    return readEvents(this.js, this.jsm, this.stream, this.subjects, opts);
   }
 
   /** `read` a batch at a time (whatever had arrived), for folds: see `readEventBatches`. */
   readBatches(opts?: ReadOptions): AsyncGenerator<LogRecord[]> {
-    return readEventBatches(this.js, this.jsm, this.stream, opts);
+    return readEventBatches(this.js, this.jsm, this.stream, this.subjects, opts);
   }
 
   /** The stream's last sequence now (0 when empty). */
@@ -110,7 +112,12 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
   });
   try {
     const jsm = await jetstreamManager(nc);
-    if (opts.ensure !== false) await ensureStream(jsm, cfg, { update: opts.updateStream !== false });
+    if (opts.ensure !== false) {
+      await ensureStream(jsm, cfg, {
+        update: opts.updateStream !== false,
+        ...(opts.warn ? { warn: opts.warn } : {}),
+      });
+    }
     const js = jetstream(nc);
     return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas);
   } catch (err) {

@@ -55,24 +55,44 @@ export interface RolePermissions {
   subscribe: { allow: string[] };
 }
 
-/** What reading one stream takes: its info, consumers on it, single-message gets, flow control. */
-function readStream(stream: string): string[] {
+/**
+ * What reading one stream without a consumer takes: its info (with the
+ * counts per subject: a bucket's keys) and single-message gets.
+ */
+function getFromStream(stream: string): string[] {
   return [
     `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+  ];
+}
+
+/**
+ * What reading one stream in order takes: consumers on it, besides the
+ * gets. NATS cannot tell a push consumer's create from a pull consumer's by
+ * subject; a push consumer delivers only where someone subscribes, and every
+ * role subscribes to `_INBOX.>` alone, so it can reach no stream's subject
+ * (test/security/consumers.test.ts); the streams' `max_consumers` bound how
+ * many there are.
+ */
+function readStream(stream: string): string[] {
+  return [
+    ...getFromStream(stream),
     `$JS.API.CONSUMER.CREATE.${stream}`,
     `$JS.API.CONSUMER.CREATE.${stream}.>`,
     `$JS.API.CONSUMER.INFO.${stream}.>`,
     `$JS.API.CONSUMER.DELETE.${stream}.>`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
-    `$JS.API.STREAM.MSG.GET.${stream}`,
-    `$JS.API.DIRECT.GET.${stream}`,
-    `$JS.API.DIRECT.GET.${stream}.>`,
     `$JS.FC.${stream}.>`,
   ];
 }
 
 const kvStream = (bucket: string) => `KV_${bucket}`;
+/** Watching a bucket (the gateways watch revocations, the reconcilers the gateways' leases): consumers on its stream. */
 const readBucket = (bucket: string) => readStream(kvStream(bucket));
+/** Keys and values of a bucket with no consumer at all (src/log/buckets.ts, `bucketKeys`). */
+const getFromBucket = (bucket: string) => getFromStream(kvStream(bucket));
 /** Creating a missing stream only: it cannot change or remove one that exists. */
 const createStream = (stream: string) => `$JS.API.STREAM.CREATE.${stream}`;
 /** Puts, creates, updates, deletes and purges of keys: all publishes to the key's subject. */
@@ -129,13 +149,15 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
         `$JS.API.STREAM.UPDATE.${stream}`,
         `${p}.catalog`,
         `${p}.operator.*`,
-        ...allBuckets.flatMap(readBucket),
+        // Revocations, snapshots: read by key, never watched.
+        ...allBuckets.flatMap(getFromBucket),
         createStream(kvStream(b.revoked)),
         writeBucket(b.revoked),
       ];
       break;
     case "reader":
-      allow = [...common, ...allBuckets.flatMap(readBucket)];
+      // Reads buckets by key only: no consumer, push or pull, on any bucket.
+      allow = [...common, ...allBuckets.flatMap(getFromBucket)];
       break;
   }
   const deny = [...NEVER];

@@ -11,6 +11,8 @@ import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
 import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
+import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
+import type { Subjects } from "./subjects.js";
 
 /** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
 const OPEN_ATTEMPTS = 10;
@@ -58,6 +60,13 @@ export interface ReadOptions {
    * skipped silently.
    */
   onMalformed?: (err: LogError, raw: { seq: number; subject: string; data: Uint8Array }) => void;
+  /**
+   * Told of each event stored on a subject its kind may not be written to
+   * (src/log/subject-kinds.ts): such an event is never yielded, whatever
+   * the caller; here it is handed over in log order, for the caller to
+   * count, log or show. Without it, it is passed over all the same.
+   */
+  onRefused?: (refused: RefusedEvent) => void;
   /** Stops a following read. */
   signal?: AbortSignal;
   /**
@@ -70,15 +79,17 @@ export interface ReadOptions {
 
 /**
  * Reads the log in order with an ordered consumer and yields decoded events
- * with their sequence and time.
+ * with their sequence and time. `layout` is the log's subjects: an event is
+ * yielded only from the subject its kind is written to (see `onRefused`).
  */
 export async function* readEvents(
   js: JetStreamClient,
   jsm: JetStreamManager,
   stream: string,
+  layout: Subjects,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord> {
-  for await (const batch of readEventBatches(js, jsm, stream, opts)) yield* batch;
+  for await (const batch of readEventBatches(js, jsm, stream, layout, opts)) yield* batch;
 }
 
 /**
@@ -93,6 +104,7 @@ export async function* readEventBatches(
   js: JetStreamClient,
   jsm: JetStreamManager,
   stream: string,
+  layout: Subjects,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord[]> {
   const info = await whileElecting(() => leaderInfo(jsm, stream), `reading stream ${stream}`, opts.signal);
@@ -199,7 +211,25 @@ export async function* readEventBatches(
               // places it at its own end, and what it delivers once caught up
               // may be older than the time asked for.
               if (event && (opts.fromTimeMs === undefined || timeMs >= opts.fromTimeMs)) {
-                out.push({ seq: m.seq, timeMs, subject: m.subject, event });
+                // The one place every read passes: an event only from its kind's subject.
+                const refusal = subjectRefusal(layout, m.subject, event);
+                if (refusal === undefined) {
+                  out.push({ seq: m.seq, timeMs, subject: m.subject, event });
+                } else if (opts.onRefused) {
+                  // In log order, like a malformed message.
+                  if (out.length > 0) {
+                    yield out;
+                    out = [];
+                  }
+                  opts.onRefused({
+                    seq: m.seq,
+                    timeMs,
+                    subject: m.subject,
+                    kind: event.body.case as RefusedEvent["kind"],
+                    event,
+                    reason: refusal,
+                  });
+                }
               }
               if (delivery === "last") {
                 if (out.length > 0) yield out;

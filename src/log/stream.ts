@@ -7,6 +7,7 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import { weakerSettings } from "./buckets.js";
 import { LogError } from "./errors.js";
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
@@ -23,6 +24,12 @@ export interface LogStreamConfig {
   maxAgeMs: number;
   /** Oldest events are removed past this size in bytes; -1 is unlimited. */
   maxBytes: number;
+  /**
+   * Consumers the stream allows at once (every reader, follower and watch
+   * of every process holds one). Set when the stream is created: the server
+   * cannot change it afterwards.
+   */
+  maxConsumers: number;
 }
 
 export const DEFAULT_STREAM_CONFIG: LogStreamConfig = {
@@ -32,6 +39,7 @@ export const DEFAULT_STREAM_CONFIG: LogStreamConfig = {
   duplicateWindowMs: 2 * 60_000,
   maxAgeMs: 0,
   maxBytes: -1,
+  maxConsumers: 1024,
 };
 
 const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -44,11 +52,17 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
  * something else. `update: false` is for processes whose NATS credentials
  * may create a missing stream but not change one (an update can shrink the
  * limits and so drop history): they use the stream as it is.
+ *
+ * The log is only ever appended to: the stream refuses `Nats-Rollup`
+ * headers, purges and message deletes, and allows `maxConsumers`
+ * consumers. An existing stream is checked for these too; what `update`
+ * may fix is fixed, the rest (the consumer limit cannot be changed on an
+ * existing stream) is told to `warn` (default: a process warning).
  */
 export async function ensureStream(
   jsm: JetStreamManager,
   partial: Partial<LogStreamConfig> = {},
-  opts: { update?: boolean } = {},
+  opts: { update?: boolean; warn?: (message: string) => void } = {},
 ): Promise<StreamInfo> {
   const cfg = { ...DEFAULT_STREAM_CONFIG, ...partial };
   if (!Number.isInteger(cfg.replicas) || cfg.replicas < 1 || cfg.replicas > 5) {
@@ -76,6 +90,10 @@ export async function ensureStream(
     max_bytes: cfg.maxBytes,
     // A pass or a session carries a whole registration; keep room for big fleets.
     max_msg_size: 8 * 1024 * 1024,
+    allow_rollup_hdrs: false,
+    deny_delete: true,
+    deny_purge: true,
+    max_consumers: cfg.maxConsumers,
   };
 
   let existing: StreamInfo | undefined;
@@ -107,22 +125,42 @@ export async function ensureStream(
       `stream ${cfg.name} exists with subjects ${JSON.stringify(have.subjects)}, not "${subject}". Use another --stream name or fix its subjects`,
     );
   }
+  const guardsDrift =
+    have.allow_rollup_hdrs === true || have.deny_delete !== true || have.deny_purge !== true;
   const drift =
+    guardsDrift ||
     have.num_replicas !== wanted.num_replicas ||
     have.duplicate_window !== wanted.duplicate_window ||
     have.max_age !== wanted.max_age ||
     have.max_bytes !== wanted.max_bytes ||
     have.max_msg_size !== wanted.max_msg_size;
-  if (!drift || opts.update === false) return existing;
-  try {
-    return await jsm.streams.update(cfg.name, {
-      num_replicas: wanted.num_replicas,
-      duplicate_window: wanted.duplicate_window,
-      max_age: wanted.max_age,
-      max_bytes: wanted.max_bytes,
-      max_msg_size: wanted.max_msg_size,
-    } as Partial<StreamConfig>);
-  } catch (err) {
-    throw LogError.from(err, `updating stream ${cfg.name}`);
+  let info = existing;
+  if (drift && opts.update !== false) {
+    try {
+      info = await jsm.streams.update(cfg.name, {
+        num_replicas: wanted.num_replicas,
+        duplicate_window: wanted.duplicate_window,
+        max_age: wanted.max_age,
+        max_bytes: wanted.max_bytes,
+        max_msg_size: wanted.max_msg_size,
+        allow_rollup_hdrs: false,
+        deny_delete: true,
+        deny_purge: true,
+      } as Partial<StreamConfig>);
+    } catch (err) {
+      throw LogError.from(err, `updating stream ${cfg.name}`);
+    }
   }
+  const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers });
+  if (weaker.length > 0) {
+    const warn = opts.warn ?? ((m: string) => process.emitWarning(m));
+    warn(
+      `stream ${cfg.name} is weaker than llmgw makes the log: ${weaker.join("; ")}. ` +
+        (opts.update === false
+          ? "`llmgw api` (whose credentials may update the stream) fixes what can be changed; "
+          : "") +
+        "a consumer limit takes recreating the stream; see docs/SECURITY.md",
+    );
+  }
+  return info;
 }

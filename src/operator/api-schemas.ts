@@ -324,6 +324,12 @@ export const EventsPageSchema = named(
           .optional()
           .describe("The llmgw.v1.Event as protobuf JSON (proto/llmgw/v1/events.proto)."),
         malformed: z.string().optional(),
+        refused: z
+          .string()
+          .optional()
+          .describe(
+            "Set when the event was stored on a subject its kind may not be written to: why. It was never folded.",
+          ),
       }),
     ),
     next: seq.nullable(),

@@ -9,7 +9,6 @@
  * lift; without credentials the server refuses the connection.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -26,8 +25,9 @@ import {
 } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
+import { type ApiProcess, spawnApi } from "../support/api-process.js";
 import { makeTestCerts } from "../support/certs.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
 import { type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
@@ -53,7 +53,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
   let server: Server | undefined;
   let gw: GatewayProcess | undefined;
   let rec: ReconcilerProcess | undefined;
-  let api: { proc: ChildProcess; url: string; output(): string } | undefined;
+  let api: ApiProcess | undefined;
   let agent: TestAgent | undefined;
   const logs: Log[] = [];
 
@@ -339,28 +339,3 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     }
   });
 });
-
-/** `llmgw api --dev` on a port it picks; resolves with its URL once it serves. */
-async function spawnApi(args: string[]): Promise<{ proc: ChildProcess; url: string; output(): string }> {
-  const proc = spawn(process.execPath, [LLMGW_BIN, "api", "--dev", "--listen", "127.0.0.1:0", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  proc.stdout?.on("data", (b) => (out += b));
-  proc.stderr?.on("data", (b) => (out += b));
-  let url = "";
-  try {
-    await eventually(
-      () => {
-        url = /operator API listening on (http:\/\/[^\s"]+)/.exec(out)?.[1] ?? "";
-        if (proc.exitCode !== null) throw new Error(`llmgw api exited with ${proc.exitCode}`);
-        return url !== "";
-      },
-      { what: "llmgw api to listen", timeoutMs: 30_000 },
-    );
-  } catch (err) {
-    proc.kill("SIGKILL");
-    throw new Error(`${(err as Error).message}:\n${out}`, { cause: err });
-  }
-  return { proc, url, output: () => out };
-}

@@ -221,7 +221,10 @@ export function registerApi(program: Command): void {
         stopWatching();
         throw new CliError((err as Error).message);
       }
-      const log = await openLogForWriting(flags, "llmgw-api", { updateStream: true });
+      const log = await openLogForWriting(flags, "llmgw-api", {
+        updateStream: true,
+        warn: (m) => logger.warn(m),
+      });
       let server: Awaited<ReturnType<typeof startApi>>;
       try {
         // The reconciler's snapshots (read-only, when it keeps any) let the time slider start a jump near its target.

@@ -39,7 +39,7 @@ export function registerCheckLog(program: Command): void {
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
         "one pass per log position, commands only to current sessions, acknowledged events stored once, " +
-        "replay determinism (exit 0 clean, 1 violations, 2 usage)",
+        "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage)",
     )
     .addOption(streamOption())
     .addOption(prefixOption())
@@ -81,6 +81,7 @@ async function runCheckLog(flags: CheckLogFlags): Promise<void> {
   const log = await openLogForReading(flags, "llmgw check-log");
   const records: CheckedEvent[] = [];
   const malformed: Array<{ seq: number; message: string }> = [];
+  const refused: Array<{ seq: number; subject: string; kind: string; reason: string }> = [];
   try {
     const target = await log.lastSeq();
     const reading = new ProgressLine(process.stderr, "check-log", "read");
@@ -88,6 +89,7 @@ async function runCheckLog(flags: CheckLogFlags): Promise<void> {
       for await (const r of log.read({
         untilSeq: target,
         onMalformed: (err, raw) => malformed.push({ seq: raw.seq, message: err.message }),
+        onRefused: (r) => refused.push({ seq: r.seq, subject: r.subject, kind: r.kind, reason: r.reason }),
       })) {
         records.push({ seq: r.seq, timeMs: r.timeMs, event: r.event });
         reading.update({ folded: records.length, seq: r.seq, fromSeq: 0, targetSeq: target });
@@ -102,6 +104,7 @@ async function runCheckLog(flags: CheckLogFlags): Promise<void> {
   const report = checkLog(records, {
     acked,
     malformed,
+    refused,
     supersedeGraceMs: flags.supersedeGraceMs,
     onProgress: (done) =>
       checking.update({

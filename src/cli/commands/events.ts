@@ -1,13 +1,14 @@
 /**
  * `llmgw events`: the log decoded, one line per event for people or one
  * JSON object per line for tools. Malformed messages are shown as such, with
- * their sequence; nothing is skipped silently.
+ * their sequence, and so are refused events (stored on a subject their kind
+ * may not be written to, never folded); nothing is skipped silently.
  */
 import { createRegistry, toJson } from "@bufbuild/protobuf";
 import { type Command, Option } from "commander";
 import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
-import { invalidNodeIdReason, type Log, type LogError } from "../../log/index.js";
+import { invalidNodeIdReason, type Log, type LogError, type RefusedEvent } from "../../log/index.js";
 import { describeEvent } from "../../reconciler/index.js";
 import {
   CliError,
@@ -56,7 +57,10 @@ export function registerEvents(program: Command): void {
       "only the subjects of this node (its session, what it reported, operator intent), the id as typed (gpu-1.dc1.example.com); the passes that name it: `llmgw explain node`",
     )
     .option("--follow", "keep printing new events until Ctrl-C")
-    .option("--json", "one JSON object per line: seq, time, subject, kind and the event in protobuf JSON")
+    .option(
+      "--json",
+      "one JSON object per line: seq, time, subject, kind and the event in protobuf JSON (a refused event: with `refused`, the reason)",
+    )
     .action(async (flags: EventsFlags) => {
       await runEvents(flags);
     });
@@ -102,6 +106,25 @@ async function runEvents(flags: EventsFlags): Promise<void> {
         );
       }
     };
+    const showRefused = (r: RefusedEvent) => {
+      if (flags.json) {
+        out.line(
+          JSON.stringify({
+            seq: r.seq,
+            time: isoTime(r.timeMs),
+            timeMs: r.timeMs,
+            subject: r.subject,
+            kind: r.kind,
+            refused: r.reason,
+            event: toJson(EventSchema, r.event, { registry }),
+          }),
+        );
+      } else {
+        out.line(
+          `${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  REFUSED ${r.kind}  ${r.reason}`,
+        );
+      }
+    };
     for await (const r of log.read({
       ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
       ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
@@ -109,6 +132,7 @@ async function runEvents(flags: EventsFlags): Promise<void> {
       follow: flags.follow === true,
       signal: ac.signal,
       onMalformed: showMalformed,
+      onRefused: showRefused,
     })) {
       if (flags.json) {
         out.line(

@@ -143,7 +143,10 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
 
   const logger: Logger = pino({ level: flags.logLevel, base: { reconciler: flags.id } });
   const metrics = new RunnerMetrics({ defaultMetrics: true });
-  const log = await openLogForWriting(flags, `llmgw-reconciler ${flags.id}`, { updateStream: false });
+  const log = await openLogForWriting(flags, `llmgw-reconciler ${flags.id}`, {
+    updateStream: false,
+    warn: (m) => logger.warn(m),
+  });
   // Undone in reverse order on the way out.
   const cleanup: Array<() => unknown> = [() => log.close()];
   const close = async () => {

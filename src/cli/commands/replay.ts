@@ -79,6 +79,8 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
         signal: ac.signal,
         onProgress: (p) => progress.update(p),
         onMalformed: (err) => progress.note(`malformed message at sequence ${err.seq}: ${err.message}`),
+        onRefused: (r) =>
+          progress.note(`refused ${r.kind} at sequence ${r.seq} on ${r.subject}, not folded: ${r.reason}`),
       });
     } finally {
       process.off("SIGINT", onSigint);

@@ -69,6 +69,8 @@ export interface EventRecordJson {
   /** The event as protobuf JSON, or absent when the message is not a valid event. */
   event?: unknown;
   malformed?: string;
+  /** Why the event was refused (stored on a subject its kind may not be written to; never folded). */
+  refused?: string;
 }
 
 export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
@@ -99,6 +101,20 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
       onMalformed: (err, raw) => {
         readTo = raw.seq;
         if (!filtered) events.push({ seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message });
+      },
+      onRefused: (r) => {
+        readTo = r.seq;
+        if (kinds && !kinds.has(r.kind)) return;
+        if (q.node !== undefined || q.replica !== undefined) return;
+        if (events.length >= q.limit) return;
+        events.push({
+          seq: r.seq,
+          timeMs: r.timeMs,
+          subject: r.subject,
+          kind: r.kind,
+          event: toJson(EventSchema, r.event),
+          refused: r.reason,
+        });
       },
     })) {
       readTo = r.seq;

@@ -14,9 +14,10 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { gunzip, gzip } from "node:zlib";
-import { type KV, Kvm } from "@nats-io/kv";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { type Log, LogError } from "../../log/index.js";
+import { bucketKeys, type Log, LogError, openBucket } from "../../log/index.js";
 import type { LoadOptions, ProjectionId, Snapshot, SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
 
 const gzipAsync = promisify(gzip);
@@ -63,27 +64,20 @@ export async function openKvSnapshotStore<S>(
   } catch (err) {
     throw LogError.from(err, `reading stream ${log.stream}`);
   }
-  const kvm = new Kvm(log.js);
-  let kv: KV;
+  let kv: KV | undefined;
   try {
-    if (opts.create === false) {
-      const exists = await log.jsm.streams.info(`KV_${bucket}`).then(
-        () => true,
-        (err) => {
-          const e = LogError.from(err);
-          if (e.code === "not-found") return false;
-          throw e;
-        },
-      );
-      if (!exists) return undefined;
-      kv = await kvm.open(bucket);
-    } else {
-      kv = await kvm.create(bucket, { history: 1, replicas: log.replicas });
-    }
+    // Puts and deletes only: a bucket that refuses rollups and purges (src/log/buckets.ts).
+    kv = await openBucket(log.js, bucket, {
+      history: 1,
+      replicas: log.replicas,
+      create: opts.create !== false,
+      ...(opts.logger ? { warn: (m: string) => opts.logger?.warn(m) } : {}),
+    });
   } catch (err) {
     throw LogError.from(err, `opening snapshot bucket ${bucket}`);
   }
-  return new KvSnapshotStore<S>(kv, log.stream, streamCreated, opts);
+  if (!kv) return undefined;
+  return new KvSnapshotStore<S>(kv, { jsm: log.jsm, bucket }, log.stream, streamCreated, opts);
 }
 
 export class KvSnapshotStore<S> implements SnapshotStore<S> {
@@ -93,6 +87,8 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
 
   constructor(
     private readonly kv: KV,
+    /** Where keys are listed from, with no consumer (see `bucketKeys`). */
+    private readonly where: { jsm: JetStreamManager; bucket: string },
     private readonly stream: string,
     private readonly streamCreated: string,
     opts: KvSnapshotOptions = {},
@@ -116,7 +112,12 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
   async #manifestSeqs(projection: string): Promise<number[]> {
     const seqs: number[] = [];
     try {
-      for await (const k of await this.kv.keys(`${this.#base(projection)}.m.*`)) {
+      for (const k of await bucketKeys(
+        this.kv,
+        this.where.jsm,
+        this.where.bucket,
+        `${this.#base(projection)}.m.*`,
+      )) {
         const seq = Number(k.slice(k.lastIndexOf(".") + 1));
         if (Number.isSafeInteger(seq)) seqs.push(seq);
       }
@@ -242,11 +243,11 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
     const seqs = await this.#manifestSeqs(projection);
     for (const seq of seqs.slice(this.#keep)) {
       try {
-        await this.kv.purge(this.#manifestKey(projection, seq));
-        for await (const k of await this.kv.keys(
-          `${this.#base(projection)}.c.${String(seq).padStart(SEQ_DIGITS, "0")}.*`,
-        )) {
-          await this.kv.purge(k);
+        // Deletes, not purges: the bucket refuses the rollup a purge is (one value per key, so the marker replaces it).
+        await this.kv.delete(this.#manifestKey(projection, seq));
+        const chunks = `${this.#base(projection)}.c.${String(seq).padStart(SEQ_DIGITS, "0")}.*`;
+        for (const k of await bucketKeys(this.kv, this.where.jsm, this.where.bucket, chunks)) {
+          await this.kv.delete(k);
         }
       } catch (err) {
         this.#logger?.warn({ seq, err: String(err) }, `could not remove an old snapshot: ${String(err)}`);

@@ -9,6 +9,7 @@ export interface ProjectionMetrics {
   eventsFolded: Counter<"projection">;
   foldLag: Gauge<"projection">;
   malformed: Counter<"projection">;
+  refused: Counter<"projection" | "kind">;
   snapshots: Counter<"projection" | "result">;
 }
 
@@ -60,6 +61,17 @@ export function projectionMetrics(registry: Registry): ProjectionMetrics {
           name: "llmgw_projection_malformed_total",
           help: "Messages in the log that are not events, recorded and passed over",
           labelNames: ["projection"],
+          registers,
+        }),
+    ),
+    refused: metric(
+      registry,
+      "llmgw_projection_events_refused_total",
+      () =>
+        new Counter({
+          name: "llmgw_projection_events_refused_total",
+          help: "Events stored on a subject their kind may not be written to (a forgery or a misplaced writer), passed over and never folded",
+          labelNames: ["projection", "kind"],
           registers,
         }),
     ),

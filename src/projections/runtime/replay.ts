@@ -3,7 +3,7 @@
  * start or from the nearest earlier snapshot. The same code path as the
  * runtime's fold, without following.
  */
-import type { Log, LogError } from "../../log/index.js";
+import type { Log, LogError, RefusedEvent } from "../../log/index.js";
 import type { Projection } from "../projection.js";
 import type { SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
 
@@ -19,6 +19,8 @@ export interface ReplayOptions<S> {
   progressEvery?: number;
   /** Malformed messages are passed over and reported here (by sequence). */
   onMalformed?: (err: LogError) => void;
+  /** Events on a subject their kind may not be written to: never folded, reported here (by sequence). */
+  onRefused?: (refused: RefusedEvent) => void;
   signal?: AbortSignal;
 }
 
@@ -43,6 +45,8 @@ export interface ReplayResult<S> {
   /** The stream's last sequence when the replay started. */
   streamLastSeq: number;
   malformedSeqs: number[];
+  /** Events passed over because their subject may not carry their kind (src/log/subject-kinds.ts). */
+  refusedSeqs: number[];
 }
 
 export async function replay<S>(
@@ -64,6 +68,7 @@ export async function replay<S>(
   const fromSeq = seq;
   let folded = 0;
   const malformedSeqs: number[] = [];
+  const refusedSeqs: number[] = [];
   const every = Math.max(1, opts.progressEvery ?? 5000);
   const progress = () => opts.onProgress?.({ folded, seq, fromSeq, targetSeq });
 
@@ -75,6 +80,11 @@ export async function replay<S>(
       onMalformed: (err) => {
         if (err.seq !== undefined) malformedSeqs.push(err.seq);
         opts.onMalformed?.(err);
+      },
+      onRefused: (r) => {
+        if (opts.untilTimeMs !== undefined && r.timeMs > opts.untilTimeMs) return;
+        refusedSeqs.push(r.seq);
+        opts.onRefused?.(r);
       },
     })) {
       for (const r of batch) {
@@ -88,5 +98,5 @@ export async function replay<S>(
     }
   }
   progress();
-  return { state, seq, timeMs, folded, snapshot: snap?.meta, streamLastSeq, malformedSeqs };
+  return { state, seq, timeMs, folded, snapshot: snap?.meta, streamLastSeq, malformedSeqs, refusedSeqs };
 }

@@ -10,7 +10,7 @@
  */
 import { type Logger, pino } from "pino";
 import type { Registry } from "prom-client";
-import { isLogError, type Log, type LogError, type LogRecord } from "../../log/index.js";
+import { isLogError, type Log, type LogError, type LogRecord, type RefusedEvent } from "../../log/index.js";
 import type { Projection } from "../projection.js";
 import { canonicalJson } from "../serialize.js";
 import { ProjectionError } from "./errors.js";
@@ -62,6 +62,8 @@ export class ProjectionRuntime<S> {
   #foldedUnreported = 0;
   #malformedCount = 0;
   readonly #malformedSeqs: number[] = [];
+  #refusedCount = 0;
+  readonly #refusedSeqs: number[] = [];
   #restoredFrom: SnapshotMeta | undefined;
   #failure: Error | undefined;
 
@@ -105,8 +107,8 @@ export class ProjectionRuntime<S> {
   }
 
   /**
-   * The last sequence passed: folded, or (in "record" mode) recorded as
-   * malformed. 0 before anything.
+   * The last sequence passed: folded, refused (its subject may not carry its
+   * kind), or (in "record" mode) recorded as malformed. 0 before anything.
    */
   get lastSeq(): number {
     return this.#seq;
@@ -128,6 +130,14 @@ export class ProjectionRuntime<S> {
   /** Sequences of malformed messages passed over (the first 100). */
   get malformedSeqs(): readonly number[] {
     return this.#malformedSeqs;
+  }
+  /** Events passed over because their subject may not carry their kind (src/log/subject-kinds.ts). */
+  get refusedCount(): number {
+    return this.#refusedCount;
+  }
+  /** Sequences of refused events (the first 100). */
+  get refusedSeqs(): readonly number[] {
+    return this.#refusedSeqs;
   }
   /** The snapshot the runtime started from, if any. */
   get restoredFrom(): SnapshotMeta | undefined {
@@ -209,6 +219,7 @@ export class ProjectionRuntime<S> {
           fromSeq: this.#seq + 1,
           follow: true,
           signal,
+          onRefused: (r: RefusedEvent) => this.#recordRefused(r),
           ...(this.#stopOnMalformed ? {} : { onMalformed: (err: LogError) => this.#recordMalformed(err) }),
         })) {
           for (const r of batch) this.#apply(r);
@@ -264,6 +275,20 @@ export class ProjectionRuntime<S> {
     this.#metrics?.malformed.inc(this.#labels);
     this.#logger.warn({ seq, err: err.message }, `passing over a malformed message at sequence ${seq}`);
     if (seq > this.#seq) this.#seq = seq;
+    this.#scheduleFlush();
+  }
+
+  /** A forged or misplaced event: never folded, but passed (a writer waiting for its sequence is answered). */
+  #recordRefused(r: RefusedEvent): void {
+    if (r.seq <= this.#seq) return;
+    this.#refusedCount++;
+    if (this.#refusedSeqs.length < MAX_KEPT_MALFORMED) this.#refusedSeqs.push(r.seq);
+    this.#metrics?.refused.inc({ ...this.#labels, kind: r.kind });
+    this.#logger.warn(
+      { seq: r.seq, subject: r.subject, kind: r.kind, eventId: r.event.id },
+      `refused ${r.kind} at sequence ${r.seq} on ${r.subject}, not folded: ${r.reason}`,
+    );
+    this.#seq = r.seq;
     this.#scheduleFlush();
   }
 

@@ -11,9 +11,10 @@
  * the bucket ahead of the log; the next pass (or the next leader's sync)
  * writes it again from the log.
  */
-import type { JetStreamClient } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
 import type { Decision } from "../../gen/llmgw/v1/events_pb.js";
+import { bucketKeys, openBucket } from "../../log/index.js";
 import type { EndpointEntry } from "../../projections/index.js";
 
 export const DEFAULT_ENDPOINTS_BUCKET = "llmgw_endpoints";
@@ -37,22 +38,25 @@ export function modelOfEndpointsKey(key: string): string {
 }
 
 export class EndpointsBucket {
-  private constructor(readonly kv: KV) {}
+  private constructor(
+    readonly kv: KV,
+    private readonly jsm: JetStreamManager,
+    private readonly bucket: string,
+  ) {}
 
   /** Opens the bucket, creating it (one value per key, no expiry) when it does not exist. */
   static async open(
     js: JetStreamClient,
     opts: { bucket: string; replicas?: number },
   ): Promise<EndpointsBucket> {
-    const kvm = new Kvm(js);
-    let kv: KV;
-    try {
-      kv = await kvm.create(opts.bucket, { history: 1, replicas: opts.replicas ?? 1 });
-    } catch {
-      // It exists with other settings: use it as it is.
-      kv = await kvm.open(opts.bucket);
-    }
-    return new EndpointsBucket(kv);
+    // Puts and deletes only: a bucket that refuses rollups and purges (src/log/buckets.ts).
+    const kv = await openBucket(js, opts.bucket, { history: 1, replicas: opts.replicas ?? 1 });
+    return new EndpointsBucket(kv, await js.jetstreamManager(), opts.bucket);
+  }
+
+  /** The models' keys holding a table, listed with no consumer (a reader may read the bucket: src/log/buckets.ts). */
+  #keys(): Promise<string[]> {
+    return bucketKeys(this.kv, this.jsm, this.bucket);
   }
 
   /** Writes the tables a pass's EndpointsChanged decisions state. */
@@ -71,17 +75,15 @@ export class EndpointsBucket {
   async sync(table: Readonly<Record<string, readonly EndpointEntry[]>>): Promise<void> {
     const keep = new Set(Object.keys(table).map(endpointsKey));
     const stale: string[] = [];
-    for await (const key of await this.kv.keys()) if (!keep.has(key)) stale.push(key);
+    for (const key of await this.#keys()) if (!keep.has(key)) stale.push(key);
     for (const key of stale) await this.kv.delete(key);
     for (const [model, list] of Object.entries(table)) await this.#write(model, list);
   }
 
   /** The bucket's content, by model (tests and tools). */
   async read(): Promise<Record<string, EndpointEntry[]>> {
-    const keys: string[] = [];
-    for await (const key of await this.kv.keys()) keys.push(key);
     const out: Record<string, EndpointEntry[]> = {};
-    for (const key of keys.sort()) {
+    for (const key of await this.#keys()) {
       const e = await this.kv.get(key);
       if (e && e.operation === "PUT") out[modelOfEndpointsKey(key)] = e.json<EndpointEntry[]>();
     }

@@ -15,7 +15,8 @@
  */
 import { performance } from "node:perf_hooks";
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
+import { openBucket } from "../../log/index.js";
 
 export interface LeaseOptions {
   bucket: string;
@@ -58,14 +59,12 @@ export class Lease {
 
   /** Opens (creating if needed) the lease bucket and reads the TTL actually in force. */
   static async open(js: JetStreamClient, opts: LeaseOptions): Promise<Lease> {
-    const kvm = new Kvm(js);
-    let kv: KV;
-    try {
-      kv = await kvm.create(opts.bucket, { ttl: opts.ttlMs, history: 1, replicas: opts.replicas ?? 1 });
-    } catch {
-      // The bucket exists with other settings (another TTL or replicas): use it as it is.
-      kv = await kvm.open(opts.bucket);
-    }
+    // Puts and deletes only (src/log/buckets.ts). One that exists with other settings (another TTL or replicas) is used as it is.
+    const kv: KV = await openBucket(js, opts.bucket, {
+      ttlMs: opts.ttlMs,
+      history: 1,
+      replicas: opts.replicas ?? 1,
+    });
     const status = await kv.status();
     const ttlMs = status.ttl;
     if (!(ttlMs > 0)) {
