@@ -3,7 +3,8 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { type Log, type NatsSecurity, openLog } from "../log/index.js";
+import { ConnectionState, type Log, type NatsSecurity, openLog } from "../log/index.js";
+import type { Readiness } from "../metrics-endpoint/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
@@ -56,6 +57,7 @@ export class Gateway implements SessionHost {
   #metricsServer: { url: string; server: import("node:http").Server } | undefined;
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
+  readonly #connection: ConnectionState;
 
   private constructor(
     readonly config: GatewayConfig,
@@ -67,6 +69,7 @@ export class Gateway implements SessionHost {
     this.#watch = new SessionsWatch(this.registry);
     this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
     this.#identity = new GatewayIdentity(this, this.#watch);
+    this.#connection = new ConnectionState(log.nc);
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -126,6 +129,17 @@ export class Gateway implements SessionHost {
 
   get draining(): boolean {
     return this.#state !== "serving";
+  }
+
+  /**
+   * Ready to take agents: serving (not starting, draining or stopped) and
+   * connected to NATS. `/readyz` on the metrics listener and
+   * grpc.health.v1 on the agent port answer with this.
+   */
+  readiness(): Readiness {
+    if (this.#state !== "serving") return { ready: false, reason: `the gateway is ${this.#state}` };
+    if (!this.#connection.up) return { ready: false, reason: "not connected to NATS" };
+    return { ready: true, detail: { gatewayId: this.config.id, sessions: this.registry.size } };
   }
 
   async #start(): Promise<void> {
@@ -194,7 +208,7 @@ export class Gateway implements SessionHost {
       }),
     );
     if (cfg.metricsListen !== undefined)
-      this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen);
+      this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen, async () => this.readiness());
     this.#watchLog();
     this.#state = "serving";
     this.logger.info({ url: this.url, metrics: this.metricsUrl }, "gateway listening");

@@ -138,7 +138,7 @@ function documentedSecrets(): Set<string> {
   const text = readFileSync(DOCS, "utf8");
   const section = text.split(/^#{2,3} /m).find((s) => s.startsWith("Secrets you provide"));
   assert.ok(section, 'docs/deployment.md has no section "Secrets you provide"');
-  return new Set([...section.matchAll(/^\| `([a-z0-9.-]+)` \|/gm)].map((m) => m[1] as string));
+  return new Set([...section.matchAll(/^\| `([a-z0-9.-]+)` +\|/gm)].map((m) => m[1] as string));
 }
 
 /** Secrets `llmgw nats-auth kubernetes` renders: name → keys. */
