@@ -58,6 +58,7 @@ export class Gateway implements SessionHost {
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
   readonly #connection: ConnectionState;
+  readonly #stateListeners = new Set<() => void>();
 
   private constructor(
     readonly config: GatewayConfig,
@@ -131,6 +132,11 @@ export class Gateway implements SessionHost {
     return this.#state !== "serving";
   }
 
+  #setState(state: State): void {
+    this.#state = state;
+    for (const l of this.#stateListeners) l();
+  }
+
   /**
    * Ready to take agents: serving (not starting, draining or stopped) and
    * connected to NATS. `/readyz` on the metrics listener and
@@ -154,6 +160,13 @@ export class Gateway implements SessionHost {
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       agentStream: (requests, ctx) => this.#openStream(requests, ctx),
+      health: {
+        serving: () => this.readiness().ready,
+        onChange: (listener) => {
+          this.#stateListeners.add(listener);
+          return () => this.#stateListeners.delete(listener);
+        },
+      },
       directStreams: cfg.directStreams,
     });
     const server = this.#server;
@@ -210,7 +223,7 @@ export class Gateway implements SessionHost {
     if (cfg.metricsListen !== undefined)
       this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen, async () => this.readiness());
     this.#watchLog();
-    this.#state = "serving";
+    this.#setState("serving");
     this.logger.info({ url: this.url, metrics: this.metricsUrl }, "gateway listening");
   }
 
@@ -303,7 +316,7 @@ export class Gateway implements SessionHost {
     const deadline = started + cfg.drainDeadlineMs;
     // Keep the end for the stopped event, the lease and closing NATS.
     const streamsDeadline = started + Math.max(cfg.drainDeadlineMs * 0.6, cfg.drainDeadlineMs - 3_000);
-    this.#state = "draining";
+    this.#setState("draining");
     this.#server?.stopAccepting();
     this.logger.info({ sessions: this.registry.size, deadlineMs: cfg.drainDeadlineMs }, "draining");
     try {
@@ -332,7 +345,7 @@ export class Gateway implements SessionHost {
   }
 
   async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
-    this.#state = "stopped";
+    this.#setState("stopped");
     clearInterval(this.#logWatch);
     this.#identity.stop();
     this.#shutdown.abort();
