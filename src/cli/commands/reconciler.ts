@@ -113,7 +113,7 @@ export function registerReconciler(program: Command): void {
     .addOption(
       new Option(
         "--metrics-listen <host:port>",
-        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address; port 0 picks one)",
+        "Prometheus /metrics, with the probes /readyz (connected to NATS and caught up with the log) and /livez, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address; port 0 picks one)",
       ).env(env("METRICS_LISTEN")),
     )
     .addOption(
