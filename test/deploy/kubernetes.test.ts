@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
@@ -99,6 +99,7 @@ type Probe = { httpGet?: { path: string; port: string | number }; tcpSocket?: { 
 function render(overlay: string): K8sObject[] {
   const out = tempDir(`render-${overlay}`);
   execFileSync(join(ROOT, "scripts/render-deploy"), [out, overlay], { stdio: ["ignore", "ignore", "pipe"] });
+  assert.deepEqual(readdirSync(out), ["llmgw.yaml"], "render-deploy wrote something else");
   return parseAllDocuments(readFileSync(join(out, "llmgw.yaml"), "utf8")).map((d) => {
     assert.deepEqual(d.errors, [], `${overlay}: ${d.errors.join("; ")}`);
     return d.toJS() as K8sObject;
