@@ -73,6 +73,7 @@ describe("the rendered nats.conf in a real nats-server", () => {
     port = await freePort();
     const local = conf
       .replaceAll("/etc/nats/", `${etc}/`)
+      .replace('"/var/run/nats/', `"${etc}/`)
       .replace('store_dir: "/data"', `store_dir: ${JSON.stringify(join(dir, "data"))}`)
       .replace(/^port: 4222$/m, `port: ${port}`)
       .replace(/^http_port: 8222$/m, `http_port: ${await freePort()}`)
