@@ -95,6 +95,15 @@ interface Container {
 }
 type Probe = { httpGet?: { path: string; port: string | number }; tcpSocket?: { port: string | number } };
 
+/** Each llmgw command's readiness and liveness endpoints. */
+const PROBE_PATHS: Record<string, [string, string]> = {
+  gateway: ["/readyz", "/livez"],
+  reconciler: ["/readyz", "/livez"],
+  api: ["/readyz", "/healthz"],
+  // The router's /healthz is 503 until the routing table is loaded.
+  router: ["/healthz", "/metrics"],
+};
+
 /** scripts/render-deploy OUTDIR OVERLAY, parsed. */
 function render(overlay: string): K8sObject[] {
   const out = tempDir(`render-${overlay}`);
@@ -308,6 +317,14 @@ for (const overlay of ["default", "external-nats"] as const) {
             `${key(w)}/${c.name} listens on ${port} (${flag}) undeclared`,
           );
         }
+        // The endpoints each process serves (tested against real processes in
+        // test/health/probes.test.ts, test/operator/api.test.ts and the router's tests).
+        const paths = PROBE_PATHS[args[0] ?? ""];
+        assert.deepEqual(
+          [c.readinessProbe?.httpGet?.path, c.livenessProbe?.httpGet?.path],
+          paths,
+          `${key(w)}/${c.name}: probes not the process's readiness and liveness endpoints`,
+        );
         // Readiness and liveness are HTTP endpoints of the process, on a port it declares.
         for (const [what, probe] of [
           ["readiness", c.readinessProbe],
