@@ -88,7 +88,8 @@ export function writeNatsAuth(
     !opts.force &&
     opts.keepExisting === true &&
     existsSync(files.serverConfig) &&
-    missingRoles.length > 0
+    missingRoles.length > 0 &&
+    missingRoles.length < NATS_ROLES.length
   ) {
     // A set from a version with fewer roles: the roles it has keep their keys,
     // the new ones get theirs, and auth.conf lists them all.

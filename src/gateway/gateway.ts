@@ -3,7 +3,8 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { type Log, type NatsSecurity, openLog } from "../log/index.js";
+import { ConnectionState, type Log, type NatsSecurity, openLog } from "../log/index.js";
+import type { Readiness } from "../metrics-endpoint/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
@@ -56,6 +57,8 @@ export class Gateway implements SessionHost {
   #metricsServer: { url: string; server: import("node:http").Server } | undefined;
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
+  readonly #connection: ConnectionState;
+  readonly #stateListeners = new Set<() => void>();
 
   private constructor(
     readonly config: GatewayConfig,
@@ -67,6 +70,7 @@ export class Gateway implements SessionHost {
     this.#watch = new SessionsWatch(this.registry);
     this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
     this.#identity = new GatewayIdentity(this, this.#watch);
+    this.#connection = new ConnectionState(log.nc);
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -128,6 +132,22 @@ export class Gateway implements SessionHost {
     return this.#state !== "serving";
   }
 
+  #setState(state: State): void {
+    this.#state = state;
+    for (const l of this.#stateListeners) l();
+  }
+
+  /**
+   * Ready to take agents: serving (not starting, draining or stopped) and
+   * connected to NATS. `/readyz` on the metrics listener and
+   * grpc.health.v1 on the agent port answer with this.
+   */
+  readiness(): Readiness {
+    if (this.#state !== "serving") return { ready: false, reason: `the gateway is ${this.#state}` };
+    if (!this.#connection.up) return { ready: false, reason: "not connected to NATS" };
+    return { ready: true, detail: { gatewayId: this.config.id, sessions: this.registry.size } };
+  }
+
   async #start(): Promise<void> {
     const cfg = this.config;
     const tls = await this.#identity.start();
@@ -140,6 +160,13 @@ export class Gateway implements SessionHost {
       shutdownSignal: this.#shutdown.signal,
       logger: this.logger,
       agentStream: (requests, ctx) => this.#openStream(requests, ctx),
+      health: {
+        serving: () => this.readiness().ready,
+        onChange: (listener) => {
+          this.#stateListeners.add(listener);
+          return () => this.#stateListeners.delete(listener);
+        },
+      },
       directStreams: cfg.directStreams,
     });
     const server = this.#server;
@@ -194,9 +221,9 @@ export class Gateway implements SessionHost {
       }),
     );
     if (cfg.metricsListen !== undefined)
-      this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen);
+      this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen, async () => this.readiness());
     this.#watchLog();
-    this.#state = "serving";
+    this.#setState("serving");
     this.logger.info({ url: this.url, metrics: this.metricsUrl }, "gateway listening");
   }
 
@@ -289,7 +316,7 @@ export class Gateway implements SessionHost {
     const deadline = started + cfg.drainDeadlineMs;
     // Keep the end for the stopped event, the lease and closing NATS.
     const streamsDeadline = started + Math.max(cfg.drainDeadlineMs * 0.6, cfg.drainDeadlineMs - 3_000);
-    this.#state = "draining";
+    this.#setState("draining");
     this.#server?.stopAccepting();
     this.logger.info({ sessions: this.registry.size, deadlineMs: cfg.drainDeadlineMs }, "draining");
     try {
@@ -318,7 +345,7 @@ export class Gateway implements SessionHost {
   }
 
   async #teardown(reason: string, deadline = Date.now() + 3_000): Promise<void> {
-    this.#state = "stopped";
+    this.#setState("stopped");
     clearInterval(this.#logWatch);
     this.#identity.stop();
     this.#shutdown.abort();

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { ConnectionMetrics } from "../connection-guard/index.js";
-import { serveRegistry, TallyHistogram } from "../metrics-endpoint/index.js";
+import { type ReadinessCheck, serveRegistry, TallyHistogram } from "../metrics-endpoint/index.js";
 
 /** The gateway's Prometheus metrics, on a registry of its own (several gateways can share a process). */
 export class GatewayMetrics {
@@ -211,10 +211,11 @@ export class GatewayMetrics {
   }
 }
 
-/** Serves `GET /metrics` on a plain HTTP listener. */
+/** Serves `GET /metrics`, `/livez` and `/readyz` on a plain HTTP listener. */
 export function serveMetrics(
   metrics: GatewayMetrics,
   listen: string,
+  ready?: ReadinessCheck,
 ): Promise<{ url: string; server: Server }> {
-  return serveRegistry(metrics.registry, listen);
+  return serveRegistry(metrics.registry, listen, ready);
 }

@@ -8,6 +8,7 @@ import {
   http2SecureServerOptions,
   http2ServerOptions,
 } from "../connection-guard/index.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { AgentService } from "../gen/llmgw/v1/agent_pb.js";
 import {
   type AgentStreamHandler,
@@ -16,6 +17,7 @@ import {
   serveAgentCall,
 } from "./agent-call/index.js";
 import { parseListen } from "./config.js";
+import { type HealthSource, healthService } from "./health-service.js";
 import { contextValuesFor } from "./identity.js";
 import type { GatewayMetrics } from "./metrics.js";
 
@@ -36,6 +38,8 @@ export interface AgentServerOptions {
   metrics: GatewayMetrics;
   /** AgentService.Connect: one agent stream. */
   agentStream: AgentStreamHandler;
+  /** grpc.health.v1.Health: what it answers. */
+  health: HealthSource;
   /**
    * Serve binary, uncompressed gRPC and Connect agent streams directly
    * (src/gateway/agent-call) rather than through Connect's handler, which
@@ -70,7 +74,10 @@ export interface AgentServer {
  */
 export async function startAgentServer(opts: AgentServerOptions): Promise<AgentServer> {
   const connectHandler = connectNodeAdapter({
-    routes: (router) => router.service(AgentService, { connect: opts.agentStream }),
+    routes: (router) => {
+      router.service(AgentService, { connect: opts.agentStream });
+      router.service(Health, healthService(opts.health));
+    },
     readMaxBytes: opts.readMaxBytes,
     shutdownSignal: opts.shutdownSignal,
     contextValues: contextValuesFor,

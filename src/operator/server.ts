@@ -13,7 +13,7 @@ import {
   type Http1LimitsInput,
   Http1LimitsSchema,
 } from "../connection-guard/index.js";
-import type { Log } from "../log/index.js";
+import { ConnectionState, type Log } from "../log/index.js";
 import { type FleetState, fleetProjection } from "../projections/index.js";
 import { ProjectionRuntime, type SnapshotStore } from "../projections/runtime/index.js";
 import { type AuthMode, installAuth, isLoopbackHost } from "./auth.js";
@@ -121,14 +121,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   });
   await runtime.start();
 
-  let connected = true;
-  const nc = opts.log.nc;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === "disconnect") connected = false;
-      else if (s.type === "reconnect") connected = true;
-    }
-  })().catch(() => {});
+  const connection = new ConnectionState(opts.log.nc);
 
   const ctx: ApiContext = {
     log: opts.log,
@@ -137,7 +130,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     logger,
     instanceId: opts.instanceId ?? `api-${hostname()}`,
     waitTimeoutMs: opts.waitTimeoutMs ?? 10_000,
-    natsConnected: () => connected && !nc.isClosed(),
+    natsConnected: () => connection.up,
     history: new FleetHistory(opts.log, {
       snapshots: opts.historySnapshots ?? (opts.snapshots ? opts.snapshots : undefined),
     }),

@@ -1,7 +1,7 @@
 /**
  * deploy/grafana/llmgw.json names only metrics that exist: every llmgw_*
- * series in a panel's query is one the gateway, the reconciler, the API or
- * the router registers (their prom-client registries, built as the processes build
+ * series in a panel's query is one the gateway, the reconciler, the API, the
+ * router or the agent registers (their prom-client registries, built as the processes build
  * them), and every label it groups by is one of that metric's labels. It
  * also has the panels operators look at first.
  */
@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import Fastify from "fastify";
 import type { Registry } from "prom-client";
+import { AgentMetrics } from "../../src/agent/metrics.js";
 import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import { apiRegistry, instrument } from "../../src/operator/metrics.js";
 import { projectionMetrics } from "../../src/projections/runtime/metrics.js";
@@ -38,7 +39,8 @@ async function exposed(): Promise<Map<string, Set<string>>> {
   projectionMetrics(api);
   const out = new Map<string, Set<string>>();
   const router = new RouterMetrics({ defaultMetrics: true }).registry;
-  for (const registry of [gateway, reconciler, api, router] as Registry[]) {
+  const agent = new AgentMetrics().registry;
+  for (const registry of [gateway, reconciler, api, router, agent] as Registry[]) {
     for (const m of await registry.getMetricsAsJSON()) {
       const labels = new Set(
         (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [],
@@ -89,6 +91,13 @@ describe("deploy/grafana/llmgw.json", () => {
       "llmgw_reconciler_replicas_ready",
       "llmgw_reconciler_replicas_desired",
       "llmgw_router_requests_total",
+      // The agents on GPU hosts.
+      "llmgw_agent_connected",
+      "llmgw_agent_disconnects_total",
+      "llmgw_agent_unacknowledged_messages",
+      "llmgw_agent_engines",
+      "llmgw_agent_gpu_memory_used_mib",
+      "llmgw_agent_gpu_problems_total",
     ]) {
       assert.ok(
         queries.some((q) => new RegExp(`\\b${m}\\b`).test(q)),

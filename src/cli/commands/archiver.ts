@@ -7,7 +7,8 @@ import { type Command, Option } from "commander";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { Archiver, archiverMetrics, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "../../archiver/index.js";
-import { serveRegistry } from "../../metrics-endpoint/index.js";
+import { ConnectionState } from "../../log/index.js";
+import { type Readiness, serveRegistry } from "../../metrics-endpoint/index.js";
 import { archiveOption } from "../archive-option.js";
 import {
   CliError,
@@ -48,9 +49,10 @@ export function registerArchiver(program: Command): void {
     .addOption(logMaxBytesOption())
     .addOption(segmentBytesOption(DEFAULT_SEGMENT_BYTES))
     .addOption(
-      new Option("--metrics-listen <host:port>", "Prometheus /metrics endpoint (port 0 picks one)").env(
-        "LLMGW_ARCHIVER_METRICS_LISTEN",
-      ),
+      new Option(
+        "--metrics-listen <host:port>",
+        "Prometheus /metrics, with the probes /readyz (connected to NATS) and /livez (port 0 picks one)",
+      ).env("LLMGW_ARCHIVER_METRICS_LISTEN"),
     )
     .option("--log-level <level>", "pino log level", "info")
     .action(async (flags: ArchiverFlags) => {
@@ -75,8 +77,14 @@ async function runArchiver(flags: ArchiverFlags): Promise<void> {
     sealAfterMs: sealAfterFor(flags.logMaxAge),
     logger,
   });
+  const connection = new ConnectionState(log.nc);
+  // Ready: connected to NATS (an archiver away from it archives nothing, but loses nothing either).
+  const ready = async (): Promise<Readiness> =>
+    connection.up
+      ? { ready: true, detail: { archivedSeq: archiver?.status.archivedSeq ?? 0 } }
+      : { ready: false, reason: "not connected to NATS" };
   const served =
-    flags.metricsListen === undefined ? undefined : await serveRegistry(registry, flags.metricsListen);
+    flags.metricsListen === undefined ? undefined : await serveRegistry(registry, flags.metricsListen, ready);
   if (served) logger.info({ metrics: served.url }, "metrics listening");
   const ac = new AbortController();
   const stop = () => ac.abort();

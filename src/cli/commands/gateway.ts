@@ -253,7 +253,7 @@ export function registerGateway(program: Command): void {
     .addOption(
       new Option(
         "--metrics-listen <host:port>",
-        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address)",
+        "Prometheus /metrics, with the probes /readyz (serving and connected to NATS) and /livez, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address)",
       ).env(env("METRICS_LISTEN")),
     )
     .addOption(

@@ -1,8 +1,9 @@
 import { hostname } from "node:os";
 import { type Command, Option } from "commander";
 import { type Logger, pino } from "pino";
+import { ConnectionState } from "../../log/index.js";
 import { type FleetState, fleetProjection } from "../../projections/index.js";
-import { openKvSnapshotStore, ProjectionRuntime } from "../../projections/runtime/index.js";
+import { caughtUp, openKvSnapshotStore, ProjectionRuntime } from "../../projections/runtime/index.js";
 import { decide, reconcilerConfigSchema } from "../../reconciler/decide/index.js";
 import {
   ConfigFileError,
@@ -51,6 +52,9 @@ interface ReconcilerFlags extends NatsSecurityFlags {
 }
 
 const env = (name: string) => `LLMGW_RECONCILER_${name}`;
+
+/** How long /readyz waits for the projection to reach the log's end. */
+const READY_WAIT_MS = 2000;
 
 /** `llmgw reconciler`: follow the log; when leading, reconcile it until SIGTERM. */
 export function registerReconciler(program: Command): void {
@@ -109,7 +113,7 @@ export function registerReconciler(program: Command): void {
     .addOption(
       new Option(
         "--metrics-listen <host:port>",
-        "Prometheus /metrics endpoint, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address; port 0 picks one)",
+        "Prometheus /metrics, with the probes /readyz (connected to NATS and caught up with the log) and /livez, off unless given (host:port; a port alone listens on loopback; 0.0.0.0:PORT for every address; port 0 picks one)",
       ).env(env("METRICS_LISTEN")),
     )
     .addOption(
@@ -186,7 +190,16 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
     await gateways.start();
     await projection.start();
     if (flags.metricsListen !== undefined) {
-      const { server, address } = await metrics.listen(flags.metricsListen);
+      // Ready: connected and caught up with the log, leader or standby.
+      const connection = new ConnectionState(log.nc);
+      const { server, address } = await metrics.listen(flags.metricsListen, () =>
+        caughtUp({
+          connected: () => connection.up,
+          projection,
+          logEnd: () => log.lastSeq(),
+          waitMs: READY_WAIT_MS,
+        }),
+      );
       cleanup.push(() => new Promise((r) => server.close(r)));
       logger.info({ metrics: `${address.address}:${address.port}` }, "metrics listening");
     }

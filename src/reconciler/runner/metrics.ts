@@ -5,7 +5,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { serveRegistry } from "../../metrics-endpoint/index.js";
+import { type ReadinessCheck, serveRegistry } from "../../metrics-endpoint/index.js";
 import { type ReplicasState, readyCounts } from "../../projections/index.js";
 
 export class RunnerMetrics {
@@ -136,8 +136,8 @@ export class RunnerMetrics {
   }
 
   /** Serves GET /metrics on host:port (port 0 picks one; no host: loopback); resolves with the bound address. */
-  async listen(hostPort: string): Promise<{ server: Server; address: AddressInfo }> {
-    const { server } = await serveRegistry(this.registry, hostPort);
+  async listen(hostPort: string, ready?: ReadinessCheck): Promise<{ server: Server; address: AddressInfo }> {
+    const { server } = await serveRegistry(this.registry, hostPort, ready);
     return { server, address: server.address() as AddressInfo };
   }
 }
