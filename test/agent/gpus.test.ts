@@ -102,7 +102,7 @@ describe("GPU discovery", () => {
       { index: 1, pciBusId: "00000000:28:00.0" },
     ];
     const problems = xidProblems(
-      [...parseXidLines(KMSG_XID), { pciKey: "0000:99:00", xid: 79, detail: "" }],
+      [...parseXidLines(KMSG_XID), { pciKey: "0000:99:00", xid: 79, detail: "", stamp: "9" }],
       gpus,
       config.xidIgnore,
     );

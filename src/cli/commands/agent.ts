@@ -9,6 +9,7 @@ import {
   discoverFromFile,
   discoverWithNvidiaSmi,
   EngineSupervisor,
+  fileProblemLedger,
   fileSource,
   GpuDiscoveryError,
   loadAgentConfig,
@@ -242,6 +243,9 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     supervisor,
     metrics,
     logger,
+    ...(config.hardware.sampleMs !== undefined ? { gpuSampleMs: config.hardware.sampleMs } : {}),
+    gpuSampleFailureThreshold: config.hardware.sampleFailureThreshold,
+    problemLedger: fileProblemLedger(stateDir, (obj, msg) => logger.warn(obj, msg)),
   });
   logger.info(
     { nodeId, gpus: hardware.gpus.length, fabrics: hardware.fabrics.map((f) => f.name), gateways },
