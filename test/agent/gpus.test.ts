@@ -61,7 +61,10 @@ describe("GPU discovery", () => {
       () => parseQueryGpu("0, GPU-1a2b-3c4d, H100, lots, 0, b, 1, 0, No, No, No"),
       /memory.total "lots" is not a whole number/,
     );
-    assert.throws(() => parseQueryGpu("Segmentation fault"), /expected 11 columns .* in "Segmentation fault"/);
+    assert.throws(
+      () => parseQueryGpu("Segmentation fault"),
+      /expected 11 columns .* in "Segmentation fault"/,
+    );
     assert.throws(() => parseQueryGpu(H100.split("\n")[1]!), /indices are not 0..0 in order/);
   });
 
@@ -77,8 +80,18 @@ describe("GPU discovery", () => {
       rowProblems(rows[0]!, 90).map((p) => [p.kind, p.message, p.occurrence.signal, p.occurrence.level]),
       [
         [GpuProblem_Kind.ECC, "2 uncorrectable ECC errors", "ecc", 2],
-        [GpuProblem_Kind.RETIRED_PAGES, "remapped rows pending (a reset is needed)", "remapped-rows-pending", 1],
-        [GpuProblem_Kind.RETIRED_PAGES, "row remapping failed (the GPU needs service)", "remapped-rows-failure", 1],
+        [
+          GpuProblem_Kind.RETIRED_PAGES,
+          "remapped rows pending (a reset is needed)",
+          "remapped-rows-pending",
+          1,
+        ],
+        [
+          GpuProblem_Kind.RETIRED_PAGES,
+          "row remapping failed (the GPU needs service)",
+          "remapped-rows-failure",
+          1,
+        ],
       ],
     );
   });
