@@ -9,7 +9,7 @@
  * comes back only on a new occurrence.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -179,6 +179,34 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
         );
       },
     );
+  });
+
+  it("nvidia-smi failing sampleFailureThreshold times in a row is a node problem, not frozen figures", async () => {
+    await withWorld(server, { name: "aghwsmi" }, async (w) => {
+      const node = "gpu-smi";
+      writeGpus(w.dir, [{}]);
+      writeAgentConfig(w.dir, { startDelayMs: 200 });
+      w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
+      await until(
+        "registered",
+        async () => ((await nodeView(w.stack, node))?.gpus?.length === 1 ? true : undefined),
+        { timeoutMs: 30_000, why: w.why },
+      );
+      writeFileSync(join(w.dir, "gpus.json"), JSON.stringify({ gpus: [{}], mode: "fail" }));
+      const view = await until(
+        "the node problem",
+        async () => {
+          const n = await nodeView(w.stack, node);
+          return n?.nodeProblems?.length > 0 ? n : undefined;
+        },
+        { timeoutMs: 20_000, why: w.why },
+      );
+      assert.equal(view.nodeProblems.length, 1, "once per run of failures");
+      assert.match(
+        view.nodeProblems[0],
+        /^nvidia-smi failed 3 times in a row \(GPU figures are stale\): nvidia-smi at .* exited with code 9: "NVIDIA-SMI has failed/,
+      );
+    });
   });
 
   it("gpu clear sticks through an agent restart; the problem is reported again only on a new occurrence", async () => {
