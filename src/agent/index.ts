@@ -15,14 +15,25 @@ export {
 } from "./config.js";
 export * from "./engine/index.js";
 export * from "./gpus/index.js";
+export {
+  type GpuChange,
+  HardwareWatch,
+  type ProblemLedgerData,
+  type ProblemLedgerStore,
+  type SampleOutcome,
+} from "./hardware-watch.js";
 export * from "./install/index.js";
 export { AgentMetrics } from "./metrics.js";
 export {
   type GpuSample,
+  type GpuSeen,
   type GpuSource,
   NodeAgent,
   type NodeAgentOptions,
   type NodeHardwareInventory,
+  type ProblemOccurrence,
+  type SampledProblem,
   type ShardEvent,
   type ShardSupervisor,
 } from "./node-agent.js";
+export { fileProblemLedger } from "./problem-ledger-file.js";

@@ -27,24 +27,57 @@ import {
   type RegisterInit,
   type TlsIdentity,
 } from "./client/index.js";
+import { type GpuChange, HardwareWatch, type ProblemLedgerStore } from "./hardware-watch.js";
 import type { AgentMetrics } from "./metrics.js";
 
 export type GpuInit = MessageInitShape<typeof GpuSchema>;
 export type FabricInit = MessageInitShape<typeof FabricSchema>;
 export type GpuProblemInit = MessageInitShape<typeof GpuProblemSchema>;
 
-/** What the node's GPUs are: read once at start. */
+/**
+ * Which occurrence of a problem a sample shows: a condition ("state": a
+ * counter or 1, new when it rises) or a logged event ("event": new once).
+ * The agent reports each occurrence once (hardware-watch.ts).
+ */
+export interface ProblemOccurrence {
+  type: "state" | "event";
+  signal: string;
+  level: number;
+}
+
+/** A GPU problem as a GPU source sees it: `gpuIndex` is the GPU's place in its sample. */
+export interface SampledProblem {
+  gpuIndex: number;
+  kind: GpuProblem_Kind;
+  message: string;
+  occurrence: ProblemOccurrence;
+}
+
+/** A GPU as a sample lists it. `slot` is where it sits (its PCI bus id): a new UUID in the same slot is a swapped GPU. */
+export interface GpuSeen {
+  uuid: string;
+  slot: string;
+  product: string;
+  memoryTotalMb: number;
+}
+
+/** What the node's GPUs are at start. */
 export interface NodeHardwareInventory {
   gpus: GpuInit[];
   fabrics: FabricInit[];
   /** Problems seen at discovery. */
-  problems: GpuProblemInit[];
+  problems: SampledProblem[];
+  /** Each GPU's slot (as in {@link GpuSeen}), in `gpus` order; absent: by index. */
+  slots?: string[];
 }
 
 /** A periodic look at the GPUs: memory used by anything (ours or foreign), and problems seen. */
 export interface GpuSample {
+  /** Per GPU listed, in the sample's order. */
   memoryUsedMb: number[];
-  problems: GpuProblemInit[];
+  problems: SampledProblem[];
+  /** The GPUs listed now; absent: the source cannot tell (the registered ones stand). */
+  gpus?: GpuSeen[];
 }
 
 export interface GpuSource {
@@ -128,6 +161,12 @@ export interface NodeAgentOptions {
   supervisor: ShardSupervisor;
   metrics: AgentMetrics;
   logger: NodeAgentLogger;
+  /** How often the GPUs are sampled (default: every heartbeat). */
+  gpuSampleMs?: number;
+  /** GPU samples failing this many times in a row is a node problem (default 3). */
+  gpuSampleFailureThreshold?: number;
+  /** Where the problem occurrences already reported are kept (none: in memory only). */
+  problemLedger?: ProblemLedgerStore;
 }
 
 const STATE: Record<ShardStateName, State> = {
@@ -146,22 +185,22 @@ function kindName(kind: GpuProblem_Kind | undefined): string {
 export class NodeAgent {
   readonly #o: NodeAgentOptions;
   readonly #connection: AgentConnection;
-  /** Memory in use per GPU, last sampled. */
-  #memoryUsedMb: number[];
-  /** Problems per GPU: registered with every registration (the hardware stays broken). */
-  readonly #problems: string[][];
+  /** The GPUs now, their memory and the problem occurrences reported (hardware-watch.ts). */
+  readonly #watch: HardwareWatch;
   /** Problems not yet said in a heartbeat. */
   #pendingProblems: GpuProblemInit[] = [];
-  readonly #seenProblems = new Set<string>();
+  #pendingNodeProblems: string[] = [];
   #sampleTimer: NodeJS.Timeout | undefined;
   #sampling: Promise<void> | undefined;
   #stopped = false;
 
   constructor(opts: NodeAgentOptions) {
     this.#o = opts;
-    this.#memoryUsedMb = opts.hardware.gpus.map((g) => Number(g.memoryUsedMb ?? 0));
-    this.#problems = opts.hardware.gpus.map((g) => [...(g.problems ?? [])]);
-    for (const p of opts.hardware.problems) this.#noteProblem(p, false);
+    this.#watch = new HardwareWatch(opts.hardware, {
+      failureThreshold: opts.gpuSampleFailureThreshold ?? 3,
+      ...(opts.problemLedger ? { store: opts.problemLedger } : {}),
+    });
+    for (const p of this.#watch.initialProblems()) this.#noteProblem(p);
     this.#connection = new AgentConnection({
       gateways: opts.gateways,
       protocol: "connect",
@@ -188,13 +227,13 @@ export class NodeAgent {
     return this.#connection.lastRegistration;
   }
 
-  /** Connects and keeps connected until stop(); samples the GPUs every heartbeat. */
+  /** Connects and keeps connected until stop(); samples the GPUs every gpuSampleMs (default: every heartbeat). */
   start(): void {
     this.#sampleTimer = setInterval(() => {
       this.#sampling ??= this.#sample().finally(() => {
         this.#sampling = undefined;
       });
-    }, this.#o.heartbeatMs);
+    }, this.#o.gpuSampleMs ?? this.#o.heartbeatMs);
     this.#connection.start();
   }
 
@@ -247,16 +286,19 @@ export class NodeAgent {
       nodeId: o.nodeId,
       agentVersion: o.agentVersion,
       advertiseAddress: o.advertiseAddress,
-      gpus: o.hardware.gpus.map((g, i) => ({
-        ...g,
-        memoryUsedMb: BigInt(this.#memoryUsedMb[i] ?? 0),
-        problems: [...(this.#problems[i] ?? [])],
+      // Problems go in heartbeats, once per occurrence: the control plane keeps them until cleared.
+      gpus: this.#watch.present().map(({ gpu, memoryUsedMb }) => ({
+        ...gpu,
+        memoryUsedMb: BigInt(memoryUsedMb),
+        problems: [],
       })),
       fabrics: o.hardware.fabrics,
       // What runs now, adopted engines included; an empty list is information.
       runningShards: o.supervisor
         .shards()
         .filter((s) => s.state === "starting" || s.state === "running" || s.state === "draining")
+        // A shard on a GPU gone is reported failed (hardware-watch.ts), not running.
+        .filter((s) => s.gpuIndices.every((i) => this.#watch.has(i)))
         .map((s) => ({
           shardId: s.shardId,
           replicaId: s.replicaId,
@@ -272,8 +314,14 @@ export class NodeAgent {
 
   #heartbeat(): HeartbeatInit {
     const problems = this.#pendingProblems;
+    const nodeProblems = this.#pendingNodeProblems;
     this.#pendingProblems = [];
-    return { gpuMemoryUsedMb: this.#memoryUsedMb.map((mb) => BigInt(mb)), gpuProblems: problems };
+    this.#pendingNodeProblems = [];
+    return {
+      gpuMemoryUsedMb: this.#watch.present().map((g) => BigInt(g.memoryUsedMb)),
+      gpuProblems: problems,
+      newProblems: nodeProblems,
+    };
   }
 
   #onConnectionEvent(e: ConnectionEvent): void {
@@ -363,11 +411,16 @@ export class NodeAgent {
   }
 
   #start(cmd: StartShard): Promise<CommandOutcome> {
-    const n = this.#o.hardware.gpus.length;
     if (cmd.gpuIndices.length === 0) return Promise.resolve({ ok: false, error: "no GPU indices given" });
-    const bad = cmd.gpuIndices.find((i) => i >= n);
+    const bad = cmd.gpuIndices.find((i) => !this.#watch.has(i));
     if (bad !== undefined)
-      return Promise.resolve({ ok: false, error: `GPU index ${bad} does not exist (the node has ${n})` });
+      return Promise.resolve({
+        ok: false,
+        error: `GPU index ${bad} is not on this node now (it has ${this.#watch
+          .present()
+          .map((g) => g.gpu.index)
+          .join(", ")})`,
+      });
     return this.#o.supervisor.start({
       shardId: cmd.shardId,
       replicaId: cmd.replicaId,
@@ -395,33 +448,58 @@ export class NodeAgent {
   // --- GPUs ------------------------------------------------------------------
 
   async #sample(): Promise<void> {
+    let outcome: ReturnType<HardwareWatch["observe"]>;
     try {
-      const s = await this.#o.gpus.sample();
-      this.#memoryUsedMb = this.#o.hardware.gpus.map(
-        (_, i) => s.memoryUsedMb[i] ?? this.#memoryUsedMb[i] ?? 0,
-      );
-      this.#memoryUsedMb.forEach((mb, i) => {
-        this.#o.metrics.gpuMemoryUsed.set({ gpu: String(i) }, mb);
-      });
-      for (const p of s.problems) this.#noteProblem(p, true);
+      outcome = this.#watch.observe(await this.#o.gpus.sample());
     } catch (err) {
-      // The last good sample stands; a driver that stopped answering is for operators to see.
+      // The last good sample stands; after a few failures in a row it is a node problem, not frozen figures.
+      const reason = err instanceof Error ? err.message : String(err);
       this.#o.metrics.gpuSampleFailures.inc();
-      this.#o.logger.error({ err: err instanceof Error ? err.message : String(err) }, "GPU sample failed");
+      this.#o.logger.error({ err: reason }, "GPU sample failed");
+      const problem = this.#watch.failed(reason);
+      if (problem !== undefined && !this.#stopped) {
+        this.#o.metrics.gpuProblems.inc({ kind: "node" });
+        this.#o.logger.warn({ problem }, "node problem");
+        this.#pendingNodeProblems.push(problem);
+      }
+      return;
     }
+    for (const g of this.#watch.present())
+      this.#o.metrics.gpuMemoryUsed.set({ gpu: String(g.gpu.index) }, g.memoryUsedMb);
+    for (const p of outcome.problems) this.#noteProblem(p);
+    if (outcome.changes.length > 0 && !this.#stopped) this.#hardwareChanged(outcome.changes);
   }
 
-  /** A problem is reported once: an agent repeating it would say nothing new. */
-  #noteProblem(p: GpuProblemInit, forHeartbeat: boolean): void {
-    const index = p.gpuIndex ?? 0;
-    const message = p.message ?? "";
-    const key = `${index}\u0000${message}`;
-    if (this.#seenProblems.has(key)) return;
-    this.#seenProblems.add(key);
-    const list = this.#problems[index];
-    if (list && !list.includes(message)) list.push(message);
+  /** GPUs left, came back or were swapped: shards on a GPU gone fail, and the node registers again. */
+  #hardwareChanged(changes: GpuChange[]): void {
+    this.#o.logger.warn({ changes }, "the node's GPUs changed: registering again");
+    const gone = new Map(
+      changes.filter((c) => c.kind === "gone" || c.kind === "swapped").map((c) => [c.index, c]),
+    );
+    for (const s of this.#o.supervisor.shards()) {
+      if (s.state !== "starting" && s.state !== "running" && s.state !== "draining") continue;
+      const lost = s.gpuIndices.map((i) => gone.get(i)).find((c) => c !== undefined);
+      if (!lost) continue;
+      const error =
+        lost.kind === "gone"
+          ? `GPU ${lost.index} (${lost.uuid}) is no longer listed by nvidia-smi`
+          : `GPU ${lost.index} was replaced (${lost.previousUuid} is now ${lost.uuid})`;
+      this.onShardEvent({ shardId: s.shardId, replicaId: s.replicaId, state: "failed", error });
+      // Its engine is stopped too: what is left of it holds memory on the GPUs that remain.
+      void this.#o.supervisor.stop(s.shardId).catch((err: unknown) => {
+        this.#o.logger.warn({ shard: s.shardId, err: String(err) }, "stopping a shard on a GPU gone");
+      });
+    }
+    this.#connection.reregister();
+  }
+
+  /** A new problem occurrence: said in the next heartbeat. */
+  #noteProblem(p: GpuProblemInit): void {
     this.#o.metrics.gpuProblems.inc({ kind: kindName(p.kind) });
-    this.#o.logger.warn({ gpu: index, kind: kindName(p.kind), problem: message }, "GPU problem");
-    if (forHeartbeat) this.#pendingProblems.push(p);
+    this.#o.logger.warn(
+      { gpu: p.gpuIndex ?? 0, kind: kindName(p.kind), problem: p.message ?? "" },
+      "GPU problem",
+    );
+    this.#pendingProblems.push(p);
   }
 }

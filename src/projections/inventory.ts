@@ -51,8 +51,11 @@ function applyRegistration(n: NodeState, reg: Register | undefined): void {
   n.agentVersion = reg.agentVersion;
   n.advertiseAddress = reg.advertiseAddress;
   n.labels = sortedRecord(reg.labels);
-  // A fresh registration carries the agent's own per-GPU health view; a GPU
-  // cordon is operator intent and outlives it.
+  // A GPU cordon is operator intent and outlives a registration. So do the
+  // problems of a GPU still there (same index, same UUID): an agent reports
+  // each occurrence once, and only `gpu clear` ends it. A GPU with another
+  // UUID is other hardware, and starts clean.
+  const before = new Map(n.gpus.map((g) => [g.index, g]));
   n.gpus = reg.gpus.map((g) => {
     const gpu = gpuFrom(g);
     const reason = cordons.get(gpu.index);
@@ -60,10 +63,14 @@ function applyRegistration(n: NodeState, reg: Register | undefined): void {
       gpu.cordoned = true;
       gpu.cordonReason = reason;
     }
+    const old = before.get(gpu.index);
+    if (old && old.uuid === gpu.uuid) {
+      gpu.problems = [...old.problems, ...gpu.problems.filter((p) => !old.problems.includes(p))];
+      gpu.faults = old.faults.map((f) => ({ ...f }));
+    }
     return gpu;
   });
   n.fabrics = reg.fabrics.map(fabricFrom);
-  n.nodeProblems = [];
 }
 
 /** A GPU cordon on or off; intent for a node or GPU never seen changes nothing. */

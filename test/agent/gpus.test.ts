@@ -30,8 +30,8 @@ const FAKE_SMI = join(import.meta.dirname, "../fixtures/agent/fake-nvidia-smi.mj
 const KMSG_XID = readFileSync(join(import.meta.dirname, "../fixtures/agent/kmsg-xid.txt"), "utf8");
 const config = hardwareConfigSchema.parse({});
 const H100 =
-  "0, GPU-1a2b3c4d-0000-1111-2222-333344445555, NVIDIA H100 80GB HBM3, 81559, 0, 00000000:18:00.0, 34, 0, No\n" +
-  "1, GPU-1a2b3c4d-0000-1111-2222-333344445556, NVIDIA H100 80GB HBM3, 81559, 4210, 00000000:2A:00.0, 93, [N/A], [Not Supported]\n";
+  "0, GPU-1a2b3c4d-0000-1111-2222-333344445555, NVIDIA H100 80GB HBM3, 81559, 0, 00000000:18:00.0, 34, 0, No, No, No\n" +
+  "1, GPU-1a2b3c4d-0000-1111-2222-333344445556, NVIDIA H100 80GB HBM3, 81559, 4210, 00000000:2A:00.0, 93, [N/A], [Not Supported], [N/A], [N/A]\n";
 
 function withState<T>(state: object, fn: (path: string) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), "llmgw-smi-"));
@@ -58,11 +58,42 @@ describe("GPU discovery", () => {
   it("refuses output that is not a GPU list, quoting the line", () => {
     assert.throws(() => parseQueryGpu(""), GpuOutputError);
     assert.throws(
-      () => parseQueryGpu("0, GPU-1a2b-3c4d, H100, lots, 0, b, 1, 0, No"),
+      () => parseQueryGpu("0, GPU-1a2b-3c4d, H100, lots, 0, b, 1, 0, No, No, No"),
       /memory.total "lots" is not a whole number/,
     );
-    assert.throws(() => parseQueryGpu("Segmentation fault"), /expected 9 columns .* in "Segmentation fault"/);
+    assert.throws(
+      () => parseQueryGpu("Segmentation fault"),
+      /expected 11 columns .* in "Segmentation fault"/,
+    );
     assert.throws(() => parseQueryGpu(H100.split("\n")[1]!), /indices are not 0..0 in order/);
+  });
+
+  it("reads remapped rows (H100: retired pages N/A) as problems, each a condition with a level", () => {
+    const rows = parseQueryGpu(
+      "0, GPU-1a2b3c4d-0000-1111-2222-333344445555, NVIDIA H100 80GB HBM3, 81559, 0, 00000000:18:00.0, 34, 2, [N/A], Yes, Yes\n",
+    );
+    assert.deepEqual(
+      [rows[0]!.retiredPagesPending, rows[0]!.remappedRowsPending, rows[0]!.remappedRowsFailure],
+      [undefined, true, true],
+    );
+    assert.deepEqual(
+      rowProblems(rows[0]!, 90).map((p) => [p.kind, p.message, p.occurrence.signal, p.occurrence.level]),
+      [
+        [GpuProblem_Kind.ECC, "2 uncorrectable ECC errors", "ecc", 2],
+        [
+          GpuProblem_Kind.RETIRED_PAGES,
+          "remapped rows pending (a reset is needed)",
+          "remapped-rows-pending",
+          1,
+        ],
+        [
+          GpuProblem_Kind.RETIRED_PAGES,
+          "row remapping failed (the GPU needs service)",
+          "remapped-rows-failure",
+          1,
+        ],
+      ],
+    );
   });
 
   it("groups NVLink domains from topo -m, ignoring NIC rows and the legend", () => {
@@ -82,9 +113,15 @@ describe("GPU discovery", () => {
 
   it("reads Xid lines of /dev/kmsg and dmesg, old and new driver formats, other lines skipped", () => {
     assert.deepEqual(parseXidLines(KMSG_XID), [
-      { pciKey: "0000:28:00", xid: 79, detail: "GPU has fallen off the bus." },
-      { pciKey: "0000:18:00", xid: 13, detail: "Graphics Exception: ESR 0x504648=0x2000d" },
+      { stamp: "1023", pciKey: "0000:28:00", xid: 79, detail: "GPU has fallen off the bus." },
       {
+        stamp: "7123.456789",
+        pciKey: "0000:18:00",
+        xid: 13,
+        detail: "Graphics Exception: ESR 0x504648=0x2000d",
+      },
+      {
+        stamp: "1025",
         pciKey: "0000:28:00",
         xid: 48,
         detail:
@@ -102,7 +139,7 @@ describe("GPU discovery", () => {
       { index: 1, pciBusId: "00000000:28:00.0" },
     ];
     const problems = xidProblems(
-      [...parseXidLines(KMSG_XID), { pciKey: "0000:99:00", xid: 79, detail: "" }],
+      [...parseXidLines(KMSG_XID), { pciKey: "0000:99:00", xid: 79, detail: "", stamp: "9" }],
       gpus,
       config.xidIgnore,
     );
@@ -167,6 +204,17 @@ describe("GPU discovery", () => {
       assert.deepEqual(
         sample.problems.map((p) => [p.gpuIndex, p.kind]),
         [[3, GpuProblem_Kind.ECC]],
+      );
+      // A GPU fallen off the bus is not listed; the ones behind it move up, their slots stay.
+      writeFileSync(path, JSON.stringify({ gpus: [{}, { gone: true }, {}, { remappedPending: true }] }));
+      const after = await nvidiaSmiSource(o).sample();
+      assert.deepEqual(
+        after.gpus?.map((g) => g.slot),
+        [inv.slots?.[0], inv.slots?.[2], inv.slots?.[3]],
+      );
+      assert.deepEqual(
+        after.problems.map((p) => [p.gpuIndex, p.message]),
+        [[2, "remapped rows pending (a reset is needed)"]],
       );
     });
   });

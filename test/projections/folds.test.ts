@@ -147,15 +147,22 @@ describe("inventory fold", () => {
     );
   });
 
-  it("hardwareChanged: the current session's new registration replaces GPUs and clears node problems", () => {
+  it("hardwareChanged: the current session's new registration replaces GPUs; node problems stay until cleared", () => {
     const f = new EventFactory();
+    const reg = h100Node("a1", { gpuProblems: { 3: ["ecc"] } });
+    reg.gpus = reg.gpus?.filter((g) => g.index !== 5);
     const { after } = given(
       f.sessionOpened("a1", "s-1", "gw-1"),
       f.usage("a1", "s-1", [0], ["Xid 48: double-bit ECC"]),
-    ).when(f.hardwareChanged("a1", "s-1", h100Node("a1", { gpuProblems: { 3: ["ecc"] } })));
+    ).when(f.hardwareChanged("a1", "s-1", reg));
     const n = after.inventory.nodes["a1"]!;
-    assert.deepEqual(n.nodeProblems, []);
+    assert.deepEqual(n.nodeProblems, ["Xid 48: double-bit ECC"], "only an operator clear ends them");
     assert.deepEqual(n.gpus[3]?.problems, ["ecc"]);
+    assert.deepEqual(
+      n.gpus.map((g) => g.index),
+      [0, 1, 2, 3, 4, 6, 7],
+      "a GPU the agent no longer lists is gone",
+    );
   });
 
   it("usageChanged: memory per GPU is updated; node-level problems accumulate and keep the node marked", () => {

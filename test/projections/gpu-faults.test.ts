@@ -110,14 +110,26 @@ describe("fold: per-GPU problems and cordons", () => {
     assert.deepEqual(back.after.inventory.nodes["a1"]?.gpus[5]?.cordoned, false);
   });
 
-  it("a re-registration replaces the reported problems with the agent's own view", () => {
+  it("a re-registration and a new session keep a GPU's problems (only gpu clear ends them); a new UUID starts clean", () => {
     const f = new EventFactory();
     const { after } = given(
       f.sessionOpened("a1", "s-1", "gw-1"),
       gpuProblem(f, "s-1", 3, GpuProblem_Kind.XID, "Xid 79"),
-    ).when(f.hardwareChanged("a1", "s-1", h100Node("a1", { gpuProblems: { 3: ["Xid 79"] } })));
+    ).when(
+      f.hardwareChanged("a1", "s-1", h100Node("a1", { gpuProblems: { 3: ["Xid 79"] } })),
+      f.sessionClosed("a1", "s-1", "gw-1"),
+      f.sessionOpened("a1", "s-2", "gw-1"),
+    );
     const g = after.inventory.nodes["a1"]?.gpus[3];
-    assert.deepEqual([g?.problems, g?.faults], [["Xid 79"], []]);
+    assert.deepEqual([g?.problems, g?.faults], [["Xid 79"], [{ kind: "xid", message: "Xid 79" }]]);
+    const node = h100Node("a1");
+    node.gpus![3]!.uuid = "GPU-swapped-in";
+    const swapped = given(
+      f.sessionOpened("a1", "s-1", "gw-1"),
+      gpuProblem(f, "s-1", 3, GpuProblem_Kind.XID, "Xid 79"),
+    ).when(f.hardwareChanged("a1", "s-1", node));
+    const s3 = swapped.after.inventory.nodes["a1"]?.gpus[3];
+    assert.deepEqual([s3?.uuid, s3?.problems, s3?.faults], ["GPU-swapped-in", [], []]);
   });
 
   it("intent for an unknown node or GPU changes nothing", () => {

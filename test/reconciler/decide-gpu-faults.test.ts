@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Fleet, kinds, llama8b, llama70b, ofKind } from "../support/fleet.js";
+import { Fleet, kinds, llama8b, llama70b, ofKind, registration } from "../support/fleet.js";
 
 const M8 = "llama-3.1-8b";
 const M70 = "llama-3.3-70b";
@@ -52,6 +52,44 @@ describe("decide: GPU faults", () => {
     f.obey(swap);
     assert.deepEqual(kinds(f.step().decisions), ["replicaRemoved"]);
     assert.deepEqual(f.settle(), []);
+  });
+
+  it("a shard on a GPU the node registers again without is moved: the gone GPU counts as faulty", () => {
+    // The replica's first GPU, or one of its middle ones.
+    for (const which of [0, 2]) {
+      const f = new Fleet();
+      f.connect("gpu-a1");
+      f.catalog(llama70b(1));
+      f.run();
+      const [old] = f.replicasOf(M70);
+      const gpus = old?.shards[0]?.gpuIndices ?? [];
+      // The GPU falls off the bus: a re-registration on the live stream lists the node without it.
+      const lost = gpus[which] as number;
+      const reg = registration("gpu-a1");
+      reg.gpus = reg.gpus?.filter((g) => g.index !== lost) ?? [];
+      const sessionId = f.state.inventory.nodes["gpu-a1"]?.session?.sessionId ?? "";
+      f.apply({ case: "hardwareChanged", value: { nodeId: "gpu-a1", sessionId, registration: reg } });
+      assert.equal(
+        f.state.inventory.nodes["gpu-a1"]?.gpus.some((g) => g.index === lost),
+        false,
+        "the fold took the GPU out",
+      );
+      const out = f.step();
+      assert.deepEqual(kinds(out.decisions), ["replicaCreated", "replicaPlaced"]);
+      assert.equal(ofKind(out.decisions, "replicaCreated")[0]?.replaces, old?.replicaId);
+      assert.match(
+        out.decisions[0]?.explanation ?? "",
+        new RegExp(`GPU ${lost} of gpu-a1 is no longer registered`),
+      );
+      const placed = ofKind(out.decisions, "replicaPlaced")[0]?.shards[0];
+      assert.ok(placed && !placed.gpuIndices.includes(lost), "the replacement is not on the gone GPU");
+      f.obey(out);
+      const swap = f.step();
+      assert.deepEqual(kinds(swap.decisions), ["replicaDrainStarted"]);
+      f.obey(swap);
+      assert.deepEqual(kinds(f.step().decisions), ["replicaRemoved"]);
+      assert.deepEqual(f.settle(), []);
+    }
   });
 
   it("a faulty GPU takes no new work; the other seven do; clearing returns it", () => {

@@ -173,6 +173,23 @@ export class AgentConnection {
     return this.#lastRegistration;
   }
 
+  /**
+   * Registers again on the live stream (the node's hardware changed): the
+   * gateway records the new registration. Not connected: the next
+   * connection registers what the node has then anyway.
+   */
+  reregister(): boolean {
+    const s = this.#stream;
+    if (!s?.registered || this.#silent) return false;
+    const registration = create(RegisterSchema, {
+      ...this.#o.registration(),
+      cumulativeAcks: true,
+      instanceId: this.#instanceId,
+    });
+    this.#lastRegistration = registration;
+    return this.#put(s, { msg: { case: "register", value: registration } }, undefined);
+  }
+
   /** Messages said and not acknowledged yet (with resendUnacked). */
   get unacknowledged(): number {
     return this.#unacked.size;

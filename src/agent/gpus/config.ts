@@ -24,6 +24,14 @@ export const hardwareConfigSchema = z.strictObject({
   kernelLog: z.string().min(1).default("/dev/kmsg"),
   /** Xids not taken as GPU problems: by default those an application's own bug raises. */
   xidIgnore: z.array(z.number().int().min(1)).default([...APPLICATION_XIDS]),
+  /**
+   * How often the GPUs are read again (nvidia-smi's list, memory, problems),
+   * in ms; a GPU gone, back or swapped leads to a re-registration. Default:
+   * every heartbeat.
+   */
+  sampleMs: z.number().int().min(100).max(600_000).optional(),
+  /** nvidia-smi failing this many samples in a row is reported as a node problem. */
+  sampleFailureThreshold: z.number().int().min(1).max(1000).default(3),
 });
 
 export type HardwareConfig = z.output<typeof hardwareConfigSchema>;

@@ -10,10 +10,11 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import type {
   FabricInit,
-  GpuProblemInit,
   GpuSample,
+  GpuSeen,
   GpuSource,
   NodeHardwareInventory,
+  SampledProblem,
 } from "../node-agent.js";
 import type { HardwareConfig } from "./config.js";
 import type { KernelLog } from "./kernel-log.js";
@@ -25,7 +26,7 @@ import {
   QUERY_COLUMNS,
   rowProblems,
 } from "./parse.js";
-import { parseXidLines, xidProblems } from "./xid.js";
+import { normalisePciBusId, parseXidLines, xidProblems } from "./xid.js";
 
 /** nvidia-smi (or the --gpus-from file) could not tell what the GPUs are. */
 export class GpuDiscoveryError extends Error {
@@ -90,7 +91,7 @@ function fabricsOf(nodeId: string, config: HardwareConfig, nvlink: number[][]): 
 }
 
 /** What the rows show, and the Xids the kernel logged since the last look. */
-function problemsOf(rows: GpuRow[], o: NvidiaSmiOptions): GpuProblemInit[] {
+function problemsOf(rows: GpuRow[], o: NvidiaSmiOptions): SampledProblem[] {
   const xids = o.kernelLog ? xidProblems(parseXidLines(o.kernelLog.readNew()), rows, o.config.xidIgnore) : [];
   return [...rows.flatMap((r) => rowProblems(r, o.config.thermalLimitC)), ...xids];
 }
@@ -121,7 +122,17 @@ export async function discoverWithNvidiaSmi(o: NvidiaSmiOptions): Promise<NodeHa
     })),
     fabrics: fabricsOf(o.nodeId, o.config, nvlink),
     problems,
+    slots: rows.map(slotOf),
   };
+}
+
+/** Where a GPU sits: its PCI bus id (stable while the GPU is in the machine), else its index. */
+function slotOf(r: GpuRow): string {
+  return normalisePciBusId(r.pciBusId) ?? `index:${r.index}`;
+}
+
+function seen(r: GpuRow): GpuSeen {
+  return { uuid: r.uuid, slot: slotOf(r), product: r.product, memoryTotalMb: r.memoryTotalMb };
 }
 
 /** Periodic samples through nvidia-smi: memory held by any process (a foreign one included) and problems. */
@@ -132,6 +143,7 @@ export function nvidiaSmiSource(o: NvidiaSmiOptions): GpuSource {
       return {
         memoryUsedMb: rows.map((r) => r.memoryUsedMb),
         problems: problemsOf(rows, o),
+        gpus: rows.map(seen),
       };
     },
   };
@@ -194,14 +206,25 @@ export async function discoverFromFile(
       problems: [],
     })),
     fabrics: fabricsOf(nodeId, config, nvlink),
-    problems: [] as GpuProblemInit[],
+    problems: [],
+    slots: gpus.map((g) => `index:${g.index}`),
   };
 }
 
 export function fileSource(path: string): GpuSource {
   return {
     async sample(): Promise<GpuSample> {
-      return { memoryUsedMb: (await readGpusFile(path)).map((g) => g.memoryUsedMb), problems: [] };
+      const gpus = await readGpusFile(path);
+      return {
+        memoryUsedMb: gpus.map((g) => g.memoryUsedMb),
+        problems: [],
+        gpus: gpus.map((g) => ({
+          uuid: g.uuid,
+          slot: `index:${g.index}`,
+          product: g.product,
+          memoryTotalMb: g.memoryTotalMb,
+        })),
+      };
     },
   };
 }

@@ -3,7 +3,7 @@
  * typed rows or a typed error quoting the line out.
  */
 import { GpuProblem_Kind } from "../../gen/llmgw/v1/agent_pb.js";
-import type { GpuProblemInit } from "../node-agent.js";
+import type { SampledProblem } from "../node-agent.js";
 
 /** The columns asked of `nvidia-smi --query-gpu`, in order. */
 export const QUERY_COLUMNS = [
@@ -16,6 +16,9 @@ export const QUERY_COLUMNS = [
   "temperature.gpu",
   "ecc.errors.uncorrected.volatile.total",
   "retired_pages.pending",
+  // Ampere and later (H100) remap rows instead of retiring pages: retired_pages.* is N/A there.
+  "remapped_rows.pending",
+  "remapped_rows.failure",
 ] as const;
 
 export interface GpuRow {
@@ -28,6 +31,8 @@ export interface GpuRow {
   temperatureC: number | undefined;
   eccUncorrected: number | undefined;
   retiredPagesPending: boolean | undefined;
+  remappedRowsPending: boolean | undefined;
+  remappedRowsFailure: boolean | undefined;
 }
 
 /** nvidia-smi's output could not be read as GPUs: the line and why. */
@@ -41,6 +46,10 @@ function optionalNumber(v: string): number | undefined {
   if (NOT_AVAILABLE.test(v)) return undefined;
   const n = Number(v);
   return Number.isFinite(n) ? n : undefined;
+}
+
+function optionalFlag(v: string): boolean | undefined {
+  return NOT_AVAILABLE.test(v) ? undefined : /^yes$/i.test(v);
 }
 
 function wholeNumber(v: string, what: string, line: string): number {
@@ -62,7 +71,9 @@ export function parseQueryGpu(text: string): GpuRow[] {
       throw new GpuOutputError(
         `expected ${QUERY_COLUMNS.length} columns (${QUERY_COLUMNS.join(", ")}), got ${cols.length} in ${JSON.stringify(line)}`,
       );
-    const [index, uuid, name, total, used, bus, temp, ecc, retired] = cols as [
+    const [index, uuid, name, total, used, bus, temp, ecc, retired, remapPending, remapFailure] = cols as [
+      string,
+      string,
       string,
       string,
       string,
@@ -87,7 +98,9 @@ export function parseQueryGpu(text: string): GpuRow[] {
       pciBusId: bus,
       temperatureC: optionalNumber(temp),
       eccUncorrected: optionalNumber(ecc),
-      retiredPagesPending: NOT_AVAILABLE.test(retired) ? undefined : /^yes$/i.test(retired),
+      retiredPagesPending: optionalFlag(retired),
+      remappedRowsPending: optionalFlag(remapPending),
+      remappedRowsFailure: optionalFlag(remapFailure),
     };
   });
   rows.forEach((r, i) => {
@@ -101,26 +114,50 @@ export function parseQueryGpu(text: string): GpuRow[] {
   return rows;
 }
 
-/** The problems a row shows: uncorrectable ECC errors, retired pages pending, over the thermal limit. */
-export function rowProblems(row: GpuRow, thermalLimitC: number): GpuProblemInit[] {
-  const out: GpuProblemInit[] = [];
+/**
+ * The problems a row shows: uncorrectable ECC errors, retired pages or
+ * remapped rows pending, a row remapping failure, over the thermal limit.
+ * Each is a condition (`occurrence.type` "state"): its level is the counter
+ * (ECC) or 1, so a new occurrence is a rising counter or a condition that
+ * went away and came back.
+ */
+export function rowProblems(row: GpuRow, thermalLimitC: number): SampledProblem[] {
+  const out: SampledProblem[] = [];
+  const state = (signal: string, level: number) => ({ type: "state" as const, signal, level });
   if (row.eccUncorrected !== undefined && row.eccUncorrected > 0)
     out.push({
       gpuIndex: row.index,
       kind: GpuProblem_Kind.ECC,
       message: `${row.eccUncorrected} uncorrectable ECC errors`,
+      occurrence: state("ecc", row.eccUncorrected),
     });
   if (row.retiredPagesPending === true)
     out.push({
       gpuIndex: row.index,
       kind: GpuProblem_Kind.RETIRED_PAGES,
       message: "retired pages pending (a reset is needed)",
+      occurrence: state("retired-pages-pending", 1),
+    });
+  if (row.remappedRowsPending === true)
+    out.push({
+      gpuIndex: row.index,
+      kind: GpuProblem_Kind.RETIRED_PAGES,
+      message: "remapped rows pending (a reset is needed)",
+      occurrence: state("remapped-rows-pending", 1),
+    });
+  if (row.remappedRowsFailure === true)
+    out.push({
+      gpuIndex: row.index,
+      kind: GpuProblem_Kind.RETIRED_PAGES,
+      message: "row remapping failed (the GPU needs service)",
+      occurrence: state("remapped-rows-failure", 1),
     });
   if (row.temperatureC !== undefined && row.temperatureC >= thermalLimitC)
     out.push({
       gpuIndex: row.index,
       kind: GpuProblem_Kind.THERMAL,
       message: `over its thermal limit (${thermalLimitC} C)`,
+      occurrence: state("thermal", 1),
     });
   return out;
 }

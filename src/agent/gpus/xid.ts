@@ -6,7 +6,7 @@
  * events out.
  */
 import { GpuProblem_Kind } from "../../gen/llmgw/v1/agent_pb.js";
-import type { GpuProblemInit } from "../node-agent.js";
+import type { SampledProblem } from "../node-agent.js";
 
 /** One Xid line: which PCI device, which Xid, and the driver's words. */
 export interface XidEvent {
@@ -15,7 +15,16 @@ export interface XidEvent {
   xid: number;
   /** The driver's words after the Xid, without the pid and process name. */
   detail: string;
+  /**
+   * Which logging of it this is: the /dev/kmsg record's sequence number, or
+   * dmesg's timestamp, or the line itself. The same line read again (the
+   * kernel log re-read after an agent restart) is the same occurrence.
+   */
+  stamp: string;
 }
+
+const KMSG_SEQ = /^\d+,(\d+),/;
+const DMESG_TIME = /^\[\s*([\d.]+)\]/;
 
 // Kernels print "Xid (PCI:0000:3b:00): 79, …"; older drivers "Xid (0000:3b:00): 79, …".
 const XID_LINE =
@@ -38,7 +47,9 @@ export function parseXidLines(text: string): XidEvent[] {
   for (const line of text.split("\n")) {
     const m = XID_LINE.exec(line.trimEnd());
     if (!m) continue;
+    const stamp = KMSG_SEQ.exec(line)?.[1] ?? DMESG_TIME.exec(line)?.[1] ?? line.trim();
     out.push({
+      stamp,
       pciKey: `${m[1]!.slice(-4)}:${m[2]}:${m[3]}`.toLowerCase(),
       xid: Number(m[4]),
       // The process that met the error varies from line to line; the error does not.
@@ -88,17 +99,23 @@ export function xidProblems(
   events: readonly XidEvent[],
   gpus: readonly { index: number; pciBusId: string }[],
   ignore: readonly number[],
-): GpuProblemInit[] {
+): SampledProblem[] {
   const byBus = new Map<string, number>();
   for (const g of gpus) {
     const key = normalisePciBusId(g.pciBusId);
     if (key) byBus.set(key, g.index);
   }
-  const out: GpuProblemInit[] = [];
+  const out: SampledProblem[] = [];
   for (const e of events) {
     const gpuIndex = byBus.get(e.pciKey);
     if (gpuIndex === undefined || ignore.includes(e.xid)) continue;
-    out.push({ gpuIndex, kind: GpuProblem_Kind.XID, message: xidMessage(e) });
+    out.push({
+      gpuIndex,
+      kind: GpuProblem_Kind.XID,
+      message: xidMessage(e),
+      // Each logging is an occurrence: one Xid logged twice is reported twice.
+      occurrence: { type: "event", signal: `xid ${e.xid} ${e.stamp}`, level: 1 },
+    });
   }
   return out;
 }

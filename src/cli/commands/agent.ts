@@ -10,6 +10,7 @@ import {
   discoverFromFile,
   discoverWithNvidiaSmi,
   EngineSupervisor,
+  fileProblemLedger,
   fileSource,
   GpuDiscoveryError,
   HostInstallError,
@@ -337,6 +338,9 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     supervisor,
     metrics,
     logger,
+    ...(config.hardware.sampleMs !== undefined ? { gpuSampleMs: config.hardware.sampleMs } : {}),
+    gpuSampleFailureThreshold: config.hardware.sampleFailureThreshold,
+    problemLedger: fileProblemLedger(stateDir, (obj, msg) => logger.warn(obj, msg)),
   });
   logger.info(
     { nodeId, gpus: hardware.gpus.length, fabrics: hardware.fabrics.map((f) => f.name), gateways },

@@ -6,6 +6,11 @@
  * model's disruption budget allows: drains.ts). A cordoned GPU only
  * keeps new work off (placement), like a cordoned node: nothing moves.
  * Node-level problems (not tied to a GPU) also only keep new work off.
+ * A shard on a GPU the node's registration no longer lists (it fell off the
+ * bus, or was taken out) is on a faulty GPU too: its replica is placed
+ * elsewhere. Such nodes are found by the gap their GPU indices leave; a
+ * node that lost its last GPU is found by the shard's own failure, which
+ * the agent reports with the registration.
  */
 import type { NodeState, ReplicaState, ShardState } from "../../projections/index.js";
 import { replaceThenDrain } from "./drains.js";
@@ -45,7 +50,7 @@ function faultyGpu(n: NodeState | undefined, s: ShardState): string | undefined 
   if (!n) return undefined;
   for (const i of s.gpuIndices) {
     const g = n.gpus.find((x) => x.index === i);
-    if (!g) continue;
+    if (!g) return `GPU ${i} of ${n.nodeId} is no longer registered (gone from the node)`;
     const first = g.faults[0];
     if (first) return `GPU ${i} of ${n.nodeId} has a problem (${first.kind}: ${first.message})`;
     const registered = g.problems[0];

@@ -27,9 +27,13 @@ export const unadoptedNode: GroupKey<NodeState> = function unadoptedNode(n) {
   return n.session !== null && n.session.adoptionSeq === 0 ? "" : null;
 };
 
-/** Nodes with a GPU that has a problem: GPU-fault moves. */
+/**
+ * Nodes with a GPU that has a problem, or a GPU missing from their
+ * registration (a gap in the indices, GPUs being listed from 0 in order):
+ * GPU-fault moves.
+ */
 export const gpuTroubleNode: GroupKey<NodeState> = function gpuTroubleNode(n) {
-  return n.gpus.some((g) => g.faults.length > 0 || g.problems.length > 0) ? "" : null;
+  return n.gpus.some((g, i) => g.faults.length > 0 || g.problems.length > 0 || g.index !== i) ? "" : null;
 };
 
 /** Nodes an operator drains. */
