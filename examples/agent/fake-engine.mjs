@@ -9,7 +9,11 @@
 //   --crash-once FILE      ... only when FILE does not exist yet (it is created): the
 //                          first engine crashes, the one started to replace it runs
 //   --ignore-sigterm       keep running on SIGTERM (only SIGKILL stops it)
-//   --record FILE          write {argv, env, pid} here at start
+//   --record FILE          write {argv, env, pid} here at start (env: all of it)
+//   --port-taken-once FILE the first engine (FILE does not exist yet; it is created)
+//                          finds its port taken, as when another program binds it
+//                          between the agent's check and the engine's bind: it dies
+//                          with EADDRINUSE
 import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
@@ -28,11 +32,13 @@ const crashAfterMs = flag("--crash-after-ms");
 const exitCode = Number(flag("--exit-code") ?? 1);
 const record = flag("--record");
 const crashOnce = flag("--crash-once");
-if (record) {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => k === "CUDA_VISIBLE_DEVICES" || k.startsWith("FAKE_ENGINE_")),
-  );
-  writeFileSync(record, JSON.stringify({ argv: process.argv.slice(1), env, pid: process.pid }));
+if (record)
+  writeFileSync(record, JSON.stringify({ argv: process.argv.slice(1), env: process.env, pid: process.pid }));
+const portTakenOnce = flag("--port-taken-once");
+if (portTakenOnce !== undefined && !existsSync(portTakenOnce)) {
+  writeFileSync(portTakenOnce, String(process.pid));
+  // Held (and never closed) before the real listen below: that one fails as a real bind would.
+  createServer().listen(port, "0.0.0.0");
 }
 let ready = false;
 let draining = false;

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -14,13 +15,13 @@ import { EngineSupervisor, enginesSchema, type ShardEvent, startTimeOfStat } fro
 
 const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
 
-function engines(extra: string[], stopGraceSeconds = 1) {
+function engines(extra: string[], stopGraceSeconds = 1, portRange?: [number, number]) {
   return enginesSchema.parse({
     default: {
       command: [process.execPath, FAKE_ENGINE, "--port", "{port}", ...extra],
       ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
       stopGraceSeconds,
-      portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+      portRange: portRange ?? [30000 + Math.floor(Math.random() * 20000), 60000],
     },
   });
 }
@@ -54,15 +55,17 @@ async function withSupervisor(
   extra: string[],
   fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
   grace = 1,
+  o: { portRange?: [number, number]; baseEnv?: NodeJS.ProcessEnv } = {},
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
   const events: ShardEvent[] = [];
   const s = new EngineSupervisor({
-    engines: engines(extra, grace),
+    engines: engines(extra, grace, o.portRange),
     stateDir: dir,
     advertiseHost: "127.0.0.1",
     onEvent: (e) => events.push(e),
     watchMs: 50,
+    ...(o.baseEnv ? { baseEnv: o.baseEnv } : {}),
   });
   await s.adopt();
   try {
@@ -80,6 +83,19 @@ async function withSupervisor(
 
 const stateOf = (events: ShardEvent[], state: ShardEvent["state"]) => events.find((e) => e.state === state);
 
+/** A free range of `n` ports with a listener of "another program" on its first one. */
+async function rangeWithForeignListener(n: number): Promise<{ range: [number, number]; foreign: Server }> {
+  for (;;) {
+    const from = 30000 + Math.floor(Math.random() * 25000);
+    const foreign = createServer();
+    const ok = await new Promise<boolean>((r) => {
+      foreign.once("error", () => r(false));
+      foreign.listen(from, "0.0.0.0", () => r(true));
+    });
+    if (ok) return { range: [from, from + n], foreign };
+  }
+}
+
 describe("engine supervisor (real processes)", () => {
   it("answers a repeated start without a second process, and stops on request", async () => {
     await withSupervisor([], async (s, events) => {
@@ -93,6 +109,121 @@ describe("engine supervisor (real processes)", () => {
       const stopped = await until("stopped", () => stateOf(events, "stopped"));
       assert.equal(stopped.exitCode, 0);
       assert.deepEqual(await s.stop("nope"), { ok: false, error: 'unknown shard "nope"' });
+    });
+  });
+
+  it("gives starts arriving together a port each, skipping one another program holds", async () => {
+    const { range, foreign } = await rangeWithForeignListener(12);
+    try {
+      await withSupervisor(
+        ["--start-delay-ms", "300"],
+        async (s, events) => {
+          const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
+          const outcomes = await Promise.all(ids.map((id) => s.start(spec(id))));
+          assert.deepEqual(
+            outcomes,
+            ids.map(() => ({ ok: true })),
+          );
+          await until("all running", () =>
+            ids.every((id) => events.some((e) => e.shardId === id && e.state === "running"))
+              ? true
+              : undefined,
+          );
+          const ports = ids.map(
+            (id) => new URL(events.find((e) => e.shardId === id && e.state === "running")!.endpoint!).port,
+          );
+          assert.equal(new Set(ports).size, ids.length, `one port each: ${ports.join(", ")}`);
+          assert.ok(!ports.includes(String(range[0])), "the port another program holds is skipped");
+          assert.equal(stateOf(events, "failed"), undefined);
+        },
+        1,
+        { portRange: range },
+      );
+    } finally {
+      foreign.close();
+    }
+  });
+
+  it("starts an engine whose port was taken before it bound once more on another port, not reported a crash", async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "llmgw-sup-port-")), "taken");
+    await withSupervisor(["--port-taken-once", marker], async (s, events, dir) => {
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      const running = await until("running", () => stateOf(events, "running"));
+      assert.equal(stateOf(events, "failed"), undefined, "no crash reported");
+      const log = readFileSync(join(dir, "logs", "s1.log"), "utf8");
+      const taken = /EADDRINUSE: address already in use 0\.0\.0\.0:(\d+)/.exec(log);
+      assert.ok(taken, `the first engine died of EADDRINUSE:\n${log}`);
+      assert.notEqual(new URL(running.endpoint!).port, taken[1], "the retry runs on another port");
+      assert.equal(events.filter((e) => e.state === "starting").length, 2, "STARTING said for each attempt");
+    });
+  });
+
+  it("starts engines from a clean environment, and keeps the state directory to the agent's user", async () => {
+    const baseEnv = {
+      PATH: process.env["PATH"],
+      HOME: "/home/engine",
+      LANG: "C.UTF-8",
+      LLMGW_AGENT_TLS_KEY: "/etc/llmgw/agent.key",
+      NATS_TOKEN: "secret",
+      AWS_SECRET_ACCESS_KEY: "secret",
+      FAKE_ENGINE_INHERITED: "from the agent",
+    };
+    await withSupervisor([], async (s, events, dir) => {
+      const record = join(dir, "rec.json");
+      await s.close();
+      const s2 = new EngineSupervisor({
+        engines: enginesSchema.parse({
+          default: {
+            command: [process.execPath, FAKE_ENGINE, "--port", "{port}", "--record", record],
+            env: { FAKE_ENGINE_NODE: "from the agent config" },
+            ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
+            portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+          },
+        }),
+        stateDir: join(dir, "state"),
+        advertiseHost: "127.0.0.1",
+        onEvent: (e) => events.push(e),
+        baseEnv,
+      });
+      await s2.adopt();
+      try {
+        await s2.start({ ...spec("s1"), engineEnv: { FAKE_ENGINE_PROFILE: "tp2" } });
+        await until("running", () => stateOf(events, "running"));
+        const env = JSON.parse(readFileSync(record, "utf8")).env as Record<string, string>;
+        for (const k of [
+          "LLMGW_AGENT_TLS_KEY",
+          "NATS_TOKEN",
+          "AWS_SECRET_ACCESS_KEY",
+          "FAKE_ENGINE_INHERITED",
+        ])
+          assert.equal(env[k], undefined, `${k} did not reach the engine`);
+        assert.equal(env["PATH"], baseEnv.PATH);
+        assert.equal(env["HOME"], "/home/engine");
+        assert.equal(env["LANG"], "C.UTF-8");
+        assert.equal(env["FAKE_ENGINE_NODE"], "from the agent config");
+        assert.equal(env["FAKE_ENGINE_PROFILE"], "tp2");
+        assert.equal(env["CUDA_VISIBLE_DEVICES"], "0,1");
+        assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+        const mode = (p: string) => statSync(p).mode & 0o777;
+        const state = join(dir, "state");
+        for (const d of [state, join(state, "shards"), join(state, "logs")]) assert.equal(mode(d), 0o700, d);
+        assert.equal(mode(join(state, "shards", "s1.json")), 0o600);
+        assert.equal(mode(join(state, "logs", "s1.log")), 0o600);
+      } finally {
+        await s2.stopAll();
+        await s2.close();
+      }
+    });
+  });
+
+  it("refuses shard and replica ids that are not ids before using them in a path", async () => {
+    await withSupervisor([], async (s) => {
+      const r = await s.start(spec("../../etc/x"));
+      assert.equal(r.ok, false);
+      assert.match(!r.ok ? r.error : "", /shard id "\.\.\/\.\.\/etc\/x" is not 1 to 64/);
+      const r2 = await s.start({ ...spec("s9"), replicaId: "a/b" });
+      assert.match(!r2.ok ? r2.error : "", /replica id "a\/b"/);
+      assert.deepEqual(s.pids(), {});
     });
   });
 

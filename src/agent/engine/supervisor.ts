@@ -5,11 +5,12 @@
  * both matching) instead of starting them again.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { closeSync, fstatSync, openSync } from "node:fs";
+import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchIssues } from "../../engine-policy/index.js";
+import { ID_PATTERN } from "../../log/subjects.js";
 import type {
   CommandOutcome,
   ShardEvent,
@@ -45,6 +46,10 @@ interface Shard {
   drainTimer: NodeJS.Timeout | undefined;
   exited: Promise<void>;
   markExited: () => void;
+  /** Where this process's output starts in the log (what it printed is read from here). */
+  logOffset: number;
+  /** Started again on another port after its port was taken (once at most). */
+  portRetried: boolean;
 }
 
 export interface SupervisorOptions {
@@ -53,17 +58,42 @@ export interface SupervisorOptions {
   /** Host in the endpoints engines serve on (http://<host>:<port>). */
   advertiseHost: string;
   onEvent: (e: ShardEvent) => void;
-  /** Environment every engine starts from. */
+  /** Where PATH, HOME and LANG of every engine come from (default: the agent's environment). */
   baseEnv?: NodeJS.ProcessEnv;
+  /** Things operators should see that are no shard state (a start retried on another port). */
+  warn?: (obj: object, msg: string) => void;
   /** How often an adopted engine (not our child) is checked for having exited. */
   watchMs?: number;
 }
 
 const LAST_LINES = 20;
 
+/**
+ * What an engine gets of the agent's environment: nothing else, so the
+ * agent's credentials and settings (LLMGW_*, tokens, proxies) never reach
+ * a process the catalog configures.
+ */
+export const INHERITED_ENV = ["PATH", "HOME", "LANG"] as const;
+
+/**
+ * How an engine says it could not bind its port. The engine is another
+ * program: its output is all there is to go by (Python's
+ * "[Errno 98] Address already in use", Node's EADDRINUSE, uvicorn's and
+ * Rust's wording).
+ */
+const ADDRESS_IN_USE = /EADDRINUSE|address already in use|Errno 98/i;
+
 export class EngineSupervisor implements ShardSupervisor {
   readonly #o: SupervisorOptions;
   readonly #shards = new Map<string, Shard>();
+  /**
+   * Ports held for an engine from before the probe until its exit, so that
+   * starts arriving together never pick the same one (an engine binds its
+   * port only seconds after it is spawned).
+   */
+  readonly #reservedPorts = new Set<number>();
+  /** Shards between a start's arrival and their process running (a re-sent start waits for nothing). */
+  readonly #launching = new Set<string>();
   #closed = false;
 
   constructor(o: SupervisorOptions) {
@@ -76,8 +106,11 @@ export class EngineSupervisor implements ShardSupervisor {
 
   /** Engines recorded by an earlier agent process that still run: re-attached, and returned. */
   async adopt(): Promise<SupervisedShard[]> {
-    await mkdir(this.#recordsDir, { recursive: true });
-    await mkdir(join(this.#o.stateDir, "logs"), { recursive: true });
+    // Engine records, exit statuses and logs are the node's business only.
+    for (const dir of [this.#o.stateDir, this.#recordsDir, join(this.#o.stateDir, "logs")]) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await chmod(dir, 0o700);
+    }
     for (const name of await readdir(this.#recordsDir)) {
       if (!name.endsWith(".json")) continue;
       const path = join(this.#recordsDir, name);
@@ -95,8 +128,9 @@ export class EngineSupervisor implements ShardSupervisor {
         await rm(path, { force: true });
         continue;
       }
-      const shard = this.#newShard(record, config, undefined);
+      const shard = this.#newShard(record, config, undefined, 0);
       this.#shards.set(record.spec.shardId, shard);
+      this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
       if (record.state === "starting") this.#probe(shard);
     }
@@ -121,6 +155,8 @@ export class EngineSupervisor implements ShardSupervisor {
   }
 
   async start(spec: ShardStartSpec): Promise<CommandOutcome> {
+    const badId = idProblem(spec);
+    if (badId) return { ok: false, error: badId };
     const existing = this.#shards.get(spec.shardId);
     if (existing && !existing.stopping) {
       // A re-sent start: accepted, no second process; its state said again.
@@ -129,6 +165,8 @@ export class EngineSupervisor implements ShardSupervisor {
     }
     if (existing)
       return { ok: false, error: `shard ${spec.shardId} is stopping; start it again once it stopped` };
+    // A re-sent start while the first is still being launched: that one reports.
+    if (this.#launching.has(spec.shardId)) return { ok: true };
     const config = this.#o.engines[spec.engine];
     if (!config) {
       const names = Object.keys(this.#o.engines);
@@ -145,66 +183,106 @@ export class EngineSupervisor implements ShardSupervisor {
         shardFailed: true,
         error: `start refused by this node's engine policy (engine ${JSON.stringify(spec.engine)}): ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`,
       };
-    const port = await this.#freePort(config.portRange);
-    if (port === undefined)
-      return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
-    const values = templateValues(spec, port);
-    const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
-    const env: NodeJS.ProcessEnv = {
-      ...(this.#o.baseEnv ?? process.env),
+    this.#launching.add(spec.shardId);
+    try {
+      return await this.#launch(spec, config, { avoidPort: undefined, portRetried: false });
+    } finally {
+      this.#launching.delete(spec.shardId);
+    }
+  }
+
+  /** The engine's environment: a clean one (see INHERITED_ENV), the node's engine env, the catalog's, the shard's GPUs. */
+  #engineEnv(spec: ShardStartSpec, config: EngineConfig): NodeJS.ProcessEnv {
+    const base = this.#o.baseEnv ?? process.env;
+    const inherited = Object.fromEntries(
+      INHERITED_ENV.flatMap((k) => (base[k] === undefined ? [] : [[k, base[k]]])),
+    );
+    return {
+      ...inherited,
       ...config.env,
       ...spec.engineEnv,
       CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
+      // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi, whose
+      // indices the control plane places by, numbers them by PCI bus.
+      CUDA_DEVICE_ORDER: "PCI_BUS_ID",
     };
-    const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
-    let fd: number;
+  }
+
+  /** Reserves a port, spawns the engine on it and starts probing; the port is released again on any failure. */
+  async #launch(
+    spec: ShardStartSpec,
+    config: EngineConfig,
+    o: { avoidPort: number | undefined; portRetried: boolean },
+  ): Promise<CommandOutcome> {
+    const port = await this.#reservePort(config.portRange, o.avoidPort);
+    if (port === undefined)
+      return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
+    let launched = false;
     try {
-      fd = openSync(logPath, "a");
-    } catch (err) {
-      return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
-    }
-    const program = argv[0]!;
-    if (!(await executableOnPath(program, env.PATH))) {
-      closeSync(fd);
-      return { ok: false, error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})` };
-    }
-    const exitPath = this.#exitPath(spec.shardId);
-    await rm(exitPath, { force: true });
-    let child: ChildProcess;
-    try {
-      // Through a small shell that records the engine's exit status, so that
-      // a restarted agent, no longer the engine's parent, still learns it.
-      child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
-        detached: true,
-        stdio: ["ignore", fd, fd],
-        env,
+      const values = templateValues(spec, port);
+      const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
+      const env = this.#engineEnv(spec, config);
+      const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
+      let fd: number;
+      let logOffset: number;
+      try {
+        fd = openSync(logPath, "a", 0o600);
+        logOffset = fstatSync(fd).size;
+      } catch (err) {
+        return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
+      }
+      const program = argv[0]!;
+      if (!(await executableOnPath(program, env.PATH))) {
+        closeSync(fd);
+        return {
+          ok: false,
+          error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})`,
+        };
+      }
+      const exitPath = this.#exitPath(spec.shardId);
+      await rm(exitPath, { force: true });
+      let child: ChildProcess;
+      try {
+        // Through a small shell that records the engine's exit status, so that
+        // a restarted agent, no longer the engine's parent, still learns it.
+        child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
+          detached: true,
+          stdio: ["ignore", fd, fd],
+          env,
+        });
+      } finally {
+        closeSync(fd);
+      }
+      const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
+        child.once("spawn", () => resolve({ ok: true }));
+        child.once("error", (err) =>
+          resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }),
+        );
       });
+      if (!spawned.ok) return spawned;
+      child.unref();
+      const pid = child.pid!;
+      const record: EngineRecord = {
+        spec,
+        pid,
+        startTime: (await processStartTime(pid)) ?? "",
+        port,
+        endpoint: `http://${this.#o.advertiseHost}:${port}`,
+        state: "starting",
+        logPath,
+      };
+      const shard = this.#newShard(record, config, child, logOffset);
+      shard.portRetried = o.portRetried;
+      this.#shards.set(spec.shardId, shard);
+      launched = true;
+      child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
+      await this.#save(shard);
+      this.#emit(shard, "starting");
+      this.#probe(shard);
+      return { ok: true };
     } finally {
-      closeSync(fd);
+      if (!launched) this.#reservedPorts.delete(port);
     }
-    const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
-      child.once("spawn", () => resolve({ ok: true }));
-      child.once("error", (err) => resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }));
-    });
-    if (!spawned.ok) return spawned;
-    child.unref();
-    const pid = child.pid!;
-    const record: EngineRecord = {
-      spec,
-      pid,
-      startTime: (await processStartTime(pid)) ?? "",
-      port,
-      endpoint: `http://${this.#o.advertiseHost}:${port}`,
-      state: "starting",
-      logPath,
-    };
-    const shard = this.#newShard(record, config, child);
-    this.#shards.set(spec.shardId, shard);
-    child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
-    await this.#save(shard);
-    this.#emit(shard, "starting");
-    this.#probe(shard);
-    return { ok: true };
   }
 
   async stop(shardId: string): Promise<CommandOutcome> {
@@ -250,7 +328,12 @@ export class EngineSupervisor implements ShardSupervisor {
 
   // --- internals --------------------------------------------------------------
 
-  #newShard(record: EngineRecord, config: EngineConfig, child: ChildProcess | undefined): Shard {
+  #newShard(
+    record: EngineRecord,
+    config: EngineConfig,
+    child: ChildProcess | undefined,
+    logOffset: number,
+  ): Shard {
     let markExited = () => {};
     const exited = new Promise<void>((r) => {
       markExited = r;
@@ -266,6 +349,8 @@ export class EngineSupervisor implements ShardSupervisor {
       drainTimer: undefined,
       exited,
       markExited,
+      logOffset,
+      portRetried: false,
     };
   }
 
@@ -344,6 +429,7 @@ export class EngineSupervisor implements ShardSupervisor {
     if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
     this.#clearTimers(shard);
     this.#shards.delete(shard.record.spec.shardId);
+    this.#reservedPorts.delete(shard.record.port);
     if (this.#closed) {
       // The agent is going away: the records are the next agent's to read.
       shard.markExited();
@@ -357,6 +443,7 @@ export class EngineSupervisor implements ShardSupervisor {
       this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
       return;
     }
+    if (await this.#retryOnAnotherPort(shard, code)) return;
     const error =
       code === null && signal === null
         ? "the engine was killed while the agent was not its parent (no exit status recorded)"
@@ -366,6 +453,31 @@ export class EngineSupervisor implements ShardSupervisor {
             ? `the engine exited with status ${code} (killed by signal ${code - 128})`
             : `the engine exited with code ${code}`;
     this.#emit(shard, "failed", { exitCode: code ?? -1, error, lastOutput });
+  }
+
+  /**
+   * An engine that could not bind its port while starting lost a race with
+   * some other process, not a fight with its model: started once more on
+   * another port instead of being reported a crash. True when it was.
+   */
+  async #retryOnAnotherPort(shard: Shard, code: number | null): Promise<boolean> {
+    const { spec, port, state } = shard.record;
+    if (shard.portRetried || state !== "starting" || shard.child === undefined || code === 0) return false;
+    if (!ADDRESS_IN_USE.test(await readFrom(shard.record.logPath, shard.logOffset))) return false;
+    if (this.#launching.has(spec.shardId)) return false;
+    this.#o.warn?.(
+      { shard: spec.shardId, port },
+      "the engine found its port taken while starting; starting it once more on another port",
+    );
+    this.#launching.add(spec.shardId);
+    let r: CommandOutcome;
+    try {
+      r = await this.#launch(spec, shard.config, { avoidPort: port, portRetried: true });
+    } finally {
+      this.#launching.delete(spec.shardId);
+    }
+    if (!r.ok) this.#emit(shard, "failed", { exitCode: code ?? -1, error: r.error });
+    return true;
   }
 
   #clearTimers(s: Shard): void {
@@ -394,20 +506,22 @@ export class EngineSupervisor implements ShardSupervisor {
     const path = join(this.#recordsDir, `${shard.record.spec.shardId}.json`);
     const tmp = `${path}.tmp`;
     // Written whole then renamed: a record is never read half written after a crash.
-    await writeFile(tmp, JSON.stringify(shard.record));
+    await writeFile(tmp, JSON.stringify(shard.record), { mode: 0o600 });
     await rename(tmp, path);
   }
 
-  async #freePort([from, to]: [number, number]): Promise<number | undefined> {
-    const taken = new Set([...this.#shards.values()].map((s) => s.record.port));
+  /**
+   * The first port of the range that no engine of ours holds and nothing
+   * else listens on, reserved before it is probed: a start arriving
+   * meanwhile moves on to the next one. A port some other program holds is
+   * skipped (and probed again next time: it may have been freed).
+   */
+  async #reservePort([from, to]: [number, number], avoid: number | undefined): Promise<number | undefined> {
     for (let p = from; p <= to; p++) {
-      if (taken.has(p)) continue;
-      const free = await new Promise<boolean>((resolve) => {
-        const srv = createServer();
-        srv.once("error", () => resolve(false));
-        srv.listen(p, "0.0.0.0", () => srv.close(() => resolve(true)));
-      });
-      if (free) return p;
+      if (p === avoid || this.#reservedPorts.has(p)) continue;
+      this.#reservedPorts.add(p);
+      if (await portFree(p)) return p;
+      this.#reservedPorts.delete(p);
     }
     return undefined;
   }
@@ -444,4 +558,42 @@ async function lastLines(path: string): Promise<string> {
   } catch {
     return "";
   }
+}
+
+/** Whether nothing listens on `port` (on any address). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "0.0.0.0", () => srv.close(() => resolve(true)));
+  });
+}
+
+/** What a log holds from `offset` on (at most its last 64 KiB). */
+async function readFrom(path: string, offset: number): Promise<string> {
+  try {
+    const f = await open(path, "r");
+    try {
+      const { size } = await f.stat();
+      const start = Math.max(offset, size - 65_536);
+      const buf = Buffer.alloc(Math.max(0, size - start));
+      await f.read(buf, 0, buf.length, start);
+      return buf.toString("utf8");
+    } finally {
+      await f.close();
+    }
+  } catch {
+    return "";
+  }
+}
+
+/** Shard and replica ids name files under the state directory: only the log's id rule passes. */
+function idProblem(spec: ShardStartSpec): string | undefined {
+  for (const [what, id] of [
+    ["shard id", spec.shardId],
+    ["replica id", spec.replicaId],
+  ] as const)
+    if (!ID_PATTERN.test(id))
+      return `${what} ${JSON.stringify(id.slice(0, 80))} is not 1 to 64 of letters, digits, '_' and '-'`;
+  return undefined;
 }

@@ -214,6 +214,7 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     engines: config.engines,
     stateDir,
     advertiseHost: advertiseAddress,
+    warn: (obj, msg) => logger.warn(obj, msg),
     onEvent: (e) => {
       logger.info({ shard: e.shardId, state: e.state, exitCode: e.exitCode, error: e.error }, "shard");
       agent?.onShardEvent(e);
