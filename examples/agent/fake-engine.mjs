@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A stand-in for an inference engine, for trying the node agent without GPUs
 // (`llmgw dev --agents real`) and for its tests. It serves /health (503 while
-// "loading", then 200) and /drain, and takes:
+// "loading", then 200), /drain, /metrics (vLLM's names, Prometheus text
+// format) and requests under /v1/ (counted as running while they last), and takes:
 //   --port N               where to listen (required)
 //   --start-delay-ms N     time "loading weights" before /health answers 200
 //   --crash-after-ms N     exit on its own N ms after becoming ready ...
@@ -10,6 +11,13 @@
 //                          first engine crashes, the one started to replace it runs
 //   --ignore-sigterm       keep running on SIGTERM (only SIGKILL stops it)
 //   --record FILE          write {argv, env, pid} here at start (env: all of it)
+//   --waiting N            requests waiting, as /metrics says (default 0)
+//   --kv-cache-use X       KV cache in use, 0 to 1, as /metrics says (default 0)
+//   --request-ms N         how long a request under /v1/ takes (default 0)
+//   --wedge-after-ms N     N ms after becoming ready, /health stops answering (the
+//                          request hangs) while the process lives on ...
+//   --recover-after-ms N   ... and answers again N ms after that
+//   --wedge-once FILE      ... only when FILE does not exist yet (it is created)
 //   --port-taken-once FILE the first engine (FILE does not exist yet; it is created)
 //                          finds its port taken, as when another program binds it
 //                          between the agent's check and the engine's bind: it dies
@@ -42,9 +50,37 @@ if (portTakenOnce !== undefined && !existsSync(portTakenOnce)) {
 }
 let ready = false;
 let draining = false;
+let wedged = false;
+let running = 0;
+const waiting = Number(flag("--waiting") ?? 0);
+const kvCacheUse = Number(flag("--kv-cache-use") ?? 0);
+const requestMs = Number(flag("--request-ms") ?? 0);
+const metrics = () =>
+  [
+    "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+    "# TYPE vllm:num_requests_waiting gauge",
+    `vllm:num_requests_waiting{model_name="fake"} ${waiting}`,
+    "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+    "# TYPE vllm:num_requests_running gauge",
+    `vllm:num_requests_running{model_name="fake"} ${running}`,
+    "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+    "# TYPE vllm:kv_cache_usage_perc gauge",
+    `vllm:kv_cache_usage_perc{model_name="fake"} ${kvCacheUse}`,
+    "",
+  ].join("\n");
 const server = createServer((req, res) => {
   if (req.url === "/health") {
+    // Wedged: the process lives, its health never answers.
+    if (wedged) return;
     res.writeHead(ready && !draining ? 200 : 503).end(ready ? "ok\n" : "loading\n");
+  } else if (req.url === "/metrics") {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics());
+  } else if (req.url?.startsWith("/v1/")) {
+    running++;
+    setTimeout(() => {
+      running--;
+      res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}\n');
+    }, requestMs);
   } else if (req.url === "/drain") {
     draining = true;
     console.log("fake-engine: draining");
@@ -55,6 +91,21 @@ server.listen(port, "0.0.0.0", () => console.log(`fake-engine: loading on port $
 setTimeout(() => {
   ready = true;
   console.log("fake-engine: ready");
+  const wedgeAfterMs = flag("--wedge-after-ms");
+  const wedgeOnce = flag("--wedge-once");
+  if (wedgeAfterMs !== undefined && (wedgeOnce === undefined || !existsSync(wedgeOnce))) {
+    if (wedgeOnce !== undefined) writeFileSync(wedgeOnce, String(process.pid));
+    setTimeout(() => {
+      wedged = true;
+      console.log("fake-engine: wedged (health no longer answers)");
+      const recoverAfterMs = flag("--recover-after-ms");
+      if (recoverAfterMs !== undefined)
+        setTimeout(() => {
+          wedged = false;
+          console.log("fake-engine: recovered");
+        }, Number(recoverAfterMs));
+    }, Number(wedgeAfterMs));
+  }
   const crash = crashOnce === undefined || !existsSync(crashOnce);
   if (crashAfterMs !== undefined && crash) {
     if (crashOnce !== undefined) writeFileSync(crashOnce, String(process.pid));

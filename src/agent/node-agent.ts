@@ -102,6 +102,8 @@ export interface ShardSupervisor {
   stop(shardId: string): Promise<CommandOutcome>;
   drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome>;
   shards(): SupervisedShard[];
+  /** How busy each RUNNING shard's engine last said it was; a shard whose engine could not be read is left out. */
+  loads(): Array<{ shardId: string; queueDepth: number; kvCacheUse: number }>;
 }
 
 export interface NodeAgentLogger {
@@ -273,7 +275,11 @@ export class NodeAgent {
   #heartbeat(): HeartbeatInit {
     const problems = this.#pendingProblems;
     this.#pendingProblems = [];
-    return { gpuMemoryUsedMb: this.#memoryUsedMb.map((mb) => BigInt(mb)), gpuProblems: problems };
+    return {
+      gpuMemoryUsedMb: this.#memoryUsedMb.map((mb) => BigInt(mb)),
+      gpuProblems: problems,
+      shardLoad: this.#o.supervisor.loads(),
+    };
   }
 
   #onConnectionEvent(e: ConnectionEvent): void {

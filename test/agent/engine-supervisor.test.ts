@@ -11,17 +11,30 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { EngineSupervisor, enginesSchema, type ShardEvent, startTimeOfStat } from "../../src/agent/index.js";
+import {
+  EngineSupervisor,
+  enginesSchema,
+  loadOfMetricsText,
+  type ShardEvent,
+  type SupervisorOptions,
+  startTimeOfStat,
+} from "../../src/agent/index.js";
 
 const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
 
-function engines(extra: string[], stopGraceSeconds = 1, portRange?: [number, number]) {
+function engines(
+  extra: string[],
+  stopGraceSeconds = 1,
+  portRange?: [number, number],
+  more: Record<string, unknown> = {},
+) {
   return enginesSchema.parse({
     default: {
       command: [process.execPath, FAKE_ENGINE, "--port", "{port}", ...extra],
       ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
       stopGraceSeconds,
       portRange: portRange ?? [30000 + Math.floor(Math.random() * 20000), 60000],
+      ...more,
     },
   });
 }
@@ -55,12 +68,18 @@ async function withSupervisor(
   extra: string[],
   fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
   grace = 1,
-  o: { portRange?: [number, number]; baseEnv?: NodeJS.ProcessEnv } = {},
+  o: {
+    portRange?: [number, number];
+    baseEnv?: NodeJS.ProcessEnv;
+    engine?: Record<string, unknown>;
+    onLoadFailure?: SupervisorOptions["onLoadFailure"];
+  } = {},
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
   const events: ShardEvent[] = [];
   const s = new EngineSupervisor({
-    engines: engines(extra, grace, o.portRange),
+    engines: engines(extra, grace, o.portRange, o.engine),
+    ...(o.onLoadFailure ? { onLoadFailure: o.onLoadFailure } : {}),
     stateDir: dir,
     advertiseHost: "127.0.0.1",
     onEvent: (e) => events.push(e),
@@ -346,6 +365,130 @@ describe("engine supervisor (real processes)", () => {
       },
       0,
     );
+  });
+
+  it("ends the drain of an idle engine once the idle grace has passed, long before the deadline", async () => {
+    await withSupervisor(
+      [],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const drainedAt = Date.now();
+        await s.drain("s1", Date.now() + 60_000);
+        await until("stopped", () => stateOf(events, "stopped"));
+        const took = Date.now() - drainedAt;
+        assert.ok(took >= 300, `stopped ${took} ms after the drain, before the 300 ms idle grace`);
+        assert.ok(took < 30_000, `stopped ${took} ms after the drain: it waited for the deadline`);
+        assert.equal(stateOf(events, "failed"), undefined);
+      },
+      1,
+      { engine: { drain: { idleGraceMs: 300 }, metrics: { intervalMs: 100 } } },
+    );
+  });
+
+  it("stops a draining engine only after its requests in flight have finished", async () => {
+    await withSupervisor(
+      ["--request-ms", "1500"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        const running = await until("running", () => stateOf(events, "running"));
+        let answeredAt = 0;
+        const request = fetch(`${running.endpoint}/v1/completions`, { method: "POST" }).then(async (r) => {
+          answeredAt = Date.now();
+          return r.status;
+        });
+        await new Promise((r) => setTimeout(r, 200));
+        await s.drain("s1", Date.now() + 60_000);
+        await until("stopped", () => stateOf(events, "stopped"));
+        const stoppedAt = Date.now();
+        assert.equal(await request, 200, "the request in flight was answered");
+        assert.ok(answeredAt > 0 && answeredAt <= stoppedAt, "the engine stopped after answering");
+      },
+      1,
+      { engine: { drain: { idleGraceMs: 0 }, metrics: { intervalMs: 100 } } },
+    );
+  });
+
+  it("reports an engine that exits by itself during a drain STOPPED, not FAILED", async () => {
+    await withSupervisor(["--crash-after-ms", "600", "--waiting", "1"], async (s, events) => {
+      await s.start(spec("s1"));
+      await until("running", () => stateOf(events, "running"));
+      await s.drain("s1", Date.now() + 60_000);
+      const stopped = await until("stopped", () => stateOf(events, "stopped"));
+      assert.equal(stopped.exitCode, 1);
+      assert.equal(stateOf(events, "failed"), undefined);
+    });
+  });
+
+  it("reads the engine's load from its metrics; an endpoint it cannot read reports no load, counted", async () => {
+    await withSupervisor(
+      ["--waiting", "7", "--kv-cache-use", "0.25"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const loads = await until("a load", () => (s.loads().length > 0 ? s.loads() : undefined));
+        assert.deepEqual(loads, [{ shardId: "s1", queueDepth: 7, kvCacheUse: 0.25 }]);
+      },
+      1,
+      { engine: { metrics: { intervalMs: 100 } } },
+    );
+    const failures: string[] = [];
+    await withSupervisor(
+      [],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await until("two failed readings", () => (failures.length >= 2 ? true : undefined));
+        assert.deepEqual(s.loads(), [], "no load, not a zero load");
+        assert.deepEqual(s.shards()[0]?.state, "running", "the engine goes on");
+      },
+      1,
+      {
+        engine: { metrics: { http: "http://127.0.0.1:{port}/nothing-here", intervalMs: 100 } },
+        onLoadFailure: (f) => failures.push(`${f.reason}:${f.first}`),
+      },
+    );
+    assert.deepEqual(failures.slice(0, 2), ["status:true", "status:false"]);
+  });
+
+  it("parses vLLM's, SGLang's and TGI's metrics; garbled text is no load", () => {
+    const vllm = {
+      queueDepth: ["vllm:num_requests_waiting"],
+      kvCacheUse: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+      running: ["vllm:num_requests_running"],
+    };
+    const older =
+      '# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name="a"} 0.5\nvllm:num_requests_waiting{model_name="a"} 3\nvllm:num_requests_running{model_name="a"} 2\n';
+    assert.deepEqual(loadOfMetricsText(older, vllm), {
+      ok: true,
+      load: { queueDepth: 3, kvCacheUse: 0.5, running: 2 },
+    });
+    const sglang =
+      'sglang:num_queue_reqs{model_name="m"} 4\nsglang:num_running_reqs{model_name="m"} 1\nsglang:token_usage{model_name="m"} 0.75\n';
+    assert.deepEqual(
+      loadOfMetricsText(sglang, {
+        queueDepth: ["sglang:num_queue_reqs"],
+        kvCacheUse: ["sglang:token_usage"],
+        running: ["sglang:num_running_reqs"],
+      }),
+      { ok: true, load: { queueDepth: 4, kvCacheUse: 0.75, running: 1 } },
+    );
+    const tgi = "# TYPE tgi_queue_size gauge\ntgi_queue_size 2\ntgi_batch_current_size 5\n";
+    assert.deepEqual(
+      loadOfMetricsText(tgi, {
+        queueDepth: ["tgi_queue_size"],
+        kvCacheUse: ["tgi_kv_cache_use_none"],
+        running: ["tgi_batch_current_size"],
+      }),
+      { ok: true, load: { queueDepth: 2, kvCacheUse: 0, running: 5 } },
+    );
+    const garbled = loadOfMetricsText("<html><body>502 Bad Gateway</body></html>", vllm);
+    assert.equal(garbled.ok, false);
+    assert.equal(!garbled.ok && garbled.reason, "garbled");
+    const other = loadOfMetricsText("process_cpu_seconds_total 3\n", vllm);
+    assert.equal(!other.ok && other.reason, "missing");
+    const nan = loadOfMetricsText("vllm:num_requests_waiting NaN\n", vllm);
+    assert.equal(nan.ok, false, "a value that is no number is no load");
   });
 
   it("adopts a live engine after a restart, and never a recorded PID now held by another process", async () => {

@@ -10,7 +10,6 @@ import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "no
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchIssues } from "../../engine-policy/index.js";
-import { ID_PATTERN } from "../../log/subjects.js";
 import type {
   CommandOutcome,
   ShardEvent,
@@ -21,7 +20,9 @@ import type {
 } from "../node-agent.js";
 import type { EngineConfig, EnginesConfig } from "./config.js";
 import { EXIT_RECORDER, executableOnPath, readRecordedExit } from "./exit-recorder.js";
+import { type EngineLoad, type LoadFailure, readEngineLoad } from "./load.js";
 import { processStartTime } from "./process-identity.js";
+import { idProblem } from "./shard-id.js";
 import { fill, type TemplateValues } from "./template.js";
 
 /** What the state directory keeps of a shard's engine. */
@@ -50,6 +51,19 @@ interface Shard {
   logOffset: number;
   /** Started again on another port after its port was taken (once at most). */
   portRetried: boolean;
+  /** The last reading of the engine's metrics; undefined when the last one failed. */
+  load: EngineLoad | undefined;
+  /** The last reading failed (said once per run of failures). */
+  loadFailing: boolean;
+  loadTimer: NodeJS.Timeout | undefined;
+  drainPoll: NodeJS.Timeout | undefined;
+}
+
+/** A shard's load as heartbeats carry it. */
+export interface ShardLoadReport {
+  shardId: string;
+  queueDepth: number;
+  kvCacheUse: number;
 }
 
 export interface SupervisorOptions {
@@ -62,6 +76,8 @@ export interface SupervisorOptions {
   baseEnv?: NodeJS.ProcessEnv;
   /** Things operators should see that are no shard state (a start retried on another port). */
   warn?: (obj: object, msg: string) => void;
+  /** An engine's metrics could not be read (`first`: the first failure of a run of them). */
+  onLoadFailure?: (f: { shardId: string; reason: LoadFailure; detail: string; first: boolean }) => void;
   /** How often an adopted engine (not our child) is checked for having exited. */
   watchMs?: number;
 }
@@ -133,6 +149,7 @@ export class EngineSupervisor implements ShardSupervisor {
       this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
       if (record.state === "starting") this.#probe(shard);
+      else this.#pollLoad(shard);
     }
     return this.shards();
   }
@@ -149,13 +166,25 @@ export class EngineSupervisor implements ShardSupervisor {
     }));
   }
 
+  /**
+   * The load of each RUNNING shard whose engine's metrics were read last
+   * time: one that could not be read reports none (not zero).
+   */
+  loads(): ShardLoadReport[] {
+    return [...this.#shards.values()].flatMap((s) =>
+      s.record.state === "running" && s.load
+        ? [{ shardId: s.record.spec.shardId, queueDepth: s.load.queueDepth, kvCacheUse: s.load.kvCacheUse }]
+        : [],
+    );
+  }
+
   /** PIDs of the engines, by shard (for operators and tests). */
   pids(): Record<string, number> {
     return Object.fromEntries([...this.#shards].map(([id, s]) => [id, s.record.pid]));
   }
 
   async start(spec: ShardStartSpec): Promise<CommandOutcome> {
-    const badId = idProblem(spec);
+    const badId = idProblem("shard id", spec.shardId) ?? idProblem("replica id", spec.replicaId);
     if (badId) return { ok: false, error: badId };
     const existing = this.#shards.get(spec.shardId);
     if (existing && !existing.stopping) {
@@ -298,18 +327,43 @@ export class EngineSupervisor implements ShardSupervisor {
     if (shard.record.state === "draining" || shard.stopping) return { ok: true };
     shard.record.state = "draining";
     clearInterval(shard.probe);
+    clearInterval(shard.loadTimer);
     await this.#save(shard);
+    // DRAINING takes the shard out of the routing table: the idle grace counts from here.
     this.#emit(shard, "draining");
-    const hook = shard.config.drain;
-    if (hook) {
-      const url = fill(hook.http, this.#values(shard));
+    const drainedAt = Date.now();
+    const { drain, metrics } = shard.config;
+    if (drain.http) {
+      const url = fill(drain.http, this.#values(shard));
       // The hook is advice to the engine; the deadline below stops it regardless.
-      fetch(url, { method: hook.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
+      fetch(url, { method: drain.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
     }
     // No deadline given (older control planes): the grace the engine has for a stop.
     const untilDeadline =
       deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : shard.config.stopGraceSeconds * 1000;
     shard.drainTimer = setTimeout(() => this.#terminate(shard), untilDeadline);
+    if (this.#servesHttp(shard)) {
+      // Stopped early once idle: nothing running or waiting, and routers moved on.
+      const url = fill(metrics.http, this.#values(shard));
+      let busy = false;
+      shard.drainPoll = setInterval(
+        async () => {
+          if (busy || this.#closed || shard.stopping) return;
+          busy = true;
+          try {
+            const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+            const idle = r.ok && r.load.running === 0 && r.load.queueDepth === 0;
+            if (idle && Date.now() - drainedAt >= drain.idleGraceMs) {
+              this.#o.warn?.({ shard: shardId }, "drained engine idle: stopping it before the deadline");
+              this.#terminate(shard);
+            }
+          } finally {
+            busy = false;
+          }
+        },
+        Math.min(metrics.intervalMs, 250),
+      );
+    }
     return { ok: true };
   }
 
@@ -351,6 +405,10 @@ export class EngineSupervisor implements ShardSupervisor {
       markExited,
       logOffset,
       portRetried: false,
+      load: undefined,
+      loadFailing: false,
+      loadTimer: undefined,
+      drainPoll: undefined,
     };
   }
 
@@ -387,6 +445,44 @@ export class EngineSupervisor implements ShardSupervisor {
     shard.record.state = "running";
     await this.#save(shard);
     this.#emit(shard, "running");
+    this.#pollLoad(shard);
+  }
+
+  /** Whether the shard's engine serves HTTP (a rank > 0 probed through rank 0 does not). */
+  #servesHttp(shard: Shard): boolean {
+    return !(shard.config.ready.ranks === "first" && shard.record.spec.rank > 0);
+  }
+
+  /** Reads a RUNNING engine's metrics every interval, for heartbeats. */
+  #pollLoad(shard: Shard): void {
+    if (!this.#servesHttp(shard)) return;
+    const { metrics } = shard.config;
+    const url = fill(metrics.http, this.#values(shard));
+    let busy = false;
+    const read = async () => {
+      if (busy || this.#closed || shard.record.state !== "running") return;
+      busy = true;
+      try {
+        const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+        if (r.ok) {
+          shard.load = r.load;
+          shard.loadFailing = false;
+          return;
+        }
+        shard.load = undefined;
+        this.#o.onLoadFailure?.({
+          shardId: shard.record.spec.shardId,
+          reason: r.reason,
+          detail: r.detail,
+          first: !shard.loadFailing,
+        });
+        shard.loadFailing = true;
+      } finally {
+        busy = false;
+      }
+    };
+    void read();
+    shard.loadTimer = setInterval(read, metrics.intervalMs);
   }
 
   /**
@@ -411,6 +507,8 @@ export class EngineSupervisor implements ShardSupervisor {
     if (shard.stopping) return;
     shard.stopping = true;
     clearTimeout(shard.drainTimer);
+    clearInterval(shard.drainPoll);
+    clearInterval(shard.loadTimer);
     clearInterval(shard.probe);
     this.#signal(shard, "SIGTERM");
     shard.killTimer = setTimeout(() => this.#signal(shard, "SIGKILL"), shard.config.stopGraceSeconds * 1000);
@@ -439,7 +537,9 @@ export class EngineSupervisor implements ShardSupervisor {
     await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
     await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
-    if (shard.stopping) {
+    // Asked to stop or to drain: however it ended, it ended as asked (an
+    // engine that finished its drain and exited by itself is no crash).
+    if (shard.stopping || shard.record.state === "draining") {
       this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
       return;
     }
@@ -485,6 +585,8 @@ export class EngineSupervisor implements ShardSupervisor {
     clearInterval(s.watch);
     clearTimeout(s.killTimer);
     clearTimeout(s.drainTimer);
+    clearInterval(s.loadTimer);
+    clearInterval(s.drainPoll);
   }
 
   #emit(
@@ -585,15 +687,4 @@ async function readFrom(path: string, offset: number): Promise<string> {
   } catch {
     return "";
   }
-}
-
-/** Shard and replica ids name files under the state directory: only the log's id rule passes. */
-function idProblem(spec: ShardStartSpec): string | undefined {
-  for (const [what, id] of [
-    ["shard id", spec.shardId],
-    ["replica id", spec.replicaId],
-  ] as const)
-    if (!ID_PATTERN.test(id))
-      return `${what} ${JSON.stringify(id.slice(0, 80))} is not 1 to 64 of letters, digits, '_' and '-'`;
-  return undefined;
 }

@@ -215,6 +215,15 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     stateDir,
     advertiseHost: advertiseAddress,
     warn: (obj, msg) => logger.warn(obj, msg),
+    onLoadFailure: (f) => {
+      metrics.engineMetricsFailures.inc({ reason: f.reason });
+      // Said once per run of failures: an engine without metrics would fill the log.
+      if (f.first)
+        logger.warn(
+          { shard: f.shardId, reason: f.reason, detail: f.detail },
+          "cannot read the engine's metrics: its shard reports no load (see engines.<name>.metrics)",
+        );
+    },
     onEvent: (e) => {
       logger.info({ shard: e.shardId, state: e.state, exitCode: e.exitCode, error: e.error }, "shard");
       agent?.onShardEvent(e);
