@@ -264,7 +264,11 @@ describe("llmgw agent under faults (real processes)", () => {
       }
       for (const node of nodes) await registered(w, node, 1);
       // A request waiting that never ends: the drain runs to its deadline.
-      await w.stack.call("PUT", "/v1/catalog", catalog(1, { engineArgs: ["--ignore-sigterm", "--waiting", "1"] }));
+      await w.stack.call(
+        "PUT",
+        "/v1/catalog",
+        catalog(1, { engineArgs: ["--ignore-sigterm", "--waiting", "1"] }),
+      );
       const running = await until(
         "the shard RUNNING",
         async () => {
