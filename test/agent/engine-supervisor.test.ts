@@ -451,6 +451,72 @@ describe("engine supervisor (real processes)", () => {
     assert.deepEqual(failures.slice(0, 2), ["status:true", "status:false"]);
   });
 
+  const LIVENESS = { liveness: { intervalMs: 100, timeoutMs: 80, failureThreshold: 3 } };
+
+  it("reports an engine whose health stops answering FAILED with the reason, and stops it (replace)", async () => {
+    await withSupervisor(
+      ["--wedge-after-ms", "300"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const pid = s.pids()["s1"]!;
+        const failed = await until("failed", () => stateOf(events, "failed"));
+        assert.match(
+          failed.error ?? "",
+          /^unhealthy: health probe failed 3 times in a row \(last: .*did not answer within 80 ms\)/,
+        );
+        await until("the engine gone", () => (s.pids()["s1"] === undefined ? true : undefined));
+        assert.throws(() => process.kill(pid, 0), "the wedged process was stopped");
+        assert.equal(stateOf(events, "stopped"), undefined, "FAILED is its last word");
+      },
+      1,
+      { engine: LIVENESS },
+    );
+  });
+
+  it("leaves an engine whose health recovers before the threshold alone", async () => {
+    await withSupervisor(
+      ["--wedge-after-ms", "200", "--recover-after-ms", "150"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await new Promise((r) => setTimeout(r, 1200));
+        assert.deepEqual(
+          events.map((e) => e.state),
+          ["starting", "running"],
+        );
+        assert.equal(s.shards()[0]?.state, "running");
+      },
+      1,
+      { engine: LIVENESS },
+    );
+  });
+
+  it("restarts an unhealthy engine in place on the same GPUs when its policy says so", async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "llmgw-sup-wedge-")), "wedged");
+    await withSupervisor(
+      ["--wedge-after-ms", "300", "--wedge-once", marker],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const pid = s.pids()["s1"];
+        await until("running again", () =>
+          events.filter((e) => e.state === "running").length >= 2 ? true : undefined,
+        );
+        const restarting = events.find((e) => e.state === "starting" && e.error);
+        assert.match(
+          restarting?.error ?? "",
+          /^unhealthy, restarting in place \(1 of 2\): health probe failed 3 times/,
+        );
+        assert.notEqual(s.pids()["s1"], pid, "a new process");
+        assert.deepEqual(s.shards()[0]?.gpuIndices, [0, 1], "on the same GPUs");
+        assert.equal(stateOf(events, "failed"), undefined);
+      },
+      1,
+      { engine: { ...LIVENESS, restartPolicy: "restart-in-place", maxRestarts: 2 } },
+    );
+  });
+
   it("parses vLLM's, SGLang's and TGI's metrics; garbled text is no load", () => {
     const vllm = {
       queueDepth: ["vllm:num_requests_waiting"],

@@ -87,6 +87,27 @@ export const engineSchema = z.strictObject({
     ranks: z.enum(["all", "first"]).default("all"),
   }),
   /**
+   * Once RUNNING, the ready URL is probed again every `intervalMs`: after
+   * `failureThreshold` failures in a row (no 200 within `timeoutMs`) the
+   * shard is unhealthy, out of the routing table at once, and recovered by
+   * `restartPolicy`. A probe that succeeds before the threshold resets the count.
+   */
+  liveness: z
+    .strictObject({
+      intervalMs: z.number().int().min(50).max(600_000).default(5000),
+      timeoutMs: z.number().int().min(50).max(60_000).default(2000),
+      failureThreshold: z.number().int().min(1).max(100).default(3),
+    })
+    .prefault({}),
+  /**
+   * What an unhealthy engine gets. `replace` (default): it is reported FAILED
+   * and stopped, and the control plane places the replica again (backoff and
+   * cooldown as for a crash). `restart-in-place`: the same command on the
+   * same GPUs, up to `maxRestarts` times per agent process, then as `replace`.
+   */
+  restartPolicy: z.enum(["replace", "restart-in-place"]).default("replace"),
+  maxRestarts: z.number().int().min(0).max(100).default(3),
+  /**
    * A drain: `http` (optional) is asked first, so the engine stops taking
    * requests and finishes what it has. The engine is stopped once its
    * metrics show no request running or waiting and the shard has been out

@@ -57,6 +57,11 @@ interface Shard {
   loadFailing: boolean;
   loadTimer: NodeJS.Timeout | undefined;
   drainPoll: NodeJS.Timeout | undefined;
+  liveness: NodeJS.Timeout | undefined;
+  /** Restarts in place so far (this agent process). */
+  restarts: number;
+  /** What the exit means: said as usual, already said (an unhealthy engine reported FAILED), or a restart in place. */
+  afterExit: "report" | "silent" | "restart";
 }
 
 /** A shard's load as heartbeats carry it. */
@@ -76,6 +81,8 @@ export interface SupervisorOptions {
   baseEnv?: NodeJS.ProcessEnv;
   /** Things operators should see that are no shard state (a start retried on another port). */
   warn?: (obj: object, msg: string) => void;
+  /** An engine turned unhealthy after RUNNING, and what is done about it. */
+  onUnhealthy?: (u: { shardId: string; reason: string; action: "replace" | "restart-in-place" }) => void;
   /** An engine's metrics could not be read (`first`: the first failure of a run of them). */
   onLoadFailure?: (f: { shardId: string; reason: LoadFailure; detail: string; first: boolean }) => void;
   /** How often an adopted engine (not our child) is checked for having exited. */
@@ -149,7 +156,10 @@ export class EngineSupervisor implements ShardSupervisor {
       this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
       if (record.state === "starting") this.#probe(shard);
-      else this.#pollLoad(shard);
+      else if (record.state === "running") {
+        this.#pollLoad(shard);
+        this.#watchLiveness(shard);
+      }
     }
     return this.shards();
   }
@@ -241,7 +251,7 @@ export class EngineSupervisor implements ShardSupervisor {
   async #launch(
     spec: ShardStartSpec,
     config: EngineConfig,
-    o: { avoidPort: number | undefined; portRetried: boolean },
+    o: { avoidPort: number | undefined; portRetried: boolean; restarts?: number },
   ): Promise<CommandOutcome> {
     const port = await this.#reservePort(config.portRange, o.avoidPort);
     if (port === undefined)
@@ -302,6 +312,7 @@ export class EngineSupervisor implements ShardSupervisor {
       };
       const shard = this.#newShard(record, config, child, logOffset);
       shard.portRetried = o.portRetried;
+      shard.restarts = o.restarts ?? 0;
       this.#shards.set(spec.shardId, shard);
       launched = true;
       child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
@@ -328,6 +339,7 @@ export class EngineSupervisor implements ShardSupervisor {
     shard.record.state = "draining";
     clearInterval(shard.probe);
     clearInterval(shard.loadTimer);
+    clearInterval(shard.liveness);
     await this.#save(shard);
     // DRAINING takes the shard out of the routing table: the idle grace counts from here.
     this.#emit(shard, "draining");
@@ -409,6 +421,9 @@ export class EngineSupervisor implements ShardSupervisor {
       loadFailing: false,
       loadTimer: undefined,
       drainPoll: undefined,
+      liveness: undefined,
+      restarts: 0,
+      afterExit: "report",
     };
   }
 
@@ -446,6 +461,65 @@ export class EngineSupervisor implements ShardSupervisor {
     await this.#save(shard);
     this.#emit(shard, "running");
     this.#pollLoad(shard);
+    this.#watchLiveness(shard);
+  }
+
+  /** The ready probe, again, for as long as the shard is RUNNING. */
+  #watchLiveness(shard: Shard): void {
+    if (!this.#servesHttp(shard)) return;
+    const { liveness } = shard.config;
+    const url = fill(shard.config.ready.http, this.#values(shard));
+    let failures = 0;
+    let busy = false;
+    shard.liveness = setInterval(async () => {
+      if (busy || this.#closed || shard.stopping || shard.record.state !== "running") return;
+      busy = true;
+      let why: string | undefined;
+      try {
+        const r = await fetch(url, { signal: AbortSignal.timeout(liveness.timeoutMs) });
+        await r.body?.cancel();
+        if (r.status !== 200) why = `${url} answered ${r.status}`;
+      } catch (err) {
+        why =
+          err instanceof DOMException && err.name === "TimeoutError"
+            ? `${url} did not answer within ${liveness.timeoutMs} ms`
+            : `${url}: ${err instanceof Error ? err.message : String(err)}`;
+      } finally {
+        busy = false;
+      }
+      if (why === undefined) {
+        failures = 0;
+        return;
+      }
+      failures++;
+      if (failures >= liveness.failureThreshold && shard.record.state === "running" && !shard.stopping)
+        this.#unhealthy(shard, `health probe failed ${failures} times in a row (last: ${why})`);
+    }, liveness.intervalMs);
+  }
+
+  /**
+   * An engine that stopped answering its health while its process lives:
+   * out of the routing table at once (FAILED, or STARTING again for a
+   * restart in place), then stopped — to be placed again, or restarted.
+   */
+  #unhealthy(shard: Shard, reason: string): void {
+    clearInterval(shard.liveness);
+    const { restartPolicy, maxRestarts } = shard.config;
+    const inPlace = restartPolicy === "restart-in-place" && shard.restarts < maxRestarts;
+    const shardId = shard.record.spec.shardId;
+    this.#o.onUnhealthy?.({ shardId, reason, action: inPlace ? "restart-in-place" : "replace" });
+    if (inPlace) {
+      shard.afterExit = "restart";
+      this.#emit(shard, "starting", {
+        error: `unhealthy, restarting in place (${shard.restarts + 1} of ${maxRestarts}): ${reason}`,
+      });
+    } else {
+      shard.afterExit = "silent";
+      const exhausted =
+        restartPolicy === "restart-in-place" ? ` (after ${maxRestarts} restarts in place)` : "";
+      this.#emit(shard, "failed", { exitCode: -1, error: `unhealthy${exhausted}: ${reason}` });
+    }
+    this.#terminate(shard);
   }
 
   /** Whether the shard's engine serves HTTP (a rank > 0 probed through rank 0 does not). */
@@ -509,6 +583,7 @@ export class EngineSupervisor implements ShardSupervisor {
     clearTimeout(shard.drainTimer);
     clearInterval(shard.drainPoll);
     clearInterval(shard.loadTimer);
+    clearInterval(shard.liveness);
     clearInterval(shard.probe);
     this.#signal(shard, "SIGTERM");
     shard.killTimer = setTimeout(() => this.#signal(shard, "SIGKILL"), shard.config.stopGraceSeconds * 1000);
@@ -537,6 +612,24 @@ export class EngineSupervisor implements ShardSupervisor {
     await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
     await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
+    if (shard.afterExit === "silent") return;
+    if (shard.afterExit === "restart") {
+      const spec = shard.record.spec;
+      this.#launching.add(spec.shardId);
+      let r: CommandOutcome;
+      try {
+        r = await this.#launch(spec, shard.config, {
+          avoidPort: undefined,
+          portRetried: false,
+          restarts: shard.restarts + 1,
+        });
+      } finally {
+        this.#launching.delete(spec.shardId);
+      }
+      if (!r.ok)
+        this.#emit(shard, "failed", { exitCode: code ?? -1, error: `restart in place failed: ${r.error}` });
+      return;
+    }
     // Asked to stop or to drain: however it ended, it ended as asked (an
     // engine that finished its drain and exited by itself is no crash).
     if (shard.stopping || shard.record.state === "draining") {
@@ -587,6 +680,7 @@ export class EngineSupervisor implements ShardSupervisor {
     clearTimeout(s.drainTimer);
     clearInterval(s.loadTimer);
     clearInterval(s.drainPoll);
+    clearInterval(s.liveness);
   }
 
   #emit(

@@ -215,6 +215,10 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     stateDir,
     advertiseHost: advertiseAddress,
     warn: (obj, msg) => logger.warn(obj, msg),
+    onUnhealthy: (u) => {
+      metrics.engineUnhealthy.inc({ action: u.action });
+      logger.warn({ shard: u.shardId, reason: u.reason, action: u.action }, "engine unhealthy");
+    },
     onLoadFailure: (f) => {
       metrics.engineMetricsFailures.inc({ reason: f.reason });
       // Said once per run of failures: an engine without metrics would fill the log.
