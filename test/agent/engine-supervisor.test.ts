@@ -239,7 +239,11 @@ describe("engine supervisor (real processes)", () => {
     await withSupervisor([], async (s) => {
       const r = await s.start(spec("../../etc/x"));
       assert.equal(r.ok, false);
-      assert.match(!r.ok ? r.error : "", /shard id "\.\.\/\.\.\/etc\/x" is not 1 to 64/);
+      assert.match(!r.ok ? r.error : "", /shard id "\.\.\/\.\.\/etc\/x" is not 1 to 200/);
+      assert.match(
+        ((await s.start(spec(".hidden"))) as { error?: string }).error ?? "",
+        /shard id "\.hidden"/,
+      );
       const r2 = await s.start({ ...spec("s9"), replicaId: "a/b" });
       assert.match(!r2.ok ? r2.error : "", /replica id "a\/b"/);
       assert.deepEqual(s.pids(), {});
