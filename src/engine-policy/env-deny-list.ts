@@ -75,7 +75,6 @@ const DENIED: ReadonlyArray<readonly [pattern: string, why: string]> = [
   ["REQUESTS_CA_BUNDLE", "Python's requests trusts the certificates it names"],
   ["CURL_CA_BUNDLE", "curl and Python libraries trust the certificates it names"],
   ["CUDA_VISIBLE_DEVICES", "the agent sets it to the shard's GPUs"],
-  ["CUDA_DEVICE_ORDER", "the agent sets it so that CUDA numbers GPUs as nvidia-smi does"],
 ];
 
 const COMPILED = DENIED.map(([pattern, why]) => ({ pattern, why, re: globToRegExp(pattern) }));

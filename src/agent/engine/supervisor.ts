@@ -242,7 +242,8 @@ export class EngineSupervisor implements ShardSupervisor {
       ...spec.engineEnv,
       CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
       // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi, whose
-      // indices the control plane places by, numbers them by PCI bus.
+      // indices the control plane places by, numbers them by PCI bus. Set
+      // last: no other value may change which GPUs the engine sees.
       CUDA_DEVICE_ORDER: "PCI_BUS_ID",
     };
   }
