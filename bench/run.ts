@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, freemem, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { natsServerBinary } from "../test/harness/nats.js";
+import { agentEngines } from "./scenarios/agent-engines.js";
 import { convergence } from "./scenarios/convergence.js";
 import { fanIn } from "./scenarios/fan-in.js";
 import { ingest } from "./scenarios/ingest.js";
@@ -19,7 +20,7 @@ import { renderTable, type Scenario, type ScenarioResult } from "./support/resul
 // The scenarios that measure this process itself run before fan-in, whose 10,000 TLS agents
 // live in this process and leave it a heap of ~2 GiB: placement (the memory of a process
 // holding the fleet, and its passes' collections) and replay (the catch-up folds here).
-export const SCENARIOS: Scenario[] = [placement, replay, ingest, fanIn, convergence];
+export const SCENARIOS: Scenario[] = [placement, replay, agentEngines, ingest, fanIn, convergence];
 
 export interface BenchOptions {
   quick: boolean;

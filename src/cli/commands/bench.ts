@@ -23,7 +23,10 @@ export function registerBench(program: Command): void {
       "measure the control plane against the raw limits of its parts (each scenario starts its own nats-server)",
     )
     .option("--quick", "small numbers: the whole run takes under two minutes")
-    .option("--only <scenarios>", "comma-separated: ingest, fan-in, replay, placement, convergence")
+    .option(
+      "--only <scenarios>",
+      "comma-separated: ingest, fan-in, replay, placement, agent-engines, convergence",
+    )
     .option("--out <file>", "JSON result file (default .bench/results-<time>.json)")
     .action(async (f: BenchFlags) => {
       const main = join(PACKAGE_ROOT, "bench", "main.ts");
