@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, freemem, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { natsServerBinary } from "../test/harness/nats.js";
+import { agentEngines } from "./scenarios/agent-engines.js";
 import { convergence } from "./scenarios/convergence.js";
 import { fanIn } from "./scenarios/fan-in.js";
 import { growth } from "./scenarios/growth.js";
@@ -22,7 +23,17 @@ import { renderTable, type Scenario, type ScenarioResult } from "./support/resul
 // The scenarios that measure this process itself run before fan-in, whose 10,000 TLS agents
 // live in this process and leave it a heap of ~2 GiB: placement (the memory of a process
 // holding the fleet, and its passes' collections) and replay (the catch-up folds here).
-export const SCENARIOS: Scenario[] = [placement, replay, history, growth, ingest, fanIn, convergence, router];
+export const SCENARIOS: Scenario[] = [
+  placement,
+  replay,
+  agentEngines,
+  history,
+  growth,
+  ingest,
+  fanIn,
+  convergence,
+  router,
+];
 
 export interface BenchOptions {
   quick: boolean;

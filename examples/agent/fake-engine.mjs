@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A stand-in for an inference engine, for trying the node agent without GPUs
 // (`llmgw dev --agents real`) and for its tests. It serves /health (503 while
-// "loading", then 200), /drain and, like vLLM, the OpenAI API: POST
+// "loading", then 200), /drain, /metrics (vLLM's names, Prometheus text
+// format) and, like vLLM, the OpenAI API: POST
 // /v1/chat/completions, /v1/completions (a text naming the replica, shard and
 // port; `"stream": true` answers server-sent events, a few chunks ending with
 // `data: [DONE]`), /v1/embeddings and GET /v1/models. On SIGTERM it stops
@@ -13,11 +14,23 @@
 //   --crash-once FILE      ... only when FILE does not exist yet (it is created): the
 //                          first engine crashes, the one started to replace it runs
 //   --ignore-sigterm       keep running on SIGTERM (only SIGKILL stops it)
-//   --record FILE          write {argv, env, pid} here at start
+//   --record FILE          write {argv, env, pid} here at start (env: all of it)
 //   --model NAME           the model it serves (GET /v1/models; default "fake")
 //   --replica ID, --shard ID  named in its answers (the agent's {replica_id}, {shard_id})
 //   --delay-ms N           hold every OpenAI request N ms before answering (streams: N ms
 //                          spread over their chunks), so that tests can keep requests in flight
+//   --request-ms N         the same as --delay-ms
+//   --waiting N            requests waiting, as /metrics says (default 0); the requests
+//                          being answered are its vllm:num_requests_running
+//   --kv-cache-use X       KV cache in use, 0 to 1, as /metrics says (default 0)
+//   --wedge-after-ms N     N ms after becoming ready, /health stops answering (the
+//                          request hangs) while the process lives on ...
+//   --recover-after-ms N   ... and answers again N ms after that
+//   --wedge-once FILE      ... only when FILE does not exist yet (it is created)
+//   --port-taken-once FILE the first engine (FILE does not exist yet; it is created)
+//                          finds its port taken, as when another program binds it
+//                          between the agent's check and the engine's bind: it dies
+//                          with EADDRINUSE
 import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
@@ -36,26 +49,49 @@ const crashAfterMs = flag("--crash-after-ms");
 const exitCode = Number(flag("--exit-code") ?? 1);
 const record = flag("--record");
 const crashOnce = flag("--crash-once");
-if (record) {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => k === "CUDA_VISIBLE_DEVICES" || k.startsWith("FAKE_ENGINE_")),
-  );
-  writeFileSync(record, JSON.stringify({ argv: process.argv.slice(1), env, pid: process.pid }));
+if (record)
+  writeFileSync(record, JSON.stringify({ argv: process.argv.slice(1), env: process.env, pid: process.pid }));
+const portTakenOnce = flag("--port-taken-once");
+if (portTakenOnce !== undefined && !existsSync(portTakenOnce)) {
+  writeFileSync(portTakenOnce, String(process.pid));
+  // Held (and never closed) before the real listen below: that one fails as a real bind would.
+  createServer().listen(port, "0.0.0.0");
 }
 const model = flag("--model") ?? "fake";
 const replica = flag("--replica") ?? "";
 const shard = flag("--shard") ?? "";
-const delayMs = Number(flag("--delay-ms") ?? 0);
+const delayMs = Number(flag("--delay-ms") ?? flag("--request-ms") ?? 0);
 let ready = false;
 let draining = false;
 let served = 0;
 let closing = false;
+let wedged = false;
+let running = 0;
+const waiting = Number(flag("--waiting") ?? 0);
+const kvCacheUse = Number(flag("--kv-cache-use") ?? 0);
+const metrics = () =>
+  [
+    "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+    "# TYPE vllm:num_requests_waiting gauge",
+    `vllm:num_requests_waiting{model_name="${model}"} ${waiting}`,
+    "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+    "# TYPE vllm:num_requests_running gauge",
+    `vllm:num_requests_running{model_name="${model}"} ${running}`,
+    "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+    "# TYPE vllm:kv_cache_usage_perc gauge",
+    `vllm:kv_cache_usage_perc{model_name="${model}"} ${kvCacheUse}`,
+    "",
+  ].join("\n");
 const server = createServer((req, res) => {
   // Stopping: each connection ends with its answer.
   if (closing) res.setHeader("connection", "close");
   const path = (req.url ?? "/").split("?")[0];
   if (path === "/health") {
+    // Wedged: the process lives, its health never answers.
+    if (wedged) return;
     res.writeHead(ready && !draining ? 200 : 503).end(ready ? "ok\n" : "loading\n");
+  } else if (path === "/metrics") {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics());
   } else if (path === "/drain") {
     draining = true;
     console.log("fake-engine: draining");
@@ -69,7 +105,10 @@ const server = createServer((req, res) => {
     req.method === "POST" &&
     (path === "/v1/chat/completions" || path === "/v1/completions" || path === "/v1/embeddings")
   ) {
-    readBody(req).then((text) => answer(path, text, res));
+    running++;
+    readBody(req)
+      .then((text) => answer(path, text, res))
+      .finally(() => running--);
   } else json(res, 404, apiError(`no route ${req.method} ${path}`));
 });
 
@@ -97,7 +136,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function answer(path, text, res) {
   let body;
   try {
-    body = JSON.parse(text);
+    // No body: no parameters.
+    body = text === "" ? {} : JSON.parse(text);
   } catch {
     return json(res, 400, apiError("the body is not valid JSON"));
   }
@@ -164,6 +204,21 @@ server.listen(port, "0.0.0.0", () => console.log(`fake-engine: loading on port $
 setTimeout(() => {
   ready = true;
   console.log("fake-engine: ready");
+  const wedgeAfterMs = flag("--wedge-after-ms");
+  const wedgeOnce = flag("--wedge-once");
+  if (wedgeAfterMs !== undefined && (wedgeOnce === undefined || !existsSync(wedgeOnce))) {
+    if (wedgeOnce !== undefined) writeFileSync(wedgeOnce, String(process.pid));
+    setTimeout(() => {
+      wedged = true;
+      console.log("fake-engine: wedged (health no longer answers)");
+      const recoverAfterMs = flag("--recover-after-ms");
+      if (recoverAfterMs !== undefined)
+        setTimeout(() => {
+          wedged = false;
+          console.log("fake-engine: recovered");
+        }, Number(recoverAfterMs));
+    }, Number(wedgeAfterMs));
+  }
   const crash = crashOnce === undefined || !existsSync(crashOnce);
   if (crashAfterMs !== undefined && crash) {
     if (crashOnce !== undefined) writeFileSync(crashOnce, String(process.pid));

@@ -47,6 +47,18 @@ export class AgentMetrics {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  readonly engineUnhealthy = new Counter({
+    name: "llmgw_agent_engine_unhealthy_total",
+    help: "RUNNING engines whose health probe failed failureThreshold times in a row, by what was done (replace, restart-in-place)",
+    labelNames: ["action"] as const,
+    registers: [this.registry],
+  });
+  readonly engineMetricsFailures = new Counter({
+    name: "llmgw_agent_engine_metrics_failures_total",
+    help: "Readings of an engine's metrics endpoint that failed (unreachable, status, garbled, missing): its shard reports no load meanwhile",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly adopted = new Gauge({
     name: "llmgw_agent_adopted_engines",
     help: "Engines found still running when this agent process started",

@@ -135,6 +135,8 @@ export interface ShardSupervisor {
   stop(shardId: string): Promise<CommandOutcome>;
   drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome>;
   shards(): SupervisedShard[];
+  /** How busy each RUNNING shard's engine last said it was; a shard whose engine could not be read is left out. */
+  loads(): Array<{ shardId: string; queueDepth: number; kvCacheUse: number }>;
 }
 
 export interface NodeAgentLogger {
@@ -321,6 +323,7 @@ export class NodeAgent {
       gpuMemoryUsedMb: this.#watch.present().map((g) => BigInt(g.memoryUsedMb)),
       gpuProblems: problems,
       newProblems: nodeProblems,
+      shardLoad: this.#o.supervisor.loads(),
     };
   }
 

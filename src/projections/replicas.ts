@@ -198,13 +198,18 @@ export function evolveReplicas(
       const r = writable(state.replicas, st.replicaId);
       const shard = r?.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId);
       if (!r || !shard) return state;
+      const was = shard.state;
       shard.state = shardStateName(st.state);
       if (st.endpoint !== "") shard.endpoint = st.endpoint;
       shard.lastChangeSeq = meta.seq;
       if (st.lastOutput !== "") shard.lastOutput = st.lastOutput;
       // Any report means the start took: the start deadline no longer applies.
       shard.startDueMs = 0;
-      if (shard.state === "starting" && shard.startingSinceMs === 0) shard.startingSinceMs = meta.timeMs;
+      // STARTING again after RUNNING is an engine restarted in place: its ready timeout starts over.
+      if (shard.state === "starting" && (shard.startingSinceMs === 0 || was === "running"))
+        shard.startingSinceMs = meta.timeMs;
+      // Why a running shard went back to STARTING (unhealthy, restarted in place).
+      if (shard.state === "starting" && st.error !== "") shard.lastError = st.error;
       if (shard.state === "failed" || shard.state === "stopped") {
         shard.lastError = st.error;
         shard.exitCode = st.exitCode;

@@ -263,7 +263,12 @@ describe("llmgw agent under faults (real processes)", () => {
         w.agents.push(startAgent(dir, { gateways: [w.stack.gw.url], nodeId: node }));
       }
       for (const node of nodes) await registered(w, node, 1);
-      await w.stack.call("PUT", "/v1/catalog", catalog(1, { engineArgs: ["--ignore-sigterm"] }));
+      // A request waiting that never ends: the drain runs to its deadline.
+      await w.stack.call(
+        "PUT",
+        "/v1/catalog",
+        catalog(1, { engineArgs: ["--ignore-sigterm", "--waiting", "1"] }),
+      );
       const running = await until(
         "the shard RUNNING",
         async () => {

@@ -6,21 +6,35 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { EngineSupervisor, enginesSchema, type ShardEvent, startTimeOfStat } from "../../src/agent/index.js";
+import {
+  EngineSupervisor,
+  enginesSchema,
+  loadOfMetricsText,
+  type ShardEvent,
+  type SupervisorOptions,
+  startTimeOfStat,
+} from "../../src/agent/index.js";
 
 const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
 
-function engines(extra: string[], stopGraceSeconds = 1) {
+function engines(
+  extra: string[],
+  stopGraceSeconds = 1,
+  portRange?: [number, number],
+  more: Record<string, unknown> = {},
+) {
   return enginesSchema.parse({
     default: {
       command: [process.execPath, FAKE_ENGINE, "--port", "{port}", ...extra],
       ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
       stopGraceSeconds,
-      portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+      portRange: portRange ?? [30000 + Math.floor(Math.random() * 20000), 60000],
+      ...more,
     },
   });
 }
@@ -54,15 +68,23 @@ async function withSupervisor(
   extra: string[],
   fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
   grace = 1,
+  o: {
+    portRange?: [number, number];
+    baseEnv?: NodeJS.ProcessEnv;
+    engine?: Record<string, unknown>;
+    onLoadFailure?: SupervisorOptions["onLoadFailure"];
+  } = {},
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
   const events: ShardEvent[] = [];
   const s = new EngineSupervisor({
-    engines: engines(extra, grace),
+    engines: engines(extra, grace, o.portRange, o.engine),
+    ...(o.onLoadFailure ? { onLoadFailure: o.onLoadFailure } : {}),
     stateDir: dir,
     advertiseHost: "127.0.0.1",
     onEvent: (e) => events.push(e),
     watchMs: 50,
+    ...(o.baseEnv ? { baseEnv: o.baseEnv } : {}),
   });
   await s.adopt();
   try {
@@ -80,6 +102,19 @@ async function withSupervisor(
 
 const stateOf = (events: ShardEvent[], state: ShardEvent["state"]) => events.find((e) => e.state === state);
 
+/** A free range of `n` ports with a listener of "another program" on its first one. */
+async function rangeWithForeignListener(n: number): Promise<{ range: [number, number]; foreign: Server }> {
+  for (;;) {
+    const from = 30000 + Math.floor(Math.random() * 25000);
+    const foreign = createServer();
+    const ok = await new Promise<boolean>((r) => {
+      foreign.once("error", () => r(false));
+      foreign.listen(from, "0.0.0.0", () => r(true));
+    });
+    if (ok) return { range: [from, from + n], foreign };
+  }
+}
+
 describe("engine supervisor (real processes)", () => {
   it("answers a repeated start without a second process, and stops on request", async () => {
     await withSupervisor([], async (s, events) => {
@@ -93,6 +128,125 @@ describe("engine supervisor (real processes)", () => {
       const stopped = await until("stopped", () => stateOf(events, "stopped"));
       assert.equal(stopped.exitCode, 0);
       assert.deepEqual(await s.stop("nope"), { ok: false, error: 'unknown shard "nope"' });
+    });
+  });
+
+  it("gives starts arriving together a port each, skipping one another program holds", async () => {
+    const { range, foreign } = await rangeWithForeignListener(12);
+    try {
+      await withSupervisor(
+        ["--start-delay-ms", "300"],
+        async (s, events) => {
+          const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
+          const outcomes = await Promise.all(ids.map((id) => s.start(spec(id))));
+          assert.deepEqual(
+            outcomes,
+            ids.map(() => ({ ok: true })),
+          );
+          await until("all running", () =>
+            ids.every((id) => events.some((e) => e.shardId === id && e.state === "running"))
+              ? true
+              : undefined,
+          );
+          const ports = ids.map(
+            (id) => new URL(events.find((e) => e.shardId === id && e.state === "running")!.endpoint!).port,
+          );
+          assert.equal(new Set(ports).size, ids.length, `one port each: ${ports.join(", ")}`);
+          assert.ok(!ports.includes(String(range[0])), "the port another program holds is skipped");
+          assert.equal(stateOf(events, "failed"), undefined);
+        },
+        1,
+        { portRange: range },
+      );
+    } finally {
+      foreign.close();
+    }
+  });
+
+  it("starts an engine whose port was taken before it bound once more on another port, not reported a crash", async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "llmgw-sup-port-")), "taken");
+    await withSupervisor(["--port-taken-once", marker], async (s, events, dir) => {
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      const running = await until("running", () => stateOf(events, "running"));
+      assert.equal(stateOf(events, "failed"), undefined, "no crash reported");
+      const log = readFileSync(join(dir, "logs", "s1.log"), "utf8");
+      const taken = /EADDRINUSE: address already in use 0\.0\.0\.0:(\d+)/.exec(log);
+      assert.ok(taken, `the first engine died of EADDRINUSE:\n${log}`);
+      assert.notEqual(new URL(running.endpoint!).port, taken[1], "the retry runs on another port");
+      assert.equal(events.filter((e) => e.state === "starting").length, 2, "STARTING said for each attempt");
+    });
+  });
+
+  it("starts engines from a clean environment, and keeps the state directory to the agent's user", async () => {
+    const baseEnv = {
+      PATH: process.env["PATH"],
+      HOME: "/home/engine",
+      LANG: "C.UTF-8",
+      LLMGW_AGENT_TLS_KEY: "/etc/llmgw/agent.key",
+      NATS_TOKEN: "secret",
+      AWS_SECRET_ACCESS_KEY: "secret",
+      FAKE_ENGINE_INHERITED: "from the agent",
+    };
+    await withSupervisor([], async (s, events, dir) => {
+      const record = join(dir, "rec.json");
+      await s.close();
+      const s2 = new EngineSupervisor({
+        engines: enginesSchema.parse({
+          default: {
+            command: [process.execPath, FAKE_ENGINE, "--port", "{port}", "--record", record],
+            env: { FAKE_ENGINE_NODE: "from the agent config" },
+            ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 50 },
+            portRange: [30000 + Math.floor(Math.random() * 20000), 60000],
+          },
+        }),
+        stateDir: join(dir, "state"),
+        advertiseHost: "127.0.0.1",
+        onEvent: (e) => events.push(e),
+        baseEnv,
+      });
+      await s2.adopt();
+      try {
+        await s2.start({ ...spec("s1"), engineEnv: { FAKE_ENGINE_PROFILE: "tp2" } });
+        await until("running", () => stateOf(events, "running"));
+        const env = JSON.parse(readFileSync(record, "utf8")).env as Record<string, string>;
+        for (const k of [
+          "LLMGW_AGENT_TLS_KEY",
+          "NATS_TOKEN",
+          "AWS_SECRET_ACCESS_KEY",
+          "FAKE_ENGINE_INHERITED",
+        ])
+          assert.equal(env[k], undefined, `${k} did not reach the engine`);
+        assert.equal(env["PATH"], baseEnv.PATH);
+        assert.equal(env["HOME"], "/home/engine");
+        assert.equal(env["LANG"], "C.UTF-8");
+        assert.equal(env["FAKE_ENGINE_NODE"], "from the agent config");
+        assert.equal(env["FAKE_ENGINE_PROFILE"], "tp2");
+        assert.equal(env["CUDA_VISIBLE_DEVICES"], "0,1");
+        assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+        const mode = (p: string) => statSync(p).mode & 0o777;
+        const state = join(dir, "state");
+        for (const d of [state, join(state, "shards"), join(state, "logs")]) assert.equal(mode(d), 0o700, d);
+        assert.equal(mode(join(state, "shards", "s1.json")), 0o600);
+        assert.equal(mode(join(state, "logs", "s1.log")), 0o600);
+      } finally {
+        await s2.stopAll();
+        await s2.close();
+      }
+    });
+  });
+
+  it("refuses shard and replica ids that are not ids before using them in a path", async () => {
+    await withSupervisor([], async (s) => {
+      const r = await s.start(spec("../../etc/x"));
+      assert.equal(r.ok, false);
+      assert.match(!r.ok ? r.error : "", /shard id "\.\.\/\.\.\/etc\/x" is not 1 to 200/);
+      assert.match(
+        ((await s.start(spec(".hidden"))) as { error?: string }).error ?? "",
+        /shard id "\.hidden"/,
+      );
+      const r2 = await s.start({ ...spec("s9"), replicaId: "a/b" });
+      assert.match(!r2.ok ? r2.error : "", /replica id "a\/b"/);
+      assert.deepEqual(s.pids(), {});
     });
   });
 
@@ -215,6 +369,196 @@ describe("engine supervisor (real processes)", () => {
       },
       0,
     );
+  });
+
+  it("ends the drain of an idle engine once the idle grace has passed, long before the deadline", async () => {
+    await withSupervisor(
+      [],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const drainedAt = Date.now();
+        await s.drain("s1", Date.now() + 60_000);
+        await until("stopped", () => stateOf(events, "stopped"));
+        const took = Date.now() - drainedAt;
+        assert.ok(took >= 300, `stopped ${took} ms after the drain, before the 300 ms idle grace`);
+        assert.ok(took < 30_000, `stopped ${took} ms after the drain: it waited for the deadline`);
+        assert.equal(stateOf(events, "failed"), undefined);
+      },
+      1,
+      { engine: { drain: { idleGraceMs: 300 }, metrics: { intervalMs: 100 } } },
+    );
+  });
+
+  it("stops a draining engine only after its requests in flight have finished", async () => {
+    await withSupervisor(
+      ["--request-ms", "1500"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        const running = await until("running", () => stateOf(events, "running"));
+        let answeredAt = 0;
+        const request = fetch(`${running.endpoint}/v1/completions`, { method: "POST" }).then(async (r) => {
+          answeredAt = Date.now();
+          return r.status;
+        });
+        await new Promise((r) => setTimeout(r, 200));
+        await s.drain("s1", Date.now() + 60_000);
+        await until("stopped", () => stateOf(events, "stopped"));
+        const stoppedAt = Date.now();
+        assert.equal(await request, 200, "the request in flight was answered");
+        assert.ok(answeredAt > 0 && answeredAt <= stoppedAt, "the engine stopped after answering");
+      },
+      1,
+      { engine: { drain: { idleGraceMs: 0 }, metrics: { intervalMs: 100 } } },
+    );
+  });
+
+  it("reports an engine that exits by itself during a drain STOPPED, not FAILED", async () => {
+    await withSupervisor(["--crash-after-ms", "600", "--waiting", "1"], async (s, events) => {
+      await s.start(spec("s1"));
+      await until("running", () => stateOf(events, "running"));
+      await s.drain("s1", Date.now() + 60_000);
+      const stopped = await until("stopped", () => stateOf(events, "stopped"));
+      assert.equal(stopped.exitCode, 1);
+      assert.equal(stateOf(events, "failed"), undefined);
+    });
+  });
+
+  it("reads the engine's load from its metrics; an endpoint it cannot read reports no load, counted", async () => {
+    await withSupervisor(
+      ["--waiting", "7", "--kv-cache-use", "0.25"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const loads = await until("a load", () => (s.loads().length > 0 ? s.loads() : undefined));
+        assert.deepEqual(loads, [{ shardId: "s1", queueDepth: 7, kvCacheUse: 0.25 }]);
+      },
+      1,
+      { engine: { metrics: { intervalMs: 100 } } },
+    );
+    const failures: string[] = [];
+    await withSupervisor(
+      [],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await until("two failed readings", () => (failures.length >= 2 ? true : undefined));
+        assert.deepEqual(s.loads(), [], "no load, not a zero load");
+        assert.deepEqual(s.shards()[0]?.state, "running", "the engine goes on");
+      },
+      1,
+      {
+        engine: { metrics: { http: "http://127.0.0.1:{port}/nothing-here", intervalMs: 100 } },
+        onLoadFailure: (f) => failures.push(`${f.reason}:${f.first}`),
+      },
+    );
+    assert.deepEqual(failures.slice(0, 2), ["status:true", "status:false"]);
+  });
+
+  const LIVENESS = { liveness: { intervalMs: 100, timeoutMs: 80, failureThreshold: 3 } };
+
+  it("reports an engine whose health stops answering FAILED with the reason, and stops it (replace)", async () => {
+    await withSupervisor(
+      ["--wedge-after-ms", "300"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const pid = s.pids()["s1"]!;
+        const failed = await until("failed", () => stateOf(events, "failed"));
+        assert.match(
+          failed.error ?? "",
+          /^unhealthy: health probe failed 3 times in a row \(last: .*did not answer within 80 ms\)/,
+        );
+        await until("the engine gone", () => (s.pids()["s1"] === undefined ? true : undefined));
+        assert.throws(() => process.kill(pid, 0), "the wedged process was stopped");
+        assert.equal(stateOf(events, "stopped"), undefined, "FAILED is its last word");
+      },
+      1,
+      { engine: LIVENESS },
+    );
+  });
+
+  it("leaves an engine whose health recovers before the threshold alone", async () => {
+    await withSupervisor(
+      ["--wedge-after-ms", "200", "--recover-after-ms", "150"],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        await new Promise((r) => setTimeout(r, 1200));
+        assert.deepEqual(
+          events.map((e) => e.state),
+          ["starting", "running"],
+        );
+        assert.equal(s.shards()[0]?.state, "running");
+      },
+      1,
+      { engine: LIVENESS },
+    );
+  });
+
+  it("restarts an unhealthy engine in place on the same GPUs when its policy says so", async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "llmgw-sup-wedge-")), "wedged");
+    await withSupervisor(
+      ["--wedge-after-ms", "300", "--wedge-once", marker],
+      async (s, events) => {
+        await s.start(spec("s1"));
+        await until("running", () => stateOf(events, "running"));
+        const pid = s.pids()["s1"];
+        await until("running again", () =>
+          events.filter((e) => e.state === "running").length >= 2 ? true : undefined,
+        );
+        const restarting = events.find((e) => e.state === "starting" && e.error);
+        assert.match(
+          restarting?.error ?? "",
+          /^unhealthy, restarting in place \(1 of 2\): health probe failed 3 times/,
+        );
+        assert.notEqual(s.pids()["s1"], pid, "a new process");
+        assert.deepEqual(s.shards()[0]?.gpuIndices, [0, 1], "on the same GPUs");
+        assert.equal(stateOf(events, "failed"), undefined);
+      },
+      1,
+      { engine: { ...LIVENESS, restartPolicy: "restart-in-place", maxRestarts: 2 } },
+    );
+  });
+
+  it("parses vLLM's, SGLang's and TGI's metrics; garbled text is no load", () => {
+    const vllm = {
+      queueDepth: ["vllm:num_requests_waiting"],
+      kvCacheUse: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+      running: ["vllm:num_requests_running"],
+    };
+    const older =
+      '# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name="a"} 0.5\nvllm:num_requests_waiting{model_name="a"} 3\nvllm:num_requests_running{model_name="a"} 2\n';
+    assert.deepEqual(loadOfMetricsText(older, vllm), {
+      ok: true,
+      load: { queueDepth: 3, kvCacheUse: 0.5, running: 2 },
+    });
+    const sglang =
+      'sglang:num_queue_reqs{model_name="m"} 4\nsglang:num_running_reqs{model_name="m"} 1\nsglang:token_usage{model_name="m"} 0.75\n';
+    assert.deepEqual(
+      loadOfMetricsText(sglang, {
+        queueDepth: ["sglang:num_queue_reqs"],
+        kvCacheUse: ["sglang:token_usage"],
+        running: ["sglang:num_running_reqs"],
+      }),
+      { ok: true, load: { queueDepth: 4, kvCacheUse: 0.75, running: 1 } },
+    );
+    const tgi = "# TYPE tgi_queue_size gauge\ntgi_queue_size 2\ntgi_batch_current_size 5\n";
+    assert.deepEqual(
+      loadOfMetricsText(tgi, {
+        queueDepth: ["tgi_queue_size"],
+        kvCacheUse: ["tgi_kv_cache_use_none"],
+        running: ["tgi_batch_current_size"],
+      }),
+      { ok: true, load: { queueDepth: 2, kvCacheUse: 0, running: 5 } },
+    );
+    const garbled = loadOfMetricsText("<html><body>502 Bad Gateway</body></html>", vllm);
+    assert.equal(garbled.ok, false);
+    assert.equal(!garbled.ok && garbled.reason, "garbled");
+    const other = loadOfMetricsText("process_cpu_seconds_total 3\n", vllm);
+    assert.equal(!other.ok && other.reason, "missing");
+    const nan = loadOfMetricsText("vllm:num_requests_waiting NaN\n", vllm);
+    assert.equal(nan.ok, false, "a value that is no number is no load");
   });
 
   it("adopts a live engine after a restart, and never a recorded PID now held by another process", async () => {

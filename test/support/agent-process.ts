@@ -27,6 +27,12 @@ export interface FakeEngineOptions {
   allowedArgPrefixes?: string[];
   /** The engine holds each OpenAI request this long (--delay-ms). */
   requestDelayMs?: number;
+  /** The engine's port range (default: a random one of its own). */
+  portRange?: [number, number];
+  /** More fields of the engine's config (liveness, metrics, restartPolicy…). */
+  engine?: Record<string, unknown>;
+  /** More fake-engine flags, after the standard ones. */
+  engineFlags?: string[];
 }
 
 /**
@@ -58,6 +64,7 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
           "--shard",
           "{shard_id}",
           ...(o.requestDelayMs !== undefined ? ["--delay-ms", String(o.requestDelayMs)] : []),
+          ...(o.engineFlags ?? []),
         ],
         ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 100 },
         ...(o.drainHook ? { drain: { http: "http://127.0.0.1:{port}/drain" } } : {}),
@@ -65,7 +72,8 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
         ...(o.allowedArgPrefixes ? { allowedArgPrefixes: o.allowedArgPrefixes } : {}),
         stopGraceSeconds: o.stopGraceSeconds ?? 1,
         // Each agent its own range: agents pick ports at the same moment.
-        portRange: [20000 + Math.floor(Math.random() * 20000), 60000],
+        portRange: o.portRange ?? [20000 + Math.floor(Math.random() * 20000), 60000],
+        ...o.engine,
       },
     },
   };
@@ -90,6 +98,8 @@ export interface StartAgentOptions {
   /** mTLS from these files; without, --insecure-dev. */
   tls?: { cert: string; key: string; ca: string };
   args?: string[];
+  /** More environment for the agent process. */
+  env?: Record<string, string>;
 }
 
 /** Starts `llmgw agent` on `<dir>/agent.yaml`, its state in `<dir>/state`, its kernel log `<dir>/kmsg`. */
@@ -123,6 +133,7 @@ export function startAgent(dir: string, o: StartAgentOptions): AgentProc {
         ...process.env,
         PATH: `${dirname(process.execPath)}:${process.env["PATH"]}`,
         FAKE_NVIDIA_SMI_STATE: join(dir, "gpus.json"),
+        ...o.env,
       },
       stdio: ["ignore", "pipe", "pipe"],
     },

@@ -16,6 +16,28 @@ const template = z
       });
   });
 
+/** One metric name, or several tried in order (the first the engine exports counts). */
+const metricNames = z
+  .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).min(1).max(8)])
+  .transform((n) => (typeof n === "string" ? [n] : n));
+
+/**
+ * Where the engine says how busy it is (Prometheus text format), and which
+ * of its metrics say it. The defaults are vLLM's.
+ */
+const engineMetricsSchema = z.strictObject({
+  http: template.default("http://127.0.0.1:{port}/metrics"),
+  /** Requests waiting in the engine's queue. */
+  queueDepth: metricNames.default(["vllm:num_requests_waiting"]),
+  /** Share of the KV cache in use, 0 to 1 (vLLM renamed it: both are read). */
+  kvCacheUse: metricNames.default(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"]),
+  /** Requests being served now. */
+  running: metricNames.default(["vllm:num_requests_running"]),
+  /** How often a RUNNING engine's metrics are read (a draining one's more often). */
+  intervalMs: z.number().int().min(100).max(60_000).default(2000),
+  timeoutMs: z.number().int().min(50).max(60_000).default(1000),
+});
+
 export const engineSchema = z.strictObject({
   /** The argv template; the profile's engine_args are appended. */
   command: z.array(template).min(1, "needs at least the program"),
@@ -64,8 +86,42 @@ export const engineSchema = z.strictObject({
      */
     ranks: z.enum(["all", "first"]).default("all"),
   }),
-  /** Asked before a drain's stop: an engine that stops taking requests finishes what it has. */
-  drain: z.strictObject({ http: template, method: z.enum(["POST", "PUT"]).default("POST") }).optional(),
+  /**
+   * Once RUNNING, the ready URL is probed again every `intervalMs`: after
+   * `failureThreshold` failures in a row (no 200 within `timeoutMs`) the
+   * shard is unhealthy, out of the routing table at once, and recovered by
+   * `restartPolicy`. A probe that succeeds before the threshold resets the count.
+   */
+  liveness: z
+    .strictObject({
+      intervalMs: z.number().int().min(50).max(600_000).default(5000),
+      timeoutMs: z.number().int().min(50).max(60_000).default(2000),
+      failureThreshold: z.number().int().min(1).max(100).default(3),
+    })
+    .prefault({}),
+  /**
+   * What an unhealthy engine gets. `replace` (default): it is reported FAILED
+   * and stopped, and the control plane places the replica again (backoff and
+   * cooldown as for a crash). `restart-in-place`: the same command on the
+   * same GPUs, up to `maxRestarts` times per agent process, then as `replace`.
+   */
+  restartPolicy: z.enum(["replace", "restart-in-place"]).default("replace"),
+  maxRestarts: z.number().int().min(0).max(100).default(3),
+  /**
+   * A drain: `http` (optional) is asked first, so the engine stops taking
+   * requests and finishes what it has. The engine is stopped once its
+   * metrics show no request running or waiting and the shard has been out
+   * of the routing table for `idleGraceMs` (so routers have moved on), or at
+   * the drain's deadline at the latest.
+   */
+  drain: z
+    .strictObject({
+      http: template.optional(),
+      method: z.enum(["POST", "PUT"]).default("POST"),
+      idleGraceMs: z.number().int().min(0).max(600_000).default(2000),
+    })
+    .prefault({}),
+  metrics: engineMetricsSchema.prefault({}),
   /** SIGTERM to the engine's process group, SIGKILL this long after. */
   stopGraceSeconds: z.number().min(0).max(3600).default(30),
   portRange: z
@@ -79,4 +135,5 @@ export const enginesSchema = z.record(
 );
 
 export type EngineConfig = z.output<typeof engineSchema>;
+export type EngineMetricsConfig = z.output<typeof engineMetricsSchema>;
 export type EnginesConfig = z.output<typeof enginesSchema>;

@@ -22,7 +22,7 @@ export const EXIT_RECORDER = [
   "f=$1; shift",
   '"$@"',
   "c=$?",
-  'echo "$c" > "$f.tmp" && mv "$f.tmp" "$f"',
+  '(umask 077; echo "$c" > "$f.tmp") && mv "$f.tmp" "$f"',
   'exit "$c"',
 ].join("\n");
 

@@ -1,7 +1,25 @@
 /** Engine supervision: templated commands, detached process groups, readiness, adoption across agent restarts. */
-export { type EngineConfig, type EnginesConfig, engineSchema, enginesSchema } from "./config.js";
+export {
+  type EngineConfig,
+  type EngineMetricsConfig,
+  type EnginesConfig,
+  engineSchema,
+  enginesSchema,
+} from "./config.js";
+export {
+  type EngineLoad,
+  type LoadFailure,
+  type LoadReading,
+  loadOfMetricsText,
+  readEngineLoad,
+} from "./load.js";
 export { processStartTime, startTimeOfStat } from "./process-identity.js";
-export { EngineSupervisor, type SupervisorOptions } from "./supervisor.js";
+export {
+  EngineSupervisor,
+  INHERITED_ENV,
+  type ShardLoadReport,
+  type SupervisorOptions,
+} from "./supervisor.js";
 export {
   fill,
   PLACEHOLDERS,

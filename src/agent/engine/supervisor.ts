@@ -5,8 +5,8 @@
  * both matching) instead of starting them again.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { closeSync, fstatSync, openSync } from "node:fs";
+import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchIssues } from "../../engine-policy/index.js";
@@ -20,7 +20,9 @@ import type {
 } from "../node-agent.js";
 import type { EngineConfig, EnginesConfig } from "./config.js";
 import { EXIT_RECORDER, executableOnPath, readRecordedExit } from "./exit-recorder.js";
+import { type EngineLoad, type LoadFailure, readEngineLoad } from "./load.js";
 import { processStartTime } from "./process-identity.js";
+import { idProblem } from "./shard-id.js";
 import { fill, type TemplateValues } from "./template.js";
 
 /** What the state directory keeps of a shard's engine. */
@@ -45,6 +47,28 @@ interface Shard {
   drainTimer: NodeJS.Timeout | undefined;
   exited: Promise<void>;
   markExited: () => void;
+  /** Where this process's output starts in the log (what it printed is read from here). */
+  logOffset: number;
+  /** Started again on another port after its port was taken (once at most). */
+  portRetried: boolean;
+  /** The last reading of the engine's metrics; undefined when the last one failed. */
+  load: EngineLoad | undefined;
+  /** The last reading failed (said once per run of failures). */
+  loadFailing: boolean;
+  loadTimer: NodeJS.Timeout | undefined;
+  drainPoll: NodeJS.Timeout | undefined;
+  liveness: NodeJS.Timeout | undefined;
+  /** Restarts in place so far (this agent process). */
+  restarts: number;
+  /** What the exit means: said as usual, already said (an unhealthy engine reported FAILED), or a restart in place. */
+  afterExit: "report" | "silent" | "restart";
+}
+
+/** A shard's load as heartbeats carry it. */
+export interface ShardLoadReport {
+  shardId: string;
+  queueDepth: number;
+  kvCacheUse: number;
 }
 
 export interface SupervisorOptions {
@@ -53,17 +77,46 @@ export interface SupervisorOptions {
   /** Host in the endpoints engines serve on (http://<host>:<port>). */
   advertiseHost: string;
   onEvent: (e: ShardEvent) => void;
-  /** Environment every engine starts from. */
+  /** Where PATH, HOME and LANG of every engine come from (default: the agent's environment). */
   baseEnv?: NodeJS.ProcessEnv;
+  /** Things operators should see that are no shard state (a start retried on another port). */
+  warn?: (obj: object, msg: string) => void;
+  /** An engine turned unhealthy after RUNNING, and what is done about it. */
+  onUnhealthy?: (u: { shardId: string; reason: string; action: "replace" | "restart-in-place" }) => void;
+  /** An engine's metrics could not be read (`first`: the first failure of a run of them). */
+  onLoadFailure?: (f: { shardId: string; reason: LoadFailure; detail: string; first: boolean }) => void;
   /** How often an adopted engine (not our child) is checked for having exited. */
   watchMs?: number;
 }
 
 const LAST_LINES = 20;
 
+/**
+ * What an engine gets of the agent's environment: nothing else, so the
+ * agent's credentials and settings (LLMGW_*, tokens, proxies) never reach
+ * a process the catalog configures.
+ */
+export const INHERITED_ENV = ["PATH", "HOME", "LANG"] as const;
+
+/**
+ * How an engine says it could not bind its port. The engine is another
+ * program: its output is all there is to go by (Python's
+ * "[Errno 98] Address already in use", Node's EADDRINUSE, uvicorn's and
+ * Rust's wording).
+ */
+const ADDRESS_IN_USE = /EADDRINUSE|address already in use|Errno 98/i;
+
 export class EngineSupervisor implements ShardSupervisor {
   readonly #o: SupervisorOptions;
   readonly #shards = new Map<string, Shard>();
+  /**
+   * Ports held for an engine from before the probe until its exit, so that
+   * starts arriving together never pick the same one (an engine binds its
+   * port only seconds after it is spawned).
+   */
+  readonly #reservedPorts = new Set<number>();
+  /** Shards between a start's arrival and their process running (a re-sent start waits for nothing). */
+  readonly #launching = new Set<string>();
   #closed = false;
 
   constructor(o: SupervisorOptions) {
@@ -76,8 +129,11 @@ export class EngineSupervisor implements ShardSupervisor {
 
   /** Engines recorded by an earlier agent process that still run: re-attached, and returned. */
   async adopt(): Promise<SupervisedShard[]> {
-    await mkdir(this.#recordsDir, { recursive: true });
-    await mkdir(join(this.#o.stateDir, "logs"), { recursive: true });
+    // Engine records, exit statuses and logs are the node's business only.
+    for (const dir of [this.#o.stateDir, this.#recordsDir, join(this.#o.stateDir, "logs")]) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await chmod(dir, 0o700);
+    }
     for (const name of await readdir(this.#recordsDir)) {
       if (!name.endsWith(".json")) continue;
       const path = join(this.#recordsDir, name);
@@ -95,10 +151,15 @@ export class EngineSupervisor implements ShardSupervisor {
         await rm(path, { force: true });
         continue;
       }
-      const shard = this.#newShard(record, config, undefined);
+      const shard = this.#newShard(record, config, undefined, 0);
       this.#shards.set(record.spec.shardId, shard);
+      this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
       if (record.state === "starting") this.#probe(shard);
+      else if (record.state === "running") {
+        this.#pollLoad(shard);
+        this.#watchLiveness(shard);
+      }
     }
     return this.shards();
   }
@@ -115,12 +176,26 @@ export class EngineSupervisor implements ShardSupervisor {
     }));
   }
 
+  /**
+   * The load of each RUNNING shard whose engine's metrics were read last
+   * time: one that could not be read reports none (not zero).
+   */
+  loads(): ShardLoadReport[] {
+    return [...this.#shards.values()].flatMap((s) =>
+      s.record.state === "running" && s.load
+        ? [{ shardId: s.record.spec.shardId, queueDepth: s.load.queueDepth, kvCacheUse: s.load.kvCacheUse }]
+        : [],
+    );
+  }
+
   /** PIDs of the engines, by shard (for operators and tests). */
   pids(): Record<string, number> {
     return Object.fromEntries([...this.#shards].map(([id, s]) => [id, s.record.pid]));
   }
 
   async start(spec: ShardStartSpec): Promise<CommandOutcome> {
+    const badId = idProblem("shard id", spec.shardId) ?? idProblem("replica id", spec.replicaId);
+    if (badId) return { ok: false, error: badId };
     const existing = this.#shards.get(spec.shardId);
     if (existing && !existing.stopping) {
       // A re-sent start: accepted, no second process; its state said again.
@@ -129,6 +204,8 @@ export class EngineSupervisor implements ShardSupervisor {
     }
     if (existing)
       return { ok: false, error: `shard ${spec.shardId} is stopping; start it again once it stopped` };
+    // A re-sent start while the first is still being launched: that one reports.
+    if (this.#launching.has(spec.shardId)) return { ok: true };
     const config = this.#o.engines[spec.engine];
     if (!config) {
       const names = Object.keys(this.#o.engines);
@@ -145,66 +222,108 @@ export class EngineSupervisor implements ShardSupervisor {
         shardFailed: true,
         error: `start refused by this node's engine policy (engine ${JSON.stringify(spec.engine)}): ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`,
       };
-    const port = await this.#freePort(config.portRange);
-    if (port === undefined)
-      return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
-    const values = templateValues(spec, port);
-    const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
-    const env: NodeJS.ProcessEnv = {
-      ...(this.#o.baseEnv ?? process.env),
+    this.#launching.add(spec.shardId);
+    try {
+      return await this.#launch(spec, config, { avoidPort: undefined, portRetried: false });
+    } finally {
+      this.#launching.delete(spec.shardId);
+    }
+  }
+
+  /** The engine's environment: a clean one (see INHERITED_ENV), the node's engine env, the catalog's, the shard's GPUs. */
+  #engineEnv(spec: ShardStartSpec, config: EngineConfig): NodeJS.ProcessEnv {
+    const base = this.#o.baseEnv ?? process.env;
+    const inherited = Object.fromEntries(
+      INHERITED_ENV.flatMap((k) => (base[k] === undefined ? [] : [[k, base[k]]])),
+    );
+    return {
+      ...inherited,
       ...config.env,
       ...spec.engineEnv,
       CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
+      // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi, whose
+      // indices the control plane places by, numbers them by PCI bus. Set
+      // last: no other value may change which GPUs the engine sees.
+      CUDA_DEVICE_ORDER: "PCI_BUS_ID",
     };
-    const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
-    let fd: number;
+  }
+
+  /** Reserves a port, spawns the engine on it and starts probing; the port is released again on any failure. */
+  async #launch(
+    spec: ShardStartSpec,
+    config: EngineConfig,
+    o: { avoidPort: number | undefined; portRetried: boolean; restarts?: number },
+  ): Promise<CommandOutcome> {
+    const port = await this.#reservePort(config.portRange, o.avoidPort);
+    if (port === undefined)
+      return { ok: false, error: `no free port in ${config.portRange[0]}-${config.portRange[1]}` };
+    let launched = false;
     try {
-      fd = openSync(logPath, "a");
-    } catch (err) {
-      return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
-    }
-    const program = argv[0]!;
-    if (!(await executableOnPath(program, env.PATH))) {
-      closeSync(fd);
-      return { ok: false, error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})` };
-    }
-    const exitPath = this.#exitPath(spec.shardId);
-    await rm(exitPath, { force: true });
-    let child: ChildProcess;
-    try {
-      // Through a small shell that records the engine's exit status, so that
-      // a restarted agent, no longer the engine's parent, still learns it.
-      child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
-        detached: true,
-        stdio: ["ignore", fd, fd],
-        env,
+      const values = templateValues(spec, port);
+      const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
+      const env = this.#engineEnv(spec, config);
+      const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
+      let fd: number;
+      let logOffset: number;
+      try {
+        fd = openSync(logPath, "a", 0o600);
+        logOffset = fstatSync(fd).size;
+      } catch (err) {
+        return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
+      }
+      const program = argv[0]!;
+      if (!(await executableOnPath(program, env.PATH))) {
+        closeSync(fd);
+        return {
+          ok: false,
+          error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})`,
+        };
+      }
+      const exitPath = this.#exitPath(spec.shardId);
+      await rm(exitPath, { force: true });
+      let child: ChildProcess;
+      try {
+        // Through a small shell that records the engine's exit status, so that
+        // a restarted agent, no longer the engine's parent, still learns it.
+        child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
+          detached: true,
+          stdio: ["ignore", fd, fd],
+          env,
+        });
+      } finally {
+        closeSync(fd);
+      }
+      const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
+        child.once("spawn", () => resolve({ ok: true }));
+        child.once("error", (err) =>
+          resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }),
+        );
       });
+      if (!spawned.ok) return spawned;
+      child.unref();
+      const pid = child.pid!;
+      const record: EngineRecord = {
+        spec,
+        pid,
+        startTime: (await processStartTime(pid)) ?? "",
+        port,
+        endpoint: `http://${this.#o.advertiseHost}:${port}`,
+        state: "starting",
+        logPath,
+      };
+      const shard = this.#newShard(record, config, child, logOffset);
+      shard.portRetried = o.portRetried;
+      shard.restarts = o.restarts ?? 0;
+      this.#shards.set(spec.shardId, shard);
+      launched = true;
+      child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
+      await this.#save(shard);
+      this.#emit(shard, "starting");
+      this.#probe(shard);
+      return { ok: true };
     } finally {
-      closeSync(fd);
+      if (!launched) this.#reservedPorts.delete(port);
     }
-    const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
-      child.once("spawn", () => resolve({ ok: true }));
-      child.once("error", (err) => resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }));
-    });
-    if (!spawned.ok) return spawned;
-    child.unref();
-    const pid = child.pid!;
-    const record: EngineRecord = {
-      spec,
-      pid,
-      startTime: (await processStartTime(pid)) ?? "",
-      port,
-      endpoint: `http://${this.#o.advertiseHost}:${port}`,
-      state: "starting",
-      logPath,
-    };
-    const shard = this.#newShard(record, config, child);
-    this.#shards.set(spec.shardId, shard);
-    child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
-    await this.#save(shard);
-    this.#emit(shard, "starting");
-    this.#probe(shard);
-    return { ok: true };
   }
 
   async stop(shardId: string): Promise<CommandOutcome> {
@@ -220,18 +339,44 @@ export class EngineSupervisor implements ShardSupervisor {
     if (shard.record.state === "draining" || shard.stopping) return { ok: true };
     shard.record.state = "draining";
     clearInterval(shard.probe);
+    clearInterval(shard.loadTimer);
+    clearInterval(shard.liveness);
     await this.#save(shard);
+    // DRAINING takes the shard out of the routing table: the idle grace counts from here.
     this.#emit(shard, "draining");
-    const hook = shard.config.drain;
-    if (hook) {
-      const url = fill(hook.http, this.#values(shard));
+    const drainedAt = Date.now();
+    const { drain, metrics } = shard.config;
+    if (drain.http) {
+      const url = fill(drain.http, this.#values(shard));
       // The hook is advice to the engine; the deadline below stops it regardless.
-      fetch(url, { method: hook.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
+      fetch(url, { method: drain.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
     }
     // No deadline given (older control planes): the grace the engine has for a stop.
     const untilDeadline =
       deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : shard.config.stopGraceSeconds * 1000;
     shard.drainTimer = setTimeout(() => this.#terminate(shard), untilDeadline);
+    if (this.#servesHttp(shard)) {
+      // Stopped early once idle: nothing running or waiting, and routers moved on.
+      const url = fill(metrics.http, this.#values(shard));
+      let busy = false;
+      shard.drainPoll = setInterval(
+        async () => {
+          if (busy || this.#closed || shard.stopping) return;
+          busy = true;
+          try {
+            const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+            const idle = r.ok && r.load.running === 0 && r.load.queueDepth === 0;
+            if (idle && Date.now() - drainedAt >= drain.idleGraceMs) {
+              this.#o.warn?.({ shard: shardId }, "drained engine idle: stopping it before the deadline");
+              this.#terminate(shard);
+            }
+          } finally {
+            busy = false;
+          }
+        },
+        Math.min(metrics.intervalMs, 250),
+      );
+    }
     return { ok: true };
   }
 
@@ -250,7 +395,12 @@ export class EngineSupervisor implements ShardSupervisor {
 
   // --- internals --------------------------------------------------------------
 
-  #newShard(record: EngineRecord, config: EngineConfig, child: ChildProcess | undefined): Shard {
+  #newShard(
+    record: EngineRecord,
+    config: EngineConfig,
+    child: ChildProcess | undefined,
+    logOffset: number,
+  ): Shard {
     let markExited = () => {};
     const exited = new Promise<void>((r) => {
       markExited = r;
@@ -266,6 +416,15 @@ export class EngineSupervisor implements ShardSupervisor {
       drainTimer: undefined,
       exited,
       markExited,
+      logOffset,
+      portRetried: false,
+      load: undefined,
+      loadFailing: false,
+      loadTimer: undefined,
+      drainPoll: undefined,
+      liveness: undefined,
+      restarts: 0,
+      afterExit: "report",
     };
   }
 
@@ -302,6 +461,103 @@ export class EngineSupervisor implements ShardSupervisor {
     shard.record.state = "running";
     await this.#save(shard);
     this.#emit(shard, "running");
+    this.#pollLoad(shard);
+    this.#watchLiveness(shard);
+  }
+
+  /** The ready probe, again, for as long as the shard is RUNNING. */
+  #watchLiveness(shard: Shard): void {
+    if (!this.#servesHttp(shard)) return;
+    const { liveness } = shard.config;
+    const url = fill(shard.config.ready.http, this.#values(shard));
+    let failures = 0;
+    let busy = false;
+    shard.liveness = setInterval(async () => {
+      if (busy || this.#closed || shard.stopping || shard.record.state !== "running") return;
+      busy = true;
+      let why: string | undefined;
+      try {
+        const r = await fetch(url, { signal: AbortSignal.timeout(liveness.timeoutMs) });
+        await r.body?.cancel();
+        if (r.status !== 200) why = `${url} answered ${r.status}`;
+      } catch (err) {
+        why =
+          err instanceof DOMException && err.name === "TimeoutError"
+            ? `${url} did not answer within ${liveness.timeoutMs} ms`
+            : `${url}: ${err instanceof Error ? err.message : String(err)}`;
+      } finally {
+        busy = false;
+      }
+      if (why === undefined) {
+        failures = 0;
+        return;
+      }
+      failures++;
+      if (failures >= liveness.failureThreshold && shard.record.state === "running" && !shard.stopping)
+        this.#unhealthy(shard, `health probe failed ${failures} times in a row (last: ${why})`);
+    }, liveness.intervalMs);
+  }
+
+  /**
+   * An engine that stopped answering its health while its process lives:
+   * out of the routing table at once (FAILED, or STARTING again for a
+   * restart in place), then stopped — to be placed again, or restarted.
+   */
+  #unhealthy(shard: Shard, reason: string): void {
+    clearInterval(shard.liveness);
+    const { restartPolicy, maxRestarts } = shard.config;
+    const inPlace = restartPolicy === "restart-in-place" && shard.restarts < maxRestarts;
+    const shardId = shard.record.spec.shardId;
+    this.#o.onUnhealthy?.({ shardId, reason, action: inPlace ? "restart-in-place" : "replace" });
+    if (inPlace) {
+      shard.afterExit = "restart";
+      this.#emit(shard, "starting", {
+        error: `unhealthy, restarting in place (${shard.restarts + 1} of ${maxRestarts}): ${reason}`,
+      });
+    } else {
+      shard.afterExit = "silent";
+      const exhausted =
+        restartPolicy === "restart-in-place" ? ` (after ${maxRestarts} restarts in place)` : "";
+      this.#emit(shard, "failed", { exitCode: -1, error: `unhealthy${exhausted}: ${reason}` });
+    }
+    this.#terminate(shard);
+  }
+
+  /** Whether the shard's engine serves HTTP (a rank > 0 probed through rank 0 does not). */
+  #servesHttp(shard: Shard): boolean {
+    return !(shard.config.ready.ranks === "first" && shard.record.spec.rank > 0);
+  }
+
+  /** Reads a RUNNING engine's metrics every interval, for heartbeats. */
+  #pollLoad(shard: Shard): void {
+    if (!this.#servesHttp(shard)) return;
+    const { metrics } = shard.config;
+    const url = fill(metrics.http, this.#values(shard));
+    let busy = false;
+    const read = async () => {
+      if (busy || this.#closed || shard.record.state !== "running") return;
+      busy = true;
+      try {
+        const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+        if (r.ok) {
+          shard.load = r.load;
+          shard.loadFailing = false;
+          return;
+        }
+        shard.load = undefined;
+        this.#o.onLoadFailure?.({
+          shardId: shard.record.spec.shardId,
+          reason: r.reason,
+          detail: r.detail,
+          first: !shard.loadFailing,
+        });
+        shard.loadFailing = true;
+      } finally {
+        busy = false;
+      }
+    };
+    void read();
+    shard.loadTimer = setInterval(read, metrics.intervalMs);
   }
 
   /**
@@ -326,6 +582,9 @@ export class EngineSupervisor implements ShardSupervisor {
     if (shard.stopping) return;
     shard.stopping = true;
     clearTimeout(shard.drainTimer);
+    clearInterval(shard.drainPoll);
+    clearInterval(shard.loadTimer);
+    clearInterval(shard.liveness);
     clearInterval(shard.probe);
     this.#signal(shard, "SIGTERM");
     shard.killTimer = setTimeout(() => this.#signal(shard, "SIGKILL"), shard.config.stopGraceSeconds * 1000);
@@ -344,6 +603,7 @@ export class EngineSupervisor implements ShardSupervisor {
     if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
     this.#clearTimers(shard);
     this.#shards.delete(shard.record.spec.shardId);
+    this.#reservedPorts.delete(shard.record.port);
     if (this.#closed) {
       // The agent is going away: the records are the next agent's to read.
       shard.markExited();
@@ -353,10 +613,31 @@ export class EngineSupervisor implements ShardSupervisor {
     await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
     await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
-    if (shard.stopping) {
+    if (shard.afterExit === "silent") return;
+    if (shard.afterExit === "restart") {
+      const spec = shard.record.spec;
+      this.#launching.add(spec.shardId);
+      let r: CommandOutcome;
+      try {
+        r = await this.#launch(spec, shard.config, {
+          avoidPort: undefined,
+          portRetried: false,
+          restarts: shard.restarts + 1,
+        });
+      } finally {
+        this.#launching.delete(spec.shardId);
+      }
+      if (!r.ok)
+        this.#emit(shard, "failed", { exitCode: code ?? -1, error: `restart in place failed: ${r.error}` });
+      return;
+    }
+    // Asked to stop or to drain: however it ended, it ended as asked (an
+    // engine that finished its drain and exited by itself is no crash).
+    if (shard.stopping || shard.record.state === "draining") {
       this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
       return;
     }
+    if (await this.#retryOnAnotherPort(shard, code)) return;
     const error =
       code === null && signal === null
         ? "the engine was killed while the agent was not its parent (no exit status recorded)"
@@ -368,11 +649,39 @@ export class EngineSupervisor implements ShardSupervisor {
     this.#emit(shard, "failed", { exitCode: code ?? -1, error, lastOutput });
   }
 
+  /**
+   * An engine that could not bind its port while starting lost a race with
+   * some other process, not a fight with its model: started once more on
+   * another port instead of being reported a crash. True when it was.
+   */
+  async #retryOnAnotherPort(shard: Shard, code: number | null): Promise<boolean> {
+    const { spec, port, state } = shard.record;
+    if (shard.portRetried || state !== "starting" || shard.child === undefined || code === 0) return false;
+    if (!ADDRESS_IN_USE.test(await readFrom(shard.record.logPath, shard.logOffset))) return false;
+    if (this.#launching.has(spec.shardId)) return false;
+    this.#o.warn?.(
+      { shard: spec.shardId, port },
+      "the engine found its port taken while starting; starting it once more on another port",
+    );
+    this.#launching.add(spec.shardId);
+    let r: CommandOutcome;
+    try {
+      r = await this.#launch(spec, shard.config, { avoidPort: port, portRetried: true });
+    } finally {
+      this.#launching.delete(spec.shardId);
+    }
+    if (!r.ok) this.#emit(shard, "failed", { exitCode: code ?? -1, error: r.error });
+    return true;
+  }
+
   #clearTimers(s: Shard): void {
     clearInterval(s.probe);
     clearInterval(s.watch);
     clearTimeout(s.killTimer);
     clearTimeout(s.drainTimer);
+    clearInterval(s.loadTimer);
+    clearInterval(s.drainPoll);
+    clearInterval(s.liveness);
   }
 
   #emit(
@@ -394,20 +703,22 @@ export class EngineSupervisor implements ShardSupervisor {
     const path = join(this.#recordsDir, `${shard.record.spec.shardId}.json`);
     const tmp = `${path}.tmp`;
     // Written whole then renamed: a record is never read half written after a crash.
-    await writeFile(tmp, JSON.stringify(shard.record));
+    await writeFile(tmp, JSON.stringify(shard.record), { mode: 0o600 });
     await rename(tmp, path);
   }
 
-  async #freePort([from, to]: [number, number]): Promise<number | undefined> {
-    const taken = new Set([...this.#shards.values()].map((s) => s.record.port));
+  /**
+   * The first port of the range that no engine of ours holds and nothing
+   * else listens on, reserved before it is probed: a start arriving
+   * meanwhile moves on to the next one. A port some other program holds is
+   * skipped (and probed again next time: it may have been freed).
+   */
+  async #reservePort([from, to]: [number, number], avoid: number | undefined): Promise<number | undefined> {
     for (let p = from; p <= to; p++) {
-      if (taken.has(p)) continue;
-      const free = await new Promise<boolean>((resolve) => {
-        const srv = createServer();
-        srv.once("error", () => resolve(false));
-        srv.listen(p, "0.0.0.0", () => srv.close(() => resolve(true)));
-      });
-      if (free) return p;
+      if (p === avoid || this.#reservedPorts.has(p)) continue;
+      this.#reservedPorts.add(p);
+      if (await portFree(p)) return p;
+      this.#reservedPorts.delete(p);
     }
     return undefined;
   }
@@ -438,6 +749,33 @@ async function lastLines(path: string): Promise<string> {
       const buf = Buffer.alloc(length);
       await f.read(buf, 0, length, size - length);
       return buf.toString("utf8").trimEnd().split("\n").slice(-LAST_LINES).join("\n");
+    } finally {
+      await f.close();
+    }
+  } catch {
+    return "";
+  }
+}
+
+/** Whether nothing listens on `port` (on any address). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "0.0.0.0", () => srv.close(() => resolve(true)));
+  });
+}
+
+/** What a log holds from `offset` on (at most its last 64 KiB). */
+async function readFrom(path: string, offset: number): Promise<string> {
+  try {
+    const f = await open(path, "r");
+    try {
+      const { size } = await f.stat();
+      const start = Math.max(offset, size - 65_536);
+      const buf = Buffer.alloc(Math.max(0, size - start));
+      await f.read(buf, 0, buf.length, start);
+      return buf.toString("utf8");
     } finally {
       await f.close();
     }

@@ -310,6 +310,20 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     engines: config.engines,
     stateDir,
     advertiseHost: advertiseAddress,
+    warn: (obj, msg) => logger.warn(obj, msg),
+    onUnhealthy: (u) => {
+      metrics.engineUnhealthy.inc({ action: u.action });
+      logger.warn({ shard: u.shardId, reason: u.reason, action: u.action }, "engine unhealthy");
+    },
+    onLoadFailure: (f) => {
+      metrics.engineMetricsFailures.inc({ reason: f.reason });
+      // Said once per run of failures: an engine without metrics would fill the log.
+      if (f.first)
+        logger.warn(
+          { shard: f.shardId, reason: f.reason, detail: f.detail },
+          "cannot read the engine's metrics: its shard reports no load (see engines.<name>.metrics)",
+        );
+    },
     onEvent: (e) => {
       logger.info({ shard: e.shardId, state: e.state, exitCode: e.exitCode, error: e.error }, "shard");
       agent?.onShardEvent(e);

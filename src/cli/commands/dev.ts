@@ -17,7 +17,12 @@ import { CliError, EXIT, intArg } from "../common.js";
 import { Children } from "../dev/children.js";
 import { DEFAULT_DEV_DATA_DIR, devCredsDir } from "../dev/paths.js";
 import { pickPort } from "../dev/ports.js";
-import { startRealAgents, stopRealEngines } from "../dev/real-agents.js";
+import {
+  countRealEngines,
+  realAgentStateDirs,
+  startRealAgents,
+  stopRealEngines,
+} from "../dev/real-agents.js";
 import { runningShardsByNode } from "../dev/resume.js";
 import { fetchSummary, formatSummary } from "../dev/summary.js";
 import { writeNatsAuth } from "../nats-auth-files.js";
@@ -42,6 +47,7 @@ interface DevOptions {
   natsAuth: boolean;
   logMaxAge: number;
   logMaxBytes: number;
+  stopEngines?: boolean;
 }
 
 export function registerDev(program: Command): void {
@@ -108,12 +114,21 @@ export function registerDev(program: Command): void {
         .choices(["sim", "real"])
         .default("sim"),
     )
+    .option(
+      "--stop-engines",
+      "end the engines --agents real left running under --data-dir (they outlive dev, as engines outlive agents on real machines), and exit",
+    )
     .addOption(
       new Option("--summary-ms <ms>", "summary line period (0: none)")
         .default(1000)
         .argParser(intArg("--summary-ms")),
     )
     .action(async (opts: DevOptions) => {
+      if (opts.stopEngines) {
+        const n = await stopRealEngines(await realAgentStateDirs(resolve(opts.dataDir)));
+        process.stdout.write(`${n === 0 ? "no engines were running" : `stopped ${n} engines`}\n`);
+        return;
+      }
       await runDev(opts);
     });
 }
@@ -242,6 +257,8 @@ async function runDev(opts: DevOptions): Promise<void> {
       process.execPath,
       [
         ...[LLMGW, "gateway", "--insecure-dev", "--id", "gw-dev", "--listen", `127.0.0.1:${gatewayPort}`],
+        // Nothing to hand over on a developer's machine: exit within seconds of a Ctrl-C.
+        ...["--drain-deadline", "2000"],
         // Every simulated node connects from loopback: the per-address cap must fit the whole fleet.
         ...["--max-connections-per-address", String(Math.max(256, opts.nodes + 64))],
       ],
@@ -363,7 +380,11 @@ async function runDev(opts: DevOptions): Promise<void> {
         ? `  fleet       ${opts.nodes} real node agents (llmgw agent) × ${opts.gpusPerNode} GPUs from a file, fake engines; state in ${join(dataDir, "agents")}`
         : `  fleet       ${opts.nodes} simulated nodes × ${opts.gpusPerNode} H100 80 GB${resumedCount > 0 ? `, ${resumedCount} shards still running from the last run` : ""}`,
     );
-    say("Ctrl-C stops everything.");
+    say(
+      opts.agents === "real"
+        ? "Ctrl-C stops the control plane and the node agents; the engines keep running (as on real machines) until `llmgw dev --stop-engines`."
+        : "Ctrl-C stops everything.",
+    );
 
     const tty = process.stdout.isTTY === true;
     let last = "";
@@ -388,8 +409,12 @@ async function runDev(opts: DevOptions): Promise<void> {
     process.removeListener("SIGTERM", onSignal);
     say("stopping…");
     await children.stopAll();
-    const engines = await stopRealEngines(realStateDirs);
-    if (engines > 0) say(`stopped ${engines} engines the node agents ran`);
+    // Engines outlive their agents, as on real machines: the next `dev --agents real` adopts them.
+    const engines = await countRealEngines(realStateDirs);
+    if (engines > 0)
+      say(
+        `${engines} engines keep running: engines outlive their node agents by design, and the next \`llmgw dev --agents real\` adopts them; \`llmgw dev --stop-engines\` ends them`,
+      );
     say("stopped");
   }
   if (failed) throw new CliError(failed, EXIT.failure);

@@ -6,6 +6,7 @@
  */
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { processStartTime } from "../../agent/index.js";
 import { PACKAGE_ROOT } from "../../package-root.js";
 import type { Children } from "./children.js";
 
@@ -95,24 +96,69 @@ export async function startRealAgents(children: Children, o: RealAgentsOptions):
   return stateDirs;
 }
 
-/**
- * Engines outlive their agents by design; dev stops them with everything
- * else so that a Ctrl-C leaves no process behind.
- */
-export async function stopRealEngines(stateDirs: readonly string[]): Promise<number> {
-  let n = 0;
+/** The state directories of the real agents dev ran under `dataDir` (this run's or an earlier one's). */
+export async function realAgentStateDirs(dataDir: string): Promise<string[]> {
+  const root = join(dataDir, "agents");
+  const nodes = await readdir(root).catch(() => [] as string[]);
+  return nodes.map((n) => join(root, n, "state"));
+}
+
+/** An engine the records name that still runs: its PID alive with the recorded start time (never a reused PID). */
+interface LiveEngine {
+  shardId: string;
+  pid: number;
+}
+
+async function liveEngines(stateDirs: readonly string[]): Promise<LiveEngine[]> {
+  const out: LiveEngine[] = [];
   for (const dir of stateDirs) {
     const shards = join(dir, "shards");
     const names = await readdir(shards).catch(() => [] as string[]);
     for (const name of names.filter((f) => f.endsWith(".json"))) {
       try {
-        const { pid } = JSON.parse(await readFile(join(shards, name), "utf8")) as { pid: number };
-        process.kill(-pid, "SIGTERM");
-        n++;
+        const r = JSON.parse(await readFile(join(shards, name), "utf8")) as {
+          pid: number;
+          startTime: string;
+        };
+        if (Number.isInteger(r.pid) && r.pid > 1 && (await processStartTime(r.pid)) === r.startTime)
+          out.push({ shardId: name.slice(0, -".json".length), pid: r.pid });
       } catch {
-        // Gone already.
+        // A record half gone: its engine, if any, is the agent's to find.
       }
     }
   }
-  return n;
+  return out;
+}
+
+/**
+ * Engines outlive their agents by design (a node agent restarted adopts
+ * them), so dev leaves them running when it stops: how many still run.
+ */
+export async function countRealEngines(stateDirs: readonly string[]): Promise<number> {
+  return (await liveEngines(stateDirs)).length;
+}
+
+/**
+ * Ends the engines the records name (`llmgw dev --stop-engines`): SIGTERM
+ * to each one's process group, SIGKILL to those still running after
+ * `graceMs`. Resolves with how many there were.
+ */
+export async function stopRealEngines(stateDirs: readonly string[], graceMs = 5000): Promise<number> {
+  const engines = await liveEngines(stateDirs);
+  const signal = (pid: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      // Gone already.
+    }
+  };
+  for (const e of engines) signal(e.pid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  let left = engines;
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = await liveEngines(stateDirs);
+  }
+  for (const e of left) signal(e.pid, "SIGKILL");
+  return engines.length;
 }
