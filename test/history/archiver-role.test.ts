@@ -29,7 +29,7 @@ describe("the archiver's NATS role (real nats-server with the generated auth con
   const stream = uniqueStream("ARCH");
   const prefix = `arch${rand()}.evt`;
   const dir = tempDir("nats-auth-archiver");
-  const creds = (role: Role) => join(dir, `${role}.creds`);
+  const creds = (role: Role) => join(dir, `${role}.nk`);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let archiver: Child | undefined;
   const logs: Log[] = [];
