@@ -46,7 +46,9 @@ import { runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
 import { sampleEvents } from "../support/sample-events.js";
 
-const ROLES = ["gateway", "reconciler", "api", "reader", "router"] as const;
+const ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
+/** The roles that may publish to no log subject at all. */
+const NO_LOG_WRITES: readonly Role[] = ["reader", "router", "archiver"];
 type Role = (typeof ROLES)[number];
 
 interface Forged {
@@ -120,8 +122,8 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
       const patterns = rolePermissions(role, { stream, prefix, buckets: dummyBuckets }).publish.allow.filter(
         (s) => s.startsWith(`${prefix}.`),
       );
-      if (role === "reader") {
-        assert.deepEqual(patterns, [], "the reader may publish to no log subject");
+      if (NO_LOG_WRITES.includes(role)) {
+        assert.deepEqual(patterns, [], `the ${role} may publish to no log subject`);
         await assert.rejects(
           js.publish(subjects.node("gpu-a1"), encodeEvent(samples[0]!)).catch((err) => {
             throw LogError.from(err);

@@ -4,8 +4,9 @@
  * by them, and the rolling-upgrade test runs the previous release's gateway
  * and reconciler. A version is exported with `git archive` into a temp
  * directory (no checkout, the work tree is untouched) and runs on this
- * tree's node_modules through a symlink, which is only sound when its
- * package-lock.json is this tree's byte for byte (`sameLock`).
+ * tree's node_modules through a symlink, which is only sound when every
+ * package its lock shares with this tree's is at the same version and the
+ * ones this tree dropped are imported by none of its code (`compatibleLock`).
  *
  * The history must be there: a shallow clone fails with what to run.
  */
@@ -19,7 +20,7 @@ export const REPO_ROOT = join(import.meta.dirname, "../..");
 /**
  * The previous release for the rolling-upgrade test: the last commit of
  * fleet schema 9 on the main line (the merge before disruption budgets
- * brought schema 10), whose package-lock.json is this tree's.
+ * brought schema 10), whose dependencies this tree's node_modules serve.
  */
 export const PREVIOUS_RELEASE = {
   commit: "717b229d475b705868f96c5b71c4ee20776e4b1e",
@@ -44,12 +45,18 @@ export const SCHEMA_COMMITS: ReadonlyArray<{ schema: number; commit: string }> =
   { schema: 10, commit: "e8c0aceadeaf9bc73cede4186c0eeaa9cc9f60b8" },
 ];
 
-function git(args: string[], input?: Buffer): Buffer {
-  return execFileSync("git", ["-C", REPO_ROOT, ...args], {
-    maxBuffer: 512 * 1024 * 1024,
-    ...(input ? { input } : {}),
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+/** Runs git here; `noMatchIsEmpty`: exit status 1 (git grep found nothing) is an empty answer. */
+function git(args: string[], input?: Buffer, noMatchIsEmpty = false): Buffer {
+  try {
+    return execFileSync("git", ["-C", REPO_ROOT, ...args], {
+      maxBuffer: 512 * 1024 * 1024,
+      ...(input ? { input } : {}),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  } catch (err) {
+    if (noMatchIsEmpty && (err as { status?: number }).status === 1) return Buffer.alloc(0);
+    throw err;
+  }
 }
 
 /** Fails with what to do when the commit is not in this clone's history. */
@@ -63,16 +70,38 @@ function requireCommit(commit: string): void {
   }
 }
 
-/** True when the commit's package-lock.json is this tree's, byte for byte. */
-export function sameLock(commit: string): boolean {
+/** The installed packages of a lockfile: path under node_modules → version. */
+function lockPackages(text: string): Map<string, string> {
+  const lock = JSON.parse(text) as { packages?: Record<string, { version?: string }> };
+  const out = new Map<string, string>();
+  for (const [path, p] of Object.entries(lock.packages ?? {})) {
+    if (path.startsWith("node_modules/") && p.version) out.set(path, p.version);
+  }
+  return out;
+}
+
+/**
+ * Why the commit cannot run on this tree's node_modules, or undefined when
+ * it can: every package both locks hold is at the same version, and every
+ * top-level package only the commit's lock holds is imported by none of the
+ * commit's code (a dependency dropped since because nothing used it).
+ */
+export function lockIncompatibility(commit: string): string | undefined {
   requireCommit(commit);
-  const theirs = git(["rev-parse", `${commit}:package-lock.json`])
-    .toString()
-    .trim();
-  const ours = git(["hash-object", "--stdin"], readFileSync(join(REPO_ROOT, "package-lock.json")))
-    .toString()
-    .trim();
-  return theirs === ours;
+  const theirs = lockPackages(git(["show", `${commit}:package-lock.json`]).toString());
+  const ours = lockPackages(readFileSync(join(REPO_ROOT, "package-lock.json"), "utf8"));
+  for (const [path, version] of theirs) {
+    const mine = ours.get(path);
+    if (mine !== undefined && mine !== version) return `${path} is ${version} there and ${mine} here`;
+    if (mine !== undefined) continue;
+    const name = path.slice("node_modules/".length);
+    if (name.includes("/node_modules/")) continue;
+    const used = git(["grep", "-l", "-F", `"${name}`, commit, "--", "src", "bin", "bench"], undefined, true)
+      .toString()
+      .trim();
+    if (used !== "") return `its code imports ${name}, which this tree no longer installs`;
+  }
+  return undefined;
 }
 
 export interface ExportedRelease {
@@ -85,14 +114,16 @@ export interface ExportedRelease {
 
 /**
  * Exports a commit into a temp directory with this tree's node_modules.
- * `requireSameLock` (default true) refuses a commit whose lock differs:
- * it would run on dependencies it was not written for.
+ * `requireSameLock` (default true) refuses a commit whose dependencies
+ * this tree does not serve (`lockIncompatibility`): it would run on
+ * dependencies it was not written for.
  */
 export function exportRelease(commit: string, opts: { requireSameLock?: boolean } = {}): ExportedRelease {
   requireCommit(commit);
-  if ((opts.requireSameLock ?? true) && !sameLock(commit)) {
+  const why = (opts.requireSameLock ?? true) ? lockIncompatibility(commit) : undefined;
+  if (why !== undefined) {
     throw new Error(
-      `commit ${commit} has another package-lock.json than this tree: it cannot run on this node_modules; pin a commit whose lock is identical`,
+      `commit ${commit} cannot run on this tree's node_modules (${why}); pin a commit whose dependencies this tree serves`,
     );
   }
   const dir = join(tempDir("release"), commit.slice(0, 12));
