@@ -563,34 +563,44 @@ function tooLarge(max: number): string {
   return `the request body is larger than ${max} bytes (the router's --max-body-bytes)`;
 }
 
-function upstreamHeaders(
-  req: IncomingMessage,
-  host: string,
-  dropAuthorization: boolean,
-): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
+/**
+ * Headers as a flat list (name, value, name, value...): node:http writes
+ * such a list as it is, where an object goes through setHeader's checks and
+ * copies one header at a time (names and values came checked by the parser).
+ */
+type HeaderList = Array<string | string[]>;
+
+function upstreamHeaders(req: IncomingMessage, host: string, dropAuthorization: boolean): string[] {
+  const out: string[] = [];
   const h = req.headers;
+  let forwardedFor: string | string[] | undefined;
   for (const k in h) {
     if (HOP_BY_HOP.has(k)) continue;
     if (dropAuthorization && k === "authorization") continue;
-    out[k] = h[k];
+    const v = h[k];
+    if (v === undefined) continue;
+    if (k === "x-forwarded-for") {
+      forwardedFor = v;
+      continue;
+    }
+    // A repeated header (set-cookie is the only one the parser keeps as a list): one line each.
+    if (typeof v === "string") out.push(k, v);
+    else for (const one of v) out.push(k, one);
   }
-  out.host = host;
+  out.push("host", host);
   const from = req.socket.remoteAddress;
-  if (from) {
-    const before = req.headers["x-forwarded-for"];
-    out["x-forwarded-for"] = before ? `${String(before)}, ${from}` : from;
-  }
+  if (from) out.push("x-forwarded-for", forwardedFor ? `${String(forwardedFor)}, ${from}` : from);
+  else if (forwardedFor) out.push("x-forwarded-for", String(forwardedFor));
   return out;
 }
 
-function downstreamHeaders(h: IncomingHttpHeaders, replicaId: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+function downstreamHeaders(h: IncomingHttpHeaders, replicaId: string): HeaderList {
+  const out: HeaderList = [];
   for (const k in h) {
     const v = h[k];
     if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    out[k] = v;
+    out.push(k, v);
   }
-  out["x-llmgw-replica"] = replicaId;
+  out.push("x-llmgw-replica", replicaId);
   return out;
 }
