@@ -1,22 +1,6 @@
 /** The router's Prometheus metrics, on a registry of its own. */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
-/**
- * The series one request of a model on a replica touches, looked up once:
- * prom-client hashes a labels object on every call, which on the request
- * path was a share of the router's CPU worth saving.
- */
-export interface ReplicaSeries {
-  readonly inFlight: { inc(): void; dec(): void };
-  /** The requests counter's child for a status code. */
-  answered(code: number): { inc(): void };
-}
-
-export interface ModelSeries {
-  readonly ttfb: { observe(v: number): void };
-  readonly duration: { observe(v: number): void };
-}
-
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class RouterMetrics {
@@ -88,46 +72,7 @@ export class RouterMetrics {
     registers: [this.registry],
   });
 
-  readonly #replicaSeries = new Map<string, ReplicaSeries>();
-  readonly #modelSeries = new Map<string, ModelSeries>();
-
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
-  }
-
-  /** The series of `model` on `replica` ("" for either when none applies). */
-  replica(model: string, replica: string): ReplicaSeries {
-    const key = `${model}\u0000${replica}`;
-    let s = this.#replicaSeries.get(key);
-    if (!s) {
-      // Bounded by the table's models × replicas over time; a long-lived router that saw many starts anew.
-      if (this.#replicaSeries.size > 50_000) this.#replicaSeries.clear();
-      const byCode = new Map<number, { inc(): void }>();
-      const requests = this.requests;
-      s = {
-        inFlight: this.inFlight.labels({ model, replica }),
-        answered(code: number) {
-          let c = byCode.get(code);
-          if (!c) {
-            c = requests.labels({ model, replica, code: String(code) });
-            byCode.set(code, c);
-          }
-          return c;
-        },
-      };
-      this.#replicaSeries.set(key, s);
-    }
-    return s;
-  }
-
-  /** The series of `model` ("" when the request named none the table knows). */
-  model(model: string): ModelSeries {
-    let s = this.#modelSeries.get(model);
-    if (!s) {
-      if (this.#modelSeries.size > 10_000) this.#modelSeries.clear();
-      s = { ttfb: this.ttfb.labels({ model }), duration: this.duration.labels({ model }) };
-      this.#modelSeries.set(model, s);
-    }
-    return s;
   }
 }

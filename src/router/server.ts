@@ -98,12 +98,9 @@ class Router {
   readonly #httpsAgent = new HttpsAgent({ keepAlive: true, maxFreeSockets: 1024 });
   readonly #perClient = new Map<string, number>();
   readonly #random: () => number;
-  /** The access log is on (info): its fields are only gathered then. */
-  readonly #accessLog: boolean;
 
   constructor(private readonly o: RouterServerOptions) {
     this.#random = o.random ?? Math.random;
-    this.#accessLog = o.logger.isLevelEnabled("info");
   }
 
   close(): void {
@@ -213,39 +210,23 @@ class Router {
       message: string,
       headers: Record<string, string> = {},
     ) => {
-      this.o.metrics.errors.inc({ model, replica, reason });
+      m.errors.inc({ model, replica, reason });
       log["error"] = reason;
       sendError(res, status, type, reason, message, headers);
     };
-    // One close listener for the whole request (each listener more is a cost on every request).
-    let client: string | undefined;
-    let clientGone = false;
-    let current: ClientRequest | undefined;
     res.once("close", () => {
-      const finished = res.writableFinished;
-      if (!finished) {
-        clientGone = true;
-        current?.destroy();
-      }
-      if (client !== undefined) {
-        const n = (this.#perClient.get(client) ?? 1) - 1;
-        if (n <= 0) this.#perClient.delete(client);
-        else this.#perClient.set(client, n);
-      }
-      m.replica(model, replica).answered(res.statusCode).inc();
-      if (this.#accessLog) {
-        log["status"] = res.statusCode;
-        log["ms"] = Math.round((performance.now() - started) * 10) / 10;
-        if (!finished) log["aborted"] = true;
-        this.o.logger.info(log, "request");
-      }
+      log["status"] = res.statusCode;
+      log["ms"] = Math.round((performance.now() - started) * 10) / 10;
+      if (!res.writableFinished) log["aborted"] = true;
+      m.requests.inc({ model, replica, code: String(res.statusCode) });
+      this.o.logger.info(log, "request");
     });
 
     const auth = this.#authenticate(req, res);
     if (!auth) return;
-    const who = auth.key?.name ?? req.socket.remoteAddress ?? "unknown";
-    log["client"] = who;
-    const held = this.#perClient.get(who) ?? 0;
+    const client = auth.key?.name ?? req.socket.remoteAddress ?? "unknown";
+    log["client"] = client;
+    const held = this.#perClient.get(client) ?? 0;
     if (held >= this.o.config.maxConcurrentPerClient) {
       return fail(
         429,
@@ -255,8 +236,12 @@ class Router {
         { "retry-after": "1" },
       );
     }
-    this.#perClient.set(who, held + 1);
-    client = who;
+    this.#perClient.set(client, held + 1);
+    res.once("close", () => {
+      const n = (this.#perClient.get(client) ?? 1) - 1;
+      if (n <= 0) this.#perClient.delete(client);
+      else this.#perClient.set(client, n);
+    });
 
     const max = this.o.config.maxBodyBytes;
     const declared = Number(req.headers["content-length"] ?? Number.NaN);
@@ -325,6 +310,15 @@ class Router {
       current?.destroy();
       fail(413, "body_too_large", "invalid_request_error", tooLarge(max));
     });
+    let current: ClientRequest | undefined;
+    let clientGone = false;
+    res.once("close", () => {
+      if (!res.writableFinished) {
+        clientGone = true;
+        current?.destroy();
+      }
+    });
+
     const tried = new Set<string>();
     const retries: string[] = [];
     // Every replica tried said it is overloaded (503): the client is told the same, with Retry-After.
@@ -370,10 +364,9 @@ class Router {
       });
       if (clientGone || tooLargeLate) return;
       if (outcome.kind === "answered") {
-        const series = m.model(model);
-        series.ttfb.observe((outcome.headAtMs - started) / 1000);
+        m.ttfb.observe({ model }, (outcome.headAtMs - started) / 1000);
         if (retries.length > 0) log["retries"] = retries;
-        res.once("finish", () => series.duration.observe((performance.now() - started) / 1000));
+        res.once("finish", () => m.duration.observe({ model }, (performance.now() - started) / 1000));
         return;
       }
       retries.push(`${pick.replicaId}: ${outcome.reason}`);
@@ -405,20 +398,20 @@ class Router {
   ): Promise<
     { kind: "answered"; headAtMs: number } | { kind: "failed"; reason: string; code: string; eject: boolean }
   > {
+    const m = this.o.metrics;
     const book = this.o.book;
     const url = parsedUrl(pick.url);
     const https = url.protocol === "https:";
     const base = url.pathname.replace(/\/$/, "");
     const query = (req.url ?? "").slice(path.length);
-    const inFlight = this.o.metrics.replica(model, pick.replicaId).inFlight;
     book.started(pick.replicaId);
-    inFlight.inc();
+    m.inFlight.inc({ model, replica: pick.replicaId });
     let done = false;
     const finish = () => {
       if (done) return;
       done = true;
       book.finished(pick.replicaId);
-      inFlight.dec();
+      m.inFlight.dec({ model, replica: pick.replicaId });
     };
     return new Promise((resolve) => {
       const up = (https ? httpsRequest : httpRequest)({
@@ -450,25 +443,14 @@ class Router {
         res.writeHead(ur.statusCode ?? 502, downstreamHeaders(ur.headers, pick.replicaId));
         // SSE: each chunk leaves as it comes.
         if (String(ur.headers["content-type"] ?? "").startsWith("text/event-stream")) res.flushHeaders();
-        // What pipe() does, with back-pressure, in fewer listeners: pipe's own set up and
-        // tear down per response was a visible share of the router's CPU.
-        const resume = () => ur.resume();
-        ur.on("data", (c: Buffer) => {
-          if (!res.write(c)) {
-            ur.pause();
-            res.once("drain", resume);
-          }
-        });
-        ur.once("end", () => {
-          res.end();
-          finish();
-        });
+        ur.pipe(res);
         ur.on("error", () => res.destroy());
         ur.once("aborted", () => res.destroy());
         res.once("close", () => {
           if (!ur.complete) up.destroy();
           finish();
         });
+        ur.once("end", finish);
         resolve({ kind: "answered", headAtMs: performance.now() });
       });
       // `on`, not `once`: a second error from the same request must not go unhandled.
@@ -529,7 +511,7 @@ function readModel(req: IncomingMessage, max: number, whole: boolean, declared: 
       size += c.length;
       if (size > max) return done({ kind: "too_large" });
       if (found !== undefined) return;
-      const scan = scanModel(textOf(chunks), false);
+      const scan = scanModel(Buffer.concat(chunks).toString("utf8"), false);
       if (scan.kind === "invalid") return done(scan);
       if (scan.kind === "model") {
         found = scan.model;
@@ -539,7 +521,7 @@ function readModel(req: IncomingMessage, max: number, whole: boolean, declared: 
     };
     const onEnd = () => {
       if (found !== undefined) return done({ kind: "model", model: found, chunks, size, ended: true });
-      const scan = scanModel(textOf(chunks), true);
+      const scan = scanModel(Buffer.concat(chunks).toString("utf8"), true);
       if (scan.kind === "model") done({ kind: "model", model: scan.model, chunks, size, ended: true });
       else done(scan.kind === "invalid" ? scan : { kind: "invalid", message: "the body ends too early" });
     };
@@ -554,53 +536,36 @@ function readModel(req: IncomingMessage, max: number, whole: boolean, declared: 
   });
 }
 
-/** The body so far as text (most bodies come in one chunk: no copy then). */
-function textOf(chunks: Buffer[]): string {
-  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString("utf8");
-}
-
 function tooLarge(max: number): string {
   return `the request body is larger than ${max} bytes (the router's --max-body-bytes)`;
 }
 
-/**
- * Headers as a flat list (name, value, name, value...): node:http writes
- * such a list as it is, where an object goes through setHeader's checks and
- * copies one header at a time (names and values came checked by the parser).
- */
-type HeaderList = Array<string | string[]>;
-
-function upstreamHeaders(req: IncomingMessage, host: string, dropAuthorization: boolean): string[] {
-  const out: string[] = [];
-  const h = req.headers;
-  let forwardedFor: string | string[] | undefined;
-  for (const k in h) {
+function upstreamHeaders(
+  req: IncomingMessage,
+  host: string,
+  dropAuthorization: boolean,
+): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const [k, v] of Object.entries(req.headers)) {
     if (HOP_BY_HOP.has(k)) continue;
     if (dropAuthorization && k === "authorization") continue;
-    const v = h[k];
-    if (v === undefined) continue;
-    if (k === "x-forwarded-for") {
-      forwardedFor = v;
-      continue;
-    }
-    // A repeated header (set-cookie is the only one the parser keeps as a list): one line each.
-    if (typeof v === "string") out.push(k, v);
-    else for (const one of v) out.push(k, one);
+    out[k] = v;
   }
-  out.push("host", host);
+  out.host = host;
   const from = req.socket.remoteAddress;
-  if (from) out.push("x-forwarded-for", forwardedFor ? `${String(forwardedFor)}, ${from}` : from);
-  else if (forwardedFor) out.push("x-forwarded-for", String(forwardedFor));
+  if (from) {
+    const before = req.headers["x-forwarded-for"];
+    out["x-forwarded-for"] = before ? `${String(before)}, ${from}` : from;
+  }
   return out;
 }
 
-function downstreamHeaders(h: IncomingHttpHeaders, replicaId: string): HeaderList {
-  const out: HeaderList = [];
-  for (const k in h) {
-    const v = h[k];
+function downstreamHeaders(h: IncomingHttpHeaders, replicaId: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) {
     if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    out.push(k, v);
+    out[k] = v;
   }
-  out.push("x-llmgw-replica", replicaId);
+  out["x-llmgw-replica"] = replicaId;
   return out;
 }
