@@ -23,6 +23,7 @@ import {
   RolloutSchema,
   RolloutsSchema,
   RolloutUndoneSchema,
+  RouterRequestsSchema,
   WhatIfResultSchema,
 } from "./api-schemas.js";
 import type { Role } from "./roles.js";
@@ -263,6 +264,19 @@ export const API_ROUTES: ApiRoute[] = [
       stream: "with follow=true: `event: endpoints` with the same body, at once and after every change",
     },
     errors: [400, 404],
+  },
+  {
+    method: "GET",
+    url: "/v1/router/requests",
+    access: "viewer",
+    summary:
+      "Requests per replica (in total, in flight, failed) as the routers given with `llmgw api --router-url` count them, read from their /metrics at the call.",
+    answer: {
+      kind: "json",
+      schema: RouterRequestsSchema,
+      description: "the routers read and their counts summed by replica (no routers: both lists empty)",
+    },
+    errors: [],
   },
   {
     method: "POST",

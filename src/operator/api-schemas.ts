@@ -429,3 +429,26 @@ export const ReplicasSchema = named(
 export const ReplicaSchema = named("Replica", z.object({ seq, replica: ReplicaViewSchema }));
 export const HealthSchema = named("Health", z.object({ status: z.literal("ok") }));
 export const ReadySchema = named("Ready", z.object({ status: z.literal("ready"), seq }));
+
+export const RouterRequestsSchema = named(
+  "RouterRequests",
+  z.object({
+    routers: z.array(
+      z.object({
+        url: z.string(),
+        readAtMs: z.int(),
+        error: z.string().optional(),
+      }),
+    ),
+    replicas: z.array(
+      z.object({
+        replicaId: z.string(),
+        model: z.string(),
+        requests: z.number().min(0),
+        inFlight: z.number().min(0),
+        errors: z.number().min(0),
+      }),
+    ),
+  }),
+  "Requests per replica as the routers the API reads (`--router-url`) count them: answered in total, in flight now, failed; summed over the routers, each with when it was read or why it could not be.",
+);

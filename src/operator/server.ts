@@ -32,6 +32,7 @@ import { nodeRoutes } from "./routes/nodes.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { replicaRoutes } from "./routes/replicas.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
+import { routerRequestRoutes } from "./routes/router-requests.js";
 import { streamRoutes } from "./routes/stream.js";
 import { DEFAULT_UI_DIR, uiRoutes } from "./routes/ui.js";
 import { whatIfRoutes } from "./routes/what-if.js";
@@ -66,6 +67,8 @@ export interface ApiOptions {
   limits?: Http1LimitsInput;
   /** Serve HTTPS with this certificate and key (PEM); plain HTTP without. */
   tls?: ApiTls;
+  /** Routers (`llmgw router` base URLs) whose request counts GET /v1/router/requests reads. */
+  routerUrls?: readonly string[];
 }
 
 /** The API's own certificate and key (PEM), as `--tls-cert` and `--tls-key` name them. */
@@ -187,6 +190,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const streams = streamRoutes(app, ctx);
   const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);
+  routerRequestRoutes(app, opts.routerUrls ?? []);
   modelRoutes(app, ctx);
   rolloutRoutes(app, ctx);
   openApiRoutes(app);

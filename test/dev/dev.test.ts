@@ -233,7 +233,11 @@ async function assertNatsAuthOn(run: DevRun): Promise<void> {
   assert.ok(events.stdout.trim().length > 0, "llmgw events printed nothing");
 }
 
-/** The router dev started follows the table with its own credentials: it lists the catalog's models. */
+/**
+ * The router dev started follows the table with its own credentials: it
+ * lists the catalog's models, routes a completion, and the API (given the
+ * router by dev) counts it per replica for the UI.
+ */
 async function assertRouterServes(run: DevRun): Promise<void> {
   const deadline = Date.now() + 30_000;
   let last = "";
@@ -244,11 +248,32 @@ async function assertRouterServes(run: DevRun): Promise<void> {
     };
     last = `${health.status} ${JSON.stringify(models.data.map((m) => m.id))}`;
     if (health.status === "ok" && models.data.map((m) => m.id).join(",") === "llama-3.1-8b,llama-3.3-70b")
-      return;
+      break;
     if (Date.now() > deadline)
       throw new Error(`the router does not serve the fleet's models: ${last}\n${run.out()}`);
     await new Promise((r) => setTimeout(r, 300));
   }
+  for (let i = 0; i < 5; i++) {
+    const res = await fetch(`${run.routerUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "llama-3.1-8b", messages: [{ role: "user", content: "Hello" }] }),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 200, `a completion through the router: ${text}`);
+  }
+  const counted = (await (await fetch(`${run.apiUrl}/v1/router/requests`)).json()) as {
+    routers: Array<{ url: string; error?: string }>;
+    replicas: Array<{ model: string; requests: number }>;
+  };
+  assert.deepEqual(
+    counted.routers.map((r) => [r.url, r.error]),
+    [[run.routerUrl, undefined]],
+  );
+  const total = counted.replicas
+    .filter((r) => r.model === "llama-3.1-8b")
+    .reduce((a, r) => a + r.requests, 0);
+  assert.equal(total, 5, JSON.stringify(counted));
 }
 
 describe("llmgw dev", () => {

@@ -271,6 +271,9 @@ describe("OpenAPI document", () => {
     assert.equal(badWhatIf.status, 400);
 
     await check("GET", "/metrics", "/metrics");
+    // No router given to this API: both lists empty (test/router/requests-api.test.ts reads a real one).
+    const routerRequests = await check("GET", "/v1/router/requests", "/v1/router/requests");
+    assert.deepEqual(routerRequests.body, { routers: [], replicas: [] });
     await check("GET", "/openapi.json", "/openapi.json", { token: null });
     const page = await check("GET", "/docs", "/docs", { token: null });
     for (const p of Object.keys(doc.paths)) assert.ok(page.body.includes(p), `the reference page lacks ${p}`);

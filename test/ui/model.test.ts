@@ -13,12 +13,14 @@ import {
   parseSse,
   podOf,
   positionLabel,
+  replicaTraffic,
   rolloutLine,
   scaleMarks,
   shortModel,
   sortReplicas,
   stepSeq,
   summarize,
+  trafficLine,
   visibleWindow,
   whatIfHighlights,
 } from "../../src/operator/ui/model.ts";
@@ -391,5 +393,36 @@ describe("rollout line", () => {
     );
     assert.match(rolloutLine({ ...base, active: false, paused: true }) ?? "", /· paused$/);
     assert.equal(rolloutLine({ ...base, active: false }), null);
+  });
+
+  it("gives each replica its requests through the routers, and the rate between two reads", () => {
+    const row = (replicaId: string, model: string, requests: number, inFlight: number, errors = 0) => ({
+      replicaId,
+      model,
+      requests,
+      inFlight,
+      errors,
+    });
+    const first = {
+      routers: [{ url: "http://r1", readAtMs: 10_000 }],
+      replicas: [row("a", "m", 100, 2), row("b", "m", 50, 0)],
+    };
+    const once = replicaTraffic(first, null);
+    assert.deepEqual(once.get("a"), { inFlight: 2, total: 100, errors: 0, perSecond: null });
+    assert.equal(trafficLine(once.get("a")!), "2 in flight · 100 req");
+    const second = {
+      routers: [
+        { url: "http://r1", readAtMs: 12_000 },
+        { url: "http://r2", readAtMs: 11_000, error: "cannot read" },
+      ],
+      // b's counter went down (its router restarted): no negative rate.
+      replicas: [row("a", "m", 120, 3, 1), row("b", "m", 10, 0), row("c", "m", 4, 1)],
+    };
+    const t = replicaTraffic(second, first);
+    assert.deepEqual(t.get("a"), { inFlight: 3, total: 120, errors: 1, perSecond: 10 });
+    assert.equal(t.get("b")?.perSecond, 0);
+    assert.equal(t.get("c")?.perSecond, 2);
+    assert.equal(trafficLine(t.get("a")!), "3 in flight · 120 req · 10/s · 1 failed");
+    assert.equal(trafficLine(t.get("c")!), "1 in flight · 4 req · 2.0/s");
   });
 });

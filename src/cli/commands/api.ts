@@ -62,6 +62,23 @@ interface ApiCommandFlags extends NatsSecurityFlags {
   maxConnectionsPerAddress: number;
   maxHeaderBytes: number;
   bodyLimit: number;
+  routerUrl?: string[];
+}
+
+/** `--router-url`, repeatable: an http(s) base URL, checked when the flag is read. */
+function routerUrlArg(value: string, previous: string[] | undefined): string[] {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new CliError(
+      `--router-url ${value}: not a URL; give a router's base URL, e.g. http://127.0.0.1:8000`,
+    );
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new CliError(`--router-url ${value}: use an http:// or https:// URL`);
+  }
+  return [...(previous ?? []), value.replace(/\/+$/, "")];
 }
 
 function num(flag: string, env: string, what: string, def: number): Option {
@@ -159,6 +176,12 @@ export function registerApi(program: Command): void {
       'development: no token, loopback only (recorded as operator "dev"); only requests for a loopback Host from the API\'s own pages, writes with a JSON body',
     )
     .addOption(
+      new Option(
+        "--router-url <url>",
+        "a router (llmgw router) whose per-replica request counts GET /v1/router/requests reads from its /metrics (repeatable)",
+      ).argParser(routerUrlArg),
+    )
+    .addOption(
       new Option("--tls-cert <file>", "serve HTTPS with this certificate (PEM), with --tls-key").env(
         "LLMGW_API_TLS_CERT",
       ),
@@ -242,6 +265,7 @@ export function registerApi(program: Command): void {
           limits,
           ...(tls ? { tls } : {}),
           ...(historySnapshots ? { historySnapshots } : {}),
+          ...(flags.routerUrl ? { routerUrls: flags.routerUrl } : {}),
         });
       } catch (err) {
         await log.close();

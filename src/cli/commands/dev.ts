@@ -247,7 +247,8 @@ async function runDev(opts: DevOptions): Promise<void> {
     children.start(
       "api",
       process.execPath,
-      [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`],
+      // The UI shows requests per replica as the dev router counts them.
+      [LLMGW, "api", "--dev", "--listen", `127.0.0.1:${apiPort}`, "--router-url", routerUrl],
       as("api"),
     );
     const api = new ApiClient({ url: apiUrl });

@@ -13,13 +13,24 @@ import { ReplicaList } from "./components/ReplicaList.tsx";
 import { ReplicaPanel } from "./components/ReplicaPanel.tsx";
 import { TimeBar } from "./components/TimeBar.tsx";
 import { WhatIfPanel } from "./components/WhatIfPanel.tsx";
-import { mapRows, type ScaleMark, scaleMarks, stepSeq, summarize, whatIfHighlights } from "./model.ts";
-import type { Fleet, WhatIfResult } from "./types.ts";
+import {
+  mapRows,
+  type ReplicaTraffic,
+  replicaTraffic,
+  type ScaleMark,
+  scaleMarks,
+  stepSeq,
+  summarize,
+  whatIfHighlights,
+} from "./model.ts";
+import type { Fleet, RouterRequests, WhatIfResult } from "./types.ts";
 
 type Selected = { kind: "replica"; id: string } | { kind: "node"; id: string } | null;
 type Tab = "replicas" | "events" | "what-if";
 
 const PLAY_MS = 350;
+/** How often the routers' request counts are read (they are counters of now, not of the log). */
+const TRAFFIC_MS = 2_000;
 /** The time bar marks the autoscale decisions among this many events up to the log's end. */
 const MARK_SPAN = 20_000;
 
@@ -41,6 +52,10 @@ export function App() {
   const marksAt = useRef(0);
   const marksSeq = useRef(0);
   const [error, setError] = useState("");
+  const [traffic, setTraffic] = useState<{ byReplica: Map<string, ReplicaTraffic>; unread: string[] }>({
+    byReplica: new Map(),
+    unread: [],
+  });
   const liveRef = useRef(live);
   liveRef.current = live;
 
@@ -84,6 +99,32 @@ export function App() {
       ctl.abort();
     };
   }, [api, seq, fail]);
+
+  // Requests per replica through the routers, read every TRAFFIC_MS; the rate is between two reads.
+  useEffect(() => {
+    const ctl = new AbortController();
+    let before: RouterRequests | null = null;
+    const read = () =>
+      api
+        .routerRequests(ctl.signal)
+        .then((now) => {
+          setTraffic({
+            byReplica: replicaTraffic(now, before),
+            unread: now.routers.flatMap((r) => (r.error ? [r.error] : [])),
+          });
+          before = now;
+        })
+        .catch((err: unknown) => {
+          // An API older than the route: no traffic column, no error banner.
+          if (!(err instanceof ApiFailure && err.status === 404)) fail(err);
+        });
+    void read();
+    const t = setInterval(read, TRAFFIC_MS);
+    return () => {
+      clearInterval(t);
+      ctl.abort();
+    };
+  }, [api, fail]);
 
   // Autoscale decisions on the time bar, refreshed at most once a second as the log grows. A
   // request in flight is not cancelled by the next position (under steady traffic none would finish).
@@ -271,6 +312,8 @@ export function App() {
               replicas={fleet.replicas}
               readiness={fleet.readiness}
               rollouts={fleet.rollouts}
+              traffic={traffic.byReplica}
+              trafficUnread={traffic.unread}
               selected={selected?.kind === "replica" ? selected.id : null}
               onSelect={selectReplica}
             />

@@ -4,7 +4,7 @@
  * exactly as the CLI does.
  */
 import { parseSse } from "./model.ts";
-import type { EventRow, Explain, Fleet, HistoryEntry, WhatIfResult } from "./types.ts";
+import type { EventRow, Explain, Fleet, HistoryEntry, RouterRequests, WhatIfResult } from "./types.ts";
 
 const TOKEN_KEY = "llmgw.token";
 
@@ -101,6 +101,11 @@ export class Api {
   /** The fleet after the last event stored at or before an ISO time. */
   fleetAtTime(time: string): Promise<Fleet> {
     return this.#get(`/v1/fleet?time=${encodeURIComponent(time)}`);
+  }
+
+  /** Requests per replica as the routers the API reads count them (now, not at the position shown). */
+  routerRequests(signal?: AbortSignal): Promise<RouterRequests> {
+    return this.#get("/v1/router/requests", signal);
   }
 
   explain(replicaId: string, at: number): Promise<Explain> {

@@ -2,7 +2,7 @@
  * State to view, for the fleet map and panels: pure functions of the API's
  * answers (no DOM, no fetch), unit-tested on their own.
  */
-import type { EventRow, Fleet, Gpu, Node, Replica, Rollout, WhatIfResult } from "./types.ts";
+import type { EventRow, Fleet, Gpu, Node, Replica, Rollout, RouterRequests, WhatIfResult } from "./types.ts";
 
 // ---- GPU cells ----
 
@@ -388,4 +388,53 @@ export function scaleMarks(rows: readonly EventRow[]): ScaleMark[] {
 /** Where a mark sits on the slider, in percent of its width. */
 export function markLeft(seq: number, lastSeq: number): number {
   return lastSeq <= 0 ? 0 : Math.min(100, Math.max(0, (seq / lastSeq) * 100));
+}
+
+/** One replica's traffic through the routers: in flight now, answered in total, and the rate between two reads. */
+export interface ReplicaTraffic {
+  inFlight: number;
+  total: number;
+  errors: number;
+  /** Requests a second since the previous read; null on the first read. */
+  perSecond: number | null;
+}
+
+/**
+ * Each replica's traffic from a read of GET /v1/router/requests, its rate
+ * from the read before (a counter that went down, a router restarted, counts
+ * as 0). A replica serves one model; its models' counts are added.
+ */
+export function replicaTraffic(
+  now: RouterRequests,
+  before: RouterRequests | null,
+): Map<string, ReplicaTraffic> {
+  const sum = (r: RouterRequests) => {
+    const m = new Map<string, { inFlight: number; total: number; errors: number }>();
+    for (const x of r.replicas) {
+      const t = m.get(x.replicaId) ?? { inFlight: 0, total: 0, errors: 0 };
+      t.inFlight += x.inFlight;
+      t.total += x.requests;
+      t.errors += x.errors;
+      m.set(x.replicaId, t);
+    }
+    return m;
+  };
+  const readAt = (r: RouterRequests) => Math.max(0, ...r.routers.map((x) => x.readAtMs));
+  const cur = sum(now);
+  const prev = before ? sum(before) : null;
+  const seconds = before ? (readAt(now) - readAt(before)) / 1000 : 0;
+  const out = new Map<string, ReplicaTraffic>();
+  for (const [id, t] of cur) {
+    const p = prev?.get(id);
+    const perSecond = prev === null || seconds <= 0 ? null : Math.max(0, t.total - (p?.total ?? 0)) / seconds;
+    out.set(id, { ...t, perSecond });
+  }
+  return out;
+}
+
+/** "3 in flight · 120 · 4.5/s" for a replica's row. */
+export function trafficLine(t: ReplicaTraffic): string {
+  const rate =
+    t.perSecond === null ? "" : ` · ${t.perSecond < 10 ? t.perSecond.toFixed(1) : Math.round(t.perSecond)}/s`;
+  return `${t.inFlight} in flight · ${t.total} req${rate}${t.errors > 0 ? ` · ${t.errors} failed` : ""}`;
 }

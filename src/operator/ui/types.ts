@@ -10,6 +10,7 @@ import type {
   ExplainSchema,
   FleetSchema,
   HistorySchema,
+  RouterRequestsSchema,
   WhatIfResultSchema,
 } from "../api-schemas.ts";
 
@@ -30,3 +31,4 @@ export type Candidate = NonNullable<Explain["placement"]>["runnersUp"][number];
 export type HistoryEntry = z.output<typeof HistorySchema>["history"][number];
 export type WhatIfResult = z.output<typeof WhatIfResultSchema>;
 export type Difference = WhatIfResult["passes"][number]["differences"][number];
+export type RouterRequests = z.output<typeof RouterRequestsSchema>;

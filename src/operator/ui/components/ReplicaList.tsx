@@ -1,11 +1,18 @@
-/** Every replica at the current position, those needing a look (pending, draining) first. */
-import { rolloutLine, sortReplicas } from "../model.ts";
+/**
+ * Every replica at the current position, those needing a look (pending,
+ * draining) first, each with its requests through the routers now.
+ */
+import { type ReplicaTraffic, rolloutLine, sortReplicas, trafficLine } from "../model.ts";
 import type { ModelReadiness, Replica, Rollout } from "../types.ts";
 
 export function ReplicaList(props: {
   replicas: Replica[];
   readiness: ModelReadiness[];
   rollouts: Rollout[];
+  /** Requests per replica as the routers count them now (empty: no router read). */
+  traffic: Map<string, ReplicaTraffic>;
+  /** Routers the API could not read, and why. */
+  trafficUnread: string[];
   selected: string | null;
   onSelect(id: string): void;
 }) {
@@ -33,6 +40,11 @@ export function ReplicaList(props: {
           </li>
         ))}
       </ul>
+      {props.trafficUnread.map((why) => (
+        <p key={why} class="muted" data-testid="traffic-unread">
+          requests per replica: {why}
+        </p>
+      ))}
       {rolling.length > 0 && (
         <ul class="rollouts" data-testid="rollouts">
           {rolling.map(({ r, line }) => (
@@ -55,25 +67,39 @@ export function ReplicaList(props: {
     <>
       {readiness}
       <ul class="replicas" data-testid="replica-list">
-        {list.map((r) => (
-          <li key={r.replicaId}>
-            <button
-              type="button"
-              class={r.replicaId === props.selected ? "selected" : ""}
-              data-replica-id={r.replicaId}
-              data-phase={r.phase}
-              onClick={() => props.onSelect(r.replicaId)}
-            >
-              <span class={`phase p-${r.phase}`}>{r.phase}</span>
-              <span class="rid">{r.replicaId}</span>
-              <span class="muted">
-                {r.nodeIds.join(" + ") || r.pendingReason}
-                {r.revision && ` · rev ${r.revision}`}
-                {r.lastFailure && ` · last failure: ${r.lastFailure.reason}`}
-              </span>
-            </button>
-          </li>
-        ))}
+        {list.map((r) => {
+          const t = props.traffic.get(r.replicaId);
+          return (
+            <li key={r.replicaId}>
+              <button
+                type="button"
+                class={r.replicaId === props.selected ? "selected" : ""}
+                data-replica-id={r.replicaId}
+                data-phase={r.phase}
+                onClick={() => props.onSelect(r.replicaId)}
+              >
+                <span class={`phase p-${r.phase}`}>{r.phase}</span>
+                <span class="rid">{r.replicaId}</span>
+                <span class="muted">
+                  {r.nodeIds.join(" + ") || r.pendingReason}
+                  {r.revision && ` · rev ${r.revision}`}
+                  {r.lastFailure && ` · last failure: ${r.lastFailure.reason}`}
+                </span>
+                {t && (
+                  <span
+                    class={t.inFlight > 0 ? "traffic busy" : "traffic"}
+                    data-testid="traffic"
+                    data-in-flight={t.inFlight}
+                    data-total={t.total}
+                    title="requests through the routers now: in flight, answered in total, per second since the last read"
+                  >
+                    {trafficLine(t)}
+                  </span>
+                )}
+              </button>
+            </li>
+          );
+        })}
       </ul>
     </>
   );
