@@ -4,6 +4,7 @@
  * are checked against them).
  */
 import { Command, Option } from "commander";
+import { applyContext } from "./api-access.js";
 import { registerAgent } from "./commands/agent.js";
 import { registerApi } from "./commands/api.js";
 import { registerBench } from "./commands/bench.js";
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
     )
     .hook("preAction", (_program, actionCommand) => {
       applyConfigFile(program, actionCommand, program.opts<{ configFile?: string }>().configFile);
+      applyContext(actionCommand);
     })
     .version("0.1.0")
     .showHelpAfterError()

@@ -15,9 +15,12 @@ import {
   HealthSchema,
   HistorySchema,
   ModelScaledSchema,
+  NodeDecisionsSchema,
   NodeSchema,
   NodesSchema,
   ReadySchema,
+  ReplaySchema,
+  ReplicaDecisionsSchema,
   ReplicaSchema,
   ReplicasSchema,
   RolloutSchema,
@@ -30,6 +33,7 @@ import { catalogAtQuery } from "./routes/catalog.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
+import { explainLogQuery, replayQuery } from "./routes/log-reads.js";
 import { modelPatchBody } from "./routes/models.js";
 import { intentBody } from "./routes/nodes.js";
 import { atQuery, listQuery } from "./routes/replicas.js";
@@ -231,6 +235,38 @@ export const API_ROUTES: ApiRoute[] = [
   },
   {
     method: "GET",
+    url: "/v1/replay",
+    access: "viewer",
+    summary:
+      "The folded fleet state at a sequence (`at`) or a time (`time`), optionally only one node or replica: what `llmgw replay` prints.",
+    query: replayQuery,
+    answer: { kind: "json", schema: ReplaySchema, description: "the fleet state there" },
+    errors: [400, 404, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/explain/replica/:id",
+    access: "viewer",
+    summary:
+      "The recorded decisions and commands that touched a replica, up to `at` or `time`: what `llmgw explain replica` prints.",
+    id: "replica",
+    query: explainLogQuery,
+    answer: { kind: "json", schema: ReplicaDecisionsSchema, description: "the decisions, oldest first" },
+    errors: [400, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/explain/node/:id",
+    access: "viewer",
+    summary:
+      "The recorded decisions and commands that touched a node, up to `at` or `time`: what `llmgw explain node` prints.",
+    id: "node",
+    query: explainLogQuery,
+    answer: { kind: "json", schema: NodeDecisionsSchema, description: "the decisions, oldest first" },
+    errors: [400, 503],
+  },
+  {
+    method: "GET",
     url: "/v1/fleet",
     access: "viewer",
     summary: "The fleet now, at a sequence (`at`) or at a time (`time`).",
@@ -267,8 +303,10 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/what-if",
-    access: "viewer",
-    summary: "Re-run placement over recorded passes with another reconciler config; nothing is written.",
+    // Costly: it re-runs decide at every recorded pass of the range, so not every reader may start it.
+    access: "operator",
+    summary:
+      "Re-run placement over recorded passes with another reconciler config; nothing is written. Needs the operator role: it re-runs decide at every pass of the range.",
     body: whatIfBody,
     answer: { kind: "json", schema: WhatIfResultSchema, description: "the passes whose decisions differ" },
     errors: [400],
