@@ -67,7 +67,7 @@ export function contextsFilePath(override?: string, env: NodeJS.ProcessEnv = pro
   const fromEnv = env["LLMGW_CONFIG"];
   if (fromEnv) return resolve(fromEnv);
   const xdg = env["XDG_CONFIG_HOME"];
-  const base = xdg && xdg.startsWith("/") ? xdg : join(env["HOME"] || homedir(), ".config");
+  const base = xdg?.startsWith("/") ? xdg : join(env["HOME"] || homedir(), ".config");
   return join(base, "llmgw", "config.yaml");
 }
 

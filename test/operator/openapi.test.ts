@@ -156,6 +156,14 @@ describe("OpenAPI document", () => {
     assert.equal((await check("GET", "/v1/endpoints", "/v1/endpoints?model=no-such-model")).status, 404);
     await check("GET", "/v1/fleet", "/v1/fleet");
     await check("GET", "/v1/fleet", "/v1/fleet?at=4");
+    await check("GET", "/v1/events", "/v1/events?subject=session.*,catalog");
+    await check("GET", "/v1/replay", "/v1/replay?at=4");
+    await check("GET", "/v1/replay", "/v1/replay?node=gpu-b1");
+    assert.equal((await check("GET", "/v1/replay", "/v1/replay?replica=r-nope")).status, 404);
+    assert.equal((await check("GET", "/v1/replay", "/v1/replay?at=4&time=2026-01-01T00:00:00Z")).status, 400);
+    await check("GET", "/v1/explain/replica/:id", "/v1/explain/replica/r-70b-1");
+    await check("GET", "/v1/explain/node/:id", "/v1/explain/node/gpu-b1?at=4");
+    assert.equal((await check("GET", "/v1/explain/node/:id", "/v1/explain/node/a..b")).status, 400);
 
     const catalog = await check("GET", "/v1/catalog", "/v1/catalog");
     const etag = catalog.headers.get("etag") ?? "";
