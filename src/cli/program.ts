@@ -12,6 +12,7 @@ import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
 import { registerCompletion } from "./commands/completion.js";
+import { registerDescribe } from "./commands/describe.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
@@ -26,6 +27,7 @@ import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
 import { registerRevocation } from "./commands/revoke.js";
 import { registerRollout } from "./commands/rollout.js";
+import { registerRollouts } from "./commands/rollouts.js";
 import { registerScale } from "./commands/scale.js";
 import { registerSim } from "./commands/sim.js";
 import { registerWhatIf } from "./commands/what-if.js";
@@ -71,10 +73,12 @@ export function buildProgram(): Command {
   // Operating
   registerNodes(program);
   registerReplicas(program);
+  registerDescribe(program);
   registerEndpoints(program);
   registerCatalog(program);
   registerScale(program);
   registerRollout(program);
+  registerRollouts(program);
   registerNodeIntent(program, "cordon");
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");

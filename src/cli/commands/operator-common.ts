@@ -80,7 +80,7 @@ export function printStructured(format: OutputFormat, body: unknown): boolean {
   }
 }
 
-export function clientFor(flags: ApiFlags): ApiClient {
+export function clientFor(flags: Pick<ApiFlags, "api" | "token">): ApiClient {
   let url: URL;
   try {
     url = new URL(flags.api);
