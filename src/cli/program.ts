@@ -12,6 +12,7 @@ import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
 import { registerCompletion } from "./commands/completion.js";
+import { registerConfig } from "./commands/config.js";
 import { registerDescribe } from "./commands/describe.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEndpoints } from "./commands/endpoints.js";
@@ -84,6 +85,7 @@ export function buildProgram(): Command {
   registerNodeIntent(program, "drain");
   registerGpu(program);
   registerRevocation(program);
+  registerConfig(program);
   registerBench(program);
   registerCompletion(program);
   return program;
