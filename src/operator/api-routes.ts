@@ -51,8 +51,24 @@ export type RouteAnswer =
   /** Not JSON: Prometheus text, server-sent events, a web page. */
   | { kind: "text"; contentType: string; description: string };
 
+/** The document's tags, in the order the reference lists them. */
+export const API_TAGS = {
+  nodes: "Nodes and GPUs: list, inspect, cordon, drain.",
+  replicas: "Replicas: list, inspect, their story.",
+  log: "The log read: events, the fleet at any point, decisions, what-if.",
+  endpoints: "The routing table.",
+  catalog: "The model catalog and scaling.",
+  rollouts: "Rollouts of a spec change.",
+  health: "Probes and metrics.",
+  documents: "This document and its reference page.",
+} as const;
+export type ApiTag = keyof typeof API_TAGS;
+
 export interface ApiRoute {
   method: "GET" | "POST" | "PUT" | "PATCH";
+  /** The operation's id in the document and the generated client, named by hand (`listNodes`, `cordonNode`). */
+  operationId: string;
+  tag: ApiTag;
   /** As fastify writes it: `/v1/nodes/:id`. */
   url: string;
   summary: string;
@@ -89,6 +105,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/healthz",
+    operationId: "getHealth",
+    tag: "health",
     summary: "Liveness.",
     access: "open",
     answer: { kind: "json", schema: HealthSchema, description: "the process is up" },
@@ -97,6 +115,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/readyz",
+    operationId: "getReadiness",
+    tag: "health",
     summary: "Readiness: connected to NATS and the projection caught up with the log.",
     access: "open",
     answer: { kind: "json", schema: ReadySchema, description: "ready, at this sequence" },
@@ -105,6 +125,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/metrics",
+    operationId: "getMetrics",
+    tag: "health",
     access: "viewer",
     summary: "Prometheus metrics of this API process.",
     answer: { kind: "text", contentType: "text/plain", description: "Prometheus text exposition" },
@@ -113,6 +135,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/openapi.json",
+    operationId: "getOpenApiDocument",
+    tag: "documents",
     summary: "This document.",
     access: "open",
     answer: { kind: "text", contentType: "application/json", description: "the OpenAPI 3.1 document" },
@@ -121,6 +145,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/docs",
+    operationId: "getApiReference",
+    tag: "documents",
     summary: "A reference page of the API, built from this document.",
     access: "open",
     answer: { kind: "text", contentType: "text/html", description: "the reference page" },
@@ -129,6 +155,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/nodes",
+    operationId: "listNodes",
+    tag: "nodes",
     access: "viewer",
     summary: "Every node, sorted by id.",
     answer: { kind: "json", schema: NodesSchema, description: "the nodes" },
@@ -137,6 +165,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/nodes/:id",
+    operationId: "getNode",
+    tag: "nodes",
     access: "viewer",
     summary: "One node.",
     id: "node",
@@ -147,6 +177,8 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/${action}`,
+      operationId: `${action}Node`,
+      tag: "nodes",
       access: "operator",
       summary,
       id: "node",
@@ -163,6 +195,8 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/gpus/:index/${action}`,
+      operationId: `${action}Gpu`,
+      tag: "nodes",
       access: "operator",
       summary,
       id: "node",
@@ -179,6 +213,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/nodes/:id/problems/clear",
+    operationId: "clearNodeProblems",
+    tag: "nodes",
     access: "operator",
     summary: "Clear a node's node-level problems (those tied to no GPU).",
     id: "node",
@@ -189,6 +225,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas",
+    operationId: "listReplicas",
+    tag: "replicas",
     access: "viewer",
     summary: "Replicas (by model, then id) and each model's ready/desired count.",
     query: listQuery,
@@ -198,6 +236,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id",
+    operationId: "getReplica",
+    tag: "replicas",
     access: "viewer",
     summary: "One replica.",
     id: "replica",
@@ -207,6 +247,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/explain",
+    operationId: "explainReplicaPlacement",
+    tag: "replicas",
     access: "viewer",
     summary: "The decisions that touched a replica, and where it is and why (or why it waits).",
     id: "replica",
@@ -217,6 +259,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/history",
+    operationId: "getReplicaHistory",
+    tag: "replicas",
     access: "viewer",
     summary: "A replica's history: created, placed, each shard's state, drained, removed.",
     id: "replica",
@@ -227,6 +271,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/events",
+    operationId: "listEvents",
+    tag: "log",
     access: "viewer",
     summary: "The log decoded, a page at a time, filterable by subject, node, replica and kind.",
     query: eventsQuery,
@@ -236,6 +282,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replay",
+    operationId: "replayFleet",
+    tag: "log",
     access: "viewer",
     summary:
       "The folded fleet state at a sequence (`at`) or a time (`time`), optionally only one node or replica: what `llmgw replay` prints.",
@@ -246,6 +294,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/explain/replica/:id",
+    operationId: "explainReplica",
+    tag: "log",
     access: "viewer",
     summary:
       "The recorded decisions and commands that touched a replica, up to `at` or `time`: what `llmgw explain replica` prints.",
@@ -257,6 +307,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/explain/node/:id",
+    operationId: "explainNode",
+    tag: "log",
     access: "viewer",
     summary:
       "The recorded decisions and commands that touched a node, up to `at` or `time`: what `llmgw explain node` prints.",
@@ -268,6 +320,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/fleet",
+    operationId: "getFleet",
+    tag: "log",
     access: "viewer",
     summary: "The fleet now, at a sequence (`at`) or at a time (`time`).",
     query: fleetQuery,
@@ -277,6 +331,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/stream",
+    operationId: "streamPosition",
+    tag: "log",
     access: "viewer",
     summary: "Server-sent events with the API's live position in the log (`event: position`).",
     answer: {
@@ -289,6 +345,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/endpoints",
+    operationId: "listEndpoints",
+    tag: "endpoints",
     access: "viewer",
     summary: "The routing table as the log records it: ready replicas per model and where rank 0 serves.",
     query: endpointsQuery,
@@ -303,6 +361,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/what-if",
+    operationId: "runWhatIf",
+    tag: "log",
     // Costly: it re-runs decide at every recorded pass of the range, so not every reader may start it.
     access: "operator",
     summary:
@@ -314,6 +374,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/catalog",
+    operationId: "getCatalog",
+    tag: "catalog",
     access: "viewer",
     summary:
       "The catalog in force (or, with `at`, the one in force at that sequence); its ETag is the catalog's sequence.",
@@ -324,6 +386,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/catalog/history",
+    operationId: "getCatalogHistory",
+    tag: "catalog",
     access: "viewer",
     summary: "Every catalog applied, oldest first, with each model's spec revision.",
     answer: { kind: "json", schema: CatalogHistorySchema, description: "the history" },
@@ -332,6 +396,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/rollouts",
+    operationId: "listRollouts",
+    tag: "rollouts",
     access: "viewer",
     summary: "Every model's rollout: revision, policy, state, replicas on the current and older revisions.",
     answer: { kind: "json", schema: RolloutsSchema, description: "the rollouts, by model" },
@@ -340,6 +406,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/rollouts/:model",
+    operationId: "getRollout",
+    tag: "rollouts",
     access: "viewer",
     summary: "One model's rollout.",
     id: "model",
@@ -349,6 +417,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/pause",
+    operationId: "pauseRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Pause a model's rollout: no replica is replaced until it resumes.",
     id: "model",
@@ -363,6 +433,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/resume",
+    operationId: "resumeRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Resume a paused rollout.",
     id: "model",
@@ -377,6 +449,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/undo",
+    operationId: "undoRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Re-apply the model's previous spec from the catalog history (the rest of the catalog stays).",
     id: "model",
@@ -391,6 +465,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "PUT",
     url: "/v1/catalog",
+    operationId: "applyCatalog",
+    tag: "catalog",
     access: "admin",
     summary: "Apply a catalog (JSON or YAML); `If-Match` names the sequence the change was based on.",
     catalogBody: true,
@@ -401,6 +477,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "PATCH",
     url: "/v1/models/:model",
+    operationId: "scaleModel",
+    tag: "catalog",
     access: "admin",
     summary:
       "Scale a model: a catalog change with its new replica count (fenced like PUT /v1/catalog). Scale-down takes replicas out of the routing table, then drains them.",
