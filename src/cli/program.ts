@@ -39,6 +39,8 @@ export function buildProgram(): Command {
     .description(
       "Control plane of an LLM-serving GPU fleet, event-sourced on NATS JetStream.\n" +
         "Every command that talks to NATS takes --nats URL (env LLMGW_NATS_URL, default nats://127.0.0.1:4222).\n" +
+        "Operator commands, and events, replay, explain, what-if and check-log unless --nats is on the command line,\n" +
+        "reach the operator API: --api/--token, then LLMGW_API_URL/LLMGW_API_TOKEN, then the current context (llmgw config).\n" +
         "Settings come from --config-file (YAML/JSON; keys are flags in camelCase, per command section), then\n" +
         "the environment, then flags: each overrides the one before.",
     )
