@@ -13,9 +13,10 @@ import { after, before, describe, it } from "node:test";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { spawnLlmgw } from "../harness/proc.js";
+import { spawnLlmgw, until } from "../harness/proc.js";
 import { type ApiProcess, OPERATOR_TOKEN, startApiProcess, VIEWER_TOKEN } from "../support/api-process.js";
 import { runCli } from "../support/cli.js";
+import { EventFactory, ShardStatus_State } from "../support/fleet-events.js";
 import { rand } from "../support/gateway.js";
 import { appendAll, smallFleet } from "../support/operator-api.js";
 import { type UnreachablePort, unreachablePort } from "../support/unreachable.js";
@@ -219,7 +220,10 @@ describe("llmgw config contexts and -o formats in a real shell", () => {
   });
 
   it("llmgw nodes --watch prints the list again when a node is cordoned", async () => {
-    const watch = spawnLlmgw(["nodes", "--watch"], shellEnv() as Record<string, string>);
+    const watch = spawnLlmgw(
+      ["nodes", "--watch"],
+      shellEnv({ LLMGW_API_URL: api.url, LLMGW_API_TOKEN: VIEWER_TOKEN }) as Record<string, string>,
+    );
     try {
       await watch.waitForLine(/^gpu-b1\s+-\s+connected/);
       const res = await fetch(`${api.url}/v1/nodes/gpu-b1/cordon`, {
@@ -229,6 +233,36 @@ describe("llmgw config contexts and -o formats in a real shell", () => {
       });
       assert.equal(res.status, 200);
       await watch.waitForLine(/^gpu-b1\s.*cordoned\s+1\s+watch me/);
+    } finally {
+      await watch.stop("SIGINT");
+    }
+  });
+
+  it("llmgw replicas --watch -o json prints one line per change of the replicas", async () => {
+    const watch = spawnLlmgw(
+      ["replicas", "--watch", "-o", "json"],
+      shellEnv({ LLMGW_API_URL: api.url, LLMGW_API_TOKEN: VIEWER_TOKEN }) as Record<string, string>,
+    );
+    const answers = () =>
+      watch
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { replicas: Array<{ replicaId: string; ready: boolean }> });
+    try {
+      await until(() => (answers().length >= 1 ? true : undefined), 30_000, "the first list");
+      const f = new EventFactory("watch");
+      await appendAll(log, [
+        f.shardStatus("gpu-a1", "s-a1", "r-405b-1", "r-405b-1.0", ShardStatus_State.RUNNING),
+        f.shardStatus("gpu-a2", "s-a2", "r-405b-1", "r-405b-1.1", ShardStatus_State.RUNNING),
+      ]);
+      const ready = await until(
+        () => answers().find((a) => a.replicas.find((r) => r.replicaId === "r-405b-1")?.ready),
+        30_000,
+        "a list with r-405b-1 ready",
+      );
+      assert.ok(ready);
+      assert.equal(answers()[0]?.replicas.find((r) => r.replicaId === "r-405b-1")?.ready, false);
     } finally {
       await watch.stop("SIGINT");
     }
