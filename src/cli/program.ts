@@ -4,6 +4,7 @@
  * are checked against them).
  */
 import { Command, Option } from "commander";
+import { applyContext } from "./api-access.js";
 import { registerAgent } from "./commands/agent.js";
 import { registerApi } from "./commands/api.js";
 import { registerArchiver } from "./commands/archiver.js";
@@ -13,6 +14,8 @@ import { registerCatalog } from "./commands/catalog.js";
 import { registerCerts } from "./commands/certs.js";
 import { registerCheckLog } from "./commands/check-log.js";
 import { registerCompletion } from "./commands/completion.js";
+import { registerConfig } from "./commands/config.js";
+import { registerDescribe } from "./commands/describe.js";
 import { registerDev } from "./commands/dev.js";
 import { registerEndpoints } from "./commands/endpoints.js";
 import { registerEvents } from "./commands/events.js";
@@ -28,6 +31,7 @@ import { registerReplay } from "./commands/replay.js";
 import { registerReplicas } from "./commands/replicas.js";
 import { registerRevocation } from "./commands/revoke.js";
 import { registerRollout } from "./commands/rollout.js";
+import { registerRollouts } from "./commands/rollouts.js";
 import { registerRouter } from "./commands/router.js";
 import { registerScale } from "./commands/scale.js";
 import { registerSim } from "./commands/sim.js";
@@ -39,6 +43,8 @@ export function buildProgram(): Command {
     .description(
       "Control plane of an LLM-serving GPU fleet, event-sourced on NATS JetStream.\n" +
         "Every command that talks to NATS takes --nats URL (env LLMGW_NATS_URL, default nats://127.0.0.1:4222).\n" +
+        "Operator commands, and events, replay, explain, what-if and check-log unless --nats is on the command line,\n" +
+        "reach the operator API: --api/--token, then LLMGW_API_URL/LLMGW_API_TOKEN, then the current context (llmgw config).\n" +
         "Settings come from --config-file (YAML/JSON; keys are flags in camelCase, per command section), then\n" +
         "the environment, then flags: each overrides the one before.",
     )
@@ -50,6 +56,7 @@ export function buildProgram(): Command {
     )
     .hook("preAction", (_program, actionCommand) => {
       applyConfigFile(program, actionCommand, program.opts<{ configFile?: string }>().configFile);
+      applyContext(actionCommand);
     })
     .version("0.1.0")
     .showHelpAfterError()
@@ -77,15 +84,18 @@ export function buildProgram(): Command {
   // Operating
   registerNodes(program);
   registerReplicas(program);
+  registerDescribe(program);
   registerEndpoints(program);
   registerCatalog(program);
   registerScale(program);
   registerRollout(program);
+  registerRollouts(program);
   registerNodeIntent(program, "cordon");
   registerNodeIntent(program, "uncordon");
   registerNodeIntent(program, "drain");
   registerGpu(program);
   registerRevocation(program);
+  registerConfig(program);
   registerBench(program);
   registerCompletion(program);
   return program;

@@ -15,9 +15,12 @@ import {
   HealthSchema,
   HistorySchema,
   ModelScaledSchema,
+  NodeDecisionsSchema,
   NodeSchema,
   NodesSchema,
   ReadySchema,
+  ReplaySchema,
+  ReplicaDecisionsSchema,
   ReplicaSchema,
   ReplicasSchema,
   RolloutSchema,
@@ -31,6 +34,7 @@ import { catalogAtQuery } from "./routes/catalog.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
+import { explainLogQuery, replayQuery } from "./routes/log-reads.js";
 import { modelPatchBody } from "./routes/models.js";
 import { intentBody } from "./routes/nodes.js";
 import { atQuery, listQuery } from "./routes/replicas.js";
@@ -48,8 +52,24 @@ export type RouteAnswer =
   /** Not JSON: Prometheus text, server-sent events, a web page. */
   | { kind: "text"; contentType: string; description: string };
 
+/** The document's tags, in the order the reference lists them. */
+export const API_TAGS = {
+  nodes: "Nodes and GPUs: list, inspect, cordon, drain.",
+  replicas: "Replicas: list, inspect, their story.",
+  log: "The log read: events, the fleet at any point, decisions, what-if.",
+  endpoints: "The routing table.",
+  catalog: "The model catalog and scaling.",
+  rollouts: "Rollouts of a spec change.",
+  health: "Probes and metrics.",
+  documents: "This document and its reference page.",
+} as const;
+export type ApiTag = keyof typeof API_TAGS;
+
 export interface ApiRoute {
   method: "GET" | "POST" | "PUT" | "PATCH";
+  /** The operation's id in the document and the generated client, named by hand (`listNodes`, `cordonNode`). */
+  operationId: string;
+  tag: ApiTag;
   /** As fastify writes it: `/v1/nodes/:id`. */
   url: string;
   summary: string;
@@ -86,6 +106,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/healthz",
+    operationId: "getHealth",
+    tag: "health",
     summary: "Liveness.",
     access: "open",
     answer: { kind: "json", schema: HealthSchema, description: "the process is up" },
@@ -94,6 +116,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/readyz",
+    operationId: "getReadiness",
+    tag: "health",
     summary: "Readiness: connected to NATS and the projection caught up with the log.",
     access: "open",
     answer: { kind: "json", schema: ReadySchema, description: "ready, at this sequence" },
@@ -102,6 +126,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/metrics",
+    operationId: "getMetrics",
+    tag: "health",
     access: "viewer",
     summary: "Prometheus metrics of this API process.",
     answer: { kind: "text", contentType: "text/plain", description: "Prometheus text exposition" },
@@ -110,6 +136,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/openapi.json",
+    operationId: "getOpenApiDocument",
+    tag: "documents",
     summary: "This document.",
     access: "open",
     answer: { kind: "text", contentType: "application/json", description: "the OpenAPI 3.1 document" },
@@ -118,6 +146,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/docs",
+    operationId: "getApiReference",
+    tag: "documents",
     summary: "A reference page of the API, built from this document.",
     access: "open",
     answer: { kind: "text", contentType: "text/html", description: "the reference page" },
@@ -126,6 +156,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/nodes",
+    operationId: "listNodes",
+    tag: "nodes",
     access: "viewer",
     summary: "Every node, sorted by id.",
     answer: { kind: "json", schema: NodesSchema, description: "the nodes" },
@@ -134,6 +166,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/nodes/:id",
+    operationId: "getNode",
+    tag: "nodes",
     access: "viewer",
     summary: "One node.",
     id: "node",
@@ -144,6 +178,8 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/${action}`,
+      operationId: `${action}Node`,
+      tag: "nodes",
       access: "operator",
       summary,
       id: "node",
@@ -160,6 +196,8 @@ export const API_ROUTES: ApiRoute[] = [
     ([action, summary]): ApiRoute => ({
       method: "POST",
       url: `/v1/nodes/:id/gpus/:index/${action}`,
+      operationId: `${action}Gpu`,
+      tag: "nodes",
       access: "operator",
       summary,
       id: "node",
@@ -176,6 +214,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/nodes/:id/problems/clear",
+    operationId: "clearNodeProblems",
+    tag: "nodes",
     access: "operator",
     summary: "Clear a node's node-level problems (those tied to no GPU).",
     id: "node",
@@ -186,6 +226,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas",
+    operationId: "listReplicas",
+    tag: "replicas",
     access: "viewer",
     summary: "Replicas (by model, then id) and each model's ready/desired count.",
     query: listQuery,
@@ -195,6 +237,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id",
+    operationId: "getReplica",
+    tag: "replicas",
     access: "viewer",
     summary: "One replica.",
     id: "replica",
@@ -204,6 +248,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/explain",
+    operationId: "explainReplicaPlacement",
+    tag: "replicas",
     access: "viewer",
     summary: "The decisions that touched a replica, and where it is and why (or why it waits).",
     id: "replica",
@@ -214,6 +260,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/replicas/:id/history",
+    operationId: "getReplicaHistory",
+    tag: "replicas",
     access: "viewer",
     summary: "A replica's history: created, placed, each shard's state, drained, removed.",
     id: "replica",
@@ -224,6 +272,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/events",
+    operationId: "listEvents",
+    tag: "log",
     access: "viewer",
     summary: "The log decoded, a page at a time, filterable by subject, node, replica and kind.",
     query: eventsQuery,
@@ -232,7 +282,47 @@ export const API_ROUTES: ApiRoute[] = [
   },
   {
     method: "GET",
+    url: "/v1/replay",
+    operationId: "replayFleet",
+    tag: "log",
+    access: "viewer",
+    summary:
+      "The folded fleet state at a sequence (`at`) or a time (`time`), optionally only one node or replica: what `llmgw replay` prints.",
+    query: replayQuery,
+    answer: { kind: "json", schema: ReplaySchema, description: "the fleet state there" },
+    errors: [400, 404, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/explain/replica/:id",
+    operationId: "explainReplica",
+    tag: "log",
+    access: "viewer",
+    summary:
+      "The recorded decisions and commands that touched a replica, up to `at` or `time`: what `llmgw explain replica` prints.",
+    id: "replica",
+    query: explainLogQuery,
+    answer: { kind: "json", schema: ReplicaDecisionsSchema, description: "the decisions, oldest first" },
+    errors: [400, 503],
+  },
+  {
+    method: "GET",
+    url: "/v1/explain/node/:id",
+    operationId: "explainNode",
+    tag: "log",
+    access: "viewer",
+    summary:
+      "The recorded decisions and commands that touched a node, up to `at` or `time`: what `llmgw explain node` prints.",
+    id: "node",
+    query: explainLogQuery,
+    answer: { kind: "json", schema: NodeDecisionsSchema, description: "the decisions, oldest first" },
+    errors: [400, 503],
+  },
+  {
+    method: "GET",
     url: "/v1/fleet",
+    operationId: "getFleet",
+    tag: "log",
     access: "viewer",
     summary: "The fleet now, at a sequence (`at`) or at a time (`time`).",
     query: fleetQuery,
@@ -242,6 +332,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/stream",
+    operationId: "streamPosition",
+    tag: "log",
     access: "viewer",
     summary: "Server-sent events with the API's live position in the log (`event: position`).",
     answer: {
@@ -254,6 +346,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/endpoints",
+    operationId: "listEndpoints",
+    tag: "endpoints",
     access: "viewer",
     summary: "The routing table as the log records it: ready replicas per model and where rank 0 serves.",
     query: endpointsQuery,
@@ -268,6 +362,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/router/requests",
+    operationId: "routerRequests",
+    tag: "endpoints",
     access: "viewer",
     summary:
       "Requests per replica (in total, in flight, failed) as the routers given with `llmgw api --router-url` count them, read from their /metrics at the call.",
@@ -281,8 +377,12 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/what-if",
-    access: "viewer",
-    summary: "Re-run placement over recorded passes with another reconciler config; nothing is written.",
+    operationId: "runWhatIf",
+    tag: "log",
+    // Costly: it re-runs decide at every recorded pass of the range, so not every reader may start it.
+    access: "operator",
+    summary:
+      "Re-run placement over recorded passes with another reconciler config; nothing is written. Needs the operator role: it re-runs decide at every pass of the range.",
     body: whatIfBody,
     answer: { kind: "json", schema: WhatIfResultSchema, description: "the passes whose decisions differ" },
     errors: [400],
@@ -290,6 +390,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/catalog",
+    operationId: "getCatalog",
+    tag: "catalog",
     access: "viewer",
     summary:
       "The catalog in force (or, with `at`, the one in force at that sequence); its ETag is the catalog's sequence.",
@@ -300,6 +402,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/catalog/history",
+    operationId: "getCatalogHistory",
+    tag: "catalog",
     access: "viewer",
     summary: "Every catalog applied, oldest first, with each model's spec revision.",
     answer: { kind: "json", schema: CatalogHistorySchema, description: "the history" },
@@ -308,6 +412,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/rollouts",
+    operationId: "listRollouts",
+    tag: "rollouts",
     access: "viewer",
     summary: "Every model's rollout: revision, policy, state, replicas on the current and older revisions.",
     answer: { kind: "json", schema: RolloutsSchema, description: "the rollouts, by model" },
@@ -316,6 +422,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "GET",
     url: "/v1/rollouts/:model",
+    operationId: "getRollout",
+    tag: "rollouts",
     access: "viewer",
     summary: "One model's rollout.",
     id: "model",
@@ -325,6 +433,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/pause",
+    operationId: "pauseRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Pause a model's rollout: no replica is replaced until it resumes.",
     id: "model",
@@ -339,6 +449,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/resume",
+    operationId: "resumeRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Resume a paused rollout.",
     id: "model",
@@ -353,6 +465,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "POST",
     url: "/v1/rollouts/:model/undo",
+    operationId: "undoRollout",
+    tag: "rollouts",
     access: "admin",
     summary: "Re-apply the model's previous spec from the catalog history (the rest of the catalog stays).",
     id: "model",
@@ -367,6 +481,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "PUT",
     url: "/v1/catalog",
+    operationId: "applyCatalog",
+    tag: "catalog",
     access: "admin",
     summary: "Apply a catalog (JSON or YAML); `If-Match` names the sequence the change was based on.",
     catalogBody: true,
@@ -377,6 +493,8 @@ export const API_ROUTES: ApiRoute[] = [
   {
     method: "PATCH",
     url: "/v1/models/:model",
+    operationId: "scaleModel",
+    tag: "catalog",
     access: "admin",
     summary:
       "Scale a model: a catalog change with its new replica count (fenced like PUT /v1/catalog). Scale-down takes replicas out of the routing table, then drains them.",

@@ -252,6 +252,39 @@ export const ExplainSchema = named(
   }),
 );
 
+const TouchSchema = z.object({
+  seq,
+  timeMs: ms,
+  kind: z.string(),
+  text: z.string(),
+  detail: z.string().optional(),
+});
+
+export const ReplicaDecisionsSchema = named(
+  "ReplicaDecisions",
+  z.object({ replica: z.string(), decisions: z.array(TouchSchema) }),
+  "The recorded decisions and commands that touched a replica (what `llmgw explain replica` prints).",
+);
+
+export const NodeDecisionsSchema = named(
+  "NodeDecisions",
+  z.object({ node: z.string(), decisions: z.array(TouchSchema) }),
+  "The recorded decisions and commands that touched a node (what `llmgw explain node` prints).",
+);
+
+export const ReplaySchema = named(
+  "Replay",
+  z.object({
+    seq,
+    timeMs: ms,
+    time: z.string(),
+    lastSeq: seq,
+    state: z
+      .looseObject({ inventory: z.looseObject({}), replicas: z.looseObject({}) })
+      .describe("The folded fleet state (the projection's own shape, as `llmgw replay --json` prints it)."),
+  }),
+);
+
 export const HistorySchema = named(
   "ReplicaHistory",
   z.object({

@@ -8,6 +8,7 @@ export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";
 export { ROLES, type Role } from "./roles.js";
 export type { RolloutView } from "./rollouts-view.js";
+export type { EventRecordJson } from "./routes/events.js";
 export {
   type ApiOptions,
   type ApiServer,

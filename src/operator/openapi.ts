@@ -5,7 +5,7 @@
  * same code gives the same document.
  */
 import { z } from "zod";
-import { API_ROUTES, type ApiRoute, type RouteAnswer } from "./api-routes.js";
+import { API_ROUTES, API_TAGS, type ApiRoute, type RouteAnswer } from "./api-routes.js";
 import { apiSchemaRegistry } from "./api-schemas.js";
 import { catalogFileSchema } from "./catalog/index.js";
 
@@ -14,6 +14,7 @@ type JsonSchema = Record<string, unknown>;
 export interface OpenApiDocument {
   openapi: "3.1.0";
   info: { title: string; version: string; description: string };
+  tags: Array<{ name: string; description: string }>;
   paths: Record<string, Record<string, unknown>>;
   components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown> };
   /** Applies to every operation that does not say `security: []`. */
@@ -159,7 +160,8 @@ function operation(r: ApiRoute): Record<string, unknown> {
     };
   }
   const op: Record<string, unknown> = {
-    operationId: `${r.method.toLowerCase()}${openApiPath(r.url).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    operationId: r.operationId,
+    tags: [r.tag],
     summary: r.summary,
     description: open
       ? "Open: no token needed."
@@ -200,6 +202,7 @@ export function openApiDocument(routes: readonly ApiRoute[] = API_ROUTES): OpenA
         "role — viewer reads, operator also cordons, drains and clears, admin also applies the catalog — and each " +
         "operation names the role it needs (`x-llmgw-role`); a lower one gets 403 (docs/operator-api.md).",
     },
+    tags: Object.entries(API_TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       schemas: components(),

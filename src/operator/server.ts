@@ -27,6 +27,7 @@ import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
+import { logReadRoutes } from "./routes/log-reads.js";
 import { modelRoutes } from "./routes/models.js";
 import { nodeRoutes } from "./routes/nodes.js";
 import { openApiRoutes } from "./routes/openapi.js";
@@ -187,6 +188,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   replicaRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
+  logReadRoutes(app, ctx);
   const streams = streamRoutes(app, ctx);
   const endpointStreams = endpointRoutes(app, ctx);
   whatIfRoutes(app, ctx);

@@ -91,6 +91,43 @@ describe("OpenAPI document", () => {
     assert.ok(served.size >= 20, `only ${served.size} routes seen`);
   });
 
+  it("is valid against the OpenAPI 3.1 meta-schema (the OpenAPI Initiative's, vendored in test/fixtures)", () => {
+    // ajv resolves `$dynamicRef: "#meta"` to the document's root rather than to
+    // the `$dynamicAnchor: meta` of `$defs/schema`; with no other dialect in play
+    // the static reference to that definition means the same.
+    const metaSchema = JSON.parse(
+      readFileSync(new URL("../fixtures/openapi-3.1-schema.json", import.meta.url), "utf8").replaceAll(
+        '"$dynamicRef": "#meta"',
+        '"$ref": "#/$defs/schema"',
+      ),
+    );
+    const meta = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    const validate = meta.compile(metaSchema);
+    assert.ok(validate(doc), JSON.stringify(validate.errors?.slice(0, 5), null, 2));
+    // A document the meta-schema must refuse, so the check is known to bite.
+    const broken = (change: Record<string, unknown>) => Object.assign(structuredClone(doc), change);
+    assert.equal(validate(broken({ paths: { "/v1/x": { get: { responses: "none" } } } })), false);
+    assert.equal(validate(broken({ info: { title: "no version" } })), false);
+  });
+
+  it("tags every operation and names its id by hand (listNodes, cordonNode …)", () => {
+    const tags = new Set((doc.tags as Array<{ name: string }>).map((t) => t.name));
+    const ids = new Map<string, string>();
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        assert.equal(op.tags?.length, 1, `${method} ${path} has no tag`);
+        assert.ok(tags.has(op.tags[0]), `${method} ${path}: tag ${op.tags[0]} is not in the document's tags`);
+        assert.match(op.operationId, /^[a-z][A-Za-z]+$/, `${method} ${path}`);
+        ids.set(`${method} ${path}`, op.operationId);
+      }
+    }
+    assert.equal(ids.get("get /v1/nodes"), "listNodes");
+    assert.equal(ids.get("post /v1/nodes/{id}/cordon"), "cordonNode");
+    assert.equal(ids.get("post /v1/nodes/{id}/gpus/{index}/clear"), "clearGpu");
+    assert.equal(ids.get("get /v1/replay"), "replayFleet");
+    assert.equal(ids.get("post /v1/what-if"), "runWhatIf");
+  });
+
   it("is whole: every reference resolves, operation ids are unique, path parameters are declared", () => {
     const refs = new Set<string>();
     const walk = (v: unknown): void => {
@@ -156,6 +193,14 @@ describe("OpenAPI document", () => {
     assert.equal((await check("GET", "/v1/endpoints", "/v1/endpoints?model=no-such-model")).status, 404);
     await check("GET", "/v1/fleet", "/v1/fleet");
     await check("GET", "/v1/fleet", "/v1/fleet?at=4");
+    await check("GET", "/v1/events", "/v1/events?subject=session.*,catalog");
+    await check("GET", "/v1/replay", "/v1/replay?at=4");
+    await check("GET", "/v1/replay", "/v1/replay?node=gpu-b1");
+    assert.equal((await check("GET", "/v1/replay", "/v1/replay?replica=r-nope")).status, 404);
+    assert.equal((await check("GET", "/v1/replay", "/v1/replay?at=4&time=2026-01-01T00:00:00Z")).status, 400);
+    await check("GET", "/v1/explain/replica/:id", "/v1/explain/replica/r-70b-1");
+    await check("GET", "/v1/explain/node/:id", "/v1/explain/node/gpu-b1?at=4");
+    assert.equal((await check("GET", "/v1/explain/node/:id", "/v1/explain/node/a..b")).status, 400);
 
     const catalog = await check("GET", "/v1/catalog", "/v1/catalog");
     const etag = catalog.headers.get("etag") ?? "";

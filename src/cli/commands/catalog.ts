@@ -5,7 +5,17 @@ import { type Command, Option } from "commander";
 import { stringify } from "yaml";
 import { ApiCallError } from "../../operator/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
-import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  formatTable,
+  outputOf,
+  printJson,
+  printStructured,
+  withApiOptions,
+  withOutputOption,
+} from "./operator-common.js";
 
 export function registerCatalog(program: Command): void {
   const catalog = program.command("catalog").description("apply or show the model catalog");
@@ -74,12 +84,14 @@ export function registerCatalog(program: Command): void {
     process.stdout.write(stringify(body.catalog));
   });
 
-  withApiOptions(
-    catalog
-      .command("history")
-      .description(
-        "every catalog applied, oldest first: who applied it and each model's replicas and spec revision",
-      ),
+  withOutputOption(
+    withApiOptions(
+      catalog
+        .command("history")
+        .description(
+          "every catalog applied, oldest first: who applied it and each model's replicas and spec revision",
+        ),
+    ),
   ).action(async (flags: ApiFlags) => {
     const client = clientFor(flags);
     const { body } = await call(() =>
@@ -93,7 +105,7 @@ export function registerCatalog(program: Command): void {
         }>;
       }>("/v1/catalog/history"),
     );
-    if (flags.json) return printJson(body);
+    if (printStructured(outputOf(flags), body)) return;
     const rows = body.history.map((v) => [
       String(v.seq),
       new Date(v.timeMs).toISOString(),

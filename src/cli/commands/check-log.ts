@@ -4,7 +4,9 @@
  * it breaks one (or cannot be read), 2 on bad usage.
  */
 import { readFile } from "node:fs/promises";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { type Command, Option } from "commander";
+import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
 import {
   type AckedList,
   type CheckedEvent,
@@ -13,6 +15,8 @@ import {
   formatViolation,
   parseAckedList,
 } from "../../invariants/index.js";
+import { readVia } from "../api-access.js";
+import { apiEvents } from "../api-reads.js";
 import { archiveOption } from "../archive-option.js";
 import {
   CliError,
@@ -25,23 +29,33 @@ import {
 } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
+import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
 
-interface CheckLogFlags extends NatsSecurityFlags {
+interface CheckLogFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
   archive?: string;
   acked?: string;
   supersedeGraceMs: number;
-  json?: boolean;
+}
+
+interface ReadRecords {
+  records: CheckedEvent[];
+  malformed: Array<{ seq: number; message: string }>;
+  /** Events stored on a subject their kind may not be written to (never folded). */
+  refused: Array<{ seq: number; subject: string; kind: string; reason: string }>;
 }
 
 export function registerCheckLog(program: Command): void {
-  withNatsOptions(program.command("check-log"))
+  const cmd = withNatsOptions(program.command("check-log"));
+  for (const o of apiAccessOptions()) cmd.addOption(o);
+  cmd
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
         "one pass per log position, commands only to current sessions, acknowledged events stored once, " +
-        "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage)",
+        "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage).\n" +
+        "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",
     )
     .addOption(streamOption())
     .addOption(prefixOption())
@@ -59,8 +73,8 @@ export function registerCheckLog(program: Command): void {
         .argParser(intArg("--supersede-grace-ms")),
     )
     .option("--json", "one JSON object: counts and every violation {rule, seq, message}")
-    .action(async (flags: CheckLogFlags) => {
-      await runCheckLog(flags);
+    .action(async (flags: CheckLogFlags, self: Command) => {
+      await runCheckLog(flags, readVia(self));
     });
 }
 
@@ -78,13 +92,51 @@ async function readAcked(file: string): Promise<AckedList> {
   }
 }
 
-async function runCheckLog(flags: CheckLogFlags): Promise<void> {
-  // Usage first: a bad --acked file is reported before anything is read.
-  const acked = flags.acked === undefined ? [] : await readAcked(flags.acked);
+/** The whole log to its current end, paged from the operator API (GET /v1/events). */
+async function readViaApi(flags: CheckLogFlags): Promise<ReadRecords> {
+  const client = clientFor(flags);
+  const records: CheckedEvent[] = [];
+  const malformed: Array<{ seq: number; message: string }> = [];
+  const refused: ReadRecords["refused"] = [];
+  const target = (await call(() => client.get<{ lastSeq: number }>("/v1/events?limit=1"))).body.lastSeq;
+  const reading = new ProgressLine(process.stderr, "check-log", "read");
+  try {
+    await call(async () => {
+      for await (const r of apiEvents(client, { untilSeq: target })) {
+        if (r.malformed !== undefined || r.event === undefined) {
+          malformed.push({ seq: r.seq, message: r.malformed ?? "no event" });
+          continue;
+        }
+        if (r.refused !== undefined) {
+          refused.push({ seq: r.seq, subject: r.subject, kind: r.kind ?? "unknown", reason: r.refused });
+          continue;
+        }
+        let event: CheckedEvent["event"];
+        try {
+          event = fromJson(EventSchema, r.event as JsonValue, { ignoreUnknownFields: true });
+        } catch (err) {
+          malformed.push({
+            seq: r.seq,
+            message: `the API's JSON of it does not decode: ${(err as Error).message}`,
+          });
+          continue;
+        }
+        records.push({ seq: r.seq, timeMs: r.timeMs, event });
+        reading.update({ folded: records.length, seq: r.seq, fromSeq: 0, targetSeq: target });
+      }
+    });
+  } finally {
+    reading.done();
+  }
+  return { records, malformed, refused };
+}
+
+/** The whole log to its current end, read from NATS with reader credentials. */
+async function readViaNats(flags: CheckLogFlags): Promise<ReadRecords> {
   const log = await openLogForReading(flags, "llmgw check-log");
   const records: CheckedEvent[] = [];
   const malformed: Array<{ seq: number; message: string }> = [];
-  const refused: Array<{ seq: number; subject: string; kind: string; reason: string }> = [];
+  const refused: ReadRecords["refused"] = [];
   try {
     const target = await log.lastSeq();
     const reading = new ProgressLine(process.stderr, "check-log", "read");
@@ -103,6 +155,13 @@ async function runCheckLog(flags: CheckLogFlags): Promise<void> {
   } finally {
     await log.close();
   }
+  return { records, malformed, refused };
+}
+
+async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<void> {
+  // Usage first: a bad --acked file is reported before anything is read.
+  const acked = flags.acked === undefined ? [] : await readAcked(flags.acked);
+  const { records, malformed, refused } = via === "api" ? await readViaApi(flags) : await readViaNats(flags);
   const checking = new ProgressLine(process.stderr, "check-log", "checked");
   const report = checkLog(records, {
     acked,

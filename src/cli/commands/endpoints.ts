@@ -1,28 +1,40 @@
 /** `llmgw endpoints`: the routing table, where each model's ready replicas serve. */
 import type { Command } from "commander";
+import { stringify as stringifyYaml } from "yaml";
 import type { EndpointEntry } from "../../projections/index.js";
-import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
+import { printList } from "./list-output.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  formatTable,
+  outputOf,
+  withApiOptions,
+  withOutputOption,
+} from "./operator-common.js";
 
 type Answer =
   | { seq: number; endpoints: Record<string, EndpointEntry[]> }
   | { seq: number; model: string; endpoints: EndpointEntry[] };
 
 export function registerEndpoints(program: Command): void {
-  withApiOptions(
-    program
-      .command("endpoints")
-      .description("list where each model's ready replicas serve (the routing table)")
-      .option("--model <name>", "only this model")
-      .option("--follow", "print the table again whenever it changes, until Ctrl-C"),
+  withOutputOption(
+    withApiOptions(
+      program
+        .command("endpoints")
+        .description("list where each model's ready replicas serve (the routing table)")
+        .option("--model <name>", "only this model")
+        .option("--follow", "print the table again whenever it changes, until Ctrl-C"),
+    ),
   ).action(async (flags: ApiFlags & { model?: string; follow?: boolean }) => {
+    const format = outputOf(flags);
     const client = clientFor(flags);
     const params = new URLSearchParams();
     if (flags.model) params.set("model", flags.model);
     if (!flags.follow) {
       const q = params.size > 0 ? `?${params}` : "";
       const { body } = await call(() => client.get<Answer>(`/v1/endpoints${q}`));
-      if (flags.json) return printJson(body);
-      process.stdout.write(`${endpointsTable(rows(body))}\n`);
+      printList(format, body, { table: (b) => endpointsTable(rows(b)) });
       return;
     }
     params.set("follow", "true");
@@ -32,7 +44,8 @@ export function registerEndpoints(program: Command): void {
       for await (const e of client.follow<Answer>(`/v1/endpoints?${params}`, stop.signal)) {
         if (e.event !== "endpoints") continue;
         // One JSON object per line while following, so tools can read it line by line.
-        if (flags.json) process.stdout.write(`${JSON.stringify(e.data)}\n`);
+        if (format === "json") process.stdout.write(`${JSON.stringify(e.data)}\n`);
+        else if (format === "yaml") process.stdout.write(`---\n${stringifyYaml(e.data)}`);
         else process.stdout.write(`seq ${e.data.seq}\n${endpointsTable(rows(e.data))}\n\n`);
       }
     });
@@ -44,6 +57,7 @@ function rows(a: Answer): Array<{ model: string } & EndpointEntry> {
   return Object.entries(a.endpoints).flatMap(([model, list]) => list.map((e) => ({ model, ...e })));
 }
 
+/** The routing table; an entry has no more than these columns, so -o wide prints the same. */
 export function endpointsTable(list: Array<{ model: string } & EndpointEntry>): string {
   return formatTable(
     ["MODEL", "REPLICA", "URL", "NODE"],

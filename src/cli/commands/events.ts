@@ -6,10 +6,14 @@
  */
 import { createRegistry, toJson } from "@bufbuild/protobuf";
 import { type Command, Option } from "commander";
+import { stringify as stringifyYaml } from "yaml";
 import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
-import { invalidNodeIdReason, type Log, type LogError, type RefusedEvent } from "../../log/index.js";
+import { invalidNodeIdReason, type LogError, type RefusedEvent, Subjects } from "../../log/index.js";
+import type { EventRecordJson } from "../../operator/index.js";
 import { describeEvent } from "../../reconciler/index.js";
+import { readVia } from "../api-access.js";
+import { apiEvents } from "../api-reads.js";
 import { archiveOption } from "../archive-option.js";
 import {
   CliError,
@@ -21,8 +25,17 @@ import {
 } from "../common.js";
 import { openLogForReading } from "../read-log.js";
 import { isoTime } from "../time.js";
+import {
+  type ApiFlags,
+  apiAccessOptions,
+  call,
+  clientFor,
+  type OutputFormat,
+  outputOf,
+  withOutputOption,
+} from "./operator-common.js";
 
-interface EventsFlags extends NatsSecurityFlags {
+interface EventsFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
@@ -32,14 +45,18 @@ interface EventsFlags extends NatsSecurityFlags {
   subject: string[];
   node?: string;
   follow?: boolean;
-  json?: boolean;
 }
 
 const registry = createRegistry(file_llmgw_v1_events, file_llmgw_v1_agent);
 
 export function registerEvents(program: Command): void {
-  withNatsOptions(program.command("events"))
-    .description("print the log decoded, one line per event (--json: one JSON object per line)")
+  const cmd = withNatsOptions(program.command("events"));
+  for (const o of apiAccessOptions()) cmd.addOption(o);
+  withOutputOption(cmd)
+    .description(
+      "print the log decoded, one line per event (-o json: one JSON object per line; -o wide adds the nodes and replicas it concerns).\n" +
+        "Through the operator API with a token (--api, LLMGW_API_URL or the current context), or from NATS itself with --nats on the command line",
+    )
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
@@ -62,25 +79,103 @@ export function registerEvents(program: Command): void {
     .option("--follow", "keep printing new events until Ctrl-C")
     .option(
       "--json",
-      "one JSON object per line: seq, time, subject, kind and the event in protobuf JSON (a refused event: with `refused`, the reason)",
+      "one JSON object per line: seq, time, subject, kind and the event in protobuf JSON (a refused event: with `refused`, the reason; the same as -o json)",
     )
-    .action(async (flags: EventsFlags) => {
-      await runEvents(flags);
+    .action(async (flags: EventsFlags, self: Command) => {
+      const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
+      if (badNode) throw new CliError(`invalid --node: ${badNode}`);
+      if (readVia(self) === "api") await runEventsViaApi(flags);
+      else await runEvents(flags);
     });
 }
 
-function subjectsOf(log: Log, given: string[], node: string | undefined): string[] {
-  const prefix = log.subjects.prefix;
+/** The subjects asked for, whole under `prefix`; `--node` adds the node's session, report and intent subjects. */
+function subjectsOf(prefix: string, given: string[], node: string | undefined): string[] {
+  const subjects = new Subjects(prefix);
   const out = given.map((s) => (s === prefix || s.startsWith(`${prefix}.`) ? s : `${prefix}.${s}`));
   if (node !== undefined) {
-    out.push(log.subjects.session(node), log.subjects.node(node), log.subjects.operator(node));
+    out.push(subjects.session(node), subjects.node(node), subjects.operator(node));
   }
   return out;
 }
 
+/** One event as `llmgw events` prints it in `format`. */
+function eventLine(format: OutputFormat, r: EventRecordJson & { event?: unknown }): string {
+  switch (format) {
+    case "json":
+    case "yaml": {
+      const obj = r.malformed
+        ? { seq: r.seq, subject: r.subject, malformed: r.malformed }
+        : {
+            seq: r.seq,
+            time: isoTime(r.timeMs),
+            timeMs: r.timeMs,
+            subject: r.subject,
+            kind: r.kind ?? "unknown",
+            ...(r.refused === undefined ? {} : { refused: r.refused }),
+            event: r.event,
+          };
+      return format === "json" ? JSON.stringify(obj) : `---\n${stringifyYaml(obj).trimEnd()}`;
+    }
+    case "table":
+    case "wide": {
+      if (r.malformed)
+        return `${String(r.seq).padStart(8)}  ${"-".padEnd(24)}  ${r.subject}  MALFORMED  ${r.malformed}`;
+      // Stored on a subject its kind may not be written to: never folded.
+      if (r.refused !== undefined)
+        return `${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  REFUSED ${r.kind}  ${r.refused}`;
+      const line = `${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  ${r.kind}  ${r.text}`;
+      if (format === "table") return line;
+      const nodes = (r.nodeIds ?? []).join(",") || "-";
+      const replicas = (r.replicaIds ?? []).join(",") || "-";
+      return `${line}  [nodes ${nodes}; replicas ${replicas}]`;
+    }
+    default: {
+      const never: never = format;
+      throw new Error(`unknown format ${String(never)}`);
+    }
+  }
+}
+
+/** The same listing, paged from the operator API (GET /v1/events): a token and no NATS credentials. */
+async function runEventsViaApi(flags: EventsFlags): Promise<void> {
+  const client = clientFor(flags);
+  const format = outputOf(flags);
+  const ac = new AbortController();
+  const onSigint = () => ac.abort();
+  process.once("SIGINT", onSigint);
+  process.once("SIGTERM", onSigint);
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") ac.abort();
+  });
+  // Subjects relative to the API's prefix: the API puts its own in front.
+  const subjects = subjectsOf("_", flags.subject, flags.node).map((s) =>
+    s.startsWith("_.") ? s.slice(2) : s,
+  );
+  const out = new LineWriter();
+  try {
+    await call(async () => {
+      for await (const r of apiEvents(client, {
+        ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
+        ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
+        subjects,
+        follow: flags.follow === true,
+        signal: ac.signal,
+      })) {
+        out.line(eventLine(format, r));
+        if (flags.follow) await out.flush();
+        else if (out.pending > 256) await out.flush();
+      }
+    });
+    await out.flush();
+  } finally {
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigint);
+  }
+}
+
 async function runEvents(flags: EventsFlags): Promise<void> {
-  const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
-  if (badNode) throw new CliError(`invalid --node: ${badNode}`);
+  const format = outputOf(flags);
   const log = await openLogForReading(flags, "llmgw events");
   const ac = new AbortController();
   const onSigint = () => ac.abort();
@@ -92,9 +187,9 @@ async function runEvents(flags: EventsFlags): Promise<void> {
   });
   const out = new LineWriter();
   try {
-    const subjects = subjectsOf(log, flags.subject, flags.node);
+    const subjects = subjectsOf(log.subjects.prefix, flags.subject, flags.node);
     const showMalformed = (err: LogError, raw: { seq: number; subject: string; data: Uint8Array }) => {
-      if (flags.json) {
+      if (format === "json") {
         out.line(
           JSON.stringify({
             seq: raw.seq,
@@ -105,28 +200,22 @@ async function runEvents(flags: EventsFlags): Promise<void> {
         );
       } else {
         out.line(
-          `${String(raw.seq).padStart(8)}  ${"-".padEnd(24)}  ${raw.subject}  MALFORMED  ${err.message}`,
+          eventLine(format, { seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message }),
         );
       }
     };
     const showRefused = (r: RefusedEvent) => {
-      if (flags.json) {
-        out.line(
-          JSON.stringify({
-            seq: r.seq,
-            time: isoTime(r.timeMs),
-            timeMs: r.timeMs,
-            subject: r.subject,
-            kind: r.kind,
-            refused: r.reason,
-            event: toJson(EventSchema, r.event, { registry }),
-          }),
-        );
-      } else {
-        out.line(
-          `${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  REFUSED ${r.kind}  ${r.reason}`,
-        );
-      }
+      out.line(
+        eventLine(format, {
+          seq: r.seq,
+          timeMs: r.timeMs,
+          subject: r.subject,
+          kind: r.kind,
+          refused: r.reason,
+          event:
+            format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
+        }),
+      );
     };
     for await (const r of log.read({
       ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
@@ -137,21 +226,21 @@ async function runEvents(flags: EventsFlags): Promise<void> {
       onMalformed: showMalformed,
       onRefused: showRefused,
     })) {
-      if (flags.json) {
-        out.line(
-          JSON.stringify({
-            seq: r.seq,
-            time: isoTime(r.timeMs),
-            timeMs: r.timeMs,
-            subject: r.subject,
-            kind: r.event.body.case ?? "unknown",
-            event: toJson(EventSchema, r.event, { registry }),
-          }),
-        );
-      } else {
-        const d = describeEvent(r.event);
-        out.line(`${String(r.seq).padStart(8)}  ${isoTime(r.timeMs)}  ${r.subject}  ${d.kind}  ${d.text}`);
-      }
+      const d = describeEvent(r.event);
+      out.line(
+        eventLine(format, {
+          seq: r.seq,
+          timeMs: r.timeMs,
+          subject: r.subject,
+          kind: format === "json" || format === "yaml" ? (r.event.body.case ?? "unknown") : d.kind,
+          text: d.text,
+          nodeIds: d.nodeIds,
+          replicaIds: d.replicaIds,
+          // Encoded only where it is printed.
+          event:
+            format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
+        }),
+      );
       // While following, show each event as it comes; while reading history, batch the writes.
       if (flags.follow) await out.flush();
       else if (out.pending > 256) await out.flush();

@@ -11,12 +11,13 @@ import {
   touchingNode,
   touchingReplica,
 } from "../../reconciler/index.js";
+import { readVia } from "../api-access.js";
 import { CliError } from "../common.js";
 import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
+import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
 
-interface ExplainFlags extends LogFlags {
+interface ExplainFlags extends LogFlags, ApiFlags {
   at?: string;
-  json?: boolean;
 }
 
 /** `--at` is a sequence (digits) or a time (anything Date.parse reads, e.g. 2026-05-28T20:00:00Z). */
@@ -42,22 +43,46 @@ async function passesAt(flags: LogFlags, at: string | undefined): Promise<Record
   }
 }
 
+/** The same decisions, selected by the operator API (GET /v1/explain/{replica,node}/ID): a token and no NATS credentials. */
+async function touchesViaApi(what: "replica" | "node", id: string, flags: ExplainFlags): Promise<Touch[]> {
+  const { untilSeq, untilTimeMs } = parseAt(flags.at);
+  const params = new URLSearchParams();
+  if (untilSeq !== undefined) params.set("at", String(untilSeq));
+  if (untilTimeMs !== undefined) params.set("time", new Date(untilTimeMs).toISOString());
+  const q = params.size > 0 ? `?${params}` : "";
+  const client = clientFor(flags);
+  const { body } = await call(() =>
+    client.get<{ decisions: Touch[] }>(`/v1/explain/${what}/${encodeURIComponent(id)}${q}`),
+  );
+  return body.decisions;
+}
+
 function explainSubcommand(what: "replica" | "node", select: (p: RecordedPass[], id: string) => Touch[]) {
-  return async (id: string, flags: ExplainFlags) => {
+  return async (id: string, flags: ExplainFlags, self: Command) => {
     const bad = what === "node" ? invalidNodeIdReason(id) : undefined;
     if (bad) throw new CliError(`invalid <id>: ${bad}`);
-    const touches = select(await passesAt(flags, flags.at), id);
+    const touches =
+      readVia(self) === "api"
+        ? await touchesViaApi(what, id, flags)
+        : select(await passesAt(flags, flags.at), id);
     if (flags.json) process.stdout.write(`${JSON.stringify({ [what]: id, decisions: touches }, null, 2)}\n`);
     else process.stdout.write(formatTouches(`${what} ${id}`, touches));
   };
 }
 
 export function registerExplain(program: Command): void {
-  const explain = program.command("explain").description("the decisions that touched a replica or a node");
-  const common = (cmd: Command) =>
-    withLogOptions(cmd)
+  const explain = program
+    .command("explain")
+    .description(
+      "the decisions that touched a replica or a node (through the operator API with a viewer token, or from NATS with --nats on the command line)",
+    );
+  const common = (cmd: Command) => {
+    withLogOptions(cmd);
+    for (const o of apiAccessOptions()) cmd.addOption(o);
+    return cmd
       .addOption(new Option("--at <seq|time>", "read the log only up to this sequence or time"))
       .option("--json", "print JSON");
+  };
   common(
     explain
       .command("replica <id>")

@@ -1,38 +1,79 @@
-/** `llmgw nodes`: the fleet's nodes from the operator API. */
+/** `llmgw nodes`: the fleet's nodes from the operator API, once or watched. */
 import type { Command } from "commander";
 import type { NodeView } from "../../operator/index.js";
-import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
+import { type ListPrinter, printList, watchList } from "./list-output.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  formatTable,
+  outputOf,
+  withApiOptions,
+  withOutputOption,
+} from "./operator-common.js";
+
+interface NodesAnswer {
+  seq: number;
+  nodes: NodeView[];
+}
+
+const printer: ListPrinter<NodesAnswer> = {
+  table: (body, wide) => nodesTable(body.nodes, wide),
+};
 
 export function registerNodes(program: Command): void {
-  withApiOptions(
-    program
-      .command("nodes")
-      .description("list nodes: liveness, GPUs in use, cordon, faulty or cordoned GPUs"),
-  ).action(async (flags: ApiFlags) => {
-    const client = clientFor(flags);
-    const { body } = await call(() => client.get<{ seq: number; nodes: NodeView[] }>("/v1/nodes"));
-    if (flags.json) return printJson(body);
-    process.stdout.write(`${nodesTable(body.nodes)}\n`);
-  });
+  withOutputOption(
+    withApiOptions(
+      program
+        .command("nodes")
+        .description(
+          "list nodes: liveness, GPUs in use, cordon, faulty or cordoned GPUs (-o wide adds agent, session and labels; --watch prints again on every change)",
+        ),
+    ),
+  )
+    .option("-w, --watch", "print the list again whenever it changes (follows GET /v1/stream), until Ctrl-C")
+    .action(async (flags: ApiFlags & { watch?: boolean }) => {
+      const client = clientFor(flags);
+      const format = outputOf(flags);
+      const fetchBody = async () => (await call(() => client.get<NodesAnswer>("/v1/nodes"))).body;
+      if (flags.watch) {
+        await watchList(client, format, fetchBody, printer, { comparable: (b) => b.nodes });
+        return;
+      }
+      printList(format, await fetchBody(), printer);
+    });
 }
 
 export function cordonCell(n: NodeView): string {
   return n.draining ? "draining" : n.cordoned ? "cordoned" : "";
 }
 
-export function nodesTable(nodes: NodeView[]): string {
+export function nodesTable(nodes: NodeView[], wide = false): string {
+  const header = ["NODE", "ADDRESS", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON", "GPU ISSUES"];
   return formatTable(
-    ["NODE", "ADDRESS", "LIVENESS", "GPUS", "CORDON", "REPLICAS", "REASON", "GPU ISSUES"],
-    nodes.map((n) => [
-      n.nodeId,
-      n.advertiseAddress,
-      n.liveness,
-      `${n.gpusUsed}/${n.gpusTotal}`,
-      cordonCell(n),
-      String(n.replicaIds.length),
-      n.cordonReason,
-      gpuIssuesCell(n),
-    ]),
+    wide ? [...header, "AGENT", "SESSION", "GATEWAY", "LABELS"] : header,
+    nodes.map((n) => {
+      const row = [
+        n.nodeId,
+        n.advertiseAddress,
+        n.liveness,
+        `${n.gpusUsed}/${n.gpusTotal}`,
+        cordonCell(n),
+        String(n.replicaIds.length),
+        n.cordonReason,
+        gpuIssuesCell(n),
+      ];
+      if (!wide) return row;
+      return [
+        ...row,
+        n.agentVersion,
+        n.session?.sessionId ?? "",
+        n.session?.gatewayId ?? "",
+        Object.entries(n.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(","),
+      ];
+    }),
   );
 }
 

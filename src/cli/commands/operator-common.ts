@@ -5,6 +5,7 @@
  */
 import { userInfo } from "node:os";
 import { type Command, Option } from "commander";
+import { stringify as stringifyYaml } from "yaml";
 import { ApiCallError, ApiClient } from "../../operator/index.js";
 import { CliError, EXIT } from "../common.js";
 
@@ -14,19 +15,72 @@ export interface ApiFlags {
   api: string;
   token?: string;
   json?: boolean;
+  /** `-o`: only on the list commands (withOutputOption). */
+  output?: OutputFormat;
+}
+
+/**
+ * `--api` and `--token`: a flag wins over its environment variable, which
+ * wins over the current context (`llmgw config use-context`, applied by
+ * applyContext before the command runs).
+ */
+export function apiAccessOptions(): Option[] {
+  return [
+    new Option("--api <url>", "operator API base URL (else the current context's, see llmgw config)")
+      .env("LLMGW_API_URL")
+      .default(DEFAULT_API_URL),
+    new Option("--token <token>", "API bearer token (else the current context's token file)").env(
+      "LLMGW_API_TOKEN",
+    ),
+  ];
 }
 
 /** Adds --api, --token and --json. */
 export function withApiOptions(cmd: Command): Command {
-  return cmd
-    .addOption(
-      new Option("--api <url>", "operator API base URL").env("LLMGW_API_URL").default(DEFAULT_API_URL),
-    )
-    .addOption(new Option("--token <token>", "API bearer token").env("LLMGW_API_TOKEN"))
-    .option("--json", "print JSON for tools instead of a table");
+  for (const o of apiAccessOptions()) cmd.addOption(o);
+  return cmd.option("--json", "print JSON for tools instead of a table (the same as -o json)");
 }
 
-export function clientFor(flags: ApiFlags): ApiClient {
+export const OUTPUT_FORMATS = ["table", "wide", "json", "yaml"] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** `-o, --output table|wide|json|yaml` of a list command (`--json` stays, as `-o json`). */
+export function withOutputOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      "-o, --output <format>",
+      "table, wide (more columns), json or yaml (the API's answer as it is)",
+    )
+      .choices(OUTPUT_FORMATS)
+      .default("table"),
+  );
+}
+
+/** The format asked for: `--json` is `-o json`. */
+export function outputOf(flags: { json?: boolean; output?: OutputFormat }): OutputFormat {
+  return flags.json ? "json" : (flags.output ?? "table");
+}
+
+/** Prints a body as JSON or YAML; false for table and wide (the caller prints its table). */
+export function printStructured(format: OutputFormat, body: unknown): boolean {
+  switch (format) {
+    case "json":
+      printJson(body);
+      return true;
+    case "yaml":
+      process.stdout.write(stringifyYaml(body));
+      return true;
+    case "table":
+    case "wide":
+      return false;
+    default: {
+      const never: never = format;
+      throw new Error(`unknown output format ${String(never)}`);
+    }
+  }
+}
+
+export function clientFor(flags: Pick<ApiFlags, "api" | "token">): ApiClient {
   let url: URL;
   try {
     url = new URL(flags.api);

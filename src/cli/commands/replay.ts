@@ -6,6 +6,7 @@ import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
+import { readVia } from "../api-access.js";
 import { archiveOption } from "../archive-option.js";
 import {
   CliError,
@@ -20,26 +21,29 @@ import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 import { renderFleet } from "../render/fleet-text.js";
 import { isoTime, timeArg } from "../time.js";
+import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
 
-interface ReplayFlags extends NatsSecurityFlags {
+interface ReplayFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
   stream: string;
-  subjectPrefix: string;
   archive?: string;
+  subjectPrefix: string;
   untilSeq?: number;
   untilTime?: number;
   node?: string;
   replica?: string;
-  json?: boolean;
   snapshots: boolean;
   snapshotBucket: string;
 }
 
 export function registerReplay(program: Command): void {
-  withNatsOptions(program.command("replay"))
+  const cmd = withNatsOptions(program.command("replay"));
+  for (const o of apiAccessOptions()) cmd.addOption(o);
+  cmd
     .description(
       "show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons " +
-        "(what the stream no longer holds is read from the archive, from its nearest snapshot)",
+        "(what the stream no longer holds is read from the archive, from its nearest snapshot).\n" +
+        "Folded by the operator API (--api, LLMGW_API_URL or the current context; a viewer token), or here from NATS with --nats on the command line",
     )
     .addOption(streamOption())
     .addOption(prefixOption())
@@ -57,16 +61,50 @@ export function registerReplay(program: Command): void {
     .option("--node <id>", "only this node (its DNS name, as typed) and the replicas with a shard on it")
     .option("--replica <id>", "only this replica and the nodes its shards are on")
     .option("--json", "canonical JSON of the (filtered) state and the sequence and time it covers")
-    .option("--no-snapshots", "fold the whole log (the archive's part too), ignoring snapshots")
+    .option("--no-snapshots", "fold the whole log (the archive's part too), ignoring snapshots (with --nats)")
     .addOption(snapshotBucketOption())
-    .action(async (flags: ReplayFlags) => {
-      await runReplay(flags);
+    .action(async (flags: ReplayFlags, self: Command) => {
+      const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
+      if (badNode) throw new CliError(`invalid --node: ${badNode}`);
+      if (readVia(self) === "api") await runReplayViaApi(flags);
+      else await runReplay(flags);
     });
 }
 
+interface ReplayAnswer {
+  seq: number;
+  timeMs: number;
+  lastSeq: number;
+  state: FleetState;
+}
+
+/** The same fleet, folded by the operator API (GET /v1/replay): a token and no NATS credentials. */
+async function runReplayViaApi(flags: ReplayFlags): Promise<void> {
+  const client = clientFor(flags);
+  const params = new URLSearchParams();
+  if (flags.untilSeq !== undefined) params.set("at", String(flags.untilSeq));
+  if (flags.untilTime !== undefined) params.set("time", new Date(flags.untilTime).toISOString());
+  if (flags.node !== undefined) params.set("node", flags.node);
+  if (flags.replica !== undefined) params.set("replica", flags.replica);
+  const q = params.size > 0 ? `?${params}` : "";
+  const { body } = await call(() => client.get<ReplayAnswer>(`/v1/replay${q}`));
+  if (flags.untilSeq !== undefined && flags.untilSeq > body.lastSeq) {
+    process.stderr.write(`the log ends at sequence ${body.lastSeq}; showing the fleet there\n`);
+  }
+  printReplay(flags, body.state, { seq: body.seq, timeMs: body.timeMs });
+}
+
+function printReplay(flags: ReplayFlags, state: FleetState, at: { seq: number; timeMs: number }): void {
+  if (flags.json) {
+    process.stdout.write(
+      `${canonicalJson({ seq: at.seq, timeMs: at.timeMs, time: isoTime(at.timeMs), state })}\n`,
+    );
+  } else {
+    process.stdout.write(renderFleet(state, at));
+  }
+}
+
 async function runReplay(flags: ReplayFlags): Promise<void> {
-  const badNode = flags.node === undefined ? undefined : invalidNodeIdReason(flags.node);
-  if (badNode) throw new CliError(`invalid --node: ${badNode}`);
   const log = await openLogForReading(flags, "llmgw replay");
   try {
     const snapshots = flags.snapshots
@@ -119,14 +157,7 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
       ...(flags.node === undefined ? {} : { nodeId: flags.node }),
       ...(flags.replica === undefined ? {} : { replicaId: flags.replica }),
     });
-    const at = { seq: result.seq, timeMs: result.timeMs };
-    if (flags.json) {
-      process.stdout.write(
-        `${canonicalJson({ seq: at.seq, timeMs: at.timeMs, time: isoTime(at.timeMs), state: filtered })}\n`,
-      );
-    } else {
-      process.stdout.write(renderFleet(filtered, at));
-    }
+    printReplay(flags, filtered, { seq: result.seq, timeMs: result.timeMs });
   } finally {
     await log.close();
   }

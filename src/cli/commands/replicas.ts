@@ -1,25 +1,52 @@
-/** `llmgw replicas`: replicas, where they run and why they wait. */
+/** `llmgw replicas`: replicas, where they run and why they wait; once or watched. */
 import type { Command } from "commander";
 import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
-import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
+import { type ListPrinter, printList, watchList } from "./list-output.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  formatTable,
+  outputOf,
+  withApiOptions,
+  withOutputOption,
+} from "./operator-common.js";
+
+interface ReplicasAnswer {
+  seq: number;
+  models: ModelReadiness[];
+  replicas: ReplicaView[];
+}
+
+const printer: ListPrinter<ReplicasAnswer> = {
+  table: (body, wide) => `${readinessTable(body.models)}\n\n${replicasTable(body.replicas, wide)}`,
+};
 
 export function registerReplicas(program: Command): void {
-  withApiOptions(
-    program
-      .command("replicas")
-      .description(
-        "list replicas: ready/desired per model, then each replica's phase, nodes, why it waits and why it last failed",
-      )
-      .option("--model <name>", "only replicas of this model"),
-  ).action(async (flags: ApiFlags & { model?: string }) => {
-    const client = clientFor(flags);
-    const q = flags.model ? `?model=${encodeURIComponent(flags.model)}` : "";
-    const { body } = await call(() =>
-      client.get<{ seq: number; models: ModelReadiness[]; replicas: ReplicaView[] }>(`/v1/replicas${q}`),
-    );
-    if (flags.json) return printJson(body);
-    process.stdout.write(`${readinessTable(body.models)}\n\n${replicasTable(body.replicas)}\n`);
-  });
+  withOutputOption(
+    withApiOptions(
+      program
+        .command("replicas")
+        .description(
+          "list replicas: ready/desired per model, then each replica's phase, nodes, why it waits and why it last failed (-o wide adds shards and sequences; --watch prints again on every change)",
+        )
+        .option("--model <name>", "only replicas of this model"),
+    ),
+  )
+    .option("-w, --watch", "print the list again whenever it changes (follows GET /v1/stream), until Ctrl-C")
+    .action(async (flags: ApiFlags & { model?: string; watch?: boolean }) => {
+      const client = clientFor(flags);
+      const format = outputOf(flags);
+      const q = flags.model ? `?model=${encodeURIComponent(flags.model)}` : "";
+      const fetchBody = async () => (await call(() => client.get<ReplicasAnswer>(`/v1/replicas${q}`))).body;
+      if (flags.watch) {
+        await watchList(client, format, fetchBody, printer, {
+          comparable: (b) => ({ models: b.models, replicas: b.replicas }),
+        });
+        return;
+      }
+      printList(format, await fetchBody(), printer);
+    });
 }
 
 /** Capacity per model: only ready replicas (every shard RUNNING) count; MIN AVAILABLE is the disruption budget. */
@@ -36,21 +63,43 @@ export function readinessTable(models: ModelReadiness[]): string {
   );
 }
 
-export function replicasTable(replicas: ReplicaView[]): string {
-  return formatTable(
-    ["REPLICA", "MODEL", "PROFILE", "REVISION", "PHASE", "READY", "NODES", "PENDING", "LAST FAILURE"],
-    replicas.map((r) => [
-      r.replicaId,
-      r.model,
-      r.profile,
-      r.revision || "-",
-      r.phase,
-      r.ready ? "yes" : "no",
-      r.nodeIds.join(","),
-      r.phase === "pending" ? r.pendingReason : "",
-      r.lastFailure
-        ? `${r.lastFailure.reason} on ${r.lastFailure.nodeId || "?"}: ${r.lastFailure.message}`
-        : "",
-    ]),
-  );
+export function replicasTable(replicas: ReplicaView[], wide = false): string {
+  const header = [
+    "REPLICA",
+    "MODEL",
+    "PROFILE",
+    "REVISION",
+    "PHASE",
+    "READY",
+    "NODES",
+    "PENDING",
+    "LAST FAILURE",
+  ];
+  if (wide) {
+    return formatTable(
+      [...header, "SHARDS", "CREATED SEQ"],
+      replicas.map((r) => [
+        ...replicaRow(r),
+        r.shards.map((s) => `${s.shardId}:${s.state}`).join(","),
+        String(r.createdSeq),
+      ]),
+    );
+  }
+  return formatTable(header, replicas.map(replicaRow));
+}
+
+function replicaRow(r: ReplicaView): string[] {
+  return [
+    r.replicaId,
+    r.model,
+    r.profile,
+    r.revision || "-",
+    r.phase,
+    r.ready ? "yes" : "no",
+    r.nodeIds.join(","),
+    r.phase === "pending" ? r.pendingReason : "",
+    r.lastFailure
+      ? `${r.lastFailure.reason} on ${r.lastFailure.nodeId || "?"}: ${r.lastFailure.message}`
+      : "",
+  ];
 }

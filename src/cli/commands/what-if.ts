@@ -17,15 +17,16 @@ import {
   runWhatIf,
   type WhatIfPass,
 } from "../../reconciler/index.js";
+import { readVia } from "../api-access.js";
 import { CliError, intArg } from "../common.js";
 import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
+import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
 
-interface WhatIfFlags extends LogFlags {
+interface WhatIfFlags extends LogFlags, ApiFlags {
   config?: string;
   autoscale?: string[];
   fromSeq?: number;
   toSeq?: number;
-  json?: boolean;
 }
 
 /** The config file's data (YAML or JSON), unvalidated; no file: {} (the defaults). */
@@ -50,6 +51,11 @@ function readConfigData(file: string | undefined): Record<string, unknown> {
 }
 
 export function loadConfig(file: string | undefined, autoscale: readonly string[] = []): ReconcilerConfig {
+  return parseConfig(configData(file, autoscale), file);
+}
+
+/** The config file's data with the --autoscale flags merged in, unvalidated (what POST /v1/what-if takes). */
+function configData(file: string | undefined, autoscale: readonly string[]): Record<string, unknown> {
   const raw = readConfigData(file);
   if (autoscale.length > 0) {
     const fromFile = raw["autoscale"];
@@ -61,6 +67,10 @@ export function loadConfig(file: string | undefined, autoscale: readonly string[
     }
     raw["autoscale"] = merged;
   }
+  return raw;
+}
+
+function parseConfig(raw: Record<string, unknown>, file: string | undefined): ReconcilerConfig {
   const parsed = reconcilerConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const where = file === undefined ? "--autoscale" : `--config ${file}`;
@@ -98,29 +108,53 @@ export function parseAutoscaleFlag(text: string): [string, Record<string, unknow
   ];
 }
 
-async function whatIf(flags: WhatIfFlags): Promise<void> {
+async function whatIf(flags: WhatIfFlags, self: Command): Promise<void> {
   if (flags.config === undefined && (flags.autoscale ?? []).length === 0)
     throw new CliError("give --config <file>, --autoscale MODEL=MIN:MAX:METRIC:TARGET, or both");
-  const config = loadConfig(flags.config, flags.autoscale);
+  const data = configData(flags.config, flags.autoscale ?? []);
+  // Checked here first, so a bad file is named the same way whichever way the run goes.
+  const config = parseConfig(data, flags.config);
+  const range = {
+    ...(flags.fromSeq !== undefined ? { fromSeq: flags.fromSeq } : {}),
+    ...(flags.toSeq !== undefined ? { toSeq: flags.toSeq } : {}),
+  };
+  if (readVia(self) === "api") {
+    // Through the API: a token with the operator role (what-if re-runs decide at every pass).
+    const client = clientFor(flags);
+    const { body } = await call(() =>
+      client.request<{ config: ReconcilerConfig; compared: number; passes: WhatIfPass[] }>(
+        "POST",
+        "/v1/what-if",
+        { body: JSON.stringify({ config: data, ...range }) },
+      ),
+    );
+    print(flags, body.config, body.compared, body.passes);
+    return;
+  }
   const log = await openLogForReading(flags, "llmgw-what-if");
   let results: WhatIfPass[];
   try {
-    const range = {
-      ...(flags.fromSeq !== undefined ? { fromSeq: flags.fromSeq } : {}),
-      ...(flags.toSeq !== undefined ? { toSeq: flags.toSeq } : {}),
-    };
     results = (await runWhatIf(logWhatIfReader(log), config, range)).passes;
   } finally {
     await log.close();
   }
-  print(flags, config, results);
+  print(
+    flags,
+    config,
+    results.length,
+    results.filter((r) => r.differences.length > 0),
+  );
 }
 
-function print(flags: WhatIfFlags, config: ReconcilerConfig, results: WhatIfPass[]): void {
-  const differing = results.filter((r) => r.differences.length > 0);
+function print(
+  flags: WhatIfFlags,
+  config: ReconcilerConfig,
+  compared: number,
+  differing: WhatIfPass[],
+): void {
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ config, compared: results.length, differing: differing.length, passes: differing }, null, 2)}\n`,
+      `${JSON.stringify({ config, compared, differing: differing.length, passes: differing }, null, 2)}\n`,
     );
     return;
   }
@@ -132,7 +166,7 @@ function print(flags: WhatIfFlags, config: ReconcilerConfig, results: WhatIfPass
     }
   }
   lines.push(
-    `${results.length} pass(es) compared, ${differing.length} differ under the alternative config (policy ${config.policy}${autoscaleSummary(config)})`,
+    `${compared} pass(es) compared, ${differing.length} differ under the alternative config (policy ${config.policy}${autoscaleSummary(config)})`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
 }
@@ -144,11 +178,11 @@ function autoscaleSummary(config: ReconcilerConfig): string {
 }
 
 export function registerWhatIf(program: Command): void {
-  withLogOptions(
+  const cmd = withLogOptions(
     program
       .command("what-if")
       .description(
-        "re-run decide over recorded history with another config or autoscale setting (writes nothing)",
+        "re-run decide over recorded history with another config or autoscale setting (writes nothing); through the operator API it needs a token with the operator role, from NATS --nats on the command line",
       )
       .option(
         "--config <file>",
@@ -162,5 +196,7 @@ export function registerWhatIf(program: Command): void {
       .option("--from-seq <seq>", "first log sequence whose passes are compared", intArg("--from-seq"))
       .option("--to-seq <seq>", "last log sequence whose passes are compared", intArg("--to-seq"))
       .option("--json", "print JSON"),
-  ).action((flags: WhatIfFlags) => whatIf(flags));
+  );
+  for (const o of apiAccessOptions()) cmd.addOption(o);
+  cmd.action((flags: WhatIfFlags, self: Command) => whatIf(flags, self));
 }

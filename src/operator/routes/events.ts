@@ -27,10 +27,24 @@ export const eventsQuery = z.strictObject({
     .min(1, "must be at least 1")
     .max(1000, "must be at most 1000")
     .default(100),
+  // One subject, or several comma-separated (what `llmgw events --subject A --subject B` asks for).
   subject: z
     .string()
-    .regex(SUBJECT, "must be dot-separated tokens of letters, digits, '_', '-', or the wildcards * and >")
-    .max(256)
+    .max(2048)
+    .transform((s) => s.split(","))
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .regex(
+              SUBJECT,
+              "must be dot-separated tokens of letters, digits, '_', '-', or the wildcards * and >",
+            )
+            .max(256),
+        )
+        .max(16, "at most 16 subjects"),
+    )
     .optional(),
   // The id as typed, dots included; the same rule as everywhere a node id is taken.
   node: z
@@ -81,12 +95,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
     }
     const prefix = ctx.log.subjects.prefix;
     // Subjects are given relative to the log's prefix ("catalog", "operator.*"); a full one is taken as is.
-    const subject =
-      q.subject === undefined
-        ? undefined
-        : q.subject.startsWith(`${prefix}.`)
-          ? q.subject
-          : `${prefix}.${q.subject}`;
+    const subjects = (q.subject ?? []).map((s) => (s.startsWith(`${prefix}.`) ? s : `${prefix}.${s}`));
     const kinds = q.kind && q.kind.length > 0 ? new Set<string>(q.kind) : undefined;
     const filtered = kinds !== undefined || q.node !== undefined || q.replica !== undefined;
     const events: EventRecordJson[] = [];
@@ -97,7 +106,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
     for await (const r of ctx.log.read({
       fromSeq,
       untilSeq,
-      ...(subject ? { subjects: [subject] } : {}),
+      ...(subjects.length > 0 ? { subjects } : {}),
       onMalformed: (err, raw) => {
         readTo = raw.seq;
         if (!filtered) events.push({ seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message });
