@@ -45,6 +45,8 @@ export async function openLogForReading(flags: LogFlags, clientName: string): Pr
     name: flags.stream,
     prefix: flags.subjectPrefix,
     ensure: false,
+    // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
+    readVia: "direct",
   });
   try {
     await log.lastSeq();

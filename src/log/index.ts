@@ -19,6 +19,7 @@ export {
   newEvent,
 } from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
+export { DIRECT_POLL_MS, type DirectReadOptions, readDirectBatches } from "./direct-read.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
 export { Log, type OpenLogOptions, openLog } from "./log.js";

@@ -27,6 +27,12 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
   security?: NatsSecurity;
   /** Told when the existing stream is weaker than llmgw makes it (see `ensureStream`). */
   warn?: (message: string) => void;
+  /**
+   * How `read` and `readBatches` read unless told otherwise (default
+   * "consumer"): "direct" for credentials that may create no consumer (the
+   * reader role; see `ReadOptions.via`).
+   */
+  readVia?: "consumer" | "direct";
 }
 
 /** A connection to the log: its stream, subjects, appender and reader. */
@@ -42,6 +48,8 @@ export class Log {
     prefix: string,
     /** Replicas of the stream, also used for the KV buckets processes create beside it. */
     readonly replicas = 1,
+    /** How reads go unless a read says otherwise (`OpenLogOptions.readVia`). */
+    readonly readVia: "consumer" | "direct" = "consumer",
   ) {
     this.subjects = new Subjects(prefix);
     this.appender = new LogAppender(new AckedPublisher(nc), stream, prefix);
@@ -52,12 +60,12 @@ export class Log {
   }
 
   read(opts?: ReadOptions): AsyncGenerator<LogRecord> {
-    return readEvents(this.js, this.jsm, this.stream, this.subjects, opts);
+    return readEvents(this.js, this.jsm, this.stream, this.subjects, { via: this.readVia, ...opts });
   }
 
   /** `read` a batch at a time (whatever had arrived), for folds: see `readEventBatches`. */
   readBatches(opts?: ReadOptions): AsyncGenerator<LogRecord[]> {
-    return readEventBatches(this.js, this.jsm, this.stream, this.subjects, opts);
+    return readEventBatches(this.js, this.jsm, this.stream, this.subjects, { via: this.readVia, ...opts });
   }
 
   /** The stream's last sequence now (0 when empty). */
@@ -119,7 +127,7 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
       });
     }
     const js = jetstream(nc);
-    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas);
+    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas, opts.readVia ?? "consumer");
   } catch (err) {
     await nc.close();
     throw LogError.from(err, "opening the log");

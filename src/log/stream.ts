@@ -55,7 +55,8 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
  *
  * The log is only ever appended to: the stream refuses `Nats-Rollup`
  * headers, purges and message deletes, and allows `maxConsumers`
- * consumers. An existing stream is checked for these too; what `update`
+ * consumers. It allows direct gets: the reader and router roles read it
+ * with them, holding no consumer (src/log/direct-read.ts). An existing stream is checked for these too; what `update`
  * may fix is fixed, the rest (the consumer limit cannot be changed on an
  * existing stream) is told to `warn` (default: a process warning).
  */
@@ -94,6 +95,8 @@ export async function ensureStream(
     deny_delete: true,
     deny_purge: true,
     max_consumers: cfg.maxConsumers,
+    // The reader and router roles read it with direct gets, never a consumer (src/log/direct-read.ts).
+    allow_direct: true,
   };
 
   let existing: StreamInfo | undefined;
@@ -126,7 +129,10 @@ export async function ensureStream(
     );
   }
   const guardsDrift =
-    have.allow_rollup_hdrs === true || have.deny_delete !== true || have.deny_purge !== true;
+    have.allow_rollup_hdrs === true ||
+    have.deny_delete !== true ||
+    have.deny_purge !== true ||
+    have.allow_direct !== true;
   const drift =
     guardsDrift ||
     have.num_replicas !== wanted.num_replicas ||
@@ -146,12 +152,18 @@ export async function ensureStream(
         allow_rollup_hdrs: false,
         deny_delete: true,
         deny_purge: true,
+        allow_direct: true,
       } as Partial<StreamConfig>);
     } catch (err) {
       throw LogError.from(err, `updating stream ${cfg.name}`);
     }
   }
   const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers });
+  if (info.config.allow_direct !== true) {
+    weaker.push(
+      "it allows no direct gets (the reader and router roles, which read with them, cannot read it)",
+    );
+  }
   if (weaker.length > 0) {
     const warn = opts.warn ?? ((m: string) => process.emitWarning(m));
     warn(

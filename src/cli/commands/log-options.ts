@@ -19,5 +19,7 @@ export function openLogForReading(flags: LogFlags, clientName: string): Promise<
     name: flags.stream,
     prefix: flags.subjectPrefix,
     ensure: false,
+    // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
+    readVia: "direct",
   });
 }
