@@ -3,7 +3,13 @@ import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { encodeEvent } from "../../src/log/codec.js";
-import { isLogError, type Log, type LogRecord, type ReadOptions, readDirectBatches } from "../../src/log/index.js";
+import {
+  isLogError,
+  type Log,
+  type LogRecord,
+  type ReadOptions,
+  readDirectBatches,
+} from "../../src/log/index.js";
 import { sampleEvents } from "../support/sample-events.js";
 import { serverSuite, withTestLog } from "../support/suites.js";
 
@@ -52,14 +58,23 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
       for (let i = 0; i < 3; i++) await log.append(cordon(`after-${i}`));
       const consumer = await readAll(log, "consumer");
       const direct = await readAll(log, "direct");
-      assert.ok(consumer.order.some((o) => o.startsWith("x")), "the forged cordon is refused");
-      assert.ok(consumer.order.some((o) => o.startsWith("m")), "the bad bytes are malformed");
+      assert.ok(
+        consumer.order.some((o) => o.startsWith("x")),
+        "the forged cordon is refused",
+      );
+      assert.ok(
+        consumer.order.some((o) => o.startsWith("m")),
+        "the bad bytes are malformed",
+      );
       assert.deepEqual(direct.order, consumer.order);
       assert.deepEqual(direct.records, consumer.records);
 
       // A range, a start time and a subject filter.
       const range = { fromSeq: 3, untilSeq: 9 };
-      assert.deepEqual((await readAll(log, "direct", range)).order, (await readAll(log, "consumer", range)).order);
+      assert.deepEqual(
+        (await readAll(log, "direct", range)).order,
+        (await readAll(log, "consumer", range)).order,
+      );
       const fromTimeMs = consumer.records[4]!.timeMs;
       assert.deepEqual(
         (await readAll(log, "direct", { fromTimeMs })).order,
