@@ -36,8 +36,9 @@ export interface DirectReadOptions extends ReadOptions {
 
 /**
  * `readEventBatches` with direct gets instead of a consumer: the same
- * records, refusals and malformed handling, in log order. Takes at most one
- * subject filter (wildcards allowed): a direct get filters by one.
+ * records, refusals and malformed handling, in log order. A direct get
+ * filters by one subject (wildcards allowed); with several, one get per
+ * subject is merged by sequence (see `directBatches`).
  */
 export async function* readDirectBatches(
   jsm: JetStreamManager,
@@ -45,14 +46,8 @@ export async function* readDirectBatches(
   layout: Subjects,
   opts: DirectReadOptions = {},
 ): AsyncGenerator<LogRecord[]> {
-  const subjects = opts.subjects ?? [];
-  if (subjects.length > 1) {
-    throw new LogError(
-      "invalid-argument",
-      `a direct read of ${stream} takes one subject filter, got ${subjects.length} (${subjects.join(", ")})`,
-    );
-  }
-  const filter = subjects[0];
+  const filters: Array<string | undefined> =
+    opts.subjects && opts.subjects.length > 0 ? opts.subjects : [undefined];
   const info = await whileElecting(() => leaderInfo(jsm, stream), `reading stream ${stream}`, opts.signal);
   if (info.config.allow_direct !== true) {
     throw new LogError(
@@ -77,19 +72,15 @@ export async function* readDirectBatches(
   let behind = 0;
   for (;;) {
     if (opts.signal?.aborted) return;
-    const query = {
-      ...(startTime !== undefined ? { start_time: new Date(startTime) } : { seq: cursor }),
-      batch: opts.batch !== undefined ? Math.min(opts.batch, DIRECT_BATCH) : DIRECT_BATCH,
-      ...(filter !== undefined ? { next_by_subj: filter } : {}),
-    } as Parameters<JetStreamManager["direct"]["getBatch"]>[1];
-    const got = await whileElecting(
-      () => directBatch(jsm, stream, query),
+    const from = startTime !== undefined ? { start_time: new Date(startTime) } : { seq: cursor };
+    const batch = opts.batch !== undefined ? Math.max(1, Math.min(opts.batch, DIRECT_BATCH)) : DIRECT_BATCH;
+    const { messages: got, more } = await whileElecting(
+      () => directBatches(jsm, stream, from, batch, filters),
       `reading stream ${stream}`,
       opts.signal,
     );
     startTime = undefined;
     let out: LogRecord[] = [];
-    let pending = 0;
     let done = false;
     for (const m of got) {
       if (m.seq > stopAt) {
@@ -97,7 +88,6 @@ export async function* readDirectBatches(
         break;
       }
       cursor = m.seq + 1;
-      pending = m.pending;
       const timeMs = m.time.getTime();
       // A start time may be placed before it by a replica still catching up.
       if (opts.fromTimeMs !== undefined && timeMs < opts.fromTimeMs) continue;
@@ -119,7 +109,7 @@ export async function* readDirectBatches(
     }
     if (out.length > 0) yield out;
     if (done) return;
-    if (got.length > 0 && pending > 0) continue;
+    if (more) continue;
     // At the end of what the answering copy holds.
     if (follow) {
       await pause(pollMs, opts.signal);
@@ -128,7 +118,11 @@ export async function* readDirectBatches(
     if (cursor > endSeq) return;
     // One copy: its end is the stream's. Several: the copy that answered may
     // be behind the leader, which tells by sequence whether more is stored.
-    if (!replicated || !(await storedAfter(jsm, stream, cursor - 1, endSeq, filter, opts.signal))) return;
+    if (!replicated) return;
+    const stored = await Promise.all(
+      filters.map((f) => storedAfter(jsm, stream, cursor - 1, endSeq, f, opts.signal)),
+    );
+    if (!stored.some(Boolean)) return;
     if (++behind > CATCH_UP_ASKS) {
       throw new LogError(
         "unavailable",
@@ -170,12 +164,45 @@ function admit(layout: Subjects, m: StoredMsg, timeMs: number, opts: ReadOptions
   };
 }
 
-/** One batched direct get, read whole (a batch is at most DIRECT_BATCH messages). */
-async function directBatch(
+type DirectQuery = Parameters<JetStreamManager["direct"]["getBatch"]>[1];
+
+/**
+ * One batched direct get per filter (`undefined`: every subject), merged in
+ * sequence order without duplicates (filters may overlap). A filter whose
+ * batch came back with more after it may have messages before other
+ * filters' later ones: the merge stops at its last, and `more` says to ask
+ * again after that.
+ */
+async function directBatches(
   jsm: JetStreamManager,
   stream: string,
-  query: Parameters<JetStreamManager["direct"]["getBatch"]>[1],
-): Promise<StoredMsg[]> {
+  from: { seq: number } | { start_time: Date },
+  batch: number,
+  filters: Array<string | undefined>,
+): Promise<{ messages: StoredMsg[]; more: boolean }> {
+  const answers = await Promise.all(
+    filters.map((f) =>
+      directBatch(jsm, stream, {
+        ...from,
+        batch,
+        ...(f !== undefined ? { next_by_subj: f } : {}),
+      } as DirectQuery),
+    ),
+  );
+  let limit = Number.POSITIVE_INFINITY;
+  for (const got of answers) {
+    const last = got[got.length - 1];
+    if (last !== undefined && last.pending > 0) limit = Math.min(limit, last.seq);
+  }
+  const more = limit !== Number.POSITIVE_INFINITY;
+  if (answers.length === 1) return { messages: answers[0] ?? [], more };
+  const bySeq = new Map<number, StoredMsg>();
+  for (const got of answers) for (const m of got) if (m.seq <= limit) bySeq.set(m.seq, m);
+  return { messages: [...bySeq.values()].sort((a, b) => a.seq - b.seq), more };
+}
+
+/** One batched direct get, read whole (a batch is at most DIRECT_BATCH messages). */
+async function directBatch(jsm: JetStreamManager, stream: string, query: DirectQuery): Promise<StoredMsg[]> {
   const out: StoredMsg[] = [];
   try {
     for await (const m of await jsm.direct.getBatch(stream, { ...query })) out.push(m);
