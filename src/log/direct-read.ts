@@ -79,6 +79,9 @@ export async function* readDirectBatches(
       `reading stream ${stream}`,
       opts.signal,
     );
+    // Nothing stored at or after the start time: what the stream held when
+    // the read began is all older, so the read goes on after it.
+    if (startTime !== undefined && got.length === 0) cursor = Math.max(cursor, lastSeq + 1);
     startTime = undefined;
     let out: LogRecord[] = [];
     let done = false;

@@ -110,6 +110,28 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
       assert.deepEqual(got, ["first", "second", "third"]);
     }));
 
+  it("follows from a start time after every stored event: only what comes after", () =>
+    withLog(async (log) => {
+      for (let i = 0; i < 3; i++) await log.append(cordon(`old-${i}`));
+      const abort = new AbortController();
+      const got: string[] = [];
+      const reading = (async () => {
+        for await (const batch of readDirectBatches(log.jsm, log.stream, log.subjects, {
+          follow: true,
+          fromTimeMs: Date.now() + 1,
+          signal: abort.signal,
+          pollMs: 20,
+        })) {
+          for (const r of batch) got.push(r.event.id);
+          abort.abort();
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 100));
+      await log.append(cordon("new"));
+      await reading;
+      assert.deepEqual(got, ["new"]);
+    }));
+
   it("merges several subject filters in log order, overlapping ones without duplicates", () =>
     withLog(async (log) => {
       for (let i = 0; i < 5; i++) {
