@@ -50,6 +50,8 @@ export async function openLogForReading(flags: LogFlags, clientName: string): Pr
     prefix: flags.subjectPrefix,
     ensure: false,
     archive: archiveLocation(flags.archive),
+    // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
+    readVia: "direct",
   });
   try {
     await log.lastSeq();

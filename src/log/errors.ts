@@ -87,6 +87,10 @@ export class LogError extends Error {
     if (isTransportFailure(err)) {
       return new LogError("unavailable", `${prefix}the log is unavailable: ${message}`, { cause: err });
     }
+    // A batched direct get's "nothing there" is a status, not an API error.
+    if (err instanceof JetStreamStatusError && err.code === 404) {
+      return new LogError("not-found", `${prefix}${message}`, { cause: err });
+    }
     return new LogError("internal", `${prefix}${message}`, { cause: err });
   }
 }

@@ -38,6 +38,7 @@ export {
 } from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { ConnectionState } from "./connection-state.js";
+export { DIRECT_POLL_MS, type DirectReadOptions, readDirectBatches } from "./direct-read.js";
 export { isLogError, LogError, type LogErrorCode } from "./errors.js";
 export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
 export { type ArchiveLocation, Log, type OpenLogOptions, openLog } from "./log.js";

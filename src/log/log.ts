@@ -36,6 +36,12 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
   /** Told when the existing stream is weaker than llmgw makes it (see `ensureStream`). */
   warn?: (message: string) => void;
   /**
+   * How `read` and `readBatches` read unless told otherwise (default
+   * "consumer"): "direct" for credentials that may create no consumer (the
+   * reader role; see `ReadOptions.via`).
+   */
+  readVia?: "consumer" | "direct";
+  /**
    * Where the archive of this log is (what the stream no longer holds):
    * default the Object Store bucket `<stream>-archive` of the same NATS;
    * false: the stream only.
@@ -82,6 +88,8 @@ export class Log {
     prefix: string,
     /** Replicas of the stream, also used for the KV buckets processes create beside it. */
     readonly replicas = 1,
+    /** How reads go unless a read says otherwise (`OpenLogOptions.readVia`). */
+    readonly readVia: "consumer" | "direct" = "consumer",
     /** What the stream no longer holds (docs/history.md); reads cross into it transparently. */
     readonly archive?: Archive,
   ) {
@@ -116,7 +124,8 @@ export class Log {
    * archive, in the same run of sequences.
    */
   readBatches(opts: ReadOptions = {}): AsyncGenerator<LogRecord[]> {
-    const fromStream = (o: ReadOptions) => readEventBatches(this.js, this.jsm, this.stream, this.subjects, o);
+    const fromStream = (o: ReadOptions) =>
+      readEventBatches(this.js, this.jsm, this.stream, this.subjects, { via: this.readVia, ...o });
     if (!this.archive) return fromStream(opts);
     return readAcrossArchive(this.archive, { read: fromStream, bounds: () => this.bounds() }, opts);
   }
@@ -194,7 +203,7 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
       opts.archive === false
         ? undefined
         : new Archive(archiveStoreAt(opts.archive ?? { kind: "nats" }, nc, cfg.name, cfg.replicas));
-    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas, archive);
+    return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas, opts.readVia ?? "consumer", archive);
   } catch (err) {
     await nc.close();
     throw LogError.from(err, "opening the log");

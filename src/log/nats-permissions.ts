@@ -8,7 +8,10 @@
  * KV write is a publish to `$KV.<bucket>.<key>`; reading is JetStream API
  * requests (`$JS.API.…`: stream info, consumer create/next/delete, direct
  * and message get) whose answers, like consumer deliveries, arrive on
- * `_INBOX.…`. A reader that can create consumers cannot change the stream.
+ * `_INBOX.…`. The roles that only read (reader, router) get no consumer
+ * API at all: NATS cannot tell a push consumer's create from a pull
+ * consumer's by subject (nats-server issue #8274), so they read with
+ * batched direct gets (src/log/direct-read.ts).
  */
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
@@ -57,7 +60,9 @@ export interface RolePermissions {
 
 /**
  * What reading one stream without a consumer takes: its info (with the
- * counts per subject: a bucket's keys) and single-message gets.
+ * counts per subject: a bucket's keys), message gets (answered by the
+ * stream leader) and direct gets, single or batched (`{"seq", "batch"}`,
+ * `multi_last`).
  */
 function getFromStream(stream: string): string[] {
   return [
@@ -119,6 +124,8 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
   const { stream, prefix: p, buckets: b } = layout;
   // Every reader of the log reads its archive too (reads cross into it transparently).
   const common = ["$JS.API.INFO", ...readStream(stream), ...readStream(archiveStream(stream))];
+  /** The roles that only read: the log and its archive by direct gets, no consumer. */
+  const getLog = ["$JS.API.INFO", ...getFromStream(stream), ...getFromStream(archiveStream(stream))];
   const allBuckets = [b.leases, b.gateways, b.endpoints, b.snapshots, b.revoked];
   let allow: string[];
   switch (role) {
@@ -164,12 +171,12 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
       ];
       break;
     case "reader":
-      // Reads buckets by key only: no consumer, push or pull, on any bucket.
-      allow = [...common, ...allBuckets.flatMap(getFromBucket)];
+      // The log and every bucket by gets only: no consumer, push or pull, anywhere.
+      allow = [...getLog, ...allBuckets.flatMap(getFromBucket)];
       break;
     case "router":
-      // The routing table and the log's load reports, through ordered pull consumers; nothing else.
-      allow = [...common, ...readBucket(b.endpoints)];
+      // The routing table and the log's load reports, by gets only; nothing else.
+      allow = [...getLog, ...getFromBucket(b.endpoints)];
       break;
     case "archiver":
       allow = [
@@ -191,6 +198,9 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
   const deny = role === "archiver" ? NEVER.filter((d) => d !== "$JS.API.STREAM.PURGE.>") : [...NEVER];
   if (role !== "api") deny.push(`$JS.API.STREAM.UPDATE.>`);
   if (role === "archiver") deny.push(`${p}.>`, "$KV.>");
-  if (role === "reader" || role === "router") deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>");
+  if (role === "reader" || role === "router") {
+    // Denied outright too, so that no allow added later can grant them.
+    deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>", "$JS.API.CONSUMER.>", "$JS.FC.>");
+  }
   return { publish: { allow, deny }, subscribe: { allow: ["_INBOX.>"] } };
 }

@@ -9,6 +9,7 @@ import {
 } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
+import { readDirectBatches } from "./direct-read.js";
 import { LogError } from "./errors.js";
 import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
 import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
@@ -75,6 +76,13 @@ export interface ReadOptions {
    * catch-up spent a tenth of its time writing pulls.
    */
   batch?: number;
+  /**
+   * How the log is read: with an ordered consumer (the default), or with
+   * batched direct gets and no consumer at all (src/log/direct-read.ts),
+   * as the reader and router roles must (docs/SECURITY.md, "Consumers").
+   * A direct read takes at most one subject filter.
+   */
+  via?: "consumer" | "direct";
 }
 
 /**
@@ -107,6 +115,10 @@ export async function* readEventBatches(
   layout: Subjects,
   opts: ReadOptions = {},
 ): AsyncGenerator<LogRecord[]> {
+  if (opts.via === "direct") {
+    yield* readDirectBatches(jsm, stream, layout, opts);
+    return;
+  }
   const info = await whileElecting(() => leaderInfo(jsm, stream), `reading stream ${stream}`, opts.signal);
   const lastSeq = info.state.last_seq;
   const fromSeq = Math.max(1, opts.fromSeq ?? 1);
@@ -556,7 +568,7 @@ async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
  * own copy, which may end early; its answer names no leader, and is treated
  * as the election it is (unavailable, retried by `whileElecting`).
  */
-async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
+export async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
   const info = await jsm.streams.info(stream);
   if ((info.config.num_replicas ?? 1) > 1 && !info.cluster?.leader) {
     throw new LogError("unavailable", `stream ${stream} has no leader (an election under way?)`);
@@ -570,7 +582,7 @@ async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<Stream
  * died, stream info and consumer creation time out; that is worth waiting
  * out rather than failing a replay or a follower.
  */
-async function whileElecting<T>(fn: () => Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
+export async function whileElecting<T>(fn: () => Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();

@@ -66,7 +66,9 @@ const MIN_DUPLICATE_WINDOW_MS = 2 * 60_000;
  *
  * The log is only ever appended to: the stream refuses `Nats-Rollup`
  * headers and message deletes, and allows `maxConsumers` consumers; it may
- * be purged, by the archiver's role alone, below what it has archived. An existing stream is checked for these too; what `update`
+ * be purged, by the archiver's role alone, below what it has archived. It
+ * allows direct gets: the reader and router roles read it with them,
+ * holding no consumer (src/log/direct-read.ts). An existing stream is checked for these too; what `update`
  * may fix is fixed, the rest (the consumer limit cannot be changed on an
  * existing stream) is told to `warn` (default: a process warning).
  */
@@ -108,6 +110,8 @@ export async function ensureStream(
     deny_purge: false,
     max_consumers: cfg.maxConsumers,
     ...(cfg.firstSeq !== undefined && cfg.firstSeq > 1 ? { first_seq: cfg.firstSeq } : {}),
+    // The reader and router roles read it with direct gets, never a consumer (src/log/direct-read.ts).
+    allow_direct: true,
   };
 
   let existing: StreamInfo | undefined;
@@ -139,7 +143,8 @@ export async function ensureStream(
       `stream ${cfg.name} exists with subjects ${JSON.stringify(have.subjects)}, not "${subject}". Use another --stream name or fix its subjects`,
     );
   }
-  const guardsDrift = have.allow_rollup_hdrs === true || have.deny_delete !== true;
+  const guardsDrift =
+    have.allow_rollup_hdrs === true || have.deny_delete !== true || have.allow_direct !== true;
   const drift =
     guardsDrift ||
     have.num_replicas !== wanted.num_replicas ||
@@ -158,12 +163,18 @@ export async function ensureStream(
         max_msg_size: wanted.max_msg_size,
         allow_rollup_hdrs: false,
         deny_delete: true,
+        allow_direct: true,
       } as Partial<StreamConfig>);
     } catch (err) {
       throw LogError.from(err, `updating stream ${cfg.name}`);
     }
   }
   const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers, purgeable: true });
+  if (info.config.allow_direct !== true) {
+    weaker.push(
+      "it allows no direct gets (the reader and router roles, which read with them, cannot read it)",
+    );
+  }
   if (weaker.length > 0) {
     const warn = opts.warn ?? ((m: string) => process.emitWarning(m));
     warn(

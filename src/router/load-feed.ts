@@ -2,8 +2,10 @@
  * The load feed: the queue depth and KV-cache use replicas report, read from
  * the log's node events (UsageChanged.shard_load, which gateways append when
  * a shard's load moves past their thresholds). The router follows the node
- * subjects with an ordered pull consumer from a few minutes back (a load
- * that has not moved since is not written again), then as they come.
+ * subjects with direct gets from a few minutes back (a load that has not
+ * moved since is not written again), then as they come, asking again every
+ * DIRECT_POLL_MS at the end (src/log/direct-read.ts): the router's
+ * credentials may create no consumer (docs/SECURITY.md, "Consumers").
  *
  * A shard's load is its replica's when it is rank 0: the queue of a replica
  * is on its rank 0. Shard ids are `<replica id>-s<rank>-<seq>` (the
@@ -66,6 +68,7 @@ export class LoadFeed {
           // Load is advice: an event that cannot be read is passed over.
           onMalformed: () => {},
           batch: 1024,
+          via: "direct",
         })) {
           from = { fromSeq: r.seq + 1 };
           if (lastProblem !== "") {

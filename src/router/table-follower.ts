@@ -1,19 +1,28 @@
 /**
  * Follows the routing table in the endpoints KV bucket
- * (src/reconciler/runner/endpoints-bucket.ts) with an ordered pull consumer
- * on the bucket's stream: the last message of every key first, then each
- * new one as it is written. Never a KV watch: that is a push consumer, which
- * the router's read-only credentials may not create (docs/SECURITY.md).
+ * (src/reconciler/runner/endpoints-bucket.ts) with direct gets, holding no
+ * consumer (the router's credentials may create none: docs/SECURITY.md,
+ * "Consumers"): the last value of every key as of the stream's last
+ * sequence (`multi_last`), then the bucket stream's next sequences in
+ * order, asked for every TABLE_POLL_MS while nothing new is there.
  *
  * Through a NATS outage the table in memory stays as it was and requests
  * keep being routed with it; `stale` says so (a metric and /healthz). The
- * ordered consumer resumes after the last message it saw when NATS is back.
+ * follow resumes after the last sequence it applied when NATS is back.
  */
-import { type ConsumerMessages, DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager, type StoredMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { isLogError, LogError } from "../log/index.js";
 import { modelOfEndpointsKey } from "../reconciler/runner/endpoints-bucket.js";
 import { endpointListSchema, type RoutingTable } from "./table.js";
+
+/**
+ * How often the follower asks for new table entries while there are none
+ * (ms): a change is applied at most this long (plus a round trip) after it
+ * is stored, at 50 small requests a second per router.
+ */
+export const TABLE_POLL_MS = 20;
 
 export interface TableFollowerOptions {
   bucket: string;
@@ -30,7 +39,6 @@ export class TableFollower {
   #loaded = false;
   #stale = true;
   #staleSince = Date.now();
-  #messages: ConsumerMessages | undefined;
   #stopped = false;
   readonly #loadedWaiters: Array<() => void> = [];
 
@@ -67,7 +75,6 @@ export class TableFollower {
 
   stop(): void {
     this.#stopped = true;
-    this.#messages?.stop();
   }
 
   #setStale(stale: boolean): void {
@@ -106,39 +113,45 @@ export class TableFollower {
   async #run(): Promise<void> {
     const stream = `KV_${this.opts.bucket}`;
     const prefix = `$KV.${this.opts.bucket}.`;
-    const js = jetstream(this.nc);
+    let jsm: JetStreamManager | undefined;
+    // The next sequence of the bucket's stream to apply; 0 until the table was read whole.
+    let cursor = 0;
     let lastProblem = "";
     while (!this.#stopped) {
       try {
-        const consumer = await js.consumers.get(stream, {
-          filter_subjects: [`${prefix}>`],
-          deliver_policy: DeliverPolicy.LastPerSubject,
-        });
-        const info = await consumer.info(true);
-        if (info.num_pending === 0) this.#markLoaded();
-        const messages = await consumer.consume({ max_messages: 256 });
-        this.#messages = messages;
-        void this.#watchConsumer(messages);
-        for await (const m of messages) {
-          const model = modelOfEndpointsKey(m.subject.slice(prefix.length));
-          const op = m.headers?.get("KV-Operation") ?? "";
-          if (op === "DEL" || op === "PURGE") this.table.set(model, []);
-          else {
-            const parsed = endpointListSchema.safeParse(safeJson(m.string()));
-            if (parsed.success) this.table.set(model, parsed.data);
-            else {
-              // Never route to what the table does not clearly say is ready.
-              this.table.set(model, []);
-              this.opts.logger.error(
-                { model, seq: m.seq, issues: parsed.success ? [] : parsed.error.issues.slice(0, 3) },
-                "routing table value not understood; the model gets no requests until it is written again",
-              );
-            }
+        jsm ??= await jetstreamManager(this.nc);
+        if (cursor === 0) {
+          // The last value of every key as of one sequence, then what follows it.
+          const upTo = (await jsm.streams.info(stream)).state.last_seq;
+          if (upTo > 0) {
+            const last = await jsm.direct.getLastMessagesFor(stream, {
+              multi_last: [`${prefix}>`],
+              up_to_seq: upTo,
+            });
+            for await (const m of last) this.#apply(m, prefix);
           }
-          this.opts.onApplied?.(m.info.timestampNanos / 1_000_000);
-          if (m.info.pending === 0) this.#markLoaded();
+          cursor = upTo + 1;
+          this.#markLoaded();
         }
-        if (this.#stopped) return;
+        for (;;) {
+          if (this.#stopped) return;
+          const got: StoredMsg[] = [];
+          try {
+            for await (const m of await jsm.direct.getBatch(stream, { seq: cursor, batch: 256 })) got.push(m);
+          } catch (err) {
+            // Nothing at or after the cursor yet: the usual answer.
+            if (!isLogError(LogError.from(err), "not-found")) throw err;
+          }
+          for (const m of got) {
+            this.#apply(m, prefix);
+            cursor = m.seq + 1;
+          }
+          if (lastProblem !== "") {
+            lastProblem = "";
+            this.#setStale(false);
+          }
+          if (got.length === 0) await new Promise((r) => setTimeout(r, TABLE_POLL_MS));
+        }
       } catch (err) {
         if (this.#stopped) return;
         this.#setStale(true);
@@ -156,16 +169,24 @@ export class TableFollower {
     }
   }
 
-  async #watchConsumer(messages: ConsumerMessages): Promise<void> {
-    try {
-      for await (const s of messages.status()) {
-        if (this.#stopped) return;
-        if (s.type === "heartbeats_missed") this.#setStale(true);
-        else if (s.type === "ordered_consumer_recreated" && this.#loaded) this.#setStale(false);
+  /** One stored entry of the bucket applied to the table. */
+  #apply(m: StoredMsg, prefix: string): void {
+    const model = modelOfEndpointsKey(m.subject.slice(prefix.length));
+    const op = m.header?.get("KV-Operation") ?? "";
+    if (op === "DEL" || op === "PURGE") this.table.set(model, []);
+    else {
+      const parsed = endpointListSchema.safeParse(safeJson(m.string()));
+      if (parsed.success) this.table.set(model, parsed.data);
+      else {
+        // Never route to what the table does not clearly say is ready.
+        this.table.set(model, []);
+        this.opts.logger.error(
+          { model, seq: m.seq, issues: parsed.error.issues.slice(0, 3) },
+          "routing table value not understood; the model gets no requests until it is written again",
+        );
       }
-    } catch {
-      // The consume ended.
     }
+    this.opts.onApplied?.(m.time.getTime());
   }
 }
 

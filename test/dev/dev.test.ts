@@ -158,6 +158,8 @@ async function readSecondRun(run: DevRun, fromSeq: number): Promise<SecondRunLog
     clientName: "dev-test",
     ensure: false,
     security: { authenticator: authenticatorFromCredentials(readFileSync(run.readerCreds, "utf8")) },
+    // The reader's credentials grant no consumer: it reads with direct gets.
+    readVia: "direct",
   });
   try {
     const sessions = new Map<string, string>();

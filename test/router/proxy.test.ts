@@ -77,10 +77,18 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
     routers.push(r);
     return r;
   };
-  const ready = async (r: RouterProc, model: string, n: number) => {
+  /** Waits until the router lists `want` endpoints of `model` (a count, or exactly these replica ids). */
+  const ready = async (r: RouterProc, model: string, want: number | string[]) => {
     const deadline = Date.now() + 10_000;
-    while (((await r.healthz()).body.table?.endpoints?.[model] ?? []).length !== n) {
-      assert.ok(Date.now() < deadline, `the router never listed ${n} endpoints of ${model}:\n${r.output()}`);
+    const listed = (ids: string[]) =>
+      typeof want === "number"
+        ? ids.length === want
+        : JSON.stringify([...ids].sort()) === JSON.stringify([...want].sort());
+    while (!listed((await r.healthz()).body.table?.endpoints?.[model] ?? [])) {
+      assert.ok(
+        Date.now() < deadline,
+        `the router never listed ${String(want)} endpoints of ${model}:\n${r.output()}`,
+      );
       await new Promise((res) => setTimeout(res, 50));
     }
   };
@@ -192,14 +200,14 @@ describe("llmgw router: keys, affinity, retries and cancellation (router process
 
     // Nothing but failing replicas: a 502 naming each, after the bounded retries.
     await table.sync({ chat: [{ replicaId: "refusing", url: refused.url, nodeId: "n" }] });
-    await ready(r, "chat", 1);
+    await ready(r, "chat", ["refusing"]);
     const failed = await post(`${r.url}/v1/chat/completions`, { model: "chat", messages: [] });
     assert.equal(failed.status, 502);
     assert.match(failed.body.error.message, /refusing: ECONNREFUSED/);
 
     // Nothing but overloaded replicas: their 503 reaches the client, with Retry-After.
     await table.sync({ chat: [{ replicaId: "busy", url: busy.url, nodeId: "n" }] });
-    await ready(r, "chat", 1);
+    await ready(r, "chat", ["busy"]);
     const overloaded = await post(`${r.url}/v1/chat/completions`, { model: "chat", messages: [] });
     assert.equal(overloaded.status, 503);
     assert.equal(overloaded.body.error.code, "upstream_unavailable");

@@ -2,9 +2,12 @@
  * No writes through the server, against a real nats-server running the
  * authorization `llmgw nats-auth init` writes (default layout, each role's
  * own credentials):
- * - the reader and the API get no consumer at all on a bucket (push or
- *   pull), yet read buckets by key (the snapshot store lists keys with none);
- * - a push consumer any role creates on a stream it may read delivers
+ * - the reader and the router can create no consumer of any kind (push,
+ *   pull, durable, ordered) on the log or on any bucket: NATS cannot tell
+ *   a push consumer's create from a pull consumer's by subject (nats-server
+ *   issue #8274), so they have no consumer API at all and read with direct
+ *   gets; the API gets none on a bucket; all read buckets by key;
+ * - a push consumer a role that writes creates on a stream it may read delivers
  *   nothing into another role's subjects or buckets, and no role can make
  *   interest anywhere but its inboxes;
  * - no role creates consumers past a stream's or a bucket's limit;
@@ -41,8 +44,12 @@ import {
 import { startServer, tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 
-const ROLES = ["gateway", "reconciler", "api", "reader"] as const;
+const ROLES = ["gateway", "reconciler", "api", "reader", "router"] as const;
 type Role = (typeof ROLES)[number];
+/** The roles that write: consumers on what they may read, within limits. */
+const WRITERS = ["gateway", "reconciler", "api"] as const;
+/** The roles that only read: no consumer at all (NATS cannot tell push from pull by subject). */
+const READ_ONLY = ["reader", "router"] as const;
 const { stream, prefix } = DEFAULT_LAYOUT;
 const B = DEFAULT_BUCKETS;
 const allBuckets = Object.values(B);
@@ -134,22 +141,74 @@ describe("no writes through the server (real nats-server, each role's credential
   });
   after(() => s.stop());
 
-  it("the reader and the API get no consumer on a bucket, push or pull; they read it by key", async () => {
-    for (const role of ["reader", "api"] as const) {
+  it("the reader and the router can create no consumer of any kind on the log or on any bucket", async () => {
+    for (const role of READ_ONLY) {
+      const nc = await s.as(role);
+      const jsm = await jetstreamManager(nc);
+      const js = jetstream(nc);
+      for (const source of [stream, ...allBuckets.map((b) => `KV_${b}`)]) {
+        const what = (kind: string) => `${role}: a ${kind} consumer on ${source}`;
+        await refusedAsDenied(jsm.consumers.add(source, pushConfig(`_INBOX.${role}push`)), what("push"));
+        await refusedAsDenied(
+          jsm.consumers.add(source, { ack_policy: AckPolicy.None, name: `pull_${role}` }),
+          what("pull"),
+        );
+        await refusedAsDenied(
+          jsm.consumers.add(source, { ack_policy: AckPolicy.Explicit, durable_name: `durable_${role}` }),
+          what("durable"),
+        );
+        // The older API's durable create, by its own subject.
+        await refusedAsDenied(
+          nc.request(
+            `$JS.API.CONSUMER.DURABLE.CREATE.${source}.old_${role}`,
+            JSON.stringify({
+              stream_name: source,
+              config: { durable_name: `old_${role}`, ack_policy: "none" },
+            }),
+          ),
+          what("legacy durable"),
+        );
+        // An ordered consumer (created when it is got, or at the latest when first read).
+        await refusedAsDenied(
+          js.consumers.get(source).then((c) => c.next({ expires: 1000 })),
+          what("ordered"),
+        );
+      }
+      // The server holds none of theirs.
+      for (const source of [stream, ...allBuckets.map((b) => `KV_${b}`)]) {
+        assert.equal((await admin.streams.info(source)).state.consumer_count, 0, `${source} after ${role}`);
+      }
+    }
+  });
+
+  it("the reader, the router and the API read the buckets they may by key, with no consumer", async () => {
+    const readable: Record<string, string[]> = {
+      reader: allBuckets,
+      api: allBuckets,
+      router: [B.endpoints],
+    };
+    for (const role of ["reader", "api", "router"] as const) {
       const jsm = await jetstreamManager(await s.as(role));
-      for (const bucket of allBuckets) {
-        await refusedAsDenied(
-          jsm.consumers.add(`KV_${bucket}`, pushConfig(`_INBOX.${role}${bucket}`)),
-          `${role}: a push consumer on ${bucket}`,
-        );
-        await refusedAsDenied(
-          jsm.consumers.add(`KV_${bucket}`, { ack_policy: AckPolicy.None, name: `pull_${role}` }),
-          `${role}: a pull consumer on ${bucket}`,
-        );
-        // What they need of a bucket works without one.
+      if (role === "api") {
+        for (const bucket of allBuckets) {
+          await refusedAsDenied(
+            jsm.consumers.add(`KV_${bucket}`, pushConfig(`_INBOX.${role}${bucket}`)),
+            `${role}: a push consumer on ${bucket}`,
+          );
+          await refusedAsDenied(
+            jsm.consumers.add(`KV_${bucket}`, { ack_policy: AckPolicy.None, name: `pull_${role}` }),
+            `${role}: a pull consumer on ${bucket}`,
+          );
+        }
+      }
+      for (const bucket of readable[role] ?? []) {
         const nc = await s.as(role);
         const kv = await new Kvm(nc).open(bucket);
-        assert.deepEqual(await bucketKeys(kv, await jetstreamManager(nc), bucket), ["a", "b"]);
+        assert.deepEqual(
+          await bucketKeys(kv, await jetstreamManager(nc), bucket),
+          ["a", "b"],
+          `${role} ${bucket}`,
+        );
         assert.equal((await kv.get("b"))?.string(), "2");
       }
     }
@@ -170,9 +229,10 @@ describe("no writes through the server (real nats-server, each role's credential
     const made: Array<{ role: Role; jsm: JetStreamManager; stream: string; name: string }> = [];
     for (const role of ROLES) {
       const jsm = await jetstreamManager(await s.as(role));
-      // The streams the role may create consumers on: the log, and the buckets it watches.
+      // The streams the role may create consumers on: the log, and the buckets it watches
+      // (the reader and the router none: see above).
       const sources = [
-        stream,
+        ...(WRITERS.some((w) => w === role) ? [stream] : []),
         ...(role === "gateway" ? [`KV_${B.gateways}`, `KV_${B.revoked}`] : []),
         ...(role === "reconciler" ? [`KV_${B.leases}`, `KV_${B.endpoints}`, `KV_${B.gateways}`] : []),
       ];
@@ -250,7 +310,7 @@ describe("consumer limits and the guards of existing streams (real nats-server)"
     const limit = 3;
     const api = await s.log("api", { ensure: true, maxConsumers: limit });
     assert.equal((await api.jsm.streams.info(stream)).config.max_consumers, limit);
-    for (const role of ROLES) {
+    for (const role of WRITERS) {
       const jsm = await jetstreamManager(await s.as(role));
       const names: string[] = [];
       for (let i = 0; i < limit; i++) {
@@ -311,8 +371,10 @@ describe("the guards of existing streams (real nats-server)", () => {
     // Purges stay possible on the log: the archiver's role alone may (retention of archived segments).
     assert.equal(fixed.deny_purge, false);
     assert.equal(fixed.deny_delete, true);
+    assert.equal(fixed.allow_direct, true, "the reader and the router read it with direct gets");
     assert.equal(logWarnings.length, 2);
-    assert.doesNotMatch(logWarnings[1]!, /Rollup|purged|deleted/);
+    assert.match(logWarnings[0]!, /no direct gets/);
+    assert.doesNotMatch(logWarnings[1]!, /Rollup|purged|deleted|direct/);
     assert.match(logWarnings[1]!, /any number of consumers \(at most 1024 wanted\)/);
   });
 });

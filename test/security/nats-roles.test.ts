@@ -69,6 +69,8 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       prefix,
       ensure: false,
       security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
+      // The reader may create no consumer: it reads with direct gets, as its commands do.
+      ...(role === "reader" ? { readVia: "direct" as const } : {}),
     });
     logs.push(log);
     return log;
@@ -227,7 +229,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     }
   });
 
-  it("lets the reader run events, replay, explain and check-log as processes, and publish nothing", async () => {
+  it("lets the reader run events, replay, explain, what-if and check-log as processes (no consumer), and publish nothing", async () => {
     const withReader = [...logFlags(), "--nats-creds", creds("reader")];
     const events = await runCli(["events", ...withReader]);
     assert.equal(events.code, 0, events.stderr);
@@ -235,10 +237,22 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     const replay = await runCli(["replay", ...withReader, "--snapshot-bucket", buckets.snapshots]);
     assert.equal(replay.code, 0, replay.stderr);
     assert.match(replay.stdout, /gpu-auth-1/);
+    const until = await runCli(["replay", ...withReader, "--until-seq", "2", "--no-snapshots", "--json"]);
+    assert.equal(until.code, 0, until.stderr);
+    assert.equal((JSON.parse(until.stdout) as { seq: number }).seq, 2);
     const explain = await runCli(["explain", "node", "gpu-auth-1", ...withReader]);
     assert.equal(explain.code, 0, explain.stderr);
+    const policy = join(dir, "spread.yaml");
+    writeFileSync(policy, "policy: spread\n");
+    const whatIf = await runCli(["what-if", "--config", policy, ...withReader]);
+    assert.equal(whatIf.code, 0, whatIf.stderr);
+    assert.match(whatIf.stdout, /compared/);
     const check = await runCli(["check-log", ...withReader]);
     assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
+    // None of them could create a consumer (the reader's credentials grant none): they read with direct gets.
+    for (const out of [events, replay, until, explain, whatIf, check]) {
+      assert.doesNotMatch(out.stderr, /[Pp]ermissions [Vv]iolation/);
+    }
 
     const reader = await openAs("reader");
     const publisher = new AckedPublisher(reader.nc);

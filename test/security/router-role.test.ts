@@ -2,7 +2,8 @@
  * The router's NATS role against a real nats-server running the
  * authorization block `llmgw nats-auth init` writes: a `llmgw router`
  * process with the router's credentials follows the routing table the
- * reconciler's credentials write, and forwards to the endpoint it names;
+ * reconciler's credentials write, and forwards to the endpoint it names,
+ * holding no consumer on the table or the log (it reads with direct gets);
  * with the same credentials nothing can be written (the table, the log), no
  * stream created and none removed. A credentials set from before the role
  * gets it with --keep-existing, the other roles' keys kept.
@@ -12,7 +13,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
@@ -41,6 +42,7 @@ describe("the router's NATS role (real nats-server with the generated auth confi
   let router: RouterProc | undefined;
   let engine: Server | undefined;
   let engineUrl = "";
+  let apiJsm: JetStreamManager | undefined;
   const cleanup: Array<() => Promise<unknown> | unknown> = [];
 
   before(async () => {
@@ -79,6 +81,7 @@ describe("the router's NATS role (real nats-server with the generated auth confi
       security: security("api"),
     });
     cleanup.push(() => apiLog.close());
+    apiJsm = apiLog.jsm;
     engine = createServer((req, res) => {
       req.resume();
       req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}'));
@@ -126,6 +129,11 @@ describe("the router's NATS role (real nats-server with the generated auth confi
       await new Promise((res) => setTimeout(res, 50));
     }
     assert.doesNotMatch(r.output(), /[Pp]ermissions [Vv]iolation|permission/);
+    // It follows the table and the log's load reports holding no consumer (it may create none).
+    assert.doesNotMatch(r.output(), /load feed stopped|cannot read the routing table/);
+    const jsm = await jetstreamManager(nc);
+    assert.equal((await jsm.streams.info(`KV_${bucket}`)).state.consumer_count, 0, "consumers on the table");
+    assert.equal((await apiJsm!.streams.info(stream)).state.consumer_count, 0, "consumers on the log");
   });
 
   it("can write nothing, create no stream and delete none with the router's credentials", async () => {

@@ -96,6 +96,8 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
           // The API's credentials create the stream; the others only open it.
           ensure: role === "api",
           security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
+          // The roles that only read may create no consumer: they read with direct gets.
+          ...(role === "reader" || role === "router" ? { readVia: "direct" as const } : {}),
         }),
       );
     }

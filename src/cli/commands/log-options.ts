@@ -21,5 +21,7 @@ export function openLogForReading(flags: LogFlags, clientName: string): Promise<
     prefix: flags.subjectPrefix,
     ensure: false,
     archive: archiveLocation(flags.archive),
+    // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
+    readVia: "direct",
   });
 }

@@ -174,8 +174,8 @@ export function registerRouter(program: Command): void {
     )
     .addHelpText(
       "after",
-      "\nThe table comes from the endpoints bucket (ordered pull consumer, read-only: the router role of\n" +
-        "llmgw nats-auth). A replica that leaves it gets no new request; through a NATS outage the last\n" +
+      "\nThe table comes from the endpoints bucket (direct gets, no consumer, read-only: the router role\n" +
+        "of llmgw nats-auth). A replica that leaves it gets no new request; through a NATS outage the last\n" +
         'table is served and /healthz says "stale". Errors: unknown model 404, no ready replica 503 with\n' +
         "Retry-After, bad body 400, body too large 413, over a limit 429. See docs/router.md.",
     )

@@ -3,16 +3,16 @@
  * bucket `<stream>-archive` unless named. Objects are written with the
  * Object Store client (its metadata message goes last, so an object is
  * listed only once whole) and read back with what every reader may use:
- * a direct message get for an object's metadata and ordered pull consumers
- * for its chunks and for the listing (the client's own reads use push
- * consumers, which read-only credentials do not get).
+ * a direct message get for an object's metadata and batched direct gets for
+ * its chunks and for the listing, which hold no consumer (the client's own
+ * reads use push consumers; the reader and router roles may create none).
  */
 import {
-  DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
   jetstreamManager,
+  type StoredMsg,
 } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -67,21 +67,26 @@ export class NatsObjectArchiveStore implements ArchiveStore {
 
   async list(dir: string): Promise<ArchiveObject[]> {
     const subject = `$O.${this.bucket}.M.>`;
-    let objects: number;
+    let messages: number;
     try {
-      // One subject per object: the count a listing must reach.
+      // One subject per object, each with its metadata messages: the count a listing must reach.
       const info = await (await this.#manager()).streams.info(this.#stream, { subjects_filter: subject });
-      objects = Object.keys(info.state.subjects ?? {}).length;
+      messages = Object.values(info.state.subjects ?? {}).reduce((n, c) => n + c, 0);
     } catch (err) {
       const e = LogError.from(err, `listing the archive bucket ${this.bucket}`);
       if (e.code === "not-found") return [];
       throw e;
     }
-    if (objects === 0) return [];
-    const metas = await this.#readAll(subject, DeliverPolicy.LastPerSubject, objects);
+    if (messages === 0) return [];
+    // The newest metadata of each object, in the order of those newest messages.
+    const newest = new Map<string, StoredMsg>();
+    for (const m of await this.#readAll(subject, messages)) {
+      newest.delete(m.subject);
+      newest.set(m.subject, m);
+    }
     const out: ArchiveObject[] = [];
-    for (const m of metas) {
-      const meta = JSON.parse(new TextDecoder().decode(m)) as ObjectMeta;
+    for (const m of newest.values()) {
+      const meta = m.json<ObjectMeta>();
       if (meta.deleted || !meta.name.startsWith(`${dir}/`)) continue;
       out.push({ name: meta.name, bytes: meta.size });
     }
@@ -103,12 +108,15 @@ export class NatsObjectArchiveStore implements ArchiveStore {
       throw e;
     }
     if (meta.deleted) return undefined;
-    const chunks = await this.#readAll(`$O.${this.bucket}.C.${meta.nuid}`, DeliverPolicy.All, meta.chunks);
+    const chunks = await this.#readAll(`$O.${this.bucket}.C.${meta.nuid}`, meta.chunks);
     const out = new Uint8Array(meta.size);
     let at = 0;
     for (const c of chunks) {
-      out.set(c, at);
-      at += c.length;
+      if (at + c.data.length > meta.size) {
+        throw new LogError("malformed", `archive object ${name} has more than its ${meta.size} bytes`);
+      }
+      out.set(c.data, at);
+      at += c.data.length;
     }
     if (at !== meta.size) {
       throw new LogError("malformed", `archive object ${name} has ${at} of its ${meta.size} bytes`);
@@ -130,28 +138,36 @@ export class NatsObjectArchiveStore implements ArchiveStore {
 
   async close(): Promise<void> {}
 
-  /** The first `pending` messages on `subject`, through an ordered pull consumer. */
-  async #readAll(subject: string, deliver: DeliverPolicy, pending: number): Promise<Uint8Array[]> {
-    const consumer = await this.#js.consumers.get(this.#stream, {
-      filter_subjects: [subject],
-      deliver_policy: deliver,
-    });
-    const out: Uint8Array[] = [];
-    while (out.length < pending) {
-      const batch = await consumer.fetch({
-        max_messages: Math.min(1000, pending - out.length),
-        expires: 5000,
-      });
-      let got = 0;
-      for await (const m of batch) {
-        out.push(m.data);
-        got++;
+  /**
+   * The first `count` messages on `subject` (wildcards allowed), in
+   * stream order, read with batched direct gets: they hold no consumer,
+   * which the reader and router roles may not create (docs/SECURITY.md).
+   */
+  async #readAll(subject: string, count: number): Promise<StoredMsg[]> {
+    const jsm = await this.#manager();
+    const out: StoredMsg[] = [];
+    let seq = 1;
+    try {
+      while (out.length < count) {
+        const it = await jsm.direct.getBatch(this.#stream, {
+          seq,
+          next_by_subj: subject,
+          batch: Math.min(1000, count - out.length),
+        });
+        let got = 0;
+        for await (const m of it) {
+          out.push(m);
+          seq = m.seq + 1;
+          got++;
+        }
+        if (got === 0)
+          throw new LogError(
+            "unavailable",
+            `reading ${subject} from the archive bucket ${this.bucket}: ${out.length} of ${count} messages came`,
+          );
       }
-      if (got === 0)
-        throw new LogError(
-          "unavailable",
-          `reading ${subject} from the archive bucket ${this.bucket}: nothing came`,
-        );
+    } catch (err) {
+      throw LogError.from(err, `reading ${subject} from the archive bucket ${this.bucket}`);
     }
     return out;
   }
