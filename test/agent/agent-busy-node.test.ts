@@ -11,25 +11,15 @@
  *   PATH, HOME and LANG (its credentials included), and the engine's own.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import {
-  type AgentProc,
-  engineRecord,
-  killRecordedEngines,
-  shardStatuses,
-  startAgent,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
+import { engineRecord, shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-import { type Stack, startStack } from "../support/stack.js";
 
 const NODE = "gpu-busy1";
 const MODEL = "qwen-7b";
@@ -65,113 +55,98 @@ describe("llmgw agent on a busy node (real processes)", () => {
   });
 
   it("starts four shards placed in one pass on four ports, all RUNNING, from a clean environment", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmgw-agent-busy-"));
     const foreign = await foreignListener();
-    writeGpus(dir, [{}, {}, {}, {}]);
-    writeAgentConfig(dir, { startDelayMs: 800, portRange: [foreign.port, foreign.port + 20] });
-    let stack: Stack | undefined;
-    let agent: AgentProc | undefined;
     try {
-      stack = await startStack(server.url, { name: "agbusy" });
-      const s = stack;
-      agent = startAgent(dir, { gateways: [s.gw.url], nodeId: NODE, env: AGENT_ONLY });
-      const a = agent;
-      const why = async () => `\nagent output:\n${a.output().slice(-3000)}${await s.why()}`;
-      await until(
-        "the node registered",
-        async () => {
-          const nodes = (await s.call("GET", "/v1/nodes")).nodes as any[];
-          return nodes.find((n) => n.nodeId === NODE && n.gpus?.length === 4) ? true : undefined;
-        },
-        { timeoutMs: 30_000, why },
-      );
-      await s.call("PUT", "/v1/catalog", {
-        models: [
-          {
-            name: MODEL,
-            replicas: 4,
-            profiles: [
-              {
-                name: "tp1",
-                gpusPerShard: 1,
-                memoryPerGpu: "16GiB",
-                engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
-              },
-            ],
+      await withAgentWorld(server, { name: "agbusy" }, async (w) => {
+        const { dir, stack: s, why } = w;
+        writeGpus(dir, [{}, {}, {}, {}]);
+        writeAgentConfig(dir, { startDelayMs: 800, portRange: [foreign.port, foreign.port + 20] });
+        addAgent(w, { nodeId: NODE, env: AGENT_ONLY });
+        await registered(w, NODE, 4);
+        await s.call("PUT", "/v1/catalog", {
+          models: [
+            {
+              name: MODEL,
+              replicas: 4,
+              profiles: [
+                {
+                  name: "tp1",
+                  gpusPerShard: 1,
+                  memoryPerGpu: "16GiB",
+                  engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
+                },
+              ],
+            },
+          ],
+        });
+
+        const running = await until(
+          "four shards RUNNING",
+          async () => {
+            const st = shardStatuses(await readAll(s.log), NODE).filter(
+              (x) => x.status.state === State.RUNNING,
+            );
+            const byShard = new Map(st.map((x) => [x.status.shardId, x.status]));
+            return byShard.size >= 4 ? [...byShard.values()] : undefined;
           },
-        ],
-      });
-
-      const running = await until(
-        "four shards RUNNING",
-        async () => {
-          const st = shardStatuses(await readAll(s.log), NODE).filter(
-            (x) => x.status.state === State.RUNNING,
-          );
-          const byShard = new Map(st.map((x) => [x.status.shardId, x.status]));
-          return byShard.size >= 4 ? [...byShard.values()] : undefined;
-        },
-        { timeoutMs: 40_000, why },
-      );
-      const records = await readAll(s.log);
-      const passes = records.flatMap((r) =>
-        r.event.body.case === "reconcilePass"
-          ? [r.event.body.value.commands.filter((c) => c.action.case === "start")]
-          : [],
-      );
-      assert.ok(
-        passes.some((starts) => starts.length === 4),
-        `the four starts were sent in one pass (starts per pass: ${passes.map((p) => p.length).join(", ")})`,
-      );
-      const ports = running.map((st) => new URL(st.endpoint).port);
-      assert.equal(new Set(ports).size, 4, `four ports: ${ports.join(", ")}`);
-      assert.ok(!ports.includes(String(foreign.port)), "the port another program holds was skipped");
-      const failed = shardStatuses(records, NODE).filter((x) => x.status.state === State.FAILED);
-      assert.deepEqual(
-        failed.map((x) => x.status.error),
-        [],
-        "no shard FAILED",
-      );
-      const logs = join(dir, "state", "logs");
-      for (const f of readdirSync(logs))
-        assert.doesNotMatch(readFileSync(join(logs, f), "utf8"), /EADDRINUSE/, `engine log ${f}`);
-
-      // What each engine got of the environment: the list, and nothing of the agent's beyond it.
-      const allowed = new Set([
-        "PATH",
-        "HOME",
-        "LANG",
-        "CUDA_VISIBLE_DEVICES",
-        "CUDA_DEVICE_ORDER",
-        "FAKE_ENGINE_PROFILE",
-        // Set by the shell that records the engine's exit status, not inherited.
-        "PWD",
-        "OLDPWD",
-        "SHLVL",
-        "_",
-      ]);
-      const agentEnv = { ...process.env, ...AGENT_ONLY };
-      for (const st of running) {
-        const env = engineRecord(dir, st.shardId).env as Record<string, string>;
-        const extra = Object.keys(env).filter((k) => !allowed.has(k));
-        assert.deepEqual(extra, [], `${st.shardId}: variables beyond the list`);
-        const leaked = Object.keys(agentEnv).filter(
-          // PWD: the shell sets it to its working directory, the agent's.
-          (k) =>
-            !["PATH", "HOME", "LANG", "PWD"].includes(k) && env[k] !== undefined && env[k] === agentEnv[k],
+          { timeoutMs: 40_000, why },
         );
-        assert.deepEqual(leaked, [], `${st.shardId}: the agent's variables reached the engine`);
-        assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
-        assert.equal(env["FAKE_ENGINE_PROFILE"], "tp1");
-      }
-      const gpus = running.map((st) => engineRecord(dir, st.shardId).env.CUDA_VISIBLE_DEVICES).sort();
-      assert.deepEqual(gpus, ["0", "1", "2", "3"], "a GPU each");
+        const records = await readAll(s.log);
+        const passes = records.flatMap((r) =>
+          r.event.body.case === "reconcilePass"
+            ? [r.event.body.value.commands.filter((c) => c.action.case === "start")]
+            : [],
+        );
+        assert.ok(
+          passes.some((starts) => starts.length === 4),
+          `the four starts were sent in one pass (starts per pass: ${passes.map((p) => p.length).join(", ")})`,
+        );
+        const ports = running.map((st) => new URL(st.endpoint).port);
+        assert.equal(new Set(ports).size, 4, `four ports: ${ports.join(", ")}`);
+        assert.ok(!ports.includes(String(foreign.port)), "the port another program holds was skipped");
+        const failed = shardStatuses(records, NODE).filter((x) => x.status.state === State.FAILED);
+        assert.deepEqual(
+          failed.map((x) => x.status.error),
+          [],
+          "no shard FAILED",
+        );
+        const logs = join(dir, "state", "logs");
+        for (const f of readdirSync(logs))
+          assert.doesNotMatch(readFileSync(join(logs, f), "utf8"), /EADDRINUSE/, `engine log ${f}`);
+
+        // What each engine got of the environment: the list, and nothing of the agent's beyond it.
+        const allowed = new Set([
+          "PATH",
+          "HOME",
+          "LANG",
+          "CUDA_VISIBLE_DEVICES",
+          "CUDA_DEVICE_ORDER",
+          "FAKE_ENGINE_PROFILE",
+          // Set by the shell that records the engine's exit status, not inherited.
+          "PWD",
+          "OLDPWD",
+          "SHLVL",
+          "_",
+        ]);
+        const agentEnv = { ...process.env, ...AGENT_ONLY };
+        for (const st of running) {
+          const env = engineRecord(dir, st.shardId).env as Record<string, string>;
+          const extra = Object.keys(env).filter((k) => !allowed.has(k));
+          assert.deepEqual(extra, [], `${st.shardId}: variables beyond the list`);
+          const leaked = Object.keys(agentEnv).filter(
+            // PWD: the shell sets it to its working directory, the agent's.
+            (k) =>
+              !["PATH", "HOME", "LANG", "PWD"].includes(k) && env[k] !== undefined && env[k] === agentEnv[k],
+          );
+          assert.deepEqual(leaked, [], `${st.shardId}: the agent's variables reached the engine`);
+          assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+          assert.equal(env["FAKE_ENGINE_PROFILE"], "tp1");
+        }
+        const gpus = running.map((st) => engineRecord(dir, st.shardId).env.CUDA_VISIBLE_DEVICES).sort();
+        assert.deepEqual(gpus, ["0", "1", "2", "3"], "a GPU each");
+      });
     } finally {
-      agent?.proc.kill("SIGKILL");
-      killRecordedEngines(dir);
       foreign.server.close();
-      await stack?.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

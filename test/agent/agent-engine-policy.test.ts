@@ -14,8 +14,7 @@
  *   catalog the API accepts) is refused the same way; one inside starts.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
@@ -23,17 +22,9 @@ import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import {
-  type AgentProc,
-  killRecordedEngines,
-  shardStatuses,
-  startAgent,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
+import { shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
 import { rand, readAll } from "../support/gateway.js";
-import { type Stack, startStack } from "../support/stack.js";
 
 const NODE = "gpu-p1";
 
@@ -66,29 +57,16 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
   });
 
   it("refuses LD_PRELOAD at apply, and again on the node when the catalog is forged into the log; allow lists hold", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmgw-agent-policy-"));
-    writeGpus(dir, [{}, {}]);
-    writeAgentConfig(dir, {
-      startDelayMs: 200,
-      allowedEnv: ["FAKE_ENGINE_*"],
-      allowedArgPrefixes: ["--served-model-name="],
-    });
-    let stack: Stack | undefined;
-    let agent: AgentProc | undefined;
-    try {
-      stack = await startStack(server.url, { name: "agpol" });
-      const s = stack;
-      agent = startAgent(dir, { gateways: [s.gw.url], nodeId: NODE });
-      const a = agent;
-      const why = async () => `\nagent output:\n${a.output().slice(-3000)}${await s.why()}`;
-      await until(
-        "the node registered",
-        async () => {
-          const nodes = (await s.call("GET", "/v1/nodes")).nodes as any[];
-          return nodes.find((n) => n.nodeId === NODE && n.gpus?.length === 2) ? true : undefined;
-        },
-        { timeoutMs: 30_000, why },
-      );
+    await withAgentWorld(server, { name: "agpol" }, async (w) => {
+      const { dir, stack: s, why } = w;
+      writeGpus(dir, [{}, {}]);
+      writeAgentConfig(dir, {
+        startDelayMs: 200,
+        allowedEnv: ["FAKE_ENGINE_*"],
+        allowedArgPrefixes: ["--served-model-name="],
+      });
+      const a = addAgent(w, { nodeId: NODE });
+      await registered(w, NODE, 2);
 
       // 1. Through the API: refused at apply, naming the variable; nothing written.
       const hostile = {
@@ -218,11 +196,6 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
         },
         { timeoutMs: 30_000, why },
       );
-    } finally {
-      agent?.proc.kill("SIGKILL");
-      killRecordedEngines(dir);
-      await stack?.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -11,18 +11,15 @@
  * goes on at the next one, its engine untouched.
  */
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import {
-  type AgentProc,
   commandsFor,
   engineRecord,
   firstStatus,
-  killRecordedEngines,
   pidAlive,
   shardStatuses,
   startAgent,
@@ -31,64 +28,15 @@ import {
   writeAgentConfig,
   writeGpus,
 } from "../support/agent-process.js";
+import { addAgent, nodeView, registered, runningShards, withAgentWorld } from "../support/agent-world.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { type GatewayProcess, readAll, spawnGateway } from "../support/gateway.js";
-import { type Stack, type StackOptions, startStack } from "../support/stack.js";
 
 const MODEL = "qwen-7b";
 const profile = (extra: object = {}) => ({ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB", ...extra });
 const catalog = (replicas: number, extra: object = {}) => ({
   models: [{ name: MODEL, replicas, profiles: [profile(extra)] }],
 });
-
-interface World {
-  dir: string;
-  stack: Stack;
-  agents: AgentProc[];
-  why: () => Promise<string>;
-}
-
-/** A stack and a temp dir per test; agents, engines and the stack go whatever happens. */
-async function withWorld(
-  server: NatsServer,
-  o: StackOptions,
-  body: (w: World) => Promise<void>,
-): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-agentf-"));
-  let stack: Stack | undefined;
-  const agents: AgentProc[] = [];
-  try {
-    stack = await startStack(server.url, o);
-    const s = stack;
-    const why = async () =>
-      `${agents.map((a, i) => `\nagent ${i} output:\n${a.output().slice(-2500)}`).join("")}${await s.why()}`;
-    await body({ dir, stack: s, agents, why });
-  } finally {
-    for (const a of agents) a.proc.kill("SIGKILL");
-    killRecordedEngines(dir);
-    await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const nodeView = async (s: Stack, nodeId: string) =>
-  ((await s.call("GET", "/v1/nodes")).nodes as any[]).find((n) => n.nodeId === nodeId);
-
-async function registered(w: World, nodeId: string, gpus: number): Promise<void> {
-  await until(
-    `${nodeId} registered with ${gpus} GPUs`,
-    async () => ((await nodeView(w.stack, nodeId))?.gpus?.length === gpus ? true : undefined),
-    { timeoutMs: 30_000, why: w.why },
-  );
-}
-
-/** The RUNNING statuses of a node, one per shard, in log order. */
-async function runningShards(w: World, nodeId: string) {
-  const st = shardStatuses(await readAll(w.stack.log), nodeId).filter(
-    (x) => x.status.state === State.RUNNING,
-  );
-  return [...new Map(st.map((x) => [x.status.shardId, x])).values()];
-}
 
 describe("llmgw agent under faults (real processes)", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -100,14 +48,14 @@ describe("llmgw agent under faults (real processes)", () => {
   });
 
   it("reports a crashed engine FAILED with its exit code and last output; the replacement runs", async () => {
-    await withWorld(
+    await withAgentWorld(
       server,
       { name: "agcrash", reconciler: { crashBackoffBaseMs: 500, cooldownMs: 0 } },
       async (w) => {
         const node = "gpu-crash";
         writeGpus(w.dir, [{}, {}]);
         writeAgentConfig(w.dir, { startDelayMs: 300 });
-        w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
+        addAgent(w, { nodeId: node });
         await registered(w, node, 2);
         // The first engine crashes 300 ms after it is ready; the next one finds the marker and runs.
         await w.stack.call(
@@ -161,12 +109,12 @@ describe("llmgw agent under faults (real processes)", () => {
   });
 
   it("keeps placement off memory a foreign process holds, and uses the GPU once it is freed", async () => {
-    await withWorld(server, { name: "agmem" }, async (w) => {
+    await withAgentWorld(server, { name: "agmem" }, async (w) => {
       const node = "gpu-mem";
       // 70,000 of 81,559 MiB held by a process the agent did not start: 16 GiB does not fit.
       writeGpus(w.dir, [{ memoryUsedMb: 70_000 }, {}]);
       writeAgentConfig(w.dir, { startDelayMs: 200 });
-      w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
+      addAgent(w, { nodeId: node });
       await registered(w, node, 2);
       assert.equal((await nodeView(w.stack, node)).gpus[0].memoryUsedMb, 70_000);
       await w.stack.call("PUT", "/v1/catalog", catalog(2));
@@ -198,12 +146,12 @@ describe("llmgw agent under faults (real processes)", () => {
 
   it("takes a GPU with an Xid in the kernel log out of service; its replica moves to the other GPU", async () => {
     // A drain without a drain hook lets the engine serve until the deadline: a short one.
-    await withWorld(server, { name: "agxid", reconciler: { drainDeadlineMs: 1500 } }, async (w) => {
+    await withAgentWorld(server, { name: "agxid", reconciler: { drainDeadlineMs: 1500 } }, async (w) => {
       const node = "gpu-xid";
       writeGpus(w.dir, [{}, {}]);
       writeFileSync(join(w.dir, "kmsg"), "6,1,1,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n");
       writeAgentConfig(w.dir, { startDelayMs: 200 });
-      w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
+      addAgent(w, { nodeId: node });
       await registered(w, node, 2);
       await w.stack.call("PUT", "/v1/catalog", catalog(1));
       const first = await until("the shard RUNNING", async () => (await runningShards(w, node))[0], {
@@ -253,14 +201,14 @@ describe("llmgw agent under faults (real processes)", () => {
 
   it("drains a node: the engine's drain hook, then at the deadline SIGTERM, ignored, and SIGKILL after the grace", async () => {
     const drainDeadlineMs = 4000;
-    await withWorld(server, { name: "agdrain", reconciler: { drainDeadlineMs } }, async (w) => {
+    await withAgentWorld(server, { name: "agdrain", reconciler: { drainDeadlineMs } }, async (w) => {
       const nodes = ["gpu-drain-a", "gpu-drain-b"];
       for (const node of nodes) {
         const dir = join(w.dir, node);
         mkdirSync(dir);
         writeGpus(dir, [{}]);
         writeAgentConfig(dir, { startDelayMs: 200, drainHook: true, stopGraceSeconds: 1 });
-        w.agents.push(startAgent(dir, { gateways: [w.stack.gw.url], nodeId: node }));
+        addAgent(w, { nodeId: node }, dir);
       }
       for (const node of nodes) await registered(w, node, 1);
       // A request waiting that never ends: the drain runs to its deadline.
@@ -334,7 +282,7 @@ describe("llmgw agent under faults (real processes)", () => {
     });
 
     it("goes on at the next gateway when one is killed or drained, its engine untouched; a rotated certificate is used without a restart", async () => {
-      await withWorld(server, { name: "aggw" }, async (w) => {
+      await withAgentWorld(server, { name: "aggw" }, async (w) => {
         const node = "gpu-gw";
         const s = w.stack;
         const retryAfterMs = 3000;

@@ -9,60 +9,27 @@
  * comes back only on a new occurrence.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import {
-  type AgentProc,
   commandsFor,
   engineRecord,
-  killRecordedEngines,
   shardStatuses,
-  startAgent,
   until,
   writeAgentConfig,
   writeGpus,
 } from "../support/agent-process.js";
+import { addAgent, nodeView, registered, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-import { type Stack, type StackOptions, startStack } from "../support/stack.js";
 
 const MODEL = "qwen-7b";
 const catalog = (replicas: number) => ({
   models: [{ name: MODEL, replicas, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] }],
 });
-
-interface World {
-  dir: string;
-  stack: Stack;
-  agents: AgentProc[];
-  why: () => Promise<string>;
-}
-
-/** A stack and a temp dir per test; agents, engines and the stack go whatever happens. */
-async function withWorld(server: NatsServer, o: StackOptions, body: (w: World) => Promise<void>) {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-agenthw-"));
-  let stack: Stack | undefined;
-  const agents: AgentProc[] = [];
-  try {
-    stack = await startStack(server.url, o);
-    const s = stack;
-    const why = async () =>
-      `${agents.map((a, i) => `\nagent ${i} output:\n${a.output().slice(-2500)}`).join("")}${await s.why()}`;
-    await body({ dir, stack: s, agents, why });
-  } finally {
-    for (const a of agents) a.proc.kill("SIGKILL");
-    killRecordedEngines(dir);
-    await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const nodeView = async (s: Stack, nodeId: string) =>
-  ((await s.call("GET", "/v1/nodes")).nodes as any[]).find((n) => n.nodeId === nodeId);
 
 /** The registrations a node made, in log order: the session's first, then re-registrations on it. */
 function registrations(records: LogRecord[], nodeId: string) {
@@ -95,22 +62,15 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
   });
 
   it("a GPU nvidia-smi stops listing: re-registration without it on the live stream, its shard FAILED and placed again", async () => {
-    await withWorld(
+    await withAgentWorld(
       server,
       { name: "aghwgone", reconciler: { crashBackoffBaseMs: 300, cooldownMs: 0 } },
       async (w) => {
         const node = "gpu-gone";
         writeGpus(w.dir, [{}, {}, {}]);
         writeAgentConfig(w.dir, { startDelayMs: 200 });
-        w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
-        await until(
-          "registered with 3 GPUs",
-          async () => ((await nodeView(w.stack, node))?.gpus?.length === 3 ? true : undefined),
-          {
-            timeoutMs: 30_000,
-            why: w.why,
-          },
-        );
+        addAgent(w, { nodeId: node });
+        await registered(w, node, 3);
         await w.stack.call("PUT", "/v1/catalog", catalog(1));
         const first = await until(
           "the shard RUNNING",
@@ -182,16 +142,12 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
   });
 
   it("nvidia-smi failing sampleFailureThreshold times in a row is a node problem, not frozen figures", async () => {
-    await withWorld(server, { name: "aghwsmi" }, async (w) => {
+    await withAgentWorld(server, { name: "aghwsmi" }, async (w) => {
       const node = "gpu-smi";
       writeGpus(w.dir, [{}]);
       writeAgentConfig(w.dir, { startDelayMs: 200 });
-      w.agents.push(startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node }));
-      await until(
-        "registered",
-        async () => ((await nodeView(w.stack, node))?.gpus?.length === 1 ? true : undefined),
-        { timeoutMs: 30_000, why: w.why },
-      );
+      addAgent(w, { nodeId: node });
+      await registered(w, node, 1);
       writeFileSync(join(w.dir, "gpus.json"), JSON.stringify({ gpus: [{}], mode: "fail" }));
       const view = await until(
         "the node problem",
@@ -210,15 +166,11 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
   });
 
   it("gpu clear sticks through an agent restart; the problem is reported again only on a new occurrence", async () => {
-    await withWorld(server, { name: "aghwclear" }, async (w) => {
+    await withAgentWorld(server, { name: "aghwclear" }, async (w) => {
       const node = "gpu-clear";
       writeGpus(w.dir, [{ ecc: 2 }, {}]);
       writeAgentConfig(w.dir, { startDelayMs: 200 });
-      const start = () => {
-        const a = startAgent(w.dir, { gateways: [w.stack.gw.url], nodeId: node });
-        w.agents.push(a);
-        return a;
-      };
+      const start = () => addAgent(w, { nodeId: node });
       const agent = start();
       const faultOn0 = (message: RegExp) => async () => {
         const g = (await nodeView(w.stack, node))?.gpus?.[0];

@@ -13,83 +13,48 @@
  *   and runs, back in the routing table, nothing FAILED.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
+import { engineRecord, shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
 import {
-  type AgentProc,
-  engineRecord,
-  killRecordedEngines,
-  shardStatuses,
-  startAgent,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
+  type AgentWorld,
+  addAgent,
+  registered,
+  runningShards,
+  withAgentWorld,
+} from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-import { type Stack, type StackOptions, startStack } from "../support/stack.js";
+import type { Stack } from "../support/stack.js";
 
 const MODEL = "qwen-7b";
 const LIVENESS = { intervalMs: 300, timeoutMs: 200, failureThreshold: 3 };
 /** interval × threshold, a probe's timeout, and a reconcile pass with room to spare. */
 const OUT_OF_ROUTING_WITHIN_MS = LIVENESS.intervalMs * LIVENESS.failureThreshold + LIVENESS.timeoutMs + 3000;
 
-interface World {
-  dir: string;
-  stack: Stack;
-  agents: AgentProc[];
-  why: () => Promise<string>;
-}
-
-async function withWorld(server: NatsServer, o: StackOptions, body: (w: World) => Promise<void>) {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-agent-live-"));
-  let stack: Stack | undefined;
-  const agents: AgentProc[] = [];
-  try {
-    stack = await startStack(server.url, o);
-    const s = stack;
-    const why = async () =>
-      `${agents.map((a, i) => `\nagent ${i} output:\n${a.output().slice(-2500)}`).join("")}${await s.why()}`;
-    await body({ dir, stack: s, agents, why });
-  } finally {
-    for (const a of agents) a.proc.kill("SIGKILL");
-    killRecordedEngines(dir);
-    await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** Starts an agent for `node` on one GPU whose engine takes `engineFlags`. */
-async function addNode(w: World, node: string, engineFlags: string[], engine: Record<string, unknown> = {}) {
+async function addNode(
+  w: AgentWorld,
+  node: string,
+  engineFlags: string[],
+  engine: Record<string, unknown> = {},
+) {
   const dir = join(w.dir, node);
   mkdirSync(dir);
   writeGpus(dir, [{}]);
   writeAgentConfig(dir, { startDelayMs: 200, engineFlags, engine: { liveness: LIVENESS, ...engine } });
-  w.agents.push(startAgent(dir, { gateways: [w.stack.gw.url], nodeId: node }));
-  await until(
-    `${node} registered`,
-    async () =>
-      ((await w.stack.call("GET", "/v1/nodes")).nodes as any[]).some((n) => n.nodeId === node)
-        ? true
-        : undefined,
-    { timeoutMs: 30_000, why: w.why },
-  );
+  addAgent(w, { nodeId: node }, dir);
+  await registered(w, node);
   return dir;
 }
 
 const routed = async (s: Stack, endpoint: string) =>
   JSON.stringify(await s.call("GET", "/v1/endpoints")).includes(endpoint);
 
-async function runningOn(w: World, node: string) {
-  const st = shardStatuses(await readAll(w.stack.log), node).filter((x) => x.status.state === State.RUNNING);
-  return [...new Map(st.map((x) => [x.status.shardId, x])).values()];
-}
-
 /** When the engine's /health stopped answering, watched from outside. */
-async function wedgedAt(endpoint: string, w: World): Promise<number> {
+async function wedgedAt(endpoint: string, w: AgentWorld): Promise<number> {
   return until(
     "the engine's health to stop answering",
     async () => {
@@ -116,7 +81,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
 
   it("takes a wedged engine out of the routing table and replaces it; one that recovers in time stays", async () => {
     // The crash path's backoff and cooldown apply, made short here (a crash test's settings).
-    await withWorld(
+    await withAgentWorld(
       server,
       { name: "aglive", reconciler: { crashBackoffBaseMs: 500, cooldownMs: 0 } },
       async (w) => {
@@ -136,8 +101,8 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
         const [wedged, blip] = await until(
           "a shard RUNNING and routed on each node",
           async () => {
-            const a = (await runningOn(w, "gpu-wedge"))[0];
-            const b = (await runningOn(w, "gpu-blip"))[0];
+            const a = (await runningShards(w, "gpu-wedge"))[0];
+            const b = (await runningShards(w, "gpu-blip"))[0];
             if (!a || !b) return undefined;
             return (await routed(w.stack, a.status.endpoint)) && (await routed(w.stack, b.status.endpoint))
               ? ([a, b] as const)
@@ -172,7 +137,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
         const replacement = await until(
           "a replacement RUNNING and routed",
           async () => {
-            const r = (await runningOn(w, "gpu-wedge")).find(
+            const r = (await runningShards(w, "gpu-wedge")).find(
               (x) => x.status.shardId !== wedged.status.shardId,
             );
             return r && (await routed(w.stack, r.status.endpoint)) ? r : undefined;
@@ -204,7 +169,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
   });
 
   it("with restart-in-place, starts the same shard again on its GPU: out of routing, then back, nothing FAILED", async () => {
-    await withWorld(server, { name: "aginplace" }, async (w) => {
+    await withAgentWorld(server, { name: "aginplace" }, async (w) => {
       const dir = await addNode(
         w,
         "gpu-inplace",
@@ -221,7 +186,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
       const first = await until(
         "the shard RUNNING and routed",
         async () => {
-          const a = (await runningOn(w, "gpu-inplace"))[0];
+          const a = (await runningShards(w, "gpu-inplace"))[0];
           return a && (await routed(w.stack, a.status.endpoint)) ? a : undefined;
         },
         { timeoutMs: 30_000, why: w.why },

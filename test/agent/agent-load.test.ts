@@ -13,23 +13,19 @@
  *   after it has answered.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
+import { shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
 import {
-  type AgentProc,
-  killRecordedEngines,
-  shardStatuses,
-  startAgent,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
+  type AgentWorld,
+  addAgent,
+  registered,
+  runningShards,
+  withAgentWorld,
+} from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-import { type Stack, type StackOptions, startStack } from "../support/stack.js";
+import type { StackOptions } from "../support/stack.js";
 
 const MODEL = "qwen-7b";
 const NODE = "gpu-load1";
@@ -40,50 +36,18 @@ const profile = (engineArgs: string[]) => ({
   engineArgs,
 });
 
-interface World {
-  dir: string;
-  stack: Stack;
-  agent: AgentProc;
-  why: () => Promise<string>;
-}
-
-/** A stack, one agent on two GPUs; everything goes whatever happens. */
-async function withNode(server: NatsServer, o: StackOptions, body: (w: World) => Promise<void>) {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-agent-load-"));
-  writeGpus(dir, [{}, {}]);
-  writeAgentConfig(dir, {
-    startDelayMs: 300,
-    engine: { metrics: { intervalMs: 300 }, drain: { idleGraceMs: 1000 } },
+/** A stack and one agent on two GPUs, registered; everything goes whatever happens. */
+async function withNode(server: NatsServer, o: StackOptions, body: (w: AgentWorld) => Promise<void>) {
+  await withAgentWorld(server, o, async (w) => {
+    writeGpus(w.dir, [{}, {}]);
+    writeAgentConfig(w.dir, {
+      startDelayMs: 300,
+      engine: { metrics: { intervalMs: 300 }, drain: { idleGraceMs: 1000 } },
+    });
+    addAgent(w, { nodeId: NODE });
+    await registered(w, NODE, 2);
+    await body(w);
   });
-  let stack: Stack | undefined;
-  let agent: AgentProc | undefined;
-  try {
-    stack = await startStack(server.url, o);
-    const s = stack;
-    agent = startAgent(dir, { gateways: [s.gw.url], nodeId: NODE });
-    const a = agent;
-    const why = async () => `\nagent output:\n${a.output().slice(-3000)}${await s.why()}`;
-    await until(
-      "the node registered",
-      async () => {
-        const nodes = (await s.call("GET", "/v1/nodes")).nodes as any[];
-        return nodes.find((n) => n.nodeId === NODE && n.gpus?.length === 2) ? true : undefined;
-      },
-      { timeoutMs: 30_000, why },
-    );
-    await body({ dir, stack: s, agent: a, why });
-  } finally {
-    agent?.proc.kill("SIGKILL");
-    killRecordedEngines(dir);
-    await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** The RUNNING statuses of the node, one per shard. */
-async function running(w: World) {
-  const st = shardStatuses(await readAll(w.stack.log), NODE).filter((x) => x.status.state === State.RUNNING);
-  return [...new Map(st.map((x) => [x.status.shardId, x])).values()];
 }
 
 describe("llmgw agent: serving load and drains (real processes)", () => {
@@ -114,7 +78,7 @@ describe("llmgw agent: serving load and drains (real processes)", () => {
           },
         ],
       });
-      const first = await until("the shard RUNNING", async () => (await running(w))[0], {
+      const first = await until("the shard RUNNING", async () => (await runningShards(w, NODE))[0], {
         timeoutMs: 30_000,
         why: w.why,
       });
@@ -152,7 +116,7 @@ describe("llmgw agent: serving load and drains (real processes)", () => {
       assert.match(scaled.explanation, /queue_depth/);
       await until(
         "a second shard RUNNING on the real agent",
-        async () => ((await running(w)).length >= 2 ? true : undefined),
+        async () => ((await runningShards(w, NODE)).length >= 2 ? true : undefined),
         { timeoutMs: 30_000, why: w.why },
       );
     });
@@ -167,7 +131,7 @@ describe("llmgw agent: serving load and drains (real processes)", () => {
       const shards = await until(
         "two shards RUNNING",
         async () => {
-          const r = await running(w);
+          const r = await runningShards(w, NODE);
           return r.length >= 2 ? r : undefined;
         },
         { timeoutMs: 30_000, why: w.why },

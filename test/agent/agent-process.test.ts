@@ -9,26 +9,20 @@
  * same engine process: no start or stop is sent for it.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import {
-  type AgentProc,
   commandsFor,
   engineRecord,
-  killRecordedEngines,
   pidAlive,
   shardStatuses,
-  startAgent,
   until,
   writeAgentConfig,
   writeGpus,
 } from "../support/agent-process.js";
+import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-import { type Stack, startStack } from "../support/stack.js";
 
 const MODEL = "qwen-7b";
 const NODE = "gpu-a1";
@@ -43,26 +37,12 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
   });
 
   it("starts the engine as templated, reports RUNNING after its health answers, and adopts it after kill -9", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmgw-agent-"));
-    writeGpus(dir, [{}, {}], [[0, 1]]);
-    writeAgentConfig(dir);
-    let stack: Stack | undefined;
-    let agent: AgentProc | undefined;
-    let enginePid: number | undefined;
-    try {
-      stack = await startStack(server.url, { name: "agentp" });
-      const s = stack;
-      agent = startAgent(dir, { gateways: [s.gw.url], nodeId: NODE });
-      const a = agent;
-      const why = async () => `\nagent output:\n${a.output().slice(-3000)}${await s.why()}`;
-      await until(
-        "the node registered",
-        async () => {
-          const nodes = (await s.call("GET", "/v1/nodes")).nodes as any[];
-          return nodes.find((n) => n.nodeId === NODE && n.gpus?.length === 2) ? true : undefined;
-        },
-        { timeoutMs: 30_000, why },
-      );
+    await withAgentWorld(server, { name: "agentp" }, async (w) => {
+      const { dir, stack: s, why } = w;
+      writeGpus(dir, [{}, {}], [[0, 1]]);
+      writeAgentConfig(dir);
+      const a = addAgent(w, { nodeId: NODE });
+      await registered(w, NODE, 2);
 
       await s.call("PUT", "/v1/catalog", {
         models: [
@@ -100,7 +80,7 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
       );
 
       const rec = engineRecord(dir, shardId);
-      enginePid = rec.pid as number;
+      const enginePid = rec.pid as number;
       const argv = rec.argv as string[];
       const port = argv[argv.indexOf("--port") + 1];
       assert.deepEqual(argv.slice(argv.indexOf("--model"), argv.indexOf("--model") + 4), [
@@ -133,7 +113,7 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
       await a.exited;
       assert.ok(pidAlive(enginePid), "the engine outlived its agent");
       const killedAt = (await readAll(s.log)).at(-1)!.seq;
-      agent = startAgent(dir, { gateways: [s.gw.url], nodeId: NODE });
+      addAgent(w, { nodeId: NODE });
       const again = await until(
         "a new session registering the running shard",
         async () => {
@@ -174,11 +154,6 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
       assert.ok(pidAlive(enginePid), "the same engine process still runs");
       const ready = (await s.call("GET", "/v1/replicas")).models.find((m: any) => m.model === MODEL);
       assert.equal(ready.ready, 1, "the adopted replica is still ready");
-    } finally {
-      agent?.proc.kill("SIGKILL");
-      killRecordedEngines(dir);
-      await stack?.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

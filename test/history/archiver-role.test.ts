@@ -6,22 +6,15 @@
  * purge the log, and the archiver may not append to it.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import {
-  authenticatorFromCredentials,
-  isLogError,
-  type Log,
-  LogError,
-  newEvent,
-  openLog,
-} from "../../src/log/index.js";
+import { isLogError, type Log, LogError, newEvent } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand } from "../support/gateway.js";
+import { credsFile, natsAuthInit, openLogAs } from "../support/nats-auth.js";
 
 type Role = "gateway" | "reconciler" | "api" | "reader" | "archiver";
 
@@ -29,37 +22,20 @@ describe("the archiver's NATS role (real nats-server with the generated auth con
   const stream = uniqueStream("ARCH");
   const prefix = `arch${rand()}.evt`;
   const dir = tempDir("nats-auth-archiver");
-  const creds = (role: Role) => join(dir, `${role}.nk`);
+  const creds = (role: Role) => credsFile(dir, role);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let archiver: Child | undefined;
   const logs: Log[] = [];
   const url = () => server?.url ?? "";
   const logFlags = () => ["--nats", url(), "--stream", stream, "--subject-prefix", prefix];
   const openAs = async (role: Role) => {
-    const log = await openLog({
-      url: url(),
-      clientName: `test ${role}`,
-      name: stream,
-      prefix,
-      ensure: role === "api",
-      security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
-    });
+    const log = await openLogAs({ url: url(), dir, stream, prefix, role, ensure: role === "api" });
     logs.push(log);
     return log;
   };
 
   before(async () => {
-    const init = await runCli([
-      "nats-auth",
-      "init",
-      "--dir",
-      dir,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      prefix,
-    ]);
-    assert.equal(init.code, 0, init.stderr);
+    await natsAuthInit(dir, stream, prefix);
     server = await startServer({ include: join(dir, "auth.conf") });
   });
 

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Log, openLog } from "../../src/log/index.js";
@@ -17,42 +16,13 @@ import { type Child, spawnLlmgw } from "../harness/proc.js";
 import { makeTestCerts } from "../support/certs.js";
 import { runCli } from "../support/cli.js";
 import { appendAll, smallFleet } from "../support/operator-api.js";
+import { listeningUrl, type RawRequest, rawRequest } from "../support/raw-http.js";
 
 const TOKEN = "tls-test-token-6c1f0e9a4b7d2358e0a1c3f5b7d9e2f4";
 
-function httpsCall(
-  url: string,
-  path: string,
-  ca: string,
-  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}${path}`,
-      { method: o.method ?? "GET", headers: o.headers ?? {}, ca },
-      (res) => {
-        let text = "";
-        res.on("data", (b) => (text += b));
-        res.on("end", () => {
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON: the text
-          }
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(o.body);
-  });
-}
-
-async function listeningUrl(child: Child): Promise<string> {
-  const line = await child.waitForLine(/"url":"https?:\/\//, 60_000);
-  return (JSON.parse(line.slice(line.indexOf("{"))) as { url: string }).url;
-}
+/** A request over HTTPS trusting `ca`. */
+const httpsCall = (url: string, path: string, ca: string, o: Omit<RawRequest, "ca"> = {}) =>
+  rawRequest(url, path, { ...o, ca });
 
 describe("the operator API over TLS (a real llmgw api process)", () => {
   const certs = makeTestCerts();

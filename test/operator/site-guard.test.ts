@@ -7,7 +7,6 @@
  * API's own page, the CLI and a token-mode API work as before.
  */
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { type Log, openLog } from "../../src/log/index.js";
 import { siteCheck } from "../../src/operator/site-guard.js";
@@ -15,37 +14,7 @@ import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw, until } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
-
-/** One HTTP request with exactly these headers (fetch will not set Host). */
-function raw(
-  url: string,
-  path: string,
-  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method: o.method ?? "GET", headers: o.headers ?? {} }, (res) => {
-      let text = "";
-      res.on("data", (b) => (text += b));
-      res.on("end", () => {
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON: the text
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on("error", reject);
-    req.end(o.body);
-  });
-}
-
-/** The URL an `llmgw api` child says it listens on (its JSON log line). */
-async function listeningUrl(child: Child): Promise<string> {
-  const line = await child.waitForLine(/"url":"https?:\/\//, 60_000);
-  return (JSON.parse(line.slice(line.indexOf("{"))) as { url: string }).url;
-}
+import { listeningUrl, rawRequest } from "../support/raw-http.js";
 
 describe("development mode refuses other sites (a real llmgw api --dev)", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -76,7 +45,7 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
     host = new URL(url).host;
     const last = await log.lastSeq();
     await until(
-      async () => ((await raw(url, "/v1/nodes/gpu-a1")).status === 200 ? true : undefined),
+      async () => ((await rawRequest(url, "/v1/nodes/gpu-a1")).status === 200 ? true : undefined),
       30_000,
       "the API to fold the seed",
     );
@@ -97,12 +66,12 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
       "127.0.0.1.evil.example",
       "10.0.0.1",
     ]) {
-      const read = await raw(url, "/v1/fleet", { headers: { host: h } });
+      const read = await rawRequest(url, "/v1/fleet", { headers: { host: h } });
       assert.equal(read.status, 403, `${h}: ${JSON.stringify(read.body)}`);
       assert.equal(read.body.error.code, "forbidden");
       assert.match(read.body.error.message, /loopback host/);
       assert.ok(read.body.error.message.includes(JSON.stringify(h)), read.body.error.message);
-      const write = await raw(url, "/v1/nodes/gpu-a1/drain", {
+      const write = await rawRequest(url, "/v1/nodes/gpu-a1/drain", {
         method: "POST",
         headers: { host: h, "content-type": "application/json" },
         body: JSON.stringify({ reason: "rebound" }),
@@ -110,13 +79,13 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
       assert.equal(write.status, 403, `${h}: ${JSON.stringify(write.body)}`);
     }
     assert.equal(await log.lastSeq(), before, "nothing appended");
-    const node = await raw(url, "/v1/nodes/gpu-a1");
+    const node = await rawRequest(url, "/v1/nodes/gpu-a1");
     assert.equal(node.body.node.draining, false);
   });
 
   it("refuses a cross-origin POST, bodyless or not, and a form or text body without an Origin", async () => {
     const before = await log.lastSeq();
-    const bodyless = await raw(url, "/v1/nodes/gpu-a1/drain", {
+    const bodyless = await rawRequest(url, "/v1/nodes/gpu-a1/drain", {
       method: "POST",
       headers: { host, origin: "https://evil.example" },
     });
@@ -125,14 +94,14 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
       bodyless.body.error.message,
       /Origin "https:\/\/evil\.example" is not http:\/\/127\.0\.0\.1:/,
     );
-    const json = await raw(url, "/v1/rollouts/llama-3.3-70b/undo", {
+    const json = await rawRequest(url, "/v1/rollouts/llama-3.3-70b/undo", {
       method: "POST",
       headers: { host, origin: "http://evil.example", "content-type": "application/json" },
       body: "{}",
     });
     assert.equal(json.status, 403, JSON.stringify(json.body));
     // Another port on this machine is another site.
-    const otherPort = await raw(url, "/v1/nodes/gpu-a1/cordon", {
+    const otherPort = await rawRequest(url, "/v1/nodes/gpu-a1/cordon", {
       method: "POST",
       headers: { host, origin: "http://127.0.0.1:1", "content-type": "application/json" },
       body: "{}",
@@ -145,7 +114,7 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
       "application/x-www-form-urlencoded",
       "multipart/form-data; boundary=x",
     ]) {
-      const r = await raw(url, "/v1/nodes/gpu-a1/drain", {
+      const r = await rawRequest(url, "/v1/nodes/gpu-a1/drain", {
         method: "POST",
         headers: { host, ...(type ? { "content-type": type } : {}) },
         ...(type ? { body: "reason=x" } : {}),
@@ -155,7 +124,7 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
       assert.match(r.body.error.message, /Content-Type: application\/json/);
     }
     assert.equal(await log.lastSeq(), before, "nothing appended");
-    const node = await raw(url, "/v1/nodes/gpu-a1");
+    const node = await rawRequest(url, "/v1/nodes/gpu-a1");
     assert.equal(node.body.node.draining, false);
     assert.equal(node.body.node.cordoned, false);
   });
@@ -163,13 +132,13 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
   it("serves its own page: loopback names, its own Origin, JSON writes; the CLI works", async () => {
     const port = new URL(url).port;
     for (const h of [host, `localhost:${port}`, "127.0.0.2", `[::1]:${port}`]) {
-      const r = await raw(url, "/v1/nodes", { headers: { host: h } });
+      const r = await rawRequest(url, "/v1/nodes", { headers: { host: h } });
       assert.equal(r.status, 200, `${h}: ${JSON.stringify(r.body)}`);
     }
-    const page = await raw(url, "/", { headers: { host } });
+    const page = await rawRequest(url, "/", { headers: { host } });
     assert.equal(page.status, 200);
     const before = await log.lastSeq();
-    const cordon = await raw(url, "/v1/nodes/gpu-b1/cordon", {
+    const cordon = await rawRequest(url, "/v1/nodes/gpu-b1/cordon", {
       method: "POST",
       headers: { host, origin: `http://${host}`, "content-type": "application/json" },
       body: JSON.stringify({ reason: "from the page" }),
@@ -195,7 +164,7 @@ describe("with a token, any Host and Origin as before", () => {
     await server?.close();
   });
   it("answers a request named for another host from another origin (the token is what counts)", async () => {
-    const r = await raw(fx.api.url, "/v1/nodes/gpu-a1/cordon", {
+    const r = await rawRequest(fx.api.url, "/v1/nodes/gpu-a1/cordon", {
       method: "POST",
       headers: {
         host: "api.fleet.example",
@@ -206,7 +175,7 @@ describe("with a token, any Host and Origin as before", () => {
       body: "{}",
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    const anon = await raw(fx.api.url, "/v1/nodes", { headers: { host: "api.fleet.example" } });
+    const anon = await rawRequest(fx.api.url, "/v1/nodes", { headers: { host: "api.fleet.example" } });
     assert.equal(anon.status, 401);
   });
 });

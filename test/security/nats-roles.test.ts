@@ -15,14 +15,7 @@ import { after, before, describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
-import {
-  authenticatorFromCredentials,
-  isLogError,
-  type Log,
-  LogError,
-  newEvent,
-  openLog,
-} from "../../src/log/index.js";
+import { isLogError, type Log, LogError, newEvent, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { type ApiProcess, spawnApi } from "../support/api-process.js";
@@ -30,6 +23,7 @@ import { makeTestCerts } from "../support/certs.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { credsFile, natsAuthInit, openLogAs } from "../support/nats-auth.js";
 import { type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -49,7 +43,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     revoked: `rev_${rand()}`,
   };
   const dir = tempDir("nats-auth");
-  const creds = (role: Role) => join(dir, `${role}.nk`);
+  const creds = (role: Role) => credsFile(dir, role);
   const certs = makeTestCerts();
   let server: Server | undefined;
   let gw: GatewayProcess | undefined;
@@ -62,30 +56,13 @@ describe("NATS credentials per role (real nats-server with the generated auth co
   const logFlags = () => ["--nats", url(), "--stream", stream, "--subject-prefix", prefix];
   /** The log opened in this process with `role`'s credentials (the stream is not created or changed). */
   const openAs = async (role: Role) => {
-    const log = await openLog({
-      url: url(),
-      clientName: `test ${role}`,
-      name: stream,
-      prefix,
-      ensure: false,
-      security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
-      // The reader may create no consumer: it reads with direct gets, as its commands do.
-      ...(role === "reader" ? { readVia: "direct" as const } : {}),
-    });
+    const log = await openLogAs({ url: url(), dir, stream, prefix, role, ensure: false });
     logs.push(log);
     return log;
   };
 
   before(async () => {
-    const init = await runCli([
-      "nats-auth",
-      "init",
-      "--dir",
-      dir,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      prefix,
+    await natsAuthInit(dir, stream, prefix, [
       "--lease-bucket",
       buckets.lease,
       "--gateways-bucket",
@@ -97,7 +74,6 @@ describe("NATS credentials per role (real nats-server with the generated auth co
       "--revoked-bucket",
       buckets.revoked,
     ]);
-    assert.equal(init.code, 0, init.stderr);
     server = await startServer({ include: join(dir, "auth.conf") });
     gw = await spawnGateway(
       [

@@ -6,20 +6,15 @@
  * TLS flags are usage errors naming the flag.
  */
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import {
-  authenticatorFromCredentials,
-  isLogError,
-  type Log,
-  type NatsSecurity,
-  openLog,
-} from "../../src/log/index.js";
+import { isLogError, type Log, type NatsSecurity, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { makeTestCerts } from "../support/certs.js";
 import { runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
+import { credsFile, natsAuthInit, roleAuthenticator } from "../support/nats-auth.js";
 
 describe("TLS to NATS with role credentials (real nats-server requiring client certificates)", () => {
   const stream = uniqueStream("TLS");
@@ -34,11 +29,11 @@ describe("TLS to NATS with role credentials (real nats-server requiring client c
     clientKey: join(dir, "client-key.pem"),
   };
   const client = certs.client("llmgw-reader");
-  const creds = (role: string) => join(dir, `${role}.nk`);
+  const creds = (role: string) => credsFile(dir, role);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let apiLog: Log | undefined;
   const security = (role: string): NatsSecurity => ({
-    authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")),
+    authenticator: roleAuthenticator(dir, role),
     tls: { ca: certs.ca, cert: client.cert, key: client.key },
   });
 
@@ -48,17 +43,7 @@ describe("TLS to NATS with role credentials (real nats-server requiring client c
     writeFileSync(files.serverKey, certs.server.key);
     writeFileSync(files.clientCert, client.cert);
     writeFileSync(files.clientKey, client.key);
-    const init = await runCli([
-      "nats-auth",
-      "init",
-      "--dir",
-      dir,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      prefix,
-    ]);
-    assert.equal(init.code, 0, init.stderr);
+    await natsAuthInit(dir, stream, prefix);
     const conf = join(dir, "tls.conf");
     writeFileSync(
       conf,

@@ -13,7 +13,6 @@
  * without them.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { clone } from "@bufbuild/protobuf";
@@ -21,7 +20,6 @@ import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import { Registry } from "prom-client";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
-  authenticatorFromCredentials,
   EVENT_KINDS,
   type EventKind,
   encodeEvent,
@@ -30,7 +28,6 @@ import {
   type Log,
   LogError,
   nodeIdToken,
-  openLog,
   rolePermissions,
   SUBJECT_WRITERS,
   Subjects,
@@ -44,6 +41,7 @@ import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { spawnApi } from "../support/api-process.js";
 import { runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
+import { credsFile, natsAuthInit, openLogAs } from "../support/nats-auth.js";
 import { sampleEvents } from "../support/sample-events.js";
 
 const ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
@@ -63,7 +61,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
   const prefix = `bind${rand()}.evt`;
   const subjects = new Subjects(prefix);
   const dir = tempDir("subject-binding");
-  const creds = (role: Role) => join(dir, `${role}.nk`);
+  const creds = (role: Role) => credsFile(dir, role);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   const logs = new Map<Role, Log>();
   const forged: Forged[] = [];
@@ -80,25 +78,13 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
     (await js.publish(subject, encodeEvent(event))).seq;
 
   before(async () => {
-    const init = await runCli([
-      ...["nats-auth", "init", "--dir", dir, "--stream", stream, "--subject-prefix", prefix],
-    ]);
-    assert.equal(init.code, 0, init.stderr);
+    await natsAuthInit(dir, stream, prefix);
     server = await startServer({ include: join(dir, "auth.conf") });
     for (const role of ["api", ...ROLES.filter((r) => r !== "api")] as Role[]) {
       logs.set(
         role,
-        await openLog({
-          url: url(),
-          clientName: `test ${role}`,
-          name: stream,
-          prefix,
-          // The API's credentials create the stream; the others only open it.
-          ensure: role === "api",
-          security: { authenticator: authenticatorFromCredentials(readFileSync(creds(role), "utf8")) },
-          // The roles that only read may create no consumer: they read with direct gets.
-          ...(role === "reader" || role === "router" ? { readVia: "direct" as const } : {}),
-        }),
+        // The API's credentials create the stream; the others only open it.
+        await openLogAs({ url: url(), dir, stream, prefix, role, ensure: role === "api" }),
       );
     }
     readerLog = logs.get("reader")!;
