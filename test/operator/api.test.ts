@@ -296,7 +296,7 @@ describe("operator API against a real nats-server", () => {
         "",
         "after",
         "limit",
-        "subject",
+        "subject[0]",
       ]);
       assert.equal((await fx.call("/v1/events?limit=abc")).status, 400);
     }));

@@ -40,6 +40,10 @@ export async function startTestGateway(o: TestGatewayOptions): Promise<Gateway> 
       readMaxBytes: 64 * 1024,
       publishTimeoutMs: 2_000,
       drainDeadlineMs: 5_000,
+      // Tests reconnect the same few node ids far more often than a fleet
+      // does; the reconnect limit's own test sets it (byte-budget.test.ts).
+      reconnectsPerMinute: 100_000,
+      reconnectBurst: 10_000,
       ...rest,
     },
     { logger: pino({ level }) },
