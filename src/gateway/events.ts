@@ -9,7 +9,7 @@ import {
   Writer_Kind,
   WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
-import { type EventInit, newEvent } from "../log/index.js";
+import { type EventInit, newEvent } from "../log/event-shape.js";
 
 /** An event body as its init shape (plain objects for nested messages). */
 export type BodyInit = NonNullable<EventInit["body"]>;

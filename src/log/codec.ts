@@ -1,4 +1,3 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
 import { compileDecoder } from "./binary-decoder.js";
 import { compileEncoder } from "./binary-encoder.js";
@@ -8,23 +7,7 @@ import { installFastTextEncoding } from "./text-encoding.js";
 // Every process that reads or writes the log encodes protobuf at volume.
 installFastTextEncoding();
 
-/** The kinds of event the log holds (the `body` cases of the envelope). */
-export type EventKind = NonNullable<Event["body"]["case"]>;
-
-/** Every event kind, read from the schema, so a kind added to the proto is known everywhere at once. */
-export const EVENT_KINDS: readonly EventKind[] = (
-  EventSchema.oneofs.find((o) => o.name === "body")?.fields ?? []
-).map((f) => f.localName as EventKind);
-
-/** An event body: one case of the envelope's oneof. */
-export type EventBody = Exclude<Event["body"], { case: undefined }>;
-
-/** The envelope fields a writer fills in besides the body. */
-export type EventInit = MessageInitShape<typeof EventSchema>;
-
-export function newEvent(init: EventInit): Event {
-  return create(EventSchema, init);
-}
+export { EVENT_KINDS, type EventBody, type EventInit, type EventKind, newEvent } from "./event-shape.js";
 
 const writeEvent = compileEncoder(EventSchema);
 
