@@ -20,6 +20,9 @@ import { ArchiveSnapshotStore, encodeArchiveSnapshot } from "../projections/runt
 import type { ArchiverMetrics } from "./metrics.js";
 import { purgeBound, type RetentionConfig, sealDue } from "./retention.js";
 
+/** The longest wait between tries while the store or the stream keeps failing. */
+const MAX_RETRY_WAIT_MS = 30_000;
+
 export interface ArchiverOptions extends RetentionConfig {
   logger?: Logger;
   /** How often sealing by age and the retention are checked (default 1 s). */
@@ -50,6 +53,9 @@ export class Archiver {
   #open: RawRecord[] = [];
   #openBytes = 0;
   #sealing: Promise<void> | undefined;
+  /** Failed seals or purges in a row, and when the next may be tried (backing off). */
+  #failedInARow = 0;
+  #retryAt = 0;
   #failure: Error | undefined;
   readonly status: ArchiverStatus = { archivedSeq: 0, openEvents: 0, segmentsWritten: 0, streamFirstSeq: 0 };
 
@@ -166,14 +172,24 @@ export class Archiver {
   }
 
   async #tick(): Promise<void> {
-    if (this.#sealing) return;
+    if (this.#sealing || Date.now() < this.#retryAt) return;
     this.#sealing = (async () => {
       try {
         await this.#seal(false);
         await this.#purge();
+        this.#failedInARow = 0;
+        this.#retryAt = 0;
       } catch (err) {
+        // The store or the stream refused: back off (1 s, 2 s, 4 s… up to 30 s). The stream keeps
+        // holding everything not archived, so waiting loses nothing.
+        this.#failedInARow++;
+        const waitMs = Math.min(MAX_RETRY_WAIT_MS, 1_000 * 2 ** (this.#failedInARow - 1));
+        this.#retryAt = Date.now() + waitMs;
         this.#cfg.metrics?.failures.inc();
-        this.#logger.warn({ err: String(err) }, `archiving failed, trying again: ${String(err)}`);
+        this.#logger.warn(
+          { err: String(err), failedInARow: this.#failedInARow, retryInMs: waitMs },
+          `archiving failed, trying again in ${waitMs / 1000} s: ${String(err)}`,
+        );
       }
     })();
     try {

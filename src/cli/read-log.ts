@@ -5,16 +5,14 @@
  * reported in words that say what to check).
  */
 import { isLogError, type Log, openLog } from "../log/index.js";
-import { archiveLocation } from "./archive-option.js";
+import { type ArchiveFlags, archiveLocation } from "./archive-option.js";
 import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
 import { natsSecurityFrom, readerSecurityFrom } from "./nats-security.js";
 
-export interface LogFlags extends NatsSecurityFlags {
+export interface LogFlags extends NatsSecurityFlags, ArchiveFlags {
   nats: string;
   stream: string;
   subjectPrefix: string;
-  /** `--archive`, where the command has it; the default archive otherwise. */
-  archive?: string;
 }
 
 /**
@@ -37,7 +35,7 @@ export function openLogForWriting(
     replicas: flags.streamReplicas,
     updateStream: opts.updateStream,
     ...(opts.warn ? { warn: opts.warn } : {}),
-    archive: archiveLocation(flags.archive),
+    archive: archiveLocation(flags),
   });
 }
 
@@ -49,7 +47,7 @@ export async function openLogForReading(flags: LogFlags, clientName: string): Pr
     name: flags.stream,
     prefix: flags.subjectPrefix,
     ensure: false,
-    archive: archiveLocation(flags.archive),
+    archive: archiveLocation(flags),
     // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
     readVia: "direct",
   });

@@ -15,6 +15,8 @@ export {
   NatsObjectArchiveStore,
   type RawRecord,
   readRawRange,
+  type S3ArchiveConfig,
+  S3ArchiveStore,
   segmentName,
   snapshotName,
 } from "./archive/index.js";

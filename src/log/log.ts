@@ -10,6 +10,8 @@ import {
   defaultArchiveBucket,
   NatsObjectArchiveStore,
   readAcrossArchive,
+  type S3ArchiveConfig,
+  S3ArchiveStore,
 } from "./archive/index.js";
 import { connectNats } from "./connect.js";
 import { isLogError, LogError } from "./errors.js";
@@ -53,6 +55,7 @@ export interface OpenLogOptions extends Partial<LogStreamConfig> {
 export type ArchiveLocation =
   | { kind: "nats"; bucket?: string }
   | { kind: "directory"; path: string }
+  | { kind: "s3"; s3: S3ArchiveConfig }
   | { kind: "store"; store: ArchiveStore };
 
 function archiveStoreAt(
@@ -66,6 +69,8 @@ function archiveStoreAt(
       return new NatsObjectArchiveStore(nc, where.bucket ?? defaultArchiveBucket(stream), replicas);
     case "directory":
       return new DirectoryArchiveStore(where.path);
+    case "s3":
+      return new S3ArchiveStore(where.s3);
     case "store":
       return where.store;
     default: {

@@ -9,7 +9,12 @@ import { collectDefaultMetrics, Registry } from "prom-client";
 import { Archiver, archiverMetrics, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "../../archiver/index.js";
 import { ConnectionState } from "../../log/index.js";
 import { type Readiness, serveRegistry } from "../../metrics-endpoint/index.js";
-import { archiveOption } from "../archive-option.js";
+import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import {
   CliError,
   EXIT,
@@ -45,6 +50,9 @@ export function registerArchiver(program: Command): void {
     .addOption(prefixOption())
     .addOption(streamReplicasOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(logMaxAgeOption())
     .addOption(logMaxBytesOption())
     .addOption(segmentBytesOption(DEFAULT_SEGMENT_BYTES))
@@ -65,6 +73,14 @@ async function runArchiver(flags: ArchiverFlags): Promise<void> {
   const log = await openLogForWriting(flags, "llmgw archiver", { updateStream: false });
   const archive = log.archive;
   if (!archive) throw new CliError("the log has no archive configured", EXIT.usage);
+  try {
+    // A store that cannot be used (no such bucket, no credentials, an endpoint that does not answer)
+    // is told before anything starts; once running, the archiver backs off and tries again instead.
+    await archive.extent({ fresh: true });
+  } catch (err) {
+    await log.close();
+    throw new CliError(`cannot use the archive (${archive.where}): ${(err as Error).message}`, EXIT.failure);
+  }
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let archiver: Archiver | undefined;

@@ -22,7 +22,13 @@ import {
   defaultArchiveBucket,
   openLog,
 } from "../../log/index.js";
-import { archiveLocation, archiveOption } from "../archive-option.js";
+import {
+  archiveLocation,
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import {
   CliError,
   EXIT,
@@ -67,6 +73,9 @@ export function registerBackup(program: Command): void {
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(revokedBucketOption())
     .requiredOption(
       "--out <file|dir>",
@@ -85,6 +94,9 @@ export function registerBackup(program: Command): void {
       new Option("--stream <name>", "stream to restore into (default: the backup's)").env("LLMGW_STREAM"),
     )
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(streamReplicasOption())
     .requiredOption("--in <file|dir>", "the backup: a directory or a file written by llmgw backup")
     .option("--force", "remove the stream, the archive bucket and the buckets there first, then restore")
@@ -139,7 +151,7 @@ async function runRestore(flags: RestoreFlags): Promise<void> {
     throw new CliError(`--in ${flags.in}: ${(err as Error).message}`);
   }
   const stream = flags.stream ?? manifest.stream;
-  const location = archiveLocation(flags.archive);
+  const location = archiveLocation(flags);
   const log = await openLog({
     url: flags.nats,
     security: natsSecurityFrom(flags),

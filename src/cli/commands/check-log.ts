@@ -17,7 +17,12 @@ import {
 } from "../../invariants/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
-import { archiveOption } from "../archive-option.js";
+import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import {
   CliError,
   EXIT,
@@ -60,6 +65,9 @@ export function registerCheckLog(program: Command): void {
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .option(
       "--acked <file>",
       "the agents' record of acknowledged messages: a JSON array or JSON lines of {nodeId, sessionId, messageId} (what `llmgw sim --acked-out` writes); each must be in the log exactly once",

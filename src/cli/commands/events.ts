@@ -14,7 +14,12 @@ import type { EventRecordJson } from "../../operator/index.js";
 import { describeEvent } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
-import { archiveOption } from "../archive-option.js";
+import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import {
   CliError,
   intArg,
@@ -60,6 +65,9 @@ export function registerEvents(program: Command): void {
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))
     .addOption(
       new Option("--until-seq <n>", "stop after this sequence")

@@ -4,7 +4,12 @@
  * snapshot points of the archive.
  */
 import type { Command } from "commander";
-import { archiveOption } from "../archive-option.js";
+import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import type { NatsSecurityFlags } from "../common.js";
 import { prefixOption, streamOption, withNatsOptions } from "../common.js";
 import { openLogForReading } from "../read-log.js";
@@ -33,6 +38,9 @@ export function registerLogInfo(program: Command): void {
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .option(
       "--json",
       'one JSON object: {"stream": {firstSeq, lastSeq, bytes}, "archive": {…}, "snapshots": [{seq, timeMs, bytes}]}',

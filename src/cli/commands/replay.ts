@@ -7,7 +7,12 @@ import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { readVia } from "../api-access.js";
-import { archiveOption } from "../archive-option.js";
+import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
 import {
   CliError,
   intArg,
@@ -48,6 +53,9 @@ export function registerReplay(program: Command): void {
     .addOption(streamOption())
     .addOption(prefixOption())
     .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(
       new Option("--until-seq <n>", "fold up to and including this sequence (default: the end)")
         .argParser(intArg("--until-seq"))

@@ -18,6 +18,7 @@ export {
 export { defaultArchiveBucket, NatsObjectArchiveStore } from "./object-store.js";
 export { readRawRange } from "./raw-read.js";
 export { readAcrossArchive, type StreamSide } from "./read-across.js";
+export { type S3ArchiveConfig, S3ArchiveStore } from "./s3-store.js";
 export { decodeSegment, encodeSegment, type RawRecord } from "./segment.js";
 export type { ArchiveObject, ArchiveStore } from "./store.js";
 export { subjectMatches } from "./subject-match.js";
