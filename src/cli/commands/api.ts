@@ -28,6 +28,12 @@ import {
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
 import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
+import {
   CliError,
   connectionCapOptions,
   EXIT,
@@ -191,6 +197,10 @@ export function registerApi(program: Command): void {
     .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(
       new Option("--log-level <level>", "log level")
         .choices(["trace", "debug", "info", "warn", "error", "silent"])

@@ -16,6 +16,12 @@ import {
   RunnerMetrics,
 } from "../../reconciler/runner/index.js";
 import {
+  archiveOption,
+  archiveS3EndpointOption,
+  archiveS3PathStyleOption,
+  archiveS3RegionOption,
+} from "../archive-option.js";
+import {
   CliError,
   EXIT,
   intOption,
@@ -62,6 +68,10 @@ export function registerReconciler(program: Command): void {
     .description("run a reconciler: one of several leads (KV lease), fenced by the log")
     .addOption(streamOption())
     .addOption(prefixOption())
+    .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption())
     .addOption(streamReplicasOption())
     .addOption(
       new Option("--id <id>", "this reconciler's id, recorded in its passes")
