@@ -120,12 +120,22 @@ export const history: Scenario = {
       }
       await Promise.all(acks);
       const { lastSeq: last, bytes: streamBytes } = await log.bounds();
+      const replayProgress = (what: string) => ({
+        progressEvery: 50_000,
+        onProgress: (p: { seq: number }) => ctx.progress(`${what}: ${n(p.seq)} / ${n(last)} events`),
+      });
 
       // Replay from the stream alone (nothing archived yet), after one unmeasured warm-up fold.
       ctx.progress("replay from the stream");
-      await replay(log, fleetProjection, { archiveSnapshots: false });
+      await replay(log, fleetProjection, {
+        archiveSnapshots: false,
+        ...replayProgress("replay from the stream (warm-up)"),
+      });
       let t = performance.now();
-      const fromStream = await replay(log, fleetProjection, { archiveSnapshots: false });
+      const fromStream = await replay(log, fleetProjection, {
+        archiveSnapshots: false,
+        ...replayProgress("replay from the stream"),
+      });
       const streamReplayMs = performance.now() - t;
 
       // Archive throughput: the archiver's code, no retention (nothing purged while measured).
@@ -170,7 +180,10 @@ export const history: Scenario = {
       await log.jsm.streams.purge(log.stream, { seq: mid });
       ctx.progress("replay across the boundary");
       t = performance.now();
-      const across = await replay(log, fleetProjection, { archiveSnapshots: false });
+      const across = await replay(log, fleetProjection, {
+        archiveSnapshots: false,
+        ...replayProgress("replay across the boundary"),
+      });
       const acrossMs = performance.now() - t;
       if (canonicalJson(across.state) !== canonicalJson(fromStream.state)) {
         throw new Error("the replay across the boundary differs from the replay from the stream");
@@ -201,7 +214,10 @@ export const history: Scenario = {
         onProgress: (seq) => ctx.progress(`restore: ${n(seq)} / ${n(last)} events`),
       });
       const restoreMs = performance.now() - t;
-      const check = await replay(restored, fleetProjection, { archiveSnapshots: false });
+      const check = await replay(restored, fleetProjection, {
+        archiveSnapshots: false,
+        ...replayProgress("replay of the restored log"),
+      });
       await restored.close();
       if (canonicalJson(check.state) !== canonicalJson(fromStream.state))
         throw new Error("the restored log folds differently");
