@@ -5,8 +5,10 @@
  * classes, the HTTP status it reports and Node's socket error codes, never
  * on message text.
  */
-import { NoSuchBucket, NotFound, S3ServiceException } from "@aws-sdk/client-s3";
 import { LogError } from "../errors.js";
+
+/** The S3 client's module, loaded when an S3 archive is first used (s3-store.ts). */
+export type S3Sdk = typeof import("@aws-sdk/client-s3");
 
 /** Where the store is and how it is reached, for the messages. */
 export interface S3Place {
@@ -44,8 +46,9 @@ function socketCode(err: unknown): string | undefined {
 }
 
 /** The LogError of a failed S3 call made `doing` something with the store at `place`. */
-export function s3Error(err: unknown, place: S3Place, doing: string): LogError {
+export function s3Error(sdk: S3Sdk, err: unknown, place: S3Place, doing: string): LogError {
   if (err instanceof LogError) return err;
+  const { NoSuchBucket, NotFound, S3ServiceException } = sdk;
   const prefix = `${doing} in ${place.url}: `;
   if (err instanceof NoSuchBucket || err instanceof NotFound) {
     return new LogError(

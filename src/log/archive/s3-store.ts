@@ -12,17 +12,14 @@
  * server errors with exponential backoff. What its failures mean is
  * told in the log layer's codes (s3-errors.ts). The bucket is never
  * created here: a missing one is a configuration error.
+ *
+ * The client is loaded when an S3 archive is first used: it takes about
+ * as long to import as the rest of a command's start, and most commands
+ * never touch an S3 archive.
  */
-import {
-  GetObjectCommand,
-  NoSuchKey,
-  PutObjectCommand,
-  paginateListObjectsV2,
-  S3Client,
-  type S3ClientConfig,
-} from "@aws-sdk/client-s3";
+import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { LogError } from "../errors.js";
-import { type S3Place, s3Error } from "./s3-errors.js";
+import { type S3Place, type S3Sdk, s3Error } from "./s3-errors.js";
 import type { ArchiveObject, ArchiveStore } from "./store.js";
 
 export interface S3ArchiveConfig {
@@ -45,12 +42,24 @@ export interface S3ArchiveConfig {
 const CONNECT_TIMEOUT_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 
+let loaded: Promise<S3Sdk> | undefined;
+function loadSdk(): Promise<S3Sdk> {
+  loaded ??= import("@aws-sdk/client-s3");
+  return loaded;
+}
+
+interface Connected {
+  sdk: S3Sdk;
+  client: S3Client;
+}
+
 export class S3ArchiveStore implements ArchiveStore {
   readonly where: string;
   readonly #place: S3Place;
-  readonly #client: S3Client;
+  readonly #config: S3ClientConfig;
   readonly #keyPrefix: string;
-  #ready: Promise<void> | undefined;
+  #ready: Promise<Connected> | undefined;
+  #connected: Connected | undefined;
 
   constructor(private readonly cfg: S3ArchiveConfig) {
     const url = `s3://${cfg.bucket}${cfg.prefix ? `/${cfg.prefix}` : ""}`;
@@ -66,17 +75,21 @@ export class S3ArchiveStore implements ArchiveStore {
       ...(region ? { region } : {}),
       ...(cfg.credentials ? { credentials: cfg.credentials } : {}),
     };
-    this.#client = new S3Client(config);
+    this.#config = config;
   }
 
   /**
-   * Resolves the region and credentials once, before the first request,
-   * so that missing ones are told as such (not as a failed request).
+   * Loads the client and resolves the region and credentials once, before
+   * the first request, so that missing ones are told as such (not as a
+   * failed request).
    */
-  #check(): Promise<void> {
+  #check(): Promise<Connected> {
     this.#ready ??= (async () => {
+      const sdk = await loadSdk();
+      this.#connected ??= { sdk, client: new sdk.S3Client(this.#config) };
+      const { client } = this.#connected;
       try {
-        await this.#client.config.region();
+        await client.config.region();
       } catch (err) {
         throw new LogError(
           "invalid-argument",
@@ -85,7 +98,7 @@ export class S3ArchiveStore implements ArchiveStore {
         );
       }
       try {
-        await this.#client.config.credentials();
+        await client.config.credentials();
       } catch (err) {
         throw new LogError(
           "unauthenticated",
@@ -93,6 +106,7 @@ export class S3ArchiveStore implements ArchiveStore {
           { cause: err },
         );
       }
+      return this.#connected;
     })();
     // A failed check is checked again next time (the environment may be fixed, a role may come up).
     this.#ready.catch(() => {
@@ -102,12 +116,12 @@ export class S3ArchiveStore implements ArchiveStore {
   }
 
   async list(dir: string): Promise<ArchiveObject[]> {
-    await this.#check();
+    const { sdk, client } = await this.#check();
     const prefix = `${this.#keyPrefix}${dir}/`;
     const out: ArchiveObject[] = [];
     try {
-      for await (const page of paginateListObjectsV2(
-        { client: this.#client },
+      for await (const page of sdk.paginateListObjectsV2(
+        { client },
         { Bucket: this.cfg.bucket, Prefix: prefix },
       )) {
         for (const o of page.Contents ?? []) {
@@ -119,30 +133,30 @@ export class S3ArchiveStore implements ArchiveStore {
         }
       }
     } catch (err) {
-      throw s3Error(err, this.#place, `listing ${dir}/`);
+      throw s3Error(sdk, err, this.#place, `listing ${dir}/`);
     }
     return out;
   }
 
   async get(name: string): Promise<Uint8Array | undefined> {
-    await this.#check();
+    const { sdk, client } = await this.#check();
     try {
-      const res = await this.#client.send(
-        new GetObjectCommand({ Bucket: this.cfg.bucket, Key: `${this.#keyPrefix}${name}` }),
+      const res = await client.send(
+        new sdk.GetObjectCommand({ Bucket: this.cfg.bucket, Key: `${this.#keyPrefix}${name}` }),
       );
       if (!res.Body) throw new LogError("malformed", `${name} in ${this.#place.url} came without a body`);
       return await res.Body.transformToByteArray();
     } catch (err) {
-      if (err instanceof NoSuchKey) return undefined;
-      throw s3Error(err, this.#place, `reading ${name}`);
+      if (err instanceof sdk.NoSuchKey) return undefined;
+      throw s3Error(sdk, err, this.#place, `reading ${name}`);
     }
   }
 
   async put(name: string, data: Uint8Array): Promise<void> {
-    await this.#check();
+    const { sdk, client } = await this.#check();
     try {
-      await this.#client.send(
-        new PutObjectCommand({
+      await client.send(
+        new sdk.PutObjectCommand({
           Bucket: this.cfg.bucket,
           Key: `${this.#keyPrefix}${name}`,
           Body: data,
@@ -151,11 +165,11 @@ export class S3ArchiveStore implements ArchiveStore {
         }),
       );
     } catch (err) {
-      throw s3Error(err, this.#place, `writing ${name}`);
+      throw s3Error(sdk, err, this.#place, `writing ${name}`);
     }
   }
 
   async close(): Promise<void> {
-    this.#client.destroy();
+    this.#connected?.client.destroy();
   }
 }
