@@ -6,7 +6,8 @@
  * `replay`, `events`, `check-log` and `log info` given the same flags read
  * across the boundary from S3. An S3 outage while archiving loses nothing
  * (the archiver backs off, the stream keeps what is not archived) and the
- * archive stays one run. `backup` reads an S3 archive and `restore` writes
+ * archive stays one run; so does an archiver killed with SIGKILL and
+ * restarted. `backup` reads an S3 archive and `restore` writes
  * one. Bad S3 settings are CLI errors that say what to fix.
  */
 import assert from "node:assert/strict";
@@ -240,6 +241,44 @@ describe("the archive in an S3-compatible store", () => {
     );
     assert.equal(events.code, 0, events.stderr);
     assert.equal(events.stdout.trim().split("\n").length, covered.length);
+  });
+
+  it("an archiver killed with SIGKILL mid-way and restarted archives each sequence once", async () => {
+    const stream = uniqueStream("S3KILL");
+    const prefix = "s3kill.evt";
+    const log = await openLog({ url: nats.url, clientName: "test", name: stream, prefix, archive: false });
+    const golden = readGoldenLog();
+    const flags = [...logFlags(stream, prefix), ...s3.archiveFlags("other", "killed")];
+    const args = ["archiver", ...flags, "--log-max-age", "1s", "--archive-segment-bytes", "1KiB"];
+    let archiver: Child | undefined;
+    try {
+      const half = Math.floor(golden.length / 2);
+      await appendRaw(log, golden.slice(0, half));
+      archiver = spawnLlmgw(args, env);
+      await eventually(async () => (await keys(s3, "other", "killed/segments/")).length >= 2, {
+        what: "two segments in S3",
+        timeoutMs: 60_000,
+      });
+      // The rest arrives and the archiver dies while it reads and seals it.
+      await appendRaw(log, golden.slice(half));
+      await archiver.stop("SIGKILL");
+      archiver = spawnLlmgw(args, env);
+      await eventually(async () => (await log.bounds()).firstSeq === golden.length + 1, {
+        what: "everything archived and purged after the restart",
+        timeoutMs: 60_000,
+      });
+    } finally {
+      await archiver?.stop();
+      await log.close();
+    }
+    const covered = runs(await keys(s3, "other", "killed/segments/")).flatMap(([a, b]) =>
+      Array.from({ length: b - a + 1 }, (_, i) => a + i),
+    );
+    assert.deepEqual(
+      covered,
+      golden.map((_, i) => i + 1),
+      "every sequence archived exactly once, in order",
+    );
   });
 
   it("backup reads an S3 archive and restore writes one: the same history and replay", async () => {
