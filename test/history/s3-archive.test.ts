@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { type Log, openLog } from "../../src/log/index.js";
+import { isLogError, type Log, openLog, S3ArchiveStore } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { type S3Server, s3Env, startS3Server } from "../harness/s3.js";
@@ -428,6 +428,27 @@ describe("the archive in an S3-compatible store", () => {
         assert.equal(r.code, c.code, `${c.flags.join(" ")}: ${r.stderr}`);
         assert.match(r.stderr, c.stderr, c.flags.join(" "));
         assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+      }
+
+      // AWS S3 (no endpoint) with no region anywhere: said before any request is made.
+      const saved = { ...process.env };
+      try {
+        Object.assign(process.env, s3Env());
+        delete process.env.AWS_REGION;
+        delete process.env.AWS_DEFAULT_REGION;
+        const store = new S3ArchiveStore({ bucket: "llmgw-archive", prefix: "x" });
+        await assert.rejects(
+          store.list("segments"),
+          (err: unknown) =>
+            isLogError(err, "invalid-argument") &&
+            /no AWS region for the archive s3:\/\/llmgw-archive\/x: give --archive-s3-region/.test(
+              err.message,
+            ),
+        );
+        await store.close();
+      } finally {
+        for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+        Object.assign(process.env, saved);
       }
 
       // The archiver refuses to start on a store it cannot use, and says which and why.
