@@ -18,7 +18,7 @@ const FIGURES: Record<string, number> = {
   convergence: 8,
   router: 8,
   "agent-engines": 3,
-  history: 5,
+  history: 7,
   growth: 7,
 };
 const SCENARIOS = Object.keys(FIGURES).length;
