@@ -11,7 +11,7 @@
  * test/operator/openapi-client.test.ts regenerates it in memory and fails
  * when the checked-in file differs.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
 import { openApiDocument } from "../src/operator/openapi.js";
@@ -41,6 +41,8 @@ export async function apiTypesSource(): Promise<string> {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const root = fileURLToPath(new URL("..", import.meta.url));
   const out = new URL(`../${API_TYPES_PATH}`, import.meta.url);
+  // `buf generate` (npm run generate) empties src/gen first.
+  mkdirSync(new URL(".", out), { recursive: true });
   writeFileSync(out, await apiTypesSource());
   console.error(`gen:api: wrote ${fileURLToPath(out).slice(root.length)}`);
 }
