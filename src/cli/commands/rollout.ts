@@ -5,6 +5,7 @@ import { NAME_PATTERN } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
 
+/** `<model>` checked against the catalog's name rule (the client encodes it into the path). */
 function modelArg(model: string): string {
   if (!NAME_PATTERN.test(model))
     throw new CliError(
