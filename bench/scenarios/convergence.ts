@@ -111,7 +111,7 @@ export const convergence: Scenario = {
       // --- 1. catalog through the API → every replica running --------------
       const client = new ApiClient({ url: api.url });
       const t1 = performance.now();
-      await client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas)) });
+      await client.send((c) => c.PUT("/v1/catalog", { body: catalog(replicas) }));
       const putMs = performance.now() - t1;
       ctx.progress(`catalog applied: ${replicas} replicas`);
       await untilRunning(ctx, rt, replicas, waitMs);
@@ -147,11 +147,11 @@ export const convergence: Scenario = {
 
       // --- 3. leader SIGTERM (handover), 4. leader kill -9 (takeover) --------
       const handover = await replaceLeader(ctx, rt, reconcilers, "SIGTERM", waitMs, () =>
-        client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas + 1)) }),
+        client.send((c) => c.PUT("/v1/catalog", { body: catalog(replicas + 1) })),
       );
       await untilRunning(ctx, rt, replicas + 1, waitMs);
       const takeover = await replaceLeader(ctx, rt, reconcilers, "SIGKILL", waitMs, () =>
-        client.request("PUT", "/v1/catalog", { body: JSON.stringify(catalog(replicas + 2)) }),
+        client.send((c) => c.PUT("/v1/catalog", { body: catalog(replicas + 2) })),
       );
       await untilRunning(ctx, rt, replicas + 2, waitMs);
       const extraRunningMs = performance.now() - takeover.t0;

@@ -4,13 +4,10 @@
  * page to the end of the range, and, following, a page more whenever the
  * API's position (GET /v1/stream) moves past what was read.
  */
-import type { ApiClient, EventRecordJson } from "../operator/index.js";
+import type { ApiClient, ApiSchemas } from "../operator/index.js";
 
-interface EventsPage {
-  events: EventRecordJson[];
-  next: number | null;
-  lastSeq: number;
-}
+/** One record of the log as GET /v1/events answers it. */
+export type ApiEventRecord = ApiSchemas["EventsPage"]["events"][number];
 
 export interface ApiEventsQuery {
   fromSeq?: number;
@@ -24,15 +21,18 @@ export interface ApiEventsQuery {
 /** The most one page asks for (the API's own limit). */
 const PAGE = 1000;
 
-export async function* apiEvents(client: ApiClient, q: ApiEventsQuery): AsyncGenerator<EventRecordJson> {
+export async function* apiEvents(client: ApiClient, q: ApiEventsQuery): AsyncGenerator<ApiEventRecord> {
   let after = Math.max(0, (q.fromSeq ?? 1) - 1);
   const pageTo = async function* (to: number | undefined) {
     for (;;) {
       if (q.signal?.aborted) return;
-      const params = new URLSearchParams({ after: String(after), limit: String(PAGE) });
-      if (to !== undefined) params.set("to", String(to));
-      if (q.subjects && q.subjects.length > 0) params.set("subject", q.subjects.join(","));
-      const { body } = await client.get<EventsPage>(`/v1/events?${params}`);
+      const query = {
+        after,
+        limit: PAGE,
+        ...(to === undefined ? {} : { to }),
+        ...(q.subjects && q.subjects.length > 0 ? { subject: q.subjects.join(",") } : {}),
+      };
+      const { body } = await client.send((api) => api.GET("/v1/events", { params: { query } }));
       for (const e of body.events) yield e;
       if (body.next !== null) {
         after = body.next;
@@ -45,8 +45,8 @@ export async function* apiEvents(client: ApiClient, q: ApiEventsQuery): AsyncGen
   if (q.untilSeq !== undefined && after >= q.untilSeq) return;
   yield* pageTo(q.untilSeq);
   if (!q.follow) return;
-  for await (const p of client.follow<{ seq: number }>("/v1/stream", q.signal)) {
-    if (p.event !== "position" || p.data.seq <= after) continue;
-    yield* pageTo(p.data.seq);
+  for await (const p of client.followPosition(q.signal)) {
+    if (p.seq <= after) continue;
+    yield* pageTo(p.seq);
   }
 }

@@ -2,7 +2,16 @@
 export { ADMIN_TOKEN_NAME, type AuthMode, adminTokenEntry, DEV_OPERATOR, isLoopbackHost } from "./auth.js";
 export * from "./catalog/index.js";
 export { NAME_PATTERN } from "./catalog/index.js";
-export { ApiCallError, ApiClient, type ApiClientOptions, type ApiResponse } from "./client.js";
+export {
+  ApiCallError,
+  ApiClient,
+  type ApiClientOptions,
+  type ApiPaths,
+  type ApiResponse,
+  type ApiSchemas,
+  type StreamPosition,
+  type TypedApi,
+} from "./client.js";
 export type { ApiErrorCode, ErrorBody } from "./errors.js";
 export type { ExplainedTouch, HistoryEntry } from "./explain.js";
 export { FleetHistory, type FleetHistoryOptions } from "./history.js";

@@ -125,8 +125,8 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
       // The SSE follow mode, read as `llmgw endpoints --follow` reads it.
       const client = new ApiClient({ url: api.url });
       void (async () => {
-        for await (const e of client.follow<any>("/v1/endpoints?follow=true", follow.signal))
-          followed.push(e);
+        // Only the stream's `event: endpoints` blocks come out of followEndpoints.
+        for await (const table of client.followEndpoints({}, follow.signal)) followed.push(table);
       })();
       fleet = new SimFleet({
         gateways: [gw.url],
@@ -328,11 +328,11 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
 
       // The follow mode saw the same tables, the last one being the table now.
       await eventually(
-        async () => JSON.stringify(followed.at(-1)?.data?.endpoints) === JSON.stringify(await bucket.read()),
+        async () => JSON.stringify(followed.at(-1)?.endpoints) === JSON.stringify(await bucket.read()),
         { what: "the followed table to catch up" },
       );
       assert.ok(followed.length >= 3, "the follow stream sent every change");
-      assert.ok(followed.every((e) => e.event === "endpoints"));
+      assert.ok(followed.every((t) => typeof t.seq === "number" && "endpoints" in t));
 
       // A model nobody knows is a 404 with a message.
       const unknown = await fetch(`${api.url}/v1/endpoints?model=nope`);

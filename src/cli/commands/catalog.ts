@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { type Command, Option } from "commander";
 import { stringify } from "yaml";
-import { ApiCallError } from "../../operator/index.js";
+import { ApiCallError, type ApiSchemas } from "../../operator/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
 import {
   type ApiFlags,
@@ -46,13 +46,9 @@ export function registerCatalog(program: Command): void {
     }
     const json = extname(flags.file).toLowerCase() === ".json";
     const client = clientFor(flags);
-    let res: { seq: number; models: Array<{ name: string; replicas: number }> };
+    let res: ApiSchemas["CatalogApplied"];
     try {
-      ({ body: res } = await client.request<typeof res>("PUT", "/v1/catalog", {
-        body: text,
-        contentType: json ? "application/json" : "application/yaml",
-        headers: flags.ifMatch === undefined ? {} : { "if-match": `"${flags.ifMatch}"` },
-      }));
+      ({ body: res } = await client.applyCatalogText(text, json ? "json" : "yaml", flags.ifMatch));
     } catch (err) {
       if (err instanceof ApiCallError && err.issues.length > 0) {
         for (const i of err.issues) process.stderr.write(`  ${i.path || flags.file}: ${i.message}\n`);
@@ -75,10 +71,8 @@ export function registerCatalog(program: Command): void {
       .option("--at-seq <seq>", "the catalog in force at this log sequence", intArg("--at-seq")),
   ).action(async (flags: ApiFlags & { atSeq?: number }) => {
     const client = clientFor(flags);
-    const q = flags.atSeq === undefined ? "" : `?at=${flags.atSeq}`;
-    const { body } = await call(() =>
-      client.get<{ seq: number; appliedBy: string; catalog: unknown }>(`/v1/catalog${q}`),
-    );
+    const query = flags.atSeq === undefined ? {} : { at: flags.atSeq };
+    const { body } = await call(() => client.send((api) => api.GET("/v1/catalog", { params: { query } })));
     if (flags.json) return printJson(body);
     process.stdout.write(`# catalog at log sequence ${body.seq}, applied by ${body.appliedBy || "-"}\n`);
     process.stdout.write(stringify(body.catalog));
@@ -94,17 +88,7 @@ export function registerCatalog(program: Command): void {
     ),
   ).action(async (flags: ApiFlags) => {
     const client = clientFor(flags);
-    const { body } = await call(() =>
-      client.get<{
-        seq: number;
-        history: Array<{
-          seq: number;
-          timeMs: number;
-          appliedBy: string;
-          models: Array<{ name: string; replicas: number; revision: string }>;
-        }>;
-      }>("/v1/catalog/history"),
-    );
+    const { body } = await call(() => client.send((api) => api.GET("/v1/catalog/history")));
     if (printStructured(outputOf(flags), body)) return;
     const rows = body.history.map((v) => [
       String(v.seq),

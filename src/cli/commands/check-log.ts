@@ -106,7 +106,9 @@ async function readViaApi(flags: CheckLogFlags): Promise<ReadRecords> {
   const records: CheckedEvent[] = [];
   const malformed: Array<{ seq: number; message: string }> = [];
   const refused: ReadRecords["refused"] = [];
-  const target = (await call(() => client.get<{ lastSeq: number }>("/v1/events?limit=1"))).body.lastSeq;
+  const target = (
+    await call(() => client.send((api) => api.GET("/v1/events", { params: { query: { limit: 1 } } })))
+  ).body.lastSeq;
   const reading = new ProgressLine(process.stderr, "check-log", "read");
   try {
     await call(async () => {

@@ -136,7 +136,7 @@ export function registerDescribe(program: Command): void {
     if (bad) throw new CliError(`invalid <id>: ${bad}`);
     const client = clientFor(flags);
     const { body } = await call(() =>
-      client.get<{ seq: number; node: NodeView }>(`/v1/nodes/${encodeURIComponent(id)}`),
+      client.send((api) => api.GET("/v1/nodes/{id}", { params: { path: { id } } })),
     );
     if (printStructured(flags.json ? "json" : flags.output === "text" ? "table" : flags.output, body)) return;
     process.stdout.write(`${describeNode(body.node)}\n`);
@@ -146,7 +146,7 @@ export function registerDescribe(program: Command): void {
   ).action(async (id: string, flags: DescribeFlags) => {
     const client = clientFor(flags);
     const { body } = await call(() =>
-      client.get<{ seq: number; replica: ReplicaView }>(`/v1/replicas/${encodeURIComponent(id)}`),
+      client.send((api) => api.GET("/v1/replicas/{id}", { params: { path: { id } } })),
     );
     if (printStructured(flags.json ? "json" : flags.output === "text" ? "table" : flags.output, body)) return;
     process.stdout.write(`${describeReplica(body.replica)}\n`);

@@ -12,7 +12,6 @@ import { type Command, Option } from "commander";
 import { connectNats, DEFAULT_LAYOUT } from "../../log/index.js";
 import { ApiCallError, ApiClient } from "../../operator/client.js";
 import { PACKAGE_ROOT } from "../../package-root.js";
-import type { ReplicaState } from "../../projections/index.js";
 import { CliError, EXIT, intArg } from "../common.js";
 import { Children } from "../dev/children.js";
 import { DEFAULT_DEV_DATA_DIR, devCredsDir } from "../dev/paths.js";
@@ -252,7 +251,7 @@ async function runDev(opts: DevOptions): Promise<void> {
       as("api"),
     );
     const api = new ApiClient({ url: apiUrl });
-    await waitUntil("the API", 60_000, async () => (await api.request("GET", "/readyz")).body);
+    await waitUntil("the API", 60_000, async () => (await api.send((c) => c.GET("/readyz"))).body);
     children.start(
       "gateway",
       process.execPath,
@@ -288,14 +287,11 @@ async function runDev(opts: DevOptions): Promise<void> {
       as("archiver"),
     );
 
-    const catalogSeq = (await api.request<{ seq: number }>("GET", "/v1/catalog")).body.seq;
+    const catalogSeq = (await api.send((c) => c.GET("/v1/catalog"))).body.seq;
     if (opts.catalog !== false && catalogSeq === 0) {
       const text = await readCatalog(opts.catalog);
       try {
-        const r = await api.request<{ seq: number }>("PUT", "/v1/catalog", {
-          body: text,
-          contentType: opts.catalog.endsWith(".json") ? "application/json" : "application/yaml",
-        });
+        const r = await api.applyCatalogText(text, opts.catalog.endsWith(".json") ? "json" : "yaml");
         say(`applied ${opts.catalog} (log seq ${r.body.seq})`);
       } catch (err) {
         if (err instanceof ApiCallError && err.issues.length > 0) {
@@ -322,7 +318,7 @@ async function runDev(opts: DevOptions): Promise<void> {
       });
     } else {
       // Machines keep their engines while the control plane restarts.
-      const replicas = (await api.request<{ replicas: ReplicaState[] }>("GET", "/v1/replicas")).body.replicas;
+      const replicas = (await api.send((c) => c.GET("/v1/replicas"))).body.replicas;
       const resumed = runningShardsByNode(replicas);
       const resumeFile = join(dataDir, "sim-running-shards.json");
       await writeFile(resumeFile, JSON.stringify(resumed, null, 2));

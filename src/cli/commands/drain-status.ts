@@ -34,9 +34,10 @@ export async function followDrain(
 ): Promise<NodeView | undefined> {
   let last = "";
   return call(async () => {
-    for await (const e of client.follow<{ seq: number }>("/v1/stream", signal)) {
-      if (e.event !== "position") continue;
-      const { body } = await client.get<{ seq: number; node: NodeView }>(`/v1/nodes/${nodeId}`);
+    for await (const _ of client.followPosition(signal)) {
+      const { body } = await client.send((api) =>
+        api.GET("/v1/nodes/{id}", { params: { path: { id: nodeId } } }),
+      );
       const text = json ? JSON.stringify(body.node.waitingOn) : drainWaitLines(body.node);
       if (text !== last) {
         last = text;

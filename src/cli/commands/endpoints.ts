@@ -1,6 +1,7 @@
 /** `llmgw endpoints`: the routing table, where each model's ready replicas serve. */
 import type { Command } from "commander";
 import { stringify as stringifyYaml } from "yaml";
+import type { ApiSchemas } from "../../operator/index.js";
 import type { EndpointEntry } from "../../projections/index.js";
 import { printList } from "./list-output.js";
 import {
@@ -13,9 +14,7 @@ import {
   withOutputOption,
 } from "./operator-common.js";
 
-type Answer =
-  | { seq: number; endpoints: Record<string, EndpointEntry[]> }
-  | { seq: number; model: string; endpoints: EndpointEntry[] };
+type Answer = ApiSchemas["Endpoints"];
 
 export function registerEndpoints(program: Command): void {
   withOutputOption(
@@ -29,24 +28,22 @@ export function registerEndpoints(program: Command): void {
   ).action(async (flags: ApiFlags & { model?: string; follow?: boolean }) => {
     const format = outputOf(flags);
     const client = clientFor(flags);
-    const params = new URLSearchParams();
-    if (flags.model) params.set("model", flags.model);
+    const query = flags.model ? { model: flags.model } : {};
     if (!flags.follow) {
-      const q = params.size > 0 ? `?${params}` : "";
-      const { body } = await call(() => client.get<Answer>(`/v1/endpoints${q}`));
+      const { body } = await call(() =>
+        client.send((api) => api.GET("/v1/endpoints", { params: { query } })),
+      );
       printList(format, body, { table: (b) => endpointsTable(rows(b)) });
       return;
     }
-    params.set("follow", "true");
     const stop = new AbortController();
     process.once("SIGINT", () => stop.abort());
     await call(async () => {
-      for await (const e of client.follow<Answer>(`/v1/endpoints?${params}`, stop.signal)) {
-        if (e.event !== "endpoints") continue;
+      for await (const table of client.followEndpoints(query, stop.signal)) {
         // One JSON object per line while following, so tools can read it line by line.
-        if (format === "json") process.stdout.write(`${JSON.stringify(e.data)}\n`);
-        else if (format === "yaml") process.stdout.write(`---\n${stringifyYaml(e.data)}`);
-        else process.stdout.write(`seq ${e.data.seq}\n${endpointsTable(rows(e.data))}\n\n`);
+        if (format === "json") process.stdout.write(`${JSON.stringify(table)}\n`);
+        else if (format === "yaml") process.stdout.write(`---\n${stringifyYaml(table)}`);
+        else process.stdout.write(`seq ${table.seq}\n${endpointsTable(rows(table))}\n\n`);
       }
     });
   });

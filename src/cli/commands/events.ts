@@ -10,10 +10,9 @@ import { stringify as stringifyYaml } from "yaml";
 import { file_llmgw_v1_agent } from "../../gen/llmgw/v1/agent_pb.js";
 import { EventSchema, file_llmgw_v1_events } from "../../gen/llmgw/v1/events_pb.js";
 import { invalidNodeIdReason, type LogError, type RefusedEvent, Subjects } from "../../log/index.js";
-import type { EventRecordJson } from "../../operator/index.js";
 import { describeEvent } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
-import { apiEvents } from "../api-reads.js";
+import { type ApiEventRecord, apiEvents } from "../api-reads.js";
 import {
   archiveOption,
   archiveS3EndpointOption,
@@ -108,7 +107,7 @@ function subjectsOf(prefix: string, given: string[], node: string | undefined): 
 }
 
 /** One event as `llmgw events` prints it in `format`. */
-function eventLine(format: OutputFormat, r: EventRecordJson & { event?: unknown }): string {
+function eventLine(format: OutputFormat, r: Omit<ApiEventRecord, "event"> & { event?: unknown }): string {
   switch (format) {
     case "json":
     case "yaml": {

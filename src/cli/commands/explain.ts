@@ -46,14 +46,16 @@ async function passesAt(flags: LogFlags, at: string | undefined): Promise<Record
 /** The same decisions, selected by the operator API (GET /v1/explain/{replica,node}/ID): a token and no NATS credentials. */
 async function touchesViaApi(what: "replica" | "node", id: string, flags: ExplainFlags): Promise<Touch[]> {
   const { untilSeq, untilTimeMs } = parseAt(flags.at);
-  const params = new URLSearchParams();
-  if (untilSeq !== undefined) params.set("at", String(untilSeq));
-  if (untilTimeMs !== undefined) params.set("time", new Date(untilTimeMs).toISOString());
-  const q = params.size > 0 ? `?${params}` : "";
+  const query = {
+    ...(untilSeq === undefined ? {} : { at: untilSeq }),
+    ...(untilTimeMs === undefined ? {} : { time: new Date(untilTimeMs).toISOString() }),
+  };
+  const params = { path: { id }, query };
   const client = clientFor(flags);
-  const { body } = await call(() =>
-    client.get<{ decisions: Touch[] }>(`/v1/explain/${what}/${encodeURIComponent(id)}${q}`),
-  );
+  const { body } =
+    what === "replica"
+      ? await call(() => client.send((api) => api.GET("/v1/explain/replica/{id}", { params })))
+      : await call(() => client.send((api) => api.GET("/v1/explain/node/{id}", { params })));
   return body.decisions;
 }
 

@@ -1,7 +1,6 @@
 /** `llmgw gpu clear <node> <gpu|node>`: an operator says a GPU's (or the node's) problems are dealt with. */
 import type { Command } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
-import type { NodeView } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
 
@@ -26,14 +25,15 @@ export function registerGpu(program: Command): void {
   ).action(async (node: string, which: string, flags: ApiFlags & { reason?: string }) => {
     const why = invalidNodeIdReason(node);
     if (why) throw new CliError(`invalid <node>: ${why}`);
-    const path =
-      which === "node"
-        ? `/v1/nodes/${node}/problems/clear`
-        : `/v1/nodes/${node}/gpus/${gpuIndexArg(which, "gpu")}/clear`;
+    const index = which === "node" ? undefined : gpuIndexArg(which, "gpu");
     const client = clientFor(flags);
-    const body = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
+    const body = flags.reason === undefined ? {} : { reason: flags.reason };
     const { body: res } = await call(() =>
-      client.request<{ seq: number; node: NodeView }>("POST", path, { body }),
+      client.send((api) =>
+        index === undefined
+          ? api.POST("/v1/nodes/{id}/problems/clear", { params: { path: { id: node } }, body })
+          : api.POST("/v1/nodes/{id}/gpus/{index}/clear", { params: { path: { id: node, index } }, body }),
+      ),
     );
     if (flags.json) return printJson(res);
     const what = which === "node" ? "node-level problems" : `GPU ${which} problems`;

@@ -58,8 +58,7 @@ export async function watchList<T>(
   let printed = 0;
   try {
     await call(async () => {
-      for await (const e of client.follow<{ seq: number }>("/v1/stream", stop.signal)) {
-        if (e.event !== "position") continue;
+      for await (const _ of client.followPosition(stop.signal)) {
         const body = await fetchBody();
         const key = JSON.stringify(opts.comparable ? opts.comparable(body) : body);
         if (key === shown) continue;

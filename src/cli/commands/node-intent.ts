@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
-import type { NodeView } from "../../operator/index.js";
+import type { TypedApi } from "../../operator/index.js";
 import { CliError, EXIT } from "../common.js";
 import { drainDone, drainWaitLines, followDrain } from "./drain-status.js";
 import { gpuIndexArg } from "./gpu.js";
@@ -42,13 +42,9 @@ export function registerNodeIntent(program: Command, action: keyof typeof SUMMAR
     if (why) throw new CliError(`invalid <node>: ${why}`);
     if (action === "drain" && (flags.status || flags.wait)) return drainStatus(node, flags);
     const gpu = flags.gpu === undefined ? undefined : gpuIndexArg(flags.gpu, "--gpu");
-    const path =
-      gpu === undefined ? `/v1/nodes/${node}/${action}` : `/v1/nodes/${node}/gpus/${gpu}/${action}`;
     const client = clientFor(flags);
-    const body = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
-    const { body: res } = await call(() =>
-      client.request<{ seq: number; node: NodeView }>("POST", path, { body }),
-    );
+    const body = flags.reason === undefined ? {} : { reason: flags.reason };
+    const { body: res } = await call(() => client.send(intentCall(action, node, gpu, body)));
     if (flags.json) return printJson(res);
     const done = { cordon: "cordoned", uncordon: "uncordoned", drain: "draining" }[action];
     process.stdout.write(
@@ -56,6 +52,34 @@ export function registerNodeIntent(program: Command, action: keyof typeof SUMMAR
     );
     if (action === "drain") process.stdout.write(drainWaitLines(res.node));
   });
+}
+
+/** The API call of an intent on a node, or on one of its GPUs (cordon and uncordon only). */
+function intentCall(
+  action: keyof typeof SUMMARY,
+  id: string,
+  gpu: number | undefined,
+  body: { reason?: string },
+) {
+  return (api: TypedApi) => {
+    switch (action) {
+      case "cordon":
+        return gpu === undefined
+          ? api.POST("/v1/nodes/{id}/cordon", { params: { path: { id } }, body })
+          : api.POST("/v1/nodes/{id}/gpus/{index}/cordon", { params: { path: { id, index: gpu } }, body });
+      case "uncordon":
+        return gpu === undefined
+          ? api.POST("/v1/nodes/{id}/uncordon", { params: { path: { id } }, body })
+          : api.POST("/v1/nodes/{id}/gpus/{index}/uncordon", { params: { path: { id, index: gpu } }, body });
+      // drain takes no --gpu.
+      case "drain":
+        return api.POST("/v1/nodes/{id}/drain", { params: { path: { id } }, body });
+      default: {
+        const never: never = action;
+        throw new Error(`unknown intent ${String(never)}`);
+      }
+    }
+  };
 }
 
 /** `drain --status` (no request) and `drain --wait` (request, then follow). */
@@ -66,7 +90,9 @@ async function drainStatus(
   const client = clientFor(flags);
   if (flags.status && flags.wait) throw new CliError("--status and --wait exclude each other", EXIT.usage);
   if (flags.status) {
-    const { body } = await call(() => client.get<{ seq: number; node: NodeView }>(`/v1/nodes/${node}`));
+    const { body } = await call(() =>
+      client.send((api) => api.GET("/v1/nodes/{id}", { params: { path: { id: node } } })),
+    );
     if (flags.json) return printJson(body);
     const state = body.node.draining
       ? "draining"
@@ -77,10 +103,8 @@ async function drainStatus(
     if (body.node.draining) process.stdout.write(drainWaitLines(body.node));
     return;
   }
-  const reqBody = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
-  const { body: res } = await call(() =>
-    client.request<{ seq: number; node: NodeView }>("POST", `/v1/nodes/${node}/drain`, { body: reqBody }),
-  );
+  const reqBody = flags.reason === undefined ? {} : { reason: flags.reason };
+  const { body: res } = await call(() => client.send(intentCall("drain", node, undefined, reqBody)));
   if (!flags.json) process.stdout.write(`${node} draining (log sequence ${res.seq})\n`);
   if (drainDone(res.node)) return;
   const stop = new AbortController();

@@ -1,6 +1,6 @@
 /** `llmgw nodes`: the fleet's nodes from the operator API, once or watched. */
 import type { Command } from "commander";
-import type { NodeView } from "../../operator/index.js";
+import type { ApiSchemas, NodeView } from "../../operator/index.js";
 import { type ListPrinter, printList, watchList } from "./list-output.js";
 import {
   type ApiFlags,
@@ -12,10 +12,7 @@ import {
   withOutputOption,
 } from "./operator-common.js";
 
-interface NodesAnswer {
-  seq: number;
-  nodes: NodeView[];
-}
+type NodesAnswer = ApiSchemas["Nodes"];
 
 const printer: ListPrinter<NodesAnswer> = {
   table: (body, wide) => nodesTable(body.nodes, wide),
@@ -35,7 +32,7 @@ export function registerNodes(program: Command): void {
     .action(async (flags: ApiFlags & { watch?: boolean }) => {
       const client = clientFor(flags);
       const format = outputOf(flags);
-      const fetchBody = async () => (await call(() => client.get<NodesAnswer>("/v1/nodes"))).body;
+      const fetchBody = async () => (await call(() => client.send((api) => api.GET("/v1/nodes")))).body;
       if (flags.watch) {
         await watchList(client, format, fetchBody, printer, { comparable: (b) => b.nodes });
         return;

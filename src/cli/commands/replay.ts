@@ -79,27 +79,21 @@ export function registerReplay(program: Command): void {
     });
 }
 
-interface ReplayAnswer {
-  seq: number;
-  timeMs: number;
-  lastSeq: number;
-  state: FleetState;
-}
-
 /** The same fleet, folded by the operator API (GET /v1/replay): a token and no NATS credentials. */
 async function runReplayViaApi(flags: ReplayFlags): Promise<void> {
   const client = clientFor(flags);
-  const params = new URLSearchParams();
-  if (flags.untilSeq !== undefined) params.set("at", String(flags.untilSeq));
-  if (flags.untilTime !== undefined) params.set("time", new Date(flags.untilTime).toISOString());
-  if (flags.node !== undefined) params.set("node", flags.node);
-  if (flags.replica !== undefined) params.set("replica", flags.replica);
-  const q = params.size > 0 ? `?${params}` : "";
-  const { body } = await call(() => client.get<ReplayAnswer>(`/v1/replay${q}`));
+  const query = {
+    ...(flags.untilSeq === undefined ? {} : { at: flags.untilSeq }),
+    ...(flags.untilTime === undefined ? {} : { time: new Date(flags.untilTime).toISOString() }),
+    ...(flags.node === undefined ? {} : { node: flags.node }),
+    ...(flags.replica === undefined ? {} : { replica: flags.replica }),
+  };
+  const { body } = await call(() => client.send((api) => api.GET("/v1/replay", { params: { query } })));
   if (flags.untilSeq !== undefined && flags.untilSeq > body.lastSeq) {
     process.stderr.write(`the log ends at sequence ${body.lastSeq}; showing the fleet there\n`);
   }
-  printReplay(flags, body.state, { seq: body.seq, timeMs: body.timeMs });
+  // The document gives the state as the projection's own JSON, not field by field.
+  printReplay(flags, body.state as unknown as FleetState, { seq: body.seq, timeMs: body.timeMs });
 }
 
 function printReplay(flags: ReplayFlags, state: FleetState, at: { seq: number; timeMs: number }): void {

@@ -1,6 +1,6 @@
 /** `llmgw replicas`: replicas, where they run and why they wait; once or watched. */
 import type { Command } from "commander";
-import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
+import type { ApiSchemas, ModelReadiness, ReplicaView } from "../../operator/index.js";
 import { type ListPrinter, printList, watchList } from "./list-output.js";
 import {
   type ApiFlags,
@@ -12,11 +12,7 @@ import {
   withOutputOption,
 } from "./operator-common.js";
 
-interface ReplicasAnswer {
-  seq: number;
-  models: ModelReadiness[];
-  replicas: ReplicaView[];
-}
+type ReplicasAnswer = ApiSchemas["Replicas"];
 
 const printer: ListPrinter<ReplicasAnswer> = {
   table: (body, wide) => `${readinessTable(body.models)}\n\n${replicasTable(body.replicas, wide)}`,
@@ -37,8 +33,9 @@ export function registerReplicas(program: Command): void {
     .action(async (flags: ApiFlags & { model?: string; watch?: boolean }) => {
       const client = clientFor(flags);
       const format = outputOf(flags);
-      const q = flags.model ? `?model=${encodeURIComponent(flags.model)}` : "";
-      const fetchBody = async () => (await call(() => client.get<ReplicasAnswer>(`/v1/replicas${q}`))).body;
+      const query = flags.model ? { model: flags.model } : {};
+      const fetchBody = async () =>
+        (await call(() => client.send((api) => api.GET("/v1/replicas", { params: { query } })))).body;
       if (flags.watch) {
         await watchList(client, format, fetchBody, printer, {
           comparable: (b) => ({ models: b.models, replicas: b.replicas }),

@@ -5,12 +5,13 @@ import { NAME_PATTERN } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, formatTable, printJson, withApiOptions } from "./operator-common.js";
 
+/** `<model>` checked against the catalog's name rule (the client encodes it into the path). */
 function modelArg(model: string): string {
   if (!NAME_PATTERN.test(model))
     throw new CliError(
       `invalid <model> ${JSON.stringify(model)}: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
     );
-  return encodeURIComponent(model);
+  return model;
 }
 
 /** One model's rollout for people: where it stands, then old/new counts. */
@@ -55,7 +56,7 @@ export function registerRollout(program: Command): void {
   ).action(async (model: string, flags: ApiFlags) => {
     const client = clientFor(flags);
     const { body } = await call(() =>
-      client.get<{ seq: number; rollout: RolloutView }>(`/v1/rollouts/${modelArg(model)}`),
+      client.send((api) => api.GET("/v1/rollouts/{model}", { params: { path: { model: modelArg(model) } } })),
     );
     if (flags.json) return printJson(body);
     process.stdout.write(`${rolloutText(body.rollout)}\n`);
@@ -73,14 +74,13 @@ export function registerRollout(program: Command): void {
     if (action === "pause") cmd.option("--reason <text>", "why, recorded in the log");
     withApiOptions(cmd).action(async (model: string, flags: ApiFlags & { reason?: string }) => {
       const client = clientFor(flags);
-      const body = JSON.stringify(flags.reason === undefined ? {} : { reason: flags.reason });
+      const body = flags.reason === undefined ? {} : { reason: flags.reason };
+      const path = { model: modelArg(model) };
       const { body: res } = await call(() =>
-        client.request<{ seq: number; rollout: RolloutView }>(
-          "POST",
-          `/v1/rollouts/${modelArg(model)}/${action}`,
-          {
-            body,
-          },
+        client.send((api) =>
+          action === "pause"
+            ? api.POST("/v1/rollouts/{model}/pause", { params: { path }, body })
+            : api.POST("/v1/rollouts/{model}/resume", { params: { path }, body }),
         ),
       );
       if (flags.json) return printJson(res);
@@ -98,10 +98,8 @@ export function registerRollout(program: Command): void {
   ).action(async (model: string, flags: ApiFlags) => {
     const client = clientFor(flags);
     const { body: res } = await call(() =>
-      client.request<{ seq: number; fromSeq: number; revision: string; rollout: RolloutView }>(
-        "POST",
-        `/v1/rollouts/${modelArg(model)}/undo`,
-        { body: "{}" },
+      client.send((api) =>
+        api.POST("/v1/rollouts/{model}/undo", { params: { path: { model: modelArg(model) } }, body: {} }),
       ),
     );
     if (flags.json) return printJson(res);

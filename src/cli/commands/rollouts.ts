@@ -52,7 +52,7 @@ export function registerRollouts(program: Command): void {
     ),
   ).action(async (flags: ApiFlags) => {
     const client = clientFor(flags);
-    const { body } = await call(() => client.get<{ seq: number; rollouts: RolloutView[] }>("/v1/rollouts"));
+    const { body } = await call(() => client.send((api) => api.GET("/v1/rollouts")));
     printList(outputOf(flags), body, { table: (b, wide) => rolloutsTable(b.rollouts, wide) });
   });
 }

@@ -3,13 +3,6 @@ import type { Command } from "commander";
 import { CliError, EXIT, intArg } from "../common.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
 
-interface Scaled {
-  seq: number;
-  model: string;
-  replicas: number;
-  previous: number;
-}
-
 export function registerScale(program: Command): void {
   withApiOptions(
     program
@@ -30,10 +23,15 @@ export function registerScale(program: Command): void {
     if (model === "") throw new CliError("<model> must name a model of the catalog", EXIT.usage);
     const client = clientFor(flags);
     const { body } = await call(() =>
-      client.request<Scaled>("PATCH", `/v1/models/${encodeURIComponent(model)}`, {
-        body: JSON.stringify({ replicas }),
-        headers: flags.ifMatch === undefined ? {} : { "if-match": `"${flags.ifMatch}"` },
-      }),
+      client.send((api) =>
+        api.PATCH("/v1/models/{model}", {
+          params: {
+            path: { model },
+            header: flags.ifMatch === undefined ? {} : { "If-Match": `"${flags.ifMatch}"` },
+          },
+          body: { replicas },
+        }),
+      ),
     );
     if (flags.json) return printJson(body);
     process.stdout.write(

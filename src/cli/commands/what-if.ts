@@ -122,13 +122,10 @@ async function whatIf(flags: WhatIfFlags, self: Command): Promise<void> {
     // Through the API: a token with the operator role (what-if re-runs decide at every pass).
     const client = clientFor(flags);
     const { body } = await call(() =>
-      client.request<{ config: ReconcilerConfig; compared: number; passes: WhatIfPass[] }>(
-        "POST",
-        "/v1/what-if",
-        { body: JSON.stringify({ config: data, ...range }) },
-      ),
+      client.send((api) => api.POST("/v1/what-if", { body: { config: data, ...range } })),
     );
-    print(flags, body.config, body.compared, body.passes);
+    // The document gives the config as an object of the reconciler's config schema, not field by field.
+    print(flags, body.config as unknown as ReconcilerConfig, body.compared, body.passes);
     return;
   }
   const log = await openLogForReading(flags, "llmgw-what-if");

@@ -1,20 +1,5 @@
 /** The live one-line summary of `llmgw dev`, from the operator API. */
 import type { ApiClient } from "../../operator/client.js";
-import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
-
-interface NodesBody {
-  seq: number;
-  nodes: Array<{ nodeId: string; liveness: string }>;
-}
-interface ReplicasBody {
-  seq: number;
-  models: ModelReadiness[];
-  replicas: ReplicaView[];
-}
-interface CatalogBody {
-  seq: number;
-  catalog: { models?: Array<{ replicas?: number }> };
-}
 
 export interface FleetSummary {
   seq: number;
@@ -30,9 +15,9 @@ export interface FleetSummary {
 
 export async function fetchSummary(api: ApiClient): Promise<FleetSummary> {
   const [nodes, replicas, catalog] = await Promise.all([
-    api.request<NodesBody>("GET", "/v1/nodes"),
-    api.request<ReplicasBody>("GET", "/v1/replicas"),
-    api.request<CatalogBody>("GET", "/v1/catalog"),
+    api.send((c) => c.GET("/v1/nodes")),
+    api.send((c) => c.GET("/v1/replicas")),
+    api.send((c) => c.GET("/v1/catalog")),
   ]);
   const phases = replicas.body.replicas.map((r) => r.phase);
   const count = (p: string) => phases.filter((x) => x === p).length;

@@ -1,12 +1,25 @@
 /**
- * Calls to the operator API from the page. The token (when the API needs
- * one) is kept in this tab's sessionStorage only and sent as a bearer token,
- * exactly as the CLI does.
+ * Calls to the operator API from the page, through openapi-fetch typed with
+ * the paths generated from the API's OpenAPI document (src/gen/api,
+ * `npm run gen:api`): a renamed route, parameter or answer field fails the
+ * UI's type check. The token (when the API needs one) is kept in this tab's
+ * sessionStorage only and sent as a bearer token, exactly as the CLI does.
  */
+import createClient, { type Client } from "openapi-fetch";
+import type { paths } from "../../gen/api/schema.ts";
 import { parseSse } from "./model.ts";
 import type { EventRow, Explain, Fleet, HistoryEntry, RouterRequests, WhatIfResult } from "./types.ts";
 
 const TOKEN_KEY = "llmgw.token";
+
+type TypedApi = Client<paths, "application/json">;
+
+/** What an openapi-fetch call resolves to, either way. */
+interface Answer {
+  data?: unknown;
+  error?: unknown;
+  response: Response;
+}
 
 export function savedToken(): string {
   try {
@@ -35,85 +48,81 @@ export class ApiFailure extends Error {
 }
 
 export class Api {
-  constructor(public token: string) {}
+  readonly #api: TypedApi;
 
-  #headers(extra: Record<string, string> = {}): Record<string, string> {
-    return this.token ? { ...extra, authorization: `Bearer ${this.token}` } : extra;
-  }
-
-  async #get<T>(path: string, signal?: AbortSignal): Promise<T> {
-    const res = await fetch(path, { headers: this.#headers(), ...(signal ? { signal } : {}) });
-    return this.#read<T>(res);
-  }
-
-  async #post<T>(path: string, body: unknown): Promise<T> {
-    const res = await fetch(path, {
-      method: "POST",
-      headers: this.#headers({ "content-type": "application/json" }),
-      body: JSON.stringify(body),
+  constructor(public token: string) {
+    // Same origin: the page is served by the API it calls.
+    this.#api = createClient<paths, "application/json">({ baseUrl: "" });
+    this.#api.use({
+      onRequest: ({ request }) => {
+        if (this.token) request.headers.set("authorization", `Bearer ${this.token}`);
+        return request;
+      },
     });
-    return this.#read<T>(res);
   }
 
-  async #read<T>(res: Response): Promise<T> {
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
+  /** The answer's body, or ApiFailure with the server's message (a 4xx says what was wrong). */
+  async #send<R extends Answer>(call: (api: TypedApi) => Promise<R>): Promise<NonNullable<R["data"]>> {
+    const r = await call(this.#api);
+    if (!r.response.ok) {
+      const msg = (r.error as { error?: { message?: string } } | undefined)?.error?.message;
+      throw new ApiFailure(r.response.status, msg ?? `HTTP ${r.response.status}`);
     }
-    if (!res.ok) {
-      const msg =
-        (body as { error?: { message?: string } } | undefined)?.error?.message ?? `HTTP ${res.status}`;
-      throw new ApiFailure(res.status, msg);
-    }
-    return body as T;
+    return r.data as NonNullable<R["data"]>;
   }
 
   fleet(at: number | null, signal?: AbortSignal): Promise<Fleet> {
-    return this.#get(at === null ? "/v1/fleet" : `/v1/fleet?at=${at}`, signal);
+    const query = at === null ? {} : { at };
+    return this.#send((api) => api.GET("/v1/fleet", { params: { query }, signal }));
   }
 
   events(
     q: { from: number; to: number; node?: string; replica?: string; kind?: string },
     signal?: AbortSignal,
-  ) {
-    const p = new URLSearchParams({ from: String(q.from), to: String(q.to), limit: "1000" });
-    if (q.node) p.set("node", q.node);
-    if (q.replica) p.set("replica", q.replica);
-    if (q.kind) p.set("kind", q.kind);
-    return this.#get<{ events: EventRow[]; lastSeq: number }>(`/v1/events?${p}`, signal);
+  ): Promise<{ events: EventRow[]; lastSeq: number }> {
+    const query = {
+      from: q.from,
+      to: q.to,
+      limit: 1000,
+      ...(q.node ? { node: q.node } : {}),
+      ...(q.replica ? { replica: q.replica } : {}),
+      ...(q.kind ? { kind: q.kind } : {}),
+    };
+    return this.#send((api) => api.GET("/v1/events", { params: { query }, signal }));
   }
 
   /** The reconcile passes of the `span` events up to `to` (the autoscale decisions on the time bar read them). */
-  passes(to: number, span: number, signal?: AbortSignal) {
-    const p = new URLSearchParams({
-      from: String(Math.max(1, to - span + 1)),
-      to: String(Math.max(1, to)),
-      limit: "1000",
+  passes(to: number, span: number, signal?: AbortSignal): Promise<{ events: EventRow[]; lastSeq: number }> {
+    const query = {
+      from: Math.max(1, to - span + 1),
+      to: Math.max(1, to),
+      limit: 1000,
       subject: "reconciler",
       kind: "reconcilePass",
-    });
-    return this.#get<{ events: EventRow[]; lastSeq: number }>(`/v1/events?${p}`, signal);
+    };
+    return this.#send((api) => api.GET("/v1/events", { params: { query }, signal }));
   }
 
   /** The fleet after the last event stored at or before an ISO time. */
   fleetAtTime(time: string): Promise<Fleet> {
-    return this.#get(`/v1/fleet?time=${encodeURIComponent(time)}`);
+    return this.#send((api) => api.GET("/v1/fleet", { params: { query: { time } } }));
   }
 
   /** Requests per replica as the routers the API reads count them (now, not at the position shown). */
   routerRequests(signal?: AbortSignal): Promise<RouterRequests> {
-    return this.#get("/v1/router/requests", signal);
+    return this.#send((api) => api.GET("/v1/router/requests", { signal }));
   }
 
   explain(replicaId: string, at: number): Promise<Explain> {
-    return this.#get(`/v1/replicas/${encodeURIComponent(replicaId)}/explain?at=${at}`);
+    return this.#send((api) =>
+      api.GET("/v1/replicas/{id}/explain", { params: { path: { id: replicaId }, query: { at } } }),
+    );
   }
 
   history(replicaId: string, at: number): Promise<{ history: HistoryEntry[] }> {
-    return this.#get(`/v1/replicas/${encodeURIComponent(replicaId)}/history?at=${at}`);
+    return this.#send((api) =>
+      api.GET("/v1/replicas/{id}/history", { params: { path: { id: replicaId }, query: { at } } }),
+    );
   }
 
   nodeAction(
@@ -121,11 +130,23 @@ export class Api {
     action: "cordon" | "uncordon" | "drain",
     reason: string,
   ): Promise<{ seq: number }> {
-    return this.#post(`/v1/nodes/${encodeURIComponent(nodeId)}/${action}`, reason ? { reason } : {});
+    const init = { params: { path: { id: nodeId } }, body: reason ? { reason } : {} };
+    switch (action) {
+      case "cordon":
+        return this.#send((api) => api.POST("/v1/nodes/{id}/cordon", init));
+      case "uncordon":
+        return this.#send((api) => api.POST("/v1/nodes/{id}/uncordon", init));
+      case "drain":
+        return this.#send((api) => api.POST("/v1/nodes/{id}/drain", init));
+      default: {
+        const never: never = action;
+        throw new Error(`unknown node action ${String(never)}`);
+      }
+    }
   }
 
   whatIf(body: { config: Record<string, unknown>; fromSeq?: number; toSeq?: number }): Promise<WhatIfResult> {
-    return this.#post("/v1/what-if", body);
+    return this.#send((api) => api.POST("/v1/what-if", { body }));
   }
 
   /**
@@ -135,9 +156,11 @@ export class Api {
   async follow(onPosition: (p: { seq: number; timeMs: number }) => void, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
-        const res = await fetch("/v1/stream", { headers: this.#headers(), signal });
-        if (!res.ok || !res.body) throw new ApiFailure(res.status, `stream: HTTP ${res.status}`);
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        const body = await this.#send((api) =>
+          api.GET("/v1/stream", { parseAs: "stream", headers: { accept: "text/event-stream" }, signal }),
+        );
+        if (!body) throw new ApiFailure(0, "stream: no body");
+        const reader = body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = "";
         for (;;) {
           const { value, done } = await reader.read();
