@@ -310,6 +310,7 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     engines: config.engines,
     stateDir,
     advertiseHost: advertiseAddress,
+    logs: config.engineLogs,
     warn: (obj, msg) => logger.warn(obj, msg),
     onUnhealthy: (u) => {
       metrics.engineUnhealthy.inc({ action: u.action });
