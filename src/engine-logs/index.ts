@@ -15,3 +15,5 @@ export {
   REPLY_KIND_HEADER,
   type ReplyKind,
 } from "./wire.js";
+export { type AskOptions, type AskOutcome, askEngineLog, type LogPiece } from "./ask.js";
+export { printable } from "./printable.js";
