@@ -10,8 +10,8 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
-  type EngineLogChunkSchema,
   EngineLogChunk_End as End,
+  type EngineLogChunkSchema,
   type EngineLogRequest,
 } from "../gen/llmgw/v1/agent_pb.js";
 import type { EngineOutput, EngineOutputSource } from "./engine/engine-output.js";
@@ -99,7 +99,11 @@ export class EngineLogRequests {
       if (this.#running.get(id) !== r) return;
       this.#running.delete(id);
       clearTimeout(r.timer);
-      this.#end(id, End.FAILED, `reading the log failed: ${err instanceof Error ? err.message : String(err)}`);
+      this.#end(
+        id,
+        End.FAILED,
+        `reading the log failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
     });
   }
 
@@ -154,7 +158,11 @@ export class EngineLogRequests {
     const fail = (err: unknown) => {
       if (this.#running.get(id) !== r) return;
       this.#running.delete(id);
-      this.#end(id, End.FAILED, `reading the log failed: ${err instanceof Error ? err.message : String(err)}`);
+      this.#end(
+        id,
+        End.FAILED,
+        `reading the log failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
     };
     r.timer = setTimeout(() => void poll().catch(fail), l.pollMs);
   }

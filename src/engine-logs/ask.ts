@@ -84,7 +84,11 @@ export async function askEngineLog(o: AskOptions): Promise<AskOutcome> {
           kind === "end"
             ? { ok: false, ...onEnd(m) }
             : m.headers?.code === 503
-              ? { ok: false, end: "no-gateway", error: `gateway ${o.gatewayId} does not answer (no subscriber)` }
+              ? {
+                  ok: false,
+                  end: "no-gateway",
+                  error: `gateway ${o.gatewayId} does not answer (no subscriber)`,
+                }
               : { ok: false, end: "failed", error: "the gateway's answer did not parse" };
         finish();
         accepted(r);
@@ -103,7 +107,11 @@ export async function askEngineLog(o: AskOptions): Promise<AskOutcome> {
   const timer = setTimeout(() => {
     if (started || ended) return;
     finish();
-    accepted({ ok: false, end: "timeout", error: `gateway ${o.gatewayId} did not answer within ${timeoutMs} ms` });
+    accepted({
+      ok: false,
+      end: "timeout",
+      error: `gateway ${o.gatewayId} did not answer within ${timeoutMs} ms`,
+    });
   }, timeoutMs);
   const r = await first;
   clearTimeout(timer);

@@ -1,4 +1,7 @@
 // Engine output between the API and the gateways, over core NATS beside the log (never in it).
+
+export { type AskOptions, type AskOutcome, askEngineLog, type LogPiece } from "./ask.js";
+export { printable } from "./printable.js";
 export { EngineLogSubjects } from "./subjects.js";
 export {
   type EngineLogAsk,
@@ -15,5 +18,3 @@ export {
   REPLY_KIND_HEADER,
   type ReplyKind,
 } from "./wire.js";
-export { type AskOptions, type AskOutcome, askEngineLog, type LogPiece } from "./ask.js";
-export { printable } from "./printable.js";

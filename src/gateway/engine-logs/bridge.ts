@@ -22,7 +22,11 @@ import {
   REPLY_KIND_HEADER,
   type ReplyKind,
 } from "../../engine-logs/index.js";
-import { ControlMessageSchema, type EngineLogChunk, EngineLogChunk_End } from "../../gen/llmgw/v1/agent_pb.js";
+import {
+  ControlMessageSchema,
+  type EngineLogChunk,
+  EngineLogChunk_End,
+} from "../../gen/llmgw/v1/agent_pb.js";
 import type { GatewayMetrics } from "../metrics.js";
 import type { SessionRegistry } from "../registry.js";
 import type { AgentSession } from "../session.js";
@@ -138,7 +142,12 @@ export class EngineLogBridge {
     const l = this.#limits;
     const n = chunk.data.length;
     if (n > l.chunkBytes) {
-      this.#finish(p, "limit", `the agent sent a chunk of ${n} bytes; at most ${l.chunkBytes} are taken`, true);
+      this.#finish(
+        p,
+        "limit",
+        `the agent sent a chunk of ${n} bytes; at most ${l.chunkBytes} are taken`,
+        true,
+      );
       return;
     }
     const now = Date.now();
@@ -189,19 +198,30 @@ export class EngineLogBridge {
     };
     const session = this.o.registry.forNode(ask.nodeId).find((s) => !s.closing);
     if (!session) {
-      refuse("not-connected", `the agent of node ${ask.nodeId} is not connected to gateway ${this.o.gatewayId}`);
+      refuse(
+        "not-connected",
+        `the agent of node ${ask.nodeId} is not connected to gateway ${this.o.gatewayId}`,
+      );
       return;
     }
     const l = this.#limits;
     const ofSession = [...this.#pending.values()].filter((p) => p.session === session).length;
     if (ofSession >= l.perSession || this.#pending.size >= l.perGateway) {
-      refuse("busy", `gateway ${this.o.gatewayId} relays as many log requests as it takes at once; retry later`);
+      refuse(
+        "busy",
+        `gateway ${this.o.gatewayId} relays as many log requests as it takes at once; retry later`,
+      );
       return;
     }
     const msg = create(ControlMessageSchema, {
       msg: {
         case: "engineLog",
-        value: { requestId: ask.requestId, shardId: ask.shardId, tailLines: ask.tailLines, follow: ask.follow },
+        value: {
+          requestId: ask.requestId,
+          shardId: ask.shardId,
+          tailLines: ask.tailLines,
+          follow: ask.follow,
+        },
       },
     });
     if (session.deliver(msg) !== "queued") {

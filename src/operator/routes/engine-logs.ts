@@ -17,12 +17,7 @@ import { parseWith, replicaIdParam } from "./params.js";
 
 export const engineLogsQuery = z.strictObject({
   follow: z.enum(["true", "false"]).optional(),
-  tail: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_TAIL_LINES, `must be at most ${MAX_TAIL_LINES}`)
-    .optional(),
+  tail: z.coerce.number().int().min(0).max(MAX_TAIL_LINES, `must be at most ${MAX_TAIL_LINES}`).optional(),
 });
 
 /** Bytes waiting for a slow client past this: the request ends rather than the API buffer. */
@@ -132,7 +127,8 @@ function stream(
     "x-llmgw-shard": target.shardId,
     "x-llmgw-node": target.nodeId,
   });
-  const write = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  const write = (event: string, data: unknown) =>
+    res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
   let done = false;
   const stop = () => {
