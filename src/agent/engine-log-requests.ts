@@ -84,13 +84,13 @@ export class EngineLogRequests {
       return;
     }
     if (this.#running.has(id)) return;
-    if (this.#running.size >= this.#limits.maxRequests) {
-      this.#end(id, End.BUSY, `this agent serves ${this.#limits.maxRequests} log requests at once`);
-      return;
-    }
     const output = this.#o.source?.output(req.shardId);
     if (!output) {
       this.#end(id, End.NOT_FOUND, `this node has no log of shard ${JSON.stringify(req.shardId)}`);
+      return;
+    }
+    if (this.#running.size >= this.#limits.maxRequests) {
+      this.#end(id, End.BUSY, `this agent serves ${this.#limits.maxRequests} log requests at once`);
       return;
     }
     const r: Running = { cancelled: false, timer: undefined };

@@ -140,6 +140,11 @@ export class Gateway implements SessionHost {
     return this.#metricsServer?.url;
   }
 
+  /** `llmgw logs` requests relayed now (for tests and operators). */
+  get engineLogRequests(): number {
+    return this.#engineLogs.size;
+  }
+
   get draining(): boolean {
     return this.#state !== "serving";
   }

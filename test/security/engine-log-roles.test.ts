@@ -48,11 +48,11 @@ describe("engine-log subjects: the API asks, gateways answer (real nats-server w
     const gateway = await as("gateway");
     const asks: string[] = [];
     const controls: string[] = [];
-    gateway.subscribe(subjects.ask("gw-1"), { callback: (_e, m) => asks.push(m.string()) });
-    gateway.subscribe(subjects.control("gw-1"), { callback: (_e, m) => controls.push(m.string()) });
+    gateway.subscribe(subjects.ask("gw-1"), { callback: (_e, m) => void asks.push(m.string()) });
+    gateway.subscribe(subjects.control("gw-1"), { callback: (_e, m) => void controls.push(m.string()) });
     const api = await as("api");
     const answers: string[] = [];
-    api.subscribe(subjects.reply("r-1"), { callback: (_e, m) => answers.push(m.string()) });
+    api.subscribe(subjects.reply("r-1"), { callback: (_e, m) => void answers.push(m.string()) });
     await gateway.flush();
     await api.flush();
 
@@ -90,7 +90,11 @@ describe("engine-log subjects: the API asks, gateways answer (real nats-server w
           (v) => v,
           (err: unknown) => err,
         );
-        assert.match(String(ended), /Permissions Violation for Subscription/, `${role} subscribing to ${subject}`);
+        assert.match(
+          String(ended),
+          /Permissions Violation for Subscription/,
+          `${role} subscribing to ${subject}`,
+        );
       }
     }
   });

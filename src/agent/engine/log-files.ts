@@ -104,35 +104,32 @@ export async function logsDirBytes(logsDir: string): Promise<number> {
 export class FileEngineOutput implements EngineOutput {
   constructor(readonly path: string) {}
 
+  /**
+   * The last lines of the current file, and of the rotated ones before it
+   * (`.1`, `.2` …) while the current one holds fewer than `lines` (just
+   * after a rotation it holds almost nothing).
+   */
   async tail(lines: number, maxBytes: number): Promise<OutputRead> {
-    const f = await open(this.path, "r");
-    try {
-      const { size } = await f.stat();
-      if (lines === 0) return { data: new Uint8Array(0), position: size };
-      const length = Math.min(size, maxBytes + 1);
-      const buf = Buffer.alloc(length);
-      await f.read(buf, 0, length, size - length);
-      // Back from the end: `lines` line breaks (a final one ends the last line, it starts none).
-      let at = buf.length;
-      if (at > 0 && buf[at - 1] === 0x0a) at--;
-      let found = 0;
-      let from = 0;
-      for (let i = at - 1; i >= 0; i--) {
-        if (buf[i] === 0x0a && ++found === lines) {
-          from = i + 1;
-          break;
-        }
-      }
-      // More than maxBytes of it: the newest maxBytes (from the next whole line, if any).
-      if (buf.length - from > maxBytes) {
-        from = buf.length - maxBytes;
-        const nl = buf.indexOf(0x0a, from);
-        if (nl >= 0 && nl < buf.length - 1) from = nl + 1;
-      }
-      return { data: buf.subarray(from), position: size };
-    } finally {
-      await f.close();
+    const size = (await stat(this.path)).size;
+    if (lines === 0) return { data: new Uint8Array(0), position: size };
+    const parts: Buffer[] = [];
+    let want = lines;
+    let room = maxBytes;
+    for (let n = 0; want > 0 && room > 0 && n <= 100; n++) {
+      const part = await tailOf(
+        n === 0 ? this.path : `${this.path}.${n}`,
+        want,
+        room,
+        n === 0 ? size : undefined,
+      );
+      if (part === undefined) break;
+      // Older files give whole lines only: a line cut at the front of what fits is left out.
+      if (n > 0 && part.partial) break;
+      parts.unshift(part.data);
+      want -= part.lines;
+      room -= part.data.length;
     }
+    return { data: Buffer.concat(parts), position: size };
   }
 
   async readFrom(position: number, maxBytes: number): Promise<OutputRead> {
@@ -204,5 +201,55 @@ export class EngineLogKeeper {
     } finally {
       this.#busy = false;
     }
+  }
+}
+
+/**
+ * The last `lines` lines of one file (at most `maxBytes`, from a line's
+ * start where they fit), read up to `size` (default: its size now); with
+ * how many lines that is. Undefined when there is no such file.
+ */
+async function tailOf(
+  path: string,
+  lines: number,
+  maxBytes: number,
+  size?: number,
+): Promise<{ data: Buffer; lines: number; partial: boolean } | undefined> {
+  let f: Awaited<ReturnType<typeof open>>;
+  try {
+    f = await open(path, "r");
+  } catch {
+    return undefined;
+  }
+  try {
+    const end = size ?? (await f.stat()).size;
+    const length = Math.min(end, maxBytes + 1);
+    const buf = Buffer.alloc(length);
+    const { bytesRead } = await f.read(buf, 0, length, end - length);
+    const got = buf.subarray(0, bytesRead);
+    // Back from the end: `lines` line breaks (a final one ends the last line, it starts none).
+    let at = got.length;
+    if (at > 0 && got[at - 1] === 0x0a) at--;
+    let found = 0;
+    let from = 0;
+    for (let i = at - 1; i >= 0; i--) {
+      if (got[i] === 0x0a && ++found === lines) {
+        from = i + 1;
+        break;
+      }
+    }
+    // Fewer breaks than lines: the whole (read) file, its first line included.
+    const counted = found === lines ? lines : found + (at > 0 ? 1 : 0);
+    // More than maxBytes of it: the newest maxBytes (from the next whole line, if any).
+    let partial = false;
+    if (got.length - from > maxBytes) {
+      from = got.length - maxBytes;
+      const nl = got.indexOf(0x0a, from - 1);
+      if (nl >= 0 && nl < got.length - 1) from = nl + 1;
+      else partial = nl !== from - 1;
+    }
+    return { data: got.subarray(from), lines: counted, partial };
+  } finally {
+    await f.close();
   }
 }

@@ -31,24 +31,46 @@ export interface LogTarget {
   gatewayId: string;
 }
 
-/** Which shard `id` names (a replica: its first shard), and where its agent's stream is; an ApiError when it cannot be read. */
-export function logTarget(s: FleetState, id: string): LogTarget {
-  let replicaId = id;
-  let shard = s.replicas.replicas[id]?.shards[0];
-  if (s.replicas.replicas[id] && !shard)
-    throw new ApiError(404, "not-found", `replica ${id} has no shard on a node yet (it is pending)`);
-  if (!shard) {
-    for (const r of Object.values(s.replicas.replicas)) {
-      const found = r.shards.find((x) => x.shardId === id);
-      if (found) {
-        shard = found;
-        replicaId = r.replicaId;
-        break;
-      }
-    }
+/** A shard and the node it is (or was last) on. */
+interface ShardOnNode {
+  replicaId: string;
+  shardId: string;
+  nodeId: string;
+}
+
+/**
+ * Which shard `id` names (a replica: its first shard) and its node: from
+ * the fleet now, else (a replica waiting to be placed again, or a replica
+ * or shard removed, e.g. after its node was lost) from the last status the
+ * log has of it, so that its node can say it is gone, or its agent send
+ * the logs it keeps for a while.
+ */
+export async function findShard(ctx: ApiContext, id: string): Promise<ShardOnNode> {
+  const s = ctx.runtime.state;
+  const replica = s.replicas.replicas[id];
+  const first = replica?.shards[0];
+  if (first) return { replicaId: id, shardId: first.shardId, nodeId: first.nodeId };
+  for (const r of Object.values(s.replicas.replicas)) {
+    const found = r.shards.find((x) => x.shardId === id);
+    if (found) return { replicaId: r.replicaId, shardId: found.shardId, nodeId: found.nodeId };
   }
-  if (!shard)
-    throw new ApiError(404, "not-found", `no replica or shard named ${id} (\`llmgw replicas\` lists them)`);
+  let last: ShardOnNode | undefined;
+  for await (const r of ctx.log.read({ untilSeq: s.seq, subjects: [`${ctx.log.subjects.prefix}.node.*`] })) {
+    const b = r.event.body;
+    if (b.case !== "shardStatus" || !b.value.status) continue;
+    const st = b.value.status;
+    if (st.replicaId === id || st.shardId === id)
+      last = { replicaId: st.replicaId, shardId: st.shardId, nodeId: b.value.nodeId };
+  }
+  if (last) return last;
+  if (replica)
+    throw new ApiError(404, "not-found", `replica ${id} has not run on any node yet (it is pending)`);
+  throw new ApiError(404, "not-found", `no replica or shard named ${id} (\`llmgw replicas\` lists them)`);
+}
+
+/** Where the agent of `shard`'s node holds its stream; an ApiError when it cannot be asked. */
+export function logTarget(s: FleetState, shard: ShardOnNode): LogTarget {
+  const { replicaId } = shard;
   const node = s.inventory.nodes[shard.nodeId];
   const where = `shard ${shard.shardId} of replica ${replicaId}`;
   if (!node)
@@ -77,7 +99,7 @@ export function engineLogRoutes(app: FastifyInstance, ctx: ApiContext): { closeA
   app.get("/v1/logs/:id", async (req, reply) => {
     const id = replicaIdParam(req.params);
     const q = parseWith(engineLogsQuery, req.query, "query");
-    const target = logTarget(ctx.runtime.state, id);
+    const target = logTarget(ctx.runtime.state, await findShard(ctx, id));
     const asked = await askEngineLog({
       nc: ctx.log.nc,
       subjects,
