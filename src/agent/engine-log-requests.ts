@@ -53,7 +53,8 @@ export interface EngineLogRequestsOptions {
   /** Messages waiting in the stream's send queue. */
   queued(): number;
   limits?: Partial<EngineLogLimits>;
-  warn?(obj: object, msg: string): void;
+  /** A request ended: how (the protocol's End name in lower case, or "cancelled"). */
+  onEnd?(end: string): void;
 }
 
 interface Running {
@@ -122,6 +123,7 @@ export class EngineLogRequests {
     r.cancelled = true;
     clearTimeout(r.timer);
     this.#running.delete(id);
+    this.#o.onEnd?.("cancelled");
   }
 
   async #serve(id: string, r: Running, output: EngineOutput, req: EngineLogRequest): Promise<void> {
@@ -184,6 +186,7 @@ export class EngineLogRequests {
   }
 
   #end(id: string, end: End, error: string): void {
+    this.#o.onEnd?.((End[end] ?? "unspecified").toLowerCase().replace("_", "-"));
     this.#o.send({ requestId: id, end, error });
   }
 }

@@ -228,6 +228,7 @@ export class NodeAgent {
       source: { output: (shardId) => opts.supervisor.output?.(shardId) },
       send: (chunk) => this.#connection.send({ msg: { case: "engineLog", value: chunk } }),
       queued: () => this.#connection.queued,
+      onEnd: (end) => opts.metrics.engineLogRequests.inc({ end }),
     });
   }
 

@@ -92,6 +92,10 @@ export interface SupervisorOptions {
   watchMs?: number;
   /** Rotation and retention of the engines' logs (default: DEFAULT_ENGINE_LOGS). */
   logs?: EngineLogsConfig;
+  /** A shard's log was rotated. */
+  onLogRotated?: (shardId: string) => void;
+  /** Removed shards' logs were deleted after their retention. */
+  onLogsDeleted?: (shardIds: string[]) => void;
 }
 
 const LAST_LINES = 20;
@@ -132,7 +136,11 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       dir: this.#logsDir,
       config: o.logs ?? DEFAULT_ENGINE_LOGS,
       live: () => new Set([...this.#shards.keys(), ...this.#launching]),
-      onDeleted: (shards) => o.warn?.({ shards }, "deleted the logs of removed shards past their retention"),
+      ...(o.onLogRotated ? { onRotated: o.onLogRotated } : {}),
+      onDeleted: (shards) => {
+        o.onLogsDeleted?.(shards);
+        o.warn?.({ shards }, "deleted the logs of removed shards past their retention");
+      },
       onError: (err) => o.warn?.({ err: String(err) }, "engine log rotation failed"),
     });
   }

@@ -311,6 +311,8 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     stateDir,
     advertiseHost: advertiseAddress,
     logs: config.engineLogs,
+    onLogRotated: () => metrics.engineLogRotations.inc(),
+    onLogsDeleted: (shards) => metrics.engineLogsDeleted.inc(shards.length),
     warn: (obj, msg) => logger.warn(obj, msg),
     onUnhealthy: (u) => {
       metrics.engineUnhealthy.inc({ action: u.action });
