@@ -20,7 +20,9 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import {
   deleteRemovedLogs,
+  EngineSupervisor,
   engineLogsSchema,
+  enginesSchema,
   FileEngineOutput,
   rotateIfOver,
   shardLogPath,
@@ -105,6 +107,46 @@ describe("engine log files", () => {
     assert.equal(shardLogPath(dir, ".hidden"), undefined);
     assert.equal(shardLogPath(dir, "a/b"), undefined);
     assert.equal(shardLogPath(dir, "qwen-1-s0"), join(dir, "qwen-1-s0.log"));
+  });
+});
+
+describe("the supervisor's logs", () => {
+  it("deletes a removed shard's logs past their retention once it runs, and reads a kept one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-engine-logs-"));
+    const logs = join(dir, "logs");
+    const s = new EngineSupervisor({
+      engines: enginesSchema.parse({
+        default: { command: ["true"], ready: { http: "http://127.0.0.1:{port}/health" } },
+      }),
+      stateDir: dir,
+      advertiseHost: "127.0.0.1",
+      onEvent: () => {},
+      logs: engineLogsSchema.parse({ checkIntervalMs: 50, removedRetentionMs: 60_000 }),
+    });
+    try {
+      await s.adopt();
+      writeFileSync(join(logs, "gone-1.log"), "old output\n");
+      writeFileSync(join(logs, "gone-1.log.1"), "older output\n");
+      writeFileSync(join(logs, "kept-1.log"), "recent output\n");
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      for (const f of ["gone-1.log", "gone-1.log.1"]) utimesSync(join(logs, f), hourAgo, hourAgo);
+      // The first sweep runs at the first check after the start.
+      const deadline = Date.now() + 5000;
+      while (readdirSync(logs).includes("gone-1.log") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(readdirSync(logs).sort(), ["kept-1.log"]);
+      assert.equal(s.output("gone-1"), undefined, "nothing to read once deleted");
+      const kept = await s.output("kept-1")?.tail(10, 1000);
+      assert.equal(
+        Buffer.from(kept?.data ?? []).toString(),
+        "recent output\n",
+        "a removed shard's log is read within its retention",
+      );
+      assert.equal(s.output("../etc/passwd"), undefined);
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
