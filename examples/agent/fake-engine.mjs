@@ -31,6 +31,8 @@
 //                          finds its port taken, as when another program binds it
 //                          between the agent's check and the engine's bind: it dies
 //                          with EADDRINUSE
+//   --chatter-ms N         once ready, print a numbered line every N ms ("fake-engine: step 1 …"),
+//   --chatter-bytes B      ... each about B bytes long (default 100): a chatty engine for log rotation
 import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
@@ -204,6 +206,15 @@ server.listen(port, "0.0.0.0", () => console.log(`fake-engine: loading on port $
 setTimeout(() => {
   ready = true;
   console.log("fake-engine: ready");
+  const chatterMs = flag("--chatter-ms");
+  if (chatterMs !== undefined) {
+    const bytes = Number(flag("--chatter-bytes") ?? 100);
+    let step = 0;
+    setInterval(() => {
+      const line = `fake-engine: step ${++step} `;
+      process.stdout.write(`${line.padEnd(Math.max(line.length, bytes - 1), "x")}\n`);
+    }, Number(chatterMs));
+  }
   const wedgeAfterMs = flag("--wedge-after-ms");
   const wedgeOnce = flag("--wedge-once");
   if (wedgeAfterMs !== undefined && (wedgeOnce === undefined || !existsSync(wedgeOnce))) {

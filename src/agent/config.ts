@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { enginesSchema } from "./engine/index.js";
+import { engineLogsSchema, enginesSchema } from "./engine/index.js";
 import { hardwareConfigSchema } from "./gpus/index.js";
 
 export const agentConfigSchema = z.strictObject({
@@ -23,6 +23,8 @@ export const agentConfigSchema = z.strictObject({
   stateDir: z.string().min(1).default("/var/lib/llmgw-agent"),
   heartbeatMs: z.number().int().min(100).max(60_000).default(3000),
   hardware: hardwareConfigSchema.prefault({}),
+  /** Rotation of the engines' logs and how long a removed shard's are kept (docs/agent.md, "Engine logs"). */
+  engineLogs: engineLogsSchema,
   engines: enginesSchema.refine(
     (e) => Object.keys(e).length > 0,
     'configure at least one engine (the profiles\' default is "default")',

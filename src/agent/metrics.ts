@@ -47,6 +47,22 @@ export class AgentMetrics {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  readonly engineLogRotations = new Counter({
+    name: "llmgw_agent_engine_log_rotations_total",
+    help: "Engine logs rotated for passing engineLogs.maxFileBytes",
+    registers: [this.registry],
+  });
+  readonly engineLogsDeleted = new Counter({
+    name: "llmgw_agent_engine_logs_deleted_total",
+    help: "Removed shards whose logs were deleted after engineLogs.removedRetentionMs",
+    registers: [this.registry],
+  });
+  readonly engineLogRequests = new Counter({
+    name: "llmgw_agent_engine_log_requests_total",
+    help: "`llmgw logs` requests the agent answered, by how they ended (done, not-found, limit, failed, busy) or were cancelled",
+    labelNames: ["end"] as const,
+    registers: [this.registry],
+  });
   readonly engineUnhealthy = new Counter({
     name: "llmgw_agent_engine_unhealthy_total",
     help: "RUNNING engines whose health probe failed failureThreshold times in a row, by what was done (replace, restart-in-place)",

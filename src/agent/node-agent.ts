@@ -27,6 +27,8 @@ import {
   type RegisterInit,
   type TlsIdentity,
 } from "./client/index.js";
+import type { EngineOutput } from "./engine/engine-output.js";
+import { EngineLogRequests } from "./engine-log-requests.js";
 import { type GpuChange, HardwareWatch, type ProblemLedgerStore } from "./hardware-watch.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -137,6 +139,8 @@ export interface ShardSupervisor {
   shards(): SupervisedShard[];
   /** How busy each RUNNING shard's engine last said it was; a shard whose engine could not be read is left out. */
   loads(): Array<{ shardId: string; queueDepth: number; kvCacheUse: number }>;
+  /** A shard's engine output for `llmgw logs` (engine-log-requests.ts); absent: none is kept. */
+  output?(shardId: string): EngineOutput | undefined;
 }
 
 export interface NodeAgentLogger {
@@ -195,6 +199,8 @@ export class NodeAgent {
   #sampleTimer: NodeJS.Timeout | undefined;
   #sampling: Promise<void> | undefined;
   #stopped = false;
+  /** `llmgw logs` requests under way. */
+  readonly #logRequests: EngineLogRequests;
 
   constructor(opts: NodeAgentOptions) {
     this.#o = opts;
@@ -217,6 +223,12 @@ export class NodeAgent {
       onControl: (m) => this.#onControl(m),
       onEvent: (e) => this.#onConnectionEvent(e),
       resendUnacked: true,
+    });
+    this.#logRequests = new EngineLogRequests({
+      source: { output: (shardId) => opts.supervisor.output?.(shardId) },
+      send: (chunk) => this.#connection.send({ msg: { case: "engineLog", value: chunk } }),
+      queued: () => this.#connection.queued,
+      onEnd: (end) => opts.metrics.engineLogRequests.inc({ end }),
     });
   }
 
@@ -242,6 +254,7 @@ export class NodeAgent {
   /** Closes the stream. Engines keep running: they outlive the agent. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#logRequests.cancelAll();
     clearInterval(this.#sampleTimer);
     await this.#sampling;
     await this.#connection.stop();
@@ -342,6 +355,7 @@ export class NodeAgent {
         m.unacknowledged.set(this.#connection.unacknowledged);
         return;
       case "disconnected":
+        this.#logRequests.cancelAll();
         m.connected.set(0);
         m.disconnects.inc({ cause: e.retryAfterMs === undefined ? "ended" : "reconnect" });
         if (!this.#stopped)
@@ -376,6 +390,9 @@ export class NodeAgent {
         return;
       case "drain":
         void this.#answer("drain", m.msg.value.commandId, m.msg.value.shardId, this.#drain(m.msg.value));
+        return;
+      case "engineLog":
+        this.#logRequests.handle(m.msg.value);
         return;
       case "ack":
       case "reconnect":

@@ -23,6 +23,7 @@ import { registerExplain } from "./commands/explain.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerGpu } from "./commands/gpu.js";
 import { registerLogInfo } from "./commands/log-info.js";
+import { registerLogs } from "./commands/logs.js";
 import { registerNatsAuth } from "./commands/nats-auth.js";
 import { registerNodeIntent } from "./commands/node-intent.js";
 import { registerNodes } from "./commands/nodes.js";
@@ -84,6 +85,7 @@ export function buildProgram(): Command {
   // Operating
   registerNodes(program);
   registerReplicas(program);
+  registerLogs(program);
   registerDescribe(program);
   registerEndpoints(program);
   registerCatalog(program);

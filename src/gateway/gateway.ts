@@ -2,10 +2,12 @@ import { setMaxListeners } from "node:events";
 import type { HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Logger, pino } from "pino";
-import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import { EngineLogSubjects } from "../engine-logs/index.js";
+import type { AgentMessage, ControlMessage, EngineLogChunk } from "../gen/llmgw/v1/agent_pb.js";
 import { ConnectionState, type Log, type NatsSecurity, openLog } from "../log/index.js";
 import type { Readiness } from "../metrics-endpoint/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
+import { EngineLogBridge } from "./engine-logs/index.js";
 import { gatewayEvent } from "./events.js";
 import { follow } from "./follow.js";
 import { GatewayIdentity } from "./gateway-identity.js";
@@ -54,6 +56,8 @@ export class Gateway implements SessionHost {
   readonly #watch: SessionsWatch;
   readonly #relay: CommandRelay;
   readonly #identity: GatewayIdentity;
+  /** `llmgw logs`: the API's requests for engine output, relayed to the agents and back. */
+  readonly #engineLogs: EngineLogBridge;
   #metricsServer: { url: string; server: import("node:http").Server } | undefined;
   #logWatch: NodeJS.Timeout | undefined;
   #drained: Promise<void> | undefined;
@@ -71,6 +75,14 @@ export class Gateway implements SessionHost {
     this.#relay = new CommandRelay(this.registry, metrics, logger, config.id, (e) => publisher.append(e));
     this.#identity = new GatewayIdentity(this, this.#watch);
     this.#connection = new ConnectionState(log.nc);
+    this.#engineLogs = new EngineLogBridge({
+      nc: log.nc,
+      subjects: new EngineLogSubjects(config.prefix),
+      gatewayId: config.id,
+      registry: this.registry,
+      metrics,
+      logger,
+    });
   }
 
   /** Starts a gateway and resolves once it serves agents. */
@@ -126,6 +138,11 @@ export class Gateway implements SessionHost {
 
   get metricsUrl(): string | undefined {
     return this.#metricsServer?.url;
+  }
+
+  /** `llmgw logs` requests relayed now (for tests and operators). */
+  get engineLogRequests(): number {
+    return this.#engineLogs.size;
   }
 
   get draining(): boolean {
@@ -220,6 +237,7 @@ export class Gateway implements SessionHost {
         },
       }),
     );
+    this.#engineLogs.start();
     if (cfg.metricsListen !== undefined)
       this.#metricsServer = await serveMetrics(this.metrics, cfg.metricsListen, async () => this.readiness());
     this.#watchLog();
@@ -275,6 +293,11 @@ export class Gateway implements SessionHost {
   release(s: AgentSession): void {
     this.registry.remove(s);
     this.#relay.sessionEnded(s);
+    this.#engineLogs.sessionEnded(s);
+  }
+
+  engineLog(s: AgentSession, chunk: EngineLogChunk): void {
+    this.#engineLogs.onChunk(s, chunk);
   }
 
   /**
@@ -348,6 +371,7 @@ export class Gateway implements SessionHost {
     this.#setState("stopped");
     clearInterval(this.#logWatch);
     this.#identity.stop();
+    this.#engineLogs.stop();
     this.#shutdown.abort();
     await this.#server?.close(500);
     this.#stopFollowing.abort();

@@ -18,6 +18,24 @@ export class GatewayMetrics {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  // `llmgw logs`: engine output relayed from agents to the API (never into the log).
+  readonly engineLogRequests = new Counter({
+    name: "llmgw_gateway_engine_log_requests_total",
+    help: "Engine-log requests by how they ended: done, not-found, limit, cancelled, failed, busy, not-connected, disconnected, expired",
+    labelNames: ["end"] as const,
+    registers: [this.registry],
+  });
+  readonly engineLogBytes = new Counter({
+    name: "llmgw_gateway_engine_log_bytes_total",
+    help: "Bytes of engine output relayed from agents to the API",
+    registers: [this.registry],
+  });
+  readonly engineLogDropped = new Counter({
+    name: "llmgw_gateway_engine_log_dropped_total",
+    help: "Engine-log messages dropped: an agent's chunk for no request of its session (stray), an API message that does not parse (invalid)",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
   readonly revokedIdentities = new Gauge({
     name: "llmgw_gateway_revoked_identities",
     help: "Entries of the revocation bucket this gateway applies (CNs and certificate serials)",

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { readInto, takeWaiting } from "../async/read-into.js";
-import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessage, ControlMessage, EngineLogChunk } from "../gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { isLogError } from "../log/index.js";
 import type { GatewayConfig } from "./config.js";
@@ -45,6 +45,8 @@ export interface SessionHost {
    * reconnect after that long before the stream ends with `code`.
    */
   admit(session: AgentSession): Refusal | undefined;
+  /** Engine output the agent sent for a log request (engine-logs/bridge.ts); absent: dropped. */
+  engineLog?(session: AgentSession, chunk: EngineLogChunk): void;
 }
 
 /** Why a stream is kept out at registration. */
@@ -382,6 +384,9 @@ export class AgentSession {
       case "text-truncated":
         for (const field of n.fields) this.host.metrics.textTruncated.inc({ field });
         this.#logger.debug({ fields: n.fields }, "free text over its cap cut with a marker");
+        return;
+      case "engine-log":
+        this.host.engineLog?.(this, n.chunk);
         return;
       case "problems-dropped":
         this.host.metrics.problemsCoalesced.inc(n.count);

@@ -527,6 +527,14 @@ function scalarReader(t: ScalarType, strict: boolean): (c: Cursor) => unknown {
   switch (t) {
     case ScalarType.STRING:
       return (c) => readString(c, strict);
+    case ScalarType.BYTES:
+      // Engine output in agent messages (EngineLogChunk.data): a view, as fromBinary's reader gives.
+      return (c) => {
+        const len = readLength(c);
+        const v = c.buf.subarray(c.pos, c.pos + len);
+        c.pos += len;
+        return v;
+      };
     case ScalarType.BOOL:
       return (c) => {
         const b = c.buf[c.pos];
@@ -565,7 +573,7 @@ function scalarReader(t: ScalarType, strict: boolean): (c: Cursor) => unknown {
         return v;
       };
     default:
-      // Types no event uses (bytes, float, fixed, sint) are left to fromBinary.
+      // Types no message uses (float, fixed, sint) are left to fromBinary.
       return () => {
         throw UNSUPPORTED;
       };

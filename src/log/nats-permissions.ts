@@ -13,6 +13,7 @@
  * consumer's by subject (nats-server issue #8274), so they read with
  * batched direct gets (src/log/direct-read.ts).
  */
+import { EngineLogSubjects } from "../engine-logs/subjects.js";
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
 export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
@@ -127,6 +128,9 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
   /** The roles that only read: the log and its archive by direct gets, no consumer. */
   const getLog = ["$JS.API.INFO", ...getFromStream(stream), ...getFromStream(archiveStream(stream))];
   const allBuckets = [b.leases, b.gateways, b.endpoints, b.snapshots, b.revoked];
+  // `llmgw logs` (src/engine-logs): the API asks, the gateways answer; core NATS, beside the log.
+  const logs = new EngineLogSubjects(p);
+  let subscribe = ["_INBOX.>"];
   let allow: string[];
   switch (role) {
     case "gateway":
@@ -141,7 +145,9 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
         writeBucket(b.gateways),
         ...readBucket(b.revoked),
         createStream(kvStream(b.revoked)),
+        logs.replies,
       ];
+      subscribe = [...subscribe, logs.asks, logs.controls];
       break;
     case "reconciler":
       allow = [
@@ -168,7 +174,10 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
         ...allBuckets.flatMap(getFromBucket),
         createStream(kvStream(b.revoked)),
         writeBucket(b.revoked),
+        logs.asks,
+        logs.controls,
       ];
+      subscribe = [...subscribe, logs.replies];
       break;
     case "reader":
       // The log and every bucket by gets only: no consumer, push or pull, anywhere.
@@ -198,9 +207,11 @@ export function rolePermissions(role: NatsRole, layout: NatsLayout = DEFAULT_LAY
   const deny = role === "archiver" ? NEVER.filter((d) => d !== "$JS.API.STREAM.PURGE.>") : [...NEVER];
   if (role !== "api") deny.push(`$JS.API.STREAM.UPDATE.>`);
   if (role === "archiver") deny.push(`${p}.>`, "$KV.>");
+  // Engine output is asked for by the API alone and answered by gateways alone.
+  if (role !== "api" && role !== "gateway") deny.push(logs.all);
   if (role === "reader" || role === "router") {
     // Denied outright too, so that no allow added later can grant them.
     deny.push(`$JS.API.STREAM.CREATE.>`, `${p}.>`, "$KV.>", "$JS.API.CONSUMER.>", "$JS.FC.>");
   }
-  return { publish: { allow, deny }, subscribe: { allow: ["_INBOX.>"] } };
+  return { publish: { allow, deny }, subscribe: { allow: subscribe } };
 }

@@ -32,6 +32,7 @@ import {
 import type { Role } from "./roles.js";
 import { catalogAtQuery } from "./routes/catalog.js";
 import { query as endpointsQuery } from "./routes/endpoints.js";
+import { engineLogsQuery } from "./routes/engine-logs.js";
 import { eventsQuery } from "./routes/events.js";
 import { fleetQuery } from "./routes/fleet.js";
 import { explainLogQuery, replayQuery } from "./routes/log-reads.js";
@@ -76,7 +77,7 @@ export interface ApiRoute {
   /** The role it needs; auth.ts checks it for every request. */
   access: RouteAccess;
   /** What `:id` is, when the path has one (`:model` for a model). */
-  id?: "node" | "replica" | "model";
+  id?: "node" | "replica" | "replica-or-shard" | "model";
   /** The path has `:index`, a GPU index of the node. */
   gpuIndex?: true;
   query?: z.ZodObject;
@@ -244,6 +245,24 @@ export const API_ROUTES: ApiRoute[] = [
     id: "replica",
     answer: { kind: "json", schema: ReplicaSchema, description: "the replica" },
     errors: [400, 404],
+  },
+  {
+    method: "GET",
+    url: "/v1/logs/:id",
+    operationId: "streamEngineLogs",
+    tag: "replicas",
+    access: "operator",
+    summary:
+      "An engine's output (`llmgw logs`): the last `tail` lines of a replica's first shard (or of a shard), then with follow=true what it prints next. Asked of the node's agent through its gateway; never recorded in the log.",
+    id: "replica-or-shard",
+    query: engineLogsQuery,
+    answer: {
+      kind: "text",
+      contentType: "text/event-stream",
+      description:
+        "server-sent events: `output` (data: the text as a JSON string, terminal escapes removed) as it comes, then one `end` (data: {end, error}; end is done, not-found, limit, cancelled, failed, busy, not-connected, disconnected or expired)",
+    },
+    errors: [400, 404, 410, 503],
   },
   {
     method: "GET",

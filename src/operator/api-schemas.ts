@@ -40,6 +40,8 @@ export const ErrorBodySchema = named(
         "log-unavailable",
         "not-ready",
         "timeout",
+        "gone",
+        "agent-unavailable",
         "internal",
       ]),
       message: z.string(),

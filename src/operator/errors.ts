@@ -21,6 +21,8 @@ export type ApiErrorCode =
   | "log-unavailable"
   | "not-ready"
   | "timeout"
+  | "gone"
+  | "agent-unavailable"
   | "internal";
 
 export interface ErrorBody {

@@ -30,10 +30,11 @@ const STATUS_TEXT: Record<number, string> = {
   404: "no such node, replica, model or endpoint",
   409: "nothing to undo: the log records no earlier spec of the model",
   412: "the catalog changed since the If-Match sequence (`seq` is the one in force)",
+  410: "the node is gone: no longer in the fleet, or lost",
   413: "body over 4 MiB",
   415: "a catalog that is neither JSON nor YAML",
   500: "a bug",
-  503: "NATS unreachable, or the projection not caught up",
+  503: "NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable",
   504: "appended, but the projection did not fold it in time",
 };
 
@@ -109,6 +110,10 @@ const ID_PARAM = {
   },
   replica: {
     description: "A replica id.",
+    schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
+  },
+  "replica-or-shard": {
+    description: "A replica id (its first shard is read) or a shard id.",
     schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
   },
 } as const;

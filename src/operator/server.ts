@@ -24,6 +24,7 @@ import { apiRegistry, instrument } from "./metrics.js";
 import { requestForLog } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { endpointRoutes } from "./routes/endpoints.js";
+import { engineLogRoutes } from "./routes/engine-logs.js";
 import { eventRoutes } from "./routes/events.js";
 import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
@@ -191,6 +192,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   logReadRoutes(app, ctx);
   const streams = streamRoutes(app, ctx);
   const endpointStreams = endpointRoutes(app, ctx);
+  const engineLogStreams = engineLogRoutes(app, ctx);
   whatIfRoutes(app, ctx);
   routerRequestRoutes(app, opts.routerUrls ?? []);
   modelRoutes(app, ctx);
@@ -202,6 +204,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   app.addHook("preClose", async () => {
     streams.closeAll();
     endpointStreams.closeAll();
+    engineLogStreams.closeAll();
   });
 
   // The slider's anchors over the whole log, built once in the background (a failure only means slower first jumps).

@@ -13,6 +13,7 @@ import {
 import {
   type ControlMessage,
   type DrainShard,
+  EngineLogChunk_End,
   GpuProblem_Kind,
   type StartShard,
   ShardStatus_State as State,
@@ -364,6 +365,20 @@ export class SimAgent {
       case "drain":
         this.counters.commandsReceived++;
         this.onDrain(m.msg.value);
+        return;
+      case "engineLog":
+        // Simulated engines print nothing this agent keeps.
+        if (!m.msg.value.cancel)
+          this.send({
+            msg: {
+              case: "engineLog",
+              value: {
+                requestId: m.msg.value.requestId,
+                end: EngineLogChunk_End.NOT_FOUND,
+                error: "a simulated agent keeps no engine output",
+              },
+            },
+          });
         return;
       case "ack":
       case "reconnect":

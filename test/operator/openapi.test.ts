@@ -9,7 +9,9 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
+import { headers as natsHeaders } from "@nats-io/transport-node";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { EngineLogSubjects, REPLY_KIND_HEADER } from "../../src/engine-logs/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { openApiPath } from "../../src/operator/openapi.js";
 import { isUiPath } from "../../src/operator/routes/ui.js";
@@ -323,6 +325,27 @@ describe("OpenAPI document", () => {
     const page = await check("GET", "/docs", "/docs", { token: null });
     for (const p of Object.keys(doc.paths)) assert.ok(page.body.includes(p), `the reference page lacks ${p}`);
     await checkStream("/v1/stream", "/v1/stream", "position");
+    // Engine logs: gw-1 holds the nodes' sessions in this log; a stand-in for it answers on NATS as a gateway does.
+    const subjects = new EngineLogSubjects(fx.log.subjects.prefix);
+    const gw1 = fx.log.nc.subscribe(subjects.ask("gw-1"), {
+      callback: (_e, m) => {
+        const answer = (kind: string, data: string) => {
+          const h = natsHeaders();
+          h.set(REPLY_KIND_HEADER, kind);
+          fx.log.nc.publish(m.reply!, data, { headers: h });
+        };
+        answer("accepted", "");
+        answer("data", "engine says hi\n");
+        answer("end", JSON.stringify({ end: "done", error: "" }));
+      },
+    });
+    const logs = await check("GET", "/v1/logs/:id", "/v1/logs/r-70b-1?tail=5");
+    assert.match(String(logs.body), /event: output\ndata: "engine says hi\\n"/);
+    assert.match(String(logs.body), /event: end\ndata: \{"end":"done","error":""\}/);
+    gw1.unsubscribe();
+    assert.equal((await check("GET", "/v1/logs/:id", "/v1/logs/r-never")).status, 404);
+    assert.equal((await check("GET", "/v1/logs/:id", "/v1/logs/r-70b-1?tail=-1")).status, 400);
+    assert.equal((await check("GET", "/v1/logs/:id", "/v1/logs/r-70b-1")).status, 503, "no gateway answers");
     await checkStream(
       "/v1/endpoints",
       "/v1/endpoints?follow=true",

@@ -142,6 +142,10 @@ describe("operator roles and audit", () => {
     }
     assert.equal(await log.lastSeq(), before, "a refused request appended an event");
     assert.equal((await call("/v1/nodes/gpu-a1", VIEWER)).body.node.cordoned, false);
+    // An engine's output is an operator's to read, not a viewer's.
+    const logs = await call("/v1/logs/r-70b-1?tail=5", VIEWER);
+    assert.equal(logs.status, 403, JSON.stringify(logs.body));
+    assert.match(logs.body.error.message, /GET \/v1\/logs\/:id needs the operator role/);
   });
 
   it("an operator cordons and clears; the events name the token, and the log line names it too", async () => {

@@ -33,6 +33,8 @@ export interface FakeEngineOptions {
   engine?: Record<string, unknown>;
   /** More fake-engine flags, after the standard ones. */
   engineFlags?: string[];
+  /** The agent config's `engineLogs` (rotation, retention). */
+  engineLogs?: Record<string, unknown>;
 }
 
 /**
@@ -44,6 +46,7 @@ export function writeAgentConfig(dir: string, o: FakeEngineOptions = {}): string
   const config = {
     labels: { pool: "test" },
     hardware: { fabrics: [{ name: "ib-pod-1", kind: "infiniband" }] },
+    ...(o.engineLogs ? { engineLogs: o.engineLogs } : {}),
     engines: {
       default: {
         command: [

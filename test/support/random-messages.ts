@@ -39,6 +39,13 @@ function scalar(rng: Rng, t: ScalarType): unknown {
       return pick(rng, [0n, 1n, 127n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 64n - 1n, 81_920n]);
     case ScalarType.DOUBLE:
       return pick(rng, [0, -0, 1.5, -2.25, Number.NaN, Number.POSITIVE_INFINITY, 1e-300, rng()]);
+    case ScalarType.BYTES:
+      return pick(rng, [
+        new Uint8Array(0),
+        new TextEncoder().encode("engine output\n"),
+        new Uint8Array([0, 0xff, 0x1b, 0x0a, 0xc3]),
+        new Uint8Array(300).fill(0x78),
+      ]);
     default:
       throw new Error(`no generator for scalar type ${t}`);
   }

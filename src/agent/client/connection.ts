@@ -190,6 +190,11 @@ export class AgentConnection {
     return this.#put(s, { msg: { case: "register", value: registration } }, undefined);
   }
 
+  /** Messages in the current stream's send queue, not yet taken by the transport (0 without a stream). */
+  get queued(): number {
+    return this.#stream?.outbox.length ?? 0;
+  }
+
   /** Messages said and not acknowledged yet (with resendUnacked). */
   get unacknowledged(): number {
     return this.#unacked.size;

@@ -6,6 +6,7 @@ export {
   engineSchema,
   enginesSchema,
 } from "./config.js";
+export type { EngineOutput, EngineOutputSource, OutputRead } from "./engine-output.js";
 export {
   type EngineLoad,
   type LoadFailure,
@@ -13,6 +14,15 @@ export {
   loadOfMetricsText,
   readEngineLoad,
 } from "./load.js";
+export { DEFAULT_ENGINE_LOGS, type EngineLogsConfig, engineLogsSchema } from "./log-config.js";
+export {
+  deleteRemovedLogs,
+  EngineLogKeeper,
+  FileEngineOutput,
+  logsDirBytes,
+  rotateIfOver,
+  shardLogPath,
+} from "./log-files.js";
 export { processStartTime, startTimeOfStat } from "./process-identity.js";
 export {
   EngineSupervisor,

@@ -5,7 +5,7 @@
  * both matching) instead of starting them again.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, fstatSync, openSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
 import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -19,8 +19,11 @@ import type {
   SupervisedShard,
 } from "../node-agent.js";
 import type { EngineConfig, EnginesConfig } from "./config.js";
+import type { EngineOutput, EngineOutputSource } from "./engine-output.js";
 import { EXIT_RECORDER, executableOnPath, readRecordedExit } from "./exit-recorder.js";
 import { type EngineLoad, type LoadFailure, readEngineLoad } from "./load.js";
+import { DEFAULT_ENGINE_LOGS, type EngineLogsConfig } from "./log-config.js";
+import { EngineLogKeeper, FileEngineOutput, shardLogPath } from "./log-files.js";
 import { processStartTime } from "./process-identity.js";
 import { idProblem } from "./shard-id.js";
 import { fill, type TemplateValues } from "./template.js";
@@ -87,6 +90,12 @@ export interface SupervisorOptions {
   onLoadFailure?: (f: { shardId: string; reason: LoadFailure; detail: string; first: boolean }) => void;
   /** How often an adopted engine (not our child) is checked for having exited. */
   watchMs?: number;
+  /** Rotation and retention of the engines' logs (default: DEFAULT_ENGINE_LOGS). */
+  logs?: EngineLogsConfig;
+  /** A shard's log was rotated. */
+  onLogRotated?: (shardId: string) => void;
+  /** Removed shards' logs were deleted after their retention. */
+  onLogsDeleted?: (shardIds: string[]) => void;
 }
 
 const LAST_LINES = 20;
@@ -106,8 +115,10 @@ export const INHERITED_ENV = ["PATH", "HOME", "LANG"] as const;
  */
 const ADDRESS_IN_USE = /EADDRINUSE|address already in use|Errno 98/i;
 
-export class EngineSupervisor implements ShardSupervisor {
+export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   readonly #o: SupervisorOptions;
+  /** Rotates the live shards' logs and deletes removed shards' logs after their retention. */
+  readonly #logKeeper: EngineLogKeeper;
   readonly #shards = new Map<string, Shard>();
   /**
    * Ports held for an engine from before the probe until its exit, so that
@@ -121,6 +132,33 @@ export class EngineSupervisor implements ShardSupervisor {
 
   constructor(o: SupervisorOptions) {
     this.#o = o;
+    this.#logKeeper = new EngineLogKeeper({
+      dir: this.#logsDir,
+      config: o.logs ?? DEFAULT_ENGINE_LOGS,
+      live: () => new Set([...this.#shards.keys(), ...this.#launching]),
+      ...(o.onLogRotated ? { onRotated: o.onLogRotated } : {}),
+      onDeleted: (shards) => {
+        o.onLogsDeleted?.(shards);
+        o.warn?.({ shards }, "deleted the logs of removed shards past their retention");
+      },
+      onError: (err) => o.warn?.({ err: String(err) }, "engine log rotation failed"),
+    });
+  }
+
+  get #logsDir(): string {
+    return join(this.#o.stateDir, "logs");
+  }
+
+  /**
+   * A shard's output, for `llmgw logs`: from its log file, while it runs
+   * and after it was removed until its retention ends. The id is checked
+   * against the id rule before it names a file.
+   */
+  output(shardId: string): EngineOutput | undefined {
+    const path = shardLogPath(this.#logsDir, shardId);
+    if (path === undefined) return undefined;
+    if (!this.#shards.has(shardId) && !existsSync(path)) return undefined;
+    return new FileEngineOutput(path);
   }
 
   get #recordsDir(): string {
@@ -130,7 +168,7 @@ export class EngineSupervisor implements ShardSupervisor {
   /** Engines recorded by an earlier agent process that still run: re-attached, and returned. */
   async adopt(): Promise<SupervisedShard[]> {
     // Engine records, exit statuses and logs are the node's business only.
-    for (const dir of [this.#o.stateDir, this.#recordsDir, join(this.#o.stateDir, "logs")]) {
+    for (const dir of [this.#o.stateDir, this.#recordsDir, this.#logsDir]) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       await chmod(dir, 0o700);
     }
@@ -161,6 +199,7 @@ export class EngineSupervisor implements ShardSupervisor {
         this.#watchLiveness(shard);
       }
     }
+    if (!this.#closed) this.#logKeeper.start();
     return this.shards();
   }
 
@@ -223,6 +262,7 @@ export class EngineSupervisor implements ShardSupervisor {
         error: `start refused by this node's engine policy (engine ${JSON.stringify(spec.engine)}): ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`,
       };
     this.#launching.add(spec.shardId);
+    if (!this.#closed) this.#logKeeper.start();
     try {
       return await this.#launch(spec, config, { avoidPort: undefined, portRetried: false });
     } finally {
@@ -262,7 +302,7 @@ export class EngineSupervisor implements ShardSupervisor {
       const values = templateValues(spec, port);
       const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
       const env = this.#engineEnv(spec, config);
-      const logPath = join(this.#o.stateDir, "logs", `${spec.shardId}.log`);
+      const logPath = join(this.#logsDir, `${spec.shardId}.log`);
       let fd: number;
       let logOffset: number;
       try {
@@ -383,6 +423,7 @@ export class EngineSupervisor implements ShardSupervisor {
   /** Stops probes and watches; engines keep running (they outlive the agent). */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#logKeeper.stop();
     for (const s of this.#shards.values()) this.#clearTimers(s);
   }
 

@@ -133,6 +133,9 @@ gateways:
 stateDir: ${AGENT_STATE_DIR}
 labels: {}
 hardware: {}
+# Each shard's log is rotated past maxFileBytes, keepFiles kept; a removed
+# shard's logs are deleted removedRetentionMs after their last write.
+engineLogs: { maxFileBytes: 10485760, keepFiles: 3, removedRetentionMs: 86400000 }
 engines:
   # The catalog's profiles run the engine "default" unless they name another.
   default:

@@ -310,6 +310,9 @@ async function runAgent(flags: AgentFlags): Promise<void> {
     engines: config.engines,
     stateDir,
     advertiseHost: advertiseAddress,
+    logs: config.engineLogs,
+    onLogRotated: () => metrics.engineLogRotations.inc(),
+    onLogsDeleted: (shards) => metrics.engineLogsDeleted.inc(shards.length),
     warn: (obj, msg) => logger.warn(obj, msg),
     onUnhealthy: (u) => {
       metrics.engineUnhealthy.inc({ action: u.action });

@@ -74,6 +74,10 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
         capped,
       );
     }
+    case "engineLog":
+      // Engine output for `llmgw logs`: relayed to whoever asked (the shell's
+      // note), never an event and never acknowledged; it counts as a message.
+      return { ...nothing(state), notes: [{ kind: "engine-log", chunk: msg.value }] };
     case undefined:
       // A kind this gateway does not know (a newer agent) or an empty
       // message: it keeps the session alive but is not recorded.

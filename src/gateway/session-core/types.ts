@@ -1,5 +1,5 @@
 import type { Code } from "@connectrpc/connect";
-import type { AgentMessage, ControlMessage } from "../../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessage, ControlMessage, EngineLogChunk } from "../../gen/llmgw/v1/agent_pb.js";
 import type { BodyInit } from "../events.js";
 import type { PeerIdentity } from "../identity.js";
 import type { UsageTracker } from "../usage.js";
@@ -143,7 +143,9 @@ export type Note =
   /** New problems past the bound of one interval's event, not recorded. */
   | { kind: "problems-dropped"; count: number }
   /** Free text over its cap, cut with a marker (text-caps.ts). */
-  | { kind: "text-truncated"; fields: readonly CappedField[] };
+  | { kind: "text-truncated"; fields: readonly CappedField[] }
+  /** Engine output an agent sent for a log request (src/gateway/engine-logs). */
+  | { kind: "engine-log"; chunk: EngineLogChunk };
 
 export interface StepResult {
   readonly state: SessionState;

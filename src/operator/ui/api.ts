@@ -150,6 +150,39 @@ export class Api {
   }
 
   /**
+   * Follows an engine's output (GET /v1/logs/:id, follow=true): `onText`
+   * with each piece as it comes, then `onEnd` with how it ended. Needs the
+   * operator role; an error before anything streams is thrown.
+   */
+  async engineLogs(
+    id: string,
+    tail: number,
+    on: { text(t: string): void; end(e: { end: string; error: string }): void },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const res = await fetch(`/v1/logs/${encodeURIComponent(id)}?follow=true&tail=${tail}`, {
+      headers: this.#headers({ accept: "text/event-stream" }),
+      signal,
+    });
+    if (!res.ok || !res.body) {
+      await this.#read(res);
+      throw new ApiFailure(res.status, `logs: HTTP ${res.status}`);
+    }
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      const parsed = parseSse(buf + value);
+      buf = parsed.rest;
+      for (const e of parsed.events) {
+        if (e.event === "output") on.text(JSON.parse(e.data) as string);
+        else if (e.event === "end") on.end(JSON.parse(e.data) as { end: string; error: string });
+      }
+    }
+  }
+
+  /**
    * Follows the API's live position (server-sent events over fetch, so the
    * token goes in a header). Reconnects after a drop until `signal` aborts.
    */

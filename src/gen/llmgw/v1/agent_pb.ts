@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file llmgw/v1/agent.proto.
  */
 export const file_llmgw_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEiugEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIAEIFCgNtc2ciygIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIEhkKEWFkdmVydGlzZV9hZGRyZXNzGAggASgJEhMKC2luc3RhbmNlX2lkGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKnAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlEhAKCGVuZHBvaW50GAcgASgJIpIBCglIZWFydGJlYXQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAEgAygEEhQKDG5ld19wcm9ibGVtcxgCIAMoCRIqCgxncHVfcHJvYmxlbXMYAyADKAsyFC5sbG1ndy52MS5HcHVQcm9ibGVtEicKCnNoYXJkX2xvYWQYBCADKAsyEy5sbG1ndy52MS5TaGFyZExvYWQiSAoJU2hhcmRMb2FkEhAKCHNoYXJkX2lkGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgNEhQKDGt2X2NhY2hlX3VzZRgDIAEoASLNAQoKR3B1UHJvYmxlbRIRCglncHVfaW5kZXgYASABKA0SJwoEa2luZBgCIAEoDjIZLmxsbWd3LnYxLkdwdVByb2JsZW0uS2luZBIPCgdtZXNzYWdlGAMgASgJInIKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEgwKCEtJTkRfWElEEAESDAoIS0lORF9FQ0MQAhIQCgxLSU5EX1RIRVJNQUwQAxIWChJLSU5EX1JFVElSRURfUEFHRVMQBBIOCgpLSU5EX09USEVSEAUiqAIKC1NoYXJkU3RhdHVzEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSKgoFc3RhdGUYAyABKA4yGy5sbG1ndy52MS5TaGFyZFN0YXR1cy5TdGF0ZRINCgVlcnJvchgEIAEoCRIRCglleGl0X2NvZGUYBSABKAUSEwoLbGFzdF9vdXRwdXQYBiABKAkSEAoIZW5kcG9pbnQYByABKAkifgoFU3RhdGUSFQoRU1RBVEVfVU5TUEVDSUZJRUQQABISCg5TVEFURV9TVEFSVElORxABEhEKDVNUQVRFX1JVTk5JTkcQAhISCg5TVEFURV9EUkFJTklORxADEhEKDVNUQVRFX1NUT1BQRUQQBBIQCgxTVEFURV9GQUlMRUQQBSI+Cg1Db21tYW5kUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSCgoCb2sYAiABKAgSDQoFZXJyb3IYAyABKAki0gEKDkNvbnRyb2xNZXNzYWdlEhwKA2FjaxgBIAEoCzINLmxsbWd3LnYxLkFja0gAEiUKBXN0YXJ0GAIgASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYAyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgEIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABIoCglyZWNvbm5lY3QYBSABKAsyEy5sbG1ndy52MS5SZWNvbm5lY3RIAEIFCgNtc2ciSAoDQWNrEhIKCm1lc3NhZ2VfaWQYASABKAkSCgoCb2sYAiABKAgSDQoFZXJyb3IYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCSLmAgoKU3RhcnRTaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhIKCnJlcGxpY2FfaWQYAyABKAkSDQoFbW9kZWwYBCABKAkSDwoHcHJvZmlsZRgFIAEoCRITCgtncHVfaW5kaWNlcxgGIAMoDRITCgtlbmdpbmVfYXJncxgHIAMoCRI3CgplbmdpbmVfZW52GAggAygLMiMubGxtZ3cudjEuU3RhcnRTaGFyZC5FbmdpbmVFbnZFbnRyeRIMCgRyYW5rGAkgASgNEhIKCndvcmxkX3NpemUYCiABKA0SDQoFcGVlcnMYCyADKAkSDgoGZW5naW5lGAwgASgJEhMKC21hc3Rlcl9hZGRyGA0gASgJEhMKC21hc3Rlcl9wb3J0GA4gASgNGjAKDkVuZ2luZUVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMQoJU3RvcFNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkiTAoKRHJhaW5TaGFyZBISCgpjb21tYW5kX2lkGAEgASgJEhAKCHNoYXJkX2lkGAIgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAyABKAMiMwoJUmVjb25uZWN0Eg4KBnJlYXNvbhgBIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgCIAEoDTJPCgxBZ2VudFNlcnZpY2USPwoHQ29ubmVjdBIWLmxsbWd3LnYxLkFnZW50TWVzc2FnZRoYLmxsbWd3LnYxLkNvbnRyb2xNZXNzYWdlKAEwAWIGcHJvdG8z");
+  fileDesc("ChRsbG1ndy92MS9hZ2VudC5wcm90bxIIbGxtZ3cudjEi6gEKDEFnZW50TWVzc2FnZRImCghyZWdpc3RlchgBIAEoCzISLmxsbWd3LnYxLlJlZ2lzdGVySAASKAoJaGVhcnRiZWF0GAIgASgLMhMubGxtZ3cudjEuSGVhcnRiZWF0SAASJgoFc2hhcmQYAyABKAsyFS5sbG1ndy52MS5TaGFyZFN0YXR1c0gAEikKBnJlc3VsdBgEIAEoCzIXLmxsbWd3LnYxLkNvbW1hbmRSZXN1bHRIABIuCgplbmdpbmVfbG9nGAUgASgLMhgubGxtZ3cudjEuRW5naW5lTG9nQ2h1bmtIAEIFCgNtc2ciygIKCFJlZ2lzdGVyEg8KB25vZGVfaWQYASABKAkSFQoNYWdlbnRfdmVyc2lvbhgCIAEoCRIbCgRncHVzGAMgAygLMg0ubGxtZ3cudjEuR3B1EiEKB2ZhYnJpY3MYBCADKAsyEC5sbG1ndy52MS5GYWJyaWMSLgoOcnVubmluZ19zaGFyZHMYBSADKAsyFi5sbG1ndy52MS5SdW5uaW5nU2hhcmQSLgoGbGFiZWxzGAYgAygLMh4ubGxtZ3cudjEuUmVnaXN0ZXIuTGFiZWxzRW50cnkSFwoPY3VtdWxhdGl2ZV9hY2tzGAcgASgIEhkKEWFkdmVydGlzZV9hZGRyZXNzGAggASgJEhMKC2luc3RhbmNlX2lkGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoDR3B1Eg0KBWluZGV4GAEgASgNEgwKBHV1aWQYAiABKAkSDwoHcHJvZHVjdBgDIAEoCRIXCg9tZW1vcnlfdG90YWxfbWIYBCABKAQSFgoObWVtb3J5X3VzZWRfbWIYBSABKAQSEAoIcHJvYmxlbXMYBiADKAkiOQoGRmFicmljEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRITCgtncHVfaW5kaWNlcxgDIAMoDSKnAQoMUnVubmluZ1NoYXJkEhAKCHNoYXJkX2lkGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSDwoHcHJvZmlsZRgEIAEoCRITCgtncHVfaW5kaWNlcxgFIAMoDRIqCgVzdGF0ZRgGIAEoDjIbLmxsbWd3LnYxLlNoYXJkU3RhdHVzLlN0YXRlEhAKCGVuZHBvaW50GAcgASgJIpIBCglIZWFydGJlYXQSGgoSZ3B1X21lbW9yeV91c2VkX21iGAEgAygEEhQKDG5ld19wcm9ibGVtcxgCIAMoCRIqCgxncHVfcHJvYmxlbXMYAyADKAsyFC5sbG1ndy52MS5HcHVQcm9ibGVtEicKCnNoYXJkX2xvYWQYBCADKAsyEy5sbG1ndy52MS5TaGFyZExvYWQiSAoJU2hhcmRMb2FkEhAKCHNoYXJkX2lkGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgNEhQKDGt2X2NhY2hlX3VzZRgDIAEoASLNAQoKR3B1UHJvYmxlbRIRCglncHVfaW5kZXgYASABKA0SJwoEa2luZBgCIAEoDjIZLmxsbWd3LnYxLkdwdVByb2JsZW0uS2luZBIPCgdtZXNzYWdlGAMgASgJInIKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEgwKCEtJTkRfWElEEAESDAoIS0lORF9FQ0MQAhIQCgxLSU5EX1RIRVJNQUwQAxIWChJLSU5EX1JFVElSRURfUEFHRVMQBBIOCgpLSU5EX09USEVSEAUiqAIKC1NoYXJkU3RhdHVzEhIKCnJlcGxpY2FfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSKgoFc3RhdGUYAyABKA4yGy5sbG1ndy52MS5TaGFyZFN0YXR1cy5TdGF0ZRINCgVlcnJvchgEIAEoCRIRCglleGl0X2NvZGUYBSABKAUSEwoLbGFzdF9vdXRwdXQYBiABKAkSEAoIZW5kcG9pbnQYByABKAkifgoFU3RhdGUSFQoRU1RBVEVfVU5TUEVDSUZJRUQQABISCg5TVEFURV9TVEFSVElORxABEhEKDVNUQVRFX1JVTk5JTkcQAhISCg5TVEFURV9EUkFJTklORxADEhEKDVNUQVRFX1NUT1BQRUQQBBIQCgxTVEFURV9GQUlMRUQQBSI+Cg1Db21tYW5kUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSCgoCb2sYAiABKAgSDQoFZXJyb3IYAyABKAkihAIKDkNvbnRyb2xNZXNzYWdlEhwKA2FjaxgBIAEoCzINLmxsbWd3LnYxLkFja0gAEiUKBXN0YXJ0GAIgASgLMhQubGxtZ3cudjEuU3RhcnRTaGFyZEgAEiMKBHN0b3AYAyABKAsyEy5sbG1ndy52MS5TdG9wU2hhcmRIABIlCgVkcmFpbhgEIAEoCzIULmxsbWd3LnYxLkRyYWluU2hhcmRIABIoCglyZWNvbm5lY3QYBSABKAsyEy5sbG1ndy52MS5SZWNvbm5lY3RIABIwCgplbmdpbmVfbG9nGAYgASgLMhoubGxtZ3cudjEuRW5naW5lTG9nUmVxdWVzdEgAQgUKA21zZyJICgNBY2sSEgoKbWVzc2FnZV9pZBgBIAEoCRIKCgJvaxgCIAEoCBINCgVlcnJvchgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJIuYCCgpTdGFydFNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSEgoKcmVwbGljYV9pZBgDIAEoCRINCgVtb2RlbBgEIAEoCRIPCgdwcm9maWxlGAUgASgJEhMKC2dwdV9pbmRpY2VzGAYgAygNEhMKC2VuZ2luZV9hcmdzGAcgAygJEjcKCmVuZ2luZV9lbnYYCCADKAsyIy5sbG1ndy52MS5TdGFydFNoYXJkLkVuZ2luZUVudkVudHJ5EgwKBHJhbmsYCSABKA0SEgoKd29ybGRfc2l6ZRgKIAEoDRINCgVwZWVycxgLIAMoCRIOCgZlbmdpbmUYDCABKAkSEwoLbWFzdGVyX2FkZHIYDSABKAkSEwoLbWFzdGVyX3BvcnQYDiABKA0aMAoORW5naW5lRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIxCglTdG9wU2hhcmQSEgoKY29tbWFuZF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCSJMCgpEcmFpblNoYXJkEhIKCmNvbW1hbmRfaWQYASABKAkSEAoIc2hhcmRfaWQYAiABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgDIAEoAyIzCglSZWNvbm5lY3QSDgoGcmVhc29uGAEgASgJEhYKDnJldHJ5X2FmdGVyX21zGAIgASgNImwKEEVuZ2luZUxvZ1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghzaGFyZF9pZBgCIAEoCRISCgp0YWlsX2xpbmVzGAMgASgNEg4KBmZvbGxvdxgEIAEoCBIOCgZjYW5jZWwYBSABKAgi1gEKDkVuZ2luZUxvZ0NodW5rEhIKCnJlcXVlc3RfaWQYASABKAkSDAoEZGF0YRgCIAEoDBIpCgNlbmQYAyABKA4yHC5sbG1ndy52MS5FbmdpbmVMb2dDaHVuay5FbmQSDQoFZXJyb3IYBCABKAkiaAoDRW5kEhMKD0VORF9VTlNQRUNJRklFRBAAEgwKCEVORF9ET05FEAESEQoNRU5EX05PVF9GT1VORBACEg0KCUVORF9MSU1JVBADEg4KCkVORF9GQUlMRUQQBBIMCghFTkRfQlVTWRAFMk8KDEFnZW50U2VydmljZRI/CgdDb25uZWN0EhYubGxtZ3cudjEuQWdlbnRNZXNzYWdlGhgubGxtZ3cudjEuQ29udHJvbE1lc3NhZ2UoATABYgZwcm90bzM");
 
 /**
  * AgentMessage is one message from an agent to the control plane.
@@ -61,6 +61,15 @@ export type AgentMessage = Message<"llmgw.v1.AgentMessage"> & {
      */
     value: CommandResult;
     case: "result";
+  } | {
+    /**
+     * Output of an engine, asked for by an EngineLogRequest. Never recorded
+     * in the log and never acknowledged: it is relayed to whoever asked.
+     *
+     * @generated from field: llmgw.v1.EngineLogChunk engine_log = 5;
+     */
+    value: EngineLogChunk;
+    case: "engineLog";
   } | { case: undefined; value?: undefined };
 };
 
@@ -670,6 +679,14 @@ export type ControlMessage = Message<"llmgw.v1.ControlMessage"> & {
      */
     value: Reconnect;
     case: "reconnect";
+  } | {
+    /**
+     * Asks for an engine's output (`llmgw logs`), or ends such a request.
+     *
+     * @generated from field: llmgw.v1.EngineLogRequest engine_log = 6;
+     */
+    value: EngineLogRequest;
+    case: "engineLog";
   } | { case: undefined; value?: undefined };
 };
 
@@ -920,6 +937,148 @@ export type Reconnect = Message<"llmgw.v1.Reconnect"> & {
  */
 export const ReconnectSchema: GenMessage<Reconnect> = /*@__PURE__*/
   messageDesc(file_llmgw_v1_agent, 15);
+
+/**
+ * EngineLogRequest asks the agent for what a shard's engine printed: the
+ * last lines of its log, then (with follow) what it prints next, in
+ * EngineLogChunk messages named by request_id. The agent bounds the chunks'
+ * size, their rate and their total.
+ *
+ * @generated from message llmgw.v1.EngineLogRequest
+ */
+export type EngineLogRequest = Message<"llmgw.v1.EngineLogRequest"> & {
+  /**
+   * Chosen by the gateway; names the chunks that answer it.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string shard_id = 2;
+   */
+  shardId: string;
+
+  /**
+   * Lines from the end of the current log sent first (0: none).
+   *
+   * @generated from field: uint32 tail_lines = 3;
+   */
+  tailLines: number;
+
+  /**
+   * Keep sending what the engine prints until cancelled or a limit is reached.
+   *
+   * @generated from field: bool follow = 4;
+   */
+  follow: boolean;
+
+  /**
+   * Stop sending for request_id (its client left; nothing more is said for
+   * it, not even an end); the other fields are unset.
+   *
+   * @generated from field: bool cancel = 5;
+   */
+  cancel: boolean;
+};
+
+/**
+ * Describes the message llmgw.v1.EngineLogRequest.
+ * Use `create(EngineLogRequestSchema)` to create a new message.
+ */
+export const EngineLogRequestSchema: GenMessage<EngineLogRequest> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_agent, 16);
+
+/**
+ * EngineLogChunk is part of an engine's output for one EngineLogRequest.
+ *
+ * @generated from message llmgw.v1.EngineLogChunk
+ */
+export type EngineLogChunk = Message<"llmgw.v1.EngineLogChunk"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * Engine output as it is in the log: untrusted bytes, not necessarily UTF-8.
+   *
+   * @generated from field: bytes data = 2;
+   */
+  data: Uint8Array;
+
+  /**
+   * @generated from field: llmgw.v1.EngineLogChunk.End end = 3;
+   */
+  end: EngineLogChunk_End;
+
+  /**
+   * What went wrong, for END_NOT_FOUND, END_LIMIT, END_FAILED and END_BUSY.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message llmgw.v1.EngineLogChunk.
+ * Use `create(EngineLogChunkSchema)` to create a new message.
+ */
+export const EngineLogChunkSchema: GenMessage<EngineLogChunk> = /*@__PURE__*/
+  messageDesc(file_llmgw_v1_agent, 17);
+
+/**
+ * How a request ended; UNSPECIFIED on every chunk but the last.
+ *
+ * @generated from enum llmgw.v1.EngineLogChunk.End
+ */
+export enum EngineLogChunk_End {
+  /**
+   * @generated from enum value: END_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Everything asked for was sent (a tail without follow).
+   *
+   * @generated from enum value: END_DONE = 1;
+   */
+  DONE = 1,
+
+  /**
+   * The node has no log of that shard.
+   *
+   * @generated from enum value: END_NOT_FOUND = 2;
+   */
+  NOT_FOUND = 2,
+
+  /**
+   * The agent's limit on one request's bytes or duration was reached.
+   *
+   * @generated from enum value: END_LIMIT = 3;
+   */
+  LIMIT = 3,
+
+  /**
+   * The log could not be read (error says why).
+   *
+   * @generated from enum value: END_FAILED = 4;
+   */
+  FAILED = 4,
+
+  /**
+   * The agent has as many requests under way as it serves at once.
+   *
+   * @generated from enum value: END_BUSY = 5;
+   */
+  BUSY = 5,
+}
+
+/**
+ * Describes the enum llmgw.v1.EngineLogChunk.End.
+ */
+export const EngineLogChunk_EndSchema: GenEnum<EngineLogChunk_End> = /*@__PURE__*/
+  enumDesc(file_llmgw_v1_agent, 17, 0);
 
 /**
  * AgentService is served by every gateway.

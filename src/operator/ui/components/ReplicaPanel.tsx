@@ -2,6 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { type Api, ApiFailure } from "../api.ts";
 import type { Explain, HistoryEntry, Replica } from "../types.ts";
+import { EngineLogs } from "./EngineLogs.tsx";
 
 interface Props {
   api: Api;
@@ -79,6 +80,7 @@ export function ReplicaPanel({ api, replicaId, seq, onSeek, onNode, onClose }: P
         </p>
       )}
       {r && <Serves replica={r} />}
+      {r && r.shards.length > 0 && <EngineLogs api={api} replicaId={replicaId} />}
       {r?.lastFailure && (
         <div class="failure" data-testid="last-failure">
           <h3>
