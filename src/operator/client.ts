@@ -61,6 +61,9 @@ interface Answer {
 
 const EVENT_STREAM = "text/event-stream";
 
+/** What `followEngineLogs` yields: the engine's text, then why it ended. */
+export type EngineLogEvent = { kind: "output"; text: string } | { kind: "end"; end: string; error: string };
+
 export class ApiClient {
   readonly #base: string;
   /** The typed calls; run them through `send`, which turns a failure into ApiCallError. */
@@ -173,6 +176,34 @@ export class ApiClient {
       });
     for await (const e of this.#follow(open, signal)) {
       if (e.event === "endpoints") yield e.data as ApiSchemas["Endpoints"];
+    }
+  }
+
+  /**
+   * An engine's output (GET /v1/logs/{id}): `output` events carry text as it
+   * comes, then one `end` says why it stopped.
+   */
+  async *followEngineLogs(
+    id: string,
+    query: { follow?: boolean; tail?: number },
+    signal?: AbortSignal,
+  ): AsyncGenerator<EngineLogEvent> {
+    const open = (api: TypedApi) =>
+      api.GET("/v1/logs/{id}", {
+        params: {
+          path: { id },
+          query: {
+            ...(query.follow ? { follow: "true" as const } : {}),
+            ...(query.tail !== undefined ? { tail: query.tail } : {}),
+          },
+        },
+        parseAs: "stream",
+        headers: { accept: EVENT_STREAM },
+        signal,
+      });
+    for await (const e of this.#follow(open, signal)) {
+      if (e.event === "output" && typeof e.data === "string") yield { kind: "output", text: e.data };
+      else if (e.event === "end") yield { kind: "end", ...(e.data as { end: string; error: string }) };
     }
   }
 

@@ -43,25 +43,23 @@ export function registerLogs(program: Command): void {
   for (const o of apiAccessOptions()) cmd.addOption(o);
   cmd.action(async (target: string, flags: LogsFlags) => {
     const client = clientFor(flags);
-    const q = new URLSearchParams();
-    if (flags.follow) q.set("follow", "true");
-    if (flags.tail !== undefined) q.set("tail", String(flags.tail));
-    const path = `/v1/logs/${encodeURIComponent(target)}${q.size > 0 ? `?${q}` : ""}`;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
     try {
-      for await (const e of client.follow<unknown>(path, stop.signal)) {
-        if (e.event === "output" && typeof e.data === "string") {
-          if (!process.stdout.write(e.data))
+      const query = {
+        follow: flags.follow === true,
+        ...(flags.tail !== undefined ? { tail: flags.tail } : {}),
+      };
+      for await (const e of client.followEngineLogs(target, query, stop.signal)) {
+        if (e.kind === "output") {
+          if (!process.stdout.write(e.text))
             await new Promise((resolve) => process.stdout.once("drain", resolve));
           continue;
         }
-        if (e.event !== "end") continue;
-        const { end, error } = e.data as { end: string; error: string };
-        if (end === "done" || end === "cancelled") return;
-        throw new CliError(`the engine's output ended early (${end}): ${error}`, EXIT.failure);
+        if (e.end === "done" || e.end === "cancelled") return;
+        throw new CliError(`the engine's output ended early (${e.end}): ${e.error}`, EXIT.failure);
       }
       if (!stop.signal.aborted)
         throw new CliError("the API ended the stream without saying why", EXIT.failure);

@@ -323,6 +323,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An engine's output (`llmgw logs`): the last `tail` lines of a replica's first shard (or of a shard), then with follow=true what it prints next. Asked of the node's agent through its gateway; never recorded in the log.
+         * @description Needs a token with the operator role or higher (viewer < operator < admin).
+         */
+        get: operations["streamEngineLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/replicas/{id}/explain": {
         parameters: {
             query?: never;
@@ -714,7 +734,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "unauthorized" | "forbidden" | "invalid-argument" | "invalid-catalog" | "not-found" | "precondition-failed" | "conflict" | "unsupported-media-type" | "payload-too-large" | "log-unavailable" | "not-ready" | "timeout" | "internal";
+                code: "unauthorized" | "forbidden" | "invalid-argument" | "invalid-catalog" | "not-found" | "precondition-failed" | "conflict" | "unsupported-media-type" | "payload-too-large" | "log-unavailable" | "not-ready" | "timeout" | "gone" | "agent-unavailable" | "internal";
                 message: string;
                 issues?: {
                     path: string;
@@ -1267,7 +1287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1543,7 +1563,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1635,7 +1655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1727,7 +1747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1821,7 +1841,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1915,7 +1935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2009,7 +2029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2101,7 +2121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2221,6 +2241,95 @@ export interface operations {
             };
             /** @description a bug */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    streamEngineLogs: {
+        parameters: {
+            query?: {
+                follow?: "true" | "false";
+                tail?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A replica id (its first shard is read) or a shard id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description server-sent events: `output` (data: the text as a JSON string, terminal escapes removed) as it comes, then one `end` (data: {end, error}; end is done, not-found, limit, cancelled, failed, busy, not-connected, disconnected or expired) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description invalid id, query or body (`issues` names each bad field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or wrong token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the token's role is too low for this route (the message names the role needed) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such node, replica, model or endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the node is gone: no longer in the fleet, or lost */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a bug */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2406,7 +2515,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2476,7 +2585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2538,7 +2647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2600,7 +2709,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2920,7 +3029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3020,7 +3129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3076,7 +3185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3256,7 +3365,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3348,7 +3457,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3458,7 +3567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3562,7 +3671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description NATS unreachable, or the projection not caught up */
+            /** @description NATS unreachable, the projection not caught up, or (logs) the node's agent or gateway not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;

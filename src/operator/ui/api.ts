@@ -160,15 +160,16 @@ export class Api {
     on: { text(t: string): void; end(e: { end: string; error: string }): void },
     signal: AbortSignal,
   ): Promise<void> {
-    const res = await fetch(`/v1/logs/${encodeURIComponent(id)}?follow=true&tail=${tail}`, {
-      headers: this.#headers({ accept: "text/event-stream" }),
-      signal,
-    });
-    if (!res.ok || !res.body) {
-      await this.#read(res);
-      throw new ApiFailure(res.status, `logs: HTTP ${res.status}`);
-    }
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    const body = await this.#send((api) =>
+      api.GET("/v1/logs/{id}", {
+        params: { path: { id }, query: { follow: "true", tail } },
+        parseAs: "stream",
+        headers: { accept: "text/event-stream" },
+        signal,
+      }),
+    );
+    if (!body) throw new ApiFailure(0, "logs: no body");
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
     for (;;) {
       const { value, done } = await reader.read();
