@@ -7,9 +7,10 @@ const FLUSH_LATER: readonly TimerKind[] = Object.freeze(["ack-later"]);
 const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
 
 /**
- * The log stored message `messageId`, with `behind` more of the stream's
- * messages that are acknowledged (not usage events) still on their way to
- * the log: acknowledge it.
+ * The log stored message `messageId`: acknowledge it. Acks are counted and
+ * decided here alone: `state.onTheWay` (counted by `step` as it drafts
+ * events the agent is acked for) says how many more of them are still on
+ * their way to the log after this one.
  *
  * An agent that takes acks as cumulative gets one ack for a run of stored
  * messages. The log's acks arrive a few at a time, in many small reads, so
@@ -22,14 +23,15 @@ const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
  * busy is answered as fast as before. An ack still waiting in the send
  * queue is replaced rather than followed, too.
  */
-export function stored(state: SessionState, messageId: string, behind: number): StepResult {
-  if (!state.cumulativeAcks) {
-    return { ...nothing(state), replies: [{ kind: "ack", message: ack(messageId) }] };
+export function stored(prev: SessionState, messageId: string): StepResult {
+  const behind = prev.onTheWay - 1;
+  if (!prev.cumulativeAcks) {
+    return { ...nothing({ ...prev, onTheWay: behind }), replies: [{ kind: "ack", message: ack(messageId) }] };
   }
-  const held = state.ackHeld + 1;
-  let flush = state.ackFlush;
+  const held = prev.ackHeld + 1;
+  let flush = prev.ackFlush;
   let timers: readonly TimerKind[] = NONE;
-  if (behind <= 0 || held >= state.config.ackEvery) {
+  if (behind <= 0 || held >= prev.config.ackEvery) {
     if (flush !== "turn-end") {
       flush = "turn-end";
       timers = FLUSH_AT_TURN_END;
@@ -39,11 +41,11 @@ export function stored(state: SessionState, messageId: string, behind: number): 
     timers = FLUSH_LATER;
   }
   return {
-    state: { ...state, ackThrough: messageId, ackHeld: held, ackFlush: flush },
+    state: { ...prev, onTheWay: behind, ackThrough: messageId, ackHeld: held, ackFlush: flush },
     events: NONE,
     replies: NONE,
     timers,
-    notes: state.ackThrough !== undefined ? COALESCED : NONE,
+    notes: prev.ackThrough !== undefined ? COALESCED : NONE,
   };
 }
 

@@ -5,8 +5,8 @@ import { overBudgetDetail, overByteBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
 import { eventBytes } from "./event-bytes.js";
 import { agentMessage } from "./messages.js";
-import { refuse, registerFirst } from "./open.js";
-import { ack, reconnect } from "./replies.js";
+import { admitted, openedStored, refuse, registerFirst } from "./open.js";
+import { reconnect } from "./replies.js";
 import { closeNow, nothing } from "./result.js";
 import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";
 import { flushUsage, withFinalUsage } from "./usage-steps.js";
@@ -27,10 +27,15 @@ export function initialState(
     nodeId: "",
     sessionId,
     seq: 0,
+    instanceId: "",
+    identity: undefined,
+    openedSeq: 0,
+    opening: undefined,
     usage: undefined,
     usageWindow: EMPTY_WINDOW,
     budget: undefined,
     bytes: undefined,
+    onTheWay: 0,
     cumulativeAcks: false,
     ackThrough: undefined,
     ackHeld: 0,
@@ -42,6 +47,16 @@ export function initialState(
 /** How long the shell waits for the agent's next message before a `read-deadline` timer input. */
 export function readDeadlineMs(state: SessionState): number {
   return state.phase === "registering" ? state.config.registrationTimeoutMs : state.config.heartbeatTimeoutMs;
+}
+
+/** The session-opened event is stored and the session not closed: the shell reads its messages. */
+export function isOpen(state: SessionState): boolean {
+  return state.phase === "open";
+}
+
+/** The gateway must say whether it admits the stream (an `admitted` input, or a `close` refusing it). */
+export function awaitsAdmission(state: SessionState): boolean {
+  return state.phase === "admitting";
 }
 
 /** How long after `now` (the shell's monotonic clock) the `usage-flush` timer is due. */
@@ -58,7 +73,17 @@ export function step(state: SessionState, input: Input): StepResult {
   if (state.phase === "closing") return nothing(state);
   const r = decide(state, input);
   const at = state.phase === "open" ? writtenAt(input, r) : undefined;
-  return withFinalUsage(at === undefined ? r : withinBudget(r, at));
+  return counted(withFinalUsage(at === undefined ? r : withinBudget(r, at)));
+}
+
+/**
+ * `r` with its acknowledged events counted as on their way: each comes back
+ * as a `stored` input, which counts it off (acks.ts decides with the count).
+ */
+function counted(r: StepResult): StepResult {
+  let acked = 0;
+  for (let i = 0; i < r.events.length; i++) if (r.events[i]!.ackId !== undefined) acked++;
+  return acked === 0 ? r : { ...r, state: { ...r.state, onTheWay: r.state.onTheWay + acked } };
 }
 
 /**
@@ -96,8 +121,10 @@ function decide(state: SessionState, input: Input): StepResult {
   switch (input.kind) {
     case "message":
       if (state.phase === "registering") return registerFirst(state, input.message, input.draining, input.at);
-      if (state.phase === "opening") return nothing(state); // the shell reads nothing while opening
+      if (state.phase !== "open") return nothing(state); // the shell reads nothing before the session opens
       return agentMessage(state, input.message, input.at);
+    case "admitted":
+      return admitted(state);
     case "stream-ended":
       if (state.phase !== "open") {
         return refuse(state, Code.InvalidArgument, "the stream ended before a Register");
@@ -112,13 +139,8 @@ function decide(state: SessionState, input: Input): StepResult {
       }
       return closeNow(state, { kind: "protocol-error", code: input.code, detail: input.detail });
     case "stored":
-      if (state.phase === "opening") {
-        return {
-          ...nothing({ ...state, phase: "open" }),
-          replies: [{ kind: "register-ack", message: ack("register", state.sessionId) }],
-        };
-      }
-      return state.phase === "open" ? stored(state, input.messageId, input.behind) : nothing(state);
+      if (state.phase === "opening") return openedStored(state, input.seq);
+      return state.phase === "open" ? stored(state, input.messageId) : nothing(state);
     case "log-failed":
       if (state.phase === "opening") {
         return refuse(
