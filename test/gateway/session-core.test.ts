@@ -512,6 +512,101 @@ describe("session core: shard load in the coalesced usage events", () => {
   });
 });
 
+describe("session core: step never changes the state it is given", () => {
+  /** Freezes `v` and everything it holds (a Set or Map's entries cannot be frozen: the clone compare covers them). */
+  function deepFreeze(v: unknown): void {
+    if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
+    Object.freeze(v);
+    if (v instanceof Set) for (const x of v) deepFreeze(x);
+    else if (v instanceof Map) for (const [k, x] of v) deepFreeze([k, x]);
+    else for (const x of Object.values(v)) deepFreeze(x);
+  }
+
+  const shard = (shardId: string, lastOutput = "") =>
+    message({ msg: { case: "shard", value: { shardId, replicaId: "r1", lastOutput } } });
+  const heartbeat = (value: Record<string, unknown>) => message({ msg: { case: "heartbeat", value } });
+  const load = (queueDepth: number) => [{ shardId: "s1", queueDepth, kvCacheUse: 0.5 }];
+  /** An open session's inputs of every kind that keeps it open, in an order that exercises each path. */
+  const OPEN_INPUTS = (): Input[] => [
+    shard("s1"),
+    shard("s2", "x".repeat(10_000)),
+    message({ msg: { case: "result", value: { commandId: "c1", ok: true } } }),
+    heartbeat({ newProblems: ["Xid 79"] }),
+    heartbeat({ newProblems: ["Xid 79", "Xid 48"], gpuMemoryUsedMb: Array(8).fill(70_000n) }),
+    heartbeat({
+      gpuProblems: [
+        { gpuIndex: 0, kind: 1, message: "ecc" },
+        { gpuIndex: 99, kind: 1, message: "?" },
+      ],
+    }),
+    heartbeat({ shardLoad: load(2) }),
+    heartbeat({ shardLoad: load(40) }),
+    { kind: "timer", timer: "usage-flush" },
+    message(registration("gpu-a1", { cumulativeAcks: true })),
+    heartbeat({ newProblems: Array.from({ length: 250 }, (_, i) => `p${i}`) }),
+    message({}),
+    stored("2"),
+    stored("3"),
+    { kind: "timer", timer: "ack-later" },
+    stored("4"),
+    { kind: "timer", timer: "ack-flush" },
+    { kind: "timer", timer: "usage-flush" },
+  ];
+  /** Inputs that close a session, each tried on the states along the way. */
+  const CLOSING: Input[] = [
+    { kind: "stream-ended" },
+    { kind: "stream-failed", code: Code.InvalidArgument, detail: "bad", aborted: false },
+    { kind: "log-failed", unavailable: true, detail: "down" },
+    { kind: "timer", timer: "read-deadline" },
+    { kind: "disconnected" },
+    { kind: "superseded", byGateway: "gw-2" },
+    { kind: "drain", reason: "bye", retryAfterMs: 5 },
+    { kind: "drain-deadline", detail: "late" },
+    { kind: "send-queue-full", behind: 9 },
+    { kind: "close", close: { kind: "revoked", detail: "revoked" } },
+    {
+      kind: "close",
+      close: { kind: "refused", code: Code.ResourceExhausted, detail: "again", retryAfterMs: 5 },
+    },
+  ];
+
+  /** Steps `state` with `input` twice, frozen: it is unchanged, and both steps give the same result. */
+  function stepFrozen(state: SessionState, input: Input): StepResult {
+    deepFreeze(state);
+    const before = structuredClone(state);
+    const r = step(state, input);
+    assert.deepStrictEqual(state, before, `step(${input.kind}) changed the state it was given`);
+    assert.deepStrictEqual(step(state, input), r, `step(${input.kind}) twice on one state differs`);
+    return r;
+  }
+
+  it("from the Register to the close, through every message kind, timer and close", () => {
+    let state = initialState(CONFIG, verified("gpu-a1"), SESSION);
+    const path: Input[] = [
+      message(registration("gpu-a1", { cumulativeAcks: true })),
+      { kind: "admitted" },
+      stored("register"),
+      ...OPEN_INPUTS(),
+    ];
+    const seen = new Set<string>();
+    for (const input of path) {
+      for (const close of CLOSING) {
+        const r = stepFrozen(state, close);
+        seen.add(`${state.phase} ${close.kind}`);
+        stepFrozen(r.state, shard("s9")); // and a closed state stays as it is
+      }
+      const r = stepFrozen(state, input);
+      assert.equal(r.close, undefined, `${input.kind} closed the session: ${r.close?.detail}`);
+      seen.add(`${state.phase} ${input.kind}`);
+      state = r.state;
+    }
+    assert.equal(state.phase, "open");
+    assert.ok(state.usage && state.usage.problems.size >= 250, "the baseline grew by new values");
+    for (const phase of ["registering", "admitting", "opening", "open"])
+      assert.ok(seen.has(`${phase} disconnected`));
+  });
+});
+
 describe("session core: the hostile inputs of hostile.test.ts", () => {
   for (const [what, reg, detail] of [...MANY_FIELDS, ...DUPLICATES]) {
     it(`refuses a registration with ${what} (InvalidArgument naming the field)`, () => {
