@@ -9,7 +9,7 @@ import {
   WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
 import { newEvent } from "../log/event-shape.js";
-import type { BodyInit } from "./session-core/event-ids.js";
+import type { BodyInit } from "./session-core/index.js";
 
 /** An event written by gateway `gatewayId`, stamped with its clock. */
 export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Event {

@@ -17,8 +17,8 @@ export {
   registrationProblem,
   shardStatusProblem,
 } from "./registration.js";
-export { isOkAck, reconnect } from "./replies.js";
-export { awaitsAdmission, initialState, isOpen, readDeadlineMs, step, usageFlushDelayMs } from "./step.js";
+export { isOkAck } from "./replies.js";
+export { awaitsAdmission, initialState, readDeadlineMs, step, usageFlushDelayMs } from "./step.js";
 export {
   type CappedField,
   capText,

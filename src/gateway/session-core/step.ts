@@ -49,11 +49,6 @@ export function readDeadlineMs(state: SessionState): number {
   return state.phase === "registering" ? state.config.registrationTimeoutMs : state.config.heartbeatTimeoutMs;
 }
 
-/** The session-opened event is stored and the session not closed: the shell reads its messages. */
-export function isOpen(state: SessionState): boolean {
-  return state.phase === "open";
-}
-
 /** The gateway must say whether it admits the stream (an `admitted` input, or a `close` refusing it). */
 export function awaitsAdmission(state: SessionState): boolean {
   return state.phase === "admitting";
