@@ -589,6 +589,7 @@ describe("session core: step never changes the state it is given", () => {
       ...OPEN_INPUTS(),
     ];
     const seen = new Set<string>();
+    let onTheWay = 0;
     for (const input of path) {
       for (const close of CLOSING) {
         const r = stepFrozen(state, close);
@@ -598,8 +599,12 @@ describe("session core: step never changes the state it is given", () => {
       const r = stepFrozen(state, input);
       assert.equal(r.close, undefined, `${input.kind} closed the session: ${r.close?.detail}`);
       seen.add(`${state.phase} ${input.kind}`);
+      // Every acked event drafted is on its way until its `stored` input.
+      onTheWay += r.events.filter((e) => e.ackId !== undefined).length - (input.kind === "stored" ? 1 : 0);
+      assert.equal(r.state.onTheWay, onTheWay, `on their way after ${input.kind}`);
       state = r.state;
     }
+    assert.equal(onTheWay, 1, "the re-registration's event is still on its way");
     assert.equal(state.phase, "open");
     assert.ok(state.usage && state.usage.problems.size >= 250, "the baseline grew by new values");
     for (const phase of ["registering", "admitting", "opening", "open"])

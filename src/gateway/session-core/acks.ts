@@ -1,16 +1,27 @@
 import { ack } from "./replies.js";
 import { NONE, nothing } from "./result.js";
-import type { Note, SessionState, StepResult, TimerKind } from "./types.js";
+import type { EventDraft, Note, SessionState, StepResult, TimerKind } from "./types.js";
 
 const FLUSH_AT_TURN_END: readonly TimerKind[] = Object.freeze(["ack-flush"]);
 const FLUSH_LATER: readonly TimerKind[] = Object.freeze(["ack-later"]);
 const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
 
 /**
- * The log stored message `messageId`: acknowledge it. Acks are counted and
- * decided here alone: `state.onTheWay` (counted by `step` as it drafts
- * events the agent is acked for) says how many more of them are still on
- * their way to the log after this one.
+ * How many of `events` the agent is acked for once stored. Each is counted
+ * as on its way (`state.onTheWay`) in the state of the step that drafts it
+ * (the session-opened event's, `admitted`; a message's, as its budget is
+ * paid), and counted off by its `stored` input, here.
+ */
+export function ackedIn(events: readonly EventDraft[]): number {
+  let n = 0;
+  for (let i = 0; i < events.length; i++) if (events[i]!.ackId !== undefined) n++;
+  return n;
+}
+
+/**
+ * The log stored message `messageId`: acknowledge it. Acks are decided here
+ * alone: `state.onTheWay` says how many more events the agent is acked for
+ * are still on their way to the log after this one.
  *
  * An agent that takes acks as cumulative gets one ack for a run of stored
  * messages. The log's acks arrive a few at a time, in many small reads, so

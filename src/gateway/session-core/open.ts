@@ -1,6 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
 import { invalidNodeIdReason } from "../../log/node-id.js";
+import { ackedIn } from "./acks.js";
 import { fullBucket } from "./budget.js";
 import { sessionEventId } from "./event-ids.js";
 import { identify } from "./identify.js";
@@ -93,7 +94,16 @@ export function registerFirst(
 export function admitted(state: SessionState): StepResult {
   const opened = state.opening;
   if (state.phase !== "admitting" || !opened) return nothing(state);
-  return { ...nothing({ ...state, phase: "opening", opening: undefined }), events: [opened] };
+  const events = [opened];
+  return {
+    ...nothing({
+      ...state,
+      phase: "opening",
+      opening: undefined,
+      onTheWay: state.onTheWay + ackedIn(events),
+    }),
+    events,
+  };
 }
 
 /** The log stored the session-opened event at `seq`: the session is open, and the agent is told. */

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { PeerIdentity } from "../identity.js";
-import { flushAck, stored } from "./acks.js";
+import { ackedIn, flushAck, stored } from "./acks.js";
 import { overBudgetDetail, overByteBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
 import { eventBytes } from "./event-bytes.js";
@@ -68,17 +68,7 @@ export function step(state: SessionState, input: Input): StepResult {
   if (state.phase === "closing") return nothing(state);
   const r = decide(state, input);
   const at = state.phase === "open" ? writtenAt(input, r) : undefined;
-  return counted(withFinalUsage(at === undefined ? r : withinBudget(r, at)));
-}
-
-/**
- * `r` with its acknowledged events counted as on their way: each comes back
- * as a `stored` input, which counts it off (acks.ts decides with the count).
- */
-function counted(r: StepResult): StepResult {
-  let acked = 0;
-  for (let i = 0; i < r.events.length; i++) if (r.events[i]!.ackId !== undefined) acked++;
-  return acked === 0 ? r : { ...r, state: { ...r.state, onTheWay: r.state.onTheWay + acked } };
+  return withFinalUsage(at === undefined ? r : withinBudget(r, at));
 }
 
 /**
@@ -96,7 +86,8 @@ function writtenAt(input: Input, r: StepResult): number | undefined {
 /**
  * Pays for the events of `r` (written at `at`) from the session's budgets,
  * in events and in bytes, or closes the session instead of writing them
- * (EVENT_BUDGET).
+ * (EVENT_BUDGET). The events the agent is acked for are counted as on their
+ * way here, in the state the step makes anyway (acks.ts).
  */
 function withinBudget(r: StepResult, at: number): StepResult {
   const { budget, bytes } = r.state;
@@ -109,7 +100,10 @@ function withinBudget(r: StepResult, at: number): StepResult {
   const bytesLeft = spend(bytes, config.byteBudget, size, at);
   if (!bytesLeft)
     return closeNow(r.state, { kind: "byte-budget", detail: overByteBudgetDetail(config.byteBudget) });
-  return { ...r, state: { ...r.state, budget: left, bytes: bytesLeft } };
+  return {
+    ...r,
+    state: { ...r.state, budget: left, bytes: bytesLeft, onTheWay: r.state.onTheWay + ackedIn(r.events) },
+  };
 }
 
 function decide(state: SessionState, input: Input): StepResult {
