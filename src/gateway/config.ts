@@ -4,7 +4,7 @@ import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } fro
 
 import { isLoopback, type ListenAddress, parseListen } from "../metrics-endpoint/index.js";
 import { DEFAULT_REVOKED_BUCKET } from "./revocation-keys.js";
-import { MIN_TEXT_CAP } from "./session-core/index.js";
+import { type CoreConfig, MIN_TEXT_CAP } from "./session-core/index.js";
 
 export { isLoopback, type ListenAddress, parseListen };
 
@@ -215,4 +215,21 @@ export function parseGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     (i) => `${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`,
   );
   throw new RangeError(`invalid gateway configuration: ${problems.join("; ")}`);
+}
+
+/** What the session core knows of the gateway (fixed for the life of a stream). */
+export function coreConfigOf(cfg: GatewayConfig): CoreConfig {
+  return {
+    gatewayId: cfg.id,
+    insecureDev: cfg.insecureDev,
+    usageThresholdMb: cfg.usageThresholdMb,
+    registrationTimeoutMs: cfg.registrationTimeoutMs,
+    heartbeatTimeoutMs: cfg.heartbeatTimeoutMs,
+    usageIntervalMs: cfg.usageIntervalMs,
+    eventBudget: { perMinute: cfg.eventBudgetPerMinute, burst: cfg.eventBudgetBurst },
+    byteBudget: { perMinute: cfg.byteBudgetPerMinute, burst: cfg.byteBudgetBurst },
+    textCaps: { outputChars: cfg.maxOutputChars, textChars: cfg.maxTextChars },
+    ackEvery: cfg.ackEvery,
+    ackDelayMs: cfg.ackDelayMs,
+  };
 }

@@ -4,15 +4,12 @@ import {
   CommandUndeliverable_Action,
   type CommandUndeliverable_Reason,
   type Event,
-  type SessionClosed_Reason,
   type Writer,
   Writer_Kind,
   WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
-import { type EventInit, newEvent } from "../log/event-shape.js";
-
-/** An event body as its init shape (plain objects for nested messages). */
-export type BodyInit = NonNullable<EventInit["body"]>;
+import { newEvent } from "../log/event-shape.js";
+import type { BodyInit } from "./session-core/index.js";
 
 /** An event written by gateway `gatewayId`, stamped with its clock. */
 export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Event {
@@ -32,24 +29,6 @@ function writerOf(gatewayId: string): Writer {
 }
 
 let lastWriter: Writer | undefined;
-
-/** Message id of the n-th message of a session (1 = the registration). */
-export function sessionEventId(sessionId: string, seq: number): string {
-  return `${sessionId}-${seq}`;
-}
-
-export function sessionClosed(
-  gatewayId: string,
-  nodeId: string,
-  sessionId: string,
-  reason: SessionClosed_Reason,
-  detail: string,
-): Event {
-  return gatewayEvent(gatewayId, `${sessionId}-closed`, {
-    case: "sessionClosed",
-    value: { nodeId, sessionId, gatewayId, reason, detail },
-  });
-}
 
 /**
  * A command this gateway could not deliver to a session it held. The id

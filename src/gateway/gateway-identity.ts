@@ -20,7 +20,8 @@ import { ReconnectLimiter } from "./reconnect-limiter.js";
 import type { SessionRegistry } from "./registry.js";
 import { REVOCATION_RETRY_MS, type RevocationHit, RevocationWatch } from "./revocations.js";
 import type { AgentServerTls } from "./server.js";
-import type { AgentSession, Refusal } from "./session.js";
+import type { AgentSession } from "./session.js";
+import type { Refusal } from "./session-host.js";
 import type { SessionsWatch } from "./sessions-watch.js";
 
 /** What this needs of its gateway. */

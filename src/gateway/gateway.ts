@@ -17,7 +17,8 @@ import { atMost, Publisher } from "./publisher.js";
 import { SessionRegistry } from "./registry.js";
 import { CommandRelay } from "./relay.js";
 import { type AgentServer, startAgentServer } from "./server.js";
-import { AgentSession, type Refusal, type SessionHost } from "./session.js";
+import { AgentSession } from "./session.js";
+import type { Refusal, SessionHost } from "./session-host.js";
 import { SessionsWatch } from "./sessions-watch.js";
 
 export interface StartOptions {

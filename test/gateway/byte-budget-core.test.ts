@@ -50,7 +50,8 @@ function opened(config = CONFIG): SessionState {
   let s = initialState(config, { kind: "verified", commonName: NODE }, SESSION);
   const reg = create(AgentMessageSchema, { msg: { case: "register", value: h100Registration(NODE) } });
   s = step(s, { kind: "message", message: reg, draining: false, at: 0 }).state;
-  s = step(s, { kind: "stored", messageId: "register", behind: 0 }).state;
+  s = step(s, { kind: "admitted" }).state;
+  s = step(s, { kind: "stored", messageId: "register", seq: 1 }).state;
   assert.equal(s.phase, "open");
   return s;
 }

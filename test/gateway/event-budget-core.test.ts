@@ -13,13 +13,13 @@ import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import type { HeartbeatInit } from "../../src/agent/client/connection.js";
-import { LIMITS } from "../../src/gateway/registration.js";
 import {
   type CoreConfig,
   closeOutcome,
   type EventDraft,
   type Input,
   initialState,
+  LIMITS,
   type SessionState,
   type StepResult,
   step,
@@ -62,7 +62,8 @@ class Driven {
   constructor(config: CoreConfig = CONFIG) {
     this.state = initialState(config, { kind: "verified", commonName: NODE }, SESSION);
     this.#input({ kind: "message", message: register(), draining: false, at: this.now });
-    this.#input({ kind: "stored", messageId: "register", behind: 0 });
+    this.#input({ kind: "admitted" });
+    this.#input({ kind: "stored", messageId: "register", seq: 1 });
     assert.equal(this.state.phase, "open");
   }
 

@@ -2,8 +2,17 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { jserrors } from "@nats-io/jetstream/internal";
-import { heartbeatProblem, LIMITS, registrationProblem } from "../../src/gateway/registration.js";
-import { REMEMBERED_PROBLEMS, UsageTracker } from "../../src/gateway/usage.js";
+import {
+  heartbeatProblem,
+  LIMITS,
+  registrationProblem,
+} from "../../src/gateway/session-core/registration.js";
+import {
+  knows,
+  REMEMBERED_PROBLEMS,
+  remembered,
+  usageBaseline,
+} from "../../src/gateway/session-core/usage.js";
 import { HeartbeatSchema, RegisterSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { LogError } from "../../src/log/index.js";
 import type { RegisterInit } from "../support/agent.js";
@@ -113,19 +122,25 @@ describe("registration rules (pure)", () => {
   });
 });
 
-describe("usage tracker: bounded memory under a flood of new problems", () => {
-  it("remembers each problem reported and forgets the oldest past its bound", () => {
-    const t = new UsageTracker(1024, reg(h100Registration("gpu-a1")));
+describe("usage baseline: bounded memory under a flood of new problems", () => {
+  it("remembers each problem reported and forgets the oldest past its bound, never changing an earlier baseline", () => {
+    const first = usageBaseline(1024, reg(h100Registration("gpu-a1")));
+    let b = first;
     let fresh = 0;
     for (let i = 0; i < REMEMBERED_PROBLEMS * 3; i++) {
-      if (!t.knowsNode(`Xid ${i}`)) fresh++;
-      t.rememberNode(`Xid ${i}`);
-      assert.ok(t.rememberedProblems <= REMEMBERED_PROBLEMS);
+      if (!knows(b, `Xid ${i}`)) fresh++;
+      b = remembered(b, [`Xid ${i}`]);
+      assert.ok(b.problems.size <= REMEMBERED_PROBLEMS);
+      assert.ok(
+        b.problems.segments.every((s) => s.size <= 256),
+        "only small segments are ever copied",
+      );
     }
     assert.equal(fresh, REMEMBERED_PROBLEMS * 3, "every problem not yet reported is new");
     // A recent problem is still known; the oldest was forgotten and counts as new again.
-    assert.equal(t.knowsNode(`Xid ${REMEMBERED_PROBLEMS * 3 - 1}`), true);
-    assert.equal(t.knowsNode("Xid 0"), false);
+    assert.equal(knows(b, `Xid ${REMEMBERED_PROBLEMS * 3 - 1}`), true);
+    assert.equal(knows(b, "Xid 0"), false);
+    assert.equal(knows(first, "Xid 1"), false, "the first baseline is as it was");
   });
 });
 

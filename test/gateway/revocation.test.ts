@@ -69,6 +69,11 @@ describe("revocation: llmgw revoke applies live on every gateway", () => {
               bucket,
               "--metrics-listen",
               "127.0.0.1:0",
+              // The agents say nothing between registering and being revoked, four
+              // CLI runs later; on a loaded machine that took longer than the default
+              // heartbeat timeout, and the stream closed as silent before it was revoked.
+              "--heartbeat-timeout",
+              "120000",
             ],
             env.certs,
           ),

@@ -76,14 +76,27 @@ function when(state: SessionState, ...inputs: Input[]): { state: SessionState; s
   return { state, steps };
 }
 
-/** A session of `node` that registered and whose session-opened event is stored. */
+/** The log stored the event the agent is acked for with `messageId`. */
+let logSeq = 0;
+const stored = (messageId: string): Input => ({ kind: "stored", messageId, seq: ++logSeq });
+
+/** A session of `node` that registered, was admitted, and whose session-opened event is stored. */
 function opened(node = "gpu-a1", opts: { cumulativeAcks?: boolean } = {}): SessionState {
-  const { state } = when(initialState(CONFIG, verified(node), SESSION), message(registration(node, opts)), {
-    kind: "stored",
-    messageId: "register",
-    behind: 0,
-  });
+  const { state } = when(
+    initialState(CONFIG, verified(node), SESSION),
+    message(registration(node, opts)),
+    { kind: "admitted" },
+    stored("register"),
+  );
   assert.equal(state.phase, "open");
+  return state;
+}
+
+/** `state` after the agent sent `n` shard statuses (their events on their way to the log). */
+function sent(state: SessionState, n: number): SessionState {
+  for (let i = 0; i < n; i++) {
+    state = step(state, message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } })).state;
+  }
   return state;
 }
 
@@ -94,19 +107,23 @@ const codeName = (c: Close): string => {
 };
 
 describe("session core: opening", () => {
-  it("a valid Register from the certificate's node becomes the session-opened event, acked once stored", () => {
-    const r = step(initialState(CONFIG, verified("gpu-a1"), SESSION), message(registration("gpu-a1")));
-    assert.equal(r.close, undefined);
+  it("a valid Register from the certificate's node, once admitted, becomes the session-opened event, acked once stored", () => {
+    const read = step(initialState(CONFIG, verified("gpu-a1"), SESSION), message(registration("gpu-a1")));
+    assert.equal(read.close, undefined);
+    assert.equal(read.state.phase, "admitting");
+    assert.deepEqual(read.events, [], "nothing is published before the gateway admits the stream");
+    const r = step(read.state, { kind: "admitted" });
     assert.equal(r.state.phase, "opening");
     assert.deepEqual(
       r.events.map((e) => [e.id, e.body.case, e.ackId]),
       [[`${SESSION}-1`, "sessionOpened", "register"]],
     );
     assert.deepEqual(r.replies, [], "no ack before the log stored the session");
-    const stored = step(r.state, { kind: "stored", messageId: "register", behind: 0 });
-    assert.equal(stored.state.phase, "open");
-    const ack = stored.replies[0]?.message.msg;
-    assert.equal(stored.replies[0]?.kind, "register-ack");
+    const done = step(r.state, { kind: "stored", messageId: "register", seq: 42 });
+    assert.equal(done.state.phase, "open");
+    assert.equal(done.state.openedSeq, 42);
+    const ack = done.replies[0]?.message.msg;
+    assert.equal(done.replies[0]?.kind, "register-ack");
     assert.ok(ack?.case === "ack" && ack.value.messageId === "register" && ack.value.sessionId === SESSION);
   });
 
@@ -150,7 +167,7 @@ describe("session core: opening", () => {
         message(registration("gpu-a1")),
       );
       if (want === "insecure-dev") {
-        const body = r.events[0]?.body;
+        const body = step(r.state, { kind: "admitted" }).events[0]?.body;
         assert.ok(body?.case === "sessionOpened" && body.value.identity === "insecure-dev");
       } else {
         assert.equal(r.close?.kind, "refused", peer.kind);
@@ -170,6 +187,7 @@ describe("session core: opening", () => {
     const { steps } = when(
       initialState(CONFIG, verified("gpu-a1"), SESSION),
       message(registration("gpu-a1")),
+      { kind: "admitted" },
       {
         kind: "log-failed",
         unavailable: true,
@@ -194,7 +212,7 @@ describe("session core: messages of an open session", () => {
       r.events.map((e) => [e.id, e.body.case, e.ackId]),
       [[`${SESSION}-2`, "shardStatus", "2"]],
     );
-    const acked = step(r.state, { kind: "stored", messageId: "2", behind: 0 });
+    const acked = step(r.state, stored("2"));
     assert.deepEqual(
       acked.replies.map((x) => [x.kind, x.message.msg.case === "ack" && x.message.msg.value.messageId]),
       [["ack", "2"]],
@@ -229,15 +247,15 @@ describe("session core: messages of an open session", () => {
 
   it("cumulative acks: the acks stored in one turn become one, written at the flush", () => {
     const { state, steps } = when(
-      opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2", behind: 0 },
-      { kind: "stored", messageId: "3", behind: 0 },
-      { kind: "stored", messageId: "4", behind: 0 },
+      sent(opened("gpu-a1", { cumulativeAcks: true }), 3),
+      stored("2"),
+      stored("3"),
+      stored("4"),
     );
     assert.deepEqual(
       steps.map((s) => s.timers),
-      [["ack-flush"], [], []],
-      "one flush per turn",
+      [["ack-later"], [], ["ack-flush"]],
+      "the later timer while more is on its way, one flush once nothing is",
     );
     assert.equal(steps.flatMap((s) => s.notes).filter((n) => n.kind === "ack-coalesced").length, 2);
     assert.deepEqual(
@@ -257,12 +275,8 @@ describe("session core: messages of an open session", () => {
     );
 
   it("cumulative acks: while more is on its way to the log, one ack waits for ackEvery stored messages", () => {
-    const stores = Array.from({ length: 16 }, (_, i) => ({
-      kind: "stored" as const,
-      messageId: String(i + 2),
-      behind: 5,
-    }));
-    const { state, steps } = when(opened("gpu-a1", { cumulativeAcks: true }), ...stores);
+    const stores = Array.from({ length: 16 }, (_, i) => stored(String(i + 2)));
+    const { state, steps } = when(sent(opened("gpu-a1", { cumulativeAcks: true }), 21), ...stores);
     assert.deepEqual(
       steps.map((s) => s.timers),
       [["ack-later"], ...Array(14).fill([]), ["ack-flush"]],
@@ -278,9 +292,9 @@ describe("session core: messages of an open session", () => {
 
   it("cumulative acks: the later timer writes what waited when no more is stored", () => {
     const { state, steps } = when(
-      opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2", behind: 3 },
-      { kind: "stored", messageId: "3", behind: 2 },
+      sent(opened("gpu-a1", { cumulativeAcks: true }), 4),
+      stored("2"),
+      stored("3"),
     );
     assert.deepEqual(
       steps.map((s) => s.timers),
@@ -289,30 +303,27 @@ describe("session core: messages of an open session", () => {
     const later = step(state, { kind: "timer", timer: "ack-later" });
     assert.deepEqual(ackIds([later]), ["3"]);
     // The next stored message starts a new wait.
-    const next = step(later.state, { kind: "stored", messageId: "4", behind: 1 });
+    const next = step(later.state, stored("4"));
     assert.deepEqual(next.timers, ["ack-later"]);
   });
 
   it("cumulative acks: once nothing more is on its way, the ack is written at the turn's end", () => {
     const { state, steps } = when(
-      opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2", behind: 1 },
-      { kind: "stored", messageId: "3", behind: 0 },
-      { kind: "stored", messageId: "4", behind: 0 },
+      sent(opened("gpu-a1", { cumulativeAcks: true }), 2),
+      stored("2"),
+      stored("3"),
+      message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } }),
+      stored("4"),
     );
     assert.deepEqual(
       steps.map((s) => s.timers),
-      [["ack-later"], ["ack-flush"], []],
+      [["ack-later"], ["ack-flush"], [], []],
     );
     assert.deepEqual(ackIds([step(state, { kind: "timer", timer: "ack-flush" })]), ["4"]);
   });
 
   it("an agent without cumulative acks is acked per message, whatever is on its way", () => {
-    const { steps } = when(
-      opened("gpu-a1"),
-      { kind: "stored", messageId: "2", behind: 7 },
-      { kind: "stored", messageId: "3", behind: 6 },
-    );
+    const { steps } = when(sent(opened("gpu-a1"), 8), stored("2"), stored("3"));
     assert.deepEqual(ackIds(steps), ["2", "3"]);
     assert.deepEqual(
       steps.map((s) => s.timers),
@@ -321,13 +332,9 @@ describe("session core: messages of an open session", () => {
   });
 
   it("the agent closing its side acknowledges what is stored before the stream ends OK", () => {
-    const { steps } = when(
-      opened("gpu-a1", { cumulativeAcks: true }),
-      { kind: "stored", messageId: "2", behind: 0 },
-      {
-        kind: "stream-ended",
-      },
-    );
+    const { steps } = when(sent(opened("gpu-a1", { cumulativeAcks: true }), 1), stored("2"), {
+      kind: "stream-ended",
+    });
     const last = steps[1]!;
     assert.equal(last.close?.kind, "disconnected");
     assert.equal(closeOutcome(last.close).code, undefined);
@@ -398,7 +405,7 @@ describe("session core: closing", () => {
       { kind: "superseded", byGateway: "gw-2" },
       { kind: "drain", reason: "bye", retryAfterMs: 1 },
       message({ msg: { case: "shard", value: { shardId: "s1", replicaId: "r1" } } }),
-      { kind: "stored", messageId: "2", behind: 0 },
+      stored("2"),
     );
     assert.deepEqual(
       closes(steps).map((c) => c.kind),
@@ -502,6 +509,106 @@ describe("session core: shard load in the coalesced usage events", () => {
       assert.match(r.close?.detail ?? "", why);
       assert.deepEqual(r.events, []);
     }
+  });
+});
+
+describe("session core: step never changes the state it is given", () => {
+  /** Freezes `v` and everything it holds (a Set or Map's entries cannot be frozen: the clone compare covers them). */
+  function deepFreeze(v: unknown): void {
+    if (typeof v !== "object" || v === null || Object.isFrozen(v)) return;
+    Object.freeze(v);
+    if (v instanceof Set) for (const x of v) deepFreeze(x);
+    else if (v instanceof Map) for (const [k, x] of v) deepFreeze([k, x]);
+    else for (const x of Object.values(v)) deepFreeze(x);
+  }
+
+  const shard = (shardId: string, lastOutput = "") =>
+    message({ msg: { case: "shard", value: { shardId, replicaId: "r1", lastOutput } } });
+  const heartbeat = (value: Record<string, unknown>) => message({ msg: { case: "heartbeat", value } });
+  const load = (queueDepth: number) => [{ shardId: "s1", queueDepth, kvCacheUse: 0.5 }];
+  /** An open session's inputs of every kind that keeps it open, in an order that exercises each path. */
+  const OPEN_INPUTS = (): Input[] => [
+    shard("s1"),
+    shard("s2", "x".repeat(10_000)),
+    message({ msg: { case: "result", value: { commandId: "c1", ok: true } } }),
+    heartbeat({ newProblems: ["Xid 79"] }),
+    heartbeat({ newProblems: ["Xid 79", "Xid 48"], gpuMemoryUsedMb: Array(8).fill(70_000n) }),
+    heartbeat({
+      gpuProblems: [
+        { gpuIndex: 0, kind: 1, message: "ecc" },
+        { gpuIndex: 99, kind: 1, message: "?" },
+      ],
+    }),
+    heartbeat({ shardLoad: load(2) }),
+    heartbeat({ shardLoad: load(40) }),
+    { kind: "timer", timer: "usage-flush" },
+    message(registration("gpu-a1", { cumulativeAcks: true })),
+    heartbeat({ newProblems: Array.from({ length: 250 }, (_, i) => `p${i}`) }),
+    message({}),
+    stored("2"),
+    stored("3"),
+    { kind: "timer", timer: "ack-later" },
+    stored("4"),
+    { kind: "timer", timer: "ack-flush" },
+    { kind: "timer", timer: "usage-flush" },
+  ];
+  /** Inputs that close a session, each tried on the states along the way. */
+  const CLOSING: Input[] = [
+    { kind: "stream-ended" },
+    { kind: "stream-failed", code: Code.InvalidArgument, detail: "bad", aborted: false },
+    { kind: "log-failed", unavailable: true, detail: "down" },
+    { kind: "timer", timer: "read-deadline" },
+    { kind: "disconnected" },
+    { kind: "superseded", byGateway: "gw-2" },
+    { kind: "drain", reason: "bye", retryAfterMs: 5 },
+    { kind: "drain-deadline", detail: "late" },
+    { kind: "send-queue-full", behind: 9 },
+    { kind: "close", close: { kind: "revoked", detail: "revoked" } },
+    {
+      kind: "close",
+      close: { kind: "refused", code: Code.ResourceExhausted, detail: "again", retryAfterMs: 5 },
+    },
+  ];
+
+  /** Steps `state` with `input` twice, frozen: it is unchanged, and both steps give the same result. */
+  function stepFrozen(state: SessionState, input: Input): StepResult {
+    deepFreeze(state);
+    const before = structuredClone(state);
+    const r = step(state, input);
+    assert.deepStrictEqual(state, before, `step(${input.kind}) changed the state it was given`);
+    assert.deepStrictEqual(step(state, input), r, `step(${input.kind}) twice on one state differs`);
+    return r;
+  }
+
+  it("from the Register to the close, through every message kind, timer and close", () => {
+    let state = initialState(CONFIG, verified("gpu-a1"), SESSION);
+    const path: Input[] = [
+      message(registration("gpu-a1", { cumulativeAcks: true })),
+      { kind: "admitted" },
+      stored("register"),
+      ...OPEN_INPUTS(),
+    ];
+    const seen = new Set<string>();
+    let onTheWay = 0;
+    for (const input of path) {
+      for (const close of CLOSING) {
+        const r = stepFrozen(state, close);
+        seen.add(`${state.phase} ${close.kind}`);
+        stepFrozen(r.state, shard("s9")); // and a closed state stays as it is
+      }
+      const r = stepFrozen(state, input);
+      assert.equal(r.close, undefined, `${input.kind} closed the session: ${r.close?.detail}`);
+      seen.add(`${state.phase} ${input.kind}`);
+      // Every acked event drafted is on its way until its `stored` input.
+      onTheWay += r.events.filter((e) => e.ackId !== undefined).length - (input.kind === "stored" ? 1 : 0);
+      assert.equal(r.state.onTheWay, onTheWay, `on their way after ${input.kind}`);
+      state = r.state;
+    }
+    assert.equal(onTheWay, 1, "the re-registration's event is still on its way");
+    assert.equal(state.phase, "open");
+    assert.ok(state.usage && state.usage.problems.size >= 250, "the baseline grew by new values");
+    for (const phase of ["registering", "admitting", "opening", "open"])
+      assert.ok(seen.has(`${phase} disconnected`));
   });
 });
 
@@ -610,11 +717,12 @@ describe("session core: the seeded fuzzing of fuzz.test.ts", () => {
         }
         state = r.state;
         close ??= r.close;
+        if (state.phase === "admitting") r = step(state, { kind: "admitted" });
+        state = r.state;
         for (const e of r.events) {
           const event = decodeEvent(encodeEvent(gatewayEvent(CONFIG.gatewayId, e.id, e.body)));
           assert.equal(nodeOf({ seq: 1, timeMs: 0, subject: "", event }), NODE, `${replay}: ${e.body.case}`);
-          if (e.ackId !== undefined)
-            state = step(state, { kind: "stored", messageId: e.ackId, behind: 0 }).state;
+          if (e.ackId !== undefined) state = step(state, stored(e.ackId)).state;
         }
       }
       assert.ok(close, `${replay}: the stream ended without a close`);

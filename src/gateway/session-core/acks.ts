@@ -1,15 +1,27 @@
 import { ack } from "./replies.js";
 import { NONE, nothing } from "./result.js";
-import type { Note, SessionState, StepResult, TimerKind } from "./types.js";
+import type { EventDraft, Note, SessionState, StepResult, TimerKind } from "./types.js";
 
 const FLUSH_AT_TURN_END: readonly TimerKind[] = Object.freeze(["ack-flush"]);
 const FLUSH_LATER: readonly TimerKind[] = Object.freeze(["ack-later"]);
 const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
 
 /**
- * The log stored message `messageId`, with `behind` more of the stream's
- * messages that are acknowledged (not usage events) still on their way to
- * the log: acknowledge it.
+ * How many of `events` the agent is acked for once stored. Each is counted
+ * as on its way (`state.onTheWay`) in the state of the step that drafts it
+ * (the session-opened event's, `admitted`; a message's, as its budget is
+ * paid), and counted off by its `stored` input, here.
+ */
+export function ackedIn(events: readonly EventDraft[]): number {
+  let n = 0;
+  for (let i = 0; i < events.length; i++) if (events[i]!.ackId !== undefined) n++;
+  return n;
+}
+
+/**
+ * The log stored message `messageId`: acknowledge it. Acks are decided here
+ * alone: `state.onTheWay` says how many more events the agent is acked for
+ * are still on their way to the log after this one.
  *
  * An agent that takes acks as cumulative gets one ack for a run of stored
  * messages. The log's acks arrive a few at a time, in many small reads, so
@@ -22,14 +34,15 @@ const COALESCED: readonly Note[] = Object.freeze([{ kind: "ack-coalesced" }]);
  * busy is answered as fast as before. An ack still waiting in the send
  * queue is replaced rather than followed, too.
  */
-export function stored(state: SessionState, messageId: string, behind: number): StepResult {
-  if (!state.cumulativeAcks) {
-    return { ...nothing(state), replies: [{ kind: "ack", message: ack(messageId) }] };
+export function stored(prev: SessionState, messageId: string): StepResult {
+  const behind = prev.onTheWay - 1;
+  if (!prev.cumulativeAcks) {
+    return { ...nothing({ ...prev, onTheWay: behind }), replies: [{ kind: "ack", message: ack(messageId) }] };
   }
-  const held = state.ackHeld + 1;
-  let flush = state.ackFlush;
+  const held = prev.ackHeld + 1;
+  let flush = prev.ackFlush;
   let timers: readonly TimerKind[] = NONE;
-  if (behind <= 0 || held >= state.config.ackEvery) {
+  if (behind <= 0 || held >= prev.config.ackEvery) {
     if (flush !== "turn-end") {
       flush = "turn-end";
       timers = FLUSH_AT_TURN_END;
@@ -39,11 +52,11 @@ export function stored(state: SessionState, messageId: string, behind: number): 
     timers = FLUSH_LATER;
   }
   return {
-    state: { ...state, ackThrough: messageId, ackHeld: held, ackFlush: flush },
+    state: { ...prev, onTheWay: behind, ackThrough: messageId, ackHeld: held, ackFlush: flush },
     events: NONE,
     replies: NONE,
     timers,
-    notes: state.ackThrough !== undefined ? COALESCED : NONE,
+    notes: prev.ackThrough !== undefined ? COALESCED : NONE,
   };
 }
 

@@ -1,5 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { SessionClosed_Reason } from "../../gen/llmgw/v1/events_pb.js";
+import { sessionClosedId } from "./event-ids.js";
+import type { EventDraft, SessionState } from "./types.js";
 
 /**
  * Why a stream ends, as a typed value. `refused` is a stream that never
@@ -8,8 +10,11 @@ import { SessionClosed_Reason } from "../../gen/llmgw/v1/events_pb.js";
  * decided in one place, `closeOutcome`.
  */
 export type Close =
-  /** Refused before the session opened: the stream ends with `code`. */
-  | { kind: "refused"; code: Code; detail: string }
+  /**
+   * Refused before the session opened: the stream ends with `code`; with
+   * `retryAfterMs` the agent is first told to reconnect after that long.
+   */
+  | { kind: "refused"; code: Code; detail: string; retryAfterMs?: number }
   /** The connection or the agent's side of the stream ended; the stream ends OK. */
   | { kind: "disconnected"; detail: string }
   /** No message within the heartbeat timeout. */
@@ -89,4 +94,29 @@ export function closeOutcome(c: Close): CloseOutcome {
  */
 export function isProtocolCode(code: Code): boolean {
   return [Code.ResourceExhausted, Code.InvalidArgument, Code.Internal, Code.Unimplemented].includes(code);
+}
+
+/** The session-closed event of an ended session, and how long the shell tries to append it. */
+export interface ClosedEvent {
+  readonly draft: EventDraft;
+  readonly reason: SessionClosed_Reason;
+  /** A log that could not be reached gets less of the ending stream's time. */
+  readonly appendLimitMs: number;
+}
+
+/** The session-closed event of `state`'s session (a stream that ends without a close ended with its connection). */
+export function closedEvent(state: SessionState): ClosedEvent {
+  const c: Close = state.close ?? { kind: "disconnected", detail: "the connection ended" };
+  const reason = closeOutcome(c).reason ?? SessionClosed_Reason.DISCONNECTED;
+  const { nodeId, sessionId } = state;
+  const gatewayId = state.config.gatewayId;
+  return {
+    draft: {
+      id: sessionClosedId(sessionId),
+      body: { case: "sessionClosed", value: { nodeId, sessionId, gatewayId, reason, detail: c.detail } },
+      ackId: undefined,
+    },
+    reason,
+    appendLimitMs: reason === SessionClosed_Reason.LOG_UNAVAILABLE ? 1_000 : 5_000,
+  };
 }

@@ -7,7 +7,7 @@
  * measured alike without encoding the event a second time; the figure is
  * a little above the stored size, never far below it. Pure.
  */
-import type { BodyInit } from "../events.js";
+import type { BodyInit } from "./event-ids.js";
 
 /** Bytes of the envelope a writer adds (id, writer, time) beside the body's own id. */
 const ENVELOPE_BYTES = 48;

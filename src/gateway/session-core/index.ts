@@ -1,9 +1,24 @@
 export type { Bucket, ByteBudget, EventBudget, RateBudget } from "./budget.js";
-export { type Close, type CloseKind, type CloseOutcome, closeOutcome } from "./close.js";
+export {
+  type Close,
+  type ClosedEvent,
+  type CloseKind,
+  type CloseOutcome,
+  closedEvent,
+  closeOutcome,
+} from "./close.js";
 export { eventBytes } from "./event-bytes.js";
+export { type BodyInit, sessionClosedId, sessionEventId } from "./event-ids.js";
 export { admitRegistration, isRested, type ReconnectDecision } from "./reconnect-rate.js";
-export { isOkAck, reconnect } from "./replies.js";
-export { initialState, readDeadlineMs, step, usageFlushDelayMs } from "./step.js";
+export {
+  commandResultProblem,
+  heartbeatProblem,
+  LIMITS,
+  registrationProblem,
+  shardStatusProblem,
+} from "./registration.js";
+export { isOkAck } from "./replies.js";
+export { awaitsAdmission, initialState, readDeadlineMs, step, usageFlushDelayMs } from "./step.js";
 export {
   type CappedField,
   capText,
@@ -22,3 +37,9 @@ export type {
   StepResult,
   TimerKind,
 } from "./types.js";
+export {
+  LOAD_THRESHOLDS,
+  REMEMBERED_PROBLEMS,
+  type UsageBaseline,
+  usageBaseline,
+} from "./usage.js";

@@ -1,15 +1,16 @@
 import { Code } from "@connectrpc/connect";
 import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
-import { type BodyInit, sessionEventId } from "../events.js";
+import { type BodyInit, sessionEventId } from "./event-ids.js";
 import {
   commandResultProblem,
   heartbeatProblem,
   registrationProblem,
   shardStatusProblem,
-} from "../registration.js";
+} from "./registration.js";
 import { closeNow, NONE, nothing } from "./result.js";
 import { type Capped, capCommandResult, capHeartbeat, capRegistration, capShardStatus } from "./text-caps.js";
 import type { Note, SessionState, StepResult } from "./types.js";
+import { reregistered } from "./usage.js";
 import { heartbeat } from "./usage-steps.js";
 import { afterRegistration } from "./usage-window.js";
 
@@ -34,10 +35,10 @@ export function agentMessage(prev: SessionState, m: AgentMessage, at: number): S
       }
       const bad = registrationProblem(reg);
       if (bad) return refuse(state, `invalid registration: ${bad}`);
-      state.usage?.reset(reg);
       return noted(
         event(state, { case: "hardwareChanged", value: { ...ids(state), registration: reg } }, true, {
           ...state,
+          usage: state.usage && reregistered(state.usage, reg),
           usageWindow: afterRegistration(state.usageWindow),
         }),
         capped,

@@ -1,14 +1,16 @@
 import { Code } from "@connectrpc/connect";
 import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
 import { invalidNodeIdReason } from "../../log/node-id.js";
-import { sessionEventId } from "../events.js";
-import { registrationProblem } from "../registration.js";
-import { UsageTracker } from "../usage.js";
+import { ackedIn } from "./acks.js";
 import { fullBucket } from "./budget.js";
+import { sessionEventId } from "./event-ids.js";
 import { identify } from "./identify.js";
-import { closeNow } from "./result.js";
+import { registrationProblem } from "./registration.js";
+import { ack } from "./replies.js";
+import { closeNow, NONE, nothing } from "./result.js";
 import { capRegistration } from "./text-caps.js";
-import type { SessionState, StepResult } from "./types.js";
+import type { Note, SessionState, StepResult } from "./types.js";
+import { usageBaseline } from "./usage.js";
 
 /** A stream that is refused before it becomes a session. */
 export function refuse(state: SessionState, code: Code, detail: string): StepResult {
@@ -17,8 +19,9 @@ export function refuse(state: SessionState, code: Code, detail: string): StepRes
 
 /**
  * The first message: a valid Register from the node the certificate names,
- * on a gateway that is not draining, becomes the session-opened event. The
- * session opens when the log stored it (a `stored` input for "register").
+ * on a gateway that is not draining, is held for the gateway to admit
+ * (`admitted`), then becomes the session-opened event. The session opens
+ * when the log stored it (a `stored` input for "register").
  */
 export function registerFirst(
   state: SessionState,
@@ -51,18 +54,20 @@ export function registerFirst(
     );
   }
   const { sessionId, config } = state;
+  const notes: Note[] = [{ kind: "opened", identity: who.identity }];
+  if (capped.fields.length > 0) notes.push({ kind: "text-truncated", fields: capped.fields });
   return {
     state: {
       ...named,
-      phase: "opening",
+      phase: "admitting",
       seq: 1,
+      instanceId: reg.instanceId,
+      identity: who.identity,
       cumulativeAcks: reg.cumulativeAcks,
-      usage: new UsageTracker(config.usageThresholdMb, reg),
+      usage: usageBaseline(config.usageThresholdMb, reg),
       budget: fullBucket(config.eventBudget, at),
       bytes: fullBucket(config.byteBudget, at),
-    },
-    events: [
-      {
+      opening: {
         id: sessionEventId(sessionId, 1),
         body: {
           case: "sessionOpened",
@@ -77,12 +82,35 @@ export function registerFirst(
         },
         ackId: "register",
       },
-    ],
-    replies: [],
-    timers: [],
-    notes: [
-      { kind: "opened", identity: who.identity },
-      ...(capped.fields.length > 0 ? [{ kind: "text-truncated" as const, fields: capped.fields }] : []),
-    ],
+    },
+    events: NONE,
+    replies: NONE,
+    timers: NONE,
+    notes,
+  };
+}
+
+/** The gateway admitted the stream: its session-opened event is published. */
+export function admitted(state: SessionState): StepResult {
+  const opened = state.opening;
+  if (state.phase !== "admitting" || !opened) return nothing(state);
+  const events = [opened];
+  return {
+    ...nothing({
+      ...state,
+      phase: "opening",
+      opening: undefined,
+      onTheWay: state.onTheWay + ackedIn(events),
+    }),
+    events,
+  };
+}
+
+/** The log stored the session-opened event at `seq`: the session is open, and the agent is told. */
+export function openedStored(state: SessionState, seq: number): StepResult {
+  return {
+    ...nothing({ ...state, phase: "open", openedSeq: seq, onTheWay: state.onTheWay - 1 }),
+    replies: [{ kind: "register-ack", message: ack("register", state.sessionId) }],
+    notes: [{ kind: "open", seq, gpus: state.usage?.gpus.size ?? 0, identity: state.identity ?? "" }],
   };
 }

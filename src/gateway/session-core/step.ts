@@ -1,12 +1,12 @@
 import { Code } from "@connectrpc/connect";
 import type { PeerIdentity } from "../identity.js";
-import { flushAck, stored } from "./acks.js";
+import { ackedIn, flushAck, stored } from "./acks.js";
 import { overBudgetDetail, overByteBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
 import { eventBytes } from "./event-bytes.js";
 import { agentMessage } from "./messages.js";
-import { refuse, registerFirst } from "./open.js";
-import { ack, reconnect } from "./replies.js";
+import { admitted, openedStored, refuse, registerFirst } from "./open.js";
+import { reconnect } from "./replies.js";
 import { closeNow, nothing } from "./result.js";
 import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";
 import { flushUsage, withFinalUsage } from "./usage-steps.js";
@@ -27,10 +27,15 @@ export function initialState(
     nodeId: "",
     sessionId,
     seq: 0,
+    instanceId: "",
+    identity: undefined,
+    openedSeq: 0,
+    opening: undefined,
     usage: undefined,
     usageWindow: EMPTY_WINDOW,
     budget: undefined,
     bytes: undefined,
+    onTheWay: 0,
     cumulativeAcks: false,
     ackThrough: undefined,
     ackHeld: 0,
@@ -42,6 +47,11 @@ export function initialState(
 /** How long the shell waits for the agent's next message before a `read-deadline` timer input. */
 export function readDeadlineMs(state: SessionState): number {
   return state.phase === "registering" ? state.config.registrationTimeoutMs : state.config.heartbeatTimeoutMs;
+}
+
+/** The gateway must say whether it admits the stream (an `admitted` input, or a `close` refusing it). */
+export function awaitsAdmission(state: SessionState): boolean {
+  return state.phase === "admitting";
 }
 
 /** How long after `now` (the shell's monotonic clock) the `usage-flush` timer is due. */
@@ -76,7 +86,8 @@ function writtenAt(input: Input, r: StepResult): number | undefined {
 /**
  * Pays for the events of `r` (written at `at`) from the session's budgets,
  * in events and in bytes, or closes the session instead of writing them
- * (EVENT_BUDGET).
+ * (EVENT_BUDGET). The events the agent is acked for are counted as on their
+ * way here, in the state the step makes anyway (acks.ts).
  */
 function withinBudget(r: StepResult, at: number): StepResult {
   const { budget, bytes } = r.state;
@@ -89,15 +100,20 @@ function withinBudget(r: StepResult, at: number): StepResult {
   const bytesLeft = spend(bytes, config.byteBudget, size, at);
   if (!bytesLeft)
     return closeNow(r.state, { kind: "byte-budget", detail: overByteBudgetDetail(config.byteBudget) });
-  return { ...r, state: { ...r.state, budget: left, bytes: bytesLeft } };
+  return {
+    ...r,
+    state: { ...r.state, budget: left, bytes: bytesLeft, onTheWay: r.state.onTheWay + ackedIn(r.events) },
+  };
 }
 
 function decide(state: SessionState, input: Input): StepResult {
   switch (input.kind) {
     case "message":
       if (state.phase === "registering") return registerFirst(state, input.message, input.draining, input.at);
-      if (state.phase === "opening") return nothing(state); // the shell reads nothing while opening
+      if (state.phase !== "open") return nothing(state); // the shell reads nothing before the session opens
       return agentMessage(state, input.message, input.at);
+    case "admitted":
+      return admitted(state);
     case "stream-ended":
       if (state.phase !== "open") {
         return refuse(state, Code.InvalidArgument, "the stream ended before a Register");
@@ -112,13 +128,8 @@ function decide(state: SessionState, input: Input): StepResult {
       }
       return closeNow(state, { kind: "protocol-error", code: input.code, detail: input.detail });
     case "stored":
-      if (state.phase === "opening") {
-        return {
-          ...nothing({ ...state, phase: "open" }),
-          replies: [{ kind: "register-ack", message: ack("register", state.sessionId) }],
-        };
-      }
-      return state.phase === "open" ? stored(state, input.messageId, input.behind) : nothing(state);
+      if (state.phase === "opening") return openedStored(state, input.seq);
+      return state.phase === "open" ? stored(state, input.messageId) : nothing(state);
     case "log-failed":
       if (state.phase === "opening") {
         return refuse(

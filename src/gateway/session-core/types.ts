@@ -1,11 +1,11 @@
 import type { Code } from "@connectrpc/connect";
 import type { AgentMessage, ControlMessage, EngineLogChunk } from "../../gen/llmgw/v1/agent_pb.js";
-import type { BodyInit } from "../events.js";
 import type { PeerIdentity } from "../identity.js";
-import type { UsageTracker } from "../usage.js";
 import type { Bucket, ByteBudget, EventBudget } from "./budget.js";
 import type { Close } from "./close.js";
+import type { BodyInit } from "./event-ids.js";
 import type { CappedField, TextCaps } from "./text-caps.js";
+import type { UsageBaseline } from "./usage.js";
 import type { UsageWindow } from "./usage-window.js";
 
 /** What the core knows of the gateway; fixed for the life of a stream. */
@@ -30,16 +30,17 @@ export interface CoreConfig {
 }
 
 /**
- * Where a stream is: waiting for its Register, waiting for the log to store
- * the session-opened event, open, or closing (nothing more happens).
+ * Where a stream is: waiting for its Register, waiting for the gateway to
+ * admit it (an `admitted` input, or a `close` refusing it), waiting for the
+ * log to store the session-opened event, open, or closing (nothing more
+ * happens).
  */
-export type Phase = "registering" | "opening" | "open" | "closing";
+export type Phase = "registering" | "admitting" | "opening" | "open" | "closing";
 
 /**
- * One session's state. Replaced, not changed, by `step`, except `usage`:
- * the heartbeat tracker is a bounded memory of problems and baselines that
- * is updated in place (copying it per heartbeat would cost more than the
- * session).
+ * One session's state: a value. `step` returns a new state and never
+ * changes the one it is given (what did not change is shared between the
+ * two), so a state may be stepped twice, kept, or compared.
  */
 export interface SessionState {
   readonly config: CoreConfig;
@@ -52,13 +53,24 @@ export interface SessionState {
   readonly sessionId: string;
   /** Sequence of the agent's last message (1 = the registration). */
   readonly seq: number;
-  readonly usage: UsageTracker | undefined;
+  /** The registration's instance_id: which agent process this is ("" when it sent none). */
+  readonly instanceId: string;
+  /** How the agent's identity was established (undefined until the Register is read). */
+  readonly identity: "mtls" | "insecure-dev" | undefined;
+  /** Stream sequence of the session-opened event (0 until it is stored). */
+  readonly openedSeq: number;
+  /** The session-opened event, held while the gateway admits the stream. */
+  readonly opening: EventDraft | undefined;
+  /** What the log has of the session's usage (undefined until the Register is read). */
+  readonly usage: UsageBaseline | undefined;
   /** The usage event waiting for the end of the usage interval, if any. */
   readonly usageWindow: UsageWindow;
   /** What is left of the session's event budget (undefined until the session opens). */
   readonly budget: Bucket | undefined;
   /** What is left of its byte budget (undefined until the session opens). */
   readonly bytes: Bucket | undefined;
+  /** Events published that the agent is acked for once stored, not stored yet. */
+  readonly onTheWay: number;
   /** The agent registered with cumulative_acks: acks waiting to be written may be merged. */
   readonly cumulativeAcks: boolean;
   /** The newest stored message not yet acknowledged to a cumulative-ack agent. */
@@ -91,12 +103,14 @@ export type Input =
   | { kind: "stream-ended" }
   /** Reading the stream failed; `aborted`: the connection had gone. */
   | { kind: "stream-failed"; code: Code; detail: string; aborted: boolean }
+  /** The gateway admits the stream whose Register was read (a refusal is a `close` of kind `refused`). */
+  | { kind: "admitted" }
   /**
-   * The log stored the event of message `messageId` ("register" for the
-   * session-opened event); `behind`: how many of the session's events the
-   * agent is acked for are still on their way to the log after it.
+   * The log stored, at stream sequence `seq`, the event the agent is acked
+   * for with `messageId` ("register" for the session-opened event). Every
+   * such event the core drafted comes back as one, in order.
    */
-  | { kind: "stored"; messageId: string; behind: number }
+  | { kind: "stored"; messageId: string; seq: number }
   /** The log did not take an event; `unavailable`: it could not be reached. */
   | { kind: "log-failed"; unavailable: boolean; detail: string }
   | { kind: "timer"; timer: TimerKind }
@@ -133,7 +147,10 @@ export interface Reply {
 
 /** What the shell logs or counts. */
 export type Note =
+  /** The Register was read and is valid: the stream is node `state.nodeId`'s, session `state.sessionId`. */
   | { kind: "opened"; identity: "mtls" | "insecure-dev" }
+  /** The session-opened event is stored at stream sequence `seq`: the session is open. */
+  | { kind: "open"; seq: number; gpus: number; identity: string }
   | { kind: "ack-coalesced" }
   /** Heartbeat GPU problems on GPUs the registration does not list: dropped, with a warning. */
   | { kind: "unknown-gpus"; gpus: number[] }

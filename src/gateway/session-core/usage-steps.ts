@@ -1,6 +1,6 @@
 import type { Heartbeat } from "../../gen/llmgw/v1/agent_pb.js";
-import { sessionEventId } from "../events.js";
 import type { CloseKind } from "./close.js";
+import { sessionEventId } from "./event-ids.js";
 import { nothing } from "./result.js";
 import type { EventDraft, Note, SessionState, StepResult } from "./types.js";
 import { flushWindow, observeHeartbeat, type PendingUsage, settle, worthWriting } from "./usage-window.js";
@@ -27,10 +27,10 @@ function usageEvent(state: SessionState, p: PendingUsage): EventDraft {
 
 /** A valid heartbeat (message `state.seq`) read at `at`: its usage event now, later, or never. */
 export function heartbeat(state: SessionState, hb: Heartbeat, at: number): StepResult {
-  const tracker = state.usage;
-  if (!tracker) return nothing(state);
-  const o = observeHeartbeat(state.usageWindow, tracker, state.config.usageIntervalMs, state.seq, hb, at);
-  const next = { ...state, usageWindow: o.window };
+  const baseline = state.usage;
+  if (!baseline) return nothing(state);
+  const o = observeHeartbeat(state.usageWindow, baseline, state.config.usageIntervalMs, state.seq, hb, at);
+  const next = { ...state, usage: o.baseline, usageWindow: o.window };
   const notes: Note[] = [];
   if (o.unknownGpus.length > 0) notes.push({ kind: "unknown-gpus", gpus: o.unknownGpus });
   if (o.coalesced) notes.push({ kind: "usage-coalesced" });
@@ -45,10 +45,10 @@ export function heartbeat(state: SessionState, hb: Heartbeat, at: number): StepR
 
 /** The usage interval ended: what waited is written, as of the interval's end (the window's `lastAt`). */
 export function flushUsage(state: SessionState): StepResult {
-  const tracker = state.usage;
-  if (!tracker || state.phase !== "open") return nothing(state);
-  const f = flushWindow(state.usageWindow, tracker, state.config.usageIntervalMs);
-  const next = { ...state, usageWindow: f.window };
+  const baseline = state.usage;
+  if (!baseline || state.phase !== "open") return nothing(state);
+  const f = flushWindow(state.usageWindow, baseline, state.config.usageIntervalMs);
+  const next = { ...state, usage: f.baseline, usageWindow: f.window };
   return { ...nothing(next), events: f.write ? [usageEvent(next, f.write)] : [] };
 }
 
@@ -73,13 +73,14 @@ const FLUSHED_AT_CLOSE: ReadonlySet<CloseKind> = new Set<CloseKind>([
 /** `r` closed the session: the usage still waiting, if any, goes out first. */
 export function withFinalUsage(r: StepResult): StepResult {
   const p = r.state.usageWindow.pending;
-  const tracker = r.state.usage;
-  if (!r.close || !p || !tracker || !FLUSHED_AT_CLOSE.has(r.close.kind)) return r;
-  if (!worthWriting(p, tracker)) return r;
-  const written = settle(p, tracker);
+  const baseline = r.state.usage;
+  if (!r.close || !p || !baseline || !FLUSHED_AT_CLOSE.has(r.close.kind)) return r;
+  if (!worthWriting(p, baseline)) return r;
+  const settled = settle(p, baseline);
   const state = {
     ...r.state,
+    usage: settled.baseline,
     usageWindow: { ...r.state.usageWindow, flushPending: false, pending: undefined },
   };
-  return { ...r, state, events: [...r.events, usageEvent(state, written)] };
+  return { ...r, state, events: [...r.events, usageEvent(state, settled.written)] };
 }

@@ -1,10 +1,20 @@
 import type { GpuProblem, Heartbeat, ShardLoad } from "../../gen/llmgw/v1/agent_pb.js";
-import { LIMITS } from "../registration.js";
-import type { UsageTracker } from "../usage.js";
+import { LIMITS } from "./registration.js";
+import {
+  gpuProblemKey,
+  knows,
+  lists,
+  loadMoved,
+  memoryMoved,
+  nodeProblemKey,
+  recorded,
+  remembered,
+  type UsageBaseline,
+} from "./usage.js";
 
 /**
  * Usage events coalesced per session: at most one `UsageChanged` per usage
- * interval. A heartbeat worth an event (usage.ts decides) is written at once
+ * interval. A heartbeat worth an event (usage.ts's baseline decides) is written at once
  * when the session's last usage event is an interval old; otherwise what it
  * says waits, merged with the other heartbeats of the interval, and is
  * written when the interval ends (the `usage-flush` timer), with the latest
@@ -44,6 +54,8 @@ export const EMPTY_WINDOW: UsageWindow = { lastAt: undefined, flushPending: fals
 /** What one heartbeat does to the window. */
 export interface HeartbeatOutcome {
   readonly window: UsageWindow;
+  /** The baseline after it: its new problems remembered, and moved to what is written now. */
+  readonly baseline: UsageBaseline;
   /** Written now. */
   readonly write: PendingUsage | undefined;
   /** Start the flush timer. */
@@ -58,7 +70,7 @@ export interface HeartbeatOutcome {
 
 export function observeHeartbeat(
   window: UsageWindow,
-  tracker: UsageTracker,
+  baseline: UsageBaseline,
   intervalMs: number,
   seq: number,
   hb: Heartbeat,
@@ -67,43 +79,47 @@ export function observeHeartbeat(
   const before = window.pending;
   const newProblems = [...(before?.newProblems ?? [])];
   const gpuProblems = [...(before?.gpuProblems ?? [])];
-  let added = 0;
+  /** Keys of the problems this heartbeat adds (remembered in one new baseline at the end). */
+  let fresh: Set<string> | undefined;
+  const isNew = (key: string) => !knows(baseline, key) && !fresh?.has(key);
   let dropped = 0;
   const unknown = new Set<number>();
   for (const p of hb.newProblems) {
-    if (tracker.knowsNode(p)) continue;
+    const key = nodeProblemKey(p);
+    if (!isNew(key)) continue;
     if (newProblems.length >= LIMITS.problems) {
       dropped++;
       continue;
     }
-    tracker.rememberNode(p);
+    fresh = (fresh ?? new Set()).add(key);
     newProblems.push(p);
-    added++;
   }
   for (const p of hb.gpuProblems) {
-    if (!tracker.lists(p.gpuIndex)) {
+    if (!lists(baseline, p.gpuIndex)) {
       unknown.add(p.gpuIndex);
       continue;
     }
-    if (tracker.knowsGpu(p)) continue;
+    const key = gpuProblemKey(p);
+    if (!isNew(key)) continue;
     if (gpuProblems.length >= LIMITS.problems && gpuProblems.some((q) => q.gpuIndex === p.gpuIndex)) {
       dropped++;
       continue;
     }
-    tracker.rememberGpu(p);
+    fresh = (fresh ?? new Set()).add(key);
     gpuProblems.push(p);
-    added++;
   }
+  const added = fresh?.size ?? 0;
+  const known = fresh ? remembered(baseline, [...fresh]) : baseline;
   const reported = hb.gpuMemoryUsedMb.length > 0 || hb.shardLoad.length > 0;
   const memory = hb.gpuMemoryUsedMb.length > 0 ? hb.gpuMemoryUsedMb : (before?.memory ?? []);
   const load = hb.shardLoad.length > 0 ? hb.shardLoad : (before?.load ?? []);
   const outcome = { droppedProblems: dropped, unknownGpus: [...unknown] };
-  const worth = worthWriting({ seq, memory, newProblems, gpuProblems, load }, tracker);
-  if (!worth) {
+  if (!worthWriting({ seq, memory, newProblems, gpuProblems, load }, known)) {
     // Back to what the log has (a reading that alternated): nothing waits.
     return {
       ...outcome,
       window: { ...window, pending: undefined },
+      baseline: known,
       write: undefined,
       schedule: false,
       coalesced: false,
@@ -117,10 +133,12 @@ export function observeHeartbeat(
     load,
   };
   if (!window.flushPending && (window.lastAt === undefined || at - window.lastAt >= intervalMs)) {
+    const settled = settle(pending, known);
     return {
       ...outcome,
       window: { lastAt: at, flushPending: false, pending: undefined },
-      write: settle(pending, tracker),
+      baseline: settled.baseline,
+      write: settled.written,
       schedule: false,
       coalesced: false,
     };
@@ -128,6 +146,7 @@ export function observeHeartbeat(
   return {
     ...outcome,
     window: { ...window, flushPending: true, pending },
+    baseline: known,
     write: undefined,
     schedule: !window.flushPending,
     coalesced: added > 0 || reported,
@@ -141,37 +160,45 @@ export function observeHeartbeat(
  */
 export function flushWindow(
   window: UsageWindow,
-  tracker: UsageTracker,
+  baseline: UsageBaseline,
   intervalMs: number,
-): { window: UsageWindow; write: PendingUsage | undefined } {
+): { window: UsageWindow; baseline: UsageBaseline; write: PendingUsage | undefined } {
   const p = window.pending;
-  if (!window.flushPending || !p) return { window: { ...window, flushPending: false }, write: undefined };
-  if (!worthWriting(p, tracker)) {
-    return { window: { ...window, flushPending: false, pending: undefined }, write: undefined };
+  if (!window.flushPending || !p)
+    return { window: { ...window, flushPending: false }, baseline, write: undefined };
+  if (!worthWriting(p, baseline)) {
+    return { window: { ...window, flushPending: false, pending: undefined }, baseline, write: undefined };
   }
   const at = (window.lastAt ?? 0) + intervalMs;
-  return { window: { lastAt: at, flushPending: false, pending: undefined }, write: settle(p, tracker) };
+  const settled = settle(p, baseline);
+  return {
+    window: { lastAt: at, flushPending: false, pending: undefined },
+    baseline: settled.baseline,
+    write: settled.written,
+  };
 }
 
 /** `p` says something the log lacks: a new problem, memory figures or shard load that moved. */
-export function worthWriting(p: PendingUsage, tracker: UsageTracker): boolean {
+export function worthWriting(p: PendingUsage, baseline: UsageBaseline): boolean {
   return (
     p.newProblems.length > 0 ||
     p.gpuProblems.length > 0 ||
-    tracker.moved(p.memory) ||
-    tracker.loadMoved(p.load)
+    memoryMoved(baseline, p.memory) ||
+    loadMoved(baseline, p.load)
   );
 }
 
 /**
  * `p` is written: it carries its shard load only when the load moved (an
  * event written for memory or a problem does not repeat unchanged load),
- * and the tracker's baseline moves to what it carries.
+ * and the baseline moves to what it carries.
  */
-export function settle(p: PendingUsage, tracker: UsageTracker): PendingUsage {
-  const out = tracker.loadMoved(p.load) ? p : { ...p, load: [] };
-  tracker.record(out.memory, out.load);
-  return out;
+export function settle(
+  p: PendingUsage,
+  baseline: UsageBaseline,
+): { written: PendingUsage; baseline: UsageBaseline } {
+  const written = loadMoved(baseline, p.load) ? p : { ...p, load: [] };
+  return { written, baseline: recorded(baseline, written.memory, written.load) };
 }
 
 /** How long after `now` the flush timer is due. */
