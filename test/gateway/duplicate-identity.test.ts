@@ -7,6 +7,7 @@ import { codeOf, TestAgent } from "../support/agent.js";
 import { eventually } from "../support/eventually.js";
 import {
   type GatewayProcess,
+  gatewayArgs,
   metricValue,
   rand,
   readAll,
@@ -71,25 +72,18 @@ function duplicateAgent(urls: string[], tls: { ca: string; cert: string; key: st
   };
 }
 
-function gatewayArgs(id: string, nats: string, stream: string, prefix: string, revoked: string): string[] {
-  return [
-    "--id",
-    id,
-    "--nats",
-    nats,
-    "--stream",
-    stream,
-    "--subject-prefix",
-    prefix,
-    "--lease-bucket",
-    `leases_${rand()}`,
-    "--revoked-bucket",
-    revoked,
-    "--duplicate-retry-after",
-    String(RETRY_AFTER_MS),
-    "--metrics-listen",
-    "127.0.0.1:0",
-  ];
+/** A gateway on the log that tells duplicates to retry after RETRY_AFTER_MS. */
+function gatewayRetryingDuplicates(
+  id: string,
+  nats: string,
+  stream: string,
+  prefix: string,
+  revoked: string,
+) {
+  return gatewayArgs(
+    { id, nats, stream, prefix, revokedBucket: revoked },
+    ...["--duplicate-retry-after", String(RETRY_AFTER_MS)],
+  );
 }
 
 function opened(records: LogRecord[], node: string) {
@@ -118,7 +112,7 @@ describe("two agents presenting one identity", () => {
     let second: ReturnType<typeof duplicateAgent> | undefined;
     try {
       gw = await spawnGateway(
-        gatewayArgs("gw-dup", env.server.url, stream, prefix, `revoked_${rand()}`),
+        gatewayRetryingDuplicates("gw-dup", env.server.url, stream, prefix, `revoked_${rand()}`),
         env.certs,
       );
       first = await liveAgent(gw, tls, node);
@@ -184,7 +178,12 @@ describe("two agents presenting one identity", () => {
     let second: ReturnType<typeof duplicateAgent> | undefined;
     try {
       for (const id of ["gw-dup-a", "gw-dup-b"]) {
-        gws.push(await spawnGateway(gatewayArgs(id, env.server.url, stream, prefix, revoked), env.certs));
+        gws.push(
+          await spawnGateway(
+            gatewayRetryingDuplicates(id, env.server.url, stream, prefix, revoked),
+            env.certs,
+          ),
+        );
       }
       const [gwA, gwB] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwA, tls, node);
@@ -231,7 +230,12 @@ describe("two agents presenting one identity", () => {
     const newcomers: TestAgent[] = [];
     try {
       for (const id of ["gw-dup-d", "gw-dup-e"]) {
-        gws.push(await spawnGateway(gatewayArgs(id, env.server.url, stream, prefix, revoked), env.certs));
+        gws.push(
+          await spawnGateway(
+            gatewayRetryingDuplicates(id, env.server.url, stream, prefix, revoked),
+            env.certs,
+          ),
+        );
       }
       const [gwD, gwE] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwD, tls, node);
@@ -278,7 +282,7 @@ describe("two agents presenting one identity", () => {
     const agents: TestAgent[] = [];
     try {
       gw = await spawnGateway(
-        gatewayArgs("gw-dup-c", env.server.url, stream, prefix, `revoked_${rand()}`),
+        gatewayRetryingDuplicates("gw-dup-c", env.server.url, stream, prefix, `revoked_${rand()}`),
         env.certs,
       );
       const registration = { ...h100Registration(node), instanceId: "one-process" };

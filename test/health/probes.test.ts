@@ -15,7 +15,7 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { startServer, uniqueStream } from "../harness/nats.js";
 import { makeTestCerts } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, rand, spawnGateway } from "../support/gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 import { sampleEvents } from "../support/sample-events.js";
 
@@ -116,19 +116,7 @@ describe("readiness and liveness probes of real processes (real nats-server)", (
 
   it("the gateway is ready once serving and connected, and not while NATS is gone", async () => {
     gateway = await spawnGateway(
-      [
-        ...[
-          "--id",
-          `gw-probe-${rand()}`,
-          "--nats",
-          server.url,
-          "--stream",
-          stream,
-          "--subject-prefix",
-          prefix,
-        ],
-        ...["--lease-bucket", `leases_${rand()}`, "--metrics-listen", "127.0.0.1:0"],
-      ],
+      gatewayArgs({ id: `gw-probe-${rand()}`, nats: server.url, stream, prefix }),
       makeTestCerts(),
     );
     assert.ok(gateway.metricsUrl, gateway.output());

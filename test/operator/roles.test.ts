@@ -24,7 +24,7 @@ import {
   tokenSha256,
 } from "../../src/operator/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { LLMGW_BIN, logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll } from "../support/gateway.js";
 import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
@@ -361,12 +361,7 @@ describe("llmgw api --tokens (the real process)", () => {
         "api",
         "--listen",
         "127.0.0.1:0",
-        "--nats",
-        server.url,
-        "--stream",
-        uniqueStream("TOK"),
-        "--subject-prefix",
-        `t${rand()}.evt`,
+        ...logFlags(server.url, uniqueStream("TOK"), `t${rand()}.evt`),
       ],
       {
         env: { ...process.env, LLMGW_API_TOKENS: file, LLMGW_API_TOKEN: ADMIN },
@@ -439,12 +434,7 @@ describe("llmgw api --tokens (the real process)", () => {
         ADMIN,
         "--listen",
         "127.0.0.1:0",
-        "--nats",
-        server.url,
-        "--stream",
-        uniqueStream("TOK"),
-        "--subject-prefix",
-        `t${rand()}.evt`,
+        ...logFlags(server.url, uniqueStream("TOK"), `t${rand()}.evt`),
       ],
       { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LLMGW_API_TOKENS: "" } },
     );

@@ -15,6 +15,7 @@ import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw, waitForPort } from "../harness/proc.js";
+import { logFlags } from "./cli.js";
 import { eventually } from "./eventually.js";
 import { EventFactory } from "./fleet-events.js";
 import { rand } from "./gateway.js";
@@ -174,7 +175,7 @@ export class ChaosWorld {
         "gateway",
         "--insecure-dev",
         ...["--id", gw.id, "--listen", `127.0.0.1:${gw.port}`],
-        ...["--nats", gw.nats, "--stream", this.stream, "--subject-prefix", this.prefix],
+        ...logFlags(gw.nats, this.stream, this.prefix),
         ...["--stream-replicas", String(o.replicas ?? 1)],
         ...["--lease-bucket", this.gatewaysBucket, "--lease-ttl", String(CHAOS_TIMINGS.gatewayLeaseTtlMs)],
         ...["--heartbeat-timeout", String(o.heartbeatTimeoutMs ?? CHAOS_TIMINGS.heartbeatTimeoutMs)],
