@@ -46,11 +46,7 @@ describe("chaos: process crashes under a working fleet", () => {
       heartbeatTimeoutMs: 3_000,
       reconcilerEnv: { [TEST_PAUSE_ENV]: pauseGate },
     });
-    await w.start();
-    await w.addAgents(NODES, "gpu-");
-    await w.waitConnected(NODES);
-    await w.catalog(replicas);
-    await w.waitRunning(replicas);
+    await w.startRunning(NODES, replicas);
   });
   after(async () => {
     await w?.close();

@@ -4,6 +4,7 @@ import { AgentConnection, type ConnectionEvent } from "../../src/agent/client/in
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { codeOf, TestAgent } from "../support/agent.js";
+import type { TestCerts } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
 import {
   type GatewayProcess,
@@ -84,6 +85,18 @@ function gatewayRetryingDuplicates(
     { id, nats, stream, prefix, revokedBucket: revoked },
     ...["--duplicate-retry-after", String(RETRY_AFTER_MS)],
   );
+}
+
+/** Starts a gateway retrying duplicates for each id, pushing each to `into` as it starts (a failed start leaves the others to stop). */
+async function spawnGatewaysRetryingDuplicates(
+  into: GatewayProcess[],
+  ids: string[],
+  o: { nats: string; stream: string; prefix: string; revoked: string; certs: TestCerts },
+): Promise<void> {
+  for (const id of ids)
+    into.push(
+      await spawnGateway(gatewayRetryingDuplicates(id, o.nats, o.stream, o.prefix, o.revoked), o.certs),
+    );
 }
 
 function opened(records: LogRecord[], node: string) {
@@ -177,14 +190,13 @@ describe("two agents presenting one identity", () => {
     let first: Awaited<ReturnType<typeof liveAgent>> | undefined;
     let second: ReturnType<typeof duplicateAgent> | undefined;
     try {
-      for (const id of ["gw-dup-a", "gw-dup-b"]) {
-        gws.push(
-          await spawnGateway(
-            gatewayRetryingDuplicates(id, env.server.url, stream, prefix, revoked),
-            env.certs,
-          ),
-        );
-      }
+      await spawnGatewaysRetryingDuplicates(gws, ["gw-dup-a", "gw-dup-b"], {
+        nats: env.server.url,
+        stream,
+        prefix,
+        revoked,
+        certs: env.certs,
+      });
       const [gwA, gwB] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwA, tls, node);
       const sessionId = first.agent.sessionId;
@@ -229,14 +241,13 @@ describe("two agents presenting one identity", () => {
     let first: Awaited<ReturnType<typeof liveAgent>> | undefined;
     const newcomers: TestAgent[] = [];
     try {
-      for (const id of ["gw-dup-d", "gw-dup-e"]) {
-        gws.push(
-          await spawnGateway(
-            gatewayRetryingDuplicates(id, env.server.url, stream, prefix, revoked),
-            env.certs,
-          ),
-        );
-      }
+      await spawnGatewaysRetryingDuplicates(gws, ["gw-dup-d", "gw-dup-e"], {
+        nats: env.server.url,
+        stream,
+        prefix,
+        revoked,
+        certs: env.certs,
+      });
       const [gwD, gwE] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwD, tls, node);
       const sessionId = first.agent.sessionId;

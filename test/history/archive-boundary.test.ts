@@ -21,14 +21,14 @@ import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { stackFleet, startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const catalog = (replicas: number) => ({
   models: [
     {
       name: "llama-3.3-70b",
       replicas,
-      profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp4", 4)],
     },
   ],
 });

@@ -19,7 +19,7 @@ import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { stackFleet, startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const MODEL = "llama-3.3-70b";
 /** One replica fills a 4-GPU node. */
@@ -29,7 +29,7 @@ const catalogWith = (replicas: number) => ({
       name: MODEL,
       replicas,
       minAvailable: "100%",
-      profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp4", 4)],
     },
   ],
 });

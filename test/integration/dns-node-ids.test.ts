@@ -19,7 +19,7 @@ import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { eventually as eventualValue } from "../support/operator-api.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { stackFleet, startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const N1 = "gpu-1.dc1.example.com";
 const N2 = "gpu-2.dc1.example.com";
@@ -28,7 +28,7 @@ const CATALOG = {
     {
       name: "llama-3.1-8b",
       replicas: 1,
-      profiles: [{ name: "tp2", gpusPerShard: 2, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp2", 2)],
     },
   ],
 };

@@ -16,20 +16,13 @@ import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { type Stack, stackFleet, startStack } from "../support/stack.js";
-
-const profile = (name: string, gpus: number) => ({
-  name,
-  gpusPerShard: gpus,
-  memoryPerGpu: "64GiB",
-  gpuProduct: "H100",
-});
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 /** 14 of the fleet's 32 GPUs: room for any node's replicas to move elsewhere. */
 const CATALOG = {
   models: [
-    { name: "llama-3.1-8b", replicas: 3, profiles: [profile("tp2", 2)] },
-    { name: "llama-3.3-70b", replicas: 2, profiles: [profile("tp4", 4)] },
+    { name: "llama-3.1-8b", replicas: 3, profiles: [h100Profile("tp2", 2)] },
+    { name: "llama-3.3-70b", replicas: 2, profiles: [h100Profile("tp4", 4)] },
   ],
 };
 const WANTED: Record<string, number> = { "llama-3.1-8b": 3, "llama-3.3-70b": 2 };
@@ -261,7 +254,7 @@ describe("drain a node through the operator API", () => {
       assert.equal(back.node.cordoned, false);
       assert.equal(back.node.draining, false);
       await call("PUT", "/v1/catalog", {
-        models: [...CATALOG.models, { name: "qwen-2.5-7b", replicas: 1, profiles: [profile("tp1", 1)] }],
+        models: [...CATALOG.models, { name: "qwen-2.5-7b", replicas: 1, profiles: [h100Profile("tp1", 1)] }],
       });
       await eventually(
         async () => {

@@ -22,7 +22,7 @@ import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll } from "../support/gateway.js";
-import { type Stack, stackFleet, startStack } from "../support/stack.js";
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 const SMALL = "llama-3.1-8b";
 const BIG = "llama-3.1-405b";
@@ -31,7 +31,7 @@ const CATALOG = {
     {
       name: SMALL,
       replicas: 3,
-      profiles: [{ name: "tp2", gpusPerShard: 2, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp2", 2)],
     },
     {
       name: BIG,

@@ -286,6 +286,16 @@ export class ChaosWorld {
     return fleet;
   }
 
+  /** Starts the world with `nodes` agents (`gpu-1`, …) connected and `replicas` replicas running: where every chaos test begins. */
+  async startRunning(nodes: number, replicas: number): Promise<this> {
+    await this.start();
+    await this.addAgents(nodes, "gpu-");
+    await this.waitConnected(nodes);
+    await this.catalog(replicas);
+    await this.waitRunning(replicas);
+    return this;
+  }
+
   /** Appends a catalog asking for `replicas`; retried (same id, stored once) while the cluster elects. */
   async catalog(replicas: number): Promise<number> {
     const event = this.events.catalog(smallCatalog(replicas));

@@ -32,6 +32,11 @@ export function stackFleet(gatewayUrl: string, o: SimConfigInput): SimFleet {
   return new SimFleet({ gateways: [gatewayUrl], insecureDev: true, ...STACK_FLEET_TIMINGS, ...o });
 }
 
+/** A catalog profile, in the API's form: one shard of `gpusPerShard` 64 GiB H100s. */
+export function h100Profile(name: string, gpusPerShard: number) {
+  return { name, gpusPerShard, memoryPerGpu: "64GiB", gpuProduct: "H100" };
+}
+
 export interface StackOptions {
   /** A short tag: the stream's and the processes' names start with it. */
   name: string;

@@ -15,23 +15,16 @@ import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { EventFactory, h100Node } from "../support/fleet-events.js";
 import { startApiFixture, TOKEN } from "../support/operator-api.js";
-import { type Stack, stackFleet, startStack } from "../support/stack.js";
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 const ARTIFACTS = new URL("../../test-artifacts/ui/", import.meta.url).pathname;
-
-const profile = (name: string, gpus: number) => ({
-  name,
-  gpusPerShard: gpus,
-  memoryPerGpu: "64GiB",
-  gpuProduct: "H100",
-});
 
 // Two models that fit, and one that no node can hold (16 GPUs in one shard on 8-GPU nodes).
 const CATALOG = {
   models: [
-    { name: "llama-3.1-8b", replicas: 3, profiles: [profile("tp1", 1)] },
-    { name: "llama-3.3-70b", replicas: 2, profiles: [profile("tp4", 4)] },
-    { name: "giant-1t", replicas: 1, profiles: [profile("tp16", 16)] },
+    { name: "llama-3.1-8b", replicas: 3, profiles: [h100Profile("tp1", 1)] },
+    { name: "llama-3.3-70b", replicas: 2, profiles: [h100Profile("tp4", 4)] },
+    { name: "giant-1t", replicas: 1, profiles: [h100Profile("tp16", 16)] },
   ],
 };
 const RUNNING_GPUS = 3 * 1 + 2 * 4;
