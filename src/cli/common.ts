@@ -68,6 +68,11 @@ export function withNatsOptions(cmd: Command): Command {
   return cmd;
 }
 
+/** The NATS options (`--nats` and its credentials) and where the log is on it: `--stream`, `--subject-prefix`. */
+export function withLogLocationOptions(cmd: Command): Command {
+  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption());
+}
+
 /**
  * `--snapshot-bucket NAME` (env LLMGW_SNAPSHOT_BUCKET): the KV bucket of
  * projection snapshots, which the reconciler writes and the API and replay read.

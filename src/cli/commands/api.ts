@@ -33,11 +33,9 @@ import {
   EXIT,
   intOption,
   type NatsSecurityFlags,
-  prefixOption,
   snapshotBucketOption,
-  streamOption,
   streamReplicasOption,
-  withNatsOptions,
+  withLogLocationOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -148,7 +146,7 @@ export function parseListen(value: string): { host: string; port: number } {
 
 export function registerApi(program: Command): void {
   const caps = connectionCapOptions("LLMGW_API_", defaultMaxConnections(4096));
-  const api = withNatsOptions(program.command("api"));
+  const api = withLogLocationOptions(program.command("api"));
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
@@ -187,10 +185,8 @@ export function registerApi(program: Command): void {
       ),
     )
     .addOption(new Option("--tls-key <file>", "key of --tls-cert (PEM)").env("LLMGW_API_TLS_KEY"))
-    .addOption(streamOption())
     .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
-    .addOption(prefixOption())
     .addOption(
       new Option("--log-level <level>", "log level")
         .choices(["trace", "debug", "info", "warn", "error", "silent"])

@@ -14,10 +14,8 @@ import {
   CliError,
   EXIT,
   type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
   streamReplicasOption,
-  withNatsOptions,
+  withLogLocationOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 import { logMaxAgeOption, logMaxBytesOption, segmentBytesOption } from "../retention-options.js";
@@ -36,13 +34,11 @@ interface ArchiverFlags extends NatsSecurityFlags {
 }
 
 export function registerArchiver(program: Command): void {
-  withNatsOptions(program.command("archiver"))
+  withLogLocationOptions(program.command("archiver"))
     .description(
       "copy sealed segments of the log (with a fleet snapshot at each boundary) into the archive, and remove " +
         "from the stream only what is archived and past --log-max-age/--log-max-bytes; run one per log",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(streamReplicasOption())
     .addOption(archiveOption())
     .addOption(logMaxAgeOption())

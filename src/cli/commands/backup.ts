@@ -27,9 +27,8 @@ import {
   CliError,
   EXIT,
   type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
   streamReplicasOption,
+  withLogLocationOptions,
   withNatsOptions,
 } from "../common.js";
 import { natsSecurityFrom } from "../nats-security.js";
@@ -59,13 +58,11 @@ const revokedBucketOption = () =>
     .default(DEFAULT_BUCKETS.revoked);
 
 export function registerBackup(program: Command): void {
-  withNatsOptions(program.command("backup"))
+  withLogLocationOptions(program.command("backup"))
     .description(
       "write the whole history of the log (archive + stream + the revocation bucket), consistent at the stream's last sequence, " +
         "to a new or empty directory, or to one new file when --out ends in .llmgw-backup",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(archiveOption())
     .addOption(revokedBucketOption())
     .requiredOption(

@@ -18,15 +18,7 @@ import {
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
 import { archiveOption } from "../archive-option.js";
-import {
-  CliError,
-  EXIT,
-  intArg,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, EXIT, intArg, type NatsSecurityFlags, withLogLocationOptions } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
@@ -48,7 +40,7 @@ interface ReadRecords {
 }
 
 export function registerCheckLog(program: Command): void {
-  const cmd = withNatsOptions(program.command("check-log"));
+  const cmd = withLogLocationOptions(program.command("check-log"));
   for (const o of apiAccessOptions()) cmd.addOption(o);
   cmd
     .description(
@@ -57,8 +49,6 @@ export function registerCheckLog(program: Command): void {
         "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage).\n" +
         "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(archiveOption())
     .option(
       "--acked <file>",

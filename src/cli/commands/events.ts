@@ -15,14 +15,7 @@ import { describeEvent } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
 import { archiveOption } from "../archive-option.js";
-import {
-  CliError,
-  intArg,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, intArg, type NatsSecurityFlags, withLogLocationOptions } from "../common.js";
 import { openLogForReading } from "../read-log.js";
 import { isoTime } from "../time.js";
 import {
@@ -50,15 +43,13 @@ interface EventsFlags extends NatsSecurityFlags, ApiFlags {
 const registry = createRegistry(file_llmgw_v1_events, file_llmgw_v1_agent);
 
 export function registerEvents(program: Command): void {
-  const cmd = withNatsOptions(program.command("events"));
+  const cmd = withLogLocationOptions(program.command("events"));
   for (const o of apiAccessOptions()) cmd.addOption(o);
   withOutputOption(cmd)
     .description(
       "print the log decoded, one line per event (-o json: one JSON object per line; -o wide adds the nodes and replicas it concerns).\n" +
         "Through the operator API with a token (--api, LLMGW_API_URL or the current context), or from NATS itself with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(archiveOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))
     .addOption(

@@ -7,7 +7,14 @@
  */
 import { stringify as stringifyYaml } from "yaml";
 import type { ApiClient } from "../../operator/index.js";
-import { call, type OutputFormat, printStructured } from "./operator-common.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  type OutputFormat,
+  outputOf,
+  printStructured,
+} from "./operator-common.js";
 
 export interface ListPrinter<T> {
   /** The table, with the wide columns when `wide`. */
@@ -74,4 +81,25 @@ export async function watchList<T>(
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
   }
+}
+
+/**
+ * What a list command does: GETs `path` from the operator API and prints it
+ * in the `-o` format, once or, with `--watch`, again on every change
+ * (`comparable`: what must change for it to print again).
+ */
+export async function showList<T>(
+  flags: ApiFlags & { watch?: boolean },
+  path: string,
+  printer: ListPrinter<T>,
+  comparable?: (body: T) => unknown,
+): Promise<void> {
+  const client = clientFor(flags);
+  const format = outputOf(flags);
+  const fetchBody = async () => (await call(() => client.get<T>(path))).body;
+  if (flags.watch) {
+    await watchList(client, format, fetchBody, printer, comparable ? { comparable } : {});
+    return;
+  }
+  printList(format, await fetchBody(), printer);
 }

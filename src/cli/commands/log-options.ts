@@ -1,27 +1,11 @@
 /** What every command that reads the log takes and how it opens the log (read only: nothing is created). */
 import type { Command } from "commander";
-import { type Log, openLog } from "../../log/index.js";
-import { archiveLocation, archiveOption } from "../archive-option.js";
-import { prefixOption, streamOption, withNatsOptions } from "../common.js";
-import { readerSecurityFrom } from "../nats-security.js";
-import type { LogFlags } from "../read-log.js";
+import { archiveOption } from "../archive-option.js";
+import { withLogLocationOptions } from "../common.js";
 
-export type { LogFlags };
+export { type LogFlags, openLogForReading } from "../read-log.js";
 
+/** Where the log is (`--nats` and its credentials, `--stream`, `--subject-prefix`) and its archive (`--archive`). */
 export function withLogOptions(cmd: Command): Command {
-  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption()).addOption(archiveOption());
-}
-
-export function openLogForReading(flags: LogFlags, clientName: string): Promise<Log> {
-  return openLog({
-    url: flags.nats,
-    security: readerSecurityFrom(flags),
-    clientName,
-    name: flags.stream,
-    prefix: flags.subjectPrefix,
-    ensure: false,
-    archive: archiveLocation(flags.archive),
-    // The reader role may create no consumer: read with direct gets (docs/SECURITY.md, "Consumers").
-    readVia: "direct",
-  });
+  return withLogLocationOptions(cmd).addOption(archiveOption());
 }

@@ -20,11 +20,9 @@ import {
   EXIT,
   intOption,
   type NatsSecurityFlags,
-  prefixOption,
   snapshotBucketOption,
-  streamOption,
   streamReplicasOption,
-  withNatsOptions,
+  withLogLocationOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -58,10 +56,8 @@ const READY_WAIT_MS = 2000;
 
 /** `llmgw reconciler`: follow the log; when leading, reconcile it until SIGTERM. */
 export function registerReconciler(program: Command): void {
-  withNatsOptions(program.command("reconciler"))
+  withLogLocationOptions(program.command("reconciler"))
     .description("run a reconciler: one of several leads (KV lease), fenced by the log")
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(streamReplicasOption())
     .addOption(
       new Option("--id <id>", "this reconciler's id, recorded in its passes")

@@ -12,10 +12,8 @@ import {
   CliError,
   intArg,
   type NatsSecurityFlags,
-  prefixOption,
   snapshotBucketOption,
-  streamOption,
-  withNatsOptions,
+  withLogLocationOptions,
 } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
@@ -37,7 +35,7 @@ interface ReplayFlags extends NatsSecurityFlags, ApiFlags {
 }
 
 export function registerReplay(program: Command): void {
-  const cmd = withNatsOptions(program.command("replay"));
+  const cmd = withLogLocationOptions(program.command("replay"));
   for (const o of apiAccessOptions()) cmd.addOption(o);
   cmd
     .description(
@@ -45,8 +43,6 @@ export function registerReplay(program: Command): void {
         "(what the stream no longer holds is read from the archive, from its nearest snapshot).\n" +
         "Folded by the operator API (--api, LLMGW_API_URL or the current context; a viewer token), or here from NATS with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(archiveOption())
     .addOption(
       new Option("--until-seq <n>", "fold up to and including this sequence (default: the end)")

@@ -1,16 +1,8 @@
 /** `llmgw replicas`: replicas, where they run and why they wait; once or watched. */
 import type { Command } from "commander";
 import type { ModelReadiness, ReplicaView } from "../../operator/index.js";
-import { type ListPrinter, printList, watchList } from "./list-output.js";
-import {
-  type ApiFlags,
-  call,
-  clientFor,
-  formatTable,
-  outputOf,
-  withApiOptions,
-  withOutputOption,
-} from "./operator-common.js";
+import { type ListPrinter, showList } from "./list-output.js";
+import { type ApiFlags, formatTable, withApiOptions, withOutputOption } from "./operator-common.js";
 
 interface ReplicasAnswer {
   seq: number;
@@ -35,17 +27,8 @@ export function registerReplicas(program: Command): void {
   )
     .option("-w, --watch", "print the list again whenever it changes (follows GET /v1/stream), until Ctrl-C")
     .action(async (flags: ApiFlags & { model?: string; watch?: boolean }) => {
-      const client = clientFor(flags);
-      const format = outputOf(flags);
       const q = flags.model ? `?model=${encodeURIComponent(flags.model)}` : "";
-      const fetchBody = async () => (await call(() => client.get<ReplicasAnswer>(`/v1/replicas${q}`))).body;
-      if (flags.watch) {
-        await watchList(client, format, fetchBody, printer, {
-          comparable: (b) => ({ models: b.models, replicas: b.replicas }),
-        });
-        return;
-      }
-      printList(format, await fetchBody(), printer);
+      await showList(flags, `/v1/replicas${q}`, printer, (b) => ({ models: b.models, replicas: b.replicas }));
     });
 }
 
