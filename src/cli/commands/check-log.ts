@@ -17,11 +17,11 @@ import {
 } from "../../invariants/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
-import { archiveOption } from "../archive-option.js";
-import { CliError, EXIT, intArg, type NatsSecurityFlags, withLogLocationOptions } from "../common.js";
+import { CliError, EXIT, intArg, type NatsSecurityFlags } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
-import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
+import { withLogOrApiOptions } from "./log-options.js";
+import { type ApiFlags, call, clientFor } from "./operator-common.js";
 
 interface CheckLogFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
@@ -40,8 +40,7 @@ interface ReadRecords {
 }
 
 export function registerCheckLog(program: Command): void {
-  const cmd = withLogLocationOptions(program.command("check-log"));
-  for (const o of apiAccessOptions()) cmd.addOption(o);
+  const cmd = withLogOrApiOptions(program.command("check-log"));
   cmd
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
@@ -49,7 +48,6 @@ export function registerCheckLog(program: Command): void {
         "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage).\n" +
         "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",
     )
-    .addOption(archiveOption())
     .option(
       "--acked <file>",
       "the agents' record of acknowledged messages: a JSON array or JSON lines of {nodeId, sessionId, messageId} (what `llmgw sim --acked-out` writes); each must be in the log exactly once",
