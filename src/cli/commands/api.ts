@@ -34,8 +34,7 @@ import {
   intOption,
   type NatsSecurityFlags,
   snapshotBucketOption,
-  streamReplicasOption,
-  withLogLocationOptions,
+  withLogWriterOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -146,7 +145,7 @@ export function parseListen(value: string): { host: string; port: number } {
 
 export function registerApi(program: Command): void {
   const caps = connectionCapOptions("LLMGW_API_", defaultMaxConnections(4096));
-  const api = withLogLocationOptions(program.command("api"));
+  const api = withLogWriterOptions(program.command("api"));
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
@@ -185,7 +184,6 @@ export function registerApi(program: Command): void {
       ),
     )
     .addOption(new Option("--tls-key <file>", "key of --tls-cert (PEM)").env("LLMGW_API_TLS_KEY"))
-    .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
     .addOption(
       new Option("--log-level <level>", "log level")

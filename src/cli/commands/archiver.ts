@@ -10,13 +10,7 @@ import { Archiver, archiverMetrics, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "
 import { ConnectionState } from "../../log/index.js";
 import { type Readiness, serveRegistry } from "../../metrics-endpoint/index.js";
 import { archiveOption } from "../archive-option.js";
-import {
-  CliError,
-  EXIT,
-  type NatsSecurityFlags,
-  streamReplicasOption,
-  withLogLocationOptions,
-} from "../common.js";
+import { CliError, EXIT, type NatsSecurityFlags, withLogWriterOptions } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 import { logMaxAgeOption, logMaxBytesOption, segmentBytesOption } from "../retention-options.js";
 
@@ -34,12 +28,11 @@ interface ArchiverFlags extends NatsSecurityFlags {
 }
 
 export function registerArchiver(program: Command): void {
-  withLogLocationOptions(program.command("archiver"))
+  withLogWriterOptions(program.command("archiver"))
     .description(
       "copy sealed segments of the log (with a fleet snapshot at each boundary) into the archive, and remove " +
         "from the stream only what is archived and past --log-max-age/--log-max-bytes; run one per log",
     )
-    .addOption(streamReplicasOption())
     .addOption(archiveOption())
     .addOption(logMaxAgeOption())
     .addOption(logMaxBytesOption())

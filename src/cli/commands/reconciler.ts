@@ -21,8 +21,7 @@ import {
   intOption,
   type NatsSecurityFlags,
   snapshotBucketOption,
-  streamReplicasOption,
-  withLogLocationOptions,
+  withLogWriterOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -56,9 +55,8 @@ const READY_WAIT_MS = 2000;
 
 /** `llmgw reconciler`: follow the log; when leading, reconcile it until SIGTERM. */
 export function registerReconciler(program: Command): void {
-  withLogLocationOptions(program.command("reconciler"))
+  withLogWriterOptions(program.command("reconciler"))
     .description("run a reconciler: one of several leads (KV lease), fenced by the log")
-    .addOption(streamReplicasOption())
     .addOption(
       new Option("--id <id>", "this reconciler's id, recorded in its passes")
         .env(env("ID"))
