@@ -8,7 +8,7 @@
  *                         --archive-s3-region and --archive-s3-path-style; credentials
  *                         from the AWS SDK's default chain (AWS_* variables, profile, role)
  */
-import { Option } from "commander";
+import { type Command, Option } from "commander";
 import type { ArchiveLocation } from "../log/index.js";
 import { CliError } from "./common.js";
 
@@ -26,6 +26,16 @@ export interface ArchiveFlags {
 
 export function archiveOption(): Option {
   return new Option("--archive <where>", ARCHIVE_HELP).env("LLMGW_ARCHIVE").default("nats");
+}
+
+/** `--archive` and the S3 settings that go with it, added to `cmd`. */
+export function withArchiveOptions<C extends Command>(cmd: C): C {
+  cmd
+    .addOption(archiveOption())
+    .addOption(archiveS3EndpointOption())
+    .addOption(archiveS3RegionOption())
+    .addOption(archiveS3PathStyleOption());
+  return cmd;
 }
 
 export function archiveS3EndpointOption(): Option {

@@ -68,6 +68,16 @@ export function withNatsOptions(cmd: Command): Command {
   return cmd;
 }
 
+/** The NATS options (`--nats` and its credentials) and where the log is on it: `--stream`, `--subject-prefix`. */
+export function withLogLocationOptions(cmd: Command): Command {
+  return withNatsOptions(cmd).addOption(streamOption()).addOption(prefixOption());
+}
+
+/** withLogLocationOptions and `--stream-replicas`: what a process that appends to the log (and may create its stream) takes. */
+export function withLogWriterOptions(cmd: Command): Command {
+  return withLogLocationOptions(cmd).addOption(streamReplicasOption());
+}
+
 /**
  * `--snapshot-bucket NAME` (env LLMGW_SNAPSHOT_BUCKET): the KV bucket of
  * projection snapshots, which the reconciler writes and the API and replay read.

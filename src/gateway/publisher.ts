@@ -1,3 +1,4 @@
+import { setTimeout as wait } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import {
@@ -159,17 +160,10 @@ class Attempt implements AppendHandler {
   }
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
+/** Waits `ms`, or less when `signal` aborts; resolves either way. */
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  // Node's timer promise rejects only when `signal` aborts, which here just ends the wait.
+  await wait(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
 }
 
 /** Waits for `p`, but no longer than `ms`; leaves no timer behind. */

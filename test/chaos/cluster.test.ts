@@ -34,11 +34,7 @@ describe("chaos: a 3-node NATS cluster (R3) under a working fleet", () => {
       reconcilers: 2,
       gatewayNats: (i) => (i === 1 ? proxies.map((p) => p.url).join(",") : cluster.url),
     });
-    await w.start();
-    await w.addAgents(NODES, "gpu-");
-    await w.waitConnected(NODES);
-    await w.catalog(replicas);
-    await w.waitRunning(replicas);
+    await w.startRunning(NODES, replicas);
   });
   after(async () => {
     await w?.close();

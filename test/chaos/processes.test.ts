@@ -19,7 +19,7 @@ import { TEST_PAUSE_ENV } from "../../src/reconciler/runner/test-pause.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { ChaosWorld } from "../support/chaos.js";
-import { runCli } from "../support/cli.js";
+import { logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory } from "../support/fleet-events.js";
 
@@ -46,11 +46,7 @@ describe("chaos: process crashes under a working fleet", () => {
       heartbeatTimeoutMs: 3_000,
       reconcilerEnv: { [TEST_PAUSE_ENV]: pauseGate },
     });
-    await w.start();
-    await w.addAgents(NODES, "gpu-");
-    await w.waitConnected(NODES);
-    await w.catalog(replicas);
-    await w.waitRunning(replicas);
+    await w.startRunning(NODES, replicas);
   });
   after(async () => {
     await w?.close();
@@ -247,16 +243,7 @@ describe("chaos: process crashes under a working fleet", () => {
     } finally {
       await log.close();
     }
-    const bad = await runCli([
-      "check-log",
-      "--nats",
-      server.url,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      "b.evt",
-      "--json",
-    ]);
+    const bad = await runCli(["check-log", ...logFlags(server.url, stream, "b.evt"), "--json"]);
     assert.equal(bad.code, 1, bad.stdout + bad.stderr);
     const report = JSON.parse(bad.stdout) as {
       violations: Array<{ rule: string; seq: number; message: string }>;

@@ -2,11 +2,10 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
-import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
+import { EventFactory } from "../support/fleet-events.js";
 
 describe("--config-file", () => {
   it("fills what flags and the environment leave unset: file < env < flag", async () => {
@@ -14,17 +13,7 @@ describe("--config-file", () => {
     const stream = uniqueStream("CF");
     const log = await openLog({ url: server.url, clientName: "config-file-test", name: stream });
     try {
-      await log.append(
-        create(EventSchema, {
-          id: "cf-1",
-          timeUnixMs: BigInt(Date.now()),
-          writer: { kind: Writer_Kind.TOOL, id: "test" },
-          body: {
-            case: "nodeCordoned",
-            value: { nodeId: "gpu-1", reason: "from the config test", operator: "t" },
-          },
-        }),
-      );
+      await log.append(new EventFactory("cf").cordon("gpu-1", "from the config test"));
       const dir = tempDir("config-file");
       const file = join(dir, "llmgw.yaml");
       writeFileSync(file, `nats: ${server.url}\nstream: ${stream}\n`);

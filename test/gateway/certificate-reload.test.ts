@@ -6,7 +6,7 @@ import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { serverCertificate } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, metricValue, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, metricValue, rand, spawnGateway } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
@@ -34,20 +34,7 @@ describe("gateway process: certificate files reloaded when they change", () => {
     const agents: TestAgent[] = [];
     try {
       gw = await spawnGateway(
-        [
-          "--nats",
-          env.server.url,
-          "--stream",
-          stream,
-          "--subject-prefix",
-          prefix,
-          "--lease-bucket",
-          `leases_${rand()}`,
-          "--revoked-bucket",
-          `revoked_${rand()}`,
-          "--metrics-listen",
-          "127.0.0.1:0",
-        ],
+        gatewayArgs({ nats: env.server.url, stream, prefix, revokedBucket: `revoked_${rand()}` }),
         certs,
       );
       const metrics = gw.metricsUrl;

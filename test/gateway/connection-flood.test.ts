@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { makeTestCerts } from "../support/certs.js";
 import { IDLE_KINDS, runConnectionFlood } from "../support/connection-flood.js";
-import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, rand, spawnGateway } from "../support/gateway.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
 const MAX_OPEN_FILES = 300;
@@ -33,12 +33,11 @@ describe("gateway process: a connection flood under a low file-descriptor limit"
     let gw: GatewayProcess | undefined;
     try {
       gw = await spawnGateway(
-        [
-          ...["--id", `gw-flood-${rand()}`, "--nats", env.server.url, "--stream", stream],
-          ...["--subject-prefix", prefix, "--lease-bucket", `leases_${rand()}`],
+        gatewayArgs(
+          { id: `gw-flood-${rand()}`, nats: env.server.url, stream, prefix, metricsListen: false },
           // Room for honest agents beside two attacker addresses at their cap.
           ...["--max-connections-per-address", "100"],
-        ],
+        ),
         certs,
         {},
         { maxOpenFiles: MAX_OPEN_FILES },

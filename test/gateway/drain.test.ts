@@ -3,7 +3,14 @@ import { describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { codeOf, TestAgent } from "../support/agent.js";
-import { type GatewayProcess, rand, readAll, spawnGateway, waitForLog } from "../support/gateway.js";
+import {
+  type GatewayProcess,
+  gatewayArgs,
+  rand,
+  readAll,
+  spawnGateway,
+  waitForLog,
+} from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
@@ -17,22 +24,10 @@ describe("gateway process: SIGTERM drains", () => {
     const agents: TestAgent[] = [];
     try {
       gw = await spawnGateway(
-        [
-          "--id",
-          "gw-drain",
-          "--nats",
-          env.server.url,
-          "--stream",
-          stream,
-          "--subject-prefix",
-          prefix,
-          "--lease-bucket",
-          bucket,
-          "--drain-deadline",
-          "8000",
-          "--metrics-listen",
-          "127.0.0.1:0",
-        ],
+        gatewayArgs(
+          { id: "gw-drain", nats: env.server.url, stream, prefix, leaseBucket: bucket },
+          ...["--drain-deadline", "8000"],
+        ),
         env.certs,
       );
       for (const node of ["gpu-drain-1", "gpu-drain-2"]) {

@@ -4,9 +4,11 @@ import { AgentConnection, type ConnectionEvent } from "../../src/agent/client/in
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { codeOf, TestAgent } from "../support/agent.js";
+import type { TestCerts } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
 import {
   type GatewayProcess,
+  gatewayArgs,
   metricValue,
   rand,
   readAll,
@@ -71,25 +73,30 @@ function duplicateAgent(urls: string[], tls: { ca: string; cert: string; key: st
   };
 }
 
-function gatewayArgs(id: string, nats: string, stream: string, prefix: string, revoked: string): string[] {
-  return [
-    "--id",
-    id,
-    "--nats",
-    nats,
-    "--stream",
-    stream,
-    "--subject-prefix",
-    prefix,
-    "--lease-bucket",
-    `leases_${rand()}`,
-    "--revoked-bucket",
-    revoked,
-    "--duplicate-retry-after",
-    String(RETRY_AFTER_MS),
-    "--metrics-listen",
-    "127.0.0.1:0",
-  ];
+/** A gateway on the log that tells duplicates to retry after RETRY_AFTER_MS. */
+function gatewayRetryingDuplicates(
+  id: string,
+  nats: string,
+  stream: string,
+  prefix: string,
+  revoked: string,
+) {
+  return gatewayArgs(
+    { id, nats, stream, prefix, revokedBucket: revoked },
+    ...["--duplicate-retry-after", String(RETRY_AFTER_MS)],
+  );
+}
+
+/** Starts a gateway retrying duplicates for each id, pushing each to `into` as it starts (a failed start leaves the others to stop). */
+async function spawnGatewaysRetryingDuplicates(
+  into: GatewayProcess[],
+  ids: string[],
+  o: { nats: string; stream: string; prefix: string; revoked: string; certs: TestCerts },
+): Promise<void> {
+  for (const id of ids)
+    into.push(
+      await spawnGateway(gatewayRetryingDuplicates(id, o.nats, o.stream, o.prefix, o.revoked), o.certs),
+    );
 }
 
 function opened(records: LogRecord[], node: string) {
@@ -118,7 +125,7 @@ describe("two agents presenting one identity", () => {
     let second: ReturnType<typeof duplicateAgent> | undefined;
     try {
       gw = await spawnGateway(
-        gatewayArgs("gw-dup", env.server.url, stream, prefix, `revoked_${rand()}`),
+        gatewayRetryingDuplicates("gw-dup", env.server.url, stream, prefix, `revoked_${rand()}`),
         env.certs,
       );
       first = await liveAgent(gw, tls, node);
@@ -183,9 +190,13 @@ describe("two agents presenting one identity", () => {
     let first: Awaited<ReturnType<typeof liveAgent>> | undefined;
     let second: ReturnType<typeof duplicateAgent> | undefined;
     try {
-      for (const id of ["gw-dup-a", "gw-dup-b"]) {
-        gws.push(await spawnGateway(gatewayArgs(id, env.server.url, stream, prefix, revoked), env.certs));
-      }
+      await spawnGatewaysRetryingDuplicates(gws, ["gw-dup-a", "gw-dup-b"], {
+        nats: env.server.url,
+        stream,
+        prefix,
+        revoked,
+        certs: env.certs,
+      });
       const [gwA, gwB] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwA, tls, node);
       const sessionId = first.agent.sessionId;
@@ -230,9 +241,13 @@ describe("two agents presenting one identity", () => {
     let first: Awaited<ReturnType<typeof liveAgent>> | undefined;
     const newcomers: TestAgent[] = [];
     try {
-      for (const id of ["gw-dup-d", "gw-dup-e"]) {
-        gws.push(await spawnGateway(gatewayArgs(id, env.server.url, stream, prefix, revoked), env.certs));
-      }
+      await spawnGatewaysRetryingDuplicates(gws, ["gw-dup-d", "gw-dup-e"], {
+        nats: env.server.url,
+        stream,
+        prefix,
+        revoked,
+        certs: env.certs,
+      });
       const [gwD, gwE] = gws as [GatewayProcess, GatewayProcess];
       first = await liveAgent(gwD, tls, node);
       const sessionId = first.agent.sessionId;
@@ -278,7 +293,7 @@ describe("two agents presenting one identity", () => {
     const agents: TestAgent[] = [];
     try {
       gw = await spawnGateway(
-        gatewayArgs("gw-dup-c", env.server.url, stream, prefix, `revoked_${rand()}`),
+        gatewayRetryingDuplicates("gw-dup-c", env.server.url, stream, prefix, `revoked_${rand()}`),
         env.certs,
       );
       const registration = { ...h100Registration(node), instanceId: "one-process" };

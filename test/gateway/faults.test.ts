@@ -3,16 +3,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, SessionClosed_Reason, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { runCheckLog } from "../support/cli.js";
-import { rand, readAll, startTestGateway, waitForLog } from "../support/gateway.js";
+import { readAll, waitForLog } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
+import { startGatewayOnNewLog } from "../support/suites.js";
 
 describe("gateway: NATS restarted or killed under connected agents", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -35,21 +34,15 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
    * NATS runs again (its publish spanned the fault).
    */
   async function restartUnderLoad(fault: (s: NatsServer) => Promise<void>, opts: { killed?: boolean } = {}) {
-    const stream = uniqueStream("GWFAULT");
-    const prefix = `t${rand()}.evt`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
+    const on = await startGatewayOnNewLog(server.url, "GWFAULT", {
+      certs,
+      publishTimeoutMs: 1_000,
+      logUnavailableLimitMs: 60_000,
+      heartbeatTimeoutMs: 60_000,
+    });
+    const { log, stream, prefix, gw } = on;
     const agents: TestAgent[] = [];
     try {
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        certs,
-        publishTimeoutMs: 1_000,
-        logUnavailableLimitMs: 60_000,
-        heartbeatTimeoutMs: 60_000,
-      });
       for (let i = 1; i <= 3; i++) {
         const node = `gpu-fault-${i}`;
         agents.push(
@@ -158,9 +151,7 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
       );
     } finally {
       for (const a of agents) a.abort();
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await on.close();
     }
   }
 
@@ -177,13 +168,10 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
     ));
 
   it("disconnects an agent that stops reading its commands (slow consumer)", async () => {
-    const stream = uniqueStream("GWSLOW");
-    const prefix = `t${rand()}.evt`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
+    const on = await startGatewayOnNewLog(server.url, "GWSLOW", { certs, sendQueueMax: 8 });
+    const { log, gw } = on;
     let agent: TestAgent | undefined;
     try {
-      gw = await startTestGateway({ nats: server.url, stream, prefix, certs, sendQueueMax: 8 });
       const node = "gpu-slow-1";
       agent = await TestAgent.connect({
         baseUrl: gw.url,
@@ -228,28 +216,20 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
       assert.equal(dropped.values.find((v) => v.labels.reason === "SLOW_CONSUMER")?.value, 1);
     } finally {
       agent?.abort();
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await on.close();
     }
   });
 
   it("closes streams with Unavailable when the log stays unreachable past the limit", async () => {
-    const stream = uniqueStream("GWDOWN");
-    const prefix = `t${rand()}.evt`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
+    const on = await startGatewayOnNewLog(server.url, "GWDOWN", {
+      certs,
+      publishTimeoutMs: 500,
+      logUnavailableLimitMs: 1_500,
+      heartbeatTimeoutMs: 60_000,
+    });
+    const { gw } = on;
     const agents: TestAgent[] = [];
     try {
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        certs,
-        publishTimeoutMs: 500,
-        logUnavailableLimitMs: 1_500,
-        heartbeatTimeoutMs: 60_000,
-      });
       for (const node of ["gpu-down-1", "gpu-down-2"]) {
         agents.push(
           await TestAgent.connect({
@@ -271,9 +251,7 @@ describe("gateway: NATS restarted or killed under connected agents", () => {
     } finally {
       for (const a of agents) a.abort();
       if (!server.running) await server.restart();
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await on.close();
     }
   });
 });

@@ -17,7 +17,7 @@ import {
 import { startServer, uniqueStream } from "../harness/nats.js";
 import { makeTestCerts } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, rand, spawnGateway } from "../support/gateway.js";
 
 describe("grpc.health.v1 on the gateway's agent port (real gateway process, real nats-server)", () => {
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -28,10 +28,13 @@ describe("grpc.health.v1 on the gateway's agent port (real gateway process, real
   before(async () => {
     server = await startServer();
     gw = await spawnGateway(
-      [
-        ...["--id", `gw-health-${rand()}`, "--nats", server.url, "--stream", uniqueStream("HEALTH")],
-        ...["--subject-prefix", `health${rand()}.evt`, "--lease-bucket", `leases_${rand()}`],
-      ],
+      gatewayArgs({
+        id: `gw-health-${rand()}`,
+        nats: server.url,
+        stream: uniqueStream("HEALTH"),
+        prefix: `health${rand()}.evt`,
+        metricsListen: false,
+      }),
       certs,
     );
     const client = certs.client("health-checker");

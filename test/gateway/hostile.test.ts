@@ -22,6 +22,7 @@ import {
   MANY_FIELDS,
   ODD_NODE_IDS,
   RESERVED_IDS,
+  type RegistrationCase,
 } from "../support/hostile-cases.js";
 import { assertLogHygiene, nodeOf } from "../support/log-hygiene.js";
 import { encode, frame, RawAgent } from "../support/raw-agent.js";
@@ -113,6 +114,51 @@ describe("gateway: hostile and broken agents", () => {
     });
   }
 
+  /**
+   * Registers `node`, lets `send` misbehave and expects the stream to end with
+   * `code` (and `message`); the log then holds the session's opening and its
+   * PROTOCOL_ERROR close, nothing between.
+   */
+  async function endsWithProtocolError(
+    node: string,
+    protocol: Protocol | undefined,
+    send: (a: TestAgent) => void,
+    expected: { code: string; message?: RegExp },
+  ): Promise<void> {
+    const a = await registered(node, protocol);
+    try {
+      send(a);
+      const err = await a.ended;
+      assert.equal(codeOf(err), expected.code);
+      if (expected.message) assert.match(String(err), expected.message);
+    } finally {
+      a.abort();
+    }
+    const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
+    assert.deepEqual(
+      evs.map((b) => b.case),
+      ["sessionOpened", "sessionClosed"],
+    );
+  }
+
+  /** One test per case: a registration refused with InvalidArgument and the case's message; a good agent is served after. */
+  function refusesRegistrations(
+    cases: readonly RegistrationCase[],
+    nodePrefix: string,
+    title: (what: string) => string,
+  ): void {
+    for (const [i, [what, reg, message]] of cases.entries()) {
+      it(title(what), async () => {
+        const protocol = PROTOCOLS[i % PROTOCOLS.length]!;
+        const node = `${nodePrefix}-${i}`;
+        const err = await refused({ protocol, tls: tls(node), registration: reg(node) });
+        assert.equal(codeOf(err), "InvalidArgument");
+        assert.match(String(err), message);
+        await served(protocol);
+      });
+    }
+  }
+
   const eventsOf = (records: LogRecord[], node: string) =>
     records.filter((r) => nodeOf(r) === node).map((r) => r.event.body);
 
@@ -197,18 +243,16 @@ describe("gateway: hostile and broken agents", () => {
     });
 
     it("ends a session whose later message is over the read limit (PROTOCOL_ERROR, nothing recorded)", async () => {
-      const node = "gpu-huge-later";
-      const a = await registered(node, "grpc");
-      try {
-        a.shardStatus({ shardId: "s1", state: ShardStatus_State.FAILED, lastOutput: "y".repeat(100 * 1024) });
-        assert.equal(codeOf(await a.ended), "ResourceExhausted");
-      } finally {
-        a.abort();
-      }
-      const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
-      assert.deepEqual(
-        evs.map((b) => b.case),
-        ["sessionOpened", "sessionClosed"],
+      await endsWithProtocolError(
+        "gpu-huge-later",
+        "grpc",
+        (a) =>
+          a.shardStatus({
+            shardId: "s1",
+            state: ShardStatus_State.FAILED,
+            lastOutput: "y".repeat(100 * 1024),
+          }),
+        { code: "ResourceExhausted" },
       );
       await served("grpc");
     });
@@ -239,50 +283,25 @@ describe("gateway: hostile and broken agents", () => {
       await served();
     });
 
-    const cases = MANY_FIELDS;
-    for (const [i, [what, reg, message]] of cases.entries()) {
-      it(`refuses a registration with ${what} (InvalidArgument naming the field)`, async () => {
-        const protocol = PROTOCOLS[i % PROTOCOLS.length]!;
-        const node = `gpu-many-${i}`;
-        const err = await refused({ protocol, tls: tls(node), registration: reg(node) });
-        assert.equal(codeOf(err), "InvalidArgument");
-        assert.match(String(err), message);
-        await served(protocol);
-      });
-    }
+    refusesRegistrations(
+      MANY_FIELDS,
+      "gpu-many",
+      (what) => `refuses a registration with ${what} (InvalidArgument naming the field)`,
+    );
 
     it("ends a session whose heartbeat lists 500 problems (PROTOCOL_ERROR, nothing recorded)", async () => {
-      const node = "gpu-many-problems";
-      const a = await registered(node);
-      try {
-        a.heartbeat({ newProblems: Array.from({ length: 500 }, (_, i) => `Xid ${i}`) });
-        const err = await a.ended;
-        assert.equal(codeOf(err), "InvalidArgument");
-        assert.match(String(err), /invalid heartbeat: heartbeat\.new_problems lists 500 problems/);
-      } finally {
-        a.abort();
-      }
-      const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
-      assert.deepEqual(
-        evs.map((b) => b.case),
-        ["sessionOpened", "sessionClosed"],
+      await endsWithProtocolError(
+        "gpu-many-problems",
+        undefined,
+        (a) => a.heartbeat({ newProblems: Array.from({ length: 500 }, (_, i) => `Xid ${i}`) }),
+        { code: "InvalidArgument", message: /invalid heartbeat: heartbeat\.new_problems lists 500 problems/ },
       );
       await served();
     });
   });
 
   describe("duplicates and GPUs the node does not have", () => {
-    const cases = DUPLICATES;
-    for (const [i, [what, reg, message]] of cases.entries()) {
-      it(`refuses a registration with ${what}`, async () => {
-        const protocol = PROTOCOLS[i % PROTOCOLS.length]!;
-        const node = `gpu-dup-${i}`;
-        const err = await refused({ protocol, tls: tls(node), registration: reg(node) });
-        assert.equal(codeOf(err), "InvalidArgument");
-        assert.match(String(err), message);
-        await served(protocol);
-      });
-    }
+    refusesRegistrations(DUPLICATES, "gpu-dup", (what) => `refuses a registration with ${what}`);
 
     it("records a shard and a fabric on GPUs the node does not list, as sent (a GPU fell off the bus)", async () => {
       const node = "gpu-lost-gpu";
@@ -310,19 +329,11 @@ describe("gateway: hostile and broken agents", () => {
 
     it("ends a session whose re-registration contradicts itself, recording no hardware change", async () => {
       const node = "gpu-dup-rereg";
-      const a = await registered(node);
-      try {
-        a.register(h100Registration(node, [{ shard: "s1", replica: "r1", gpus: [2, 3, 2] }]));
-        const err = await a.ended;
-        assert.equal(codeOf(err), "InvalidArgument");
-        assert.match(String(err), /running_shards\[0\]\.gpu_indices\[2\]: GPU 2 is listed twice/);
-      } finally {
-        a.abort();
-      }
-      const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
-      assert.deepEqual(
-        evs.map((b) => b.case),
-        ["sessionOpened", "sessionClosed"],
+      await endsWithProtocolError(
+        node,
+        undefined,
+        (a) => a.register(h100Registration(node, [{ shard: "s1", replica: "r1", gpus: [2, 3, 2] }])),
+        { code: "InvalidArgument", message: /running_shards\[0\]\.gpu_indices\[2\]: GPU 2 is listed twice/ },
       );
       await served();
     });
@@ -409,20 +420,10 @@ describe("gateway: hostile and broken agents", () => {
     for (const [i, [what, msg, message]] of cases.entries()) {
       it(`ends the session on ${what} (InvalidArgument), recording nothing of it`, async () => {
         const node = `gpu-reserved-${i}`;
-        const a = await registered(node, PROTOCOLS[i % PROTOCOLS.length]);
-        try {
-          a.send(msg(node));
-          const err = await a.ended;
-          assert.equal(codeOf(err), "InvalidArgument");
-          assert.match(String(err), message);
-        } finally {
-          a.abort();
-        }
-        const evs = await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
-        assert.deepEqual(
-          evs.map((b) => b.case),
-          ["sessionOpened", "sessionClosed"],
-        );
+        await endsWithProtocolError(node, PROTOCOLS[i % PROTOCOLS.length], (a) => a.send(msg(node)), {
+          code: "InvalidArgument",
+          message,
+        });
       });
     }
 
@@ -442,17 +443,13 @@ describe("gateway: hostile and broken agents", () => {
     const cases = BAD_ENDPOINTS;
     for (const [i, [what, endpoint, message]] of cases.entries()) {
       it(`ends the session on a shard status whose endpoint is ${what} (InvalidArgument)`, async () => {
-        const node = `gpu-endpoint-${i}`;
-        const a = await registered(node, PROTOCOLS[i % PROTOCOLS.length]);
-        try {
-          a.shardStatus({ replicaId: "r1", shardId: "s1", state: ShardStatus_State.RUNNING, endpoint });
-          const err = await a.ended;
-          assert.equal(codeOf(err), "InvalidArgument");
-          assert.match(String(err), message);
-        } finally {
-          a.abort();
-        }
-        await closedWith(node, SessionClosed_Reason.PROTOCOL_ERROR);
+        await endsWithProtocolError(
+          `gpu-endpoint-${i}`,
+          PROTOCOLS[i % PROTOCOLS.length],
+          (a) =>
+            a.shardStatus({ replicaId: "r1", shardId: "s1", state: ShardStatus_State.RUNNING, endpoint }),
+          { code: "InvalidArgument", message },
+        );
       });
     }
 

@@ -20,7 +20,7 @@ import { codeOf, TestAgent } from "../support/agent.js";
 import { makeTestCerts } from "../support/certs.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, metricValue, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, metricValue, rand, spawnGateway } from "../support/gateway.js";
 import { h100Registration } from "../support/sample-events.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
@@ -39,17 +39,7 @@ describe("revocation entries apply only when their value names the key's CN or s
     const nc = await connectNats({ url: env.server.url, name: "test revocation writer" });
     try {
       gw = await spawnGateway(
-        [
-          ...["--id", "gw-revv", "--nats", env.server.url, "--stream", stream, "--subject-prefix", prefix],
-          ...[
-            "--lease-bucket",
-            `leases_${rand()}`,
-            "--revoked-bucket",
-            bucket,
-            "--metrics-listen",
-            "127.0.0.1:0",
-          ],
-        ],
+        gatewayArgs({ id: "gw-revv", nats: env.server.url, stream, prefix, revokedBucket: bucket }),
         env.certs,
       );
       const metrics = gw.metricsUrl!;
@@ -160,11 +150,17 @@ describe("revocation fails closed", () => {
     const agents: TestAgent[] = [];
     try {
       gw = await spawnGateway(
-        [
-          ...["--id", "gw-revfc", "--nats", server.url, "--stream", stream, "--subject-prefix", prefix],
-          ...["--lease-bucket", leases, "--revoked-bucket", unreadable, "--nats-creds", creds],
-          ...["--metrics-listen", "127.0.0.1:0"],
-        ],
+        gatewayArgs(
+          {
+            id: "gw-revfc",
+            nats: server.url,
+            stream,
+            prefix,
+            leaseBucket: leases,
+            revokedBucket: unreadable,
+          },
+          ...["--nats-creds", creds],
+        ),
         certs,
       );
       const metrics = gw.metricsUrl!;

@@ -8,6 +8,7 @@ import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import {
   type GatewayProcess,
+  gatewayArgs,
   metricValue,
   rand,
   readAll,
@@ -54,27 +55,14 @@ describe("revocation: llmgw revoke applies live on every gateway", () => {
       for (const id of ["gw-rev-a", "gw-rev-b"]) {
         gws.push(
           await spawnGateway(
-            [
-              "--id",
-              id,
-              "--nats",
-              env.server.url,
-              "--stream",
-              stream,
-              "--subject-prefix",
-              prefix,
-              "--lease-bucket",
-              `leases_${rand()}`,
-              "--revoked-bucket",
-              bucket,
-              "--metrics-listen",
-              "127.0.0.1:0",
+            gatewayArgs(
+              { id, nats: env.server.url, stream, prefix, revokedBucket: bucket },
               // The agents say nothing between registering and being revoked, four
               // CLI runs later; on a loaded machine that took longer than the default
               // heartbeat timeout, and the stream closed as silent before it was revoked.
               "--heartbeat-timeout",
               "120000",
-            ],
+            ),
             env.certs,
           ),
         );

@@ -15,7 +15,8 @@
  * account out of the message line (`RMSG <subject> <reply> <size>`); every
  * token of the line is looked at, so either form is read.
  */
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect, type Server, type Socket } from "node:net";
+import { listenOnLoopback } from "./loopback-listen.js";
 
 /** What is held: traffic of one raft group (`$NRG.*.<group>`) to and from one member. */
 export interface Hold {
@@ -48,13 +49,7 @@ export class RouteProxy {
     holds: () => readonly Hold[],
   ): Promise<RouteProxy> {
     let proxy: RouteProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve());
-    });
-    const addr = server.address();
-    const port = typeof addr === "object" && addr ? addr.port : 0;
+    const { server, port } = await listenOnLoopback((client) => proxy?.accept(client));
     proxy = new RouteProxy(server, port, member, targetPort, holds);
     return proxy;
   }

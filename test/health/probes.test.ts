@@ -12,10 +12,10 @@ import { after, before, describe, it } from "node:test";
 import { clone } from "@bufbuild/protobuf";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
-import { startServer, uniqueStream } from "../harness/nats.js";
+import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { makeTestCerts } from "../support/certs.js";
 import { eventually } from "../support/eventually.js";
-import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, rand, spawnGateway } from "../support/gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
 import { sampleEvents } from "../support/sample-events.js";
 
@@ -27,6 +27,30 @@ interface Probe {
 async function probe(base: string, path: "/readyz" | "/livez"): Promise<Probe> {
   const res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000) });
   return { status: res.status, body: (await res.json()) as Probe["body"] };
+}
+
+/**
+ * Stops NATS and waits for `base`'s readiness to fail (liveness does not
+ * depend on NATS); resolves with the not-ready answer once NATS is back and
+ * the process ready again.
+ */
+async function notReadyWhileNatsIsGone(server: NatsServer, base: string, who: string): Promise<Probe> {
+  await server.stop();
+  let down: Probe | undefined;
+  await eventually(
+    async () => {
+      down = await probe(base, "/readyz");
+      return down.status === 503;
+    },
+    { what: `${who} not ready without NATS`, timeoutMs: 30_000 },
+  );
+  assert.equal((await probe(base, "/livez")).status, 200, "liveness does not depend on NATS");
+  await server.restart();
+  await eventually(async () => (await probe(base, "/readyz")).status === 200, {
+    what: `${who} ready again once NATS is back`,
+    timeoutMs: 60_000,
+  });
+  return down!;
 }
 
 /** Appends the sample events again under fresh ids; resolves with the log's last sequence. */
@@ -92,43 +116,16 @@ describe("readiness and liveness probes of real processes (real nats-server)", (
     );
     assert.equal((await probe(base, "/livez")).status, 200);
 
-    await server.stop();
-    let down: Probe | undefined;
-    await eventually(
-      async () => {
-        down = await probe(base, "/readyz");
-        return down.status === 503;
-      },
-      { what: "the reconciler not ready without NATS", timeoutMs: 30_000 },
-    );
-    assert.equal(down?.body.status, "not-ready");
-    assert.match(down?.body.reason ?? "", /NATS|log/);
-    assert.equal((await probe(base, "/livez")).status, 200, "liveness does not depend on NATS");
-
-    await server.restart();
-    await eventually(async () => (await probe(base, "/readyz")).status === 200, {
-      what: "the reconciler ready again once NATS is back",
-      timeoutMs: 60_000,
-    });
+    const down = await notReadyWhileNatsIsGone(server, base, "the reconciler");
+    assert.equal(down.body.status, "not-ready");
+    assert.match(down.body.reason ?? "", /NATS|log/);
     await killAll([reconciler]);
     reconciler = undefined;
   });
 
   it("the gateway is ready once serving and connected, and not while NATS is gone", async () => {
     gateway = await spawnGateway(
-      [
-        ...[
-          "--id",
-          `gw-probe-${rand()}`,
-          "--nats",
-          server.url,
-          "--stream",
-          stream,
-          "--subject-prefix",
-          prefix,
-        ],
-        ...["--lease-bucket", `leases_${rand()}`, "--metrics-listen", "127.0.0.1:0"],
-      ],
+      gatewayArgs({ id: `gw-probe-${rand()}`, nats: server.url, stream, prefix }),
       makeTestCerts(),
     );
     assert.ok(gateway.metricsUrl, gateway.output());
@@ -137,22 +134,7 @@ describe("readiness and liveness probes of real processes (real nats-server)", (
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
     assert.equal((await probe(base, "/livez")).status, 200);
 
-    await server.stop();
-    let down: Probe | undefined;
-    await eventually(
-      async () => {
-        down = await probe(base, "/readyz");
-        return down.status === 503;
-      },
-      { what: "the gateway not ready without NATS", timeoutMs: 30_000 },
-    );
-    assert.equal(down?.body.reason, "not connected to NATS");
-    assert.equal((await probe(base, "/livez")).status, 200);
-
-    await server.restart();
-    await eventually(async () => (await probe(base, "/readyz")).status === 200, {
-      what: "the gateway ready again once NATS is back",
-      timeoutMs: 60_000,
-    });
+    const down = await notReadyWhileNatsIsGone(server, base, "the gateway");
+    assert.equal(down.body.reason, "not connected to NATS");
   });
 });

@@ -16,19 +16,19 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Archive, connectNats, defaultArchiveBucket, NatsObjectArchiveStore } from "../../src/log/index.js";
-import { SimFleet } from "../../src/sim/index.js";
+import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const catalog = (replicas: number) => ({
   models: [
     {
       name: "llama-3.3-70b",
       replicas,
-      profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp4", 4)],
     },
   ],
 });
@@ -65,17 +65,13 @@ describe("history across the archive boundary, end to end", () => {
         "info",
       ]);
     try {
-      fleet = new SimFleet({
-        gateways: [stack.gw.url],
-        insecureDev: true,
+      fleet = stackFleet(stack.gw.url, {
         nodes: 3,
         gpusPerNode: 4,
         seed: 35,
         heartbeatMs: 300,
         startDelayMs: 200,
         drainMs: 200,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
       });
       await fleet.start();
       await call("PUT", "/v1/catalog", catalog(1));

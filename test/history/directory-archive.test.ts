@@ -11,7 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { type Log, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { spawnLlmgw } from "../harness/proc.js";
-import { runCli } from "../support/cli.js";
+import { logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
 
@@ -33,16 +33,7 @@ describe("the archive in a directory", () => {
     const golden = readGoldenLog();
     await appendRaw(log, golden);
     const dir = tempDir("dir-archive");
-    const flags = [
-      "--nats",
-      server.url,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      prefix,
-      "--archive",
-      `dir:${dir}`,
-    ];
+    const flags = [...logFlags(server.url, stream, prefix), "--archive", `dir:${dir}`];
     const before5 = await runCli(["replay", ...flags, "--until-seq", "5", "--json"]);
     assert.equal(before5.code, 0, before5.stderr);
 

@@ -13,13 +13,13 @@ import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { evolveFleet, initialFleet, readyCounts } from "../../src/projections/index.js";
-import { SimFleet } from "../../src/sim/index.js";
+import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const MODEL = "llama-3.3-70b";
 /** One replica fills a 4-GPU node. */
@@ -29,7 +29,7 @@ const catalogWith = (replicas: number) => ({
       name: MODEL,
       replicas,
       minAvailable: "100%",
-      profiles: [{ name: "tp4", gpusPerShard: 4, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp4", 4)],
     },
   ],
 });
@@ -70,18 +70,7 @@ describe("disruption budgets and scaling, end to end", () => {
         throw new Error(`${(err as Error).message}${await stack.why()}`);
       });
     try {
-      fleet = new SimFleet({
-        gateways: [stack.gw.url],
-        insecureDev: true,
-        nodes: 3,
-        gpusPerNode: 4,
-        seed: 16,
-        heartbeatMs: 500,
-        startDelayMs: 300,
-        drainMs: 300,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
-      });
+      fleet = stackFleet(stack.gw.url, { nodes: 3, gpusPerNode: 4, seed: 16 });
       await fleet.start();
       await eventually(
         async () =>

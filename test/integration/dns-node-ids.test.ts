@@ -12,14 +12,14 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { certsLayout, createCerts, SimFleet } from "../../src/sim/index.js";
+import { certsLayout, createCerts, type SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { eventually as eventualValue } from "../support/operator-api.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { startStack } from "../support/stack.js";
+import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const N1 = "gpu-1.dc1.example.com";
 const N2 = "gpu-2.dc1.example.com";
@@ -28,7 +28,7 @@ const CATALOG = {
     {
       name: "llama-3.1-8b",
       replicas: 1,
-      profiles: [{ name: "tp2", gpusPerShard: 2, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp2", 2)],
     },
   ],
 };
@@ -68,19 +68,13 @@ describe("node ids that are DNS names", () => {
     };
     const apiEnv = () => ({ LLMGW_API_URL: stack.api.url });
     try {
-      fleet = new SimFleet({
-        gateways: [stack.gw.url],
+      fleet = stackFleet(stack.gw.url, {
         insecureDev: false,
         certsDir,
         nodes: 0,
         nodeIds: [N1, N2],
         gpusPerNode: 8,
         seed: 13,
-        heartbeatMs: 500,
-        startDelayMs: 300,
-        drainMs: 300,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
       });
       await fleet.start();
       await eventually(

@@ -8,30 +8,21 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { Gateway } from "../../src/gateway/index.js";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
+import type { LogRecord } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
-import { type SimEvent, SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
+import type { SimEvent, SimFleet } from "../../src/sim/index.js";
+import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
-import { rand, readAll, startTestGateway } from "../support/gateway.js";
+import { readAll } from "../support/gateway.js";
 import { passViolations } from "../support/pass-invariants.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
-
-const profile = (name: string, gpus: number) => ({
-  name,
-  gpusPerShard: gpus,
-  memoryPerGpu: "64GiB",
-  gpuProduct: "H100",
-});
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 /** 14 of the fleet's 32 GPUs: room for any node's replicas to move elsewhere. */
 const CATALOG = {
   models: [
-    { name: "llama-3.1-8b", replicas: 3, profiles: [profile("tp2", 2)] },
-    { name: "llama-3.3-70b", replicas: 2, profiles: [profile("tp4", 4)] },
+    { name: "llama-3.1-8b", replicas: 3, profiles: [h100Profile("tp2", 2)] },
+    { name: "llama-3.3-70b", replicas: 2, profiles: [h100Profile("tp4", 4)] },
   ],
 };
 const WANTED: Record<string, number> = { "llama-3.1-8b": 3, "llama-3.3-70b": 2 };
@@ -81,47 +72,13 @@ describe("drain a node through the operator API", () => {
   });
 
   it("moves its replicas make-before-break, empties it, and uncordon lets it take work again", async () => {
-    const stream = uniqueStream("DRAIN");
-    const prefix = `d${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
-    const log: Log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
-    let gw: Gateway | undefined;
-    let rec: ReconcilerProcess | undefined;
-    let api: ApiServer | undefined;
+    let stack: Stack | undefined;
     let fleet: SimFleet | undefined;
-    const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${api!.url}${path}`, {
-        method,
-        ...(body === undefined
-          ? {}
-          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-      });
-      const json = (await res.json()) as any;
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
-    const why = async () =>
-      `\nreplicas: ${JSON.stringify(
-        (await replicas().catch(() => [])).map((r) => [r.replicaId, r.phase, r.nodeIds, r.pendingReason]),
-      )}\nreconciler:\n${rec?.output()}`;
     try {
-      gw = await startTestGateway({
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: gatewaysBucket,
-        heartbeatTimeoutMs: 5000,
-      });
-      rec = await spawnReconciler({
-        id: "rec-drain",
-        nats: server.url,
-        stream,
-        prefix,
-        leaseBucket: `rl_${rand()}`,
-        gatewaysBucket,
+      stack = await startStack(server.url, {
+        name: "drain",
         // Spread: replicas go to the emptiest node, so where they land is predictable.
-        config: {
+        reconciler: {
           policy: "spread",
           commandTimeoutMs: 5000,
           suspectAfterMs: 10_000,
@@ -129,25 +86,9 @@ describe("drain a node through the operator API", () => {
           drainDeadlineMs: DRAIN_DEADLINE_MS,
         },
       });
-      api = await startApi({
-        log,
-        host: "127.0.0.1",
-        port: 0,
-        auth: { kind: "dev" },
-        instanceId: "api-drain",
-      });
-      fleet = new SimFleet({
-        gateways: [gw.url],
-        insecureDev: true,
-        nodes: 4,
-        gpusPerNode: 8,
-        seed: 5,
-        heartbeatMs: 500,
-        startDelayMs: 300,
-        drainMs: 300,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
-      });
+      const { log, call, why } = stack;
+      const replicas = async (): Promise<any[]> => (await call("GET", "/v1/replicas")).replicas;
+      fleet = stackFleet(stack.gw.url, { nodes: 4, gpusPerNode: 8, seed: 5 });
       const drainsReceived: Array<Extract<SimEvent, { type: "command" }>> = [];
       fleet.on((e) => {
         if (e.type === "command" && e.command === "drain") drainsReceived.push(e);
@@ -313,7 +254,7 @@ describe("drain a node through the operator API", () => {
       assert.equal(back.node.cordoned, false);
       assert.equal(back.node.draining, false);
       await call("PUT", "/v1/catalog", {
-        models: [...CATALOG.models, { name: "qwen-2.5-7b", replicas: 1, profiles: [profile("tp1", 1)] }],
+        models: [...CATALOG.models, { name: "qwen-2.5-7b", replicas: 1, profiles: [h100Profile("tp1", 1)] }],
       });
       await eventually(
         async () => {
@@ -328,11 +269,7 @@ describe("drain a node through the operator API", () => {
       assert.equal(fleet.node(node)!.shardList().length, 1);
     } finally {
       await fleet?.stop();
-      await api?.close().catch(() => {});
-      await killAll([rec]);
-      await gw?.drain("test over");
-      await log.jsm.streams.delete(stream).catch(() => {});
-      await log.close();
+      await stack?.close();
     }
   });
 });

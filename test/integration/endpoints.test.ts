@@ -18,11 +18,11 @@ import type { LogRecord } from "../../src/log/index.js";
 import { ApiClient } from "../../src/operator/index.js";
 import type { EndpointEntry } from "../../src/projections/index.js";
 import { EndpointsBucket, modelOfEndpointsKey } from "../../src/reconciler/runner/index.js";
-import { SimFleet } from "../../src/sim/index.js";
+import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll } from "../support/gateway.js";
-import { type Stack, startStack } from "../support/stack.js";
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 const SMALL = "llama-3.1-8b";
 const BIG = "llama-3.1-405b";
@@ -31,7 +31,7 @@ const CATALOG = {
     {
       name: SMALL,
       replicas: 3,
-      profiles: [{ name: "tp2", gpusPerShard: 2, memoryPerGpu: "64GiB", gpuProduct: "H100" }],
+      profiles: [h100Profile("tp2", 2)],
     },
     {
       name: BIG,
@@ -128,18 +128,7 @@ describe("the routing table under churn (KV bucket, API, real stream)", () => {
         // Only the stream's `event: endpoints` blocks come out of followEndpoints.
         for await (const table of client.followEndpoints({}, follow.signal)) followed.push(table);
       })();
-      fleet = new SimFleet({
-        gateways: [gw.url],
-        insecureDev: true,
-        nodes: 4,
-        gpusPerNode: 8,
-        seed: 7,
-        heartbeatMs: 500,
-        startDelayMs: 300,
-        drainMs: 300,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
-      });
+      fleet = stackFleet(gw.url, { nodes: 4, gpusPerNode: 8, seed: 7 });
       fleet.on((e) => {
         if (e.type === "command" && e.command === "drain")
           drainsReceived.push({ order: ++order, shardId: e.shardId });

@@ -12,12 +12,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Log, LogRecord } from "../../src/log/index.js";
 import { evolveFleet, initialFleet, readyCounts } from "../../src/projections/index.js";
-import { SimFleet } from "../../src/sim/index.js";
+import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { assertLogInvariants } from "../support/invariants.js";
-import { startStack } from "../support/stack.js";
+import { stackFleet, startStack } from "../support/stack.js";
 
 const MODEL = "qwen-2.5-7b";
 const catalog = (args: string[]) => ({
@@ -75,17 +75,11 @@ describe("rollouts through the real stack", () => {
       return `\nrollout: ${JSON.stringify(ro.rollout)}${await stack.why()}`;
     };
     try {
-      fleet = new SimFleet({
-        gateways: [stack.gw.url],
-        insecureDev: true,
+      fleet = stackFleet(stack.gw.url, {
         nodes: 2,
         gpusPerNode: 8,
         seed: 7,
-        heartbeatMs: 500,
-        startDelayMs: 300,
         drainMs: 200,
-        reconnectMinMs: 50,
-        reconnectMaxMs: 500,
         faults: ["fail@arg=--broken"],
       });
       await fleet.start();

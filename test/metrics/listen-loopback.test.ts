@@ -9,7 +9,7 @@ import { connect } from "node:net";
 import { networkInterfaces } from "node:os";
 import { describe, it } from "node:test";
 import { parseListen } from "../../src/metrics-endpoint/index.js";
-import { type GatewayProcess, rand, spawnGateway } from "../support/gateway.js";
+import { type GatewayProcess, gatewayArgs, rand, spawnGateway } from "../support/gateway.js";
 import { spawnReconciler } from "../support/reconciler.js";
 import { openTestLog, serverSuite } from "../support/suites.js";
 
@@ -58,20 +58,14 @@ describe("metrics listen on loopback by default", () => {
     });
     try {
       gw = await spawnGateway(
-        [
-          ...[
-            "--id",
-            "gw-metrics-lo",
-            "--nats",
-            env.server.url,
-            "--stream",
-            stream,
-            "--subject-prefix",
-            prefix,
-          ],
-          ...["--lease-bucket", `leases_${rand()}`, "--revoked-bucket", `revoked_${rand()}`],
-          ...["--metrics-listen", ":0"],
-        ],
+        gatewayArgs({
+          id: "gw-metrics-lo",
+          nats: env.server.url,
+          stream,
+          prefix,
+          revokedBucket: `revoked_${rand()}`,
+          metricsListen: ":0",
+        }),
         env.certs,
       );
       const recLine = rec.lines.find((l) => l.msg === "metrics listening");

@@ -341,56 +341,60 @@ describe("catalog file", () => {
     assert.ok(again.ok, "what GET returns is accepted by PUT");
     assert.equal(modelFrom(create(ModelSchema, { name: "x", replicas: 1 })).autoscale, undefined);
 
-    assert.deepEqual(
-      issuesOf(
-        withAutoscale
-          .replace("min: 1", "min: 0")
-          .replace("metric: queue_depth", "metric: tokens")
-          .replace("scaleDownCooldown: 3m", "scaleDownCooldown: 10s"),
-      ),
+    const cooldownsInverted = {
+      path: "models[0].autoscale.scaleDownCooldown",
+      message: "must be at least scaleUpCooldown (20000 ms): scaling down is the slower direction",
+    };
+    /** Edits of the valid autoscale block (text replaced in order), and the issues they must raise. */
+    const invalid: Array<[edits: Array<[string, string]>, issues: Array<{ path: string; message: string }>]> =
       [
-        { path: "models[0].autoscale.min", message: "must be at least 1" },
-        { path: "models[0].autoscale.metric", message: "must be one of queue_depth, kv_cache_use" },
-      ],
-    );
-    assert.deepEqual(
-      issuesOf(
-        withAutoscale
-          .replace("max: 6", "max: 0")
-          .replace("min: 1", "min: 2")
-          .replace("scaleDownCooldown: 3m", "scaleDownCooldown: 10s"),
-      ),
-      [
-        { path: "models[0].autoscale.max", message: "must be at least 1" },
-        { path: "models[0].autoscale.max", message: "must be at least min (2)" },
-        {
-          path: "models[0].autoscale.scaleDownCooldown",
-          message: "must be at least scaleUpCooldown (20000 ms): scaling down is the slower direction",
-        },
-      ],
-    );
-    assert.deepEqual(
-      issuesOf(withAutoscale.replace("max: 6", "max: 1").replace("min: 1", "min: 2").replace("3m", "10s")),
-      [
-        { path: "models[0].autoscale.max", message: "must be at least min (2)" },
-        {
-          path: "models[0].autoscale.scaleDownCooldown",
-          message: "must be at least scaleUpCooldown (20000 ms): scaling down is the slower direction",
-        },
-      ],
-    );
-    assert.deepEqual(
-      issuesOf(
-        withAutoscale
-          .replace("metric: queue_depth", "metric: kv_cache_use")
-          .replace("target: 8", "target: 80"),
-      ),
-      [
-        {
-          path: "models[0].autoscale.target",
-          message: "kv_cache_use is a share from 0 to 1: the target must be at most 1",
-        },
-      ],
-    );
+        [
+          [
+            ["min: 1", "min: 0"],
+            ["metric: queue_depth", "metric: tokens"],
+            ["scaleDownCooldown: 3m", "scaleDownCooldown: 10s"],
+          ],
+          [
+            { path: "models[0].autoscale.min", message: "must be at least 1" },
+            { path: "models[0].autoscale.metric", message: "must be one of queue_depth, kv_cache_use" },
+          ],
+        ],
+        [
+          [
+            ["max: 6", "max: 0"],
+            ["min: 1", "min: 2"],
+            ["scaleDownCooldown: 3m", "scaleDownCooldown: 10s"],
+          ],
+          [
+            { path: "models[0].autoscale.max", message: "must be at least 1" },
+            { path: "models[0].autoscale.max", message: "must be at least min (2)" },
+            cooldownsInverted,
+          ],
+        ],
+        [
+          [
+            ["max: 6", "max: 1"],
+            ["min: 1", "min: 2"],
+            ["3m", "10s"],
+          ],
+          [{ path: "models[0].autoscale.max", message: "must be at least min (2)" }, cooldownsInverted],
+        ],
+        [
+          [
+            ["metric: queue_depth", "metric: kv_cache_use"],
+            ["target: 8", "target: 80"],
+          ],
+          [
+            {
+              path: "models[0].autoscale.target",
+              message: "kv_cache_use is a share from 0 to 1: the target must be at most 1",
+            },
+          ],
+        ],
+      ];
+    for (const [edits, issues] of invalid) {
+      const text = edits.reduce((t, [from, to]) => t.replace(from, to), withAutoscale);
+      assert.deepEqual(issuesOf(text), issues, edits.map(([, to]) => to).join(", "));
+    }
   });
 });

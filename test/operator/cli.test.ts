@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { LLMGW_BIN, logFlags, runCli } from "../support/cli.js";
 import { EventFactory } from "../support/fleet-events.js";
 import { apiSuite, appendAll, eventually } from "../support/operator-api.js";
 import { unreachablePort } from "../support/unreachable.js";
@@ -308,12 +308,7 @@ describe("llmgw api as a process", () => {
       "--dev",
       "--listen",
       "127.0.0.1:0",
-      "--nats",
-      server.url,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      "tproc.evt",
+      ...logFlags(server.url, stream, "tproc.evt"),
     ]);
     try {
       // Port 0: the API says where it listens, in its structured log line.

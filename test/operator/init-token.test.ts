@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
-import { runCli } from "../support/cli.js";
+import { logFlags, runCli } from "../support/cli.js";
 
 describe("llmgw api init-token (a deployment's first token)", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -45,17 +45,7 @@ describe("llmgw api init-token (a deployment's first token)", () => {
     assert.equal(readFileSync(tokensFile, "utf8"), tokens);
 
     api = spawnLlmgw(
-      [
-        "api",
-        "--listen",
-        "127.0.0.1:0",
-        "--nats",
-        server.url,
-        "--stream",
-        uniqueStream("INITTOK"),
-        "--subject-prefix",
-        "tinittok.evt",
-      ],
+      ["api", "--listen", "127.0.0.1:0", ...logFlags(server.url, uniqueStream("INITTOK"), "tinittok.evt")],
       { LLMGW_API_TOKENS: tokensFile },
     );
     const line = await api.waitForLine(/"url":"http:\/\//, 60_000);

@@ -13,21 +13,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pino } from "pino";
-import type { LogRecord } from "../../src/log/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
+import type { Log, LogRecord } from "../../src/log/index.js";
 import { API_ROUTES } from "../../src/operator/api-routes.js";
-import {
-  type ApiServer,
-  type ApiToken,
-  startApi,
-  TokenTable,
-  tokenSha256,
-} from "../../src/operator/index.js";
+import { type ApiServer, type ApiToken, TokenTable, tokenSha256 } from "../../src/operator/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { LLMGW_BIN, logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand, readAll } from "../support/gateway.js";
-import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
+import { type ApiFixture, appendAll, callApi, smallFleet, startApiFixture } from "../support/operator-api.js";
 
 const VIEWER = "viewer-token-3f9a1c7e";
 const OPERATOR = "operator-token-8b2d4e6f";
@@ -80,33 +73,23 @@ async function listeningUrl(proc: ChildProcess, out: () => string): Promise<stri
 
 describe("operator roles and audit", () => {
   let server: NatsServer & { close(): Promise<void> };
+  let fx: ApiFixture | undefined;
   let log: Log;
   let api: ApiServer;
   let logs: ReturnType<typeof capturedLogger>;
 
   before(async () => {
     server = await startServer();
-    log = await openLog({
-      url: server.url,
-      clientName: "test",
-      name: uniqueStream("ROLES"),
-      prefix: `t${rand()}.evt`,
-    });
-    await appendAll(log, smallFleet());
     logs = capturedLogger();
-    api = await startApi({
-      log,
-      host: "127.0.0.1",
-      port: 0,
+    fx = await startApiFixture(server.url, {
       auth: { kind: "tokens", tokens: new TokenTable(TOKENS) },
       logger: logs.logger,
     });
-    await api.runtime.waitFor(await log.lastSeq());
+    ({ log, api } = fx);
+    await api.runtime.waitFor(await appendAll(log, smallFleet()));
   });
   after(async () => {
-    await api?.close();
-    await log?.jsm.streams.delete(log.stream).catch(() => {});
-    await log?.close();
+    await fx?.close();
     await server?.close();
   });
 
@@ -365,12 +348,7 @@ describe("llmgw api --tokens (the real process)", () => {
         "api",
         "--listen",
         "127.0.0.1:0",
-        "--nats",
-        server.url,
-        "--stream",
-        uniqueStream("TOK"),
-        "--subject-prefix",
-        `t${rand()}.evt`,
+        ...logFlags(server.url, uniqueStream("TOK"), `t${rand()}.evt`),
       ],
       {
         env: { ...process.env, LLMGW_API_TOKENS: file, LLMGW_API_TOKEN: ADMIN },
@@ -443,12 +421,7 @@ describe("llmgw api --tokens (the real process)", () => {
         ADMIN,
         "--listen",
         "127.0.0.1:0",
-        "--nats",
-        server.url,
-        "--stream",
-        uniqueStream("TOK"),
-        "--subject-prefix",
-        `t${rand()}.evt`,
+        ...logFlags(server.url, uniqueStream("TOK"), `t${rand()}.evt`),
       ],
       { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LLMGW_API_TOKENS: "" } },
     );

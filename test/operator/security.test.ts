@@ -16,7 +16,7 @@ import { type NatsServer, natsServerBinary, startServer, tempDir, uniqueStream }
 import { LLMGW_BIN } from "../support/cli.js";
 import { rand, readAll } from "../support/gateway.js";
 import { assertLogHygiene } from "../support/log-hygiene.js";
-import { appendAll, callApi, smallFleet } from "../support/operator-api.js";
+import { type ApiFixture, appendAll, callApi, smallFleet, startApiFixture } from "../support/operator-api.js";
 import { unreachablePort } from "../support/unreachable.js";
 
 const TOKEN = "op-token-7f3a9c2e5b1d4a8f6c0e2b9d7a3f5c1e";
@@ -32,6 +32,7 @@ function capturedLogger() {
 
 describe("operator API: hostile use", () => {
   let server: NatsServer & { close(): Promise<void> };
+  let fx: ApiFixture | undefined;
   let log: Log;
   let api: ApiServer;
   let logs: ReturnType<typeof capturedLogger>;
@@ -39,23 +40,13 @@ describe("operator API: hostile use", () => {
 
   before(async () => {
     server = await startServer();
-    prefix = `t${rand()}.evt`;
-    log = await openLog({ url: server.url, clientName: "test", name: uniqueStream("OPSEC"), prefix });
-    await appendAll(log, smallFleet());
     logs = capturedLogger();
-    api = await startApi({
-      log,
-      host: "127.0.0.1",
-      port: 0,
-      auth: { kind: "token", token: TOKEN },
-      logger: logs.logger,
-    });
-    await api.runtime.waitFor(await log.lastSeq());
+    fx = await startApiFixture(server.url, { auth: { kind: "token", token: TOKEN }, logger: logs.logger });
+    ({ log, api, prefix } = fx);
+    await api.runtime.waitFor(await appendAll(log, smallFleet()));
   });
   after(async () => {
-    await api?.close();
-    await log?.jsm.streams.delete(log.stream).catch(() => {});
-    await log?.close();
+    await fx?.close();
     await server?.close();
   });
 

@@ -12,7 +12,7 @@ import { type Log, openLog } from "../../src/log/index.js";
 import { siteCheck } from "../../src/operator/site-guard.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw, until } from "../harness/proc.js";
-import { runCli } from "../support/cli.js";
+import { logFlags, runCli } from "../support/cli.js";
 import { appendAll, smallFleet, startApiFixture, TOKEN } from "../support/operator-api.js";
 import { listeningUrl, rawRequest } from "../support/raw-http.js";
 
@@ -29,18 +29,7 @@ describe("development mode refuses other sites (a real llmgw api --dev)", () => 
     server = await startServer();
     log = await openLog({ url: server.url, clientName: "test", name: stream, prefix });
     await appendAll(log, smallFleet());
-    api = spawnLlmgw([
-      "api",
-      "--dev",
-      "--listen",
-      "127.0.0.1:0",
-      "--nats",
-      server.url,
-      "--stream",
-      stream,
-      "--subject-prefix",
-      prefix,
-    ]);
+    api = spawnLlmgw(["api", "--dev", "--listen", "127.0.0.1:0", ...logFlags(server.url, stream, prefix)]);
     url = await listeningUrl(api);
     host = new URL(url).host;
     const last = await log.lastSeq();

@@ -64,6 +64,20 @@ describe("llmgw reconciler processes", () => {
     return out;
   }
 
+  /** Starts rec-a, waits until it leads, then rec-b as its standby, on a lease of `leaseTtlMs` (into `started`, for the caller's cleanup). */
+  async function aLeadingBStandingBy(
+    spec: (id: string) => Parameters<typeof spawnReconciler>[0],
+    leaseTtlMs: number,
+    started: ReconcilerProcess[],
+  ): Promise<[ReconcilerProcess, ReconcilerProcess]> {
+    const a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs });
+    started.push(a);
+    await eventually(async () => await a.isLeader(), { what: "rec-a to lead" });
+    const b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs });
+    started.push(b);
+    return [a, b];
+  }
+
   /** Starts rec-a and rec-b (into `started`, for the caller's cleanup) and waits until exactly one of them leads. */
   async function leaderAndStandby(
     spec: (id: string) => Parameters<typeof spawnReconciler>[0],
@@ -232,12 +246,9 @@ describe("llmgw reconciler processes", () => {
   it("hands the lease over on SIGTERM: the standby, woken by the deleted key, passes well inside a 30 s TTL", async () => {
     const { log, f, spec } = await setup();
     const ttlMs = 30_000;
-    let a: ReconcilerProcess | undefined;
-    let b: ReconcilerProcess | undefined;
+    const started: ReconcilerProcess[] = [];
     try {
-      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: ttlMs });
-      await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
-      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: ttlMs });
+      const [a, b] = await aLeadingBStandingBy(spec, ttlMs, started);
       await log.append(f.catalog(llamaCatalog(1, 0)));
       await addNode(log, f, "gpu-a1");
       await eventually(async () => passesOf(await readAll(log)).some((p) => p.pass.leaderId === "rec-a"), {
@@ -268,7 +279,7 @@ describe("llmgw reconciler processes", () => {
         "no pass of rec-a after rec-b's",
       );
     } finally {
-      await killAll([a, b]);
+      await killAll(started);
       await log.close();
     }
   });
@@ -276,12 +287,9 @@ describe("llmgw reconciler processes", () => {
   it("replaces a SIGKILLed leader once its lease has expired (3 s TTL: polling, not a watch event)", async () => {
     const { log, f, spec } = await setup();
     const ttlMs = 3000;
-    let a: ReconcilerProcess | undefined;
-    let b: ReconcilerProcess | undefined;
+    const started: ReconcilerProcess[] = [];
     try {
-      a = await spawnReconciler({ ...spec("rec-a"), leaseTtlMs: ttlMs });
-      await eventually(async () => await a!.isLeader(), { what: "rec-a to lead" });
-      b = await spawnReconciler({ ...spec("rec-b"), leaseTtlMs: ttlMs });
+      const [a, b] = await aLeadingBStandingBy(spec, ttlMs, started);
       const kv = await new Kvm(log.js).open(spec("x").leaseBucket);
       // rec-a's key as it is before the kill: rec-a renews it at most later, so
       // the lease it holds cannot expire before this write's time plus the TTL.
@@ -314,7 +322,7 @@ describe("llmgw reconciler processes", () => {
         what: `rec-b to append a pass:\n${b.output()}`,
       });
     } finally {
-      await killAll([a, b]);
+      await killAll(started);
       await log.close();
     }
   });

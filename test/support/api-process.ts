@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { tokenSha256 } from "../../src/operator/index.js";
 import { tempDir } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
-import { LLMGW_BIN } from "./cli.js";
+import { LLMGW_BIN, logFlags } from "./cli.js";
 import { eventually } from "./eventually.js";
 
 export interface ApiProcess {
@@ -72,10 +72,10 @@ export async function startApiProcess(o: {
       .map(([name, role, t]) => `- {name: ${name}, role: ${role}, sha256: "${tokenSha256(t ?? "")}"}\n`)
       .join(""),
   );
-  const child = spawnLlmgw(
-    ["api", "--listen", "127.0.0.1:0", "--nats", o.nats, "--stream", o.stream, "--subject-prefix", o.prefix],
-    { LLMGW_LOG_LEVEL: "info", LLMGW_API_TOKENS: tokens },
-  );
+  const child = spawnLlmgw(["api", "--listen", "127.0.0.1:0", ...logFlags(o.nats, o.stream, o.prefix)], {
+    LLMGW_LOG_LEVEL: "info",
+    LLMGW_API_TOKENS: tokens,
+  });
   try {
     const line = await child.waitForLine(/operator API listening/);
     const url = /"url":"(http:\/\/[^"]+)"/.exec(line)?.[1];

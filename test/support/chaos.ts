@@ -15,6 +15,7 @@ import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw, waitForPort } from "../harness/proc.js";
+import { logFlags } from "./cli.js";
 import { eventually } from "./eventually.js";
 import { EventFactory } from "./fleet-events.js";
 import { rand } from "./gateway.js";
@@ -174,7 +175,7 @@ export class ChaosWorld {
         "gateway",
         "--insecure-dev",
         ...["--id", gw.id, "--listen", `127.0.0.1:${gw.port}`],
-        ...["--nats", gw.nats, "--stream", this.stream, "--subject-prefix", this.prefix],
+        ...logFlags(gw.nats, this.stream, this.prefix),
         ...["--stream-replicas", String(o.replicas ?? 1)],
         ...["--lease-bucket", this.gatewaysBucket, "--lease-ttl", String(CHAOS_TIMINGS.gatewayLeaseTtlMs)],
         ...["--heartbeat-timeout", String(o.heartbeatTimeoutMs ?? CHAOS_TIMINGS.heartbeatTimeoutMs)],
@@ -283,6 +284,16 @@ export class ChaosWorld {
     });
     await fleet.start();
     return fleet;
+  }
+
+  /** Starts the world with `nodes` agents (`gpu-1`, …) connected and `replicas` replicas running: where every chaos test begins. */
+  async startRunning(nodes: number, replicas: number): Promise<this> {
+    await this.start();
+    await this.addAgents(nodes, "gpu-");
+    await this.waitConnected(nodes);
+    await this.catalog(replicas);
+    await this.waitRunning(replicas);
+    return this;
   }
 
   /** Appends a catalog asking for `replicas`; retried (same id, stored once) while the cluster elects. */

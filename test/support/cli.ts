@@ -3,6 +3,11 @@ import { join } from "node:path";
 
 export const LLMGW_BIN = join(import.meta.dirname, "../../bin/llmgw.js");
 
+/** `--nats … --stream … --subject-prefix …`: the flags that point an `llmgw` command at one log. */
+export function logFlags(nats: string, stream: string, prefix: string): string[] {
+  return ["--nats", nats, "--stream", stream, "--subject-prefix", prefix];
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -40,7 +45,7 @@ export function runCheckLog(o: {
   prefix: string;
   acked?: string;
 }): Promise<CliResult> {
-  const args = ["check-log", "--nats", o.nats, "--stream", o.stream, "--subject-prefix", o.prefix];
+  const args = ["check-log", ...logFlags(o.nats, o.stream, o.prefix)];
   if (o.acked !== undefined) args.push("--acked", o.acked);
   return runCli(args, { timeoutMs: 120_000 });
 }

@@ -11,7 +11,7 @@ import { Gateway, type GatewayConfigInput } from "../../src/gateway/index.js";
 import type { Log, LogRecord } from "../../src/log/index.js";
 import { tempDir } from "../harness/nats.js";
 import type { TestCerts } from "./certs.js";
-import { LLMGW_BIN } from "./cli.js";
+import { LLMGW_BIN, logFlags } from "./cli.js";
 
 export function rand(): string {
   return Math.random().toString(36).slice(2, 8);
@@ -88,6 +88,31 @@ export async function waitUntil(cond: () => boolean, what: string, timeoutMs = 2
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+export interface GatewayArgs {
+  id?: string;
+  nats: string;
+  stream: string;
+  prefix: string;
+  /** The gateways' lease bucket; a fresh one when not given. */
+  leaseBucket?: string;
+  /** `--revoked-bucket`, when given. */
+  revokedBucket?: string;
+  /** `--metrics-listen`: loopback on a free port when not given; `false` for none. */
+  metricsListen?: string | false;
+}
+
+/** The flags of a `llmgw gateway` on one log, for `spawnGateway` (more flags after them). */
+export function gatewayArgs(o: GatewayArgs, ...more: string[]): string[] {
+  return [
+    ...(o.id === undefined ? [] : ["--id", o.id]),
+    ...logFlags(o.nats, o.stream, o.prefix),
+    ...["--lease-bucket", o.leaseBucket ?? `leases_${rand()}`],
+    ...(o.revokedBucket === undefined ? [] : ["--revoked-bucket", o.revokedBucket]),
+    ...(o.metricsListen === false ? [] : ["--metrics-listen", o.metricsListen ?? "127.0.0.1:0"]),
+    ...more,
+  ];
 }
 
 export interface GatewayProcess {

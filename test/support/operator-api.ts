@@ -5,6 +5,7 @@
  * pass that places two replicas and leaves one pending).
  */
 
+import type { Logger } from "pino";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, type AuthMode, startApi } from "../../src/operator/index.js";
@@ -17,6 +18,8 @@ export const TOKEN = "test-token-4f9c2a7e1b8d3c6f0a5e9b2d7c4f1a8e";
 export interface ApiFixture {
   api: ApiServer;
   log: Log;
+  /** The log's subject prefix. */
+  prefix: string;
   /** fetch against the API with the token (unless `token: null`). */
   call(
     path: string,
@@ -73,14 +76,10 @@ export function apiSuite(opts: { seed?: () => Event[]; uiDir?: string } = {}): A
 
 export async function startApiFixture(
   natsUrl: string,
-  opts: { auth?: AuthMode; uiDir?: string } = {},
+  opts: { auth?: AuthMode; uiDir?: string; logger?: Logger } = {},
 ): Promise<ApiFixture> {
-  const log = await openLog({
-    url: natsUrl,
-    clientName: "operator-test",
-    name: uniqueStream("OP"),
-    prefix: `t${Math.random().toString(36).slice(2, 8)}.evt`,
-  });
+  const prefix = `t${Math.random().toString(36).slice(2, 8)}.evt`;
+  const log = await openLog({ url: natsUrl, clientName: "operator-test", name: uniqueStream("OP"), prefix });
   let api: ApiServer;
   try {
     api = await startApi({
@@ -90,6 +89,7 @@ export async function startApiFixture(
       auth: opts.auth ?? { kind: "token", token: TOKEN },
       instanceId: "api-test",
       ...(opts.uiDir ? { uiDir: opts.uiDir } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
     });
   } catch (err) {
     await log.close();
@@ -98,6 +98,7 @@ export async function startApiFixture(
   return {
     api,
     log,
+    prefix,
     call: (path, init = {}) => {
       const token = init.token === undefined ? TOKEN : init.token;
       return callApi(api.url, path, { ...init, authorization: token === null ? null : `Bearer ${token}` });

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../harness/nats.js";
-import { LLMGW_BIN } from "./cli.js";
+import { LLMGW_BIN, logFlags } from "./cli.js";
 import { eventually } from "./eventually.js";
 
 const live = new Set<ChildProcess>();
@@ -132,12 +132,7 @@ export async function spawnReconciler(spec: ReconcilerSpec): Promise<ReconcilerP
     "reconciler",
     "--id",
     spec.id,
-    "--nats",
-    spec.nats,
-    "--stream",
-    spec.stream,
-    "--subject-prefix",
-    spec.prefix,
+    ...logFlags(spec.nats, spec.stream, spec.prefix),
     "--lease-bucket",
     spec.leaseBucket,
     "--gateways-bucket",

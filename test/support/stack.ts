@@ -9,9 +9,33 @@
 import type { Gateway } from "../../src/gateway/index.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type ApiServer, startApi } from "../../src/operator/index.js";
+import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
+import { logFlags } from "./cli.js";
 import { rand, startTestGateway, type TestGatewayOptions } from "./gateway.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "./reconciler.js";
+
+/**
+ * A simulated fleet's timings against a stack: quick, yet slow enough that
+ * the gateway, the reconciler and the agents keep up on two shared cores.
+ */
+export const STACK_FLEET_TIMINGS = {
+  heartbeatMs: 500,
+  startDelayMs: 300,
+  drainMs: 300,
+  reconnectMinMs: 50,
+  reconnectMaxMs: 500,
+} as const satisfies SimConfigInput;
+
+/** A simulated fleet over h2c to one gateway, at STACK_FLEET_TIMINGS unless `o` says otherwise. Not started. */
+export function stackFleet(gatewayUrl: string, o: SimConfigInput): SimFleet {
+  return new SimFleet({ gateways: [gatewayUrl], insecureDev: true, ...STACK_FLEET_TIMINGS, ...o });
+}
+
+/** A catalog profile, in the API's form: one shard of `gpusPerShard` 64 GiB H100s. */
+export function h100Profile(name: string, gpusPerShard: number) {
+  return { name, gpusPerShard, memoryPerGpu: "64GiB", gpuProduct: "H100" };
+}
 
 export interface StackOptions {
   /** A short tag: the stream's and the processes' names start with it. */
@@ -125,7 +149,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
       return r;
     },
     api,
-    logFlags: ["--nats", natsUrl, "--stream", stream, "--subject-prefix", prefix],
+    logFlags: logFlags(natsUrl, stream, prefix),
     call,
     request,
     why: async () => {

@@ -3,7 +3,8 @@
  * connection through it and refuses new ones until `restore()`. Put between
  * a process and NATS, it is a network partition of that one process.
  */
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect, type Server, type Socket } from "node:net";
+import { listenOnLoopback } from "../harness/loopback-listen.js";
 
 export class TcpProxy {
   readonly #sockets = new Set<Socket>();
@@ -17,13 +18,7 @@ export class TcpProxy {
 
   static async start(targetPort: number): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve());
-    });
-    const addr = server.address();
-    const port = typeof addr === "object" && addr ? addr.port : 0;
+    const { server, port } = await listenOnLoopback((client) => proxy?.accept(client));
     proxy = new TcpProxy(server, port, targetPort);
     return proxy;
   }

@@ -11,31 +11,20 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import type { Gateway } from "../../src/gateway/index.js";
-import { type Log, openLog } from "../../src/log/index.js";
-import { type ApiServer, startApi } from "../../src/operator/index.js";
-import { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import type { SimFleet } from "../../src/sim/index.js";
+import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { EventFactory, h100Node } from "../support/fleet-events.js";
-import { rand, startTestGateway } from "../support/gateway.js";
 import { startApiFixture, TOKEN } from "../support/operator-api.js";
-import { killAll, type ReconcilerProcess, spawnReconciler } from "../support/reconciler.js";
+import { h100Profile, type Stack, stackFleet, startStack } from "../support/stack.js";
 
 const ARTIFACTS = new URL("../../test-artifacts/ui/", import.meta.url).pathname;
-
-const profile = (name: string, gpus: number) => ({
-  name,
-  gpusPerShard: gpus,
-  memoryPerGpu: "64GiB",
-  gpuProduct: "H100",
-});
 
 // Two models that fit, and one that no node can hold (16 GPUs in one shard on 8-GPU nodes).
 const CATALOG = {
   models: [
-    { name: "llama-3.1-8b", replicas: 3, profiles: [profile("tp1", 1)] },
-    { name: "llama-3.3-70b", replicas: 2, profiles: [profile("tp4", 4)] },
-    { name: "giant-1t", replicas: 1, profiles: [profile("tp16", 16)] },
+    { name: "llama-3.1-8b", replicas: 3, profiles: [h100Profile("tp1", 1)] },
+    { name: "llama-3.3-70b", replicas: 2, profiles: [h100Profile("tp4", 4)] },
+    { name: "giant-1t", replicas: 1, profiles: [h100Profile("tp16", 16)] },
   ],
 };
 const RUNNING_GPUS = 3 * 1 + 2 * 4;
@@ -65,10 +54,7 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
 
 describe("web UI in Chromium against a running fleet", () => {
   let server: NatsServer & { close(): Promise<void> };
-  let log: Log;
-  let gw: Gateway | undefined;
-  let rec: ReconcilerProcess | undefined;
-  let apiServer: ApiServer | undefined;
+  let stack: Stack | undefined;
   let fleet: SimFleet | undefined;
   let context: BrowserContext | undefined;
   let page: Page;
@@ -96,46 +82,12 @@ describe("web UI in Chromium against a running fleet", () => {
 
   async function startFleet(): Promise<void> {
     server = await startServer();
-    const stream = uniqueStream("UI");
-    const prefix = `u${rand()}.evt`;
-    const gatewaysBucket = `gwl_${rand()}`;
-    log = await openLog({ url: server.url, clientName: "ui-e2e", name: stream, prefix });
-    gw = await startTestGateway({
-      nats: server.url,
-      stream,
-      prefix,
-      leaseBucket: gatewaysBucket,
-      heartbeatTimeoutMs: 5000,
+    stack = await startStack(server.url, {
+      name: "ui",
+      reconciler: { policy: "binpack", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
     });
-    rec = await spawnReconciler({
-      id: "rec-ui",
-      nats: server.url,
-      stream,
-      prefix,
-      leaseBucket: `rl_${rand()}`,
-      gatewaysBucket,
-      config: { policy: "binpack", commandTimeoutMs: 5000, suspectAfterMs: 10_000, lostAfterMs: 20_000 },
-    });
-    apiServer = await startApi({
-      log,
-      host: "127.0.0.1",
-      port: 0,
-      auth: { kind: "dev" },
-      instanceId: "api-ui",
-    });
-    url = apiServer.url;
-    fleet = new SimFleet({
-      gateways: [gw.url],
-      insecureDev: true,
-      nodes: 4,
-      gpusPerNode: 8,
-      seed: 5,
-      heartbeatMs: 500,
-      startDelayMs: 300,
-      drainMs: 300,
-      reconnectMinMs: 50,
-      reconnectMaxMs: 500,
-    });
+    url = stack.api.url;
+    fleet = stackFleet(stack.gw.url, { nodes: 4, gpusPerNode: 8, seed: 5 });
     await fleet.start();
     await until("four connected nodes", async () =>
       (await api("/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected").length === 4
@@ -187,13 +139,7 @@ describe("web UI in Chromium against a running fleet", () => {
   after(async () => {
     await context?.close().catch(() => {});
     await fleet?.stop().catch(() => {});
-    await apiServer?.close().catch(() => {});
-    await killAll([rec]);
-    await gw?.drain("test over").catch(() => {});
-    if (log) {
-      await log.jsm.streams.delete(log.stream).catch(() => {});
-      await log.close();
-    }
+    await stack?.close();
     await server?.close();
   });
 

@@ -32,6 +32,7 @@ import {
   archiveS3EndpointOption,
   archiveS3PathStyleOption,
   archiveS3RegionOption,
+  withArchiveOptions,
 } from "../archive-option.js";
 import {
   CliError,
@@ -39,11 +40,8 @@ import {
   EXIT,
   intOption,
   type NatsSecurityFlags,
-  prefixOption,
   snapshotBucketOption,
-  streamOption,
-  streamReplicasOption,
-  withNatsOptions,
+  withLogWriterOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -154,7 +152,7 @@ export function parseListen(value: string): { host: string; port: number } {
 
 export function registerApi(program: Command): void {
   const caps = connectionCapOptions("LLMGW_API_", defaultMaxConnections(4096));
-  const api = withNatsOptions(program.command("api"));
+  const api = withArchiveOptions(withLogWriterOptions(program.command("api")));
   api
     .description("serve the operator HTTP API and the web UI (built into dist/ui by scripts/build-ui)")
     .addOption(
@@ -193,14 +191,7 @@ export function registerApi(program: Command): void {
       ),
     )
     .addOption(new Option("--tls-key <file>", "key of --tls-cert (PEM)").env("LLMGW_API_TLS_KEY"))
-    .addOption(streamOption())
-    .addOption(streamReplicasOption())
     .addOption(snapshotBucketOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(
       new Option("--log-level <level>", "log level")
         .choices(["trace", "debug", "info", "warn", "error", "silent"])

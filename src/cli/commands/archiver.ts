@@ -9,21 +9,8 @@ import { collectDefaultMetrics, Registry } from "prom-client";
 import { Archiver, archiverMetrics, DEFAULT_SEGMENT_BYTES, sealAfterFor } from "../../archiver/index.js";
 import { ConnectionState } from "../../log/index.js";
 import { type Readiness, serveRegistry } from "../../metrics-endpoint/index.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
-import {
-  CliError,
-  EXIT,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  streamReplicasOption,
-  withNatsOptions,
-} from "../common.js";
+import { withArchiveOptions } from "../archive-option.js";
+import { CliError, EXIT, type NatsSecurityFlags, withLogWriterOptions } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 import { logMaxAgeOption, logMaxBytesOption, segmentBytesOption } from "../retention-options.js";
 
@@ -41,18 +28,11 @@ interface ArchiverFlags extends NatsSecurityFlags {
 }
 
 export function registerArchiver(program: Command): void {
-  withNatsOptions(program.command("archiver"))
+  withArchiveOptions(withLogWriterOptions(program.command("archiver")))
     .description(
       "copy sealed segments of the log (with a fleet snapshot at each boundary) into the archive, and remove " +
         "from the stream only what is archived and past --log-max-age/--log-max-bytes; run one per log",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(streamReplicasOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(logMaxAgeOption())
     .addOption(logMaxBytesOption())
     .addOption(segmentBytesOption(DEFAULT_SEGMENT_BYTES))

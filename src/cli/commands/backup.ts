@@ -22,20 +22,13 @@ import {
   defaultArchiveBucket,
   openLog,
 } from "../../log/index.js";
-import {
-  archiveLocation,
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
+import { archiveLocation, withArchiveOptions } from "../archive-option.js";
 import {
   CliError,
   EXIT,
   type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
   streamReplicasOption,
+  withLogLocationOptions,
   withNatsOptions,
 } from "../common.js";
 import { natsSecurityFrom } from "../nats-security.js";
@@ -65,17 +58,11 @@ const revokedBucketOption = () =>
     .default(DEFAULT_BUCKETS.revoked);
 
 export function registerBackup(program: Command): void {
-  withNatsOptions(program.command("backup"))
+  withArchiveOptions(withLogLocationOptions(program.command("backup")))
     .description(
       "write the whole history of the log (archive + stream + the revocation bucket), consistent at the stream's last sequence, " +
         "to a new or empty directory, or to one new file when --out ends in .llmgw-backup",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(revokedBucketOption())
     .requiredOption(
       "--out <file|dir>",
@@ -85,7 +72,7 @@ export function registerBackup(program: Command): void {
       await runBackup(flags);
     });
 
-  withNatsOptions(program.command("restore"))
+  withArchiveOptions(withNatsOptions(program.command("restore")))
     .description(
       "rebuild a backup into the NATS of --nats: the archive, the stream (starting after the backup's last sequence) and the buckets; " +
         "refuses a NATS whose log or archive holds anything unless --force",
@@ -93,10 +80,6 @@ export function registerBackup(program: Command): void {
     .addOption(
       new Option("--stream <name>", "stream to restore into (default: the backup's)").env("LLMGW_STREAM"),
     )
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(streamReplicasOption())
     .requiredOption("--in <file|dir>", "the backup: a directory or a file written by llmgw backup")
     .option("--force", "remove the stream, the archive bucket and the buckets there first, then restore")

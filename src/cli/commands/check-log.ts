@@ -17,24 +17,11 @@ import {
 } from "../../invariants/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
-import {
-  CliError,
-  EXIT,
-  intArg,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, EXIT, intArg, type NatsSecurityFlags } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
-import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
+import { withLogOrApiOptions } from "./log-options.js";
+import { type ApiFlags, call, clientFor } from "./operator-common.js";
 
 interface CheckLogFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
@@ -53,8 +40,7 @@ interface ReadRecords {
 }
 
 export function registerCheckLog(program: Command): void {
-  const cmd = withNatsOptions(program.command("check-log"));
-  for (const o of apiAccessOptions()) cmd.addOption(o);
+  const cmd = withLogOrApiOptions(program.command("check-log"));
   cmd
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
@@ -62,12 +48,6 @@ export function registerCheckLog(program: Command): void {
         "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage).\n" +
         "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .option(
       "--acked <file>",
       "the agents' record of acknowledged messages: a JSON array or JSON lines of {nodeId, sessionId, messageId} (what `llmgw sim --acked-out` writes); each must be in the log exactly once",

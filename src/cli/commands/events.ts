@@ -13,25 +13,12 @@ import { invalidNodeIdReason, type LogError, type RefusedEvent, Subjects } from 
 import { describeEvent } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { type ApiEventRecord, apiEvents } from "../api-reads.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
-import {
-  CliError,
-  intArg,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, intArg, type NatsSecurityFlags } from "../common.js";
 import { openLogForReading } from "../read-log.js";
 import { isoTime } from "../time.js";
+import { withLogOrApiOptions } from "./log-options.js";
 import {
   type ApiFlags,
-  apiAccessOptions,
   call,
   clientFor,
   type OutputFormat,
@@ -54,19 +41,12 @@ interface EventsFlags extends NatsSecurityFlags, ApiFlags {
 const registry = createRegistry(file_llmgw_v1_events, file_llmgw_v1_agent);
 
 export function registerEvents(program: Command): void {
-  const cmd = withNatsOptions(program.command("events"));
-  for (const o of apiAccessOptions()) cmd.addOption(o);
+  const cmd = withLogOrApiOptions(program.command("events"));
   withOutputOption(cmd)
     .description(
       "print the log decoded, one line per event (-o json: one JSON object per line; -o wide adds the nodes and replicas it concerns).\n" +
         "Through the operator API with a token (--api, LLMGW_API_URL or the current context), or from NATS itself with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(new Option("--from-seq <n>", "start at this sequence").argParser(intArg("--from-seq")))
     .addOption(
       new Option("--until-seq <n>", "stop after this sequence")
@@ -144,10 +124,16 @@ function eventLine(format: OutputFormat, r: Omit<ApiEventRecord, "event"> & { ev
   }
 }
 
-/** The same listing, paged from the operator API (GET /v1/events): a token and no NATS credentials. */
-async function runEventsViaApi(flags: EventsFlags): Promise<void> {
-  const client = clientFor(flags);
-  const format = outputOf(flags);
+/**
+ * Runs `list` until it ends, Ctrl-C or a closed pipe (`| head` ends the
+ * listing quietly), writing what it emits: while following, each line as it
+ * comes; while reading history, in blocks. `out.line` writes a line without
+ * flushing.
+ */
+async function writeListing(
+  follow: boolean,
+  list: (emit: (line: string) => Promise<void>, out: LineWriter, signal: AbortSignal) => Promise<void>,
+): Promise<void> {
   const ac = new AbortController();
   const onSigint = () => ac.abort();
   process.once("SIGINT", onSigint);
@@ -155,25 +141,13 @@ async function runEventsViaApi(flags: EventsFlags): Promise<void> {
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EPIPE") ac.abort();
   });
-  // Subjects relative to the API's prefix: the API puts its own in front.
-  const subjects = subjectsOf("_", flags.subject, flags.node).map((s) =>
-    s.startsWith("_.") ? s.slice(2) : s,
-  );
   const out = new LineWriter();
+  const emit = async (line: string) => {
+    out.line(line);
+    if (follow || out.pending > 256) await out.flush();
+  };
   try {
-    await call(async () => {
-      for await (const r of apiEvents(client, {
-        ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
-        ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
-        subjects,
-        follow: flags.follow === true,
-        signal: ac.signal,
-      })) {
-        out.line(eventLine(format, r));
-        if (flags.follow) await out.flush();
-        else if (out.pending > 256) await out.flush();
-      }
-    });
+    await list(emit, out, ac.signal);
     await out.flush();
   } finally {
     process.off("SIGINT", onSigint);
@@ -181,81 +155,91 @@ async function runEventsViaApi(flags: EventsFlags): Promise<void> {
   }
 }
 
+/** The same listing, paged from the operator API (GET /v1/events): a token and no NATS credentials. */
+async function runEventsViaApi(flags: EventsFlags): Promise<void> {
+  const client = clientFor(flags);
+  const format = outputOf(flags);
+  // Subjects relative to the API's prefix: the API puts its own in front.
+  const subjects = subjectsOf("_", flags.subject, flags.node).map((s) =>
+    s.startsWith("_.") ? s.slice(2) : s,
+  );
+  await writeListing(flags.follow === true, (emit, _out, signal) =>
+    call(async () => {
+      for await (const r of apiEvents(client, {
+        ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
+        ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
+        subjects,
+        follow: flags.follow === true,
+        signal,
+      })) {
+        await emit(eventLine(format, r));
+      }
+    }),
+  );
+}
+
 async function runEvents(flags: EventsFlags): Promise<void> {
   const format = outputOf(flags);
   const log = await openLogForReading(flags, "llmgw events");
-  const ac = new AbortController();
-  const onSigint = () => ac.abort();
-  process.once("SIGINT", onSigint);
-  process.once("SIGTERM", onSigint);
-  // A closed pipe (`| head`) ends the listing quietly.
-  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") ac.abort();
-  });
-  const out = new LineWriter();
   try {
-    const subjects = subjectsOf(log.subjects.prefix, flags.subject, flags.node);
-    const showMalformed = (err: LogError, raw: { seq: number; subject: string; data: Uint8Array }) => {
-      if (format === "json") {
+    await writeListing(flags.follow === true, async (emit, out, signal) => {
+      const subjects = subjectsOf(log.subjects.prefix, flags.subject, flags.node);
+      const showMalformed = (err: LogError, raw: { seq: number; subject: string; data: Uint8Array }) => {
+        if (format === "json") {
+          out.line(
+            JSON.stringify({
+              seq: raw.seq,
+              subject: raw.subject,
+              malformed: err.message,
+              bytes: raw.data.length,
+            }),
+          );
+        } else {
+          out.line(
+            eventLine(format, { seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message }),
+          );
+        }
+      };
+      const showRefused = (r: RefusedEvent) => {
         out.line(
-          JSON.stringify({
-            seq: raw.seq,
-            subject: raw.subject,
-            malformed: err.message,
-            bytes: raw.data.length,
+          eventLine(format, {
+            seq: r.seq,
+            timeMs: r.timeMs,
+            subject: r.subject,
+            kind: r.kind,
+            refused: r.reason,
+            event:
+              format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
           }),
         );
-      } else {
-        out.line(
-          eventLine(format, { seq: raw.seq, timeMs: 0, subject: raw.subject, malformed: err.message }),
+      };
+      for await (const r of log.read({
+        ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
+        ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
+        ...(subjects.length > 0 ? { subjects } : {}),
+        follow: flags.follow === true,
+        signal,
+        onMalformed: showMalformed,
+        onRefused: showRefused,
+      })) {
+        const d = describeEvent(r.event);
+        await emit(
+          eventLine(format, {
+            seq: r.seq,
+            timeMs: r.timeMs,
+            subject: r.subject,
+            kind: format === "json" || format === "yaml" ? (r.event.body.case ?? "unknown") : d.kind,
+            text: d.text,
+            nodeIds: d.nodeIds,
+            replicaIds: d.replicaIds,
+            // Encoded only where it is printed.
+            event:
+              format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
+          }),
         );
       }
-    };
-    const showRefused = (r: RefusedEvent) => {
-      out.line(
-        eventLine(format, {
-          seq: r.seq,
-          timeMs: r.timeMs,
-          subject: r.subject,
-          kind: r.kind,
-          refused: r.reason,
-          event:
-            format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
-        }),
-      );
-    };
-    for await (const r of log.read({
-      ...(flags.fromSeq === undefined ? {} : { fromSeq: flags.fromSeq }),
-      ...(flags.untilSeq === undefined ? {} : { untilSeq: flags.untilSeq }),
-      ...(subjects.length > 0 ? { subjects } : {}),
-      follow: flags.follow === true,
-      signal: ac.signal,
-      onMalformed: showMalformed,
-      onRefused: showRefused,
-    })) {
-      const d = describeEvent(r.event);
-      out.line(
-        eventLine(format, {
-          seq: r.seq,
-          timeMs: r.timeMs,
-          subject: r.subject,
-          kind: format === "json" || format === "yaml" ? (r.event.body.case ?? "unknown") : d.kind,
-          text: d.text,
-          nodeIds: d.nodeIds,
-          replicaIds: d.replicaIds,
-          // Encoded only where it is printed.
-          event:
-            format === "json" || format === "yaml" ? toJson(EventSchema, r.event, { registry }) : undefined,
-        }),
-      );
-      // While following, show each event as it comes; while reading history, batch the writes.
-      if (flags.follow) await out.flush();
-      else if (out.pending > 256) await out.flush();
-    }
-    await out.flush();
+    });
   } finally {
-    process.off("SIGINT", onSigint);
-    process.off("SIGTERM", onSigint);
     await log.close();
   }
 }

@@ -13,8 +13,8 @@ import {
 } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { CliError } from "../common.js";
-import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
-import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
+import { type LogFlags, openLogForReading, withLogOrApiOptions } from "./log-options.js";
+import { type ApiFlags, call, clientFor } from "./operator-common.js";
 
 interface ExplainFlags extends LogFlags, ApiFlags {
   at?: string;
@@ -79,9 +79,7 @@ export function registerExplain(program: Command): void {
       "the decisions that touched a replica or a node (through the operator API with a viewer token, or from NATS with --nats on the command line)",
     );
   const common = (cmd: Command) => {
-    withLogOptions(cmd);
-    for (const o of apiAccessOptions()) cmd.addOption(o);
-    return cmd
+    return withLogOrApiOptions(cmd)
       .addOption(new Option("--at <seq|time>", "read the log only up to this sequence or time"))
       .option("--json", "print JSON");
   };

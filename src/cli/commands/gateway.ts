@@ -15,10 +15,7 @@ import {
   connectionCapOptions,
   intOption,
   type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  streamReplicasOption,
-  withNatsOptions,
+  withLogWriterOptions,
 } from "../common.js";
 import { natsSecurityFrom } from "../nats-security.js";
 
@@ -77,7 +74,7 @@ const env = (name: string) => `LLMGW_GATEWAY_${name}`;
 /** `llmgw gateway`: serve agent streams and relay commands until SIGTERM. */
 export function registerGateway(program: Command): void {
   const caps = connectionCapOptions("LLMGW_GATEWAY_", defaultMaxConnections(4096));
-  withNatsOptions(program.command("gateway"))
+  withLogWriterOptions(program.command("gateway"))
     .description("serve agent streams (Connect over HTTP/2, mTLS) and relay commands")
     .addOption(
       new Option("--id <id>", "gateway id (letters, digits, - and _)").env(env("ID")).default(defaultId()),
@@ -101,9 +98,6 @@ export function registerGateway(program: Command): void {
         "h2c on loopback, node identity from the message: local development only",
       ).env(env("INSECURE_DEV")),
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(streamReplicasOption())
     .addOption(ms("--heartbeat-timeout", "HEARTBEAT_TIMEOUT_MS", "close a stream silent this long", 15_000))
     .addOption(
       ms("--registration-timeout", "REGISTRATION_TIMEOUT_MS", "a stream must register within", 10_000),

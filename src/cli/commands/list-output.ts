@@ -7,7 +7,14 @@
  */
 import { stringify as stringifyYaml } from "yaml";
 import type { ApiClient } from "../../operator/index.js";
-import { call, type OutputFormat, printStructured } from "./operator-common.js";
+import {
+  type ApiFlags,
+  call,
+  clientFor,
+  type OutputFormat,
+  outputOf,
+  printStructured,
+} from "./operator-common.js";
 
 export interface ListPrinter<T> {
   /** The table, with the wide columns when `wide`. */
@@ -73,4 +80,25 @@ export async function watchList<T>(
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
   }
+}
+
+/**
+ * What a list command does: asks the operator API (`ask`, a typed call) and prints the answer
+ * in the `-o` format, once or, with `--watch`, again on every change
+ * (`comparable`: what must change for it to print again).
+ */
+export async function showList<T>(
+  flags: ApiFlags & { watch?: boolean },
+  ask: (client: ApiClient) => Promise<{ body: T }>,
+  printer: ListPrinter<T>,
+  comparable?: (body: T) => unknown,
+): Promise<void> {
+  const client = clientFor(flags);
+  const format = outputOf(flags);
+  const fetchBody = async () => (await call(() => ask(client))).body;
+  if (flags.watch) {
+    await watchList(client, format, fetchBody, printer, comparable ? { comparable } : {});
+    return;
+  }
+  printList(format, await fetchBody(), printer);
 }

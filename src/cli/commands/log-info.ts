@@ -4,15 +4,9 @@
  * snapshot points of the archive.
  */
 import type { Command } from "commander";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
 import type { NatsSecurityFlags } from "../common.js";
-import { prefixOption, streamOption, withNatsOptions } from "../common.js";
 import { openLogForReading } from "../read-log.js";
+import { withLogOptions } from "./log-options.js";
 
 interface LogInfoFlags extends NatsSecurityFlags {
   nats: string;
@@ -30,17 +24,11 @@ export interface LogInfo {
 
 export function registerLogInfo(program: Command): void {
   const log = program.command("log").description("the log as a whole: where its history is");
-  withNatsOptions(log.command("info"))
+  withLogOptions(log.command("info"))
     .description(
       "first and last sequence and bytes of the stream, the archive's extent and bytes, and its snapshot points " +
         "(an empty archive is firstSeq 0, lastSeq 0)",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .option(
       "--json",
       'one JSON object: {"stream": {firstSeq, lastSeq, bytes}, "archive": {…}, "snapshots": [{seq, timeMs, bytes}]}',

@@ -1,16 +1,8 @@
 /** `llmgw nodes`: the fleet's nodes from the operator API, once or watched. */
 import type { Command } from "commander";
 import type { ApiSchemas, NodeView } from "../../operator/index.js";
-import { type ListPrinter, printList, watchList } from "./list-output.js";
-import {
-  type ApiFlags,
-  call,
-  clientFor,
-  formatTable,
-  outputOf,
-  withApiOptions,
-  withOutputOption,
-} from "./operator-common.js";
+import { type ListPrinter, showList } from "./list-output.js";
+import { type ApiFlags, formatTable, withApiOptions, withOutputOption } from "./operator-common.js";
 
 type NodesAnswer = ApiSchemas["Nodes"];
 
@@ -29,16 +21,14 @@ export function registerNodes(program: Command): void {
     ),
   )
     .option("-w, --watch", "print the list again whenever it changes (follows GET /v1/stream), until Ctrl-C")
-    .action(async (flags: ApiFlags & { watch?: boolean }) => {
-      const client = clientFor(flags);
-      const format = outputOf(flags);
-      const fetchBody = async () => (await call(() => client.send((api) => api.GET("/v1/nodes")))).body;
-      if (flags.watch) {
-        await watchList(client, format, fetchBody, printer, { comparable: (b) => b.nodes });
-        return;
-      }
-      printList(format, await fetchBody(), printer);
-    });
+    .action((flags: ApiFlags & { watch?: boolean }) =>
+      showList(
+        flags,
+        (c) => c.send((api) => api.GET("/v1/nodes")),
+        printer,
+        (b) => b.nodes,
+      ),
+    );
 }
 
 export function cordonCell(n: NodeView): string {

@@ -20,17 +20,15 @@ import {
   archiveS3EndpointOption,
   archiveS3PathStyleOption,
   archiveS3RegionOption,
+  withArchiveOptions,
 } from "../archive-option.js";
 import {
   CliError,
   EXIT,
   intOption,
   type NatsSecurityFlags,
-  prefixOption,
   snapshotBucketOption,
-  streamOption,
-  streamReplicasOption,
-  withNatsOptions,
+  withLogWriterOptions,
 } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
@@ -64,15 +62,8 @@ const READY_WAIT_MS = 2000;
 
 /** `llmgw reconciler`: follow the log; when leading, reconcile it until SIGTERM. */
 export function registerReconciler(program: Command): void {
-  withNatsOptions(program.command("reconciler"))
+  withArchiveOptions(withLogWriterOptions(program.command("reconciler")))
     .description("run a reconciler: one of several leads (KV lease), fenced by the log")
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
-    .addOption(streamReplicasOption())
     .addOption(
       new Option("--id <id>", "this reconciler's id, recorded in its passes")
         .env(env("ID"))

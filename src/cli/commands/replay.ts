@@ -7,26 +7,13 @@ import { invalidNodeIdReason } from "../../log/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { readVia } from "../api-access.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-} from "../archive-option.js";
-import {
-  CliError,
-  intArg,
-  type NatsSecurityFlags,
-  prefixOption,
-  snapshotBucketOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, intArg, type NatsSecurityFlags, snapshotBucketOption } from "../common.js";
 import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 import { renderFleet } from "../render/fleet-text.js";
 import { isoTime, timeArg } from "../time.js";
-import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
+import { withLogOrApiOptions } from "./log-options.js";
+import { type ApiFlags, call, clientFor } from "./operator-common.js";
 
 interface ReplayFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
@@ -42,20 +29,13 @@ interface ReplayFlags extends NatsSecurityFlags, ApiFlags {
 }
 
 export function registerReplay(program: Command): void {
-  const cmd = withNatsOptions(program.command("replay"));
-  for (const o of apiAccessOptions()) cmd.addOption(o);
+  const cmd = withLogOrApiOptions(program.command("replay"));
   cmd
     .description(
       "show the fleet at any point of the log: nodes, GPUs, replicas, shards, pending reasons " +
         "(what the stream no longer holds is read from the archive, from its nearest snapshot).\n" +
         "Folded by the operator API (--api, LLMGW_API_URL or the current context; a viewer token), or here from NATS with --nats on the command line",
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
-    .addOption(archiveOption())
-    .addOption(archiveS3EndpointOption())
-    .addOption(archiveS3RegionOption())
-    .addOption(archiveS3PathStyleOption())
     .addOption(
       new Option("--until-seq <n>", "fold up to and including this sequence (default: the end)")
         .argParser(intArg("--until-seq"))

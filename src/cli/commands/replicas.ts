@@ -1,16 +1,8 @@
 /** `llmgw replicas`: replicas, where they run and why they wait; once or watched. */
 import type { Command } from "commander";
 import type { ApiSchemas, ModelReadiness, ReplicaView } from "../../operator/index.js";
-import { type ListPrinter, printList, watchList } from "./list-output.js";
-import {
-  type ApiFlags,
-  call,
-  clientFor,
-  formatTable,
-  outputOf,
-  withApiOptions,
-  withOutputOption,
-} from "./operator-common.js";
+import { type ListPrinter, showList } from "./list-output.js";
+import { type ApiFlags, formatTable, withApiOptions, withOutputOption } from "./operator-common.js";
 
 type ReplicasAnswer = ApiSchemas["Replicas"];
 
@@ -31,18 +23,13 @@ export function registerReplicas(program: Command): void {
   )
     .option("-w, --watch", "print the list again whenever it changes (follows GET /v1/stream), until Ctrl-C")
     .action(async (flags: ApiFlags & { model?: string; watch?: boolean }) => {
-      const client = clientFor(flags);
-      const format = outputOf(flags);
       const query = flags.model ? { model: flags.model } : {};
-      const fetchBody = async () =>
-        (await call(() => client.send((api) => api.GET("/v1/replicas", { params: { query } })))).body;
-      if (flags.watch) {
-        await watchList(client, format, fetchBody, printer, {
-          comparable: (b) => ({ models: b.models, replicas: b.replicas }),
-        });
-        return;
-      }
-      printList(format, await fetchBody(), printer);
+      await showList(
+        flags,
+        (c) => c.send((api) => api.GET("/v1/replicas", { params: { query } })),
+        printer,
+        (b) => ({ models: b.models, replicas: b.replicas }),
+      );
     });
 }
 

@@ -1,16 +1,8 @@
 /** `llmgw rollouts`: every model's rollout in one list, through the operator API. */
 import type { Command } from "commander";
 import type { RolloutView } from "../../operator/index.js";
-import { printList } from "./list-output.js";
-import {
-  type ApiFlags,
-  call,
-  clientFor,
-  formatTable,
-  outputOf,
-  withApiOptions,
-  withOutputOption,
-} from "./operator-common.js";
+import { showList } from "./list-output.js";
+import { type ApiFlags, formatTable, withApiOptions, withOutputOption } from "./operator-common.js";
 
 function rolloutState(r: RolloutView): string {
   if (r.paused) return "paused";
@@ -50,9 +42,9 @@ export function registerRollouts(program: Command): void {
           "list every model's rollout: revision, state, ready/desired, replicas on the current and older revisions (one model in full: llmgw rollout status MODEL)",
         ),
     ),
-  ).action(async (flags: ApiFlags) => {
-    const client = clientFor(flags);
-    const { body } = await call(() => client.send((api) => api.GET("/v1/rollouts")));
-    printList(outputOf(flags), body, { table: (b, wide) => rolloutsTable(b.rollouts, wide) });
-  });
+  ).action((flags: ApiFlags) =>
+    showList(flags, (c) => c.send((api) => api.GET("/v1/rollouts")), {
+      table: (b, wide) => rolloutsTable(b.rollouts, wide),
+    }),
+  );
 }

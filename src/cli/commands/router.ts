@@ -21,15 +21,7 @@ import {
   TableFollower,
   watchApiKeysFile,
 } from "../../router/index.js";
-import {
-  CliError,
-  EXIT,
-  intOption,
-  type NatsSecurityFlags,
-  prefixOption,
-  streamOption,
-  withNatsOptions,
-} from "../common.js";
+import { CliError, EXIT, intOption, type NatsSecurityFlags, withLogLocationOptions } from "../common.js";
 import { natsSecurityFrom } from "../nats-security.js";
 
 interface RouterFlags extends NatsSecurityFlags {
@@ -57,7 +49,7 @@ const env = (name: string) => `LLMGW_ROUTER_${name}`;
 const DEFAULTS = routerConfigSchema.parse({});
 
 export function registerRouter(program: Command): void {
-  withNatsOptions(program.command("router"))
+  withLogLocationOptions(program.command("router"))
     .description(
       "serve the OpenAI API (chat/completions, completions, embeddings, models) to the ready replicas of the routing table",
     )
@@ -74,8 +66,6 @@ export function registerRouter(program: Command): void {
         .env(env("ENDPOINTS_BUCKET"))
         .default(DEFAULT_ENDPOINTS_BUCKET),
     )
-    .addOption(streamOption())
-    .addOption(prefixOption())
     .addOption(
       new Option(
         "--no-load-feed",

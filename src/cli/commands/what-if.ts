@@ -19,8 +19,8 @@ import {
 } from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { CliError, intArg } from "../common.js";
-import { type LogFlags, openLogForReading, withLogOptions } from "./log-options.js";
-import { type ApiFlags, apiAccessOptions, call, clientFor } from "./operator-common.js";
+import { type LogFlags, openLogForReading, withLogOrApiOptions } from "./log-options.js";
+import { type ApiFlags, call, clientFor } from "./operator-common.js";
 
 interface WhatIfFlags extends LogFlags, ApiFlags {
   config?: string;
@@ -175,7 +175,7 @@ function autoscaleSummary(config: ReconcilerConfig): string {
 }
 
 export function registerWhatIf(program: Command): void {
-  const cmd = withLogOptions(
+  const cmd = withLogOrApiOptions(
     program
       .command("what-if")
       .description(
@@ -194,6 +194,5 @@ export function registerWhatIf(program: Command): void {
       .option("--to-seq <seq>", "last log sequence whose passes are compared", intArg("--to-seq"))
       .option("--json", "print JSON"),
   );
-  for (const o of apiAccessOptions()) cmd.addOption(o);
   cmd.action((flags: WhatIfFlags, self: Command) => whatIf(flags, self));
 }
