@@ -1,15 +1,17 @@
 /**
- * A fleet of simulated agents in one process: the library behind `llmgw sim`,
- * and what tests and benchmarks run in-process.
+ * A fleet of simulated nodes in one process: the library behind `llmgw sim`,
+ * and what tests and benchmarks run in-process. Each node runs the real node
+ * agent on simulated GPUs and engines (node.ts).
  */
 import { EventEmitter } from "node:events";
-import { ShardStatus_State as State } from "../gen/llmgw/v1/agent_pb.js";
-import { SimAgent, type SimShard } from "./agent.js";
+import { AgentMetrics } from "../agent/metrics.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
+import type { SimShard } from "./engines.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
 import { fleetNodeIds } from "./ids.js";
 import { type ShardLoadReading, shardLoadAt } from "./load.js";
+import { SimNode } from "./node.js";
 import { seededRng } from "./rng.js";
 import { loadTlsIdentity } from "./tls-identity.js";
 
@@ -27,7 +29,9 @@ export interface FleetSummary {
 
 export class SimFleet {
   readonly config: SimConfig;
-  private readonly agents = new Map<string, SimAgent>();
+  private readonly agents = new Map<string, SimNode>();
+  /** The agents' metrics, one registry for the whole fleet (sums over its nodes). */
+  readonly metrics = new AgentMetrics();
   private readonly emitter = new EventEmitter();
   private restartTimer: NodeJS.Timeout | undefined;
   private started = false;
@@ -54,13 +58,14 @@ export class SimFleet {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
       this.agents.set(
         nodeId,
-        new SimAgent({
+        new SimNode({
           nodeId,
           position,
           config: c,
           faults: planFaults(c, nodeId, nodeRng),
           rng: nodeRng,
           tls: tls[position],
+          metrics: this.metrics,
           emit: (e) => this.emitter.emit("event", e),
           ...(c.load.length > 0 ? { load: (s: SimShard) => this.loadOf(s) } : {}),
         }),
@@ -95,7 +100,7 @@ export class SimFleet {
       tMs: now - this.startedAtMs,
       periodMs: this.config.heartbeatMs,
       replicaId: shard.replicaId,
-      rank: shard.rank ?? 0,
+      rank: shard.rank,
       replicas: this.running.byModel.get(shard.model) ?? 1,
       slots: this.config.loadSlots,
     });
@@ -106,7 +111,7 @@ export class SimFleet {
     const ids = new Map<string, Set<string>>();
     for (const a of this.agents.values())
       for (const s of a.shardList()) {
-        if (s.state !== State.RUNNING || (s.rank ?? 0) !== 0) continue;
+        if (s.state !== "running" || s.rank !== 0) continue;
         const set = ids.get(s.model) ?? new Set<string>();
         set.add(s.replicaId);
         ids.set(s.model, set);
@@ -114,11 +119,11 @@ export class SimFleet {
     return new Map([...ids].map(([m, set]) => [m, set.size]));
   }
 
-  node(id: string): SimAgent | undefined {
+  node(id: string): SimNode | undefined {
     return this.agents.get(id);
   }
 
-  nodes(): SimAgent[] {
+  nodes(): SimNode[] {
     return [...this.agents.values()];
   }
 
@@ -159,9 +164,9 @@ export class SimFleet {
       s.failed += a.counters.failures;
       s.reconnects += a.counters.reconnects;
       for (const shard of a.shardList()) {
-        if (shard.state === State.STARTING) s.starting++;
-        else if (shard.state === State.RUNNING) s.running++;
-        else if (shard.state === State.DRAINING) s.draining++;
+        if (shard.state === "starting") s.starting++;
+        else if (shard.state === "running") s.running++;
+        else if (shard.state === "draining") s.draining++;
       }
     }
     return s;
