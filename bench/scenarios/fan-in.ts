@@ -9,12 +9,20 @@
  * throughput, not latency). The raw reference is a bare Connect bidi server (same HTTP/2
  * setup, same streams and heartbeats, pushing the same number of messages).
  *
- * The agents are light clients in the benchmark's own process, over mTLS as
- * in production: one TLS connection and one client certificate per agent
- * (its CN is its node id), issued in this process by the CA `llmgw certs`
- * creates; the bare server verifies the same certificates. Each stream is a
- * file descriptor on both sides: the run checks the limit first
- * (`llmgw bench` raises its soft limit to the hard one).
+ * The gateway's agents are the real node agent (`NodeAgent`, the code a GPU
+ * machine runs) on simulated GPUs and engines: a `SimFleet` in the
+ * benchmark's own process, its agents started spread over the heartbeat
+ * interval (or longer at 10,000: 5 ms apart), as a real fleet's start at
+ * different times. A command's delivery is timed to the agent's answer to
+ * it (a drain of a shard it does not run, refused at once). The bare
+ * server's agents are light clients (bench/support/agents.ts: the same bytes
+ * on the wire, nothing else), since the reference is the transport's limit.
+ * Both over mTLS as in production: one TLS connection and one client
+ * certificate per agent (its CN is its node id), issued in this process by
+ * the CA `llmgw certs` creates; the bare server verifies the same
+ * certificates. Each stream is a file descriptor on both sides: the run
+ * checks the limit first (`llmgw bench` raises its soft limit to the hard
+ * one).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +33,7 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { createCerts } from "../../src/sim/certs/create.js";
 import { certsLayout } from "../../src/sim/certs/layout.js";
+import { SimFleet } from "../../src/sim/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, sleep, until } from "../../test/harness/proc.js";
 import { type AgentTls, ConnectionPool, LightAgent } from "../support/agents.js";
@@ -227,6 +236,56 @@ async function connectAgents(
   return { agents, pool, timers };
 }
 
+/**
+ * Starts n real node agents (a SimFleet) spread over the heartbeat interval
+ * (5 ms apart at least) and waits for every one to register.
+ */
+async function connectNodeAgents(
+  url: string,
+  n: number,
+  tls: AgentTls,
+  onCommand: (id: string, atMs: number) => void,
+  progress: (m: string) => void,
+): Promise<SimFleet> {
+  const fleet = new SimFleet(
+    {
+      gateways: [url],
+      nodes: 0,
+      nodeIds: Array.from({ length: n }, (_, i) => nodeName(i)),
+      heartbeatMs: HEARTBEAT_MS,
+      nodesPerFabric: 0,
+      // A connect of thousands of mTLS streams on a busy machine: an agent that timed out tries again, not at once.
+      ackTimeoutMs: 60_000,
+      reconnectMinMs: 1_000,
+      reconnectMaxMs: 30_000,
+      seed: 1,
+    },
+    {
+      identities: (id) => {
+        const c = tls.certs.get(id);
+        return c && { ca: tls.ca, cert: c.cert, key: c.key };
+      },
+    },
+  );
+  const registered = new Set<string>();
+  fleet.on((e) => {
+    if (e.type === "command") onCommand(e.commandId, performance.timeOrigin + performance.now());
+    else if (e.type === "registered") registered.add(e.nodeId);
+  });
+  const t0 = performance.now();
+  await fleet.start({ spreadMs: Math.max(HEARTBEAT_MS, n * 5) });
+  await until(
+    () => {
+      progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+      return registered.size >= n ? true : undefined;
+    },
+    Math.max(120_000, n * 30),
+    `${n} node agents registered`,
+    1_000,
+  );
+  return fleet;
+}
+
 function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
   for (const t of c.timers) clearInterval(t);
   for (const a of c.agents) a.abort();
@@ -250,7 +309,7 @@ async function measureGateway(
   let log: Log | undefined;
   let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
-  let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
+  let fleet: SimFleet | undefined;
   try {
     log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
     gw = await startGatewayProcess({
@@ -273,7 +332,7 @@ async function measureGateway(
     });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
-    conn = await connectAgents(gw.url, n, tls.agents, (id, at) => received.set(id, at), progress);
+    fleet = await connectNodeAgents(gw.url, n, tls.agents, (id, at) => received.set(id, at), progress);
     const connectS = (performance.now() - t) / 1000;
     progress("settling");
     await sleep(HEARTBEAT_MS);
@@ -401,7 +460,7 @@ async function measureGateway(
       { cause: err },
     );
   } finally {
-    if (conn) disconnect(conn);
+    await fleet?.stop();
     await gw?.child.stop("SIGTERM", 15_000);
     await log?.jsm.streams.delete(stream).catch(() => {});
     await log?.close();

@@ -4,6 +4,7 @@
  * agent on simulated GPUs and engines (node.ts).
  */
 import { EventEmitter } from "node:events";
+import type { TlsIdentity } from "../agent/client/index.js";
 import { AgentMetrics } from "../agent/metrics.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
 import type { SimShard } from "./engines.js";
@@ -34,26 +35,51 @@ export class SimFleet {
   readonly metrics = new AgentMetrics();
   private readonly emitter = new EventEmitter();
   private restartTimer: NodeJS.Timeout | undefined;
+  private readonly startTimers: NodeJS.Timeout[] = [];
   private started = false;
   private startedAtMs = 0;
   /** Running replicas per model, recounted at most every 200 ms (the load splits over them). */
   private running: { atMs: number; byModel: Map<string, number> } = { atMs: -1, byModel: new Map() };
 
+  /**
+   * The nodes' certificates when given in memory (a benchmark issues
+   * thousands in its own process); otherwise read from `certsDir`.
+   */
+  private readonly identities: ((nodeId: string) => TlsIdentity | undefined) | undefined;
+
   /** Validates the configuration; throws SimConfigError naming each bad field. */
-  constructor(config: SimConfigInput) {
+  constructor(
+    config: SimConfigInput,
+    opts: { identities?: (nodeId: string) => TlsIdentity | undefined } = {},
+  ) {
     this.config = parseSimConfig(config);
+    this.identities = opts.identities;
     // Many listeners (one per waiting test, the CLI) are normal here.
     this.emitter.setMaxListeners(0);
   }
 
-  /** Reads every node's certificates (unless insecure), then connects all agents. */
-  async start(): Promise<void> {
+  /**
+   * Reads every node's certificates (unless insecure), then starts every
+   * agent: all at once, or spread evenly over `spreadMs` (as a real fleet's
+   * agents start at different times: their connections and heartbeats
+   * spread over the interval rather than arriving together).
+   */
+  async start(opts: { spreadMs?: number } = {}): Promise<void> {
     if (this.started) return;
     const c = this.config;
     const rng = seededRng(c.seed);
     const ids = fleetNodeIds(c);
     this.startedAtMs = Date.now();
-    const tls = c.insecureDev ? [] : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
+    const given = this.identities;
+    const tls = c.insecureDev
+      ? []
+      : given
+        ? ids.map((id) => {
+            const identity = given(id);
+            if (!identity) throw new Error(`no certificate given for ${id}`);
+            return identity;
+          })
+        : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
     ids.forEach((nodeId, position) => {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
       this.agents.set(
@@ -74,7 +100,13 @@ export class SimFleet {
     for (const [nodeId, shards] of Object.entries(c.runningShards)) this.agents.get(nodeId)?.preload(shards);
     this.started = true;
     await Promise.all([...this.agents.values()].map((a) => a.servePreloaded()));
-    for (const a of this.agents.values()) a.start();
+    const spreadMs = opts.spreadMs ?? 0;
+    const nodes = [...this.agents.values()];
+    if (spreadMs <= 0) for (const a of nodes) a.start();
+    else
+      nodes.forEach((a, i) => {
+        this.startTimers.push(setTimeout(() => a.start(), (i / nodes.length) * spreadMs));
+      });
     if (c.restartEveryMs > 0 && ids.length > 0) {
       this.restartTimer = setInterval(() => {
         const id = ids[Math.floor(rng() * ids.length)]!;
@@ -86,6 +118,7 @@ export class SimFleet {
   /** Closes every stream and waits for the agents to finish. */
   async stop(): Promise<void> {
     clearInterval(this.restartTimer);
+    for (const t of this.startTimers) clearTimeout(t);
     await Promise.all([...this.agents.values()].map((a) => a.stop()));
   }
 
