@@ -83,6 +83,8 @@ interface Measured {
   lostExplained: number;
   commands: number;
   connectS: number;
+  /** The node agents' side (gateway only): the benchmark process's RSS with them all registered, and their start spread. */
+  agents?: { rssMb: number; spreadS: number };
   /** What explains the tail of the paced passes (gateway only). */
   tail?: string;
 }
@@ -167,7 +169,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (the node agents started spread over ${gw.agents?.spreadS.toFixed(0)} s; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the node agents registered ${gw.agents?.rssMb.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -246,7 +248,7 @@ async function connectNodeAgents(
   tls: AgentTls,
   onCommand: (id: string, atMs: number) => void,
   progress: (m: string) => void,
-): Promise<SimFleet> {
+): Promise<{ fleet: SimFleet; spreadS: number }> {
   const fleet = new SimFleet(
     {
       gateways: [url],
@@ -273,7 +275,8 @@ async function connectNodeAgents(
     else if (e.type === "registered") registered.add(e.nodeId);
   });
   const t0 = performance.now();
-  await fleet.start({ spreadMs: Math.max(HEARTBEAT_MS, n * 5) });
+  const spreadMs = Math.max(HEARTBEAT_MS, n * 5);
+  await fleet.start({ spreadMs });
   await until(
     () => {
       progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
@@ -283,7 +286,7 @@ async function connectNodeAgents(
     `${n} node agents registered`,
     1_000,
   );
-  return fleet;
+  return { fleet, spreadS: spreadMs / 1000 };
 }
 
 function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
@@ -332,8 +335,16 @@ async function measureGateway(
     });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
-    fleet = await connectNodeAgents(gw.url, n, tls.agents, (id, at) => received.set(id, at), progress);
+    const started = await connectNodeAgents(
+      gw.url,
+      n,
+      tls.agents,
+      (id, at) => received.set(id, at),
+      progress,
+    );
+    fleet = started.fleet;
     const connectS = (performance.now() - t) / 1000;
+    const agents = { rssMb: process.memoryUsage().rss / 2 ** 20, spreadS: started.spreadS };
     progress("settling");
     await sleep(HEARTBEAT_MS);
     const seq0 = await log.lastSeq();
@@ -438,6 +449,7 @@ async function measureGateway(
       lostExplained: explained,
       commands: targets.length,
       connectS,
+      agents,
       tail,
     };
   } catch (err) {
