@@ -11,9 +11,8 @@
  *
  * The gateway's agents are the real node agent (`NodeAgent`, the code a GPU
  * machine runs) on simulated GPUs and engines: a `SimFleet` in the
- * benchmark's own process, its agents started spread over the heartbeat
- * interval (or longer at 10,000: 5 ms apart), as a real fleet's start at
- * different times. A command's delivery is timed to the agent's answer to
+ * benchmark's own process, its agents started 100 at a time, each batch
+ * once the one before registered (as the light agents connect). A command's delivery is timed to the agent's answer to
  * it (a drain of a shard it does not run, refused at once). The bare
  * server's agents are light clients (bench/support/agents.ts: the same bytes
  * on the wire, nothing else), since the reference is the transport's limit.
@@ -83,8 +82,8 @@ interface Measured {
   lostExplained: number;
   commands: number;
   connectS: number;
-  /** The node agents' side (gateway only): the benchmark process's RSS with them all registered, and their start spread. */
-  agents?: { rssMb: number; spreadS: number };
+  /** The node agents' side (gateway only): the benchmark process's RSS with them all registered. */
+  agentsRssMb?: number;
   /** What explains the tail of the paced passes (gateway only). */
   tail?: string;
 }
@@ -169,7 +168,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (the node agents started spread over ${gw.agents?.spreadS.toFixed(0)} s; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the node agents registered ${gw.agents?.rssMb.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (the node agents ${CONNECT_BATCH} at a time, each batch once the one before registered; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the node agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -239,8 +238,8 @@ async function connectAgents(
 }
 
 /**
- * Starts n real node agents (a SimFleet) spread over the heartbeat interval
- * (5 ms apart at least) and waits for every one to register.
+ * Starts n real node agents (a SimFleet), CONNECT_BATCH at a time, each
+ * batch once the one before registered, and waits for every one to register.
  */
 async function connectNodeAgents(
   url: string,
@@ -248,7 +247,7 @@ async function connectNodeAgents(
   tls: AgentTls,
   onCommand: (id: string, atMs: number) => void,
   progress: (m: string) => void,
-): Promise<{ fleet: SimFleet; spreadS: number }> {
+): Promise<{ fleet: SimFleet }> {
   const fleet = new SimFleet(
     {
       gateways: [url],
@@ -275,8 +274,15 @@ async function connectNodeAgents(
     else if (e.type === "registered") registered.add(e.nodeId);
   });
   const t0 = performance.now();
-  const spreadMs = Math.max(HEARTBEAT_MS, n * 5);
-  await fleet.start({ spreadMs });
+  const ticker = setInterval(
+    () => progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`),
+    2_000,
+  );
+  try {
+    await fleet.start({ batch: CONNECT_BATCH });
+  } finally {
+    clearInterval(ticker);
+  }
   await until(
     () => {
       progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
@@ -287,7 +293,7 @@ async function connectNodeAgents(
     `${n} node agents registered`,
     1_000,
   );
-  return { fleet, spreadS: spreadMs / 1000 };
+  return { fleet };
 }
 
 function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
@@ -345,7 +351,7 @@ async function measureGateway(
     );
     fleet = started.fleet;
     const connectS = (performance.now() - t) / 1000;
-    const agents = { rssMb: process.memoryUsage().rss / 2 ** 20, spreadS: started.spreadS };
+    const agentsRssMb = process.memoryUsage().rss / 2 ** 20;
     progress("settling");
     await sleep(HEARTBEAT_MS);
     const seq0 = await log.lastSeq();
@@ -450,7 +456,7 @@ async function measureGateway(
       lostExplained: explained,
       commands: targets.length,
       connectS,
-      agents,
+      agentsRssMb,
       tail,
     };
   } catch (err) {

@@ -35,7 +35,11 @@ export class SimFleet {
   readonly metrics = new AgentMetrics();
   private readonly emitter = new EventEmitter();
   private restartTimer: NodeJS.Timeout | undefined;
-  private readonly startTimers: NodeJS.Timeout[] = [];
+  /** Resolved by stop(): a batched start waits no longer. */
+  private stopSignal!: () => void;
+  private readonly stopped = new Promise<void>((resolve) => {
+    this.stopSignal = resolve;
+  });
   private started = false;
   private startedAtMs = 0;
   /** Running replicas per model, recounted at most every 200 ms (the load splits over them). */
@@ -60,11 +64,12 @@ export class SimFleet {
 
   /**
    * Reads every node's certificates (unless insecure), then starts every
-   * agent: all at once, or spread evenly over `spreadMs` (as a real fleet's
-   * agents start at different times: their connections and heartbeats
-   * spread over the interval rather than arriving together).
+   * agent: all at once, or `batch` at a time, each batch once the one before
+   * registered (thousands of mTLS handshakes at once on a small machine
+   * would outlast the agents' registration timeout, and they would only
+   * start over). Resolves once every agent started.
    */
-  async start(opts: { spreadMs?: number } = {}): Promise<void> {
+  async start(opts: { batch?: number } = {}): Promise<void> {
     if (this.started) return;
     const c = this.config;
     const rng = seededRng(c.seed);
@@ -100,13 +105,19 @@ export class SimFleet {
     for (const [nodeId, shards] of Object.entries(c.runningShards)) this.agents.get(nodeId)?.preload(shards);
     this.started = true;
     await Promise.all([...this.agents.values()].map((a) => a.servePreloaded()));
-    const spreadMs = opts.spreadMs ?? 0;
     const nodes = [...this.agents.values()];
-    if (spreadMs <= 0) for (const a of nodes) a.start();
+    const batch = opts.batch ?? 0;
+    if (batch <= 0) for (const a of nodes) a.start();
     else
-      nodes.forEach((a, i) => {
-        this.startTimers.push(setTimeout(() => a.start(), (i / nodes.length) * spreadMs));
-      });
+      for (let i = 0; i < nodes.length; i += batch) {
+        const part = nodes.slice(i, i + batch);
+        for (const a of part) a.start();
+        const stopped = await Promise.race([
+          Promise.all(part.map((a) => a.firstRegistration)).then(() => false),
+          this.stopped.then(() => true),
+        ]);
+        if (stopped) return;
+      }
     if (c.restartEveryMs > 0 && ids.length > 0) {
       this.restartTimer = setInterval(() => {
         const id = ids[Math.floor(rng() * ids.length)]!;
@@ -118,7 +129,7 @@ export class SimFleet {
   /** Closes every stream and waits for the agents to finish. */
   async stop(): Promise<void> {
     clearInterval(this.restartTimer);
-    for (const t of this.startTimers) clearTimeout(t);
+    this.stopSignal();
     await Promise.all([...this.agents.values()].map((a) => a.stop()));
   }
 

@@ -69,6 +69,10 @@ export class SimNode {
   #partitionScheduled = false;
   #partitionTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #onRegistered!: () => void;
+  readonly #registered = new Promise<void>((resolve) => {
+    this.#onRegistered = resolve;
+  });
 
   constructor(opts: SimNodeOptions) {
     this.#o = opts;
@@ -102,6 +106,11 @@ export class SimNode {
   /** With `engineHttp`, the preloaded engines listen before the first registration. Call before start(). */
   servePreloaded(): Promise<void> {
     return this.#engines.servePreloaded();
+  }
+
+  /** Resolves at the node's first acknowledged registration. */
+  get firstRegistration(): Promise<void> {
+    return this.#registered;
   }
 
   /** Starts the agent; returns at once (it connects and reconnects on its own until stopped). */
@@ -216,6 +225,7 @@ export class SimNode {
             return;
           case "registered":
             this.counters.registrations++;
+            this.#onRegistered();
             emit({ type: "registered", nodeId, url: e.url });
             this.#schedulePartition();
             return;
