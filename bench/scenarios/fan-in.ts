@@ -168,7 +168,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (the node agents ${CONNECT_BATCH} at a time, each batch once the one before registered; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the node agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents, ${CONNECT_BATCH} at a time, each batch once the one before registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -180,6 +180,7 @@ export const fanIn: Scenario = {
         heartbeatMs: HEARTBEAT_MS,
         steadyWindowMs: windowMs,
         transport: "mTLS, one connection per agent",
+        agents: agentKind() === "node" ? "the real node agent (SimFleet)" : "light clients",
         pacedPasses: paced,
         pacedCommands: PACED_COMMANDS,
         pacedGapMs: PACED_GAP_MS,
@@ -320,6 +321,7 @@ async function measureGateway(
   let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
   let fleet: SimFleet | undefined;
+  let light: Awaited<ReturnType<typeof connectAgents>> | undefined;
   try {
     log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
     gw = await startGatewayProcess({
@@ -342,14 +344,9 @@ async function measureGateway(
     });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
-    const started = await connectNodeAgents(
-      gw.url,
-      n,
-      tls.agents,
-      (id, at) => received.set(id, at),
-      progress,
-    );
-    fleet = started.fleet;
+    const onCommand = (id: string, at: number) => received.set(id, at);
+    if (agentKind() === "light") light = await connectAgents(gw.url, n, tls.agents, onCommand, progress);
+    else fleet = (await connectNodeAgents(gw.url, n, tls.agents, onCommand, progress)).fleet;
     const connectS = (performance.now() - t) / 1000;
     const agentsRssMb = process.memoryUsage().rss / 2 ** 20;
     progress("settling");
@@ -480,6 +477,7 @@ async function measureGateway(
     );
   } finally {
     await fleet?.stop();
+    if (light) disconnect(light);
     await gw?.child.stop("SIGTERM", 15_000);
     await log?.jsm.streams.delete(stream).catch(() => {});
     await log?.close();
@@ -547,6 +545,18 @@ async function measureEcho(
     if (conn) disconnect(conn);
     await child.stop();
   }
+}
+
+/**
+ * The gateway's agents: the real node agent (default), or with
+ * LLMGW_BENCH_FANIN_AGENTS=light the light clients, as before the simulator
+ * ran the real agent (what the figures were measured with until then).
+ */
+function agentKind(): "node" | "light" {
+  const kind = process.env.LLMGW_BENCH_FANIN_AGENTS ?? "node";
+  if (kind !== "node" && kind !== "light")
+    throw new Error(`LLMGW_BENCH_FANIN_AGENTS: expected node or light, got ${kind}`);
+  return kind;
 }
 
 function nodeName(i: number): string {
