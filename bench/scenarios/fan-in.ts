@@ -9,12 +9,19 @@
  * throughput, not latency). The raw reference is a bare Connect bidi server (same HTTP/2
  * setup, same streams and heartbeats, pushing the same number of messages).
  *
- * The agents are light clients in the benchmark's own process, over mTLS as
- * in production: one TLS connection and one client certificate per agent
- * (its CN is its node id), issued in this process by the CA `llmgw certs`
- * creates; the bare server verifies the same certificates. Each stream is a
- * file descriptor on both sides: the run checks the limit first
- * (`llmgw bench` raises its soft limit to the hard one).
+ * The gateway's agents are the real node agent (`NodeAgent`, the code a GPU
+ * machine runs) on simulated GPUs and engines: a `SimFleet` in the
+ * benchmark's own process, its agents started 100 at a time, each batch
+ * once the one before registered (as the light agents connect). A command's delivery is timed to the agent's answer to
+ * it (a drain of a shard it does not run, refused at once). The bare
+ * server's agents are light clients (bench/support/agents.ts: the same bytes
+ * on the wire, nothing else), since the reference is the transport's limit.
+ * Both over mTLS as in production: one TLS connection and one client
+ * certificate per agent (its CN is its node id), issued in this process by
+ * the CA `llmgw certs` creates; the bare server verifies the same
+ * certificates. Each stream is a file descriptor on both sides: the run
+ * checks the limit first (`llmgw bench` raises its soft limit to the hard
+ * one).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +32,7 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { createCerts } from "../../src/sim/certs/create.js";
 import { certsLayout } from "../../src/sim/certs/layout.js";
+import { SimFleet } from "../../src/sim/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, sleep, until } from "../../test/harness/proc.js";
 import { type AgentTls, ConnectionPool, LightAgent } from "../support/agents.js";
@@ -74,6 +82,8 @@ interface Measured {
   lostExplained: number;
   commands: number;
   connectS: number;
+  /** The node agents' side (gateway only): the benchmark process's RSS with them all registered. */
+  agentsRssMb?: number;
   /** What explains the tail of the paced passes (gateway only). */
   tail?: string;
 }
@@ -158,7 +168,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (bare server ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents, ${CONNECT_BATCH} at a time, each batch once the one before registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -170,6 +180,7 @@ export const fanIn: Scenario = {
         heartbeatMs: HEARTBEAT_MS,
         steadyWindowMs: windowMs,
         transport: "mTLS, one connection per agent",
+        agents: agentKind() === "node" ? "the real node agent (SimFleet)" : "light clients",
         pacedPasses: paced,
         pacedCommands: PACED_COMMANDS,
         pacedGapMs: PACED_GAP_MS,
@@ -227,6 +238,65 @@ async function connectAgents(
   return { agents, pool, timers };
 }
 
+/**
+ * Starts n real node agents (a SimFleet), CONNECT_BATCH at a time, each
+ * batch once the one before registered, and waits for every one to register.
+ */
+async function connectNodeAgents(
+  url: string,
+  n: number,
+  tls: AgentTls,
+  onCommand: (id: string, atMs: number) => void,
+  progress: (m: string) => void,
+): Promise<{ fleet: SimFleet }> {
+  const fleet = new SimFleet(
+    {
+      gateways: [url],
+      nodes: 0,
+      nodeIds: Array.from({ length: n }, (_, i) => nodeName(i)),
+      heartbeatMs: HEARTBEAT_MS,
+      nodesPerFabric: 0,
+      // A connect of thousands of mTLS streams on a busy machine: an agent that timed out tries again, not at once.
+      ackTimeoutMs: 60_000,
+      reconnectMinMs: 1_000,
+      reconnectMaxMs: 30_000,
+      seed: 1,
+    },
+    {
+      identities: (id) => {
+        const c = tls.certs.get(id);
+        return c && { ca: tls.ca, cert: c.cert, key: c.key };
+      },
+    },
+  );
+  const registered = new Set<string>();
+  fleet.on((e) => {
+    if (e.type === "command") onCommand(e.commandId, performance.timeOrigin + performance.now());
+    else if (e.type === "registered") registered.add(e.nodeId);
+  });
+  const t0 = performance.now();
+  const ticker = setInterval(
+    () => progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`),
+    2_000,
+  );
+  try {
+    await fleet.start({ batch: CONNECT_BATCH });
+  } finally {
+    clearInterval(ticker);
+  }
+  await until(
+    () => {
+      progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+      return registered.size >= n ? true : undefined;
+    },
+    // A connect of thousands of mTLS agents on a busy machine takes minutes (the light agents took 47 s for 10,000 unloaded).
+    Math.max(120_000, n * 120),
+    `${n} node agents registered`,
+    1_000,
+  );
+  return { fleet };
+}
+
 function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
   for (const t of c.timers) clearInterval(t);
   for (const a of c.agents) a.abort();
@@ -250,7 +320,8 @@ async function measureGateway(
   let log: Log | undefined;
   let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
-  let conn: Awaited<ReturnType<typeof connectAgents>> | undefined;
+  let fleet: SimFleet | undefined;
+  let light: Awaited<ReturnType<typeof connectAgents>> | undefined;
   try {
     log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
     gw = await startGatewayProcess({
@@ -273,8 +344,11 @@ async function measureGateway(
     });
     const base = sampleProc(gw.child.pid);
     let t = performance.now();
-    conn = await connectAgents(gw.url, n, tls.agents, (id, at) => received.set(id, at), progress);
+    const onCommand = (id: string, at: number) => received.set(id, at);
+    if (agentKind() === "light") light = await connectAgents(gw.url, n, tls.agents, onCommand, progress);
+    else fleet = (await connectNodeAgents(gw.url, n, tls.agents, onCommand, progress)).fleet;
     const connectS = (performance.now() - t) / 1000;
+    const agentsRssMb = process.memoryUsage().rss / 2 ** 20;
     progress("settling");
     await sleep(HEARTBEAT_MS);
     const seq0 = await log.lastSeq();
@@ -379,6 +453,7 @@ async function measureGateway(
       lostExplained: explained,
       commands: targets.length,
       connectS,
+      agentsRssMb,
       tail,
     };
   } catch (err) {
@@ -401,7 +476,8 @@ async function measureGateway(
       { cause: err },
     );
   } finally {
-    if (conn) disconnect(conn);
+    await fleet?.stop();
+    if (light) disconnect(light);
     await gw?.child.stop("SIGTERM", 15_000);
     await log?.jsm.streams.delete(stream).catch(() => {});
     await log?.close();
@@ -469,6 +545,18 @@ async function measureEcho(
     if (conn) disconnect(conn);
     await child.stop();
   }
+}
+
+/**
+ * The gateway's agents: the real node agent (default), or with
+ * LLMGW_BENCH_FANIN_AGENTS=light the light clients, as before the simulator
+ * ran the real agent (what the figures were measured with until then).
+ */
+function agentKind(): "node" | "light" {
+  const kind = process.env.LLMGW_BENCH_FANIN_AGENTS ?? "node";
+  if (kind !== "node" && kind !== "light")
+    throw new Error(`LLMGW_BENCH_FANIN_AGENTS: expected node or light, got ${kind}`);
+  return kind;
 }
 
 function nodeName(i: number): string {

@@ -5,12 +5,11 @@
  * (gateways in --insecure-dev mode), many streams per HTTP/2 connection;
  * over mTLS, one connection and one client certificate per agent.
  *
- * They are written on Node's HTTP/2 client, not Connect's: fan-in keeps
- * 10,000 agents in the benchmark's one process, and with a Connect client
- * per stream (its chain of async generators waiting for the next message
- * on every stream) the benchmark's own collections and event-loop stalls
- * (up to 400 ms) were in the delivery times it measured. A real agent is a
- * process of its own with one stream; the bytes on the wire are the same.
+ * They are written on Node's HTTP/2 client, not Connect's: they are the
+ * transport's limit (ingest's agents, fan-in's bare reference), so nothing
+ * of an agent's own work is in what they measure. Fan-in's gateway side
+ * runs the real node agent instead (src/sim), whose Connect client's cost
+ * is in its figures; the bytes on the wire are the same.
  */
 import * as http2 from "node:http2";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";

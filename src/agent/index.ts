@@ -25,15 +25,23 @@ export {
 export * from "./install/index.js";
 export { AgentMetrics } from "./metrics.js";
 export {
+  type CommandOutcome,
+  type FabricInit,
+  type GpuInit,
   type GpuSample,
   type GpuSeen,
   type GpuSource,
   NodeAgent,
+  type NodeAgentActivity,
+  type NodeAgentLogger,
   type NodeAgentOptions,
   type NodeHardwareInventory,
   type ProblemOccurrence,
   type SampledProblem,
   type ShardEvent,
+  type ShardStartSpec,
+  type ShardStateName,
   type ShardSupervisor,
+  type SupervisedShard,
 } from "./node-agent.js";
 export { fileProblemLedger } from "./problem-ledger-file.js";

@@ -6,7 +6,10 @@
  * the GPUs for heartbeats.
  *
  * The parts it drives are handed in as ports (`GpuSource`, `ShardSupervisor`)
- * so the wiring stays in one place: `llmgw agent` builds the real ones.
+ * so the wiring stays in one place: `llmgw agent` builds the real ones
+ * (nvidia-smi, engine processes), `llmgw sim` simulated ones (src/sim:
+ * GPUs from a spec, engines faked in process), so the simulator's fleets run
+ * this very agent.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
@@ -143,6 +146,26 @@ export interface ShardSupervisor {
   output?(shardId: string): EngineOutput | undefined;
 }
 
+/**
+ * What the agent did, for whoever watches it besides its logs and metrics
+ * (the simulator's events and counters): each connection event, each command
+ * answered, each heartbeat sent, each shard change said (`sent`: on the
+ * stream now, rather than kept for the next one).
+ */
+export type NodeAgentActivity =
+  | { type: "connection"; event: ConnectionEvent }
+  | {
+      type: "command";
+      command: "start" | "stop" | "drain";
+      commandId: string;
+      shardId: string;
+      outcome: CommandOutcome;
+      /** A drain's deadline as received (ms since the epoch; 0: none given). */
+      deadlineUnixMs?: number;
+    }
+  | { type: "heartbeat" }
+  | { type: "shard"; event: ShardEvent; sent: boolean };
+
 export interface NodeAgentLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
@@ -173,6 +196,12 @@ export interface NodeAgentOptions {
   gpuSampleFailureThreshold?: number;
   /** Where the problem occurrences already reported are kept (none: in memory only). */
   problemLedger?: ProblemLedgerStore;
+  /** The gateway tried first (an index into `gateways`, default 0): a fleet spreads its first connections. */
+  firstGateway?: number;
+  /** The wire protocol (default Connect). */
+  protocol?: "connect" | "grpc";
+  /** Told of the agent's activity as it happens. */
+  observe?: (a: NodeAgentActivity) => void;
 }
 
 const STATE: Record<ShardStateName, State> = {
@@ -211,7 +240,8 @@ export class NodeAgent {
     for (const p of this.#watch.initialProblems()) this.#noteProblem(p);
     this.#connection = new AgentConnection({
       gateways: opts.gateways,
-      protocol: "connect",
+      ...(opts.firstGateway !== undefined ? { firstGateway: opts.firstGateway } : {}),
+      protocol: opts.protocol ?? "connect",
       tls: opts.tls,
       ackTimeoutMs: opts.ackTimeoutMs,
       heartbeatMs: opts.heartbeatMs,
@@ -241,6 +271,30 @@ export class NodeAgent {
     return this.#connection.lastRegistration;
   }
 
+  /** The gateway of the current stream. */
+  get url(): string | undefined {
+    return this.#connection.url;
+  }
+
+  /** Why the last stream ended, for operators. */
+  get lastDisconnectReason(): string {
+    return this.#connection.lastDisconnectReason;
+  }
+
+  /** Silenced (a simulated network partition). */
+  get silent(): boolean {
+    return this.#connection.silent;
+  }
+
+  /**
+   * Hears nothing and says nothing from now on, the stream left open: a
+   * network partition, as the simulator makes one. The next stream waits at
+   * least `healMs`.
+   */
+  silence(healMs: number): void {
+    this.#connection.silence(healMs);
+  }
+
   /** Connects and keeps connected until stop(); samples the GPUs every gpuSampleMs (default: every heartbeat). */
   start(): void {
     this.#sampleTimer = setInterval(() => {
@@ -264,7 +318,7 @@ export class NodeAgent {
   onShardEvent(e: ShardEvent): void {
     if (e.state === "stopped" || e.state === "failed") this.#o.metrics.engineExits.inc({ outcome: e.state });
     this.#updateEngineGauge();
-    this.#connection.send({
+    const sent = this.#connection.send({
       msg: {
         case: "shard",
         value: {
@@ -279,6 +333,7 @@ export class NodeAgent {
       },
     });
     this.#o.metrics.unacknowledged.set(this.#connection.unacknowledged);
+    this.#o.observe?.({ type: "shard", event: e, sent });
   }
 
   #updateEngineGauge(): void {
@@ -332,6 +387,7 @@ export class NodeAgent {
     const nodeProblems = this.#pendingNodeProblems;
     this.#pendingProblems = [];
     this.#pendingNodeProblems = [];
+    this.#o.observe?.({ type: "heartbeat" });
     return {
       gpuMemoryUsedMb: this.#watch.present().map((g) => BigInt(g.memoryUsedMb)),
       gpuProblems: problems,
@@ -342,6 +398,7 @@ export class NodeAgent {
 
   #onConnectionEvent(e: ConnectionEvent): void {
     const { logger: log, metrics: m } = this.#o;
+    this.#o.observe?.({ type: "connection", event: e });
     switch (e.type) {
       case "connecting":
         log.info({ url: e.url, reconnect: e.reconnect }, "connecting to gateway");
@@ -389,7 +446,14 @@ export class NodeAgent {
         void this.#answer("stop", m.msg.value.commandId, m.msg.value.shardId, this.#stop(m.msg.value));
         return;
       case "drain":
-        void this.#answer("drain", m.msg.value.commandId, m.msg.value.shardId, this.#drain(m.msg.value));
+        void this.#answer(
+          "drain",
+          m.msg.value.commandId,
+          m.msg.value.shardId,
+          this.#drain(m.msg.value),
+          undefined,
+          Number(m.msg.value.deadlineUnixMs),
+        );
         return;
       case "engineLog":
         this.#logRequests.handle(m.msg.value);
@@ -411,6 +475,7 @@ export class NodeAgent {
     shardId: string,
     outcome: Promise<CommandOutcome>,
     replicaId?: string,
+    deadlineUnixMs?: number,
   ): Promise<void> {
     let r: CommandOutcome;
     try {
@@ -424,6 +489,14 @@ export class NodeAgent {
     else this.#o.logger.info({ command, commandId, shardId }, "command accepted");
     this.#connection.send({
       msg: { case: "result", value: { commandId, ok: r.ok, error: r.ok ? "" : r.error } },
+    });
+    this.#o.observe?.({
+      type: "command",
+      command,
+      commandId,
+      shardId,
+      outcome: r,
+      ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
     });
     // After the result, so the replica's failure reads as a refused start.
     if (!r.ok && r.shardFailed && command === "start" && replicaId !== undefined)

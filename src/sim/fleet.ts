@@ -1,15 +1,18 @@
 /**
- * A fleet of simulated agents in one process: the library behind `llmgw sim`,
- * and what tests and benchmarks run in-process.
+ * A fleet of simulated nodes in one process: the library behind `llmgw sim`,
+ * and what tests and benchmarks run in-process. Each node runs the real node
+ * agent on simulated GPUs and engines (node.ts).
  */
 import { EventEmitter } from "node:events";
-import { ShardStatus_State as State } from "../gen/llmgw/v1/agent_pb.js";
-import { SimAgent, type SimShard } from "./agent.js";
+import type { TlsIdentity } from "../agent/client/index.js";
+import { AgentMetrics } from "../agent/metrics.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
+import type { SimShard } from "./engines.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
 import { fleetNodeIds } from "./ids.js";
 import { type ShardLoadReading, shardLoadAt } from "./load.js";
+import { SimNode } from "./node.js";
 import { seededRng } from "./rng.js";
 import { loadTlsIdentity } from "./tls-identity.js";
 
@@ -27,40 +30,73 @@ export interface FleetSummary {
 
 export class SimFleet {
   readonly config: SimConfig;
-  private readonly agents = new Map<string, SimAgent>();
+  private readonly agents = new Map<string, SimNode>();
+  /** The agents' metrics, one registry for the whole fleet (sums over its nodes). */
+  readonly metrics = new AgentMetrics();
   private readonly emitter = new EventEmitter();
   private restartTimer: NodeJS.Timeout | undefined;
+  /** Resolved by stop(): a batched start waits no longer. */
+  private stopSignal!: () => void;
+  private readonly stopped = new Promise<void>((resolve) => {
+    this.stopSignal = resolve;
+  });
   private started = false;
   private startedAtMs = 0;
   /** Running replicas per model, recounted at most every 200 ms (the load splits over them). */
   private running: { atMs: number; byModel: Map<string, number> } = { atMs: -1, byModel: new Map() };
 
+  /**
+   * The nodes' certificates when given in memory (a benchmark issues
+   * thousands in its own process); otherwise read from `certsDir`.
+   */
+  private readonly identities: ((nodeId: string) => TlsIdentity | undefined) | undefined;
+
   /** Validates the configuration; throws SimConfigError naming each bad field. */
-  constructor(config: SimConfigInput) {
+  constructor(
+    config: SimConfigInput,
+    opts: { identities?: (nodeId: string) => TlsIdentity | undefined } = {},
+  ) {
     this.config = parseSimConfig(config);
+    this.identities = opts.identities;
     // Many listeners (one per waiting test, the CLI) are normal here.
     this.emitter.setMaxListeners(0);
   }
 
-  /** Reads every node's certificates (unless insecure), then connects all agents. */
-  async start(): Promise<void> {
+  /**
+   * Reads every node's certificates (unless insecure), then starts every
+   * agent: all at once, or `batch` at a time, each batch once the one before
+   * registered (thousands of mTLS handshakes at once on a small machine
+   * would outlast the agents' registration timeout, and they would only
+   * start over). Resolves once every agent started.
+   */
+  async start(opts: { batch?: number } = {}): Promise<void> {
     if (this.started) return;
     const c = this.config;
     const rng = seededRng(c.seed);
     const ids = fleetNodeIds(c);
     this.startedAtMs = Date.now();
-    const tls = c.insecureDev ? [] : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
+    const given = this.identities;
+    const tls = c.insecureDev
+      ? []
+      : given
+        ? ids.map((id) => {
+            const identity = given(id);
+            if (!identity) throw new Error(`no certificate given for ${id}`);
+            return identity;
+          })
+        : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
     ids.forEach((nodeId, position) => {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
       this.agents.set(
         nodeId,
-        new SimAgent({
+        new SimNode({
           nodeId,
           position,
           config: c,
           faults: planFaults(c, nodeId, nodeRng),
           rng: nodeRng,
           tls: tls[position],
+          metrics: this.metrics,
           emit: (e) => this.emitter.emit("event", e),
           ...(c.load.length > 0 ? { load: (s: SimShard) => this.loadOf(s) } : {}),
         }),
@@ -69,7 +105,19 @@ export class SimFleet {
     for (const [nodeId, shards] of Object.entries(c.runningShards)) this.agents.get(nodeId)?.preload(shards);
     this.started = true;
     await Promise.all([...this.agents.values()].map((a) => a.servePreloaded()));
-    for (const a of this.agents.values()) a.start();
+    const nodes = [...this.agents.values()];
+    const batch = opts.batch ?? 0;
+    if (batch <= 0) for (const a of nodes) a.start();
+    else
+      for (let i = 0; i < nodes.length; i += batch) {
+        const part = nodes.slice(i, i + batch);
+        for (const a of part) a.start();
+        const stopped = await Promise.race([
+          Promise.all(part.map((a) => a.firstRegistration)).then(() => false),
+          this.stopped.then(() => true),
+        ]);
+        if (stopped) return;
+      }
     if (c.restartEveryMs > 0 && ids.length > 0) {
       this.restartTimer = setInterval(() => {
         const id = ids[Math.floor(rng() * ids.length)]!;
@@ -81,6 +129,7 @@ export class SimFleet {
   /** Closes every stream and waits for the agents to finish. */
   async stop(): Promise<void> {
     clearInterval(this.restartTimer);
+    this.stopSignal();
     await Promise.all([...this.agents.values()].map((a) => a.stop()));
   }
 
@@ -95,7 +144,7 @@ export class SimFleet {
       tMs: now - this.startedAtMs,
       periodMs: this.config.heartbeatMs,
       replicaId: shard.replicaId,
-      rank: shard.rank ?? 0,
+      rank: shard.rank,
       replicas: this.running.byModel.get(shard.model) ?? 1,
       slots: this.config.loadSlots,
     });
@@ -106,7 +155,7 @@ export class SimFleet {
     const ids = new Map<string, Set<string>>();
     for (const a of this.agents.values())
       for (const s of a.shardList()) {
-        if (s.state !== State.RUNNING || (s.rank ?? 0) !== 0) continue;
+        if (s.state !== "running" || s.rank !== 0) continue;
         const set = ids.get(s.model) ?? new Set<string>();
         set.add(s.replicaId);
         ids.set(s.model, set);
@@ -114,11 +163,11 @@ export class SimFleet {
     return new Map([...ids].map(([m, set]) => [m, set.size]));
   }
 
-  node(id: string): SimAgent | undefined {
+  node(id: string): SimNode | undefined {
     return this.agents.get(id);
   }
 
-  nodes(): SimAgent[] {
+  nodes(): SimNode[] {
     return [...this.agents.values()];
   }
 
@@ -159,9 +208,9 @@ export class SimFleet {
       s.failed += a.counters.failures;
       s.reconnects += a.counters.reconnects;
       for (const shard of a.shardList()) {
-        if (shard.state === State.STARTING) s.starting++;
-        else if (shard.state === State.RUNNING) s.running++;
-        else if (shard.state === State.DRAINING) s.draining++;
+        if (shard.state === "starting") s.starting++;
+        else if (shard.state === "running") s.running++;
+        else if (shard.state === "draining") s.draining++;
       }
     }
     return s;

@@ -89,6 +89,27 @@ describe("reconnects and restarts", () => {
     }));
 });
 
+describe("starting a fleet in batches", () => {
+  it("starts the next batch only once the one before registered", async () => {
+    const gw = await FakeGateway.start();
+    const fleet = new SimFleet({ ...FAST, nodes: 5, gateways: [gw.url] });
+    try {
+      const registered: string[] = [];
+      fleet.on((e) => {
+        if (e.type === "registered") registered.push(e.nodeId);
+      });
+      await fleet.start({ batch: 2 });
+      // Resolved after the last batch started: the two before it had registered.
+      assert.ok(registered.length >= 4, `${registered.length} registered when start resolved`);
+      assert.deepEqual(new Set(registered.slice(0, 2)), new Set(["node-1", "node-2"]));
+      await waitFor("all 5 registered", () => new Set(registered).size === 5);
+    } finally {
+      await fleet.stop();
+      await gw.close();
+    }
+  });
+});
+
 describe("engines already running when the agent starts", () => {
   it("registers them as running shards, with their memory, and honours a stop", () =>
     withFleet(

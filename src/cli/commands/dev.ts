@@ -108,7 +108,7 @@ export function registerDev(program: Command): void {
     .addOption(
       new Option(
         "--agents <kind>",
-        "sim: simulated agents; real: the real node agent (llmgw agent) per node, GPUs from a file and a fake engine",
+        "sim: node agents in one llmgw sim process, on simulated GPUs and engines; real: one llmgw agent process per node, GPUs from a file and a fake engine",
       )
         .choices(["sim", "real"])
         .default("sim"),

@@ -266,7 +266,9 @@ const FLAG_OF = new Map(FLAGS.map((f) => [f.field as string, f.flag]));
 export function registerSim(program: Command): void {
   const cmd = program
     .command("sim")
-    .description("run a fleet of simulated agents against one or more gateways");
+    .description(
+      "run a fleet of simulated nodes (the real node agent on simulated GPUs and engines) against one or more gateways",
+    );
   for (const f of FLAGS) {
     const opt = new Option(f.arg ? `${f.flag} ${f.arg}` : f.flag, f.help);
     if (f.kind === "list" || f.kind === "labels") opt.argParser(collect);

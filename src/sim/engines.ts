@@ -1,0 +1,371 @@
+/**
+ * Simulated engines: the node agent's engine supervisor (`ShardSupervisor`)
+ * with no process behind it. A start is a state machine on timers — a start
+ * delay, then RUNNING — bent by the node's fault plan (an engine that runs
+ * out of memory at start, crash-loops, hangs while loading, is refused, never
+ * comes up, or exits on its own), a drain lasts `drainMs` or until its
+ * deadline, and a running shard reports the load its model's curve gives.
+ * Nothing is spawned and nothing is written: 10,000 nodes' engines fit in
+ * one process. With `engineHttp` each engine also listens (SimEngineServer),
+ * so a router or a client can reach it.
+ *
+ * It says what happens through `onEvent`, as the real supervisor does; the
+ * real `NodeAgent` turns that into shard statuses.
+ */
+import type {
+  CommandOutcome,
+  ShardEvent,
+  ShardStartSpec,
+  ShardStateName,
+  ShardSupervisor,
+  SupervisedShard,
+} from "../agent/node-agent.js";
+import type { SimConfig } from "./config.js";
+import type { NodeFaultPlan } from "./fault-plan.js";
+import {
+  CRASH_ERROR,
+  CRASH_EXIT_CODE,
+  oomError,
+  REFUSE_START_ERROR,
+  type ShardFault,
+  UNASKED_EXIT_OUTPUT,
+} from "./faults.js";
+import type { ShardLoadReading } from "./load.js";
+import { SimEngineServer } from "./openai-engine.js";
+
+/** A simulated engine's shard, as the fleet sees it. */
+export interface SimShard {
+  shardId: string;
+  replicaId: string;
+  model: string;
+  profile: string;
+  gpuIndices: number[];
+  state: ShardStateName;
+  /** Its rank in the replica (0 when unknown, e.g. preloaded). */
+  rank: number;
+}
+
+/** An engine found running when the agent starts (before this simulator's run). */
+export type PreloadedShard = Omit<SimShard, "state" | "rank">;
+
+interface Engine extends SimShard {
+  /** The fault of an engine that was launched (refused and never-started ones never get here). */
+  fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
+  timers: Set<NodeJS.Timeout>;
+  /** With `engineHttp`: its server and, once listening, its port. */
+  server?: SimEngineServer;
+  listening?: Promise<number>;
+  port?: number;
+}
+
+export interface SimEnginesOptions {
+  nodeId: string;
+  config: SimConfig;
+  faults: NodeFaultPlan;
+  /** The load a running shard reports (src/sim/load.ts); undefined: none. */
+  load?: (shard: SimShard) => ShardLoadReading | undefined;
+}
+
+type Exit = { exitCode: number; error?: string; lastOutput?: string };
+
+export class SimEngines implements ShardSupervisor {
+  readonly #o: SimEnginesOptions;
+  readonly #engines = new Map<string, Engine>();
+  /** Where shard changes go (the node's current agent). */
+  onEvent: (e: ShardEvent) => void = () => {};
+
+  constructor(opts: SimEnginesOptions) {
+    this.#o = opts;
+  }
+
+  // --- ShardSupervisor ---------------------------------------------------------
+
+  async start(spec: ShardStartSpec): Promise<CommandOutcome> {
+    const existing = this.#engines.get(spec.shardId);
+    if (existing) {
+      // A re-issued start for a shard already here: accepted, and its state repeated.
+      this.#say(existing);
+      return { ok: true };
+    }
+    const fault = this.#o.faults.shardFault(spec.engineArgs);
+    if (fault === "refuse-start") return { ok: false, error: REFUSE_START_ERROR };
+    // Acknowledged, and then nothing: the engine process never came up.
+    if (fault === "never-starting") return { ok: true };
+    const e: Engine = {
+      shardId: spec.shardId,
+      replicaId: spec.replicaId,
+      model: spec.model,
+      profile: spec.profile,
+      gpuIndices: [...spec.gpuIndices],
+      state: "starting",
+      rank: spec.rank,
+      fault,
+      timers: new Set(),
+    };
+    this.#engines.set(e.shardId, e);
+    this.#say(e);
+    this.#serve(e);
+    const c = this.#o.config;
+    switch (e.fault) {
+      case "hang":
+        break; // Stuck loading weights until someone stops it.
+      case "fail": {
+        const { error, output } = oomError(e.gpuIndices[0] ?? 0, c.gpuMemoryMb, c.kvCacheFraction);
+        this.#after(e, Math.min(c.failAfterMs, c.startDelayMs), () =>
+          this.#exit(e, "failed", { error, exitCode: 1, lastOutput: output }),
+        );
+        break;
+      }
+      case "crash-loop":
+        this.#afterServing(e, c.startDelayMs, () => {
+          this.#to(e, "running");
+          this.#after(e, c.crashAfterMs, () =>
+            this.#exit(e, "failed", {
+              error: CRASH_ERROR,
+              exitCode: CRASH_EXIT_CODE,
+              lastOutput: `${CRASH_ERROR}\nAborted (core dumped)`,
+            }),
+          );
+        });
+        break;
+      case "exit-after-running":
+        this.#afterServing(e, c.startDelayMs, () => {
+          this.#to(e, "running");
+          this.#after(e, c.crashAfterMs, () =>
+            this.#exit(e, "stopped", { exitCode: 0, lastOutput: UNASKED_EXIT_OUTPUT }),
+          );
+        });
+        break;
+      case undefined:
+        this.#afterServing(e, c.startDelayMs, () => this.#to(e, "running"));
+        break;
+      default: {
+        const never: never = e.fault;
+        throw new Error(`unhandled fault ${String(never)}`);
+      }
+    }
+    return { ok: true };
+  }
+
+  async stop(shardId: string): Promise<CommandOutcome> {
+    const e = this.#engines.get(shardId);
+    if (!e) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    this.#exit(e, "stopped", { exitCode: 0 });
+    return { ok: true };
+  }
+
+  async drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome> {
+    const e = this.#engines.get(shardId);
+    if (!e) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    if (e.state === "draining") return { ok: true };
+    this.#clearTimers(e);
+    e.server?.drain();
+    this.#to(e, "draining");
+    // What is in flight takes drainMs to finish; an engine still busy at the
+    // deadline exits then, cutting off the rest, and says so.
+    const untilDeadline =
+      deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : Number.POSITIVE_INFINITY;
+    const drainMs = this.#o.config.drainMs;
+    if (untilDeadline >= drainMs) this.#after(e, drainMs, () => this.#exit(e, "stopped", { exitCode: 0 }));
+    else
+      this.#after(e, untilDeadline, () =>
+        this.#exit(e, "stopped", {
+          exitCode: 0,
+          lastOutput: `INFO drain deadline ${new Date(deadlineUnixMs).toISOString()} passed with requests still in flight; exiting`,
+        }),
+      );
+    return { ok: true };
+  }
+
+  shards(): SupervisedShard[] {
+    return [...this.#engines.values()].map((e) => ({
+      shardId: e.shardId,
+      replicaId: e.replicaId,
+      model: e.model,
+      profile: e.profile,
+      gpuIndices: [...e.gpuIndices],
+      state: e.state,
+      endpoint: e.state === "running" ? this.#endpoint(e) : "",
+    }));
+  }
+
+  loads(): Array<{ shardId: string; queueDepth: number; kvCacheUse: number }> {
+    const load = this.#o.load;
+    if (!load) return [];
+    const out: Array<{ shardId: string; queueDepth: number; kvCacheUse: number }> = [];
+    for (const e of this.#engines.values()) {
+      if (e.state !== "running") continue;
+      const l = load(e);
+      if (l) out.push({ shardId: e.shardId, ...l });
+    }
+    return out;
+  }
+
+  // --- the simulated machine ----------------------------------------------------
+
+  /** The engines now (a copy). */
+  list(): SimShard[] {
+    return [...this.#engines.values()].map((e) => ({
+      shardId: e.shardId,
+      replicaId: e.replicaId,
+      model: e.model,
+      profile: e.profile,
+      gpuIndices: [...e.gpuIndices],
+      state: e.state,
+      rank: e.rank,
+    }));
+  }
+
+  /** Memory the engines hold on GPU `index`, MiB: the pre-allocated KV cache of each loaded one. */
+  memoryUsedMb(index: number, totalMb: number): number {
+    let used = 0;
+    for (const e of this.#engines.values())
+      if ((e.state === "running" || e.state === "draining") && e.gpuIndices.includes(index))
+        used += Math.round(totalMb * this.#o.config.kvCacheFraction);
+    return used;
+  }
+
+  /** Engines already running on the machine before the agent started: RUNNING at once. */
+  preload(shards: readonly PreloadedShard[], gpuCount: number): void {
+    for (const s of shards) {
+      const gpuIndices = s.gpuIndices.filter((i) => i >= 0 && i < gpuCount);
+      this.#engines.set(s.shardId, {
+        ...s,
+        gpuIndices,
+        state: "running",
+        rank: 0,
+        fault: undefined,
+        timers: new Set(),
+      });
+    }
+  }
+
+  /** With `engineHttp`, the preloaded engines listen before the first registration, so it says where. */
+  async servePreloaded(): Promise<void> {
+    await Promise.all([...this.#engines.values()].map((e) => this.#serve(e)));
+  }
+
+  /** GPU `index` fell off the bus: its engines die with it. */
+  gpuFailed(index: number, problem: string): void {
+    for (const e of [...this.#engines.values()])
+      if (e.gpuIndices.includes(index))
+        this.#exit(e, "failed", {
+          exitCode: 1,
+          error: `CUDA error: unspecified launch failure (${problem})`,
+        });
+  }
+
+  /** The machine restarted: its engines are gone, unsaid (the agent after it finds none). */
+  clear(): void {
+    for (const e of this.#engines.values()) this.#release(e);
+    this.#engines.clear();
+  }
+
+  /** The simulator stops: timers and servers go. */
+  close(): void {
+    this.clear();
+  }
+
+  // --- state ----------------------------------------------------------------------
+
+  #after(e: Engine, ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      e.timers.delete(t);
+      // The engine may have been stopped or replaced since.
+      if (this.#engines.get(e.shardId) === e) fn();
+    }, ms);
+    e.timers.add(t);
+  }
+
+  /** `#after`, but an engine that serves HTTP is running only once it listens: RUNNING says where. */
+  #afterServing(e: Engine, ms: number, fn: () => void): void {
+    this.#after(e, ms, () => {
+      if (!e.listening || e.port !== undefined) return fn();
+      e.listening.then(
+        () => {
+          if (this.#engines.get(e.shardId) === e) fn();
+        },
+        () => {},
+      );
+    });
+  }
+
+  /** With `engineHttp`, the engine listens (once); otherwise nothing. */
+  #serve(e: Engine): Promise<unknown> {
+    const c = this.#o.config;
+    if (!c.engineHttp) return Promise.resolve();
+    if (e.listening) return e.listening;
+    const server = new SimEngineServer({
+      nodeId: this.#o.nodeId,
+      replicaId: e.replicaId,
+      shardId: e.shardId,
+      model: e.model,
+      chunkMs: c.engineChunkMs,
+    });
+    e.server = server;
+    e.listening = server.listen(c.engineHost);
+    e.listening.then(
+      (port) => {
+        e.port = port;
+      },
+      (err: unknown) => {
+        // No port: the engine cannot serve, as a real one that fails to bind.
+        e.server = undefined;
+        if (this.#engines.get(e.shardId) !== e) return;
+        this.#exit(e, "failed", {
+          exitCode: 1,
+          error: `engine could not listen on ${c.engineHost}: ${err instanceof Error ? err.message : String(err)}`,
+        });
+      },
+    );
+    return e.listening;
+  }
+
+  #clearTimers(e: Engine): void {
+    for (const t of e.timers) clearTimeout(t);
+    e.timers.clear();
+  }
+
+  #release(e: Engine): void {
+    this.#clearTimers(e);
+    e.server?.close();
+    e.server = undefined;
+  }
+
+  #to(e: Engine, state: ShardStateName): void {
+    e.state = state;
+    this.#say(e);
+  }
+
+  /** The engine exited: the shard leaves the node and its memory is released. */
+  #exit(e: Engine, state: "stopped" | "failed", exit: Exit): void {
+    this.#release(e);
+    this.#engines.delete(e.shardId);
+    e.state = state;
+    this.#say(e, exit);
+  }
+
+  /**
+   * Where the engine serves: with `engineHttp`, the address it listens on;
+   * otherwise a made-up one, one port per shard on the node from its first GPU.
+   */
+  #endpoint(e: Engine): string {
+    if (e.port !== undefined) {
+      const host = this.#o.config.engineHost;
+      return `http://${host.includes(":") ? `[${host}]` : host}:${e.port}`;
+    }
+    return `http://${this.#o.nodeId}:${8000 + (e.gpuIndices[0] ?? 0)}`;
+  }
+
+  #say(e: Engine, exit?: Exit): void {
+    this.onEvent({
+      shardId: e.shardId,
+      replicaId: e.replicaId,
+      state: e.state,
+      ...(e.state === "running" ? { endpoint: this.#endpoint(e) } : {}),
+      ...(exit?.exitCode !== undefined ? { exitCode: exit.exitCode } : {}),
+      ...(exit?.error ? { error: exit.error } : {}),
+      ...(exit?.lastOutput ? { lastOutput: exit.lastOutput } : {}),
+    });
+  }
+}
