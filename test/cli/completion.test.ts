@@ -24,7 +24,7 @@ function parseHelp(help: string): { commands: string[]; flags: string[] } {
     .map((l) => /^ {2}([a-z][a-z-]*)/.exec(l)?.[1])
     .filter((c): c is string => c !== undefined);
   const flags = section("Options").flatMap((l) => {
-    const m = /^ {2}((?:-[A-Za-z], )?--[a-z-]+)/.exec(l);
+    const m = /^ {2}((?:-[A-Za-z], )?--[a-z0-9-]+)/.exec(l);
     return m?.[1] ? m[1].split(", ") : [];
   });
   return { commands, flags };
