@@ -60,7 +60,7 @@ describe("disruption budget: the count", () => {
     const f = twoFullNodes("1");
     const pass = passOf(f);
     const r = onNode(f, "gpu-a1");
-    assert.ok(pass.add(drainUnit(pass, pass.work.replicas.replicas[r.replicaId] ?? r, "", "test")));
+    assert.ok(pass.add(drainUnit(pass, pass.work.replicas.replicas.get(r.replicaId) ?? r, "", "test")));
     const b = disruptionBudget(pass, M70);
     assert.equal(b.ready, 1);
     assert.equal(b.allowed, 0);
@@ -99,7 +99,7 @@ describe("decide: node drains honour disruption budgets", () => {
       ),
     );
     assert.ok(!outs.flatMap((o) => kinds(o.decisions)).includes("replicaDrainStarted"));
-    assert.equal(f.state.replicas.replicas[old.replicaId]?.disruptionBlocked, text);
+    assert.equal(f.state.replicas.replicas.get(old.replicaId)?.disruptionBlocked, text);
     assert.deepEqual(f.settle(), [], "a wait already recorded is not recorded again");
 
     // Room appears: the replacement is placed, runs, and then the old replica drains.
@@ -108,7 +108,7 @@ describe("decide: node drains honour disruption budgets", () => {
     const drained = after.flatMap((o) => ofKind(o.decisions, "replicaDrainStarted"));
     assert.equal(drained[0]?.replicaId, old.replicaId);
     assert.equal(drained[0]?.replacementId, blocked[0]?.replacementId);
-    assert.equal(f.state.replicas.replicas[old.replicaId], undefined, "drained and removed");
+    assert.equal(f.state.replicas.replicas.get(old.replicaId), undefined, "drained and removed");
     assert.equal(f.replicasOf(M70).filter((r) => r.phase === "running").length, 2);
   });
 

@@ -35,7 +35,7 @@ describe("decide: scale", () => {
     f.obey(out);
     const removed = f.step();
     assert.deepEqual(kinds(removed.decisions), ["replicaRemoved", "replicaRemoved"]);
-    assert.deepEqual(Object.keys(f.state.replicas.replicas), [ids[0]]);
+    assert.deepEqual(f.state.replicas.replicas.keys(), [ids[0]]);
     assert.deepEqual(f.settle(), []);
   });
 
@@ -154,7 +154,7 @@ describe("decide: commands", () => {
       "a late engine must not hold the GPUs",
     );
     assert.equal(
-      f.state.replicas.replicas[failed?.replicaId as string]?.lastFailure?.reason,
+      f.state.replicas.replicas.get(failed?.replicaId as string)?.lastFailure?.reason,
       "start-timeout",
     );
   });

@@ -143,14 +143,14 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
     }
 
     const state = result.state;
-    if (flags.node !== undefined && !state.inventory.nodes[flags.node]) {
+    if (flags.node !== undefined && !state.inventory.nodes.get(flags.node)) {
       throw new CliError(
-        `no such node ${JSON.stringify(flags.node)} in the log up to sequence ${result.seq}${known(Object.keys(state.inventory.nodes))}`,
+        `no such node ${JSON.stringify(flags.node)} in the log up to sequence ${result.seq}${known(state.inventory.nodes.keys())}`,
       );
     }
-    if (flags.replica !== undefined && !state.replicas.replicas[flags.replica]) {
+    if (flags.replica !== undefined && !state.replicas.replicas.get(flags.replica)) {
       throw new CliError(
-        `no such replica ${JSON.stringify(flags.replica)} in the log up to sequence ${result.seq}${known(Object.keys(state.replicas.replicas))}`,
+        `no such replica ${JSON.stringify(flags.replica)} in the log up to sequence ${result.seq}${known(state.replicas.replicas.keys())}`,
       );
     }
     const filtered = filterFleet(state, {
@@ -163,8 +163,8 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
   }
 }
 
-function known(ids: string[]): string {
+function known(ids: readonly string[]): string {
   if (ids.length === 0) return " (it holds none)";
-  const sorted = ids.sort();
+  const sorted = [...ids].sort();
   return ` (known: ${sorted.slice(0, 10).join(", ")}${sorted.length > 10 ? `, … ${sorted.length - 10} more` : ""})`;
 }
