@@ -188,7 +188,7 @@ describe("projections: the record table", () => {
     t.put("e", item("e", "red"));
     t.drop("a");
     t.update("c", (i) => {
-      delete (i as Partial<Item>).tags;
+      delete (i as Partial<Item>).colour;
     });
     t.verify();
     t.release();

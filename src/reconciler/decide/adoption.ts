@@ -19,7 +19,7 @@ import type { AdoptedShardSchema, Command, Decision } from "../../gen/llmgw/v1/e
 import type { NodeState, RegisteredShard, SessionState } from "../../projections/index.js";
 import { activeReplicas } from "./active.js";
 import { nodeIds, unadoptedNode } from "./indexes.js";
-import { decision, failReplica, sortedValues, stopCommand } from "./messages.js";
+import { decision, failReplica, stopCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 type Adopted = MessageInitShape<typeof AdoptedShardSchema>;

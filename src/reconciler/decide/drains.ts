@@ -19,7 +19,6 @@ import {
   finished,
   hasLiveReplacement,
   reachable,
-  sortedValues,
   stopCommand,
 } from "./messages.js";
 import type { Pass } from "./pass.js";

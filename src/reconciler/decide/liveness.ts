@@ -8,7 +8,7 @@
 import { Liveness } from "../../gen/llmgw/v1/events_pb.js";
 import type { NodeState } from "../../projections/index.js";
 import { nodeIds, sessionlessNode } from "./indexes.js";
-import { decision, failReplica, sortedValues } from "./messages.js";
+import { decision, failReplica } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function expireNodes(pass: Pass): void {
