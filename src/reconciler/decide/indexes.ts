@@ -1,6 +1,7 @@
 /**
  * The indexes the rules read instead of every node and replica
- * (projections/record-index.ts keeps them across events and passes). A
+ * (declared with the tables in projections/fleet-indexes.ts, kept across
+ * events and passes by projections/record-table.ts). A
  * rule takes its candidates from an index, in id order, then checks each
  * as it always did: an index only leaves out records the rule would skip.
  * Each key reads only its record.
