@@ -4,7 +4,13 @@
  */
 import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
-import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
+import {
+  canonicalJson,
+  type FleetJson,
+  type FleetState,
+  filterFleet,
+  fleetProjection,
+} from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { readVia } from "../api-access.js";
 import { archiveOption } from "../archive-option.js";
@@ -75,7 +81,8 @@ interface ReplayAnswer {
   seq: number;
   timeMs: number;
   lastSeq: number;
-  state: FleetState;
+  /** The fleet's JSON form: revived before it is printed. */
+  state: FleetJson;
 }
 
 /** The same fleet, folded by the operator API (GET /v1/replay): a token and no NATS credentials. */
@@ -91,7 +98,7 @@ async function runReplayViaApi(flags: ReplayFlags): Promise<void> {
   if (flags.untilSeq !== undefined && flags.untilSeq > body.lastSeq) {
     process.stderr.write(`the log ends at sequence ${body.lastSeq}; showing the fleet there\n`);
   }
-  printReplay(flags, body.state, { seq: body.seq, timeMs: body.timeMs });
+  printReplay(flags, fleetProjection.revive(body.state), { seq: body.seq, timeMs: body.timeMs });
 }
 
 function printReplay(flags: ReplayFlags, state: FleetState, at: { seq: number; timeMs: number }): void {
