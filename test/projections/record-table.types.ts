@@ -7,7 +7,9 @@
  * Never run: it only has to compile.
  */
 import type {
+  CommandState,
   FleetView,
+  GatewayState,
   NodeState,
   RecordTable,
   ReplicaState,
@@ -52,9 +54,9 @@ export function writesThatDoNotCompile(
   // @ts-expect-error its records are read-only.
   input.state.inventory.nodes.get("n-1")!.cordoned = true;
   // @ts-expect-error its small containers are read-only.
-  input.state.replicas.commands["c-1"] = undefined;
+  input.state.replicas.commands["c-1"] = {} as CommandState;
   // @ts-expect-error and so are its gateways.
-  input.state.inventory.gateways["g-1"] = undefined;
+  input.state.inventory.gateways["g-1"] = {} as GatewayState;
   // @ts-expect-error its sequence too.
   input.state.seq = 1;
   // @ts-expect-error a fleet view's catalog cannot be replaced.
