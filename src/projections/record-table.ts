@@ -359,11 +359,12 @@ export class RecordTable<T extends object> implements TableView<T> {
     if (v === undefined) return undefined;
     const j = this.#journal;
     if (j !== null && !j.saved.has(id)) j.saved.set(id, { record: v, content: structuredClone(v) });
-    this.#mark(id);
-    const out = change(v);
-    // Again: a read of an index inside `change` re-read the record half changed.
-    this.#mark(id);
-    return out;
+    try {
+      return change(v);
+    } finally {
+      // Marked after the change: an index read inside `change` may have re-read it half changed.
+      this.#mark(id);
+    }
   }
 
   // ------------------------------------------------------------------- fork
