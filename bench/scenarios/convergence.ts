@@ -302,22 +302,23 @@ async function untilRunning(
 }
 
 function liveNodes(s: FleetState): number {
-  return Object.values(s.inventory.nodes).filter((n) => n.session !== null).length;
+  return s.inventory.nodes.values().filter((n) => n.session !== null).length;
 }
 
 function running(s: FleetState): number {
-  return Object.values(s.replicas.replicas).filter((r) => r.phase === "running").length;
+  return s.replicas.replicas.values().filter((r) => r.phase === "running").length;
 }
 
 function nodesOn(s: FleetState, gatewayId: string): string[] {
-  return Object.values(s.inventory.nodes)
+  return s.inventory.nodes
+    .values()
     .filter((n) => n.session?.gatewayId === gatewayId)
     .map((n) => n.nodeId);
 }
 
 function shardsOn(s: FleetState, nodes: Set<string>): number {
   let n = 0;
-  for (const r of Object.values(s.replicas.replicas)) {
+  for (const r of s.replicas.replicas.values()) {
     for (const sh of r.shards) if (nodes.has(sh.nodeId)) n++;
   }
   return n;
@@ -325,7 +326,7 @@ function shardsOn(s: FleetState, nodes: Set<string>): number {
 
 /** A session on `gatewayId`, opened after `afterSeq`, whose running shards were adopted. */
 function onGatewayAdopted(s: FleetState, nodeId: string, gatewayId: string, afterSeq: number): boolean {
-  const sess = s.inventory.nodes[nodeId]?.session;
+  const sess = s.inventory.nodes.get(nodeId)?.session;
   return !!sess && sess.gatewayId === gatewayId && sess.openedSeq > afterSeq && sess.adoptionSeq > 0;
 }
 

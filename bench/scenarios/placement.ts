@@ -221,7 +221,7 @@ function steady(n: number, progress: (msg: string) => void): Steady {
     });
     for (const c of out.commands) {
       if (c.action.case !== "start") continue;
-      const node = state.inventory.nodes[c.nodeId];
+      const node = state.inventory.nodes.get(c.nodeId);
       apply({
         case: "shardStatus",
         value: {
@@ -246,7 +246,7 @@ function steady(n: number, progress: (msg: string) => void): Steady {
   }
   const idle = bestOf({ state, config: CONFIG, nowMs: now, liveGateways: LIVE }, 3);
   // One event: a shard of the middle replica fails.
-  const victim = Object.values(state.replicas.replicas)[Math.floor(n / 2)];
+  const victim = state.replicas.replicas.values()[Math.floor(n / 2)];
   const shard = victim?.shards[0];
   if (!victim || !shard) throw new Error("the settled fleet has no replica to fail");
   apply({

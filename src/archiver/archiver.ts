@@ -104,7 +104,7 @@ export class Archiver {
       ? await new ArchiveSnapshotStore<FleetState>(this.#archive).loadNewest(fleetProjection, { maxSeq: end })
       : undefined;
     if (snap) {
-      this.#state = snap.state;
+      this.#state = fleetProjection.revive(snap.state);
       this.#foldedSeq = snap.meta.seq;
       this.#foldedTimeMs = snap.meta.timeMs;
     }

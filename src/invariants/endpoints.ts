@@ -40,7 +40,7 @@ export class EndpointRule {
 }
 
 function notReady(state: FleetState, replicaId: string, observed: number): string | null {
-  const r = state.replicas.replicas[replicaId];
+  const r = state.replicas.replicas.get(replicaId);
   if (!r) return "it no longer exists";
   if (r.phase === "draining") return "it is draining";
   if (r.phase === "pending" || r.shards.length === 0) return "it has no shards placed";

@@ -22,7 +22,7 @@ export class FailureReasonRule {
     for (const d of p.decisions) {
       if (d.kind.case !== "replicaFailed") continue;
       const f = d.kind.value;
-      const shard = before.replicas.replicas[f.replicaId]?.shards.find((s) => s.shardId === f.shardId);
+      const shard = before.replicas.replicas.get(f.replicaId)?.shards.find((s) => s.shardId === f.shardId);
       const why = unbacked(f.reason, shard, nowMs);
       if (why === undefined) continue;
       this.violations.push({

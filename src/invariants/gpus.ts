@@ -47,7 +47,7 @@ export class GpuPlacementRule {
       case "gpuProblemsCleared":
       case "gpuCordoned":
       case "gpuUncordoned": {
-        const n = after.inventory.nodes[b.value.nodeId];
+        const n = after.inventory.nodes.get(b.value.nodeId);
         if (n) this.#track(n, r.seq);
         return;
       }

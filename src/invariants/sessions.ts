@@ -83,7 +83,7 @@ export class SessionRule {
         if (d.kind.case === "sessionsExpired") for (const s of d.kind.value.sessions) nodes.push(s.nodeId);
     }
     for (const nodeId of nodes) {
-      const current = after.inventory.nodes[nodeId]?.session?.sessionId ?? null;
+      const current = after.inventory.nodes.get(nodeId)?.session?.sessionId ?? null;
       let line = this.#timeline.get(nodeId);
       if (!line) {
         line = [];

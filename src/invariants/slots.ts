@@ -24,7 +24,7 @@ export class SlotRule {
       const slot = `${s.replicaId}#${s.rank}`;
       const earlier = this.#started.get(slot);
       if (earlier !== undefined && earlier !== s.shardId) {
-        const old = before.replicas.replicas[s.replicaId]?.shards.find((x) => x.shardId === earlier);
+        const old = before.replicas.replicas.get(s.replicaId)?.shards.find((x) => x.shardId === earlier);
         const wanted =
           old !== undefined && old.desired === "running" && old.state !== "failed" && old.state !== "stopped";
         if (old && wanted && !releasedBy(p, s.replicaId, earlier, old.nodeId)) {

@@ -13,7 +13,7 @@
  * exist before the first jump.
  */
 import type { Log } from "../log/index.js";
-import { type FleetState, fleetProjection } from "../projections/index.js";
+import { cloneFleet, type FleetState, fleetProjection } from "../projections/index.js";
 import { loadNearestSnapshot, type SnapshotStore } from "../projections/runtime/index.js";
 
 export interface FleetHistoryOptions {
@@ -107,7 +107,7 @@ export class FleetHistory {
       this.stats.fromSnapshot++;
     } else if (held) {
       // Folds change the state in place: never fold a held one.
-      state = structuredClone(held.state);
+      state = cloneFleet(held.state);
       from = held.seq;
       held.usedAt = ++this.#clock;
       this.stats.fromMemory++;
@@ -120,10 +120,10 @@ export class FleetHistory {
       for await (const r of this.#log.read({ fromSeq: from + 1, untilSeq: target })) {
         state = fleetProjection.evolve(state, r.event, { seq: r.seq, timeMs: r.timeMs });
         this.stats.folded++;
-        if (r.seq % this.#spacing === 0 && r.seq < target) this.#anchor(r.seq, structuredClone(state));
+        if (r.seq % this.#spacing === 0 && r.seq < target) this.#anchor(r.seq, cloneFleet(state));
       }
     }
-    if (target > 0 && target % this.#spacing === 0) this.#anchor(target, structuredClone(state));
+    if (target > 0 && target % this.#spacing === 0) this.#anchor(target, cloneFleet(state));
     this.#remember(target, state);
     return state;
   }

@@ -34,7 +34,7 @@ export function rolloutView(state: FleetState, m: ModelSpec): RolloutView {
   const current = { replicas: 0, ready: 0 };
   const outdated = { replicas: 0, ready: 0 };
   let draining = 0;
-  for (const x of Object.values(state.replicas.replicas)) {
+  for (const x of state.replicas.replicas.values()) {
     if (x.model !== m.name) continue;
     if (x.phase === "draining") {
       draining++;

@@ -97,11 +97,11 @@ export function modelReadiness(state: FleetState): ModelReadiness[] {
 function drainWaits(state: FleetState, n: NodeState, replicaIds: readonly string[]): DrainWait[] {
   const out: DrainWait[] = [];
   for (const id of replicaIds) {
-    const r = state.replicas.replicas[id];
+    const r = state.replicas.replicas.get(id);
     if (!r || r.phase === "draining") continue;
     if (!r.shards.some((s) => s.nodeId === n.nodeId && s.desired === "running")) continue;
     if (!n.draining && r.disruptionBlocked === undefined) continue;
-    const next = r.replacedBy ? state.replicas.replicas[r.replacedBy] : undefined;
+    const next = r.replacedBy ? state.replicas.replicas.get(r.replacedBy) : undefined;
     out.push({
       replicaId: id,
       model: r.model,
@@ -131,7 +131,7 @@ type Holders = Map<string, Map<number, GpuView["shards"]>>;
 
 function gpuHolders(state: FleetState): Holders {
   const out: Holders = new Map();
-  for (const r of Object.values(state.replicas.replicas)) {
+  for (const r of state.replicas.replicas.values()) {
     for (const s of r.shards) {
       if (!holdsGpus(s)) continue;
       let byGpu = out.get(s.nodeId);
@@ -197,13 +197,14 @@ function nodeViewWith(state: FleetState, n: NodeState, holders: Holders): NodeVi
 /** Every node, sorted by id. */
 export function nodeViews(state: FleetState): NodeView[] {
   const holders = gpuHolders(state);
-  return Object.values(state.inventory.nodes)
+  return state.inventory.nodes
+    .values()
     .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0))
     .map((n) => nodeViewWith(state, n, holders));
 }
 
 export function nodeView(state: FleetState, nodeId: string): NodeView | undefined {
-  const n = state.inventory.nodes[nodeId];
+  const n = state.inventory.nodes.get(nodeId);
   return n ? nodeViewWith(state, n, gpuHolders(state)) : undefined;
 }
 
@@ -220,7 +221,8 @@ export function replicaView(r: ReplicaState): ReplicaView {
 
 /** Every replica, by model then id. */
 export function replicaViews(state: FleetState): ReplicaView[] {
-  return Object.values(state.replicas.replicas)
+  return state.replicas.replicas
+    .values()
     .sort((a, b) => cmp(a.model, b.model) || cmp(a.replicaId, b.replicaId))
     .map(replicaView);
 }

@@ -5,11 +5,18 @@
  * (`reconciler/decide/autoscale.ts`).
  */
 import type { AutoscaleDecided, UsageChanged } from "../gen/llmgw/v1/events_pb.js";
-import { writable } from "./fork.js";
+import { shardKey, shardOwners } from "./fleet-indexes.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
-import { shardOwner } from "./shard-owners.js";
-import type { AutoscaleSpec, AutoscaleState, InventoryState, ModelSpec, ReplicasState } from "./state.js";
+import type {
+  AutoscaleSpec,
+  AutoscaleState,
+  InventoryView,
+  ModelSpec,
+  ReplicasState,
+  ReplicasView,
+  ShardState,
+} from "./state.js";
 
 /**
  * How far back a shard's load samples reach (the longest stabilization
@@ -26,24 +33,27 @@ export function foldShardLoad(
   state: ReplicasState,
   v: UsageChanged,
   meta: EventMeta,
-  inventory: InventoryState,
+  inventory: InventoryView,
 ): void {
   if (v.shardLoad.length === 0 || !isCurrentSession(inventory, v.nodeId, v.sessionId)) return;
   for (const l of v.shardLoad) {
-    const owner = shardOwner(state.replicas, v.nodeId, l.shardId);
-    const shard = state.replicas[owner]?.shards.find((s) => s.shardId === l.shardId && s.nodeId === v.nodeId);
-    if (!shard) continue;
-    const samples = shard.load?.samples ?? [];
-    samples.push({
-      atMs: meta.timeMs,
-      queueDepth: l.queueDepth,
-      // A value out of range from a broken agent is held to the range the metric means.
-      kvCacheUse: Number.isFinite(l.kvCacheUse) ? Math.min(1, Math.max(0, l.kvCacheUse)) : 0,
+    const owner = state.replicas.lookup(shardOwners, shardKey(v.nodeId, l.shardId));
+    const at = (s: Readonly<ShardState>) => s.shardId === l.shardId && s.nodeId === v.nodeId;
+    if (!state.replicas.get(owner)?.shards.some(at)) continue;
+    state.replicas.update(owner, (r) => {
+      const shard = r.shards.find(at) as ShardState;
+      const samples = shard.load?.samples ?? [];
+      samples.push({
+        atMs: meta.timeMs,
+        queueDepth: l.queueDepth,
+        // A value out of range from a broken agent is held to the range the metric means.
+        kvCacheUse: Number.isFinite(l.kvCacheUse) ? Math.min(1, Math.max(0, l.kvCacheUse)) : 0,
+      });
+      // Keep the window and the one sample before it (in force at its start).
+      const inWindow = samples.findIndex((x) => x.atMs >= meta.timeMs - LOAD_HISTORY_MS);
+      const from = Math.max(0, inWindow - 1, samples.length - LOAD_SAMPLES_MAX);
+      shard.load = { samples: samples.slice(from), seq: meta.seq };
     });
-    // Keep the window and the one sample before it (in force at its start).
-    const inWindow = samples.findIndex((x) => x.atMs >= meta.timeMs - LOAD_HISTORY_MS);
-    const from = Math.max(0, inWindow - 1, samples.length - LOAD_SAMPLES_MAX);
-    shard.load = { samples: samples.slice(from), seq: meta.seq };
   }
 }
 
@@ -75,17 +85,17 @@ export function foldCatalogAutoscale(state: ReplicasState, before: readonly Mode
     const m = now.get(name);
     const a = state.autoscale[name] as AutoscaleState;
     if (!m) delete state.autoscale[name];
-    else if (old.get(name)?.replicas !== m.replicas) a.replicas = null;
+    else if (old.get(name)?.replicas !== m.replicas) state.autoscale[name] = { ...a, replicas: null };
   }
 }
 
+/** A copy of model's autoscale record (new if it has none), put in its place: see rollouts.ts `rolloutOf`. */
 function autoscaleEntry(state: ReplicasState, model: string): AutoscaleState {
-  // In a pass's fork the input keeps its own copy (fork.ts).
-  let a = writable(state.autoscale, model);
-  if (!a) {
-    a = { replicas: null, lastUpMs: 0, lastDownMs: 0, lastSeq: 0, lastExplanation: "" };
-    state.autoscale[model] = a;
-  }
+  const had = state.autoscale[model];
+  const a: AutoscaleState = had
+    ? { ...had }
+    : { replicas: null, lastUpMs: 0, lastDownMs: 0, lastSeq: 0, lastExplanation: "" };
+  state.autoscale[model] = a;
   return a;
 }
 
@@ -95,7 +105,7 @@ function autoscaleEntry(state: ReplicasState, model: string): AutoscaleState {
  * catalog's `replicas`, held within [min, max]; without, `replicas`.
  */
 export function effectiveReplicas(
-  state: ReplicasState,
+  state: ReplicasView,
   model: ModelSpec,
   spec: AutoscaleSpec | undefined = model.autoscale,
 ): number {

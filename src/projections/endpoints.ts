@@ -6,12 +6,11 @@
  * Only ready replicas are listed (`isReady`: every shard running, none asked
  * to stop or drain), so a router hears of a drain before its shards do.
  */
-import { isReady } from "./ready.js";
-import { sortedKeys } from "./sorted-keys.js";
-import type { EndpointEntry, FleetState, ReplicaState } from "./state.js";
+import { isReady } from "./is-ready.js";
+import type { EndpointEntry, FleetView, ReplicaState } from "./state.js";
 
 /** Where a replica serves: rank 0's endpoint (the others of a multi-node replica are not routed to). */
-export function replicaEndpoint(r: ReplicaState): EndpointEntry | null {
+export function replicaEndpoint(r: Readonly<ReplicaState>): EndpointEntry | null {
   const head = r.shards.find((s) => s.rank === 0) ?? r.shards[0];
   if (!head || head.endpoint === "") return null;
   return { replicaId: r.replicaId, url: head.endpoint, nodeId: head.nodeId };
@@ -21,12 +20,11 @@ export function replicaEndpoint(r: ReplicaState): EndpointEntry | null {
  * Per model (models in name order), its ready replicas with a known
  * endpoint, sorted by replica id. A model with none is absent.
  */
-export function routingTable(state: FleetState): Record<string, EndpointEntry[]> {
+export function routingTable(state: FleetView): Record<string, EndpointEntry[]> {
   const byModel = new Map<string, EndpointEntry[]>();
   const replicas = state.replicas.replicas;
   // In replica-id order (the keys are the ids), so each model's list comes out sorted.
-  for (const id of sortedKeys(replicas)) {
-    const r = replicas[id] as ReplicaState;
+  for (const r of replicas.sortedValues()) {
     if (!isReady(r)) continue;
     const e = replicaEndpoint(r);
     if (!e) continue;

@@ -1,10 +1,12 @@
 /** The fleet projection: inventory and replicas folded together from one log. */
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { NODE_INDEXES, REPLICA_INDEXES } from "./fleet-indexes.js";
 import { evolveInventory, initialInventory } from "./inventory.js";
 import type { EventMeta, Projection } from "./projection.js";
+import { RecordTable } from "./record-table.js";
 import { evolveReplicas, initialReplicas } from "./replicas.js";
 import { namesReservedKey } from "./reserved.js";
-import type { FleetState } from "./state.js";
+import type { FleetJson, FleetState, FleetView } from "./state.js";
 
 /**
  * Bumped whenever the state's shape or meaning changes, so older snapshots
@@ -50,11 +52,36 @@ export function evolveFleet(state: FleetState, event: Event, meta: EventMeta): F
   return state;
 }
 
+/**
+ * The state whose JSON form is `json` (a parsed snapshot, or a copy's
+ * plain form): the node and replica records into tables of their own.
+ * Takes the objects it is given (no copy).
+ */
+export function reviveFleet(json: unknown): FleetState {
+  const plain = json as FleetJson;
+  return {
+    ...plain,
+    inventory: { ...plain.inventory, nodes: new RecordTable(NODE_INDEXES, plain.inventory.nodes) },
+    replicas: { ...plain.replicas, replicas: new RecordTable(REPLICA_INDEXES, plain.replicas.replicas) },
+  };
+}
+
+/** A deep copy of `state`, sharing nothing with it (the history, a filtered view, tests). */
+export function cloneFleet(state: FleetView): FleetState {
+  const plain = {
+    ...state,
+    inventory: { ...state.inventory, nodes: state.inventory.nodes.toJSON() },
+    replicas: { ...state.replicas, replicas: state.replicas.replicas.toJSON() },
+  };
+  return reviveFleet(structuredClone(plain));
+}
+
 export const fleetProjection: Projection<FleetState> = {
   name: "fleet",
   schemaVersion: FLEET_SCHEMA_VERSION,
   initialState: initialFleet,
   evolve: evolveFleet,
+  revive: reviveFleet,
 };
 
 /** Folds a list of events from the initial state (tests, replay of a fixture). */

@@ -4,24 +4,44 @@ export { effectiveReplicas, LOAD_HISTORY_MS, LOAD_SAMPLES_MAX } from "./autoscal
 export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
 export { AUTOSCALE_DEFAULTS } from "./convert.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
-export { evolveFleet, FLEET_SCHEMA_VERSION, fleetProjection, foldFleet, initialFleet } from "./fleet.js";
-export { type Fork, forkFleet, originOf } from "./fork.js";
+export {
+  cloneFleet,
+  evolveFleet,
+  FLEET_SCHEMA_VERSION,
+  fleetProjection,
+  foldFleet,
+  initialFleet,
+  reviveFleet,
+} from "./fleet.js";
+export {
+  drainingNode,
+  gpuTroubleNode,
+  NODE_INDEXES,
+  REPLICA_INDEXES,
+  replicaClass,
+  sessionlessNode,
+  shardKey,
+  shardOwners,
+  unadoptedNode,
+} from "./fleet-indexes.js";
+export { type Fork, forkFleet } from "./fork.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
+export { isReady } from "./is-ready.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
-export { isReady, readyCounts } from "./ready.js";
+export { readyCounts } from "./ready.js";
 export {
   type ChangeFollower,
-  followChanges,
   type Group,
-  type GroupKey,
-  groupIds,
-  groupsOf,
-  verifyIndexes,
-} from "./record-index.js";
+  type GroupIndex,
+  type LookupIndex,
+  RecordTable,
+  sameKeys,
+  type TableIndexes,
+  type TableView,
+} from "./record-table.js";
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
 export { staleRevision } from "./rollouts.js";
 export { canonicalJson } from "./serialize.js";
-export { recordValues, sameKeys, sortedKeys } from "./sorted-keys.js";
 export * from "./state.js";

@@ -5,13 +5,13 @@
 import type { Register } from "../gen/llmgw/v1/agent_pb.js";
 import { type Event, Liveness, SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { fabricFrom, gpuFaultFrom, gpuFrom, registeredShardFrom, sortedRecord } from "./convert.js";
-import { writable } from "./fork.js";
+import { NODE_INDEXES } from "./fleet-indexes.js";
 import type { EventMeta } from "./projection.js";
-import { putRecord } from "./sorted-keys.js";
-import type { InventoryState, NodeLiveness, NodeState } from "./state.js";
+import { RecordTable } from "./record-table.js";
+import type { GatewayState, InventoryState, InventoryView, NodeLiveness, NodeState } from "./state.js";
 
 export function initialInventory(): InventoryState {
-  return { nodes: {}, gateways: {} };
+  return { nodes: new RecordTable(NODE_INDEXES), gateways: {} };
 }
 
 function newNode(nodeId: string, seq: number): NodeState {
@@ -36,13 +36,24 @@ function newNode(nodeId: string, seq: number): NodeState {
   };
 }
 
-function nodeFor(state: InventoryState, nodeId: string, seq: number): NodeState {
-  let n = writable(state.nodes, nodeId);
-  if (!n) {
-    n = newNode(nodeId, seq);
-    putRecord(state.nodes, nodeId, n);
-  }
-  return n;
+/** Changes node `nodeId`, added first if it is new. */
+function updateNode(
+  state: InventoryState,
+  nodeId: string,
+  seq: number,
+  change: (n: NodeState) => void,
+): void {
+  if (!state.nodes.has(nodeId)) state.nodes.put(nodeId, newNode(nodeId, seq));
+  state.nodes.update(nodeId, change);
+}
+
+/**
+ * Gateway records are replaced whole, never changed in place: a pass's
+ * fork copies the gateways container and shares its records.
+ */
+function updateGateway(state: InventoryState, gatewayId: string, change: Partial<GatewayState>): void {
+  const g = state.gateways[gatewayId];
+  if (g) state.gateways[gatewayId] = { ...g, ...change };
 }
 
 function applyRegistration(n: NodeState, reg: Register | undefined): void {
@@ -81,20 +92,22 @@ function setGpuCordon(
   reason: string,
   seq: number,
 ): void {
-  const n = writable(state.nodes, at.nodeId);
-  const g = n?.gpus.find((x) => x.index === at.gpuIndex);
-  if (!n || !g) return;
-  g.cordoned = cordoned;
-  g.cordonReason = reason;
-  n.lastChangeSeq = seq;
+  if (!state.nodes.get(at.nodeId)?.gpus.some((x) => x.index === at.gpuIndex)) return;
+  state.nodes.update(at.nodeId, (n) => {
+    const g = n.gpus.find((x) => x.index === at.gpuIndex);
+    if (!g) return;
+    g.cordoned = cordoned;
+    g.cordonReason = reason;
+    n.lastChangeSeq = seq;
+  });
 }
 
 /**
  * True when an event of `sessionId` for `nodeId` comes from the node's
  * current session. Events of superseded or closed sessions are ignored.
  */
-export function isCurrentSession(state: InventoryState, nodeId: string, sessionId: string): boolean {
-  const s = state.nodes[nodeId]?.session;
+export function isCurrentSession(state: InventoryView, nodeId: string, sessionId: string): boolean {
+  const s = state.nodes.get(nodeId)?.session;
   return s !== null && s !== undefined && s.sessionId === sessionId;
 }
 
@@ -140,55 +153,57 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
   switch (body.case) {
     case "sessionOpened": {
       const v = body.value;
-      const n = nodeFor(state, v.nodeId, meta.seq);
-      // The newest session wins: whatever was current is superseded.
-      n.session = {
-        sessionId: v.sessionId,
-        gatewayId: v.gatewayId,
-        openedSeq: meta.seq,
-        openedAtMs: meta.timeMs,
-        identity: v.identity,
-        registeredShards: (v.registration?.runningShards ?? []).map(registeredShardFrom),
-        adoptionSeq: 0,
-      };
-      n.lastSessionId = v.sessionId;
-      n.liveness = "connected";
-      n.disconnectedSinceMs = null;
-      n.lastCloseReason = "";
-      applyRegistration(n, v.registration);
-      n.lastChangeSeq = meta.seq;
+      updateNode(state, v.nodeId, meta.seq, (n) => {
+        // The newest session wins: whatever was current is superseded.
+        n.session = {
+          sessionId: v.sessionId,
+          gatewayId: v.gatewayId,
+          openedSeq: meta.seq,
+          openedAtMs: meta.timeMs,
+          identity: v.identity,
+          registeredShards: (v.registration?.runningShards ?? []).map(registeredShardFrom),
+          adoptionSeq: 0,
+        };
+        n.lastSessionId = v.sessionId;
+        n.liveness = "connected";
+        n.disconnectedSinceMs = null;
+        n.lastCloseReason = "";
+        applyRegistration(n, v.registration);
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "sessionClosed": {
       const v = body.value;
-      const n = writable(state.nodes, v.nodeId);
-      if (!n || n.session?.sessionId !== v.sessionId) return state;
-      closeSession(n, CLOSE_REASON[v.reason] ?? "closed", meta);
+      if (state.nodes.get(v.nodeId)?.session?.sessionId !== v.sessionId) return state;
+      state.nodes.update(v.nodeId, (n) => closeSession(n, CLOSE_REASON[v.reason] ?? "closed", meta));
       return state;
     }
     case "hardwareChanged": {
       const v = body.value;
       if (!isCurrentSession(state, v.nodeId, v.sessionId)) return state;
-      const n = writable(state.nodes, v.nodeId) as NodeState;
-      applyRegistration(n, v.registration);
-      n.lastChangeSeq = meta.seq;
+      state.nodes.update(v.nodeId, (n) => {
+        applyRegistration(n, v.registration);
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "usageChanged": {
       const v = body.value;
       if (!isCurrentSession(state, v.nodeId, v.sessionId)) return state;
-      const n = writable(state.nodes, v.nodeId) as NodeState;
-      v.gpuMemoryUsedMb.forEach((used, i) => {
-        const g = n.gpus[i];
-        if (g) g.memoryUsedMb = Number(used);
+      state.nodes.update(v.nodeId, (n) => {
+        v.gpuMemoryUsedMb.forEach((used, i) => {
+          const g = n.gpus[i];
+          if (g) g.memoryUsedMb = Number(used);
+        });
+        for (const p of v.newProblems) if (!n.nodeProblems.includes(p)) n.nodeProblems.push(p);
+        for (const p of v.gpuProblems) {
+          const g = n.gpus.find((x) => x.index === p.gpuIndex);
+          const f = gpuFaultFrom(p);
+          if (g && !g.faults.some((x) => x.kind === f.kind && x.message === f.message)) g.faults.push(f);
+        }
+        n.lastChangeSeq = meta.seq;
       });
-      for (const p of v.newProblems) if (!n.nodeProblems.includes(p)) n.nodeProblems.push(p);
-      for (const p of v.gpuProblems) {
-        const g = n.gpus.find((x) => x.index === p.gpuIndex);
-        const f = gpuFaultFrom(p);
-        if (g && !g.faults.some((x) => x.kind === f.kind && x.message === f.message)) g.faults.push(f);
-      }
-      n.lastChangeSeq = meta.seq;
       return state;
     }
     case "shardStatus":
@@ -210,51 +225,53 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
     }
     case "gatewayDraining":
     case "gatewayStopped": {
-      const g = writable(state.gateways, body.value.gatewayId);
-      if (g) {
-        g.status = body.case === "gatewayDraining" ? "draining" : "stopped";
-        g.lastChangeSeq = meta.seq;
-      }
+      updateGateway(state, body.value.gatewayId, {
+        status: body.case === "gatewayDraining" ? "draining" : "stopped",
+        lastChangeSeq: meta.seq,
+      });
       return state;
     }
     case "catalogChanged":
       return state;
     case "nodeCordoned": {
-      const n = nodeFor(state, body.value.nodeId, meta.seq);
-      n.cordoned = true;
-      n.cordonReason = body.value.reason;
-      n.lastChangeSeq = meta.seq;
+      updateNode(state, body.value.nodeId, meta.seq, (n) => {
+        n.cordoned = true;
+        n.cordonReason = body.value.reason;
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "nodeUncordoned": {
-      const n = nodeFor(state, body.value.nodeId, meta.seq);
-      n.cordoned = false;
-      n.cordonReason = "";
-      n.draining = false;
-      n.lastChangeSeq = meta.seq;
+      updateNode(state, body.value.nodeId, meta.seq, (n) => {
+        n.cordoned = false;
+        n.cordonReason = "";
+        n.draining = false;
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "nodeDrainRequested": {
-      const n = nodeFor(state, body.value.nodeId, meta.seq);
-      n.cordoned = true;
-      n.draining = true;
-      n.cordonReason = body.value.reason || "draining";
-      n.lastChangeSeq = meta.seq;
+      updateNode(state, body.value.nodeId, meta.seq, (n) => {
+        n.cordoned = true;
+        n.draining = true;
+        n.cordonReason = body.value.reason || "draining";
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "gpuProblemsCleared": {
       const v = body.value;
-      const n = writable(state.nodes, v.nodeId);
-      if (!n) return state;
-      if (v.nodeLevel) {
-        n.nodeProblems = [];
-      } else {
-        const g = n.gpus.find((x) => x.index === v.gpuIndex);
-        if (!g) return state;
-        g.problems = [];
-        g.faults = [];
-      }
-      n.lastChangeSeq = meta.seq;
+      const node = state.nodes.get(v.nodeId);
+      if (!node || (!v.nodeLevel && !node.gpus.some((x) => x.index === v.gpuIndex))) return state;
+      state.nodes.update(v.nodeId, (n) => {
+        if (v.nodeLevel) n.nodeProblems = [];
+        else {
+          const g = n.gpus.find((x) => x.index === v.gpuIndex) as (typeof n.gpus)[number];
+          g.problems = [];
+          g.faults = [];
+        }
+        n.lastChangeSeq = meta.seq;
+      });
       return state;
     }
     case "gpuCordoned":
@@ -267,7 +284,7 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
       for (const d of body.value.decisions) {
         const k = d.kind;
         if (k.case === "nodeLiveness") {
-          const n = writable(state.nodes, k.value.nodeId);
+          const n = state.nodes.get(k.value.nodeId);
           const l = livenessName(k.value.liveness);
           // Only about the session it names: a node that came back since stays connected.
           if (
@@ -277,20 +294,20 @@ export function evolveInventory(state: InventoryState, event: Event, meta: Event
             (k.value.sessionId !== "" && k.value.sessionId !== n.lastSessionId)
           )
             continue;
-          n.liveness = l;
-          n.lastChangeSeq = meta.seq;
+          state.nodes.update(k.value.nodeId, (w) => {
+            w.liveness = l;
+            w.lastChangeSeq = meta.seq;
+          });
         } else if (k.case === "shardsAdopted") {
-          const n = writable(state.nodes, k.value.nodeId);
-          if (n?.session && n.session.sessionId === k.value.sessionId) n.session.adoptionSeq = meta.seq;
+          if (state.nodes.get(k.value.nodeId)?.session?.sessionId === k.value.sessionId)
+            state.nodes.update(k.value.nodeId, (n) => {
+              if (n.session) n.session.adoptionSeq = meta.seq;
+            });
         } else if (k.case === "sessionsExpired") {
-          const g = writable(state.gateways, k.value.gatewayId);
-          if (g) {
-            g.status = "lost";
-            g.lastChangeSeq = meta.seq;
-          }
+          updateGateway(state, k.value.gatewayId, { status: "lost", lastChangeSeq: meta.seq });
           for (const s of k.value.sessions) {
-            const n = writable(state.nodes, s.nodeId);
-            if (n && n.session?.sessionId === s.sessionId) closeSession(n, "gateway-lost", meta);
+            if (state.nodes.get(s.nodeId)?.session?.sessionId === s.sessionId)
+              state.nodes.update(s.nodeId, (n) => closeSession(n, "gateway-lost", meta));
           }
         }
       }

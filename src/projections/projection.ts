@@ -15,10 +15,10 @@ export interface EventMeta {
  * A projection: a pure fold of the log. No I/O, no clock, no randomness.
  *
  * `evolve` may update the state it is given in place and returns it: folding
- * a million events must not copy the fleet a million times. Callers that
- * need an unchanged copy take one first (`structuredClone`) — the state is
- * plain data (objects, arrays, strings, numbers, booleans, null), so it
- * serializes to JSON and back without loss.
+ * a million events must not copy the fleet a million times. The state
+ * serializes to JSON and back without loss: `revive` makes a state again
+ * from its parsed JSON (a snapshot), and a copy is `revive` of the state's
+ * JSON form.
  */
 export interface Projection<S> {
   /** Short name, used in snapshot keys. */
@@ -30,4 +30,6 @@ export interface Projection<S> {
   readonly schemaVersion: number;
   initialState(): S;
   evolve(state: S, event: Event, meta: EventMeta): S;
+  /** The state whose JSON form is `json` (parsed): a snapshot loaded. */
+  revive(json: unknown): S;
 }

@@ -2,7 +2,9 @@
  * Read-only questions about a fleet state, shared by replay, the API and
  * the UI. Pure: they never change the state they are given.
  */
-import type { FleetState, ReplicaState, ShardState } from "./state.js";
+import { cloneFleet } from "./fleet.js";
+import { RecordTable } from "./record-table.js";
+import type { FleetState, FleetView, ReplicaState, ShardState } from "./state.js";
 
 /** A replica's shard that runs (or is placed) on a GPU. */
 export interface GpuShard {
@@ -16,10 +18,9 @@ export interface GpuShard {
  * whose desired state is "stopped" still hold their GPUs until they report
  * stopped, so they are listed too.
  */
-export function shardsByGpu(state: FleetState, nodeId: string): Map<number, GpuShard[]> {
+export function shardsByGpu(state: FleetView, nodeId: string): Map<number, GpuShard[]> {
   const out = new Map<number, GpuShard[]>();
-  for (const id of Object.keys(state.replicas.replicas).sort()) {
-    const r = state.replicas.replicas[id] as ReplicaState;
+  for (const r of state.replicas.replicas.sortedValues()) {
     for (const s of r.shards) {
       if (s.nodeId !== nodeId || s.state === "stopped") continue;
       for (const g of s.gpuIndices) {
@@ -44,20 +45,20 @@ export interface FleetFilter {
  * gateways and pass bookkeeping are kept whole; nodes, replicas, commands,
  * failures and cooldowns are narrowed.
  */
-export function filterFleet(state: FleetState, filter: FleetFilter): FleetState {
-  if (filter.nodeId === undefined && filter.replicaId === undefined) return structuredClone(state);
-  const out = structuredClone(state);
+export function filterFleet(state: FleetView, filter: FleetFilter): FleetState {
+  const out = cloneFleet(state);
+  if (filter.nodeId === undefined && filter.replicaId === undefined) return out;
   const keepReplica = (r: ReplicaState) =>
     (filter.replicaId === undefined || r.replicaId === filter.replicaId) &&
     (filter.nodeId === undefined || r.shards.some((s) => s.nodeId === filter.nodeId));
-  const replicas = Object.values(out.replicas.replicas).filter(keepReplica);
+  const replicas = out.replicas.replicas.values().filter(keepReplica);
   const replicaIds = new Set(replicas.map((r) => r.replicaId));
   const nodeIds = new Set<string>();
   if (filter.nodeId !== undefined) nodeIds.add(filter.nodeId);
   else for (const r of replicas) for (const s of r.shards) nodeIds.add(s.nodeId);
 
-  out.inventory.nodes = pick(out.inventory.nodes, (id) => nodeIds.has(id));
-  out.replicas.replicas = pick(out.replicas.replicas, (id) => replicaIds.has(id));
+  out.inventory = { ...out.inventory, nodes: narrowed(out.inventory.nodes, (id) => nodeIds.has(id)) };
+  out.replicas = { ...out.replicas, replicas: narrowed(out.replicas.replicas, (id) => replicaIds.has(id)) };
   out.replicas.commands = pick(
     out.replicas.commands,
     (_, c) =>
@@ -72,6 +73,14 @@ export function filterFleet(state: FleetState, filter: FleetFilter): FleetState 
     const at = key.lastIndexOf("@");
     return keepPair({ model: key.slice(0, at), nodeId: key.slice(at + 1) });
   });
+  return out;
+}
+
+/** A table of the records of `table` whose id `keep` keeps, in its order, with its indexes. */
+function narrowed<T extends object>(table: RecordTable<T>, keep: (id: string) => boolean): RecordTable<T> {
+  const out = new RecordTable<T>(table.indexes);
+  // The records are the copy's own (cloneFleet): the new table may own them.
+  for (const id of table.keys()) if (keep(id)) out.put(id, table.get(id) as T);
   return out;
 }
 

@@ -10,16 +10,15 @@
 import { type Event, type ReconcilePass, ReplicaFailed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { foldAutoscaleDecided, foldCatalogAutoscale, foldShardLoad } from "./autoscale.js";
 import { modelFrom, shardStateName } from "./convert.js";
-import { writable } from "./fork.js";
+import { REPLICA_INDEXES, shardKey, shardOwners } from "./fleet-indexes.js";
 import { isCurrentSession } from "./inventory.js";
 import type { EventMeta } from "./projection.js";
+import { RecordTable } from "./record-table.js";
 import { foldRolloutDecision, foldRolloutIntent, profileRevisionInForce } from "./rollouts.js";
-import { forgetShards, recordShards, shardOwner } from "./shard-owners.js";
-import { dropRecord, putRecord, recordValues } from "./sorted-keys.js";
 import {
   type CommandKind,
   cooldownKey,
-  type InventoryState,
+  type InventoryView,
   type ReplicaState,
   type ReplicasState,
   type ShardState,
@@ -29,7 +28,7 @@ import { foldUndeliverable } from "./undeliverable.js";
 export function initialReplicas(): ReplicasState {
   return {
     catalog: { models: [], seq: 0, appliedBy: "" },
-    replicas: {},
+    replicas: new RecordTable(REPLICA_INDEXES),
     commands: {},
     failures: {},
     undeliverable: {},
@@ -142,29 +141,26 @@ function countsTowardCooldown(r: ReplicaFailed_Reason): boolean {
 }
 
 function forgetDisruptionWaits(state: ReplicasState, nodeId: string): void {
-  for (const r of recordValues(state.replicas)) {
-    const id = r.replicaId;
-    if (r.disruptionBlocked !== undefined && r.shards.some((s) => s.nodeId === nodeId)) {
-      // In a pass's fork the input keeps its own copy (projections/fork.ts).
-      const w = writable(state.replicas, id);
-      if (w) delete w.disruptionBlocked;
-    }
+  for (const r of state.replicas.values()) {
+    if (r.disruptionBlocked !== undefined && r.shards.some((s) => s.nodeId === nodeId))
+      state.replicas.update(r.replicaId, (w) => {
+        delete w.disruptionBlocked;
+      });
   }
 }
 
-function replicaFor(
+/** Changes replica `replicaId`, created first (pending) if it is new. */
+function updateReplica(
   state: ReplicasState,
   replicaId: string,
   model: string,
   seq: number,
   createdMs: number,
-): ReplicaState {
-  let r = writable(state.replicas, replicaId);
-  if (!r) {
-    r = newReplica(replicaId, model, seq, createdMs);
-    putRecord(state.replicas, replicaId, r);
-  }
-  return r;
+  change: (r: ReplicaState) => void,
+): void {
+  if (!state.replicas.has(replicaId))
+    state.replicas.put(replicaId, newReplica(replicaId, model, seq, createdMs));
+  state.replicas.update(replicaId, change);
 }
 
 /** A placed replica whose every shard reports running is running. */
@@ -177,7 +173,7 @@ export function evolveReplicas(
   state: ReplicasState,
   event: Event,
   meta: EventMeta,
-  inventory: InventoryState,
+  inventory: InventoryView,
 ): ReplicasState {
   const body = event.body;
   switch (body.case) {
@@ -195,37 +191,39 @@ export function evolveReplicas(
       const v = body.value;
       const st = v.status;
       if (!st || !isCurrentSession(inventory, v.nodeId, v.sessionId)) return state;
-      const r = writable(state.replicas, st.replicaId);
-      const shard = r?.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId);
-      if (!r || !shard) return state;
-      const was = shard.state;
-      shard.state = shardStateName(st.state);
-      if (st.endpoint !== "") shard.endpoint = st.endpoint;
-      shard.lastChangeSeq = meta.seq;
-      if (st.lastOutput !== "") shard.lastOutput = st.lastOutput;
-      // Any report means the start took: the start deadline no longer applies.
-      shard.startDueMs = 0;
-      // STARTING again after RUNNING is an engine restarted in place: its ready timeout starts over.
-      if (shard.state === "starting" && (shard.startingSinceMs === 0 || was === "running"))
-        shard.startingSinceMs = meta.timeMs;
-      // Why a running shard went back to STARTING (unhealthy, restarted in place).
-      if (shard.state === "starting" && st.error !== "") shard.lastError = st.error;
-      if (shard.state === "failed" || shard.state === "stopped") {
-        shard.lastError = st.error;
-        shard.exitCode = st.exitCode;
-        // Wanted running and gone on its own: the next pass fails the replica.
-        if (shard.desired === "running" && shard.fault === null) {
-          shard.fault =
-            shard.state === "failed"
-              ? { kind: "failed", message: st.error || `exit code ${st.exitCode}` }
-              : {
-                  kind: "unrequested-stop",
-                  message: `stopped without being asked (exit code ${st.exitCode}${st.error ? `: ${st.error}` : ""})`,
-                };
+      const known = state.replicas.get(st.replicaId);
+      if (!known?.shards.some((s) => s.shardId === st.shardId && s.nodeId === v.nodeId)) return state;
+      state.replicas.update(st.replicaId, (r) => {
+        const shard = r.shards.find((s) => s.shardId === st.shardId && s.nodeId === v.nodeId) as ShardState;
+        const was = shard.state;
+        shard.state = shardStateName(st.state);
+        if (st.endpoint !== "") shard.endpoint = st.endpoint;
+        shard.lastChangeSeq = meta.seq;
+        if (st.lastOutput !== "") shard.lastOutput = st.lastOutput;
+        // Any report means the start took: the start deadline no longer applies.
+        shard.startDueMs = 0;
+        // STARTING again after RUNNING is an engine restarted in place: its ready timeout starts over.
+        if (shard.state === "starting" && (shard.startingSinceMs === 0 || was === "running"))
+          shard.startingSinceMs = meta.timeMs;
+        // Why a running shard went back to STARTING (unhealthy, restarted in place).
+        if (shard.state === "starting" && st.error !== "") shard.lastError = st.error;
+        if (shard.state === "failed" || shard.state === "stopped") {
+          shard.lastError = st.error;
+          shard.exitCode = st.exitCode;
+          // Wanted running and gone on its own: the next pass fails the replica.
+          if (shard.desired === "running" && shard.fault === null) {
+            shard.fault =
+              shard.state === "failed"
+                ? { kind: "failed", message: st.error || `exit code ${st.exitCode}` }
+                : {
+                    kind: "unrequested-stop",
+                    message: `stopped without being asked (exit code ${st.exitCode}${st.error ? `: ${st.error}` : ""})`,
+                  };
+          }
         }
-      }
-      r.lastChangeSeq = meta.seq;
-      refreshPhase(r);
+        r.lastChangeSeq = meta.seq;
+        refreshPhase(r);
+      });
       return state;
     }
     case "commandResult": {
@@ -241,9 +239,9 @@ export function evolveReplicas(
         return state;
       }
       delete state.commands[res.commandId];
-      if (!res.ok) {
-        const shard = writable(state.replicas, cmd.replicaId)?.shards.find((s) => s.shardId === cmd.shardId);
-        if (shard) {
+      if (!res.ok && state.replicas.get(cmd.replicaId)?.shards.some((s) => s.shardId === cmd.shardId)) {
+        state.replicas.update(cmd.replicaId, (r) => {
+          const shard = r.shards.find((s) => s.shardId === cmd.shardId) as ShardState;
           shard.lastError = res.error;
           shard.lastChangeSeq = meta.seq;
           // A refused start will never come up: no waiting for its deadline.
@@ -254,7 +252,7 @@ export function evolveReplicas(
             !shard.fault
           )
             shard.fault = { kind: "start-refused", message: res.error || "refused without a reason" };
-        }
+        });
       }
       return state;
     }
@@ -330,7 +328,7 @@ function foldPass(
   state: ReplicasState,
   pass: ReconcilePass,
   meta: EventMeta,
-  inventory: InventoryState,
+  inventory: InventoryView,
 ): void {
   state.passes++;
   const observedSeq = Number(pass.observedSeq);
@@ -364,114 +362,113 @@ function foldPass(
     switch (k.case) {
       case "replicaCreated": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
-        r.replaces = v.replaces;
-        const old = v.replaces ? writable(state.replicas, v.replaces) : undefined;
-        if (old) old.replacedBy = v.replicaId;
+        updateReplica(state, v.replicaId, v.model, meta.seq, nowMs, (r) => {
+          r.replaces = v.replaces;
+        });
+        if (v.replaces)
+          state.replicas.update(v.replaces, (old) => {
+            old.replacedBy = v.replicaId;
+          });
         break;
       }
       case "replicaPlaced": {
         const v = k.value;
-        const r = replicaFor(state, v.replicaId, v.model, meta.seq, nowMs);
-        r.profile = v.profile;
-        r.revision = v.revision;
-        r.phase = "placed";
-        r.pendingReason = "";
-        forgetShards(state.replicas, r);
-        r.shards = v.shards.map((s) => newShard(s, "pending", false, "", meta.seq));
-        recordShards(state.replicas, r);
-        r.lastChangeSeq = meta.seq;
+        updateReplica(state, v.replicaId, v.model, meta.seq, nowMs, (r) => {
+          r.profile = v.profile;
+          r.revision = v.revision;
+          r.phase = "placed";
+          r.pendingReason = "";
+          r.shards = v.shards.map((s) => newShard(s, "pending", false, "", meta.seq));
+          r.lastChangeSeq = meta.seq;
+        });
         break;
       }
       case "replicaPending": {
-        const r = replicaFor(state, k.value.replicaId, k.value.model, meta.seq, nowMs);
-        r.pendingReason = d.explanation;
-        r.lastChangeSeq = meta.seq;
+        updateReplica(state, k.value.replicaId, k.value.model, meta.seq, nowMs, (r) => {
+          r.pendingReason = d.explanation;
+          r.lastChangeSeq = meta.seq;
+        });
         break;
       }
       case "shardsAdopted": {
         const v = k.value;
         for (const a of v.shards) {
-          const r = replicaFor(state, a.replicaId, a.model, meta.seq, nowMs);
-          if (r.profile === "") r.profile = a.profile;
-          if (r.revision === "") r.revision = profileRevisionInForce(state, a.model, a.profile);
-          if (r.phase === "pending") r.phase = "placed";
-          const shard = newShard(
-            {
-              shardId: a.shardId,
-              rank: a.rank,
-              nodeId: v.nodeId,
-              sessionId: v.sessionId,
-              gpuIndices: a.gpuIndices,
-            },
-            "running",
-            true,
-            registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
-            meta.seq,
-          );
-          forgetShards(state.replicas, r);
-          const i = r.shards.findIndex((s) => s.shardId === a.shardId);
-          if (i >= 0) r.shards[i] = shard;
-          else {
-            r.shards.push(shard);
-            r.shards.sort((x, y) => x.rank - y.rank || (x.shardId < y.shardId ? -1 : 1));
-          }
-          recordShards(state.replicas, r);
-          r.lastChangeSeq = meta.seq;
-          refreshPhase(r);
+          updateReplica(state, a.replicaId, a.model, meta.seq, nowMs, (r) => {
+            if (r.profile === "") r.profile = a.profile;
+            if (r.revision === "") r.revision = profileRevisionInForce(state, a.model, a.profile);
+            if (r.phase === "pending") r.phase = "placed";
+            const shard = newShard(
+              {
+                shardId: a.shardId,
+                rank: a.rank,
+                nodeId: v.nodeId,
+                sessionId: v.sessionId,
+                gpuIndices: a.gpuIndices,
+              },
+              "running",
+              true,
+              registeredEndpoint(inventory, v.nodeId, v.sessionId, a.shardId),
+              meta.seq,
+            );
+            const i = r.shards.findIndex((s) => s.shardId === a.shardId);
+            if (i >= 0) r.shards[i] = shard;
+            else {
+              r.shards.push(shard);
+              r.shards.sort((x, y) => x.rank - y.rank || (x.shardId < y.shardId ? -1 : 1));
+            }
+            r.lastChangeSeq = meta.seq;
+            refreshPhase(r);
+          });
         }
         break;
       }
       case "replicaRemoved": {
-        const r = state.replicas[k.value.replicaId];
-        if (r) forgetShards(state.replicas, r);
-        dropRecord(state.replicas, k.value.replicaId);
+        state.replicas.drop(k.value.replicaId);
         break;
       }
       case "replicaDrainStarted": {
-        const r = writable(state.replicas, k.value.replicaId);
-        if (!r) break;
-        // A drain restated (a shard re-adopted mid-drain) keeps its start: the
-        // deadline the agents were told does not move.
-        if (r.phase !== "draining") r.drainStartedMs = Number(pass.nowUnixMs);
-        r.phase = "draining";
-        delete r.disruptionBlocked;
-        r.drainReason = k.value.reason;
-        if (k.value.replacementId) r.replacedBy = k.value.replacementId;
-        for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
-        r.lastChangeSeq = meta.seq;
+        state.replicas.update(k.value.replicaId, (r) => {
+          // A drain restated (a shard re-adopted mid-drain) keeps its start: the
+          // deadline the agents were told does not move.
+          if (r.phase !== "draining") r.drainStartedMs = Number(pass.nowUnixMs);
+          r.phase = "draining";
+          delete r.disruptionBlocked;
+          r.drainReason = k.value.reason;
+          if (k.value.replacementId) r.replacedBy = k.value.replacementId;
+          for (const s of r.shards) if (s.desired === "running") s.desired = "draining";
+          r.lastChangeSeq = meta.seq;
+        });
         break;
       }
       case "replicaFailed": {
         // Its shards are gone or being stopped; the replica waits to be placed again.
         const v = k.value;
-        const r = writable(state.replicas, v.replicaId);
-        if (!r) break;
-        r.lastFailure = {
-          reason: failureReasonName(v.reason),
-          message: v.error,
-          nodeId: v.nodeId,
-          shardId: v.shardId,
-          exitCode: v.exitCode,
-          lastOutput: v.lastOutput,
-          seq: meta.seq,
-        };
-        if (v.nodeId !== "" && countsTowardCooldown(v.reason)) {
-          const key = cooldownKey(r.model, v.nodeId);
-          state.failures[key] = (state.failures[key] ?? 0) + 1;
-        }
-        forgetShards(state.replicas, r);
-        r.shards = [];
-        r.phase = "pending";
-        r.lastChangeSeq = meta.seq;
+        state.replicas.update(v.replicaId, (r) => {
+          r.lastFailure = {
+            reason: failureReasonName(v.reason),
+            message: v.error,
+            nodeId: v.nodeId,
+            shardId: v.shardId,
+            exitCode: v.exitCode,
+            lastOutput: v.lastOutput,
+            seq: meta.seq,
+          };
+          if (v.nodeId !== "" && countsTowardCooldown(v.reason)) {
+            const key = cooldownKey(r.model, v.nodeId);
+            state.failures[key] = (state.failures[key] ?? 0) + 1;
+          }
+          r.shards = [];
+          r.phase = "pending";
+          r.lastChangeSeq = meta.seq;
+        });
         break;
       }
       case "shardBackoff": {
-        const r = writable(state.replicas, k.value.replicaId);
-        if (!r) break;
-        r.restarts = k.value.restarts;
-        r.backoffUntilMs = Number(k.value.untilUnixMs);
-        r.lastChangeSeq = meta.seq;
+        state.replicas.update(k.value.replicaId, (r) => {
+          r.restarts = k.value.restarts;
+          r.backoffUntilMs = Number(k.value.untilUnixMs);
+          r.lastChangeSeq = meta.seq;
+        });
         break;
       }
       case "cooldownStarted": {
@@ -514,8 +511,9 @@ function foldPass(
         delete state.undeliverable[k.value.commandId];
         break;
       case "disruptionBlocked": {
-        const r = writable(state.replicas, k.value.replicaId);
-        if (r) r.disruptionBlocked = d.explanation;
+        state.replicas.update(k.value.replicaId, (r) => {
+          r.disruptionBlocked = d.explanation;
+        });
         break;
       }
       case "commandReissued":
@@ -553,19 +551,21 @@ function foldPass(
       issuedSeq: meta.seq,
       deadlineMs: Number(c.deadlineUnixMs),
     };
-    const shard = writable(state.replicas, replicaId)?.shards.find((s) => s.shardId === shardId);
-    if (!shard) continue;
-    if (kind === "start") {
-      // Each send of a start (re-sends keep the id) restarts the wait for STARTING.
-      if (shard.state === "pending") {
-        shard.startCommandId = c.commandId;
-        shard.startAttempts = c.attempt;
-        shard.startDueMs = Number(c.deadlineUnixMs);
+    if (!state.replicas.get(replicaId)?.shards.some((s) => s.shardId === shardId)) continue;
+    state.replicas.update(replicaId, (r) => {
+      const shard = r.shards.find((s) => s.shardId === shardId) as ShardState;
+      if (kind === "start") {
+        // Each send of a start (re-sends keep the id) restarts the wait for STARTING.
+        if (shard.state === "pending") {
+          shard.startCommandId = c.commandId;
+          shard.startAttempts = c.attempt;
+          shard.startDueMs = Number(c.deadlineUnixMs);
+        }
+      } else {
+        shard.desired = kind === "stop" ? "stopped" : "draining";
+        shard.lastChangeSeq = meta.seq;
       }
-    } else {
-      shard.desired = kind === "stop" ? "stopped" : "draining";
-      shard.lastChangeSeq = meta.seq;
-    }
+    });
   }
 }
 
@@ -582,16 +582,16 @@ function forgetCommands(state: ReplicasState, nodeId: string, gone: (sessionId: 
 
 /** The endpoint a node registered for a shard it runs (adoption keeps it), or "". */
 function registeredEndpoint(
-  inventory: InventoryState,
+  inventory: InventoryView,
   nodeId: string,
   sessionId: string,
   shardId: string,
 ): string {
-  const session = inventory.nodes[nodeId]?.session;
+  const session = inventory.nodes.get(nodeId)?.session;
   if (!session || session.sessionId !== sessionId) return "";
   return session.registeredShards.find((s) => s.shardId === shardId)?.endpoint ?? "";
 }
 
 function replicaOfShard(state: ReplicasState, nodeId: string, shardId: string): string {
-  return shardOwner(state.replicas, nodeId, shardId);
+  return state.replicas.lookup(shardOwners, shardKey(nodeId, shardId));
 }

@@ -5,13 +5,19 @@
  * rule decides.
  */
 import type { Decision, Event } from "../gen/llmgw/v1/events_pb.js";
-import { writable } from "./fork.js";
 import type { ModelSpec, ReplicaState, ReplicasState, RolloutState } from "./state.js";
 
+/**
+ * A copy of model's rollout record (new if it has none), put in its place
+ * for the caller to change: records of the small containers are replaced,
+ * never changed in place, so a pass's fork (a copy of the container) leaves
+ * its input's records as they were.
+ */
 function rolloutOf(state: ReplicasState, model: string): RolloutState {
-  // In a pass's fork the input keeps its own copy (fork.ts).
-  let r = writable(state.rollouts, model);
-  if (!r) {
+  const had = state.rollouts[model];
+  let r: RolloutState;
+  if (had) r = { ...had };
+  else {
     r = {
       model,
       revision: "",
@@ -25,8 +31,8 @@ function rolloutOf(state: ReplicasState, model: string): RolloutState {
       pausedBy: "",
       pauseReason: "",
     };
-    state.rollouts[model] = r;
   }
+  state.rollouts[model] = r;
   return r;
 }
 

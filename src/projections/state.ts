@@ -3,7 +3,12 @@
  * to JSON deterministically (same log → byte-identical state) and a snapshot
  * restores exactly. Records are keyed by id; their key order is the order in
  * which ids first appeared in the log, which is itself deterministic.
+ *
+ * The nodes and the replicas are `RecordTable`s (record-table.ts): the only
+ * way to change one of their records, and whose JSON form is the plain
+ * records object. Readers that must not write get a `FleetView`.
  */
+import type { RecordTable, TableView } from "./record-table.js";
 
 // ---------------------------------------------------------------- inventory
 
@@ -119,7 +124,7 @@ export interface GatewayState {
 }
 
 export interface InventoryState {
-  nodes: Record<string, NodeState>;
+  readonly nodes: RecordTable<NodeState>;
   gateways: Record<string, GatewayState>;
 }
 
@@ -464,7 +469,7 @@ export interface RefusedResultsState {
 
 export interface ReplicasState {
   catalog: CatalogState;
-  replicas: Record<string, ReplicaState>;
+  readonly replicas: RecordTable<ReplicaState>;
   /** Commands sent and not yet answered. */
   commands: Record<string, CommandState>;
   /** Commands reported undeliverable and not yet handled by a pass, by command id. */
@@ -499,6 +504,35 @@ export interface FleetState {
   timeMs: number;
   inventory: InventoryState;
   replicas: ReplicasState;
+}
+
+/** The fleet's JSON form (a snapshot, the API, `replay --json`): the tables as plain records. */
+export type FleetJson = Omit<FleetState, "inventory" | "replicas"> & {
+  inventory: Omit<InventoryState, "nodes"> & { nodes: Record<string, NodeState> };
+  replicas: Omit<ReplicasState, "replicas"> & { replicas: Record<string, ReplicaState> };
+};
+
+/** The inventory as a reader sees it: nothing in it can be written. */
+export interface InventoryView {
+  readonly nodes: TableView<NodeState>;
+  readonly gateways: Readonly<Record<string, Readonly<GatewayState>>>;
+}
+
+/** The replicas state as a reader sees it: nothing in it can be written. */
+export type ReplicasView = {
+  readonly [K in keyof ReplicasState as K extends "replicas" ? never : K]: Readonly<ReplicasState[K]>;
+} & { readonly replicas: TableView<ReplicaState> };
+
+/**
+ * The fleet as a reader sees it (a reconcile pass's input and rules, the
+ * API): the tables' read side, every container read-only. A write through
+ * it does not compile; the fold alone writes, into a `FleetState`.
+ */
+export interface FleetView {
+  readonly seq: number;
+  readonly timeMs: number;
+  readonly inventory: InventoryView;
+  readonly replicas: ReplicasView;
 }
 
 export function cooldownKey(model: string, nodeId: string): string {

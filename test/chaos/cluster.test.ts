@@ -126,7 +126,7 @@ describe("chaos: a 3-node NATS cluster (R3) under a working fleet", () => {
   it("a gateway cut off NATS past the session timeout: its agents move, its sessions close, it recovers", async (t) => {
     const cutGw = w.gateways[1]!;
     const held = () =>
-      Object.values(w.rt.state.inventory.nodes).filter((n) => n.session?.gatewayId === cutGw.id).length;
+      w.rt.state.inventory.nodes.values().filter((n) => n.session?.gatewayId === cutGw.id).length;
     assert.ok(held() > 0, `${cutGw.id} holds agents`);
     for (const p of proxies) p.cut();
     try {

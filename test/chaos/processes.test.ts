@@ -54,11 +54,11 @@ describe("chaos: process crashes under a working fleet", () => {
   });
 
   /** The gateway a node's current session is on. */
-  const gatewayOf = (node: string) => w.rt.state.inventory.nodes[node]?.session?.gatewayId;
+  const gatewayOf = (node: string) => w.rt.state.inventory.nodes.get(node)?.session?.gatewayId;
 
   it("kill -9 a gateway with agents attached: they move to the other one, no shard restarts; it comes back", async () => {
     const [victim, survivor] = w.gateways as [(typeof w.gateways)[0], (typeof w.gateways)[0]];
-    const held = Object.keys(w.rt.state.inventory.nodes).filter((n) => gatewayOf(n) === victim.id);
+    const held = w.rt.state.inventory.nodes.keys().filter((n) => gatewayOf(n) === victim.id);
     assert.ok(held.length > 0, "the victim holds agents");
     const killSeq = await w.log.lastSeq();
     await w.killGateway(victim);
@@ -193,17 +193,19 @@ describe("chaos: process crashes under a working fleet", () => {
     await w.catalog(replicas);
     await w.waitRunning(replicas, 120_000);
     const sessionBefore = new Map(
-      Object.values(w.rt.state.inventory.nodes).map((n) => [n.nodeId, n.session?.sessionId]),
+      w.rt.state.inventory.nodes.values().map((n) => [n.nodeId, n.session?.sessionId]),
     );
     const stormSeq = await w.log.lastSeq();
     for (const a of fleet.nodes()) fleet.restartNode(a.nodeId, { keepShards: true });
     const renewed = () =>
-      Object.values(w.rt.state.inventory.nodes).filter(
-        (n) =>
-          n.nodeId.startsWith("storm-") &&
-          n.session !== null &&
-          n.session.sessionId !== sessionBefore.get(n.nodeId),
-      ).length;
+      w.rt.state.inventory.nodes
+        .values()
+        .filter(
+          (n) =>
+            n.nodeId.startsWith("storm-") &&
+            n.session !== null &&
+            n.session.sessionId !== sessionBefore.get(n.nodeId),
+        ).length;
     await eventually(() => renewed() === STORM_AGENTS, {
       what: `all ${STORM_AGENTS} agents on a new session (have ${renewed()})`,
       timeoutMs: 120_000,

@@ -105,9 +105,9 @@ describe("command results bound to the node and session they were sent to (real 
         "the forged result changed nothing in the folded state but its count",
       );
       assert.ok(withForged.replicas.commands[start.commandId], "the start still waits for its answer");
-      const shard = withForged.replicas.replicas[start.replicaId]?.shards.find(
-        (x) => x.shardId === start.shardId,
-      );
+      const shard = withForged.replicas.replicas
+        .get(start.replicaId)
+        ?.shards.find((x) => x.shardId === start.shardId);
       assert.equal(shard?.fault, null, "no fault on the victim's shard");
       assert.equal(shard?.lastError, "");
 

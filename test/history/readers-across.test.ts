@@ -39,8 +39,8 @@ describe("readers across the archive boundary", () => {
     await appendRaw(log, golden);
     const flags = ["--nats", server.url, "--stream", stream, "--subject-prefix", prefix];
     const { state: full } = await replay(log, fleetProjection, { archiveSnapshots: false });
-    const node = Object.keys(full.inventory.nodes).sort()[0] as string;
-    const replica = Object.keys(full.replicas.replicas).sort()[0] as string;
+    const node = full.inventory.nodes.sortedKeys()[0] as string;
+    const replica = full.replicas.replicas.sortedKeys()[0] as string;
     assert.ok(node && replica);
     const half = Math.floor(golden.length / 2);
     // A time inside the first half: the stream time of the event at `half`.

@@ -32,7 +32,7 @@ const DRAIN_DEADLINE_MS = 120_000;
 /** A replica serves when it has shards and every one reports running. */
 function serving(state: FleetState): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const r of Object.values(state.replicas.replicas)) {
+  for (const r of state.replicas.replicas.values()) {
     if (r.shards.length > 0 && r.shards.every((s) => s.state === "running")) {
       out[r.model] = (out[r.model] ?? 0) + 1;
     }

@@ -78,7 +78,7 @@ describe("checkLog", () => {
   it("slot-started-twice: a second shard in a slot whose shard still runs", () => {
     const f = converged();
     const first = startsOf(f)[0]!;
-    const s = f.state.inventory.nodes["gpu-2"]!.session!.sessionId;
+    const s = f.state.inventory.nodes.get("gpu-2")!.session!.sessionId;
     const bad = pass(f, {
       commands: [
         {
@@ -104,7 +104,7 @@ describe("checkLog", () => {
     const f = converged();
     const first = startsOf(f)[0]!;
     f.shard(first.nodeId, first.replicaId, first.shardId, ShardStatus_State.FAILED, "CUDA out of memory");
-    const s = f.state.inventory.nodes[first.nodeId]!.session!.sessionId;
+    const s = f.state.inventory.nodes.get(first.nodeId)!.session!.sessionId;
     pass(f, {
       commands: [
         {
@@ -141,7 +141,7 @@ describe("checkLog", () => {
 
   it("command-undeliverable: a report names a command an earlier pass issued and a session its gateway held, once", () => {
     const f = converged();
-    const session = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const session = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
     const stop = {
       commandId: "cmd-u",
       nodeId: "gpu-1",
@@ -193,14 +193,14 @@ describe("checkLog", () => {
     const [cmd] = Object.values(f.state.replicas.commands);
     f.result(cmd?.nodeId as string, cmd?.commandId as string, false, "no such image");
     f.run();
-    const r = Object.values(f.state.replicas.replicas)[0]!;
+    const r = f.state.replicas.replicas.values()[0]!;
     const s = r.shards[0]!;
     f.shard(s.nodeId, r.replicaId, s.shardId, ShardStatus_State.FAILED, "NCCL error");
     f.run();
     assert.deepEqual(checkLog(f.events).violations, []);
 
     // A pass that blames a running shard for failing, and one that calls a running shard stuck STARTING.
-    const now = Object.values(f.state.replicas.replicas)[0]!;
+    const now = f.state.replicas.replicas.values()[0]!;
     const live = now.shards[0]!;
     assert.equal(live.state, "running", "the replica runs on the third node");
     const forged = (reason: ReplicaFailed_Reason) =>
@@ -234,7 +234,7 @@ describe("checkLog", () => {
 
   it("command-to-stale-session: a command for the session the node left", () => {
     const f = converged();
-    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const old = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
     f.connect("gpu-1");
     pass(f, {
       commands: [
@@ -254,7 +254,7 @@ describe("checkLog", () => {
 
   it("command-to-stale-session: not when the newer session opened after the state decided on", () => {
     const f = converged();
-    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const old = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
     const observed = f.state.seq;
     f.connect("gpu-1");
     pass(f, {
@@ -274,7 +274,7 @@ describe("checkLog", () => {
 
   it("command-to-stale-session: a command for a disconnected node", () => {
     const f = converged();
-    const old = f.state.inventory.nodes["gpu-2"]!.session!.sessionId;
+    const old = f.state.inventory.nodes.get("gpu-2")!.session!.sessionId;
     f.disconnect("gpu-2");
     pass(f, {
       commands: [
@@ -294,7 +294,7 @@ describe("checkLog", () => {
 
   it("one-current-session: a superseded session still writing long after the newer one", () => {
     const f = converged();
-    const old = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const old = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
     f.connect("gpu-1");
     f.advance(2_000);
     f.apply({
@@ -316,7 +316,7 @@ describe("checkLog", () => {
 
   it("one-current-session: a session id opened twice, and facts of a session that never opened", () => {
     const f = converged();
-    const s = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
+    const s = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
     f.apply({
       case: "sessionOpened",
       value: { nodeId: "gpu-1", sessionId: s, gatewayId: "gw-1", identity: "mtls" },
@@ -333,8 +333,8 @@ describe("checkLog", () => {
 
   it("stored-twice and acked-lost: over the agents' record of acknowledged messages", () => {
     const f = converged();
-    const s = f.state.inventory.nodes["gpu-1"]!.session!.sessionId;
-    const openedSeq = f.state.inventory.nodes["gpu-1"]!.session!.openedSeq;
+    const s = f.state.inventory.nodes.get("gpu-1")!.session!.sessionId;
+    const openedSeq = f.state.inventory.nodes.get("gpu-1")!.session!.openedSeq;
     const evt = (id: string, seq: bigint): CheckedEvent => {
       const event = create(EventSchema, {
         id,
@@ -371,6 +371,7 @@ describe("checkLog", () => {
       name: "leaky",
       schemaVersion: 1,
       initialState: () => ({ n: 0, seen: 0 }),
+      revive: (json) => json as { n: number; seen: number },
       evolve: (s, e) => {
         calls++;
         s.seen++;
@@ -416,7 +417,7 @@ describe("checkLog", () => {
     assert.deepEqual(checkLog(f.events).violations, []);
 
     // A pass that lists a replica whose only shard failed before the state it decided on.
-    const [r] = Object.values(f.state.replicas.replicas);
+    const [r] = f.state.replicas.replicas.values();
     const shard = r!.shards[0]!;
     f.shard(shard.nodeId, r!.replicaId, shard.shardId, ShardStatus_State.FAILED, "engine died");
     pass(f, {
@@ -444,7 +445,7 @@ describe("checkLog", () => {
     f.catalog(llama70b(1));
     f.connect("gpu-1");
     f.advance(1000).run();
-    const [r] = Object.values(f.state.replicas.replicas);
+    const [r] = f.state.replicas.replicas.values();
     // The drain, without restating the table: the replica stays listed.
     pass(f, {
       decisions: [
@@ -468,7 +469,7 @@ describe("checkLog", () => {
     f.catalog({ ...changed, profiles: changed.profiles.map((p) => ({ ...p, engineArgs: ["--new"] })) });
     f.step(); // rolloutStarted, the first replacement created and placed (not running yet)
     assert.deepEqual(rules(checkLog(f.events).violations), []);
-    const old = Object.values(f.state.replicas.replicas).find((r) => r.replacedBy !== "");
+    const old = f.state.replicas.replicas.values().find((r) => r.replacedBy !== "");
     assert.ok(old);
     pass(f, {
       decisions: [

@@ -11,7 +11,7 @@ import { Fleet, llama8b } from "../support/fleet.js";
 
 /** A pass placing a one-GPU replica on `gpu` of gpu-1, decided on the log up to `observedSeq`. */
 function placeOn(f: Fleet, gpu: number, observedSeq: number): void {
-  const sessionId = f.state.inventory.nodes["gpu-1"]?.session?.sessionId ?? "";
+  const sessionId = f.state.inventory.nodes.get("gpu-1")?.session?.sessionId ?? "";
   f.apply(
     {
       case: "reconcilePass",

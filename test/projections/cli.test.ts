@@ -4,7 +4,13 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { headers } from "@nats-io/transport-node";
 import { type Log, type LogRecord, openLog } from "../../src/log/index.js";
-import { canonicalJson, type FleetState, fleetProjection, foldFleet } from "../../src/projections/index.js";
+import {
+  canonicalJson,
+  type FleetJson,
+  type FleetState,
+  fleetProjection,
+  foldFleet,
+} from "../../src/projections/index.js";
 import { openKvSnapshotStore } from "../../src/projections/runtime/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
@@ -15,7 +21,7 @@ interface ReplayJson {
   seq: number;
   timeMs: number;
   time: string;
-  state: FleetState;
+  state: FleetJson;
 }
 
 describe("llmgw replay and events against a real nats-server (the golden log)", () => {

@@ -22,8 +22,8 @@ describe("replicas fold: drain start time", () => {
       truncated: false,
       nextDeadlineMs: null,
     });
-    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.drainStartedMs, f.nowMs);
-    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.phase, "draining");
+    assert.equal(f.state.replicas.replicas.get(r?.replicaId as string)?.drainStartedMs, f.nowMs);
+    assert.equal(f.state.replicas.replicas.get(r?.replicaId as string)?.phase, "draining");
   });
 
   it("a drain restated while the replica drains keeps its first start (the deadline agents were told)", () => {
@@ -47,6 +47,6 @@ describe("replicas fold: drain start time", () => {
     const first = f.nowMs;
     f.advance(30_000);
     restate();
-    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.drainStartedMs, first);
+    assert.equal(f.state.replicas.replicas.get(r?.replicaId as string)?.drainStartedMs, first);
   });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { isReady, routingTable } from "../../src/projections/index.js";
+import { cloneFleet, isReady, routingTable } from "../../src/projections/index.js";
 import { Fleet, llama70b } from "../support/fleet.js";
 
 function oneRunning(): { f: Fleet; replicaId: string; shardId: string } {
@@ -23,26 +23,29 @@ describe("projection: shard endpoints and the routing table", () => {
   it("keeps the endpoint a status named when a later status omits it", () => {
     const { f, replicaId, shardId } = oneRunning();
     f.shard("gpu-a1", replicaId, shardId, ShardStatus_State.RUNNING);
-    const shard = f.state.replicas.replicas[replicaId]!.shards[0]!;
+    const shard = f.state.replicas.replicas.get(replicaId)!.shards[0]!;
     assert.equal(shard.endpoint, "http://10.0.0.5:8000");
   });
 
   it("routes to a running replica, and no longer once it fails or drains", () => {
     const { f, replicaId, shardId } = oneRunning();
-    const r = f.state.replicas.replicas[replicaId]!;
+    const r = f.state.replicas.replicas.get(replicaId)!;
     assert.equal(isReady(r), true);
     assert.deepEqual(routingTable(f.state), {
       "llama-3.3-70b": [{ replicaId, url: "http://10.0.0.5:8000", nodeId: "gpu-a1" }],
     });
 
-    const draining = structuredClone(f.state);
-    const d = draining.replicas.replicas[replicaId]!;
-    d.phase = "draining";
-    assert.equal(isReady(d), false);
+    const draining = cloneFleet(f.state);
+    draining.replicas.replicas.update(replicaId, (d) => {
+      d.phase = "draining";
+    });
+    assert.equal(isReady(draining.replicas.replicas.get(replicaId)!), false);
     assert.deepEqual(routingTable(draining), {});
 
-    const stopping = structuredClone(f.state);
-    stopping.replicas.replicas[replicaId]!.shards[0]!.desired = "stopped";
+    const stopping = cloneFleet(f.state);
+    stopping.replicas.replicas.update(replicaId, (r) => {
+      r.shards[0]!.desired = "stopped";
+    });
     assert.deepEqual(routingTable(stopping), {}, "a shard asked to stop is not routed to");
 
     f.shard("gpu-a1", replicaId, shardId, ShardStatus_State.FAILED, "engine died");

@@ -7,6 +7,7 @@ import {
   canonicalJson,
   evolveFleet,
   type FleetState,
+  fleetProjection,
   foldFleet,
   initialFleet,
 } from "../../src/projections/index.js";
@@ -36,7 +37,7 @@ function placedOnA1(f = new EventFactory()) {
 describe("inventory fold", () => {
   it("an empty log is a fleet with no nodes, no gateways, no catalog", () => {
     const s = initialFleet();
-    assert.deepEqual(s.inventory, { nodes: {}, gateways: {} });
+    assert.deepEqual(JSON.parse(JSON.stringify(s.inventory)), { nodes: {}, gateways: {} });
     assert.deepEqual(s.replicas.catalog.models, []);
     assert.equal(s.seq, 0);
   });
@@ -44,7 +45,7 @@ describe("inventory fold", () => {
   it("sessionOpened: a node that registers running nothing is connected with its GPUs and no shards", () => {
     const f = new EventFactory();
     const { after, whenSeq } = given().when(f.sessionOpened("a1", "s-1", "gw-1", h100Node("a1")));
-    const n = after.inventory.nodes["a1"]!;
+    const n = after.inventory.nodes.get("a1")!;
     assert.equal(n.liveness, "connected");
     assert.equal(n.session?.sessionId, "s-1");
     assert.equal(n.session?.gatewayId, "gw-1");
@@ -57,14 +58,14 @@ describe("inventory fold", () => {
       n.fabrics.map((x) => x.kind),
       ["nvlink", "infiniband"],
     );
-    assert.deepEqual(Object.keys(after.replicas.replicas), []);
+    assert.deepEqual(after.replicas.replicas.keys(), []);
   });
 
   it("sessionOpened: running shards are recorded as the adoption input; the fold adopts nothing itself", () => {
     const f = new EventFactory();
     const reg = h100Node("a1", { running: [{ ...s70("r9.0", "r9", [4, 5, 6, 7]) }] });
     const { after } = given().when(f.sessionOpened("a1", "s-1", "gw-1", reg));
-    assert.deepEqual(after.inventory.nodes["a1"]?.session?.registeredShards, [
+    assert.deepEqual(after.inventory.nodes.get("a1")?.session?.registeredShards, [
       {
         shardId: "r9.0",
         replicaId: "r9",
@@ -75,7 +76,7 @@ describe("inventory fold", () => {
         endpoint: "",
       },
     ]);
-    assert.deepEqual(after.replicas.replicas, {});
+    assert.equal(after.replicas.replicas.size, 0);
   });
 
   it("sessionClosed: the current session closing disconnects the node at the stream time", () => {
@@ -83,7 +84,7 @@ describe("inventory fold", () => {
     const { after, whenSeq } = given(f.sessionOpened("a1", "s-1", "gw-1")).when(
       f.sessionClosed("a1", "s-1", "gw-1", SessionClosed_Reason.SILENT),
     );
-    const n = after.inventory.nodes["a1"]!;
+    const n = after.inventory.nodes.get("a1")!;
     assert.equal(n.session, null);
     assert.equal(n.liveness, "disconnected");
     assert.equal(n.disconnectedSinceMs, timeOf(whenSeq));
@@ -100,15 +101,15 @@ describe("inventory fold", () => {
 
     it("the newest session is current", () => {
       const { after } = given(...history).when();
-      assert.equal(after.inventory.nodes["a1"]?.session?.sessionId, "s-2");
-      assert.equal(after.inventory.nodes["a1"]?.session?.gatewayId, "gw-2");
+      assert.equal(after.inventory.nodes.get("a1")?.session?.sessionId, "s-2");
+      assert.equal(after.inventory.nodes.get("a1")?.session?.gatewayId, "gw-2");
     });
 
     it("a late close of the old session does not disconnect the node", () => {
       const { before, after } = given(...history).when(
         f.sessionClosed("a1", "s-1", "gw-1", SessionClosed_Reason.SUPERSEDED),
       );
-      assert.equal(after.inventory.nodes["a1"]?.liveness, "connected");
+      assert.equal(after.inventory.nodes.get("a1")?.liveness, "connected");
       assert.equal(content(after), content(before));
     });
 
@@ -127,21 +128,25 @@ describe("inventory fold", () => {
     const f = new EventFactory();
     const at = (address: string) => ({ ...h100Node("a1"), advertiseAddress: address });
     const first = given().when(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5")));
-    assert.equal(first.after.inventory.nodes["a1"]?.advertiseAddress, "10.0.0.5");
+    assert.equal(first.after.inventory.nodes.get("a1")?.advertiseAddress, "10.0.0.5");
     const moved = given(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5"))).when(
       f.hardwareChanged("a1", "s-1", at("gpu-1.dc1.example.com")),
     );
-    assert.equal(moved.after.inventory.nodes["a1"]?.advertiseAddress, "gpu-1.dc1.example.com");
+    assert.equal(moved.after.inventory.nodes.get("a1")?.advertiseAddress, "gpu-1.dc1.example.com");
     const older = given(f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5"))).when(
       f.sessionOpened("a1", "s-2", "gw-1", h100Node("a1")),
     );
-    assert.equal(older.after.inventory.nodes["a1"]?.advertiseAddress, "", "an agent that advertises none");
+    assert.equal(
+      older.after.inventory.nodes.get("a1")?.advertiseAddress,
+      "",
+      "an agent that advertises none",
+    );
     const stale = given(
       f.sessionOpened("a1", "s-1", "gw-1", at("10.0.0.5")),
       f.sessionOpened("a1", "s-2", "gw-1", at("10.0.0.6")),
     ).when(f.hardwareChanged("a1", "s-1", at("10.0.0.7")));
     assert.equal(
-      stale.after.inventory.nodes["a1"]?.advertiseAddress,
+      stale.after.inventory.nodes.get("a1")?.advertiseAddress,
       "10.0.0.6",
       "an old session's is ignored",
     );
@@ -155,7 +160,7 @@ describe("inventory fold", () => {
       f.sessionOpened("a1", "s-1", "gw-1"),
       f.usage("a1", "s-1", [0], ["Xid 48: double-bit ECC"]),
     ).when(f.hardwareChanged("a1", "s-1", reg));
-    const n = after.inventory.nodes["a1"]!;
+    const n = after.inventory.nodes.get("a1")!;
     assert.deepEqual(n.nodeProblems, ["Xid 48: double-bit ECC"], "only an operator clear ends them");
     assert.deepEqual(n.gpus[3]?.problems, ["ecc"]);
     assert.deepEqual(
@@ -172,7 +177,7 @@ describe("inventory fold", () => {
       f.usage("a1", "s-1", [72, 72, 0, 0, 0, 0, 0, 0], []),
       f.usage("a1", "s-1", [72, 72, 0, 0, 0, 0, 0, 0], ["Xid 79: GPU has fallen off the bus", "NVLink down"]),
     );
-    const n = after.inventory.nodes["a1"]!;
+    const n = after.inventory.nodes.get("a1")!;
     assert.equal(n.gpus[0]?.memoryUsedMb, 72 * 1024);
     assert.equal(n.gpus[2]?.memoryUsedMb, 0);
     assert.deepEqual(n.nodeProblems, ["Xid 79: GPU has fallen off the bus", "NVLink down"]);
@@ -183,7 +188,7 @@ describe("inventory fold", () => {
     const { after } = given(f.sessionOpened("a1", "s-1", "gw-1")).when(
       f.usage("a1", "s-1", Array(12).fill(5)),
     );
-    assert.equal(after.inventory.nodes["a1"]?.gpus.length, 8);
+    assert.equal(after.inventory.nodes.get("a1")?.gpus.length, 8);
   });
 
   it("gatewayStarted / gatewayDraining / gatewayStopped track a gateway's status", () => {
@@ -203,27 +208,27 @@ describe("inventory fold", () => {
   it("nodeCordoned / nodeUncordoned / nodeDrainRequested: operator intent, kept across sessions", () => {
     const f = new EventFactory();
     const cordoned = given(f.sessionOpened("a1", "s-1", "gw-1")).when(f.cordon("a1", "firmware"));
-    assert.equal(cordoned.after.inventory.nodes["a1"]?.cordoned, true);
-    assert.equal(cordoned.after.inventory.nodes["a1"]?.cordonReason, "firmware");
+    assert.equal(cordoned.after.inventory.nodes.get("a1")?.cordoned, true);
+    assert.equal(cordoned.after.inventory.nodes.get("a1")?.cordonReason, "firmware");
 
     const drained = given(f.sessionOpened("a1", "s-1", "gw-1")).when(
       f.drain("a1", "RMA"),
       f.sessionClosed("a1", "s-1", "gw-1"),
       f.sessionOpened("a1", "s-2", "gw-1"),
     );
-    const n = drained.after.inventory.nodes["a1"]!;
+    const n = drained.after.inventory.nodes.get("a1")!;
     assert.equal(n.cordoned, true);
     assert.equal(n.draining, true);
     assert.equal(n.cordonReason, "RMA");
 
     const back = given(f.sessionOpened("a1", "s-1", "gw-1"), f.drain("a1")).when(f.uncordon("a1"));
-    assert.equal(back.after.inventory.nodes["a1"]?.cordoned, false);
-    assert.equal(back.after.inventory.nodes["a1"]?.draining, false);
+    assert.equal(back.after.inventory.nodes.get("a1")?.cordoned, false);
+    assert.equal(back.after.inventory.nodes.get("a1")?.draining, false);
 
     // Intent about a node not seen yet is kept for when it registers.
     const early = given().when(f.cordon("a9", "not racked yet"), f.sessionOpened("a9", "s-1", "gw-1"));
-    assert.equal(early.after.inventory.nodes["a9"]?.cordoned, true);
-    assert.equal(early.after.inventory.nodes["a9"]?.liveness, "connected");
+    assert.equal(early.after.inventory.nodes.get("a9")?.cordoned, true);
+    assert.equal(early.after.inventory.nodes.get("a9")?.liveness, "connected");
   });
 
   describe("liveness is set only by reconciler decisions", () => {
@@ -232,37 +237,37 @@ describe("inventory fold", () => {
 
     it("a closed session is disconnected, never suspect or lost by itself, however long ago", () => {
       const { after } = given(...closed).when(f.gatewayStarted("gw-2"), f.cordon("a2"));
-      assert.equal(after.inventory.nodes["a1"]?.liveness, "disconnected");
+      assert.equal(after.inventory.nodes.get("a1")?.liveness, "disconnected");
     });
 
     it("a nodeLiveness decision moves it to suspect, then lost", () => {
       const suspect = given(...closed).when(f.pass([decide.liveness("a1", Liveness.SUSPECT, "s-1")]));
-      assert.equal(suspect.after.inventory.nodes["a1"]?.liveness, "suspect");
+      assert.equal(suspect.after.inventory.nodes.get("a1")?.liveness, "suspect");
       const lost = given(...closed, f.pass([decide.liveness("a1", Liveness.SUSPECT, "s-1")])).when(
         f.pass([decide.liveness("a1", Liveness.LOST, "s-1")]),
       );
-      assert.equal(lost.after.inventory.nodes["a1"]?.liveness, "lost");
+      assert.equal(lost.after.inventory.nodes.get("a1")?.liveness, "lost");
     });
 
     it("a decision about an older session does not touch a node that came back", () => {
       const { after } = given(...closed, f.sessionOpened("a1", "s-2", "gw-1")).when(
         f.pass([decide.liveness("a1", Liveness.LOST, "s-1")]),
       );
-      assert.equal(after.inventory.nodes["a1"]?.liveness, "connected");
+      assert.equal(after.inventory.nodes.get("a1")?.liveness, "connected");
       const reclosed = given(
         ...closed,
         f.sessionOpened("a1", "s-2", "gw-1"),
         f.sessionClosed("a1", "s-2", "gw-1"),
       ).when(f.pass([decide.liveness("a1", Liveness.LOST, "s-1")]));
-      assert.equal(reclosed.after.inventory.nodes["a1"]?.liveness, "disconnected");
+      assert.equal(reclosed.after.inventory.nodes.get("a1")?.liveness, "disconnected");
     });
 
     it("a session opening makes a lost node connected again", () => {
       const { after } = given(...closed, f.pass([decide.liveness("a1", Liveness.LOST, "s-1")])).when(
         f.sessionOpened("a1", "s-2", "gw-1"),
       );
-      assert.equal(after.inventory.nodes["a1"]?.liveness, "connected");
-      assert.equal(after.inventory.nodes["a1"]?.disconnectedSinceMs, null);
+      assert.equal(after.inventory.nodes.get("a1")?.liveness, "connected");
+      assert.equal(after.inventory.nodes.get("a1")?.disconnectedSinceMs, null);
     });
   });
 
@@ -282,10 +287,10 @@ describe("inventory fold", () => {
       ]),
     );
     assert.equal(after.inventory.gateways["gw-1"]?.status, "lost");
-    assert.equal(after.inventory.nodes["a1"]?.liveness, "disconnected");
-    assert.equal(after.inventory.nodes["a1"]?.lastCloseReason, "gateway-lost");
-    assert.equal(after.inventory.nodes["a1"]?.disconnectedSinceMs, timeOf(whenSeq));
-    assert.equal(after.inventory.nodes["a2"]?.session?.sessionId, "s-3");
+    assert.equal(after.inventory.nodes.get("a1")?.liveness, "disconnected");
+    assert.equal(after.inventory.nodes.get("a1")?.lastCloseReason, "gateway-lost");
+    assert.equal(after.inventory.nodes.get("a1")?.disconnectedSinceMs, timeOf(whenSeq));
+    assert.equal(after.inventory.nodes.get("a2")?.session?.sessionId, "s-3");
   });
 });
 
@@ -332,7 +337,7 @@ describe("replicas fold", () => {
   it("replicaCreated + replicaPlaced + start command: a placed replica with pending shards and a command in flight", () => {
     const f = new EventFactory();
     const { after, whenSeq } = given().when(...placedOnA1(f));
-    const r = after.replicas.replicas["r1"]!;
+    const r = after.replicas.replicas.get("r1")!;
     assert.equal(r.phase, "placed");
     assert.equal(r.profile, "tp4");
     assert.deepEqual(
@@ -358,7 +363,7 @@ describe("replicas fold", () => {
       ]),
     );
     assert.deepEqual(
-      after.replicas.replicas["big"]?.shards.map((s) => [s.rank, s.nodeId]),
+      after.replicas.replicas.get("big")?.shards.map((s) => [s.rank, s.nodeId]),
       [
         [0, "a1"],
         [1, "a2"],
@@ -372,8 +377,8 @@ describe("replicas fold", () => {
       f.shardStatus("a1", "s-1", "r1", "r1.0", ShardStatus_State.STARTING),
       f.shardStatus("a1", "s-1", "r1", "r1.0", ShardStatus_State.RUNNING),
     );
-    assert.equal(after.replicas.replicas["r1"]?.shards[0]?.state, "running");
-    assert.equal(after.replicas.replicas["r1"]?.phase, "running");
+    assert.equal(after.replicas.replicas.get("r1")?.shards[0]?.state, "running");
+    assert.equal(after.replicas.replicas.get("r1")?.phase, "running");
   });
 
   it("shardStatus failed: keeps the error and marks the wanted shard faulty (the pass that fails it counts the failure)", () => {
@@ -381,13 +386,13 @@ describe("replicas fold", () => {
     const { after } = given(...placedOnA1(f)).when(
       f.shardStatus("a1", "s-1", "r1", "r1.0", ShardStatus_State.FAILED, { error: "CUDA OOM", exitCode: 1 }),
     );
-    const shard = after.replicas.replicas["r1"]?.shards[0];
+    const shard = after.replicas.replicas.get("r1")?.shards[0];
     assert.equal(shard?.state, "failed");
     assert.equal(shard?.lastError, "CUDA OOM");
     assert.equal(shard?.exitCode, 1);
     assert.deepEqual(shard?.fault, { kind: "failed", message: "CUDA OOM" });
     assert.equal(after.replicas.failures[`${M70}@a1`], undefined);
-    assert.equal(after.replicas.replicas["r1"]?.phase, "placed");
+    assert.equal(after.replicas.replicas.get("r1")?.phase, "placed");
   });
 
   it("shardStatus about a shard the replica does not have on that node is ignored", () => {
@@ -405,7 +410,7 @@ describe("replicas fold", () => {
     assert.deepEqual(ok.after.replicas.commands, {});
     const failed = given(...placedOnA1(f)).when(f.commandResult("a1", "s-1", "c-1", false, "no such GPU"));
     assert.deepEqual(failed.after.replicas.commands, {});
-    assert.equal(failed.after.replicas.replicas["r1"]?.shards[0]?.lastError, "no such GPU");
+    assert.equal(failed.after.replicas.replicas.get("r1")?.shards[0]?.lastError, "no such GPU");
     const unknown = given(...placedOnA1(f)).when(f.commandResult("a1", "s-1", "c-404"));
     assert.ok(unknown.after.replicas.commands["c-1"]);
   });
@@ -417,7 +422,7 @@ describe("replicas fold", () => {
     const { refusedResults, ...rest } = other.after.replicas;
     assert.equal(content({ ...other.after, replicas: { ...rest } }), content(other.before));
     assert.ok(other.after.replicas.commands["c-1"], "the command still waits for its own node");
-    assert.equal(other.after.replicas.replicas["r1"]?.shards[0]?.lastError, "");
+    assert.equal(other.after.replicas.replicas.get("r1")?.shards[0]?.lastError, "");
     assert.deepEqual(refusedResults, {
       a2: {
         nodeId: "a2",
@@ -444,8 +449,8 @@ describe("replicas fold", () => {
     const f = new EventFactory();
     const why = "0/3 nodes fit: 2 too few healthy GPUs, 1 cordoned";
     const { after } = given().when(f.pass([decide.created("r2", M70), decide.pending("r2", M70, why)]));
-    assert.equal(after.replicas.replicas["r2"]?.phase, "pending");
-    assert.equal(after.replicas.replicas["r2"]?.pendingReason, why);
+    assert.equal(after.replicas.replicas.get("r2")?.phase, "pending");
+    assert.equal(after.replicas.replicas.get("r2")?.pendingReason, why);
   });
 
   it("shardsAdopted: running shards become a running replica on that session", () => {
@@ -458,7 +463,7 @@ describe("replicas fold", () => {
         ]),
       ]),
     );
-    const r = after.replicas.replicas["r9"]!;
+    const r = after.replicas.replicas.get("r9")!;
     assert.equal(r.phase, "running");
     assert.equal(r.profile, "tp4");
     assert.equal(r.shards[0]?.adopted, true);
@@ -484,7 +489,7 @@ describe("replicas fold", () => {
     const { after } = given(...placedOnA1(f)).when(
       f.pass([decide.drainStarted("r1", "r2", "node draining")], [command.drain("c-2", "a1", "s-1", "r1.0")]),
     );
-    const r = after.replicas.replicas["r1"]!;
+    const r = after.replicas.replicas.get("r1")!;
     assert.equal(r.phase, "draining");
     assert.equal(r.replacedBy, "r2");
     assert.equal(r.drainReason, "node draining");
@@ -495,8 +500,8 @@ describe("replicas fold", () => {
   it("replicaCreated with replaces links both replicas", () => {
     const f = new EventFactory();
     const { after } = given(...placedOnA1(f)).when(f.pass([decide.created("r2", M70, "r1")]));
-    assert.equal(after.replicas.replicas["r2"]?.replaces, "r1");
-    assert.equal(after.replicas.replicas["r1"]?.replacedBy, "r2");
+    assert.equal(after.replicas.replicas.get("r2")?.replaces, "r1");
+    assert.equal(after.replicas.replicas.get("r1")?.replacedBy, "r2");
   });
 
   it("replicaRemoved with a stop command in the same pass: the replica goes, the command keeps its replica id", () => {
@@ -504,7 +509,7 @@ describe("replicas fold", () => {
     const { after } = given(...placedOnA1(f)).when(
       f.pass([decide.removed("r1", M70)], [command.stop("c-9", "a1", "s-1", "r1.0")]),
     );
-    assert.equal(after.replicas.replicas["r1"], undefined);
+    assert.equal(after.replicas.replicas.get("r1"), undefined);
     assert.equal(after.replicas.commands["c-9"]?.kind, "stop");
     assert.equal(after.replicas.commands["c-9"]?.replicaId, "r1");
   });
@@ -514,8 +519,8 @@ describe("replicas fold", () => {
     const { after } = given(...placedOnA1(f)).when(
       f.pass([decide.failed("r1", "r1.0", "a1", "OOM")], [command.stop("c-9", "a1", "s-1", "r1.0")]),
     );
-    assert.equal(after.replicas.replicas["r1"]?.phase, "pending");
-    assert.deepEqual(after.replicas.replicas["r1"]?.shards, []);
+    assert.equal(after.replicas.replicas.get("r1")?.phase, "pending");
+    assert.deepEqual(after.replicas.replicas.get("r1")?.shards, []);
     assert.equal(after.replicas.commands["c-9"]?.replicaId, "r1");
   });
 
@@ -527,8 +532,8 @@ describe("replicas fold", () => {
     ).when(
       f.pass([decide.backoff("r1", 2, 1_790_000_090_000), decide.cooldown(M70, "a1", 3, 1_790_000_600_000)]),
     );
-    assert.equal(after.replicas.replicas["r1"]?.restarts, 2);
-    assert.equal(after.replicas.replicas["r1"]?.backoffUntilMs, 1_790_000_090_000);
+    assert.equal(after.replicas.replicas.get("r1")?.restarts, 2);
+    assert.equal(after.replicas.replicas.get("r1")?.backoffUntilMs, 1_790_000_090_000);
     assert.deepEqual(after.replicas.cooldowns[`${M70}@a1`], {
       model: M70,
       nodeId: "a1",
@@ -568,7 +573,7 @@ describe("replicas fold", () => {
   it("a stop command marks the shard's desired state", () => {
     const f = new EventFactory();
     const { after } = given(...placedOnA1(f)).when(f.pass([], [command.stop("c-2", "a1", "s-1", "r1.0")]));
-    assert.equal(after.replicas.replicas["r1"]?.shards[0]?.desired, "stopped");
+    assert.equal(after.replicas.replicas.get("r1")?.shards[0]?.desired, "stopped");
   });
 });
 
@@ -584,8 +589,8 @@ describe("the fleet fold", () => {
   it("an empty catalog and a fleet with no nodes fold to empty records", () => {
     const f = new EventFactory();
     const { after } = given().when(f.catalog([]), f.gatewayStarted("gw-1"), f.pass([], []));
-    assert.deepEqual(after.inventory.nodes, {});
-    assert.deepEqual(after.replicas.replicas, {});
+    assert.equal(after.inventory.nodes.size, 0);
+    assert.equal(after.replicas.replicas.size, 0);
     assert.deepEqual(after.replicas.catalog.models, []);
   });
 
@@ -599,7 +604,7 @@ describe("the fleet fold", () => {
     const events = [...fleetChurn({ nodes: 5, events: 1500 })];
     const records = events.map((event, i) => ({ event, seq: i + 1, timeMs: timeOf(i + 1) }));
     const full = foldFleet(records);
-    const restored = JSON.parse(canonicalJson(foldFleet(records.slice(0, 700)))) as FleetState;
+    const restored = fleetProjection.revive(JSON.parse(canonicalJson(foldFleet(records.slice(0, 700)))));
     let s = restored;
     for (const r of records.slice(700)) s = evolveFleetFrom(s, r);
     assert.equal(canonicalJson(s), canonicalJson(full));

@@ -43,7 +43,7 @@ describe("fold: per-GPU problems and cordons", () => {
       gpuProblem(f, "s-1", 3, GpuProblem_Kind.XID, "Xid 79: GPU has fallen off the bus"),
       gpuProblem(f, "s-1", 3, GpuProblem_Kind.THERMAL, "92 C"),
     );
-    const n = after.inventory.nodes["a1"]!;
+    const n = after.inventory.nodes.get("a1")!;
     assert.deepEqual(n.gpus[3]?.faults, [
       { kind: "xid", message: "Xid 79: GPU has fallen off the bus" },
       { kind: "thermal", message: "92 C" },
@@ -61,10 +61,10 @@ describe("fold: per-GPU problems and cordons", () => {
       gpuProblem(f, "s-1", 2, 42 as GpuProblem_Kind, "new kind"),
       gpuProblem(f, "s-1", 9, GpuProblem_Kind.ECC, "no such GPU"),
     );
-    assert.deepEqual(after.inventory.nodes["a1"]?.gpus[2]?.faults, [
+    assert.deepEqual(after.inventory.nodes.get("a1")?.gpus[2]?.faults, [
       { kind: "unspecified", message: "new kind" },
     ]);
-    assert.equal(after.inventory.nodes["a1"]?.gpus.length, before.inventory.nodes["a1"]?.gpus.length);
+    assert.equal(after.inventory.nodes.get("a1")?.gpus.length, before.inventory.nodes.get("a1")?.gpus.length);
   });
 
   it("a problem from a superseded session is ignored", () => {
@@ -72,7 +72,7 @@ describe("fold: per-GPU problems and cordons", () => {
     const { after } = given(f.sessionOpened("a1", "s-1", "gw-1"), f.sessionOpened("a1", "s-2", "gw-1")).when(
       gpuProblem(f, "s-1", 3, GpuProblem_Kind.ECC, "old"),
     );
-    assert.deepEqual(after.inventory.nodes["a1"]?.gpus[3]?.faults, []);
+    assert.deepEqual(after.inventory.nodes.get("a1")?.gpus[3]?.faults, []);
   });
 
   it("clearing empties that GPU's registered and reported problems; node_level clears the node's", () => {
@@ -83,14 +83,14 @@ describe("fold: per-GPU problems and cordons", () => {
       f.usage("a1", "s-1", [0, 0, 0, 0, 0, 0, 0, 0], ["NVLink down"]),
     ];
     const gpu = given(...history).when(clear(f, 3));
-    const n = gpu.after.inventory.nodes["a1"]!;
+    const n = gpu.after.inventory.nodes.get("a1")!;
     assert.deepEqual([n.gpus[3]?.problems, n.gpus[3]?.faults], [[], []]);
     assert.deepEqual(n.gpus[5]?.problems, ["ecc"], "other GPUs keep theirs");
     assert.deepEqual(n.nodeProblems, ["NVLink down"]);
     assert.equal(n.lastChangeSeq, gpu.whenSeq);
 
     const node = given(...history).when(clear(f, 0, true));
-    const m = node.after.inventory.nodes["a1"]!;
+    const m = node.after.inventory.nodes.get("a1")!;
     assert.deepEqual(m.nodeProblems, []);
     assert.deepEqual(m.gpus[3]?.faults, [{ kind: "xid", message: "Xid 79" }], "GPU problems stay");
   });
@@ -103,11 +103,11 @@ describe("fold: per-GPU problems and cordons", () => {
       f.sessionClosed("a1", "s-1", "gw-1"),
       f.sessionOpened("a1", "s-2", "gw-1"),
     );
-    const g = after.inventory.nodes["a1"]?.gpus[5];
+    const g = after.inventory.nodes.get("a1")?.gpus[5];
     assert.deepEqual([g?.cordoned, g?.cordonReason], [true, "fan"]);
-    assert.equal(after.inventory.nodes["a1"]?.gpus.filter((x) => x.cordoned).length, 1);
+    assert.equal(after.inventory.nodes.get("a1")?.gpus.filter((x) => x.cordoned).length, 1);
     const back = given(f.sessionOpened("a1", "s-1", "gw-1"), cordon(f, 5)).when(uncordon(f, 5));
-    assert.deepEqual(back.after.inventory.nodes["a1"]?.gpus[5]?.cordoned, false);
+    assert.deepEqual(back.after.inventory.nodes.get("a1")?.gpus[5]?.cordoned, false);
   });
 
   it("a re-registration and a new session keep a GPU's problems (only gpu clear ends them); a new UUID starts clean", () => {
@@ -120,7 +120,7 @@ describe("fold: per-GPU problems and cordons", () => {
       f.sessionClosed("a1", "s-1", "gw-1"),
       f.sessionOpened("a1", "s-2", "gw-1"),
     );
-    const g = after.inventory.nodes["a1"]?.gpus[3];
+    const g = after.inventory.nodes.get("a1")?.gpus[3];
     assert.deepEqual([g?.problems, g?.faults], [["Xid 79"], [{ kind: "xid", message: "Xid 79" }]]);
     const node = h100Node("a1");
     node.gpus![3]!.uuid = "GPU-swapped-in";
@@ -128,7 +128,7 @@ describe("fold: per-GPU problems and cordons", () => {
       f.sessionOpened("a1", "s-1", "gw-1"),
       gpuProblem(f, "s-1", 3, GpuProblem_Kind.XID, "Xid 79"),
     ).when(f.hardwareChanged("a1", "s-1", node));
-    const s3 = swapped.after.inventory.nodes["a1"]?.gpus[3];
+    const s3 = swapped.after.inventory.nodes.get("a1")?.gpus[3];
     assert.deepEqual([s3?.uuid, s3?.problems, s3?.faults], ["GPU-swapped-in", [], []]);
   });
 

@@ -4,7 +4,7 @@
  * test can name the sequence and time an event was folded at.
  */
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
-import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
+import { cloneFleet, evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 
 export const T0 = 1_790_000_000_000;
 export const timeOf = (seq: number) => T0 + seq * 1000;
@@ -24,7 +24,7 @@ export function given(...history: Event[]) {
       let s = initialFleet();
       let seq = 0;
       for (const e of history) s = evolveFleet(s, e, { seq: ++seq, timeMs: timeOf(seq) });
-      const before = structuredClone(s);
+      const before = cloneFleet(s);
       const whenSeq = seq + 1;
       for (const e of events) s = evolveFleet(s, e, { seq: ++seq, timeMs: timeOf(seq) });
       return { before, after: s, whenSeq };

@@ -79,7 +79,7 @@ describe("projection runtime against a real nats-server", () => {
         assert.equal(rt.lastSeq, 0);
         const { seq } = await log.append(f.cordon("gpu-a1"));
         await rt.waitFor(seq, { timeoutMs: 20_000 });
-        assert.equal(rt.state.inventory.nodes["gpu-a1"]?.cordoned, true);
+        assert.equal(rt.state.inventory.nodes.get("gpu-a1")?.cordoned, true);
         await assert.rejects(
           rt.waitFor(seq + 5, { timeoutMs: 200 }),
           (err: unknown) =>
@@ -115,7 +115,7 @@ describe("projection runtime against a real nats-server", () => {
         await rt.start();
         assert.equal(rt.lastSeq, 3);
         assert.deepEqual(rt.malformedSeqs, [2]);
-        assert.equal(rt.state.inventory.nodes["gpu-a1"]?.cordoned, false);
+        assert.equal(rt.state.inventory.nodes.get("gpu-a1")?.cordoned, false);
         assert.ok(lines.some((l) => l.level === 40 && /malformed message at sequence 2/.test(l.msg)));
       } finally {
         await rt.stop();
@@ -151,7 +151,11 @@ describe("projection runtime against a real nats-server", () => {
         assert.equal(rt.lastSeq, 3);
         assert.equal(rt.unknownKindCount, 1);
         assert.deepEqual(rt.malformedSeqs, [], "a new kind is not malformed");
-        assert.equal(rt.state.inventory.nodes["gpu-a1"]?.cordoned, false, "the events after it are folded");
+        assert.equal(
+          rt.state.inventory.nodes.get("gpu-a1")?.cordoned,
+          false,
+          "the events after it are folded",
+        );
         assert.equal(canonicalJson(rt.state), canonicalJson(await freshReplay(log)));
         assert.match(
           await registry.metrics(),
@@ -191,7 +195,7 @@ describe("projection runtime against a real nats-server", () => {
           }
         }
         await rt.waitFor(seq, { timeoutMs: 60_000 });
-        assert.equal(rt.state.inventory.nodes["gpu-a2"]?.cordoned, true);
+        assert.equal(rt.state.inventory.nodes.get("gpu-a2")?.cordoned, true);
         assert.equal(canonicalJson(rt.state), canonicalJson(await freshReplay(log)));
       } finally {
         await rt.stop();

@@ -8,7 +8,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
-import { canonicalJson, evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
+import {
+  canonicalJson,
+  evolveFleet,
+  type FleetState,
+  initialFleet,
+  reviveFleet,
+} from "../../src/projections/index.js";
 import { fleetChurn } from "../support/fleet-churn.js";
 import { command, decide, EventFactory, llamaCatalog, s70 } from "../support/fleet-events.js";
 import { timeOf } from "./gwt.js";
@@ -17,7 +23,7 @@ const M70 = "llama-3.3-70b";
 
 /** The answer the index must give: the first replica, in the record's order, naming the shard on the node. */
 function scanOwner(s: FleetState, nodeId: string, shardId: string): string {
-  for (const r of Object.values(s.replicas.replicas))
+  for (const r of s.replicas.replicas.values())
     if (r.shards.some((x) => x.nodeId === nodeId && x.shardId === shardId)) return r.replicaId;
   return "";
 }
@@ -112,7 +118,7 @@ describe("the shard-owner index of the replicas fold", () => {
     const head = events.slice(0, 1_500);
     const tail = events.slice(1_500);
     const original = foldChecked(head);
-    const copy = structuredClone(original);
+    const copy = reviveFleet(JSON.parse(JSON.stringify(original)));
     const a = foldChecked(tail, original, 1_501);
     const b = foldChecked(tail, copy, 1_501);
     assert.equal(canonicalJson(b), canonicalJson(a));

@@ -26,7 +26,7 @@ describe("decide: the empty cases", () => {
     assert.deepEqual(kinds(out.decisions), ["shardsAdopted"]);
     assert.deepEqual(ofKind(out.decisions, "shardsAdopted")[0]?.shards, []);
     assert.match(out.decisions[0]?.explanation ?? "", /running nothing/);
-    assert.notEqual(f.state.inventory.nodes["gpu-a1"]?.session?.adoptionSeq, 0);
+    assert.notEqual(f.state.inventory.nodes.get("gpu-a1")?.session?.adoptionSeq, 0);
     assert.deepEqual(f.settle(), []);
   });
 
@@ -34,7 +34,7 @@ describe("decide: the empty cases", () => {
     const f = Fleet.of([llama70b(0)], ["gpu-a1"]);
     f.step();
     assert.deepEqual(f.settle(), []);
-    assert.deepEqual(f.state.replicas.replicas, {});
+    assert.equal(f.state.replicas.replicas.size, 0);
   });
 
   it("given a catalog but no nodes, creates the replicas and records them pending once", () => {
@@ -67,8 +67,8 @@ describe("decide: adoption", () => {
     const out = f.step();
     assert.deepEqual(kinds(out.decisions), ["shardsAdopted"]);
     assert.deepEqual(out.commands, []);
-    assert.equal(f.state.replicas.replicas[r.replicaId]?.phase, "running");
-    assert.equal(f.state.replicas.replicas[r.replicaId]?.shards[0]?.adopted, true);
+    assert.equal(f.state.replicas.replicas.get(r.replicaId)?.phase, "running");
+    assert.equal(f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.adopted, true);
     assert.deepEqual(f.settle(), []);
   });
 
@@ -161,7 +161,7 @@ describe("decide: adoption", () => {
     const lost = f.step();
     assert.deepEqual(kinds(lost.decisions), ["nodeLiveness", "replicaFailed", "replicaPlaced"]);
     f.obey(lost);
-    const moved = f.state.replicas.replicas[r.replicaId]?.shards[0]?.nodeId;
+    const moved = f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.nodeId;
     assert.notEqual(moved, shard.nodeId);
     f.connect(shard.nodeId, { running: [r70(r.replicaId, shard.shardId, shard.gpuIndices)] });
     const back = f.step();
@@ -180,14 +180,14 @@ describe("decide: adoption", () => {
     assert.ok(r && shard);
     f.disconnect("gpu-a1").advance(f.config.lostAfterMs);
     f.step();
-    assert.equal(f.state.replicas.replicas[r.replicaId]?.phase, "pending");
+    assert.equal(f.state.replicas.replicas.get(r.replicaId)?.phase, "pending");
     f.connect("gpu-a1", {
       labels: { pool: "a" },
       running: [r70(r.replicaId, shard.shardId, shard.gpuIndices)],
     });
     const back = f.step();
     assert.deepEqual(kinds(back.decisions), ["shardsAdopted"]);
-    assert.equal(f.state.replicas.replicas[r.replicaId]?.phase, "running");
+    assert.equal(f.state.replicas.replicas.get(r.replicaId)?.phase, "running");
     assert.deepEqual(f.settle(), []);
   });
 });

@@ -294,16 +294,16 @@ describe("autoscale: decide over the fold", () => {
       f.advance(250);
       f.load(s.nodeId, [{ shardId: s.shardId, queueDepth: 30 + (i % 2) * 4 }]);
     }
-    const samples = f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples ?? [];
+    const samples = f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.load?.samples ?? [];
     assert.equal(samples.length, LOAD_SAMPLES_MAX);
     assert.equal(samples.at(-1)?.atMs, f.nowMs);
     // 48 samples a quarter second apart cover 12 s, less than a 15 s window: still read as steady.
-    const load = readLoad(Object.values(f.state.replicas.replicas), "queue_depth", f.nowMs - 15_000);
+    const load = readLoad(f.state.replicas.replicas.values(), "queue_depth", f.nowMs - 15_000);
     assert.deepEqual(load, { value: 34, low: 30, high: 34, ready: 1, covered: true });
     f.advance(5 * 60_000);
     f.load(s.nodeId, [{ shardId: s.shardId, queueDepth: 2 }]);
     assert.deepEqual(
-      f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples.map((x) => x.queueDepth),
+      f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.load?.samples.map((x) => x.queueDepth),
       [34, 2],
       "older than the history: only the one in force at its start is kept",
     );
@@ -317,13 +317,13 @@ describe("autoscale: decide over the fold", () => {
     f.load(s.nodeId, [{ shardId: s.shardId, queueDepth: 3, kvCacheUse: 1.5 }]);
     assert.deepEqual(
       {
-        q: f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples.at(-1)?.queueDepth,
-        kv: f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples.at(-1)?.kvCacheUse,
+        q: f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.load?.samples.at(-1)?.queueDepth,
+        kv: f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.load?.samples.at(-1)?.kvCacheUse,
       },
       { q: 3, kv: 1 },
       "the newest wins; a share above 1 is held to 1",
     );
-    assert.deepEqual(readLoad(Object.values(f.state.replicas.replicas), "kv_cache_use", f.nowMs), {
+    assert.deepEqual(readLoad(f.state.replicas.replicas.values(), "kv_cache_use", f.nowMs), {
       value: 1,
       low: 0.4,
       high: 1,
@@ -340,7 +340,7 @@ describe("autoscale: decide over the fold", () => {
       },
     });
     assert.equal(
-      f.state.replicas.replicas[r.replicaId]?.shards[0]?.load?.samples.at(-1)?.queueDepth,
+      f.state.replicas.replicas.get(r.replicaId)?.shards[0]?.load?.samples.at(-1)?.queueDepth,
       3,
       "another session's load is ignored",
     );

@@ -12,8 +12,19 @@ function withBudget(m: ModelInit, minAvailable: string): ModelInit & { minAvaila
   return { ...m, minAvailable };
 }
 
+/** A pass on `f`'s state: end it before the next (its fork holds the state's tables). */
 function passOf(f: Fleet): Pass {
   return new Pass({ state: f.state, config: f.config, nowMs: f.nowMs, liveGateways: f.live });
+}
+
+/** The disruption budget a new pass on `f` sees for `model`, the pass ended. */
+function budgetOf(f: Fleet, model: string): ReturnType<typeof disruptionBudget> {
+  const pass = passOf(f);
+  try {
+    return disruptionBudget(pass, model);
+  } finally {
+    pass.end();
+  }
 }
 
 /** Two 4-GPU nodes, one llama-3.3-70b (tp4) replica on each, both running: no room for a third. */
@@ -47,21 +58,22 @@ describe("disruption budget: the count", () => {
 
   it("allows taking ready replicas above minAvailable; none without ready ones", () => {
     const f = twoFullNodes("1");
-    const b = disruptionBudget(passOf(f), M70);
+    const b = budgetOf(f, M70);
     assert.deepEqual(b, { model: M70, desired: 2, stated: "1", minAvailable: 1, ready: 2, allowed: 1 });
-    assert.equal(disruptionBudget(passOf(twoFullNodes("100%")), M70).allowed, 0);
-    const none = disruptionBudget(passOf(twoFullNodes()), M70);
+    assert.equal(budgetOf(twoFullNodes("100%"), M70).allowed, 0);
+    const none = budgetOf(twoFullNodes(), M70);
     assert.equal(none.stated, undefined);
     assert.equal(none.allowed, 2, "without a budget every ready replica may go");
-    assert.equal(disruptionBudget(passOf(f), "not-in-catalog").allowed, 0);
+    assert.equal(budgetOf(f, "not-in-catalog").allowed, 0);
   });
 
   it("counts what this pass already took out of service (a drain started earlier in the pass)", () => {
     const f = twoFullNodes("1");
     const pass = passOf(f);
     const r = onNode(f, "gpu-a1");
-    assert.ok(pass.add(drainUnit(pass, pass.work.replicas.replicas[r.replicaId] ?? r, "", "test")));
+    assert.ok(pass.add(drainUnit(pass, pass.work.replicas.replicas.get(r.replicaId) ?? r, "", "test")));
     const b = disruptionBudget(pass, M70);
+    pass.end();
     assert.equal(b.ready, 1);
     assert.equal(b.allowed, 0);
   });
@@ -99,7 +111,7 @@ describe("decide: node drains honour disruption budgets", () => {
       ),
     );
     assert.ok(!outs.flatMap((o) => kinds(o.decisions)).includes("replicaDrainStarted"));
-    assert.equal(f.state.replicas.replicas[old.replicaId]?.disruptionBlocked, text);
+    assert.equal(f.state.replicas.replicas.get(old.replicaId)?.disruptionBlocked, text);
     assert.deepEqual(f.settle(), [], "a wait already recorded is not recorded again");
 
     // Room appears: the replacement is placed, runs, and then the old replica drains.
@@ -108,7 +120,7 @@ describe("decide: node drains honour disruption budgets", () => {
     const drained = after.flatMap((o) => ofKind(o.decisions, "replicaDrainStarted"));
     assert.equal(drained[0]?.replicaId, old.replicaId);
     assert.equal(drained[0]?.replacementId, blocked[0]?.replacementId);
-    assert.equal(f.state.replicas.replicas[old.replicaId], undefined, "drained and removed");
+    assert.equal(f.state.replicas.replicas.get(old.replicaId), undefined, "drained and removed");
     assert.equal(f.replicasOf(M70).filter((r) => r.phase === "running").length, 2);
   });
 

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FleetState } from "../../src/projections/index.js";
+import { type FleetState, reviveFleet } from "../../src/projections/index.js";
 import { decide } from "../../src/reconciler/index.js";
 import { busyFleet, kinds } from "../support/fleet.js";
 
 /** The same records inserted in reverse order: record order must not matter. */
 function reversed(state: FleetState): FleetState {
-  const s = structuredClone(state);
+  // The JSON form, flipped, made a state again: the tables take the records' order.
+  const s = JSON.parse(JSON.stringify(state));
   const flip = <T>(r: Record<string, T>) => Object.fromEntries(Object.entries(r).reverse());
   s.inventory.nodes = flip(s.inventory.nodes);
   s.inventory.gateways = flip(s.inventory.gateways);
@@ -14,7 +15,7 @@ function reversed(state: FleetState): FleetState {
   s.replicas.commands = flip(s.replicas.commands);
   s.replicas.failures = flip(s.replicas.failures);
   s.replicas.cooldowns = flip(s.replicas.cooldowns);
-  return s;
+  return reviveFleet(s);
 }
 
 describe("decide: determinism and the size limit", () => {
@@ -51,7 +52,7 @@ describe("decide: determinism and the size limit", () => {
     f.run();
     assert.deepEqual(f.decide().decisions, []);
     assert.equal(f.replicasOf("llama-3.1-8b").length, 6);
-    for (const r of Object.values(f.state.replicas.replicas))
+    for (const r of f.state.replicas.replicas.values())
       assert.ok(r.phase === "running" || r.pendingReason !== "");
   });
 });

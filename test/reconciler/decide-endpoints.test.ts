@@ -165,7 +165,7 @@ describe("decide: the routing table", () => {
     f.catalog(llama70b(3), llama8b(4));
     f.run();
     published("once the fleet runs");
-    const running = () => Object.values(f.state.replicas.replicas).filter((r) => r.phase === "running");
+    const running = () => f.state.replicas.replicas.values().filter((r) => r.phase === "running");
     // A ready replica's engine moves to another URL: its groups do not change, only the record.
     const moved = running()[0]!;
     const head = moved.shards[0]!;

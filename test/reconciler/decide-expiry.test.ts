@@ -18,8 +18,12 @@ describe("decide: two-stage expiry", () => {
     const suspect = f.step();
     assert.deepEqual(kinds(suspect.decisions), ["nodeLiveness"]);
     assert.equal(ofKind(suspect.decisions, "nodeLiveness")[0]?.liveness, Liveness.SUSPECT);
-    assert.equal(f.state.inventory.nodes[node]?.liveness, "suspect");
-    assert.equal(f.state.replicas.replicas[r?.replicaId as string]?.shards[0]?.nodeId, node, "replicas kept");
+    assert.equal(f.state.inventory.nodes.get(node)?.liveness, "suspect");
+    assert.equal(
+      f.state.replicas.replicas.get(r?.replicaId as string)?.shards[0]?.nodeId,
+      node,
+      "replicas kept",
+    );
     assert.equal(f.decide().nextDeadlineMs, since + f.config.lostAfterMs);
 
     f.advance(f.config.lostAfterMs - f.config.suspectAfterMs);
@@ -86,8 +90,8 @@ describe("decide: gateway loss", () => {
       ["gpu-a1", "gpu-a2"],
     );
     assert.equal(f.state.inventory.gateways["gw-2"]?.status, "lost");
-    assert.equal(f.state.inventory.nodes["gpu-a1"]?.session, null);
-    assert.ok(f.state.inventory.nodes["gpu-b1"]?.session);
+    assert.equal(f.state.inventory.nodes.get("gpu-a1")?.session, null);
+    assert.ok(f.state.inventory.nodes.get("gpu-b1")?.session);
     assert.deepEqual(f.settle(), []);
     f.advance(f.config.suspectAfterMs);
     assert.deepEqual(kinds(f.step().decisions), ["nodeLiveness", "nodeLiveness"]);

@@ -67,10 +67,10 @@ describe("decide: GPU faults", () => {
       const lost = gpus[which] as number;
       const reg = registration("gpu-a1");
       reg.gpus = reg.gpus?.filter((g) => g.index !== lost) ?? [];
-      const sessionId = f.state.inventory.nodes["gpu-a1"]?.session?.sessionId ?? "";
+      const sessionId = f.state.inventory.nodes.get("gpu-a1")?.session?.sessionId ?? "";
       f.apply({ case: "hardwareChanged", value: { nodeId: "gpu-a1", sessionId, registration: reg } });
       assert.equal(
-        f.state.inventory.nodes["gpu-a1"]?.gpus.some((g) => g.index === lost),
+        f.state.inventory.nodes.get("gpu-a1")?.gpus.some((g) => g.index === lost),
         false,
         "the fold took the GPU out",
       );

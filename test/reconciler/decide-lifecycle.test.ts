@@ -35,7 +35,7 @@ describe("decide: scale", () => {
     f.obey(out);
     const removed = f.step();
     assert.deepEqual(kinds(removed.decisions), ["replicaRemoved", "replicaRemoved"]);
-    assert.deepEqual(Object.keys(f.state.replicas.replicas), [ids[0]]);
+    assert.deepEqual(f.state.replicas.replicas.keys(), [ids[0]]);
     assert.deepEqual(f.settle(), []);
   });
 
@@ -50,7 +50,7 @@ describe("decide: scale", () => {
     const late = f.step();
     assert.ok(kinds(late.decisions).includes("replicaRemoved"));
     assert.ok(actions(late.commands).includes("stop:gpu-a1"));
-    assert.deepEqual(f.state.replicas.replicas, {});
+    assert.equal(f.state.replicas.replicas.size, 0);
   });
 
   it("drains every replica of a model removed from the catalog; one never placed is removed at once", () => {
@@ -154,7 +154,7 @@ describe("decide: commands", () => {
       "a late engine must not hold the GPUs",
     );
     assert.equal(
-      f.state.replicas.replicas[failed?.replicaId as string]?.lastFailure?.reason,
+      f.state.replicas.replicas.get(failed?.replicaId as string)?.lastFailure?.reason,
       "start-timeout",
     );
   });

@@ -68,7 +68,7 @@ describe("decide: placement", () => {
       assert.deepEqual(c.action.value.engineArgs, ["--tensor-parallel-size", "8"]);
       assert.equal(c.attempt, 1);
       assert.equal(c.deadlineUnixMs, BigInt(f.nowMs + f.config.commandTimeoutMs));
-      assert.equal(c.sessionId, f.state.inventory.nodes[c.nodeId]?.session?.sessionId);
+      assert.equal(c.sessionId, f.state.inventory.nodes.get(c.nodeId)?.session?.sessionId);
     }
   });
 

@@ -176,17 +176,17 @@ describe("decide: spec revisions and rollouts", () => {
     f.connect("gpu-a1", { running: [{ shard: "x-s0", replica: "x", model: M8, profile: "tp1", gpus: [0] }] });
     f.run();
     const rev = f.state.replicas.catalog.models[0]?.profiles[0]?.revision;
-    assert.equal(f.state.replicas.replicas["x"]?.revision, rev);
+    assert.equal(f.state.replicas.replicas.get("x")?.revision, rev);
     assert.deepEqual(revisions(f), [rev, rev]);
     assert.ok(!(M8 in f.state.replicas.rollouts), "nothing rolled");
     // The spec changes; the agent restarts and reports x again: still the old revision, so it is rolled.
     f.catalog(withArgs(llama8b(2), ["--z"]));
     f.apply({ case: "rolloutPaused", value: { model: M8, operator: "ops", reason: "" } });
     f.step();
-    const x = f.state.replicas.replicas["x"];
+    const x = f.state.replicas.replicas.get("x");
     f.disconnect("gpu-a1").advance(1_000);
     f.connect("gpu-a1", {
-      running: Object.values(f.state.replicas.replicas).map((r) => ({
+      running: f.state.replicas.replicas.values().map((r) => ({
         shard: r.shards[0]?.shardId ?? "",
         replica: r.replicaId,
         model: M8,
@@ -195,7 +195,7 @@ describe("decide: spec revisions and rollouts", () => {
       })),
     });
     f.step();
-    assert.equal(f.state.replicas.replicas["x"]?.revision, x?.revision);
+    assert.equal(f.state.replicas.replicas.get("x")?.revision, x?.revision);
     assert.equal(rolloutOf(f)?.active, true);
   });
 

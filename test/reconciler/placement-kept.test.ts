@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { cloneFleet } from "../../src/projections/index.js";
 import { type DecideOutput, decide } from "../../src/reconciler/index.js";
 import { Fleet, kinds, llama8b, llama70b, model, ofKind } from "../support/fleet.js";
 
@@ -12,7 +13,7 @@ import { Fleet, kinds, llama8b, llama70b, model, ofKind } from "../support/fleet
 function decideBoth(f: Fleet): DecideOutput {
   const input = { state: f.state, config: f.config, nowMs: f.nowMs, liveGateways: f.live };
   const kept = decide(input);
-  const fresh = decide({ ...input, state: structuredClone(f.state) });
+  const fresh = decide({ ...input, state: cloneFleet(f.state) });
   assert.deepEqual(kept, fresh, "the kept placement view decided otherwise than a fresh one");
   return kept;
 }
@@ -58,7 +59,7 @@ describe("placement: the view kept across passes", () => {
     settleBoth(f);
     f.catalog(llama8b(3), llama70b(2));
     settleBoth(f);
-    const running = () => Object.values(f.state.replicas.replicas).filter((r) => r.phase === "running");
+    const running = () => f.state.replicas.replicas.values().filter((r) => r.phase === "running");
     assert.equal(running().length, 5);
 
     // A replica fails: its GPUs are free for the next pass, after its backoff.

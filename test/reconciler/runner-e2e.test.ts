@@ -105,7 +105,7 @@ describe("reconciler end to end: gateway, agents, log", () => {
       });
       await eventually(
         async () =>
-          Object.values((await state()).replicas.replicas).filter((r) => r.phase === "running").length === 2,
+          (await state()).replicas.replicas.values().filter((r) => r.phase === "running").length === 2,
         { what: "two replicas running" },
       );
 

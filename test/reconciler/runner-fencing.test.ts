@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { pino } from "pino";
 import { DecisionSchema, EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
-import { type FleetState, fleetProjection } from "../../src/projections/index.js";
+import { cloneFleet, type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import {
   type DecideFn,
@@ -34,7 +34,7 @@ class FreezableView implements FollowedProjection<FleetState> {
     return this.#frozen?.seq ?? this.rt.lastSeq;
   }
   freeze() {
-    this.#frozen = { state: structuredClone(this.rt.state), seq: this.rt.lastSeq };
+    this.#frozen = { state: cloneFleet(this.rt.state), seq: this.rt.lastSeq };
   }
   thaw() {
     this.#frozen = null;

@@ -312,16 +312,16 @@ export class ChaosWorld {
 
   /** Nodes whose session is current (connected). */
   connected(prefix = ""): number {
-    return Object.values(this.rt.state.inventory.nodes).filter(
-      (n) => n.session !== null && n.nodeId.startsWith(prefix),
-    ).length;
+    return this.rt.state.inventory.nodes
+      .values()
+      .filter((n) => n.session !== null && n.nodeId.startsWith(prefix)).length;
   }
 
   /** Replicas whose every shard reports running. */
   running(): number {
-    return Object.values(this.rt.state.replicas.replicas).filter(
-      (r) => r.shards.length > 0 && r.shards.every((s) => s.state === "running"),
-    ).length;
+    return this.rt.state.replicas.replicas
+      .values()
+      .filter((r) => r.shards.length > 0 && r.shards.every((s) => s.state === "running")).length;
   }
 
   async waitConnected(n: number, prefix = "", timeoutMs = 60_000): Promise<void> {
@@ -373,7 +373,7 @@ export class ChaosWorld {
   async waitAdopted(nodes: readonly string[], timeoutMs = 60_000): Promise<number> {
     const pending = () =>
       nodes.filter((n) => {
-        const s = this.rt.state.inventory.nodes[n]?.session;
+        const s = this.rt.state.inventory.nodes.get(n)?.session;
         return !s || s.adoptionSeq === 0;
       });
     try {

@@ -16,7 +16,7 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { EventInit } from "../../src/log/index.js";
-import { evolveFleet, type FleetState, initialFleet, verifyIndexes } from "../../src/projections/index.js";
+import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import {
   DEFAULT_RECONCILER_CONFIG,
   type DecideOutput,
@@ -174,7 +174,7 @@ export class Fleet {
   }
 
   disconnect(nodeId: string): this {
-    const s = this.state.inventory.nodes[nodeId]?.session;
+    const s = this.state.inventory.nodes.get(nodeId)?.session;
     if (!s) throw new Error(`${nodeId} has no session`);
     this.apply({
       case: "sessionClosed",
@@ -189,7 +189,7 @@ export class Fleet {
   }
 
   #next(nodeId: string): { sessionId: string; sessionSeq: bigint } {
-    const sessionId = this.state.inventory.nodes[nodeId]?.session?.sessionId ?? "none";
+    const sessionId = this.state.inventory.nodes.get(nodeId)?.session?.sessionId ?? "none";
     const n = (this.#sessionSeq.get(sessionId) ?? 1) + 1;
     this.#sessionSeq.set(sessionId, n);
     return { sessionId, sessionSeq: BigInt(n) };
@@ -360,7 +360,7 @@ export class Fleet {
   obey(out: DecideOutput, state: "running" | "failed" = "running"): this {
     for (const c of out.commands) {
       const a = c.action;
-      if (this.state.inventory.nodes[c.nodeId]?.session?.sessionId !== c.sessionId) continue;
+      if (this.state.inventory.nodes.get(c.nodeId)?.session?.sessionId !== c.sessionId) continue;
       this.result(c.nodeId, c.commandId);
       if (a.case === "start") {
         this.shard(
@@ -392,24 +392,24 @@ export class Fleet {
   }
 
   replicasOf(modelName: string) {
-    return Object.values(this.state.replicas.replicas).filter((r) => r.model === modelName);
+    return this.state.replicas.replicas.values().filter((r) => r.model === modelName);
   }
 }
 
 /**
- * Every index kept beside the nodes and replicas must answer what a rebuild
- * would, after every event and every pass (a pass's fork gives them back
- * when released): a change the fold made without marking it fails here.
- * So must the placement view kept across passes.
+ * Every index of the node and replica tables (their groups, the shard
+ * owners, the key lists) must answer what a rebuild would, after every
+ * event and every pass (a pass's fork gives them back when released). So
+ * must the placement view kept across passes.
  */
 function checkIndexes(state: FleetState): void {
-  verifyIndexes(state.inventory.nodes);
-  verifyIndexes(state.replicas.replicas);
+  state.inventory.nodes.verify();
+  state.replicas.replicas.verify();
   verifyKeptView(state);
 }
 
 function replicaOf(state: FleetState, shardId: string): string {
-  for (const r of Object.values(state.replicas.replicas))
+  for (const r of state.replicas.replicas.values())
     if (r.shards.some((s) => s.shardId === shardId)) return r.replicaId;
   return "";
 }

@@ -4,7 +4,13 @@
  */
 import { type Command, Option } from "commander";
 import { invalidNodeIdReason } from "../../log/index.js";
-import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
+import {
+  canonicalJson,
+  type FleetJson,
+  type FleetState,
+  filterFleet,
+  fleetProjection,
+} from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { readVia } from "../api-access.js";
 import { CliError, intArg, type NatsSecurityFlags, snapshotBucketOption } from "../common.js";
@@ -72,8 +78,11 @@ async function runReplayViaApi(flags: ReplayFlags): Promise<void> {
   if (flags.untilSeq !== undefined && flags.untilSeq > body.lastSeq) {
     process.stderr.write(`the log ends at sequence ${body.lastSeq}; showing the fleet there\n`);
   }
-  // The document gives the state as the projection's own JSON, not field by field.
-  printReplay(flags, body.state as unknown as FleetState, { seq: body.seq, timeMs: body.timeMs });
+  // The document gives the state as the projection's own JSON form, not field by field.
+  printReplay(flags, fleetProjection.revive(body.state as unknown as FleetJson), {
+    seq: body.seq,
+    timeMs: body.timeMs,
+  });
 }
 
 function printReplay(flags: ReplayFlags, state: FleetState, at: { seq: number; timeMs: number }): void {
@@ -125,14 +134,14 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
     }
 
     const state = result.state;
-    if (flags.node !== undefined && !state.inventory.nodes[flags.node]) {
+    if (flags.node !== undefined && !state.inventory.nodes.get(flags.node)) {
       throw new CliError(
-        `no such node ${JSON.stringify(flags.node)} in the log up to sequence ${result.seq}${known(Object.keys(state.inventory.nodes))}`,
+        `no such node ${JSON.stringify(flags.node)} in the log up to sequence ${result.seq}${known(state.inventory.nodes.keys())}`,
       );
     }
-    if (flags.replica !== undefined && !state.replicas.replicas[flags.replica]) {
+    if (flags.replica !== undefined && !state.replicas.replicas.get(flags.replica)) {
       throw new CliError(
-        `no such replica ${JSON.stringify(flags.replica)} in the log up to sequence ${result.seq}${known(Object.keys(state.replicas.replicas))}`,
+        `no such replica ${JSON.stringify(flags.replica)} in the log up to sequence ${result.seq}${known(state.replicas.replicas.keys())}`,
       );
     }
     const filtered = filterFleet(state, {
@@ -145,8 +154,8 @@ async function runReplay(flags: ReplayFlags): Promise<void> {
   }
 }
 
-function known(ids: string[]): string {
+function known(ids: readonly string[]): string {
   if (ids.length === 0) return " (it holds none)";
-  const sorted = ids.sort();
+  const sorted = [...ids].sort();
   return ` (known: ${sorted.slice(0, 10).join(", ")}${sorted.length > 10 ? `, … ${sorted.length - 10} more` : ""})`;
 }

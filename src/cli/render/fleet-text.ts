@@ -33,8 +33,8 @@ function table(rows: string[][], indent: string): string[] {
 
 export function renderFleet(state: FleetState, at: { seq: number; timeMs: number }): string {
   const out: string[] = [];
-  const nodes = sortedValues(state.inventory.nodes);
-  const replicas = sortedValues(state.replicas.replicas);
+  const nodes = state.inventory.nodes.sortedValues();
+  const replicas = state.replicas.replicas.sortedValues();
   out.push(
     `Fleet at sequence ${at.seq} (${isoTime(at.timeMs)}): ${nodes.length} node(s), ${replicas.length} replica(s), ` +
       `${Object.keys(state.inventory.gateways).length} gateway(s), ${state.replicas.passes} reconcile pass(es)`,

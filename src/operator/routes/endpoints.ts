@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { type EndpointEntry, type FleetState, sortedKeys } from "../../projections/index.js";
+import type { EndpointEntry, FleetState } from "../../projections/index.js";
 import type { ApiContext } from "../context.js";
 import { notFound } from "../errors.js";
 import { parseWith } from "./params.js";
@@ -34,7 +34,7 @@ function answer(s: FleetState, model: string | undefined): Answer | null {
   const table = s.replicas.endpoints;
   if (model === undefined) {
     const endpoints: Record<string, EndpointEntry[]> = {};
-    for (const m of sortedKeys(table)) endpoints[m] = table[m] as EndpointEntry[];
+    for (const m of Object.keys(table).sort()) endpoints[m] = table[m] as EndpointEntry[];
     return { seq: s.seq, endpoints };
   }
   const known = table[model] !== undefined || s.replicas.catalog.models.some((m) => m.name === model);

@@ -47,10 +47,10 @@ interface ShardOnNode {
  */
 export async function findShard(ctx: ApiContext, id: string): Promise<ShardOnNode> {
   const s = ctx.runtime.state;
-  const replica = s.replicas.replicas[id];
+  const replica = s.replicas.replicas.get(id);
   const first = replica?.shards[0];
   if (first) return { replicaId: id, shardId: first.shardId, nodeId: first.nodeId };
-  for (const r of Object.values(s.replicas.replicas)) {
+  for (const r of s.replicas.replicas.values()) {
     const found = r.shards.find((x) => x.shardId === id);
     if (found) return { replicaId: r.replicaId, shardId: found.shardId, nodeId: found.nodeId };
   }
@@ -71,7 +71,7 @@ export async function findShard(ctx: ApiContext, id: string): Promise<ShardOnNod
 /** Where the agent of `shard`'s node holds its stream; an ApiError when it cannot be asked. */
 export function logTarget(s: FleetState, shard: ShardOnNode): LogTarget {
   const { replicaId } = shard;
-  const node = s.inventory.nodes[shard.nodeId];
+  const node = s.inventory.nodes.get(shard.nodeId);
   const where = `shard ${shard.shardId} of replica ${replicaId}`;
   if (!node)
     throw new ApiError(410, "gone", `node ${shard.nodeId} of ${where} is gone: it is no longer in the fleet`);

@@ -49,9 +49,9 @@ export function logReadRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const current = ctx.runtime.state;
     const state: FleetState =
       at === undefined || at >= current.seq ? current : await ctx.history.at(Math.min(at, lastSeq));
-    if (q.node !== undefined && !state.inventory.nodes[q.node])
+    if (q.node !== undefined && !state.inventory.nodes.get(q.node))
       throw notFound(`node ${q.node} in the log up to sequence ${state.seq}`);
-    if (q.replica !== undefined && !state.replicas.replicas[q.replica])
+    if (q.replica !== undefined && !state.replicas.replicas.get(q.replica))
       throw notFound(`replica ${q.replica} in the log up to sequence ${state.seq}`);
     const filtered = filterFleet(state, {
       ...(q.node === undefined ? {} : { nodeId: q.node }),

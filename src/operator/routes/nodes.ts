@@ -35,7 +35,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const id = nodeIdParam(req.params);
       const body = parseWith(intentBody, req.body, `${action} request`);
       // Intent for a node the fleet has never seen is a typo, not a plan.
-      if (!ctx.runtime.state.inventory.nodes[id]) throw notFound(`node ${id}`);
+      if (!ctx.runtime.state.inventory.nodes.get(id)) throw notFound(`node ${id}`);
       const operator = principalOf(req).name;
       const reason = body.reason ?? "";
       const appended = await appendAndWait(ctx, intent(action, id, reason, operator));
@@ -50,7 +50,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const id = nodeIdParam(req.params);
       const index = gpuIndexParam(req.params);
       const body = parseWith(intentBody, req.body, `GPU ${action} request`);
-      const node = ctx.runtime.state.inventory.nodes[id];
+      const node = ctx.runtime.state.inventory.nodes.get(id);
       if (!node) throw notFound(`node ${id}`);
       if (!node.gpus.some((g) => g.index === index)) {
         const listed = node.gpus.map((g) => g.index).join(", ") || "none";
@@ -71,7 +71,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/v1/nodes/:id/problems/clear", async (req) => {
     const id = nodeIdParam(req.params);
     const body = parseWith(intentBody, req.body, "clear request");
-    if (!ctx.runtime.state.inventory.nodes[id]) throw notFound(`node ${id}`);
+    if (!ctx.runtime.state.inventory.nodes.get(id)) throw notFound(`node ${id}`);
     const operator = principalOf(req).name;
     const value = { nodeId: id, gpuIndex: 0, nodeLevel: true, reason: body.reason ?? "", operator };
     const appended = await appendAndWait(ctx, { case: "gpuProblemsCleared" as const, value });

@@ -25,7 +25,7 @@ export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get("/v1/replicas/:id", async (req) => {
     const id = replicaIdParam(req.params);
-    const r = ctx.runtime.state.replicas.replicas[id];
+    const r = ctx.runtime.state.replicas.replicas.get(id);
     if (!r) throw notFound(`replica ${id}`);
     return { seq: ctx.runtime.state.seq, replica: replicaView(r) };
   });
@@ -34,7 +34,7 @@ export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const id = replicaIdParam(req.params);
     const q = parseWith(atQuery, req.query, "query");
     const { state: s, lastSeq } = await stateAt(ctx, q.at);
-    const r = s.replicas.replicas[id];
+    const r = s.replicas.replicas.get(id);
     // A live replica's story starts with its creation; a removed one is searched in the whole log.
     const { decisions, decision } = await explainReplica(ctx.log, id, {
       fromSeq: r ? r.createdSeq : 1,
@@ -57,7 +57,7 @@ export function replicaRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const id = replicaIdParam(req.params);
     const q = parseWith(atQuery, req.query, "query");
     const { state: s } = await stateAt(ctx, q.at);
-    const r = s.replicas.replicas[id];
+    const r = s.replicas.replicas.get(id);
     const history = await replicaHistory(ctx.log, id, { fromSeq: r ? r.createdSeq : 1, untilSeq: s.seq });
     if (!r && history.length === 0) throw notFound(`replica ${id}`);
     return { seq: s.seq, replicaId: id, history };

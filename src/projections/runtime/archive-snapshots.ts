@@ -91,6 +91,17 @@ export class ArchiveSnapshotStore<S> implements SnapshotStore<S> {
  */
 export async function loadNearestSnapshot<S>(
   log: Log,
+  projection: ProjectionId & { revive(json: unknown): S },
+  store: SnapshotStore<S> | undefined,
+  opts: LoadOptions,
+): Promise<Snapshot<S> | undefined> {
+  const nearest = await nearestStored(log, projection, store, opts);
+  // Stored as JSON: the projection makes its state of it again.
+  return nearest && { meta: nearest.meta, state: projection.revive(nearest.state) };
+}
+
+async function nearestStored<S>(
+  log: Log,
   projection: ProjectionId,
   store: SnapshotStore<S> | undefined,
   opts: LoadOptions,

@@ -71,10 +71,15 @@ export async function replay<S>(
     maxSeq: targetSeq,
     ...(opts.untilTimeMs === undefined ? {} : { maxTimeMs: opts.untilTimeMs }),
   };
-  const snap =
+  const stored =
     opts.archiveSnapshots === false
       ? await opts.snapshots?.loadNewest(projection, bounds)
       : await loadNearestSnapshot(log, projection, opts.snapshots, bounds);
+  // A store gives the state as stored (JSON); loadNearestSnapshot revived it already.
+  const snap =
+    stored && opts.archiveSnapshots === false
+      ? { meta: stored.meta, state: projection.revive(stored.state) }
+      : stored;
   let state = snap ? snap.state : projection.initialState();
   let seq = snap?.meta.seq ?? 0;
   let timeMs = snap?.meta.timeMs ?? 0;

@@ -19,7 +19,7 @@ import type { AdoptedShardSchema, Command, Decision } from "../../gen/llmgw/v1/e
 import type { NodeState, RegisteredShard, SessionState } from "../../projections/index.js";
 import { activeReplicas } from "./active.js";
 import { nodeIds, unadoptedNode } from "./indexes.js";
-import { decision, failReplica, sortedValues, stopCommand } from "./messages.js";
+import { decision, failReplica, stopCommand } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 type Adopted = MessageInitShape<typeof AdoptedShardSchema>;
@@ -31,7 +31,7 @@ function alive(s: RegisteredShard): boolean {
 
 export function adoptSessions(pass: Pass): void {
   for (const id of nodeIds(pass.work, unadoptedNode)) {
-    const n = pass.work.inventory.nodes[id] as NodeState;
+    const n = pass.work.inventory.nodes.get(id) as NodeState;
     const session = n.session;
     if (session?.adoptionSeq !== 0 || session === null) continue;
     if (!pass.add(adoptNode(pass, n, session))) return;
@@ -118,7 +118,7 @@ function adoptNode(
       unclaimed(s, `${s.model} has no profile ${s.profile}`);
       continue;
     }
-    const r = replicas[s.replicaId];
+    const r = replicas.get(s.replicaId);
     if (!r) {
       if (newReplicas.has(s.replicaId)) {
         duplicate(s, `by another shard on ${n.nodeId}`);
@@ -157,7 +157,7 @@ function adoptNode(
   // Shards placed on this node in an earlier session that it no longer runs are gone.
   const listed = new Set(adopted.map((a) => a.shardId));
   const gone: Array<{ replicaId: string; shardId: string }> = [];
-  for (const r of sortedValues(replicas)) {
+  for (const r of replicas.sortedValues()) {
     if (r.phase === "draining") continue;
     const s = r.shards.find(
       (x) =>
@@ -187,7 +187,7 @@ function adoptNode(
   });
   const unit = { decisions: [head, ...decisions], commands };
   for (const g of gone) {
-    const r = replicas[g.replicaId];
+    const r = replicas.get(g.replicaId);
     if (!r) continue;
     const f = failReplica(pass, r, g.shardId, n.nodeId, "node re-registered without it");
     unit.decisions.push(...f.decisions);

@@ -10,7 +10,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
-import { type CommandState, recordValues, type ShardState } from "../../projections/index.js";
+import type { CommandState, ShardState } from "../../projections/index.js";
 import { currentSession, decision, drainDeadline, finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -43,9 +43,9 @@ export function reissueCommands(pass: Pass): void {
 }
 
 function findShard(pass: Pass, c: CommandState): ShardState | undefined {
-  const byReplica = pass.work.replicas.replicas[c.replicaId]?.shards.find((s) => s.shardId === c.shardId);
+  const byReplica = pass.work.replicas.replicas.get(c.replicaId)?.shards.find((s) => s.shardId === c.shardId);
   if (byReplica) return byReplica;
-  for (const r of recordValues(pass.work.replicas.replicas)) {
+  for (const r of pass.work.replicas.replicas.values()) {
     const s = r.shards.find((x) => x.shardId === c.shardId && x.nodeId === c.nodeId);
     if (s) return s;
   }
@@ -63,7 +63,7 @@ function rebuild(pass: Pass, c: CommandState): Command | undefined {
       return undefined;
     case "drain": {
       if (shard === undefined || shard.desired !== "draining" || finished(shard)) return undefined;
-      const r = pass.work.replicas.replicas[c.replicaId];
+      const r = pass.work.replicas.replicas.get(c.replicaId);
       // The same deadline as the first issue: the drain's, not this attempt's.
       // Past it, the drains rule stops the shard instead.
       const deadline = r ? drainDeadline(pass, r) : 0;

@@ -7,25 +7,25 @@
  * reading's stabilization window filled. The runner sleeps until then (or
  * until new events).
  */
-import type { FleetState, NodeState } from "../../projections/index.js";
+import type { FleetView, NodeState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import { autoscaleOf } from "./desired.js";
 import { nodeIds, replicasWhere, sessionlessNode } from "./indexes.js";
 import { limitsFor, replicaProfile } from "./limits.js";
 
-export function nextDeadline(state: FleetState, config: ReconcilerConfig, nowMs: number): number | null {
+export function nextDeadline(state: FleetView, config: ReconcilerConfig, nowMs: number): number | null {
   let next = Number.POSITIVE_INFINITY;
   const consider = (t: number) => {
     if (t > nowMs && t < next) next = t;
   };
   for (const id of nodeIds(state, sessionlessNode)) {
-    const n = state.inventory.nodes[id] as NodeState;
+    const n = state.inventory.nodes.get(id) as NodeState;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     if (n.liveness === "disconnected") consider(n.disconnectedSinceMs + config.suspectAfterMs);
     if (n.liveness !== "lost") consider(n.disconnectedSinceMs + config.lostAfterMs);
   }
   for (const c of Object.values(state.replicas.commands)) {
-    if (state.inventory.nodes[c.nodeId]?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
+    if (state.inventory.nodes.get(c.nodeId)?.session?.sessionId === c.sessionId) consider(c.deadlineMs);
   }
   // A rolling model's new replicas: the progress deadline may stall the rollout.
   const rolling = new Map(

@@ -19,7 +19,6 @@ import {
   finished,
   hasLiveReplacement,
   reachable,
-  sortedValues,
   stopCommand,
 } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -54,7 +53,7 @@ export function handleDrains(pass: Pass): void {
   // With no node draining, only draining replicas have anything to do here.
   const candidates =
     nodeIds(pass.work, drainingNode).length > 0
-      ? sortedValues(pass.work.replicas.replicas)
+      ? pass.work.replicas.replicas.sortedValues()
       : replicasWhere(pass.work, (c) => c.phase === "draining");
   for (const r of candidates) {
     const unit = r.phase === "draining" ? finishDrain(pass, r) : moveOff(pass, r, models);
@@ -68,7 +67,7 @@ function moveOff(
   models: Set<string>,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   const nodes = pass.work.inventory.nodes;
-  const onDraining = r.shards.find((s) => s.desired === "running" && nodes[s.nodeId]?.draining === true);
+  const onDraining = r.shards.find((s) => s.desired === "running" && nodes.get(s.nodeId)?.draining === true);
   if (!onDraining) return undefined;
   return replaceThenDrain(pass, r, models, `node ${onDraining.nodeId} is draining`, onDraining.nodeId);
 }
@@ -89,7 +88,7 @@ export function replaceThenDrain(
   nodeId: string,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   if (hasLiveReplacement(pass, r)) {
-    const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
+    const next = pass.work.replicas.replicas.get(r.replacedBy) as ReplicaState;
     // Make-before-break waits for ready (every shard RUNNING), not for placed.
     const nextReady = isReady(next);
     // A replica that serves nothing takes nothing away: no budget to ask.

@@ -64,7 +64,7 @@ function tableOf(pass: Pass, ready: Group[]): EndpointEntry[] {
   const ids = ready.length === 1 ? (ready[0] as Group).ids() : ready.flatMap((g) => g.ids()).sort();
   const out: EndpointEntry[] = [];
   for (const id of ids) {
-    const e = replicaEndpoint(replicas[id] as ReplicaState);
+    const e = replicaEndpoint(replicas.get(id) as ReplicaState);
     if (e) out.push(e);
   }
   return out;

@@ -10,7 +10,8 @@ export function expireLostGateways(pass: Pass): void {
   for (const g of sortedValues(pass.work.inventory.gateways)) {
     if (g.status !== "running" && g.status !== "draining") continue;
     if (pass.liveGateways.has(g.gatewayId)) continue;
-    const sessions = sortedValues(pass.work.inventory.nodes)
+    const sessions = pass.work.inventory.nodes
+      .sortedValues()
       .filter((n) => n.session?.gatewayId === g.gatewayId)
       .map((n) => ({ nodeId: n.nodeId, sessionId: n.session?.sessionId ?? "" }));
     const explanation =

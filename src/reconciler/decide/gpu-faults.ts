@@ -12,10 +12,10 @@
  * node that lost its last GPU is found by the shard's own failure, which
  * the agent reports with the registration.
  */
-import type { NodeState, ReplicaState, ShardState } from "../../projections/index.js";
+import type { NodeState, ReplicaState, ShardState, TableView } from "../../projections/index.js";
 import { replaceThenDrain } from "./drains.js";
 import { gpuTroubleNode, nodeIds } from "./indexes.js";
-import { finished, sortedValues } from "./messages.js";
+import { finished } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function moveOffFaultyGpus(pass: Pass): void {
@@ -24,7 +24,7 @@ export function moveOffFaultyGpus(pass: Pass): void {
   const faulty = new Set(nodeIds(pass.work, gpuTroubleNode));
   if (faulty.size === 0) return;
   const models = new Set(pass.work.replicas.catalog.models.map((m) => m.name));
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  for (const r of pass.work.replicas.replicas.sortedValues()) {
     if (r.phase === "draining" || !r.shards.some((s) => faulty.has(s.nodeId))) continue;
     const fault = faultOf(pass.work.inventory.nodes, r);
     if (fault === undefined) continue;
@@ -34,13 +34,10 @@ export function moveOffFaultyGpus(pass: Pass): void {
 }
 
 /** Why the replica must move, and where: its first running shard on a faulty GPU, or undefined. */
-function faultOf(
-  nodes: Record<string, NodeState>,
-  r: ReplicaState,
-): { why: string; nodeId: string } | undefined {
+function faultOf(nodes: TableView<NodeState>, r: ReplicaState): { why: string; nodeId: string } | undefined {
   for (const s of r.shards) {
     if (s.desired !== "running" || finished(s)) continue;
-    const why = faultyGpu(nodes[s.nodeId], s);
+    const why = faultyGpu(nodes.get(s.nodeId), s);
     if (why !== undefined) return { why, nodeId: s.nodeId };
   }
   return undefined;

@@ -8,13 +8,13 @@
 import { Liveness } from "../../gen/llmgw/v1/events_pb.js";
 import type { NodeState } from "../../projections/index.js";
 import { nodeIds, sessionlessNode } from "./indexes.js";
-import { decision, failReplica, sortedValues } from "./messages.js";
+import { decision, failReplica } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 export function expireNodes(pass: Pass): void {
   const { suspectAfterMs, lostAfterMs } = pass.config;
   for (const id of nodeIds(pass.work, sessionlessNode)) {
-    const n = pass.work.inventory.nodes[id] as NodeState;
+    const n = pass.work.inventory.nodes.get(id) as NodeState;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     const away = pass.nowMs - n.disconnectedSinceMs;
     let next: Liveness | undefined;
@@ -49,7 +49,7 @@ export function expireNodes(pass: Pass): void {
 }
 
 function failReplicasOn(pass: Pass, n: NodeState): void {
-  for (const r of sortedValues(pass.work.replicas.replicas)) {
+  for (const r of pass.work.replicas.replicas.sortedValues()) {
     // A draining replica is finishing anyway: its drain counts shards on unreachable nodes as done.
     if (r.phase === "draining") continue;
     const shard = r.shards.find((s) => s.nodeId === n.nodeId && s.desired !== "stopped");

@@ -8,7 +8,7 @@ import {
   DecisionSchema,
   ReplicaFailed_Reason,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { type ReplicaState, type ShardState, sortedKeys } from "../../projections/index.js";
+import type { ReplicaState, ShardState } from "../../projections/index.js";
 import type { Pass } from "./pass.js";
 
 export type DecisionKind = MessageInitShape<typeof DecisionSchema>["kind"];
@@ -98,7 +98,7 @@ export function startCommand(
 
 /** The node's current session id, or "" when it has none. */
 export function currentSession(pass: Pass, nodeId: string): string {
-  return pass.work.inventory.nodes[nodeId]?.session?.sessionId ?? "";
+  return pass.work.inventory.nodes.get(nodeId)?.session?.sessionId ?? "";
 }
 
 /** A shard that may still be running on a node we can reach (its session is the node's current one). */
@@ -122,7 +122,7 @@ export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): 
 /** A replica whose replacement exists and is not itself going away. */
 export function hasLiveReplacement(pass: Pass, r: ReplicaState): boolean {
   if (r.replacedBy === "") return false;
-  const next = pass.work.replicas.replicas[r.replacedBy];
+  const next = pass.work.replicas.replicas.get(r.replacedBy);
   return next !== undefined && next.phase !== "draining";
 }
 
@@ -184,7 +184,12 @@ export function failReplica(
   };
 }
 
-/** Records sorted by key: iteration never depends on the order records were inserted. */
-export function sortedValues<T>(rec: Record<string, T>): T[] {
-  return sortedKeys(rec).map((k) => rec[k] as T);
+/**
+ * Records of a small container sorted by key: iteration never depends on
+ * the order records were inserted (a table has its own `sortedValues`).
+ */
+export function sortedValues<T>(rec: Readonly<Record<string, T>>): T[] {
+  return Object.keys(rec)
+    .sort()
+    .map((k) => rec[k] as T);
 }

@@ -6,6 +6,7 @@
  * pending, a failed one has no shards, an adopted shard holds its GPUs).
  * The working copy is a fork (projections/fork.ts): it shares every record
  * the pass does not change with the input, so a pass costs what it changes.
+ * The rules read it as a `FleetView`: only the fold of a unit writes to it.
  *
  * Ids are derived from the state's sequence and counters, never from a
  * clock or randomness: the same input gives the same pass.
@@ -23,12 +24,12 @@ import {
   type EventMeta,
   evolveFleet,
   type FleetState,
+  type FleetView,
   type Fork,
   forkFleet,
-  groupIds,
+  unadoptedNode,
 } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
-import { unadoptedNode } from "./indexes.js";
 import type { DecideInput } from "./types.js";
 
 export interface Unit {
@@ -41,7 +42,9 @@ export class Pass {
   readonly commands: Command[] = [];
   truncated = false;
   /** The state as it will be once this pass is folded (so far). */
-  readonly work: FleetState;
+  readonly work: FleetView;
+  /** The same state, writable: only `#apply`'s fold writes to it. */
+  readonly #work: FleetState;
   readonly #fork: Fork;
   readonly config: ReconcilerConfig;
   readonly nowMs: number;
@@ -62,17 +65,18 @@ export class Pass {
   readonly #unitEvent: Event;
   readonly #unitMeta: EventMeta;
   readonly #foldUnit = (): void => {
-    evolveFleet(this.work, this.#unitEvent, this.#unitMeta);
+    evolveFleet(this.#work, this.#unitEvent, this.#unitMeta);
   };
 
   constructor(input: DecideInput) {
     this.#fork = forkFleet(input.state);
-    this.work = this.#fork.state;
+    this.#work = this.#fork.state;
+    this.work = this.#work;
     this.config = input.config;
     this.nowMs = input.nowMs;
     this.liveGateways = input.liveGateways;
     this.seq = input.state.seq;
-    this.unadopted = new Set(groupIds(input.state.inventory.nodes, unadoptedNode, ""));
+    this.unadopted = new Set(input.state.inventory.nodes.groupIds(unadoptedNode, ""));
     this.#unitBody = create(ReconcilePassSchema, { nowUnixMs: BigInt(this.nowMs) });
     this.#unitEvent = create(EventSchema, { id: "", body: { case: "reconcilePass", value: this.#unitBody } });
     this.#unitMeta = { seq: this.seq + 1, timeMs: this.nowMs };
@@ -126,7 +130,7 @@ export class Pass {
     for (const c of unit.commands) this.commands.push(c);
     this.#unitBody.decisions = unit.decisions;
     this.#unitBody.commands = unit.commands;
-    this.#fork.fold(this.#foldUnit);
+    this.#foldUnit();
   }
 
   /**

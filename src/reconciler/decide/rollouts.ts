@@ -131,7 +131,7 @@ function one(explanation: string, kind: Parameters<typeof decision>[1]): Unit {
 /** Outdated replacements (not ready) of replicas that still serve: removed, or drained when something of them runs. */
 function giveUpOutdatedReplacements(pass: Pass, m: ModelSpec, outdated: ReplicaState[]): boolean {
   for (const r of outdated) {
-    const old = r.replaces ? pass.work.replicas.replicas[r.replaces] : undefined;
+    const old = r.replaces ? pass.work.replicas.replicas.get(r.replaces) : undefined;
     if (!old || old.phase === "draining" || old.replacedBy !== r.replicaId || isReady(r)) continue;
     const reason = `${r.replicaId} runs an older revision than ${m.name}'s ${m.revision}; ${old.replicaId} keeps its slot`;
     const unit = r.shards.every((s) => s.desired === "stopped")
@@ -209,7 +209,7 @@ function drainReplaced(pass: Pass, m: ModelSpec): boolean {
   const models = new Set([m.name]);
   for (const r of modelReplicas(pass, m.name)) {
     if (!isOutdated(m, r) || r.phase === "pending" || !hasLiveReplacement(pass, r)) continue;
-    const next = pass.work.replicas.replicas[r.replacedBy] as ReplicaState;
+    const next = pass.work.replicas.replicas.get(r.replacedBy) as ReplicaState;
     if (!isReady(next) || isOutdated(m, next)) continue;
     if (isReady(r) && rolloutTakeDownAllowance(pass, m) <= 0) return true;
     const unit = replaceThenDrain(

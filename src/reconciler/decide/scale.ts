@@ -53,7 +53,7 @@ export function scaleModels(pass: Pass): void {
 /** Drains a replica, or removes it at once when nothing of it runs. A replacement takes the replica it replaces along. */
 function retire(pass: Pass, r: ReplicaState, reason: string): { decisions: Decision[]; commands: Command[] } {
   const unit = one(pass, r, reason);
-  const old = r.replaces ? pass.work.replicas.replicas[r.replaces] : undefined;
+  const old = r.replaces ? pass.work.replicas.replicas.get(r.replaces) : undefined;
   if (old && old.phase !== "draining" && old.replacedBy === r.replicaId) {
     const more = one(pass, old, reason);
     unit.decisions.push(...more.decisions);

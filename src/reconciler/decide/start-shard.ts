@@ -6,7 +6,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type StartShard, StartShardSchema } from "../../gen/llmgw/v1/agent_pb.js";
-import { DEFAULT_ENGINE, fnv1a32, type InventoryState, type ProfileSpec } from "../../projections/index.js";
+import { DEFAULT_ENGINE, fnv1a32, type InventoryView, type ProfileSpec } from "../../projections/index.js";
 
 /** One shard of a replica as placed. */
 export interface PlacedShard {
@@ -46,7 +46,7 @@ export function startShard(
   profile: ProfileSpec,
   shards: readonly PlacedShard[],
   shard: PlacedShard,
-  inventory: InventoryState,
+  inventory: InventoryView,
 ): StartShard {
   const worldSize = Math.max(1, shards.length);
   const multiNode = worldSize > 1;
@@ -54,7 +54,7 @@ export function startShard(
   const ranked = multiNode ? [...shards].sort((a, b) => a.rank - b.rank) : shards;
   const master = ranked[0];
   const masterAddr =
-    multiNode && master ? inventory.nodes[master.nodeId]?.advertiseAddress || master.nodeId : "";
+    multiNode && master ? inventory.nodes.get(master.nodeId)?.advertiseAddress || master.nodeId : "";
   return create(StartShardSchema, {
     commandId,
     shardId: shard.shardId,

@@ -1,10 +1,10 @@
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { FleetState } from "../../projections/index.js";
+import type { FleetView } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 
 export interface DecideInput {
-  /** The projected fleet; decide never modifies it. */
-  state: FleetState;
+  /** The projected fleet, read-only: a pass folds into a fork of it (projections/fork.ts). */
+  state: FleetView;
   config: ReconcilerConfig;
   /** The decision time (ms since the epoch): decide reads no clock. */
   nowMs: number;

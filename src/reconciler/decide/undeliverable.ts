@@ -77,7 +77,7 @@ function handle(pass: Pass, u: UndeliverableState): Unit {
 
 /** The replica still waiting for this start on this session, if any. */
 function waitingStart(pass: Pass, u: UndeliverableState): ReplicaState | undefined {
-  const r = pass.work.replicas.replicas[u.replicaId];
+  const r = pass.work.replicas.replicas.get(u.replicaId);
   if (!r || r.phase === "draining") return undefined;
   const s = r.shards.find(
     (x) => x.shardId === u.shardId && x.nodeId === u.nodeId && x.sessionId === u.sessionId,

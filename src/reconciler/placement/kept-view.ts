@@ -7,16 +7,15 @@
  * pass costs what changed since the last one.
  *
  * How it stays exact: it follows the change marks of the nodes and the
- * replicas containers (projections/record-index.ts), which the fold, a
+ * replica tables (projections/record-table.ts), which the fold, a
  * pass's fork and its release all make. Before a pass uses it, it re-reads
  * the marked replicas (which nodes their shards hold), rebuilds the views
  * of the nodes a marked node or replica concerns, and re-evaluates those
  * nodes in every kept fit index. A pass's own allocations never reach it:
  * the pass changes copies (view.ts). Whatever is marked in a pass (the
  * fork's changes) is marked again when the fork is released, so the next
- * pass reads the records as they are then. Like the indexes of
- * record-index.ts it is derived data kept beside the container (keyed by
- * the nodes container), never in the state.
+ * pass reads the records as they are then. It is derived data kept beside
+ * the tables (keyed by the node table), never in the state.
  *
  * It starts again from every node when the set of nodes changes (a node
  * registers for the first time), when the replicas container is another
@@ -24,21 +23,20 @@
  */
 import {
   type ChangeFollower,
-  type FleetState,
-  followChanges,
+  type FleetView,
   type NodeState,
   type ProfileSpec,
   type ReplicaState,
   sameKeys,
-  sortedKeys,
+  type TableView,
 } from "../../projections/index.js";
 import { fitNode, type Policy } from "./fit.js";
 import { FitIndex } from "./fit-index.js";
 import { nodeView, occupy } from "./make-node-view.js";
 import type { NodeView } from "./node-view.js";
 
-type Nodes = Record<string, NodeState>;
-type Replicas = Record<string, ReplicaState>;
+type Nodes = TableView<NodeState>;
+type Replicas = TableView<ReplicaState>;
 
 /** GPUs that a replica's shard not asked to stop holds on a node. */
 interface Held {
@@ -81,11 +79,12 @@ export class KeptView {
     catalog: unknown,
   ) {
     // Followed first: a mark made from here on is taken by the next sync.
-    this.#nodeChanges = followChanges(nodeRecords);
-    this.#replicaChanges = followChanges(replicaRecords);
+    this.#nodeChanges = nodeRecords.followChanges();
+    this.#replicaChanges = replicaRecords.followChanges();
     this.#catalog = catalog;
-    for (const id of sortedKeys(replicaRecords)) this.#hold(id, heldBy(replicaRecords[id] as ReplicaState));
-    this.#ids = sortedKeys(nodeRecords);
+    for (const id of replicaRecords.sortedKeys())
+      this.#hold(id, heldBy(replicaRecords.get(id) as ReplicaState));
+    this.#ids = nodeRecords.sortedKeys();
     this.#nodes = this.#ids.map((id, pos) => {
       this.#pos.set(id, pos);
       return this.#build(id, pos);
@@ -106,10 +105,10 @@ export class KeptView {
    * follows). False when it cannot (another replicas container, nodes added
    * or removed): the caller starts a new one.
    */
-  sync(state: FleetState): boolean {
+  sync(state: FleetView): boolean {
     if (state.replicas.replicas !== this.replicaRecords || state.inventory.nodes !== this.nodeRecords)
       return false;
-    const ids = sortedKeys(this.nodeRecords);
+    const ids = this.nodeRecords.sortedKeys();
     if (ids !== this.#ids) {
       if (!sameKeys(ids, this.#ids)) return false;
       this.#ids = ids;
@@ -120,7 +119,7 @@ export class KeptView {
     }
     const stale = new Set(this.#nodeChanges.take());
     for (const id of this.#replicaChanges.take()) {
-      const r = this.replicaRecords[id];
+      const r = this.replicaRecords.get(id);
       const now = r === undefined ? NONE : heldBy(r);
       const was = this.#held.get(id) ?? NONE;
       if (sameHeld(was, now)) continue;
@@ -167,7 +166,7 @@ export class KeptView {
   }
 
   #build(id: string, pos: number): NodeView {
-    const n = nodeView(this.nodeRecords[id] as NodeState, false, pos);
+    const n = nodeView(this.nodeRecords.get(id) as NodeState, false, pos);
     for (const replicaId of this.#holders.get(id) ?? []) {
       for (const h of this.#held.get(replicaId) ?? NONE)
         if (h.nodeId === id) occupy(n, h.gpuIndices, h.model);
@@ -199,7 +198,7 @@ export class KeptView {
   }
 }
 
-function heldBy(r: ReplicaState): readonly Held[] {
+function heldBy(r: Readonly<ReplicaState>): readonly Held[] {
   let out: Held[] | undefined;
   for (const s of r.shards) {
     if (s.desired === "stopped") continue;
@@ -224,7 +223,7 @@ function sameHeld(a: readonly Held[], b: readonly Held[]): boolean {
 const kept = new WeakMap<Nodes, KeptView>();
 
 /** The kept view of `state`'s fleet, caught up with every change marked since it was last used. */
-export function keptView(state: FleetState): KeptView {
+export function keptView(state: FleetView): KeptView {
   const nodes = state.inventory.nodes;
   let k = kept.get(nodes);
   if (k?.sync(state)) return k;
@@ -239,7 +238,7 @@ export function keptView(state: FleetState): KeptView {
  * would: every node's view, and every kept fit index's fits, order and
  * reason counts. For tests, to catch a change it was not told of.
  */
-export function verifyKeptView(state: FleetState): void {
+export function verifyKeptView(state: FleetView): void {
   const k = kept.get(state.inventory.nodes);
   if (!k?.sync(state)) return;
   const fresh = new KeptView(state.inventory.nodes, state.replicas.replicas, state.replicas.catalog);

@@ -8,7 +8,7 @@
  * index the first time the pass asks for it, so the kept view stays what
  * the state says.
  */
-import type { FleetState, NodeState, ProfileSpec } from "../../projections/index.js";
+import type { FleetView as FleetStateView, NodeState, ProfileSpec } from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
 import { FitIndex } from "./fit-index.js";
 import { type KeptView, keptView } from "./kept-view.js";
@@ -33,7 +33,7 @@ export class FleetView {
   /**
    * @param unadopted nodes whose registration has not been handled yet: they take nothing until it is.
    */
-  constructor(state: FleetState, nowMs: number, unadopted: ReadonlySet<string>) {
+  constructor(state: FleetStateView, nowMs: number, unadopted: ReadonlySet<string>) {
     this.#kept = keptView(state);
     this.#generation = this.#kept.generation;
     this.nodes = this.#kept.nodes.slice();
@@ -47,7 +47,7 @@ export class FleetView {
     for (const id of unadopted) {
       const pos = this.#kept.position(id);
       if (pos === undefined) continue;
-      const blocked = blockedReason(state.inventory.nodes[id] as NodeState, true);
+      const blocked = blockedReason(state.inventory.nodes.get(id) as NodeState, true);
       if ((this.nodes[pos] as NodeView).blocked === blocked) continue;
       const n = this.#own(pos);
       n.blocked = blocked;

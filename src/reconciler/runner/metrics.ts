@@ -123,7 +123,7 @@ export class RunnerMetrics {
       "Replicas per model waiting for a placement (phase pending)",
       (s) => {
         const out = mapCounts(readyCounts(s), () => 0);
-        for (const r of Object.values(s.replicas))
+        for (const r of s.replicas.values())
           if (r.phase === "pending") out[r.model] = (out[r.model] ?? 0) + 1;
         return out;
       },
