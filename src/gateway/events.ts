@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { type EventInit, newEvent } from "../codec/event-shape.js";
 import {
   type Command,
   CommandUndeliverable_Action,
@@ -9,7 +10,6 @@ import {
   Writer_Kind,
   WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
-import { type EventInit, newEvent } from "../log/event-shape.js";
 
 /** An event body as its init shape (plain objects for nested messages). */
 export type BodyInit = NonNullable<EventInit["body"]>;

@@ -1,7 +1,7 @@
 import type { PubAck } from "@nats-io/jetstream";
+import { encodeEvent } from "../codec/event-codec.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "./acked-publish.js";
-import { encodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
 import { subjectFor } from "./subject-kinds.js";
 import { Subjects } from "./subjects.js";

@@ -9,7 +9,7 @@
  * Reading a bucket needs no consumer: its keys come from the stream's
  * subject counts and its values from message gets (`bucketKeys`,
  * `KV.get`), so a role that only reads buckets is granted no consumer
- * creation on them (src/log/nats-permissions.ts).
+ * creation on them (src/nats-auth/permissions.ts).
  */
 import {
   DiscardPolicy,

@@ -14,8 +14,8 @@
  * bounds how late it sees an event, at one small request per interval.
  */
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import { decodeEvent } from "../codec/event-codec.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "./codec.js";
 import { LogError } from "./errors.js";
 import { readStop } from "./read-end.js";
 import { type LogRecord, leaderInfo, type ReadOptions, whileElecting } from "./reader.js";

@@ -1,6 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import type { NatsSecurity } from "../nats-auth/credentials.js";
 import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import {
@@ -13,7 +14,6 @@ import {
 } from "./archive/index.js";
 import { connectNats } from "./connect.js";
 import { isLogError, LogError } from "./errors.js";
-import type { NatsSecurity } from "./nats-credentials.js";
 import { type LogRecord, type ReadOptions, readEventBatches } from "./reader.js";
 import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 import { Subjects } from "./subjects.js";

@@ -7,8 +7,8 @@ import {
   type JsMsg,
   type StreamInfo,
 } from "@nats-io/jetstream";
+import { decodeEvent } from "../codec/event-codec.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "./codec.js";
 import { readDirectBatches } from "./direct-read.js";
 import { LogError } from "./errors.js";
 import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";

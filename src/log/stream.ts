@@ -106,7 +106,7 @@ export async function ensureStream(
     allow_rollup_hdrs: false,
     deny_delete: true,
     // Purges stay possible: the archiver removes archived segments (retention,
-    // docs/history.md); only its role's credentials may (src/log/nats-permissions.ts).
+    // docs/history.md); only its role's credentials may (src/nats-auth/permissions.ts).
     deny_purge: false,
     max_consumers: cfg.maxConsumers,
     ...(cfg.firstSeq !== undefined && cfg.firstSeq > 1 ? { first_seq: cfg.firstSeq } : {}),

@@ -9,7 +9,7 @@ import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
 /**
  * The log's decoder planned for agent messages: what `fromBinary` returns,
  * and what it throws (it hands anything it does not read itself to
- * `fromBinary`), in a fraction of its time (src/log/binary-decoder.ts).
+ * `fromBinary`), in a fraction of its time (src/codec/binary-decoder.ts).
  */
 const decodeAgentMessage = compileDecoder(AgentMessageSchema);
 

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
-import { invalidNodeIdReason } from "../../log/node-id.js";
+import { invalidNodeIdReason } from "../../ids/node-id.js";
 import { sessionEventId } from "../events.js";
 import { registrationProblem } from "../registration.js";
 import { UsageTracker } from "../usage.js";

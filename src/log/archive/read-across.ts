@@ -10,8 +10,9 @@
  * (it was purged while the read ran) is in the archive, and is read from
  * there before the stream's batch is handed over.
  */
+
+import { decodeEvent } from "../../codec/event-codec.js";
 import type { Event } from "../../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "../codec.js";
 import { LogError } from "../errors.js";
 import type { LogRecord, ReadOptions } from "../reader.js";
 import type { Archive } from "./archive.js";

@@ -31,7 +31,7 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * newer version, both kept as unknown fields by `fromBinary`), a wire type
  * other than the schema's, groups, a message field repeated (which
  * `fromBinary` merges), a map key `__proto__`, bytes that end early.
- * test/log/binary-decoder.test.ts compares the two on random messages of
+ * test/codec/binary-decoder.test.ts compares the two on random messages of
  * every event kind and on the golden log.
  */
 export interface Decoder<Desc extends DescMessage> {

@@ -1,7 +1,7 @@
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
+import { LogError } from "../log/errors.js";
 import { compileDecoder } from "./binary-decoder.js";
 import { compileEncoder } from "./binary-encoder.js";
-import { LogError } from "./errors.js";
 import { installFastTextEncoding } from "./text-encoding.js";
 
 // Every process that reads or writes the log encodes protobuf at volume.

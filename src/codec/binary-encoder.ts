@@ -24,7 +24,7 @@ import {
  * Anything this encoder does not handle (unknown fields kept from a newer
  * writer, groups, field types no event uses, a value of the wrong type or
  * out of range) makes it hand the whole message to `toBinary`, which
- * encodes it or throws its own error. test/log/binary-encoder.test.ts
+ * encodes it or throws its own error. test/codec/binary-encoder.test.ts
  * compares the two on random messages of every event kind.
  */
 export interface Encoder<Desc extends DescMessage> {
