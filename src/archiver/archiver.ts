@@ -14,7 +14,8 @@
  */
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type Logger, pino } from "pino";
-import { type Archive, decodeEvent, type Log, LogError, type RawRecord, streamTimeMs } from "../log/index.js";
+import { decodeEvent } from "../codec/index.js";
+import { type Archive, type Log, LogError, type RawRecord, streamTimeMs } from "../log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../projections/index.js";
 import { ArchiveSnapshotStore, encodeArchiveSnapshot } from "../projections/runtime/index.js";
 import type { ArchiverMetrics } from "./metrics.js";

@@ -1,5 +1,5 @@
 import type { PubAck } from "@nats-io/jetstream";
-import { encodeEvent } from "../codec/event-codec.js";
+import { encodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "./acked-publish.js";
 import { LogError } from "./errors.js";

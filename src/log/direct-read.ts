@@ -14,7 +14,7 @@
  * bounds how late it sees an event, at one small request per interval.
  */
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
-import { decodeEvent } from "../codec/event-codec.js";
+import { decodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { LogError } from "./errors.js";
 import { readStop } from "./read-end.js";

@@ -1,43 +1,5 @@
 // The log: JetStream plumbing shared by every process. Everything public is named here.
 
-export { compileDecoder, type Decoder } from "../codec/binary-decoder.js";
-export {
-  decodeEvent,
-  EVENT_KINDS,
-  type EventBody,
-  type EventInit,
-  type EventKind,
-  encodeEvent,
-  newEvent,
-} from "../codec/event-codec.js";
-export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "../ids/host-address.js";
-export {
-  invalidNodeIdReason,
-  NODE_ID_MAX_LABEL,
-  NODE_ID_MAX_LENGTH,
-  NODE_ID_RULE,
-  nodeIdFromToken,
-  nodeIdToken,
-} from "../ids/node-id.js";
-export { isReservedKey } from "../ids/reserved-keys.js";
-export {
-  authenticatorFromCredentials,
-  formatNkeySeedFile,
-  holdsUserJwt,
-  NatsCredentialsError,
-  type NatsSecurity,
-  NKEY_SEED_EXTENSION,
-} from "../nats-auth/credentials.js";
-export {
-  DEFAULT_BUCKETS,
-  DEFAULT_LAYOUT,
-  NATS_ROLES,
-  type NatsLayout,
-  type NatsRole,
-  type RolePermissions,
-  rolePermissions,
-} from "../nats-auth/permissions.js";
-export { type RoleUser, renderServerAuth } from "../nats-auth/server-auth.js";
 export { type Appended, type AppendHandler, type AppendOptions, LogAppender } from "./append.js";
 export {
   Archive,

@@ -1,7 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { NatsSecurity } from "../nats-auth/credentials.js";
+import type { NatsSecurity } from "../nats-auth/index.js";
 import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import {

@@ -1,5 +1,5 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
-import { encodeUtf8 } from "../codec/text-encoding.js";
+import { encodeUtf8 } from "../codec/index.js";
 import { LogError } from "./errors.js";
 
 const HEADER_LINE = "NATS/1.0";

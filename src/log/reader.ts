@@ -7,7 +7,7 @@ import {
   type JsMsg,
   type StreamInfo,
 } from "@nats-io/jetstream";
-import { decodeEvent } from "../codec/event-codec.js";
+import { decodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { readDirectBatches } from "./direct-read.js";
 import { LogError } from "./errors.js";

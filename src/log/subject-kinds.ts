@@ -10,9 +10,9 @@
  * Pure: no NATS, no I/O. Projections, the checker and tools may import it.
  */
 
-import type { EventBody, EventKind } from "../codec/event-codec.js";
+import type { EventBody, EventKind } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { NatsRole } from "../nats-auth/permissions.js";
+import type { NatsRole } from "../nats-auth/index.js";
 import type { Subjects } from "./subjects.js";
 
 /** The subject families of the log, one writer role each (see SUBJECT_WRITERS). */

@@ -4,8 +4,7 @@
  * in an id must never create a new subject. Node ids are DNS names and go in
  * encoded (node-id.ts), so their dots never become subject levels.
  */
-import { nodeIdToken } from "../ids/node-id.js";
-import { isReservedKey } from "../ids/reserved-keys.js";
+import { isReservedKey, nodeIdToken } from "../ids/index.js";
 
 export const DEFAULT_STREAM = "LLMGW";
 export const DEFAULT_PREFIX = "llmgw.evt";

@@ -13,7 +13,7 @@
  * consumer's by subject (nats-server issue #8274), so they read with
  * batched direct gets (src/log/direct-read.ts).
  */
-import { DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/subjects.js";
+import { DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
 
 export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
 export type NatsRole = (typeof NATS_ROLES)[number];

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { isLogError, type Log, LogError, newEvent } from "../../src/log/index.js";
+import { newEvent } from "../../src/codec/index.js";
+import { isLogError, type Log, LogError } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";

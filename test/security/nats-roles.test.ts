@@ -13,9 +13,10 @@ import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
+import { newEvent } from "../../src/codec/index.js";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
-import { isLogError, type Log, LogError, newEvent, openLog } from "../../src/log/index.js";
+import { isLogError, type Log, LogError, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { type ApiProcess, spawnApi } from "../support/api-process.js";

@@ -3,7 +3,7 @@
  * or from the nearest earlier snapshot.
  */
 import { type Command, Option } from "commander";
-import { invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import { canonicalJson, type FleetState, filterFleet, fleetProjection } from "../../projections/index.js";
 import { openKvSnapshotStore, replay } from "../../projections/runtime/index.js";
 import { readVia } from "../api-access.js";

@@ -1,8 +1,8 @@
 import type { Http2ServerRequest } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallbackIterator } from "../../async/read-into.js";
+import { compileDecoder } from "../../codec/index.js";
 import { type AgentMessage, AgentMessageSchema } from "../../gen/llmgw/v1/agent_pb.js";
-import { compileDecoder } from "../../log/index.js";
 import { COMPRESSED_FLAG, EnvelopeReader } from "./envelopes.js";
 import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
 

@@ -11,7 +11,7 @@
  * there before the stream's batch is handed over.
  */
 
-import { decodeEvent } from "../../codec/event-codec.js";
+import { decodeEvent } from "../../codec/index.js";
 import type { Event } from "../../gen/llmgw/v1/events_pb.js";
 import { LogError } from "../errors.js";
 import type { LogRecord, ReadOptions } from "../reader.js";
