@@ -1,13 +1,12 @@
 import { type Event, EventSchema } from "../gen/llmgw/v1/events_pb.js";
-import { LogError } from "../log/errors.js";
+// The log's error type alone (pure), not the log's barrel, which reaches the NATS client.
+import { LogError } from "../log/log-error.js";
 import { compileDecoder } from "./binary-decoder.js";
 import { compileEncoder } from "./binary-encoder.js";
 import { installFastTextEncoding } from "./text-encoding.js";
 
 // Every process that reads or writes the log encodes protobuf at volume.
 installFastTextEncoding();
-
-export { EVENT_KINDS, type EventBody, type EventInit, type EventKind, newEvent } from "./event-shape.js";
 
 const writeEvent = compileEncoder(EventSchema);
 

@@ -16,7 +16,7 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { decodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { LogError } from "./errors.js";
+import { LogError, logErrorFrom } from "./errors.js";
 import { readStop } from "./read-end.js";
 import { type LogRecord, leaderInfo, type ReadOptions, whileElecting } from "./reader.js";
 import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
@@ -148,7 +148,7 @@ function admit(layout: Subjects, m: StoredMsg, timeMs: number, opts: ReadOptions
   try {
     event = decodeEvent(m.data, m.seq);
   } catch (err) {
-    return { kind: "malformed", error: LogError.from(err) };
+    return { kind: "malformed", error: logErrorFrom(err) };
   }
   const refusal = subjectRefusal(layout, m.subject, event);
   if (refusal === undefined)
@@ -210,7 +210,7 @@ async function directBatch(jsm: JetStreamManager, stream: string, query: DirectQ
   try {
     for await (const m of await jsm.direct.getBatch(stream, { ...query })) out.push(m);
   } catch (err) {
-    const e = LogError.from(err, `reading stream ${stream}`);
+    const e = logErrorFrom(err, `reading stream ${stream}`);
     // Nothing at or after the sequence asked for.
     if (e.code === "not-found") return out;
     throw e;
@@ -236,7 +236,7 @@ async function storedAfter(
       try {
         return await jsm.streams.getMessage(stream, query);
       } catch (err) {
-        const e = LogError.from(err);
+        const e = logErrorFrom(err);
         if (e.code === "not-found") return null;
         throw e;
       }

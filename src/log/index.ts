@@ -29,7 +29,7 @@ export {
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { ConnectionState } from "./connection-state.js";
 export { DIRECT_POLL_MS, type DirectReadOptions, readDirectBatches } from "./direct-read.js";
-export { isLogError, LogError, type LogErrorCode } from "./errors.js";
+export { isLogError, LogError, type LogErrorCode, logErrorFrom } from "./errors.js";
 export { type ArchiveLocation, Log, type OpenLogOptions, openLog } from "./log.js";
 export { collectPasses, type PassRange, type RecordedPass, readPasses } from "./passes.js";
 export { type LogRecord, type ReadOptions, readEventBatches, readEvents, streamTimeMs } from "./reader.js";

@@ -10,7 +10,7 @@ import {
 import { decodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { readDirectBatches } from "./direct-read.js";
-import { LogError } from "./errors.js";
+import { LogError, logErrorFrom } from "./errors.js";
 import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
 import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
@@ -205,7 +205,7 @@ export async function* readEventBatches(
               try {
                 event = decodeEvent(m.data, m.seq);
               } catch (err) {
-                const e = LogError.from(err);
+                const e = logErrorFrom(err);
                 if (!opts.onMalformed) {
                   // What came before it is the caller's all the same.
                   if (out.length > 0) yield out;
@@ -587,7 +587,7 @@ export async function whileElecting<T>(fn: () => Promise<T>, what: string, signa
     try {
       return await fn();
     } catch (err) {
-      const e = LogError.from(err, what);
+      const e = logErrorFrom(err, what);
       if (e.code !== "unavailable" || attempt >= OPEN_ATTEMPTS || signal?.aborted) throw e;
       await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
     }

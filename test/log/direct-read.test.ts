@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { encodeEvent } from "../../src/codec/event-codec.js";
+import { encodeEvent } from "../../src/codec/index.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
   isLogError,

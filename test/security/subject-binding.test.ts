@@ -25,7 +25,7 @@ import {
   isLogError,
   KIND_SUBJECTS,
   type Log,
-  LogError,
+  logErrorFrom,
   SUBJECT_WRITERS,
   Subjects,
   subjectFor,
@@ -112,7 +112,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
         assert.deepEqual(patterns, [], `the ${role} may publish to no log subject`);
         await assert.rejects(
           js.publish(subjects.node("gpu-a1"), encodeEvent(samples[0]!)).catch((err) => {
-            throw LogError.from(err);
+            throw logErrorFrom(err);
           }),
           (err) => isLogError(err, "permission-denied"),
         );

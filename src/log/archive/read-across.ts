@@ -13,7 +13,7 @@
 
 import { decodeEvent } from "../../codec/index.js";
 import type { Event } from "../../gen/llmgw/v1/events_pb.js";
-import { LogError } from "../errors.js";
+import { LogError, logErrorFrom } from "../errors.js";
 import type { LogRecord, ReadOptions } from "../reader.js";
 import type { Archive } from "./archive.js";
 
@@ -44,7 +44,7 @@ export async function* readAcrossArchive(
         try {
           event = decodeEvent(r.data, r.seq);
         } catch (err) {
-          const e = LogError.from(err);
+          const e = logErrorFrom(err);
           if (out.length > 0) yield out;
           out = [];
           if (!opts.onMalformed) throw e;
