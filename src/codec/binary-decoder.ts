@@ -7,6 +7,7 @@ import {
   ScalarType,
 } from "@bufbuild/protobuf";
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
+import { generatedName } from "./generated-name.js";
 
 /**
  * A protobuf binary decoder for one message schema, planned from its
@@ -16,7 +17,8 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * Why: replaying the log is reading it, decoding every event and folding
  * it. `fromBinary` destructures a new [field, wire type] array per tag,
  * looks every field up in a Map, creates each message through a generic
- * initializer; decoding took more time than the bare read of the message.
+ * initializer, which makes decoding cost more than the bare read of the
+ * message.
  * Here each message type has a reader generated from its plan (see
  * messageReaderOf) and a table of field readers by number for the rest, a
  * tag of one byte is read in place, strings of ASCII are read without a
@@ -44,20 +46,14 @@ export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<
   const plan = planOf(schema);
   let fallbacks = 0;
   const decode = (bytes: Uint8Array): MessageShape<Desc> => {
-    const c = cursor;
-    c.buf = bytes;
-    c.pos = 0;
-    c.view = undefined;
     try {
-      const m = readMessage(c, plan, bytes.length, 0);
+      // A cursor per message, handed to every reader: no position is shared between calls.
+      const m = readMessage(new Cursor(bytes), plan, bytes.length, 0);
       return m as unknown as MessageShape<Desc>;
     } catch (err) {
       if (err !== UNSUPPORTED) throw err;
       fallbacks++;
       return fromBinary(schema, bytes);
-    } finally {
-      c.buf = EMPTY;
-      c.view = undefined;
     }
   };
   return Object.defineProperty(decode, "fallbacks", { get: () => fallbacks }) as Decoder<Desc>;
@@ -77,18 +73,20 @@ const MAX_DEPTH = 100;
 /** Strings of ASCII up to this many bytes are made here; longer ones by the text decoder. */
 const SHORT_STRING = 64;
 
-const EMPTY = new Uint8Array(0);
-
+/** Where one decode is in its bytes; made per message and passed to every reader. */
 class Cursor {
-  buf: Uint8Array = EMPTY;
+  readonly buf: Uint8Array;
   pos = 0;
-  view: DataView | undefined;
+  /** A DataView of `buf`, made when a double is first read. */
+  view: DataView | undefined = undefined;
   /** The halves of the last 64-bit varint read (signed 32-bit). */
   lo = 0;
   hi = 0;
-}
 
-const cursor = new Cursor();
+  constructor(buf: Uint8Array) {
+    this.buf = buf;
+  }
+}
 
 type Msg = Record<string, unknown>;
 type FieldReader = (c: Cursor, m: Msg, wire: number, depth: number) => void;
@@ -180,16 +178,19 @@ function notYetRead(): never {
  * The reader of one message type: JavaScript made from its plan once. A
  * new message is an object literal with the template's properties in their
  * order, and each field's tag with its expected wire type is one case of a
- * switch that reads the value and stores it by name. Why: the readers
- * stored every field by a name that changed from one field to the next
- * (the engine's slowest property store), and a message was made by copying
- * a template of a shape that changed from one type to the next.
+ * switch that reads the value and stores it by name. Why generated: readers
+ * shared between types would store every field by a name that changes from
+ * one field to the next (the engine's slowest property store), and make
+ * each message by copying a template whose shape changes from one type to
+ * the next.
  *
  * Anything else (another wire type, a packed list, a map, a field the
- * schema does not know) goes to the field's reader by number, as before:
- * the same checks, the same fallbacks. The generated text holds no name from
- * the schema outside string literals made by JSON.stringify, and no value
- * from a message.
+ * schema does not know) goes to the field's reader by number, with the
+ * same checks and fallbacks. The generated text holds no name from the
+ * schema outside string literals made by JSON.stringify and the function's
+ * name and source URL made by generatedName, and no value from a message.
+ * The source URL (`llmgw-codec/decode/<type>.js`) names the reader in stack
+ * traces and profiles.
  */
 function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): MessageReader {
   const refs: unknown[] = [];
@@ -199,6 +200,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     return `r[${i}]`;
   };
   const key = (name: string) => JSON.stringify(name);
+  const name = generatedName(desc.typeName);
   const props = [`"$typeName": ${ref(desc.typeName)}`];
   for (const init of inits) {
     if (init.kind === "constant") props.push(`${key(init.name)}: ${ref(init.value)}`);
@@ -214,7 +216,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     cases.push(`case ${tag}:`, ...fast.lines, `break;`);
   }
   const body = [
-    `return function read(c, length, depth) {`,
+    `return function read_${name.identifier}(c, length, depth) {`,
     `if (depth >= ${MAX_DEPTH}) throw h.UNSUPPORTED;`,
     `const end = c.pos + length;`,
     `if (end > c.buf.length) throw h.UNSUPPORTED;`,
@@ -237,6 +239,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     ...plan.oneofs.map((o) => `if (m[${key(o)}] === undefined) m[${key(o)}] = { case: undefined };`),
     `return m;`,
     `};`,
+    `//# sourceURL=llmgw-codec/decode/${name.file}.js`,
   ].join("\n");
   return new Function("h", "r", body)(helpers, refs) as MessageReader;
 }

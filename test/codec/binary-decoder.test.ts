@@ -175,4 +175,28 @@ describe("event decoder", () => {
       }
     }
   });
+
+  it("names each generated reader in stack traces by its message type and source URL", () => {
+    const bytes = encodeEvent(create(EventSchema, { id: "named" }));
+    /** Bytes whose length may be read once (by the caller); the generated reader's read of it throws. */
+    class Trap extends Uint8Array {
+      #reads = 0;
+      override get length(): number {
+        if (++this.#reads > 1) throw new Error("a length read that throws");
+        return super.length;
+      }
+    }
+    const err = (() => {
+      try {
+        decode(new Trap(bytes));
+      } catch (caught) {
+        return caught as Error;
+      }
+      assert.fail("the error is passed on");
+    })();
+    assert.match(
+      err.stack ?? "",
+      /at \S*read_llmgw_v1_Event\b.*\(llmgw-codec\/decode\/llmgw\.v1\.Event\.js:\d+:\d+\)/,
+    );
+  });
 });

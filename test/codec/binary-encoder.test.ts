@@ -133,4 +133,42 @@ describe("event encoder", () => {
     assert.throws(() => toBinary(EventSchema, bad));
     assert.throws(() => encode(bad), /cannot encode field/);
   });
+
+  it("names each generated writer in stack traces by its message type and source URL", () => {
+    const e = create(EventSchema, { id: "named" });
+    Object.defineProperty(e, "id", {
+      get() {
+        throw new Error("a getter that throws");
+      },
+    });
+    const err = (() => {
+      try {
+        encode(e);
+      } catch (caught) {
+        return caught as Error;
+      }
+      assert.fail("the getter's error is passed on");
+    })();
+    assert.match(
+      err.stack ?? "",
+      /at \S*write_llmgw_v1_Event\b.*\(llmgw-codec\/encode\/llmgw\.v1\.Event\.js:\d+:\d+\)/,
+    );
+  });
+
+  it("keeps each encoder's messages apart from another's (each writes into its own slab)", () => {
+    const other = compileEncoder(EventSchema);
+    const a = create(EventSchema, {
+      id: "from-a",
+      body: { case: "gatewayStarted", value: { gatewayId: "gw-a" } },
+    });
+    const b = create(EventSchema, {
+      id: "from-b",
+      body: { case: "gatewayStarted", value: { gatewayId: "gw-b" } },
+    });
+    const fromA = encode(a);
+    const fromB = other(b);
+    assert.notEqual(fromA.buffer, fromB.buffer);
+    assert.deepEqual(decodeEvent(fromA).id, "from-a");
+    assert.deepEqual(decodeEvent(fromB).id, "from-b");
+  });
 });
