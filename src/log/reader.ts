@@ -5,18 +5,16 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  type StreamInfo,
 } from "@nats-io/jetstream";
-import { decodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { admit, RecordBatch, tell } from "./admit.js";
 import { readDirectBatches } from "./direct-read.js";
-import { LogError, logErrorFrom } from "./errors.js";
+import { LogError } from "./errors.js";
 import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
-import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
+import { leaderInfo, whileElecting } from "./stream-leader.js";
+import type { RefusedEvent } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
 
-/** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
-const OPEN_ATTEMPTS = 10;
 /**
  * Each pull of a read lasts this long before the next; heartbeats come at
  * IDLE_HEARTBEAT_MS, which the server wants at most half of it.
@@ -107,6 +105,11 @@ export async function* readEvents(
  * iteration once per batch instead of once per event: at read speed that
  * step costs as much as the fold of an event (docs/ARCHITECTURE.md,
  * "Replay at read speed").
+ *
+ * One consumer reads at a time (`consumerPass`), usually the only one. A
+ * consumer placed on a replica still catching up is given up for a new one
+ * (placed anew) after what it delivered (see `nothingLeft`); `afterLagging`
+ * decides when the read gives up instead.
  */
 export async function* readEventBatches(
   js: JetStreamClient,
@@ -125,158 +128,25 @@ export async function* readEventBatches(
   const follow = opts.follow ?? false;
   const stopAt = readStop({ fromSeq, fromTimeMs: opts.fromTimeMs, untilSeq: opts.untilSeq, follow }, lastSeq);
   if (stopAt === undefined || opts.signal?.aborted) return;
-
-  const replicated = (info.config.num_replicas ?? 1) > 1;
+  const read: ConsumerRead = {
+    js,
+    jsm,
+    stream,
+    layout,
+    opts,
+    follow,
+    stopAt,
+    endSeq: Math.min(stopAt, lastSeq),
+    replicated: (info.config.num_replicas ?? 1) > 1,
+  };
   let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
-  // A consumer placed on a replica still catching up is given up for a new
-  // one (placed anew) after what it delivered; see `nothingLeft`. One
-  // consumer per pass of this loop, usually the only one. `fruitless`
-  // counts the passes in a row that delivered nothing.
   let fruitless = 0;
-  let lastCause: Error | undefined;
+  let lastCause: LogError | undefined;
   for (;;) {
-    let lastDelivered = 0;
-    let outcome: "end" | "more" | "lagging" = "more";
-    const consumer = await openConsumer(js, stream, start, opts);
-
-    // The signal may have fired during any of the awaits above. An abort
-    // listener added after that never runs, and a following read would then
-    // wait for new events forever: check again once the consumer exists.
-    if (opts.signal?.aborted) return;
-    // Messages are handed over by callback as the client parses them, and
-    // taken by the loop below a batch at a time.
-    const inbox = new Inbox();
-    const messages = await consumer.consume({
-      max_messages: opts.batch ?? DEFAULT_BATCH,
-      expires: READ_EXPIRES_MS,
-      idle_heartbeat: IDLE_HEARTBEAT_MS,
-      callback: (m) => inbox.put(m),
-    });
-    void messages.closed().then(
-      (err) => inbox.close(err ?? undefined),
-      (err: unknown) => inbox.close(err instanceof Error ? err : new Error(String(err))),
-    );
-    const onAbort = () => void messages.stop();
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
-    // A consumer hosted on a cluster member that died stays silent: the client
-    // library asks for its info again and again, and a request to a dead host
-    // times out rather than answering "not found", so it never recreates it.
-    // The watchdog ends such a read with `unavailable`; a follower reopens a
-    // fresh consumer (placed on a live member) after the last event it
-    // handled, and a read that does not follow opens one itself (below).
-    const watchdog = new ReadWatchdog(messages, stream);
-    try {
-      if (opts.signal?.aborted) return;
-      // A filtered read may never see a message at `stopAt` itself, and a
-      // start-time read may start past it; `pending` tells when nothing
-      // matching is left.
-      const endCheck: EndCheck = {
-        consumer,
-        jsm,
-        stream,
-        replicated,
-        endSeq: Math.min(stopAt, lastSeq),
-        subjects: opts.subjects ?? [],
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      };
-      if (!opts.follow) {
-        const made = await consumerInfo(consumer);
-        // Where the consumer starts counting: before its first sequence, or
-        // (a start time) where its replica placed that time.
-        const before = "seq" in start ? start.seq - 1 : (made?.delivered.stream_seq ?? 0);
-        outcome = await nothingLeft(endCheck, made?.num_pending ?? Number.POSITIVE_INFINITY, before);
-      }
-      if (outcome === "more") {
-        outcome = "end";
-        try {
-          reading: for (;;) {
-            const arrived = await inbox.take();
-            if (arrived === undefined || opts.signal?.aborted) break;
-            let out: LogRecord[] = [];
-            for (const m of arrived) {
-              const delivery = onDelivery(m.seq, stopAt, follow, m.info.pending);
-              if (delivery === "past-end") {
-                // What the batch held before it is the caller's.
-                if (out.length > 0) yield out;
-                break reading;
-              }
-              lastDelivered = m.seq;
-              let event: Event | undefined;
-              try {
-                event = decodeEvent(m.data, m.seq);
-              } catch (err) {
-                const e = logErrorFrom(err);
-                if (!opts.onMalformed) {
-                  // What came before it is the caller's all the same.
-                  if (out.length > 0) yield out;
-                  throw e;
-                }
-                // In log order: what came before it is handed over first.
-                if (out.length > 0) {
-                  yield out;
-                  out = [];
-                }
-                opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
-              }
-              const timeMs = streamTimeMs(m);
-              // A start time is placed by the consumer's replica; one behind
-              // places it at its own end, and what it delivers once caught up
-              // may be older than the time asked for.
-              if (event && (opts.fromTimeMs === undefined || timeMs >= opts.fromTimeMs)) {
-                // The one place every read passes: an event only from its kind's subject.
-                const refusal = subjectRefusal(layout, m.subject, event);
-                if (refusal === undefined) {
-                  out.push({ seq: m.seq, timeMs, subject: m.subject, event });
-                } else if (opts.onRefused) {
-                  // In log order, like a malformed message.
-                  if (out.length > 0) {
-                    yield out;
-                    out = [];
-                  }
-                  opts.onRefused({
-                    seq: m.seq,
-                    timeMs,
-                    subject: m.subject,
-                    kind: event.body.case as RefusedEvent["kind"],
-                    event,
-                    reason: refusal,
-                  });
-                }
-              }
-              if (delivery === "last") {
-                if (out.length > 0) yield out;
-                break reading;
-              }
-              if (delivery === "check") {
-                if (out.length > 0) yield out;
-                out = [];
-                const left = await nothingLeft(endCheck, 0, m.seq);
-                if (left !== "more") {
-                  outcome = left;
-                  break reading;
-                }
-              }
-            }
-            watchdog.alive();
-            if (out.length > 0) yield out;
-          }
-        } catch (err) {
-          // A read that does not follow takes its consumer going quiet like
-          // one placed on a replica still catching up (seen: a restarted
-          // replica sent no heartbeats while it caught up): another consumer
-          // after what was delivered. A follower's caller reopens by itself.
-          if (opts.follow || err !== watchdog.error) throw err;
-          lastCause = watchdog.error;
-          outcome = "lagging";
-        }
-      }
-    } finally {
-      watchdog.stop();
-      opts.signal?.removeEventListener("abort", onAbort);
-      messages.stop();
-    }
-    if (outcome !== "lagging") return;
-    const lagging = afterLagging(fruitless, lastDelivered, MAX_REOPENS);
+    const pass = yield* consumerPass(read, start);
+    if (pass.outcome === "end") return;
+    lastCause = pass.cause ?? lastCause;
+    const lagging = afterLagging(fruitless, pass.lastDelivered, MAX_REOPENS);
     fruitless = lagging.fruitless;
     if (lagging.giveUp) {
       throw new LogError(
@@ -285,7 +155,134 @@ export async function* readEventBatches(
         lastCause ? { cause: lastCause } : undefined,
       );
     }
-    if (lastDelivered > 0) start = { seq: lastDelivered + 1 };
+    if (pass.lastDelivered > 0) start = { seq: pass.lastDelivered + 1 };
+  }
+}
+
+/** What every consumer of one read shares. */
+interface ConsumerRead {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  stream: string;
+  layout: Subjects;
+  opts: ReadOptions;
+  follow: boolean;
+  /** The last sequence the read delivers (`readStop`). */
+  stopAt: number;
+  /** The last sequence a read that does not follow must reach (see EndCheck). */
+  endSeq: number;
+  replicated: boolean;
+}
+
+/** How one consumer's pass ended: the read is over, or its consumer lags and another is opened. */
+interface PassEnd {
+  outcome: "end" | "lagging";
+  /** The last sequence it delivered (0: none). */
+  lastDelivered: number;
+  /** Why it was given up, when it went quiet. */
+  cause?: LogError;
+}
+
+/**
+ * One ordered consumer of the read, from `start`: yields its batches until
+ * the read's end (`onDelivery`, `nothingLeft`), the caller's abort, or, for
+ * a read that does not follow, the consumer lagging or going quiet.
+ */
+async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<LogRecord[], PassEnd> {
+  const { opts, layout } = read;
+  let lastDelivered = 0;
+  const end = (outcome: PassEnd["outcome"], cause?: LogError): PassEnd =>
+    cause ? { outcome, lastDelivered, cause } : { outcome, lastDelivered };
+  const consumer = await openConsumer(read.js, read.stream, start, opts);
+  // The signal may have fired during any of the awaits above. An abort
+  // listener added after that never runs, and a following read would then
+  // wait for new events forever: check again once the consumer exists.
+  if (opts.signal?.aborted) return end("end");
+  // Messages are handed over by callback as the client parses them, and
+  // taken by the loop below a batch at a time.
+  const inbox = new Inbox();
+  const messages = await consumer.consume({
+    max_messages: opts.batch ?? DEFAULT_BATCH,
+    expires: READ_EXPIRES_MS,
+    idle_heartbeat: IDLE_HEARTBEAT_MS,
+    callback: (m) => inbox.put(m),
+  });
+  void messages.closed().then(
+    (err) => inbox.close(err ?? undefined),
+    (err: unknown) => inbox.close(err instanceof Error ? err : new Error(String(err))),
+  );
+  const onAbort = () => void messages.stop();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  // A consumer hosted on a cluster member that died stays silent: the client
+  // library asks for its info again and again, and a request to a dead host
+  // times out rather than answering "not found", so it never recreates it.
+  // The watchdog ends such a read with `unavailable`; a follower reopens a
+  // fresh consumer (placed on a live member) after the last event it
+  // handled, and a read that does not follow opens one itself (the caller).
+  const watchdog = new ReadWatchdog(messages, read.stream);
+  try {
+    if (opts.signal?.aborted) return end("end");
+    // A filtered read may never see a message at `stopAt` itself, and a
+    // start-time read may start past it; `pending` tells when nothing
+    // matching is left.
+    const endCheck: EndCheck = {
+      consumer,
+      jsm: read.jsm,
+      stream: read.stream,
+      replicated: read.replicated,
+      endSeq: read.endSeq,
+      subjects: opts.subjects ?? [],
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    if (!read.follow) {
+      const made = await consumerInfo(consumer);
+      // Where the consumer starts counting: before its first sequence, or
+      // (a start time) where its replica placed that time.
+      const before = "seq" in start ? start.seq - 1 : (made?.delivered.stream_seq ?? 0);
+      const left = await nothingLeft(endCheck, made?.num_pending ?? Number.POSITIVE_INFINITY, before);
+      if (left !== "more") return end(left);
+    }
+    try {
+      for (;;) {
+        const arrived = await inbox.take();
+        if (arrived === undefined || opts.signal?.aborted) return end("end");
+        const batch = new RecordBatch();
+        for (const m of arrived) {
+          const delivery = onDelivery(m.seq, read.stopAt, read.follow, m.info.pending);
+          if (delivery !== "past-end") {
+            lastDelivered = m.seq;
+            const admitted = admit(layout, m, streamTimeMs(m), opts);
+            if (admitted.kind === "record") batch.push(admitted.record);
+            else if (admitted.kind !== "skip") {
+              // In log order: what came before it is handed over first.
+              const before = batch.take();
+              if (before) yield before;
+              tell(admitted, m, opts);
+            }
+            if (delivery === "next") continue;
+          }
+          const held = batch.take();
+          if (held) yield held;
+          if (delivery !== "check") return end("end");
+          const left = await nothingLeft(endCheck, 0, m.seq);
+          if (left !== "more") return end(left);
+        }
+        watchdog.alive();
+        const held = batch.take();
+        if (held) yield held;
+      }
+    } catch (err) {
+      // A read that does not follow takes its consumer going quiet like
+      // one placed on a replica still catching up (seen: a restarted
+      // replica sent no heartbeats while it caught up): another consumer
+      // after what was delivered. A follower's caller reopens by itself.
+      if (read.follow || err !== watchdog.error) throw err;
+      return end("lagging", watchdog.error);
+    }
+  } finally {
+    watchdog.stop();
+    opts.signal?.removeEventListener("abort", onAbort);
+    messages.stop();
   }
 }
 
@@ -560,36 +557,4 @@ async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
     }),
   );
   return seqs.some((s) => s !== undefined && s <= c.endSeq);
-}
-
-/**
- * The stream's info as its leader has it. A member of a replicated stream
- * that has seen no leader for a while answers info requests too, from its
- * own copy, which may end early; its answer names no leader, and is treated
- * as the election it is (unavailable, retried by `whileElecting`).
- */
-export async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
-  const info = await jsm.streams.info(stream);
-  if ((info.config.num_replicas ?? 1) > 1 && !info.cluster?.leader) {
-    throw new LogError("unavailable", `stream ${stream} has no leader (an election under way?)`);
-  }
-  return info;
-}
-
-/**
- * Runs `fn`, retrying while the log is unavailable for a while (about 15 s of
- * backoff in all). While a cluster elects a new stream leader after a server
- * died, stream info and consumer creation time out; that is worth waiting
- * out rather than failing a replay or a follower.
- */
-export async function whileElecting<T>(fn: () => Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const e = logErrorFrom(err, what);
-      if (e.code !== "unavailable" || attempt >= OPEN_ATTEMPTS || signal?.aborted) throw e;
-      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
-    }
-  }
 }
