@@ -105,9 +105,9 @@ export class AckedPublisher {
 
   /**
    * `publish` telling `handler` instead of settling a promise: a gateway
-   * publishes every agent message, and the promises of its publish path
-   * (one per layer, each with its reaction jobs) were a visible share of
-   * its CPU per event (docs/PERFORMANCE.md).
+   * publishes every agent message, and a promise per layer of its publish
+   * path (each with its reaction jobs) is a visible share of its CPU per
+   * event under the ingest bench's load (docs/PERFORMANCE.md).
    */
   send(
     subject: string,

@@ -273,8 +273,8 @@ async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<L
       }
     } catch (err) {
       // A read that does not follow takes its consumer going quiet like
-      // one placed on a replica still catching up (seen: a restarted
-      // replica sent no heartbeats while it caught up): another consumer
+      // one placed on a replica still catching up (a restarted replica
+      // may send no heartbeats while it catches up): another consumer
       // after what was delivered. A follower's caller reopens by itself.
       if (read.follow || err !== watchdog.error) throw err;
       return end("lagging", watchdog.error);
@@ -489,11 +489,10 @@ interface EndCheck {
  * A reader's consumer (ephemeral, one replica) may be placed on any replica
  * of the stream, including one that restarted and is still catching up. Its
  * pending count then ends where that replica's copy ends, and trusting it
- * ended reads early: a check of the log after a stream-leader failover
- * found acknowledged events "missing" that were stored all along. Nor is
- * the leader's "current" for that replica enough: it speaks of the
- * replica's raft log, which can be ahead of its copy of the stream (the
- * same check failed once more while it was trusted). So the answer
+ * would end the read early: after a stream-leader failover, acknowledged
+ * events stored all along would read as missing. Nor is the leader's
+ * "current" for that replica enough: it speaks of the replica's raft log,
+ * which can be ahead of its copy of the stream. So the answer
  * comes from the stream leader, by sequence: none stored after `after` up to
  * the read's end is a certain "end". Otherwise the replica has it to come:
  * this waits CATCH_UP_WAIT_MS for its count to rise, then says "lagging" and

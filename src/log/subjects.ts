@@ -30,7 +30,7 @@ const NODE_SUBJECTS_KEPT = 65_536;
 export class Subjects {
   /**
    * A node's subject, validated once: a gateway appends one event per agent
-   * message to it, and validating and building it each time was a visible
+   * message to it, and validating and building it each time is a visible
    * share of the gateway's CPU per event.
    */
   readonly #nodeSubjects = new Map<string, string>();

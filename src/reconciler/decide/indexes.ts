@@ -74,7 +74,8 @@ export const replicaClass: GroupKey<ReplicaState> = function replicaClass(r) {
 /**
  * Class keys already made, by their parts: the index reads a replica's key
  * each time the fold changes it (twice per replica in a full placement),
- * and a new joined string each time came to about 5 MB at 10,000 replicas.
+ * and a new joined string each time would allocate about 5 MB per full
+ * placement of 10,000 replicas.
  * Few keys exist (models × profiles × revisions × phases × shard counts).
  */
 const keys = new Map<string, Map<string, Map<string, Map<string, Map<number, string>>>>>();
