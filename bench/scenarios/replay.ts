@@ -18,9 +18,8 @@
  * the memory of that restart alone.
  */
 import { createHash } from "node:crypto";
-import { decodeEvent } from "../../src/codec/index.js";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
-import { AppendWindow, openLog, streamTimeMs } from "../../src/log/index.js";
+import { AppendWindow, decodeEvent, openLog, streamTimeMs } from "../../src/log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { openKvSnapshotStore, ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";

@@ -14,9 +14,9 @@
  */
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type Logger, pino } from "pino";
-import { decodeEvent } from "../codec/index.js";
 import {
   type Archive,
+  decodeEvent,
   type Log,
   LogError,
   logErrorFrom,

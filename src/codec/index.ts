@@ -3,6 +3,6 @@
 
 export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export { compileEncoder, type Encoder } from "./binary-encoder.js";
-export { decodeEvent, encodeEvent } from "./event-codec.js";
+export { decodeEventBytes, encodeEvent, MalformedEvent } from "./event-codec.js";
 export { EVENT_KINDS, type EventBody, type EventInit, type EventKind, newEvent } from "./event-shape.js";
 export { encodeUtf8 } from "./text-encoding.js";

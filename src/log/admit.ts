@@ -6,9 +6,9 @@
  * refusal or a malformed message is handed over in log order. Pure: no
  * NATS, no I/O, no clock.
  */
-import { decodeEvent } from "../codec/index.js";
-import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { LogError } from "./log-error.js";
+import { decodeEventBytes, MalformedEvent } from "../codec/index.js";
+import { malformedError } from "./decode-event.js";
+import type { LogError } from "./log-error.js";
 import type { LogRecord, ReadOptions } from "./reader.js";
 import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
@@ -39,15 +39,8 @@ export function admit(
   opts: Pick<ReadOptions, "fromTimeMs" | "onRefused">,
 ): Admitted {
   if (opts.fromTimeMs !== undefined && timeMs < opts.fromTimeMs) return { kind: "skip" };
-  let event: Event;
-  try {
-    event = decodeEvent(m.data, m.seq);
-  } catch (err) {
-    // decodeEvent raises only `malformed` LogErrors.
-    const error =
-      err instanceof LogError ? err : new LogError("malformed", String(err), { cause: err, seq: m.seq });
-    return { kind: "malformed", error };
-  }
+  const event = decodeEventBytes(m.data, m.seq);
+  if (event instanceof MalformedEvent) return { kind: "malformed", error: malformedError(event, m.seq) };
   const refusal = subjectRefusal(layout, m.subject, event);
   if (refusal === undefined)
     return { kind: "record", record: { seq: m.seq, timeMs, subject: m.subject, event } };

@@ -28,6 +28,7 @@ export {
 } from "./buckets.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { ConnectionState } from "./connection-state.js";
+export { decodeEvent } from "./decode-event.js";
 export { DIRECT_POLL_MS, type DirectReadOptions, readDirectBatches } from "./direct-read.js";
 export { isLogError, LogError, type LogErrorCode, logErrorFrom } from "./errors.js";
 export { type ArchiveLocation, Log, type OpenLogOptions, openLog } from "./log.js";

@@ -1,5 +1,5 @@
-// The log's error type, with no NATS in it: the codec (a pure room) raises
-// `malformed` with it, and errors.ts (logErrorFrom) turns what the NATS client throws into it.
+// The log's error type, with no NATS in it: the log's pure files (decode-event.ts)
+// raise it, and errors.ts (logErrorFrom) turns what the NATS client throws into it.
 
 /**
  * What went wrong with the log, in the project's words. Callers branch on

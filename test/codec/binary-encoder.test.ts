@@ -9,8 +9,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { compileEncoder } from "../../src/codec/binary-encoder.js";
-import { decodeEvent, EVENT_KINDS, encodeEvent } from "../../src/codec/index.js";
+import { EVENT_KINDS, encodeEvent } from "../../src/codec/index.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { decodeEvent } from "../../src/log/index.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { randomMessage as message } from "../support/random-messages.js";
 

@@ -9,8 +9,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { decodeEvent } from "../../src/codec/index.js";
-import { type LogRecord, openLog } from "../../src/log/index.js";
+import { decodeEvent, type LogRecord, openLog } from "../../src/log/index.js";
 import { canonicalJson, FLEET_SCHEMA_VERSION, foldFleet } from "../../src/projections/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";

@@ -11,9 +11,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { toBinary } from "@bufbuild/protobuf";
-import { decodeEvent } from "../../src/codec/index.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type Log, Subjects, subjectFor } from "../../src/log/index.js";
+import { decodeEvent, type Log, Subjects, subjectFor } from "../../src/log/index.js";
 import {
   command,
   decide,

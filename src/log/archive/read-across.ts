@@ -11,8 +11,8 @@
  * there before the stream's batch is handed over.
  */
 
-import { decodeEvent } from "../../codec/index.js";
 import type { Event } from "../../gen/llmgw/v1/events_pb.js";
+import { decodeEvent } from "../decode-event.js";
 import { LogError, logErrorFrom } from "../errors.js";
 import type { LogRecord, ReadOptions } from "../reader.js";
 import type { Archive } from "./archive.js";
