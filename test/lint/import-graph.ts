@@ -331,6 +331,7 @@ export const PURE_ROOMS: PureRoom[] = [
     name: "log (pure files)",
     paths: [
       "src/log/admit.ts",
+      "src/log/decode-event.ts",
       "src/log/log-error.ts",
       "src/log/read-end.ts",
       "src/log/subject-kinds.ts",
