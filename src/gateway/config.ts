@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Http2LimitsSchema } from "../connection-guard/index.js";
-import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM, invalidIdReason } from "../log/index.js";
+import { invalidIdReason } from "../ids/index.js";
+import { DEFAULT_NATS_URL, DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
 
 import { isLoopback, type ListenAddress, parseListen } from "../metrics-endpoint/index.js";
 import { DEFAULT_REVOKED_BUCKET } from "./revocation-keys.js";

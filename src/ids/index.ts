@@ -11,3 +11,4 @@ export {
   nodeIdToken,
 } from "./node-id.js";
 export { isReservedKey } from "./reserved-keys.js";
+export { ID_PATTERN, invalidIdReason } from "./token-id.js";

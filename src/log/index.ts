@@ -49,8 +49,6 @@ export {
 export {
   DEFAULT_PREFIX,
   DEFAULT_STREAM,
-  ID_PATTERN,
-  invalidIdReason,
   Subjects,
 } from "./subjects.js";
 export { AppendWindow } from "./window.js";
