@@ -1,6 +1,5 @@
 import {
   type Consumer,
-  type ConsumerInfo,
   DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
@@ -8,18 +7,15 @@ import {
 } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { admit, RecordBatch, tell } from "./admit.js";
+import { Inbox, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
 import { readDirectBatches } from "./direct-read.js";
+import { consumerInfo, type EndCheck, nothingLeft } from "./end-check.js";
 import { LogError } from "./errors.js";
-import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
+import { afterLagging, onDelivery, readStop } from "./read-end.js";
 import { leaderInfo, whileElecting } from "./stream-leader.js";
 import type { RefusedEvent } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
 
-/**
- * Each pull of a read lasts this long before the next; heartbeats come at
- * IDLE_HEARTBEAT_MS, which the server wants at most half of it.
- */
-const READ_EXPIRES_MS = 5_000;
 /**
  * Two missed in a row (4–6 s of silence) end a read as unavailable: long
  * enough that a busy process's event-loop lag is not taken for a dead member.
@@ -289,51 +285,6 @@ async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<L
 type Start = { seq: number } | { timeMs: number };
 
 /**
- * Messages handed over by the consumer's callback, taken a batch at a time.
- * `take` resolves with everything that arrived (waiting when nothing has),
- * or, once the consumer stopped and all was taken, with undefined, or
- * throws what it stopped with.
- */
-class Inbox {
-  #messages: JsMsg[] = [];
-  #wake: (() => void) | undefined;
-  #closed = false;
-  #error: Error | undefined;
-
-  put(m: JsMsg): void {
-    this.#messages.push(m);
-    this.#wakeUp();
-  }
-
-  close(err: Error | undefined): void {
-    this.#closed = true;
-    this.#error = err;
-    this.#wakeUp();
-  }
-
-  async take(): Promise<JsMsg[] | undefined> {
-    while (this.#messages.length === 0) {
-      if (this.#closed) {
-        if (this.#error) throw this.#error;
-        return undefined;
-      }
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-    }
-    const taken = this.#messages;
-    this.#messages = [];
-    return taken;
-  }
-
-  #wakeUp(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-}
-
-/**
  * The stream's time for a message in whole milliseconds, exactly
  * `m.timestampNanos / 1e6` rounded down, read from the digits of its reply
  * subject (the nanoseconds exceed 2^53, so the library's number is not
@@ -387,173 +338,5 @@ function openConsumer(
   );
 }
 
-/**
- * Ends a read with an `unavailable` LogError when its consumer went quiet:
- * two missed heartbeats, or no message and no new pull for two pull periods
- * (the library's own recovery can loop silently on requests to a dead host).
- */
-class ReadWatchdog {
-  #last = Date.now();
-  readonly #timer: NodeJS.Timeout;
-  #done = false;
-  #error: LogError | undefined;
-
-  constructor(
-    private readonly messages: { status(): AsyncIterable<{ type: string }>; stop(err?: Error): void },
-    private readonly stream: string,
-  ) {
-    this.#timer = setInterval(() => {
-      const quiet = Date.now() - this.#last;
-      if (quiet > 2 * READ_EXPIRES_MS + 4_000) this.#fail(`no message and no pull for ${quiet} ms`);
-    }, 1_000);
-    this.#timer.unref();
-    void this.#watch();
-  }
-
-  /** The error this ended the read with (the consumer went quiet), if it did. */
-  get error(): LogError | undefined {
-    return this.#error;
-  }
-
-  alive(): void {
-    this.#last = Date.now();
-  }
-
-  stop(): void {
-    this.#done = true;
-    clearInterval(this.#timer);
-  }
-
-  async #watch(): Promise<void> {
-    try {
-      for await (const s of this.messages.status()) {
-        if (this.#done) return;
-        if (s.type === "next" || s.type === "ordered_consumer_recreated") this.alive();
-        else if (s.type === "heartbeats_missed") return this.#fail("the server stopped sending heartbeats");
-      }
-    } catch {
-      // The read ended first.
-    }
-  }
-
-  #fail(why: string): void {
-    if (this.#done) return;
-    this.#error = new LogError(
-      "unavailable",
-      `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`,
-    );
-    this.stop();
-    this.messages.stop(this.#error);
-  }
-}
-
-async function consumerInfo(consumer: { info(cached?: boolean): Promise<ConsumerInfo> }) {
-  try {
-    return await consumer.info(true);
-  } catch {
-    return undefined;
-  }
-}
-
-/** A replica catching up is waited for this long before the read's consumer is given up for a new one. */
-const CATCH_UP_WAIT_MS = 1_500;
 /** Consumers in a row that delivered nothing (on a replica still catching up, or gone quiet) before the read fails. */
 const MAX_REOPENS = 8;
-
-interface EndCheck {
-  consumer: { info(cached?: boolean): Promise<ConsumerInfo> };
-  jsm: JetStreamManager;
-  stream: string;
-  /** More than one copy of the stream: a consumer's count may come from one still catching up. */
-  replicated: boolean;
-  /**
-   * The last sequence the read must reach: its own last, or the stream's
-   * last when it began if that is earlier (what is appended during a read
-   * may be left to the next).
-   */
-  endSeq: number;
-  /** The read's subject filter; empty: every subject. */
-  subjects: readonly string[];
-  signal?: AbortSignal;
-}
-
-/**
- * Whether a read that is not following has nothing left ("end"), more to
- * come ("more"), or sits on a replica that has not got the rest yet
- * ("lagging").
- *
- * `pending` is the count the read already has (a message's, or the
- * consumer's when it was made) and `after` the sequence it counts from. With
- * one copy of the stream that count is the answer, and nothing more is asked.
- *
- * A reader's consumer (ephemeral, one replica) may be placed on any replica
- * of the stream, including one that restarted and is still catching up. Its
- * pending count then ends where that replica's copy ends, and trusting it
- * would end the read early: after a stream-leader failover, acknowledged
- * events stored all along would read as missing. Nor is the leader's
- * "current" for that replica enough: it speaks of the replica's raft log,
- * which can be ahead of its copy of the stream. So the answer
- * comes from the stream leader, by sequence: none stored after `after` up to
- * the read's end is a certain "end". Otherwise the replica has it to come:
- * this waits CATCH_UP_WAIT_MS for its count to rise, then says "lagging" and
- * the read opens another consumer (a restarted replica may stay behind for
- * many seconds when nothing is written).
- */
-async function nothingLeft(c: EndCheck, pending: number, after: number): Promise<"end" | "more" | "lagging"> {
-  const first = endBeforeAsking(pending, after, c.endSeq, c.replicated);
-  if (first !== "ask-leader") return first;
-  let more: boolean;
-  try {
-    more = await storedBetween(c, after);
-  } catch (err) {
-    if (c.signal?.aborted) return "end";
-    throw err;
-  }
-  if (!more) return "end";
-  const deadline = performance.now() + CATCH_UP_WAIT_MS;
-  for (;;) {
-    if (c.signal?.aborted) return "end";
-    await new Promise((r) => setTimeout(r, 100));
-    let hostPending: number;
-    try {
-      hostPending = (await c.consumer.info(false)).num_pending;
-    } catch {
-      return "lagging";
-    }
-    if (hostPending > 0) return "more";
-    if (performance.now() > deadline) return "lagging";
-  }
-}
-
-/** Whether the stream leader has a message the read wants after `after`, up to the read's end. */
-async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
-  if (c.subjects.length === 0) {
-    // Unfiltered: the read's end is a message the leader had when the read
-    // began, and this log loses messages only from the front (its age
-    // limit), so the rest is there unless that limit took it since.
-    const info = await whileElecting(
-      () => leaderInfo(c.jsm, c.stream),
-      `reading stream ${c.stream}`,
-      c.signal,
-    );
-    return info.state.first_seq <= c.endSeq;
-  }
-  // Filtered: the first match after `after` per subject. A message get is
-  // answered by the stream leader only (a group without one answers
-  // "unavailable", waited out).
-  const seqs = await Promise.all(
-    c.subjects.map(async (subject) => {
-      // The client's types leave out `next_by_subj` for this request; the server takes it.
-      const query = { seq: after + 1, next_by_subj: subject } as unknown as Parameters<
-        JetStreamManager["streams"]["getMessage"]
-      >[1];
-      const m = await whileElecting(
-        () => c.jsm.streams.getMessage(c.stream, query),
-        `reading stream ${c.stream}`,
-        c.signal,
-      );
-      return m?.seq;
-    }),
-  );
-  return seqs.some((s) => s !== undefined && s <= c.endSeq);
-}
