@@ -45,15 +45,25 @@ export interface Decoder<Desc extends DescMessage> {
 export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<Desc> {
   const plan = planOf(schema);
   let fallbacks = 0;
+  // The decoder's own cursor, handed to every reader it calls; a decode
+  // runs to its end before the next starts (no reader calls out), so one
+  // cursor per decoder serves them all without an allocation per message.
+  const c = new Cursor();
   const decode = (bytes: Uint8Array): MessageShape<Desc> => {
+    c.buf = bytes;
+    c.pos = 0;
+    c.view = undefined;
     try {
-      // A cursor per message, handed to every reader: no position is shared between calls.
-      const m = readMessage(new Cursor(bytes), plan, bytes.length, 0);
+      const m = readMessage(c, plan, bytes.length, 0);
       return m as unknown as MessageShape<Desc>;
     } catch (err) {
       if (err !== UNSUPPORTED) throw err;
       fallbacks++;
       return fromBinary(schema, bytes);
+    } finally {
+      // The bytes are the caller's: not kept alive by the cursor.
+      c.buf = EMPTY;
+      c.view = undefined;
     }
   };
   return Object.defineProperty(decode, "fallbacks", { get: () => fallbacks }) as Decoder<Desc>;
@@ -73,19 +83,17 @@ const MAX_DEPTH = 100;
 /** Strings of ASCII up to this many bytes are made here; longer ones by the text decoder. */
 const SHORT_STRING = 64;
 
-/** Where one decode is in its bytes; made per message and passed to every reader. */
+const EMPTY = new Uint8Array(0);
+
+/** Where a decode is in its bytes; one per decoder (compileDecoder), passed to every reader. */
 class Cursor {
-  readonly buf: Uint8Array;
+  buf: Uint8Array = EMPTY;
   pos = 0;
   /** A DataView of `buf`, made when a double is first read. */
   view: DataView | undefined = undefined;
   /** The halves of the last 64-bit varint read (signed 32-bit). */
   lo = 0;
   hi = 0;
-
-  constructor(buf: Uint8Array) {
-    this.buf = buf;
-  }
 }
 
 type Msg = Record<string, unknown>;
