@@ -12,8 +12,9 @@
  * Uses LLMGW_NATS_URL when set, otherwise starts a nats-server of its own.
  */
 import { create } from "@bufbuild/protobuf";
+import { encodeEvent } from "../src/codec/index.js";
 import { EventSchema } from "../src/gen/llmgw/v1/events_pb.js";
-import { encodeEvent, openLog } from "../src/log/index.js";
+import { openLog } from "../src/log/index.js";
 import { fleetProjection } from "../src/projections/index.js";
 import { ProjectionRuntime } from "../src/projections/runtime/index.js";
 import { startServer, uniqueStream } from "../test/harness/nats.js";

@@ -16,9 +16,9 @@ import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { create } from "@bufbuild/protobuf";
+import type { EventInit } from "../../src/codec/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventInit } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import {
   DEFAULT_RECONCILER_CONFIG,

@@ -14,7 +14,15 @@
  */
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type Logger, pino } from "pino";
-import { type Archive, decodeEvent, type Log, LogError, type RawRecord, streamTimeMs } from "../log/index.js";
+import {
+  type Archive,
+  decodeEvent,
+  type Log,
+  LogError,
+  logErrorFrom,
+  type RawRecord,
+  streamTimeMs,
+} from "../log/index.js";
 import { canonicalJson, type FleetState, fleetProjection } from "../projections/index.js";
 import { ArchiveSnapshotStore, encodeArchiveSnapshot } from "../projections/runtime/index.js";
 import type { ArchiverMetrics } from "./metrics.js";
@@ -268,7 +276,7 @@ export class Archiver {
     try {
       await this.#log.jsm.streams.purge(this.#log.stream, { seq: keepFrom });
     } catch (err) {
-      throw LogError.from(err, `purging stream ${this.#log.stream} below ${keepFrom}`);
+      throw logErrorFrom(err, `purging stream ${this.#log.stream} below ${keepFrom}`);
     }
     this.status.streamFirstSeq = keepFrom;
     this.#cfg.metrics?.purges.inc();

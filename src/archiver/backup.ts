@@ -19,6 +19,7 @@ import {
   ensureStream,
   type Log,
   LogError,
+  logErrorFrom,
   type RawRecord,
   readRawRange,
   segmentName,
@@ -142,8 +143,8 @@ async function readBucket(log: Log, bucket: string): Promise<Record<string, stri
     const info = await log.jsm.streams.info(stream, { subjects_filter: `${prefix}>` });
     count = Object.keys(info.state.subjects ?? {}).length;
   } catch (err) {
-    if (LogError.from(err).code === "not-found") return {};
-    throw LogError.from(err, `reading the bucket ${bucket}`);
+    if (logErrorFrom(err).code === "not-found") return {};
+    throw logErrorFrom(err, `reading the bucket ${bucket}`);
   }
   const out: Record<string, string> = {};
   if (count === 0) return out;
@@ -187,7 +188,7 @@ export async function targetHolds(log: Log): Promise<{ streamLastSeq: number; ar
   try {
     streamLastSeq = (await log.bounds()).lastSeq;
   } catch (err) {
-    if (LogError.from(err).code !== "not-found") throw err;
+    if (logErrorFrom(err).code !== "not-found") throw err;
   }
   const archiveObjects = log.archive
     ? (await log.archive.store.list("segments")).length + (await log.archive.store.list("snapshots")).length
@@ -261,6 +262,6 @@ async function deleteStream(log: Log, name: string): Promise<void> {
   try {
     await log.jsm.streams.delete(name);
   } catch (err) {
-    if (LogError.from(err).code !== "not-found") throw LogError.from(err, `removing stream ${name}`);
+    if (logErrorFrom(err).code !== "not-found") throw logErrorFrom(err, `removing stream ${name}`);
   }
 }

@@ -21,7 +21,7 @@ import {
   type NatsRole,
   NKEY_SEED_EXTENSION,
   renderServerAuth,
-} from "../log/index.js";
+} from "../nats-auth/index.js";
 import { CliError, EXIT } from "./common.js";
 
 export interface NatsAuthFiles {

@@ -6,7 +6,7 @@
  * seed (mounted as the role's --nats-creds). Pure text in, YAML out.
  */
 import { stringify } from "yaml";
-import { NATS_ROLES, type NatsRole, NKEY_SEED_EXTENSION } from "../log/index.js";
+import { NATS_ROLES, type NatsRole, NKEY_SEED_EXTENSION } from "../nats-auth/index.js";
 
 /** The Secret holding the server's authorization block (key auth.conf). */
 export const NATS_AUTH_SECRET = "nats-auth";

@@ -4,12 +4,8 @@
  * garbled file is a usage error naming the flag and the file.
  */
 import { existsSync, readFileSync } from "node:fs";
-import {
-  authenticatorFromCredentials,
-  DEFAULT_NATS_URL,
-  NatsCredentialsError,
-  type NatsSecurity,
-} from "../log/index.js";
+import { DEFAULT_NATS_URL } from "../log/index.js";
+import { authenticatorFromCredentials, NatsCredentialsError, type NatsSecurity } from "../nats-auth/index.js";
 import { CliError, EXIT, type NatsSecurityFlags } from "./common.js";
 import { DEFAULT_DEV_DATA_DIR, devCredsDir } from "./dev/paths.js";
 import { natsAuthFiles } from "./nats-auth-files.js";

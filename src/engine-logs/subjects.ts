@@ -8,7 +8,7 @@
  *   <root>.ctl.<gateway>    the API's keepalive or cancel of a request it made (JSON, EngineLogControl)
  *   <root>.reply.<id>       the gateway's answer: accepted, output chunks, the end
  */
-import { invalidIdReason } from "../log/subjects.js";
+import { invalidIdReason } from "../ids/index.js";
 
 export class EngineLogSubjects {
   readonly root: string;

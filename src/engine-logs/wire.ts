@@ -5,7 +5,7 @@
  * answers carry an agent's words.
  */
 import { z } from "zod";
-import { ID_PATTERN } from "../log/subjects.js";
+import { ID_PATTERN } from "../ids/index.js";
 
 /** The most lines a request may ask for from the end of the log. */
 export const MAX_TAIL_LINES = 10_000;

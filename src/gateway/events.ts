@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { type EventInit, newEvent } from "../codec/event-shape.js";
 import {
   type Command,
   CommandUndeliverable_Action,
@@ -8,7 +9,6 @@ import {
   Writer_Kind,
   WriterSchema,
 } from "../gen/llmgw/v1/events_pb.js";
-import { newEvent } from "../log/event-shape.js";
 import type { BodyInit } from "./session-core/index.js";
 
 /** An event written by gateway `gatewayId`, stamped with its clock. */

@@ -2,7 +2,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { LogError, openBucket } from "../log/index.js";
+import { logErrorFrom, openBucket } from "../log/index.js";
 
 /** What a gateway's lease says about it. */
 export interface LeaseInfo {
@@ -44,7 +44,7 @@ export class GatewayLease {
         warn: (m) => opts.logger.warn(m),
       });
     } catch (err) {
-      throw LogError.from(err, `opening the lease bucket ${opts.bucket}`);
+      throw logErrorFrom(err, `opening the lease bucket ${opts.bucket}`);
     }
     const key = opts.info.gatewayId;
     const lease = new GatewayLease(kv, key, opts.info, opts.ttlMs, opts.logger);
@@ -58,7 +58,7 @@ export class GatewayLease {
       }
       await lease.#put();
     } catch (err) {
-      throw LogError.from(err, `taking the lease ${opts.bucket}/${key}`);
+      throw logErrorFrom(err, `taking the lease ${opts.bucket}/${key}`);
     }
     lease.#timer = setInterval(() => void lease.#renew(), Math.max(250, Math.floor(opts.ttlMs / 3)));
     lease.#timer.unref();

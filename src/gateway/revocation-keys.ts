@@ -8,7 +8,7 @@
  * log's subjects.
  */
 import { z } from "zod";
-import { invalidNodeIdReason, nodeIdFromToken, nodeIdToken } from "../log/node-id.js";
+import { invalidNodeIdReason, nodeIdFromToken, nodeIdToken } from "../ids/node-id.js";
 
 /** The bucket gateways watch and the API role writes. */
 export const DEFAULT_REVOKED_BUCKET = "llmgw_revoked";

@@ -6,7 +6,7 @@ import {
   type NatsConnection,
   PermissionViolationError,
 } from "@nats-io/transport-node";
-import { LogError, permissionDenied } from "./errors.js";
+import { LogError, logErrorFrom, permissionDenied } from "./errors.js";
 import { parsePubAck } from "./pub-ack.js";
 import { PublishHeaders } from "./publish-headers.js";
 
@@ -69,7 +69,7 @@ export class AckedPublisher {
     this.#prefix = `${createInbox()}.`;
     nc.subscribe(`${this.#prefix}*`, {
       callback: (err, msg) => {
-        if (err) this.#failAll(LogError.from(err, "the publish-ack subscription ended"));
+        if (err) this.#failAll(logErrorFrom(err, "the publish-ack subscription ended"));
         else this.#onAck(msg);
       },
     });
@@ -105,9 +105,9 @@ export class AckedPublisher {
 
   /**
    * `publish` telling `handler` instead of settling a promise: a gateway
-   * publishes every agent message, and the promises of its publish path
-   * (one per layer, each with its reaction jobs) were a visible share of
-   * its CPU per event (docs/PERFORMANCE.md).
+   * publishes every agent message, and a promise per layer of its publish
+   * path (each with its reaction jobs) is a visible share of its CPU per
+   * event under the ingest bench's load (docs/PERFORMANCE.md).
    */
   send(
     subject: string,
@@ -125,7 +125,7 @@ export class AckedPublisher {
     try {
       headers = new PublishHeaders(msgId, expect.stream, expect.lastSubjectSeq);
     } catch (err) {
-      failSoon(handler, LogError.from(err));
+      failSoon(handler, logErrorFrom(err));
       return;
     }
     const token = ++this.#next;
@@ -168,7 +168,7 @@ export class AckedPublisher {
       try {
         this.nc.publish(m.subject, data, { reply: this.#prefix + m.token, headers });
       } catch (err) {
-        if (this.#pending.delete(m.token)) tell(m.handler, LogError.from(err));
+        if (this.#pending.delete(m.token)) tell(m.handler, logErrorFrom(err));
       }
     }
   };
@@ -209,7 +209,7 @@ export class AckedPublisher {
       return;
     }
     if (body.error) {
-      tell(p.handler, LogError.from(new JetStreamApiError(body.error)));
+      tell(p.handler, logErrorFrom(new JetStreamApiError(body.error)));
       return;
     }
     if (!body.stream || typeof body.seq !== "number") {

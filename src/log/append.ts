@@ -1,8 +1,8 @@
 import type { PubAck } from "@nats-io/jetstream";
+import { encodeEvent } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "./acked-publish.js";
-import { encodeEvent } from "./codec.js";
-import { LogError } from "./errors.js";
+import { LogError, logErrorFrom } from "./errors.js";
 import { subjectFor } from "./subject-kinds.js";
 import { Subjects } from "./subjects.js";
 
@@ -70,7 +70,7 @@ export class LogAppender {
         handler,
         err instanceof RangeError
           ? new LogError("invalid-argument", `${what}: ${err.message}`, { cause: err })
-          : LogError.from(err, what),
+          : logErrorFrom(err, what),
       );
       return;
     }

@@ -9,7 +9,7 @@
  * Reading a bucket needs no consumer: its keys come from the stream's
  * subject counts and its values from message gets (`bucketKeys`,
  * `KV.get`), so a role that only reads buckets is granted no consumer
- * creation on them (src/log/nats-permissions.ts).
+ * creation on them (src/nats-auth/permissions.ts).
  */
 import {
   DiscardPolicy,
@@ -22,7 +22,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { nanos } from "@nats-io/transport-node";
-import { LogError } from "./errors.js";
+import { LogError, logErrorFrom } from "./errors.js";
 
 /** Consumers one bucket's stream allows at once (a watch per gateway or reconciler, and a margin). */
 export const BUCKET_MAX_CONSUMERS = 256;
@@ -114,7 +114,7 @@ export async function openBucket(
     try {
       info = await jsm.streams.add(wanted);
     } catch (err) {
-      const e = LogError.from(err, `creating the bucket ${bucket}`);
+      const e = logErrorFrom(err, `creating the bucket ${bucket}`);
       // Another process created it at the same moment: check theirs like any existing one.
       info = await streamInfo(jsm, wanted.name);
       if (!info) throw e;
@@ -143,7 +143,7 @@ async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamIn
   try {
     return await jsm.streams.info(name);
   } catch (err) {
-    const e = LogError.from(err, `looking up stream ${name}`);
+    const e = logErrorFrom(err, `looking up stream ${name}`);
     if (e.code === "not-found") return undefined;
     throw e;
   }

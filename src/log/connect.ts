@@ -4,8 +4,8 @@ import {
   type NatsConnection,
   UserAuthenticationExpiredError,
 } from "@nats-io/transport-node";
+import type { NatsSecurity } from "../nats-auth/index.js";
 import { LogError } from "./errors.js";
-import type { NatsSecurity } from "./nats-credentials.js";
 
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 

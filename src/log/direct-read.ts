@@ -7,19 +7,18 @@
  * (nats-server issue #8274), and a push consumer is a write through the
  * server (docs/SECURITY.md, "Consumers").
  *
- * Each message goes through the same decode and subject ↔ kind refusal as
- * the consumer reader's (`decodeEvent`, `subjectRefusal`), and is yielded as
+ * Each message goes through the same start time, decode and subject ↔ kind
+ * refusal as the consumer reader's (`admit`, admit.ts), and is yielded as
  * the same `LogRecord`. A following read asks again every `pollMs` once it
  * has reached the end (a direct get does not wait for new messages): that
  * bounds how late it sees an event, at one small request per interval.
  */
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
-import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "./codec.js";
-import { LogError } from "./errors.js";
+import { admit, RecordBatch, tell } from "./admit.js";
+import { LogError, logErrorFrom } from "./errors.js";
 import { readStop } from "./read-end.js";
-import { type LogRecord, leaderInfo, type ReadOptions, whileElecting } from "./reader.js";
-import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
+import type { LogRecord, ReadOptions } from "./reader.js";
+import { leaderInfo, whileElecting } from "./stream-leader.js";
 import type { Subjects } from "./subjects.js";
 
 /** How long a following direct read waits at the end before asking again (ms). */
@@ -83,7 +82,7 @@ export async function* readDirectBatches(
     // the read began is all older, so the read goes on after it.
     if (startTime !== undefined && got.length === 0) cursor = Math.max(cursor, lastSeq + 1);
     startTime = undefined;
-    let out: LogRecord[] = [];
+    const out = new RecordBatch();
     let done = false;
     for (const m of got) {
       if (m.seq > stopAt) {
@@ -91,26 +90,21 @@ export async function* readDirectBatches(
         break;
       }
       cursor = m.seq + 1;
-      const timeMs = m.time.getTime();
-      // A start time may be placed before it by a replica still catching up.
-      if (opts.fromTimeMs !== undefined && timeMs < opts.fromTimeMs) continue;
-      const admitted = admit(layout, m, timeMs, opts);
+      const admitted = admit(layout, m, m.time.getTime(), opts);
       if (admitted.kind === "record") out.push(admitted.record);
       else if (admitted.kind !== "skip") {
         // In log order: what came before it is handed over first.
-        if (out.length > 0) yield out;
-        out = [];
-        if (admitted.kind === "malformed") {
-          if (!opts.onMalformed) throw admitted.error;
-          opts.onMalformed(admitted.error, { seq: m.seq, subject: m.subject, data: m.data });
-        } else opts.onRefused?.(admitted.refused);
+        const before = out.take();
+        if (before) yield before;
+        tell(admitted, m, opts);
       }
       if (m.seq >= stopAt) {
         done = true;
         break;
       }
     }
-    if (out.length > 0) yield out;
+    const held = out.take();
+    if (held) yield held;
     if (done) return;
     if (more) continue;
     // At the end of what the answering copy holds.
@@ -134,37 +128,6 @@ export async function* readDirectBatches(
     }
     await pause(100, opts.signal);
   }
-}
-
-type Admitted =
-  | { kind: "record"; record: LogRecord }
-  | { kind: "refused"; refused: RefusedEvent }
-  | { kind: "malformed"; error: LogError }
-  | { kind: "skip" };
-
-/** One stored message through the reader's decode and subject ↔ kind check. */
-function admit(layout: Subjects, m: StoredMsg, timeMs: number, opts: ReadOptions): Admitted {
-  let event: Event;
-  try {
-    event = decodeEvent(m.data, m.seq);
-  } catch (err) {
-    return { kind: "malformed", error: LogError.from(err) };
-  }
-  const refusal = subjectRefusal(layout, m.subject, event);
-  if (refusal === undefined)
-    return { kind: "record", record: { seq: m.seq, timeMs, subject: m.subject, event } };
-  if (!opts.onRefused) return { kind: "skip" };
-  return {
-    kind: "refused",
-    refused: {
-      seq: m.seq,
-      timeMs,
-      subject: m.subject,
-      kind: event.body.case as RefusedEvent["kind"],
-      event,
-      reason: refusal,
-    },
-  };
 }
 
 type DirectQuery = Parameters<JetStreamManager["direct"]["getBatch"]>[1];
@@ -210,7 +173,7 @@ async function directBatch(jsm: JetStreamManager, stream: string, query: DirectQ
   try {
     for await (const m of await jsm.direct.getBatch(stream, { ...query })) out.push(m);
   } catch (err) {
-    const e = LogError.from(err, `reading stream ${stream}`);
+    const e = logErrorFrom(err, `reading stream ${stream}`);
     // Nothing at or after the sequence asked for.
     if (e.code === "not-found") return out;
     throw e;
@@ -236,7 +199,7 @@ async function storedAfter(
       try {
         return await jsm.streams.getMessage(stream, query);
       } catch (err) {
-        const e = LogError.from(err);
+        const e = logErrorFrom(err);
         if (e.code === "not-found") return null;
         throw e;
       }

@@ -12,87 +12,52 @@ import {
   UserAuthenticationExpiredError,
 } from "@nats-io/transport-node";
 
+import { LogError } from "./log-error.js";
+
+export { isLogError, LogError, type LogErrorCode } from "./log-error.js";
+
 /**
- * What went wrong with the log, in the project's words. Callers branch on
- * the code, never on a library's error class or message.
+ * Turns anything thrown by the NATS client into a LogError. Used at every
+ * boundary where a library call is made, so the rest of the code sees one
+ * error type.
  */
-export type LogErrorCode =
-  /** An `expect` constraint failed: someone else appended first (fencing). */
-  | "wrong-last-sequence"
-  /** The stream already holds a message with this id. */
-  | "duplicate"
-  /** The log cannot be reached or did not answer in time; retry later. */
-  | "unavailable"
-  /** The stream (or a message) does not exist. */
-  | "not-found"
-  /** Bytes in the log that are not a valid event. */
-  | "malformed"
-  /** The stream exists with a configuration llmgw cannot use. */
-  | "incompatible-stream"
-  /** The NATS credentials in use may not publish or subscribe to a subject (server permissions). */
-  | "permission-denied"
-  /** NATS refused the connection: no credentials, unknown ones, or expired ones. */
-  | "unauthenticated"
-  /** A bad argument from the caller. */
-  | "invalid-argument"
-  | "internal";
-
-/** The single error type of the log layer. The original error is kept as `cause`. */
-export class LogError extends Error {
-  override readonly name = "LogError";
-  readonly code: LogErrorCode;
-  /** The stream sequence the error is about, when there is one. */
-  readonly seq: number | undefined;
-
-  constructor(code: LogErrorCode, message: string, opts?: { cause?: unknown; seq?: number }) {
-    super(message, opts?.cause === undefined ? undefined : { cause: opts.cause });
-    this.code = code;
-    this.seq = opts?.seq;
+export function logErrorFrom(err: unknown, context?: string): LogError {
+  if (err instanceof LogError) return err;
+  const prefix = context ? `${context}: ` : "";
+  if (err instanceof JetStreamApiError) {
+    const code = err.code;
+    if (
+      code === JetStreamApiCodes.StreamWrongLastSequence ||
+      code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
+    ) {
+      return new LogError("wrong-last-sequence", `${prefix}${err.message}`, { cause: err });
+    }
+    if (code === JetStreamApiCodes.StreamNotFound || code === JetStreamApiCodes.NoMessageFound) {
+      return new LogError("not-found", `${prefix}${err.message}`, { cause: err });
+    }
+    if (err.status === 503) {
+      return new LogError("unavailable", `${prefix}${err.message}`, { cause: err });
+    }
+    return new LogError("internal", `${prefix}${err.message} (JetStream API error ${code})`, {
+      cause: err,
+    });
   }
-
-  /**
-   * Turns anything thrown by the NATS client into a LogError. Used at every
-   * boundary where a library call is made, so the rest of the code sees one
-   * error type.
-   */
-  static from(err: unknown, context?: string): LogError {
-    if (err instanceof LogError) return err;
-    const prefix = context ? `${context}: ` : "";
-    if (err instanceof JetStreamApiError) {
-      const code = err.code;
-      if (
-        code === JetStreamApiCodes.StreamWrongLastSequence ||
-        code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
-      ) {
-        return new LogError("wrong-last-sequence", `${prefix}${err.message}`, { cause: err });
-      }
-      if (code === JetStreamApiCodes.StreamNotFound || code === JetStreamApiCodes.NoMessageFound) {
-        return new LogError("not-found", `${prefix}${err.message}`, { cause: err });
-      }
-      if (err.status === 503) {
-        return new LogError("unavailable", `${prefix}${err.message}`, { cause: err });
-      }
-      return new LogError("internal", `${prefix}${err.message} (JetStream API error ${code})`, {
-        cause: err,
-      });
-    }
-    const message = err instanceof Error ? err.message : String(err);
-    const denied = permissionViolation(err);
-    if (denied) return permissionDenied(denied, prefix);
-    if (err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError) {
-      return new LogError("unauthenticated", `${prefix}NATS refused the credentials: ${message}`, {
-        cause: err,
-      });
-    }
-    if (isTransportFailure(err)) {
-      return new LogError("unavailable", `${prefix}the log is unavailable: ${message}`, { cause: err });
-    }
-    // A batched direct get's "nothing there" is a status, not an API error.
-    if (err instanceof JetStreamStatusError && err.code === 404) {
-      return new LogError("not-found", `${prefix}${message}`, { cause: err });
-    }
-    return new LogError("internal", `${prefix}${message}`, { cause: err });
+  const message = err instanceof Error ? err.message : String(err);
+  const denied = permissionViolation(err);
+  if (denied) return permissionDenied(denied, prefix);
+  if (err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError) {
+    return new LogError("unauthenticated", `${prefix}NATS refused the credentials: ${message}`, {
+      cause: err,
+    });
   }
+  if (isTransportFailure(err)) {
+    return new LogError("unavailable", `${prefix}the log is unavailable: ${message}`, { cause: err });
+  }
+  // A batched direct get's "nothing there" is a status, not an API error.
+  if (err instanceof JetStreamStatusError && err.code === 404) {
+    return new LogError("not-found", `${prefix}${message}`, { cause: err });
+  }
+  return new LogError("internal", `${prefix}${message}`, { cause: err });
 }
 
 /**
@@ -115,11 +80,6 @@ export function permissionDenied(err: PermissionViolationError, prefix = ""): Lo
     `${prefix}the NATS credentials in use may not ${err.operation === "publish" ? "publish to" : "subscribe to"} ${JSON.stringify(err.subject)} (server permissions)`,
     { cause: err },
   );
-}
-
-/** True when `err` is a LogError with one of the given codes. */
-export function isLogError(err: unknown, ...codes: LogErrorCode[]): err is LogError {
-  return err instanceof LogError && (codes.length === 0 || codes.includes(err.code));
 }
 
 /** Socket errors (Node's `code`) that mean the server cannot be reached. */

@@ -20,7 +20,6 @@ export {
   segmentName,
   snapshotName,
 } from "./archive/index.js";
-export { compileDecoder, type Decoder } from "./binary-decoder.js";
 export {
   BUCKET_MAX_CONSUMERS,
   type BucketOptions,
@@ -29,50 +28,14 @@ export {
   openBucket,
   weakerSettings,
 } from "./buckets.js";
-export {
-  decodeEvent,
-  EVENT_KINDS,
-  type EventBody,
-  type EventInit,
-  type EventKind,
-  encodeEvent,
-  newEvent,
-} from "./codec.js";
 export { connectNats, DEFAULT_NATS_URL, redactUrl } from "./connect.js";
 export { ConnectionState } from "./connection-state.js";
+export { decodeEvent } from "./decode-event.js";
 export { DIRECT_POLL_MS, type DirectReadOptions, readDirectBatches } from "./direct-read.js";
-export { isLogError, LogError, type LogErrorCode } from "./errors.js";
-export { HOST_ADDRESS_RULE, invalidHostAddressReason, isIpLiteral } from "./host-address.js";
+export { isLogError, LogError, type LogErrorCode, logErrorFrom } from "./errors.js";
 export { type ArchiveLocation, Log, type OpenLogOptions, openLog } from "./log.js";
-export {
-  authenticatorFromCredentials,
-  formatNkeySeedFile,
-  holdsUserJwt,
-  NatsCredentialsError,
-  type NatsSecurity,
-  NKEY_SEED_EXTENSION,
-} from "./nats-credentials.js";
-export {
-  DEFAULT_BUCKETS,
-  DEFAULT_LAYOUT,
-  NATS_ROLES,
-  type NatsLayout,
-  type NatsRole,
-  type RolePermissions,
-  rolePermissions,
-} from "./nats-permissions.js";
-export { type RoleUser, renderServerAuth } from "./nats-server-auth.js";
-export {
-  invalidNodeIdReason,
-  NODE_ID_MAX_LABEL,
-  NODE_ID_MAX_LENGTH,
-  NODE_ID_RULE,
-  nodeIdFromToken,
-  nodeIdToken,
-} from "./node-id.js";
 export { collectPasses, type PassRange, type RecordedPass, readPasses } from "./passes.js";
 export { type LogRecord, type ReadOptions, readEventBatches, readEvents, streamTimeMs } from "./reader.js";
-export { isReservedKey } from "./reserved-keys.js";
 export { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 export {
   familySubject,
@@ -88,8 +51,6 @@ export {
 export {
   DEFAULT_PREFIX,
   DEFAULT_STREAM,
-  ID_PATTERN,
-  invalidIdReason,
   Subjects,
 } from "./subjects.js";
 export { AppendWindow } from "./window.js";

@@ -1,6 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import type { NatsSecurity } from "../nats-auth/index.js";
 import { AckedPublisher } from "./acked-publish.js";
 import { type Appended, type AppendOptions, LogAppender } from "./append.js";
 import {
@@ -14,8 +15,7 @@ import {
   S3ArchiveStore,
 } from "./archive/index.js";
 import { connectNats } from "./connect.js";
-import { isLogError, LogError } from "./errors.js";
-import type { NatsSecurity } from "./nats-credentials.js";
+import { isLogError, LogError, logErrorFrom } from "./errors.js";
 import { type LogRecord, type ReadOptions, readEventBatches } from "./reader.js";
 import { DEFAULT_STREAM_CONFIG, ensureStream, type LogStreamConfig } from "./stream.js";
 import { Subjects } from "./subjects.js";
@@ -141,7 +141,7 @@ export class Log {
       const { state } = await this.jsm.streams.info(this.stream);
       return { firstSeq: state.first_seq, lastSeq: state.last_seq, bytes: state.bytes };
     } catch (err) {
-      throw LogError.from(err, `reading stream ${this.stream}`);
+      throw logErrorFrom(err, `reading stream ${this.stream}`);
     }
   }
 
@@ -150,7 +150,7 @@ export class Log {
     try {
       return (await this.jsm.streams.info(this.stream)).state.last_seq;
     } catch (err) {
-      throw LogError.from(err, `reading stream ${this.stream}`);
+      throw logErrorFrom(err, `reading stream ${this.stream}`);
     }
   }
 
@@ -160,7 +160,7 @@ export class Log {
       const m = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
       return m?.seq ?? 0;
     } catch (err) {
-      const e = LogError.from(err, `reading the last message of ${subject}`);
+      const e = logErrorFrom(err, `reading the last message of ${subject}`);
       if (e.code === "not-found") return 0;
       throw e;
     }
@@ -211,7 +211,7 @@ export async function openLog(opts: OpenLogOptions): Promise<Log> {
     return new Log(nc, js, jsm, cfg.name, cfg.prefix, cfg.replicas, opts.readVia ?? "consumer", archive);
   } catch (err) {
     await nc.close();
-    throw LogError.from(err, "opening the log");
+    throw logErrorFrom(err, "opening the log");
   }
 }
 

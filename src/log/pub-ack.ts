@@ -2,8 +2,8 @@
  * The JetStream publish ack as nats-server writes it on the common path,
  * `{"stream":"<name>", "seq":<n>}` with `,"duplicate": true` before the
  * brace for a retried message id, read straight from its bytes: one ack per
- * stored event, and decoding it to text and parsing JSON was a visible share
- * of the gateway's CPU per event. Whitespace between the members is taken
+ * stored event, and decoding it to text and parsing JSON is a visible share
+ * of the gateway's CPU per event under the ingest bench's load. Whitespace between the members is taken
  * wherever JSON allows it (the server writes a space after the first comma
  * and after the duplicate's colon). Anything else (a domain, an error, an
  * escaped or non-ASCII name) is not recognised here: the caller parses it as

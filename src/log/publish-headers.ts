@@ -1,6 +1,6 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
+import { encodeUtf8 } from "../codec/index.js";
 import { LogError } from "./errors.js";
-import { encodeUtf8 } from "./text-encoding.js";
 
 const HEADER_LINE = "NATS/1.0";
 

@@ -49,7 +49,7 @@ export function onDelivery(seq: number, stopAt: number, follow: boolean, pending
  * the count the read's consumer has, `after` the sequence it counts from.
  * With one copy of the stream the consumer's count is the answer; with
  * several it may come from a replica still catching up, so a zero below the
- * read's end is not trusted (see `nothingLeft` in reader.ts).
+ * read's end is not trusted (see `nothingLeft` in end-check.ts).
  */
 export function endBeforeAsking(
   pending: number,

@@ -1,27 +1,21 @@
 import {
   type Consumer,
-  type ConsumerInfo,
   DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  type StreamInfo,
 } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "./codec.js";
+import { admit, RecordBatch, tell } from "./admit.js";
+import { Inbox, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
 import { readDirectBatches } from "./direct-read.js";
+import { consumerInfo, type EndCheck, nothingLeft } from "./end-check.js";
 import { LogError } from "./errors.js";
-import { afterLagging, endBeforeAsking, onDelivery, readStop } from "./read-end.js";
-import { type RefusedEvent, subjectRefusal } from "./subject-kinds.js";
+import { afterLagging, onDelivery, readStop } from "./read-end.js";
+import { leaderInfo, whileElecting } from "./stream-leader.js";
+import type { RefusedEvent } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
 
-/** Tries to open the ordered consumer (about 15 s of backoff in all) before giving up. */
-const OPEN_ATTEMPTS = 10;
-/**
- * Each pull of a read lasts this long before the next; heartbeats come at
- * IDLE_HEARTBEAT_MS, which the server wants at most half of it.
- */
-const READ_EXPIRES_MS = 5_000;
 /**
  * Two missed in a row (4–6 s of silence) end a read as unavailable: long
  * enough that a busy process's event-loop lag is not taken for a dead member.
@@ -107,6 +101,11 @@ export async function* readEvents(
  * iteration once per batch instead of once per event: at read speed that
  * step costs as much as the fold of an event (docs/ARCHITECTURE.md,
  * "Replay at read speed").
+ *
+ * One consumer reads at a time (`consumerPass`), usually the only one. A
+ * consumer placed on a replica still catching up is given up for a new one
+ * (placed anew) after what it delivered (see `nothingLeft`); `afterLagging`
+ * decides when the read gives up instead.
  */
 export async function* readEventBatches(
   js: JetStreamClient,
@@ -125,158 +124,25 @@ export async function* readEventBatches(
   const follow = opts.follow ?? false;
   const stopAt = readStop({ fromSeq, fromTimeMs: opts.fromTimeMs, untilSeq: opts.untilSeq, follow }, lastSeq);
   if (stopAt === undefined || opts.signal?.aborted) return;
-
-  const replicated = (info.config.num_replicas ?? 1) > 1;
+  const read: ConsumerRead = {
+    js,
+    jsm,
+    stream,
+    layout,
+    opts,
+    follow,
+    stopAt,
+    endSeq: Math.min(stopAt, lastSeq),
+    replicated: (info.config.num_replicas ?? 1) > 1,
+  };
   let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
-  // A consumer placed on a replica still catching up is given up for a new
-  // one (placed anew) after what it delivered; see `nothingLeft`. One
-  // consumer per pass of this loop, usually the only one. `fruitless`
-  // counts the passes in a row that delivered nothing.
   let fruitless = 0;
-  let lastCause: Error | undefined;
+  let lastCause: LogError | undefined;
   for (;;) {
-    let lastDelivered = 0;
-    let outcome: "end" | "more" | "lagging" = "more";
-    const consumer = await openConsumer(js, stream, start, opts);
-
-    // The signal may have fired during any of the awaits above. An abort
-    // listener added after that never runs, and a following read would then
-    // wait for new events forever: check again once the consumer exists.
-    if (opts.signal?.aborted) return;
-    // Messages are handed over by callback as the client parses them, and
-    // taken by the loop below a batch at a time.
-    const inbox = new Inbox();
-    const messages = await consumer.consume({
-      max_messages: opts.batch ?? DEFAULT_BATCH,
-      expires: READ_EXPIRES_MS,
-      idle_heartbeat: IDLE_HEARTBEAT_MS,
-      callback: (m) => inbox.put(m),
-    });
-    void messages.closed().then(
-      (err) => inbox.close(err ?? undefined),
-      (err: unknown) => inbox.close(err instanceof Error ? err : new Error(String(err))),
-    );
-    const onAbort = () => void messages.stop();
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
-    // A consumer hosted on a cluster member that died stays silent: the client
-    // library asks for its info again and again, and a request to a dead host
-    // times out rather than answering "not found", so it never recreates it.
-    // The watchdog ends such a read with `unavailable`; a follower reopens a
-    // fresh consumer (placed on a live member) after the last event it
-    // handled, and a read that does not follow opens one itself (below).
-    const watchdog = new ReadWatchdog(messages, stream);
-    try {
-      if (opts.signal?.aborted) return;
-      // A filtered read may never see a message at `stopAt` itself, and a
-      // start-time read may start past it; `pending` tells when nothing
-      // matching is left.
-      const endCheck: EndCheck = {
-        consumer,
-        jsm,
-        stream,
-        replicated,
-        endSeq: Math.min(stopAt, lastSeq),
-        subjects: opts.subjects ?? [],
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      };
-      if (!opts.follow) {
-        const made = await consumerInfo(consumer);
-        // Where the consumer starts counting: before its first sequence, or
-        // (a start time) where its replica placed that time.
-        const before = "seq" in start ? start.seq - 1 : (made?.delivered.stream_seq ?? 0);
-        outcome = await nothingLeft(endCheck, made?.num_pending ?? Number.POSITIVE_INFINITY, before);
-      }
-      if (outcome === "more") {
-        outcome = "end";
-        try {
-          reading: for (;;) {
-            const arrived = await inbox.take();
-            if (arrived === undefined || opts.signal?.aborted) break;
-            let out: LogRecord[] = [];
-            for (const m of arrived) {
-              const delivery = onDelivery(m.seq, stopAt, follow, m.info.pending);
-              if (delivery === "past-end") {
-                // What the batch held before it is the caller's.
-                if (out.length > 0) yield out;
-                break reading;
-              }
-              lastDelivered = m.seq;
-              let event: Event | undefined;
-              try {
-                event = decodeEvent(m.data, m.seq);
-              } catch (err) {
-                const e = LogError.from(err);
-                if (!opts.onMalformed) {
-                  // What came before it is the caller's all the same.
-                  if (out.length > 0) yield out;
-                  throw e;
-                }
-                // In log order: what came before it is handed over first.
-                if (out.length > 0) {
-                  yield out;
-                  out = [];
-                }
-                opts.onMalformed(e, { seq: m.seq, subject: m.subject, data: m.data });
-              }
-              const timeMs = streamTimeMs(m);
-              // A start time is placed by the consumer's replica; one behind
-              // places it at its own end, and what it delivers once caught up
-              // may be older than the time asked for.
-              if (event && (opts.fromTimeMs === undefined || timeMs >= opts.fromTimeMs)) {
-                // The one place every read passes: an event only from its kind's subject.
-                const refusal = subjectRefusal(layout, m.subject, event);
-                if (refusal === undefined) {
-                  out.push({ seq: m.seq, timeMs, subject: m.subject, event });
-                } else if (opts.onRefused) {
-                  // In log order, like a malformed message.
-                  if (out.length > 0) {
-                    yield out;
-                    out = [];
-                  }
-                  opts.onRefused({
-                    seq: m.seq,
-                    timeMs,
-                    subject: m.subject,
-                    kind: event.body.case as RefusedEvent["kind"],
-                    event,
-                    reason: refusal,
-                  });
-                }
-              }
-              if (delivery === "last") {
-                if (out.length > 0) yield out;
-                break reading;
-              }
-              if (delivery === "check") {
-                if (out.length > 0) yield out;
-                out = [];
-                const left = await nothingLeft(endCheck, 0, m.seq);
-                if (left !== "more") {
-                  outcome = left;
-                  break reading;
-                }
-              }
-            }
-            watchdog.alive();
-            if (out.length > 0) yield out;
-          }
-        } catch (err) {
-          // A read that does not follow takes its consumer going quiet like
-          // one placed on a replica still catching up (seen: a restarted
-          // replica sent no heartbeats while it caught up): another consumer
-          // after what was delivered. A follower's caller reopens by itself.
-          if (opts.follow || err !== watchdog.error) throw err;
-          lastCause = watchdog.error;
-          outcome = "lagging";
-        }
-      }
-    } finally {
-      watchdog.stop();
-      opts.signal?.removeEventListener("abort", onAbort);
-      messages.stop();
-    }
-    if (outcome !== "lagging") return;
-    const lagging = afterLagging(fruitless, lastDelivered, MAX_REOPENS);
+    const pass = yield* consumerPass(read, start);
+    if (pass.outcome === "end") return;
+    lastCause = pass.cause ?? lastCause;
+    const lagging = afterLagging(fruitless, pass.lastDelivered, MAX_REOPENS);
     fruitless = lagging.fruitless;
     if (lagging.giveUp) {
       throw new LogError(
@@ -285,56 +151,138 @@ export async function* readEventBatches(
         lastCause ? { cause: lastCause } : undefined,
       );
     }
-    if (lastDelivered > 0) start = { seq: lastDelivered + 1 };
+    if (pass.lastDelivered > 0) start = { seq: pass.lastDelivered + 1 };
+  }
+}
+
+/** What every consumer of one read shares. */
+interface ConsumerRead {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  stream: string;
+  layout: Subjects;
+  opts: ReadOptions;
+  follow: boolean;
+  /** The last sequence the read delivers (`readStop`). */
+  stopAt: number;
+  /** The last sequence a read that does not follow must reach (see EndCheck). */
+  endSeq: number;
+  replicated: boolean;
+}
+
+/** How one consumer's pass ended: the read is over, or its consumer lags and another is opened. */
+interface PassEnd {
+  outcome: "end" | "lagging";
+  /** The last sequence it delivered (0: none). */
+  lastDelivered: number;
+  /** Why it was given up, when it went quiet. */
+  cause?: LogError;
+}
+
+/**
+ * One ordered consumer of the read, from `start`: yields its batches until
+ * the read's end (`onDelivery`, `nothingLeft`), the caller's abort, or, for
+ * a read that does not follow, the consumer lagging or going quiet.
+ */
+async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<LogRecord[], PassEnd> {
+  const { opts, layout } = read;
+  let lastDelivered = 0;
+  const end = (outcome: PassEnd["outcome"], cause?: LogError): PassEnd =>
+    cause ? { outcome, lastDelivered, cause } : { outcome, lastDelivered };
+  const consumer = await openConsumer(read.js, read.stream, start, opts);
+  // The signal may have fired during any of the awaits above. An abort
+  // listener added after that never runs, and a following read would then
+  // wait for new events forever: check again once the consumer exists.
+  if (opts.signal?.aborted) return end("end");
+  // Messages are handed over by callback as the client parses them, and
+  // taken by the loop below a batch at a time.
+  const inbox = new Inbox();
+  const messages = await consumer.consume({
+    max_messages: opts.batch ?? DEFAULT_BATCH,
+    expires: READ_EXPIRES_MS,
+    idle_heartbeat: IDLE_HEARTBEAT_MS,
+    callback: (m) => inbox.put(m),
+  });
+  void messages.closed().then(
+    (err) => inbox.close(err ?? undefined),
+    (err: unknown) => inbox.close(err instanceof Error ? err : new Error(String(err))),
+  );
+  const onAbort = () => void messages.stop();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  // A consumer hosted on a cluster member that died stays silent: the client
+  // library asks for its info again and again, and a request to a dead host
+  // times out rather than answering "not found", so it never recreates it.
+  // The watchdog ends such a read with `unavailable`; a follower reopens a
+  // fresh consumer (placed on a live member) after the last event it
+  // handled, and a read that does not follow opens one itself (the caller).
+  const watchdog = new ReadWatchdog(messages, read.stream);
+  try {
+    if (opts.signal?.aborted) return end("end");
+    // A filtered read may never see a message at `stopAt` itself, and a
+    // start-time read may start past it; `pending` tells when nothing
+    // matching is left.
+    const endCheck: EndCheck = {
+      consumer,
+      jsm: read.jsm,
+      stream: read.stream,
+      replicated: read.replicated,
+      endSeq: read.endSeq,
+      subjects: opts.subjects ?? [],
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    if (!read.follow) {
+      const made = await consumerInfo(consumer);
+      // Where the consumer starts counting: before its first sequence, or
+      // (a start time) where its replica placed that time.
+      const before = "seq" in start ? start.seq - 1 : (made?.delivered.stream_seq ?? 0);
+      const left = await nothingLeft(endCheck, made?.num_pending ?? Number.POSITIVE_INFINITY, before);
+      if (left !== "more") return end(left);
+    }
+    try {
+      for (;;) {
+        const arrived = await inbox.take();
+        if (arrived === undefined || opts.signal?.aborted) return end("end");
+        const batch = new RecordBatch();
+        for (const m of arrived) {
+          const delivery = onDelivery(m.seq, read.stopAt, read.follow, m.info.pending);
+          if (delivery !== "past-end") {
+            lastDelivered = m.seq;
+            const admitted = admit(layout, m, streamTimeMs(m), opts);
+            if (admitted.kind === "record") batch.push(admitted.record);
+            else if (admitted.kind !== "skip") {
+              // In log order: what came before it is handed over first.
+              const before = batch.take();
+              if (before) yield before;
+              tell(admitted, m, opts);
+            }
+            if (delivery === "next") continue;
+          }
+          const held = batch.take();
+          if (held) yield held;
+          if (delivery !== "check") return end("end");
+          const left = await nothingLeft(endCheck, 0, m.seq);
+          if (left !== "more") return end(left);
+        }
+        watchdog.alive();
+        const held = batch.take();
+        if (held) yield held;
+      }
+    } catch (err) {
+      // A read that does not follow takes its consumer going quiet like
+      // one placed on a replica still catching up (a restarted replica
+      // may send no heartbeats while it catches up): another consumer
+      // after what was delivered. A follower's caller reopens by itself.
+      if (read.follow || err !== watchdog.error) throw err;
+      return end("lagging", watchdog.error);
+    }
+  } finally {
+    watchdog.stop();
+    opts.signal?.removeEventListener("abort", onAbort);
+    messages.stop();
   }
 }
 
 type Start = { seq: number } | { timeMs: number };
-
-/**
- * Messages handed over by the consumer's callback, taken a batch at a time.
- * `take` resolves with everything that arrived (waiting when nothing has),
- * or, once the consumer stopped and all was taken, with undefined, or
- * throws what it stopped with.
- */
-class Inbox {
-  #messages: JsMsg[] = [];
-  #wake: (() => void) | undefined;
-  #closed = false;
-  #error: Error | undefined;
-
-  put(m: JsMsg): void {
-    this.#messages.push(m);
-    this.#wakeUp();
-  }
-
-  close(err: Error | undefined): void {
-    this.#closed = true;
-    this.#error = err;
-    this.#wakeUp();
-  }
-
-  async take(): Promise<JsMsg[] | undefined> {
-    while (this.#messages.length === 0) {
-      if (this.#closed) {
-        if (this.#error) throw this.#error;
-        return undefined;
-      }
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-    }
-    const taken = this.#messages;
-    this.#messages = [];
-    return taken;
-  }
-
-  #wakeUp(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-}
 
 /**
  * The stream's time for a message in whole milliseconds, exactly
@@ -390,206 +338,5 @@ function openConsumer(
   );
 }
 
-/**
- * Ends a read with an `unavailable` LogError when its consumer went quiet:
- * two missed heartbeats, or no message and no new pull for two pull periods
- * (the library's own recovery can loop silently on requests to a dead host).
- */
-class ReadWatchdog {
-  #last = Date.now();
-  readonly #timer: NodeJS.Timeout;
-  #done = false;
-  #error: LogError | undefined;
-
-  constructor(
-    private readonly messages: { status(): AsyncIterable<{ type: string }>; stop(err?: Error): void },
-    private readonly stream: string,
-  ) {
-    this.#timer = setInterval(() => {
-      const quiet = Date.now() - this.#last;
-      if (quiet > 2 * READ_EXPIRES_MS + 4_000) this.#fail(`no message and no pull for ${quiet} ms`);
-    }, 1_000);
-    this.#timer.unref();
-    void this.#watch();
-  }
-
-  /** The error this ended the read with (the consumer went quiet), if it did. */
-  get error(): LogError | undefined {
-    return this.#error;
-  }
-
-  alive(): void {
-    this.#last = Date.now();
-  }
-
-  stop(): void {
-    this.#done = true;
-    clearInterval(this.#timer);
-  }
-
-  async #watch(): Promise<void> {
-    try {
-      for await (const s of this.messages.status()) {
-        if (this.#done) return;
-        if (s.type === "next" || s.type === "ordered_consumer_recreated") this.alive();
-        else if (s.type === "heartbeats_missed") return this.#fail("the server stopped sending heartbeats");
-      }
-    } catch {
-      // The read ended first.
-    }
-  }
-
-  #fail(why: string): void {
-    if (this.#done) return;
-    this.#error = new LogError(
-      "unavailable",
-      `reading ${this.stream}: ${why} (a cluster member down?); reopen the read`,
-    );
-    this.stop();
-    this.messages.stop(this.#error);
-  }
-}
-
-async function consumerInfo(consumer: { info(cached?: boolean): Promise<ConsumerInfo> }) {
-  try {
-    return await consumer.info(true);
-  } catch {
-    return undefined;
-  }
-}
-
-/** A replica catching up is waited for this long before the read's consumer is given up for a new one. */
-const CATCH_UP_WAIT_MS = 1_500;
 /** Consumers in a row that delivered nothing (on a replica still catching up, or gone quiet) before the read fails. */
 const MAX_REOPENS = 8;
-
-interface EndCheck {
-  consumer: { info(cached?: boolean): Promise<ConsumerInfo> };
-  jsm: JetStreamManager;
-  stream: string;
-  /** More than one copy of the stream: a consumer's count may come from one still catching up. */
-  replicated: boolean;
-  /**
-   * The last sequence the read must reach: its own last, or the stream's
-   * last when it began if that is earlier (what is appended during a read
-   * may be left to the next).
-   */
-  endSeq: number;
-  /** The read's subject filter; empty: every subject. */
-  subjects: readonly string[];
-  signal?: AbortSignal;
-}
-
-/**
- * Whether a read that is not following has nothing left ("end"), more to
- * come ("more"), or sits on a replica that has not got the rest yet
- * ("lagging").
- *
- * `pending` is the count the read already has (a message's, or the
- * consumer's when it was made) and `after` the sequence it counts from. With
- * one copy of the stream that count is the answer, and nothing more is asked.
- *
- * A reader's consumer (ephemeral, one replica) may be placed on any replica
- * of the stream, including one that restarted and is still catching up. Its
- * pending count then ends where that replica's copy ends, and trusting it
- * ended reads early: a check of the log after a stream-leader failover
- * found acknowledged events "missing" that were stored all along. Nor is
- * the leader's "current" for that replica enough: it speaks of the
- * replica's raft log, which can be ahead of its copy of the stream (the
- * same check failed once more while it was trusted). So the answer
- * comes from the stream leader, by sequence: none stored after `after` up to
- * the read's end is a certain "end". Otherwise the replica has it to come:
- * this waits CATCH_UP_WAIT_MS for its count to rise, then says "lagging" and
- * the read opens another consumer (a restarted replica may stay behind for
- * many seconds when nothing is written).
- */
-async function nothingLeft(c: EndCheck, pending: number, after: number): Promise<"end" | "more" | "lagging"> {
-  const first = endBeforeAsking(pending, after, c.endSeq, c.replicated);
-  if (first !== "ask-leader") return first;
-  let more: boolean;
-  try {
-    more = await storedBetween(c, after);
-  } catch (err) {
-    if (c.signal?.aborted) return "end";
-    throw err;
-  }
-  if (!more) return "end";
-  const deadline = performance.now() + CATCH_UP_WAIT_MS;
-  for (;;) {
-    if (c.signal?.aborted) return "end";
-    await new Promise((r) => setTimeout(r, 100));
-    let hostPending: number;
-    try {
-      hostPending = (await c.consumer.info(false)).num_pending;
-    } catch {
-      return "lagging";
-    }
-    if (hostPending > 0) return "more";
-    if (performance.now() > deadline) return "lagging";
-  }
-}
-
-/** Whether the stream leader has a message the read wants after `after`, up to the read's end. */
-async function storedBetween(c: EndCheck, after: number): Promise<boolean> {
-  if (c.subjects.length === 0) {
-    // Unfiltered: the read's end is a message the leader had when the read
-    // began, and this log loses messages only from the front (its age
-    // limit), so the rest is there unless that limit took it since.
-    const info = await whileElecting(
-      () => leaderInfo(c.jsm, c.stream),
-      `reading stream ${c.stream}`,
-      c.signal,
-    );
-    return info.state.first_seq <= c.endSeq;
-  }
-  // Filtered: the first match after `after` per subject. A message get is
-  // answered by the stream leader only (a group without one answers
-  // "unavailable", waited out).
-  const seqs = await Promise.all(
-    c.subjects.map(async (subject) => {
-      // The client's types leave out `next_by_subj` for this request; the server takes it.
-      const query = { seq: after + 1, next_by_subj: subject } as unknown as Parameters<
-        JetStreamManager["streams"]["getMessage"]
-      >[1];
-      const m = await whileElecting(
-        () => c.jsm.streams.getMessage(c.stream, query),
-        `reading stream ${c.stream}`,
-        c.signal,
-      );
-      return m?.seq;
-    }),
-  );
-  return seqs.some((s) => s !== undefined && s <= c.endSeq);
-}
-
-/**
- * The stream's info as its leader has it. A member of a replicated stream
- * that has seen no leader for a while answers info requests too, from its
- * own copy, which may end early; its answer names no leader, and is treated
- * as the election it is (unavailable, retried by `whileElecting`).
- */
-export async function leaderInfo(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
-  const info = await jsm.streams.info(stream);
-  if ((info.config.num_replicas ?? 1) > 1 && !info.cluster?.leader) {
-    throw new LogError("unavailable", `stream ${stream} has no leader (an election under way?)`);
-  }
-  return info;
-}
-
-/**
- * Runs `fn`, retrying while the log is unavailable for a while (about 15 s of
- * backoff in all). While a cluster elects a new stream leader after a server
- * died, stream info and consumer creation time out; that is worth waiting
- * out rather than failing a replay or a follower.
- */
-export async function whileElecting<T>(fn: () => Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const e = LogError.from(err, what);
-      if (e.code !== "unavailable" || attempt >= OPEN_ATTEMPTS || signal?.aborted) throw e;
-      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
-    }
-  }
-}

@@ -8,7 +8,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { weakerSettings } from "./buckets.js";
-import { LogError } from "./errors.js";
+import { LogError, logErrorFrom } from "./errors.js";
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
 export interface LogStreamConfig {
@@ -106,7 +106,7 @@ export async function ensureStream(
     allow_rollup_hdrs: false,
     deny_delete: true,
     // Purges stay possible: the archiver removes archived segments (retention,
-    // docs/history.md); only its role's credentials may (src/log/nats-permissions.ts).
+    // docs/history.md); only its role's credentials may (src/nats-auth/permissions.ts).
     deny_purge: false,
     max_consumers: cfg.maxConsumers,
     ...(cfg.firstSeq !== undefined && cfg.firstSeq > 1 ? { first_seq: cfg.firstSeq } : {}),
@@ -118,7 +118,7 @@ export async function ensureStream(
   try {
     existing = await jsm.streams.info(cfg.name);
   } catch (err) {
-    const e = LogError.from(err, `looking up stream ${cfg.name}`);
+    const e = logErrorFrom(err, `looking up stream ${cfg.name}`);
     if (e.code !== "not-found") throw e;
   }
 
@@ -126,7 +126,7 @@ export async function ensureStream(
     try {
       return await jsm.streams.add(wanted);
     } catch (err) {
-      throw LogError.from(err, `creating stream ${cfg.name}`);
+      throw logErrorFrom(err, `creating stream ${cfg.name}`);
     }
   }
 
@@ -166,7 +166,7 @@ export async function ensureStream(
         allow_direct: true,
       } as Partial<StreamConfig>);
     } catch (err) {
-      throw LogError.from(err, `updating stream ${cfg.name}`);
+      throw logErrorFrom(err, `updating stream ${cfg.name}`);
     }
   }
   const weaker = weakerSettings(info.config, { max_consumers: cfg.maxConsumers, purgeable: true });

@@ -9,9 +9,10 @@
  *
  * Pure: no NATS, no I/O. Projections, the checker and tools may import it.
  */
+
+import type { EventBody, EventKind } from "../codec/index.js";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { EventBody, EventKind } from "./codec.js";
-import type { NatsRole } from "./nats-permissions.js";
+import type { NatsRole } from "../nats-auth/index.js";
 import type { Subjects } from "./subjects.js";
 
 /** The subject families of the log, one writer role each (see SUBJECT_WRITERS). */
@@ -63,7 +64,7 @@ export const KIND_SUBJECTS: { readonly [K in EventKind]: SubjectRoute<BodyOf<K>>
   rolloutResumed: { family: "rollouts" },
 };
 
-/** The role whose credentials may publish each family (src/log/nats-permissions.ts grants exactly these). */
+/** The role whose credentials may publish each family (src/nats-auth/permissions.ts grants exactly these). */
 export const SUBJECT_WRITERS: {
   readonly [F in SubjectFamily]: Exclude<NatsRole, "reader" | "router" | "archiver">;
 } = {

@@ -4,25 +4,10 @@
  * in an id must never create a new subject. Node ids are DNS names and go in
  * encoded (node-id.ts), so their dots never become subject levels.
  */
-import { nodeIdToken } from "./node-id.js";
-import { isReservedKey } from "./reserved-keys.js";
+import { invalidIdReason, nodeIdToken } from "../ids/index.js";
 
 export const DEFAULT_STREAM = "LLMGW";
 export const DEFAULT_PREFIX = "llmgw.evt";
-
-/** Letters, digits, `-`, `_`; 1 to 64 characters. */
-export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** Why `id` cannot be a subject token, or undefined when it can. */
-export function invalidIdReason(id: string, what = "id"): string | undefined {
-  if (id.length === 0) return `${what} is empty`;
-  if (id.length > 64) return `${what} is ${id.length} characters long; at most 64 are allowed`;
-  if (!ID_PATTERN.test(id)) {
-    return `${what} ${JSON.stringify(id)} may contain only letters, digits, '-' and '_'`;
-  }
-  if (isReservedKey(id)) return `${what} ${JSON.stringify(id)} is a reserved name`;
-  return undefined;
-}
 
 /** Node subjects kept by one Subjects; past this many it starts over (ids are the fleet's, but not trusted). */
 const NODE_SUBJECTS_KEPT = 65_536;
@@ -31,7 +16,7 @@ const NODE_SUBJECTS_KEPT = 65_536;
 export class Subjects {
   /**
    * A node's subject, validated once: a gateway appends one event per agent
-   * message to it, and validating and building it each time was a visible
+   * message to it, and validating and building it each time is a visible
    * share of the gateway's CPU per event.
    */
   readonly #nodeSubjects = new Map<string, string>();

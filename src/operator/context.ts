@@ -6,8 +6,9 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { type EventInit, newEvent } from "../codec/index.js";
 import { Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
-import { type Appended, type EventInit, type Log, newEvent } from "../log/index.js";
+import type { Appended, Log } from "../log/index.js";
 import type { FleetState } from "../projections/index.js";
 import type { ProjectionRuntime } from "../projections/runtime/index.js";
 import type { FleetHistory } from "./history.js";

@@ -8,7 +8,7 @@
  * it or corrupting the process.
  */
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { isReservedKey } from "../log/reserved-keys.js";
+import { isReservedKey } from "../ids/reserved-keys.js";
 
 /** Up to five ids, without an array per event (this runs for every event folded). */
 function reserved(a: string, b = "", c = "", d = "", e = ""): boolean {

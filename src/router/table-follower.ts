@@ -13,7 +13,7 @@
 import { type JetStreamManager, jetstreamManager, type StoredMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { isLogError, LogError } from "../log/index.js";
+import { isLogError, logErrorFrom } from "../log/index.js";
 import { modelOfEndpointsKey } from "../reconciler/runner/endpoints-bucket.js";
 import { endpointListSchema, type RoutingTable } from "./table.js";
 
@@ -140,7 +140,7 @@ export class TableFollower {
             for await (const m of await jsm.direct.getBatch(stream, { seq: cursor, batch: 256 })) got.push(m);
           } catch (err) {
             // Nothing at or after the cursor yet: the usual answer.
-            if (!isLogError(LogError.from(err), "not-found")) throw err;
+            if (!isLogError(logErrorFrom(err), "not-found")) throw err;
           }
           for (const m of got) {
             this.#apply(m, prefix);

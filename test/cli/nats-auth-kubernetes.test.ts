@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Secret } from "kubernetes-models/v1";
 import { parseAllDocuments } from "yaml";
-import { NATS_ROLES } from "../../src/log/index.js";
+import { NATS_ROLES } from "../../src/nats-auth/index.js";
 import { tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 

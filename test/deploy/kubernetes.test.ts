@@ -21,7 +21,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { parseAllDocuments } from "yaml";
-import { NATS_ROLES } from "../../src/log/index.js";
+import { NATS_ROLES } from "../../src/nats-auth/index.js";
 import { tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { invocationProblems } from "../support/cli-spec.js";

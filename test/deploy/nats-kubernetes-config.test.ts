@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { parseAllDocuments } from "yaml";
-import { authenticatorFromCredentials } from "../../src/log/index.js";
+import { authenticatorFromCredentials } from "../../src/nats-auth/index.js";
 import { natsServerBinary, tempDir } from "../harness/nats.js";
 import { makeTestCerts } from "../support/certs.js";
 import { runCli } from "../support/cli.js";

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { devCredsDir } from "../../src/cli/dev/paths.js";
 import { natsAuthFiles } from "../../src/cli/nats-auth-files.js";
-import { authenticatorFromCredentials, isLogError, openLog } from "../../src/log/index.js";
+import { isLogError, openLog } from "../../src/log/index.js";
+import { authenticatorFromCredentials } from "../../src/nats-auth/index.js";
 import { startServer, tempDir } from "../harness/nats.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 

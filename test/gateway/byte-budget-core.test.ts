@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { encodeEvent } from "../../src/codec/index.js";
 import { gatewayEvent } from "../../src/gateway/events.js";
 import {
   admitRegistration,
@@ -26,7 +27,6 @@ import {
 import { capRegistration, capShardStatus } from "../../src/gateway/session-core/text-caps.js";
 import { AgentMessageSchema, RegisterSchema, ShardStatusSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { encodeEvent } from "../../src/log/index.js";
 import { h100Registration, sampleEvents } from "../support/sample-events.js";
 
 /** The gateway's defaults (config.ts). */

@@ -12,9 +12,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { encodeEvent } from "../../src/codec/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { encodeEvent } from "../../src/log/index.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { readAll, waitForLog } from "../support/gateway.js";
 import { nodeOf } from "../support/log-hygiene.js";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import type { EventInit } from "../../src/codec/index.js";
 import { DuplicateReports, isLive, type LocalSession, liveHolder } from "../../src/gateway/duplicates.js";
 import { SessionRegistry } from "../../src/gateway/registry.js";
 import {
@@ -12,7 +13,7 @@ import {
 } from "../../src/gateway/revocation-keys.js";
 import { SessionsWatch } from "../../src/gateway/sessions-watch.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventInit, LogRecord } from "../../src/log/index.js";
+import type { LogRecord } from "../../src/log/index.js";
 
 const HB_TIMEOUT = 15_000;
 

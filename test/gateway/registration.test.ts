@@ -14,7 +14,7 @@ import {
   usageBaseline,
 } from "../../src/gateway/session-core/usage.js";
 import { HeartbeatSchema, RegisterSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { LogError } from "../../src/log/index.js";
+import { logErrorFrom } from "../../src/log/index.js";
 import type { RegisterInit } from "../support/agent.js";
 import { h100Registration } from "../support/sample-events.js";
 
@@ -148,6 +148,6 @@ describe("log errors the gateway retries", () => {
   it("takes a publish that met no responders (reported as 'jetstream is not enabled') as unavailable", () => {
     // The client's JetStreamNotEnabled, exported by its "internal" entry point only.
     const notEnabled = new jserrors.JetStreamNotEnabled("jetstream is not enabled");
-    assert.equal(LogError.from(notEnabled, "appending").code, "unavailable");
+    assert.equal(logErrorFrom(notEnabled, "appending").code, "unavailable");
   });
 });

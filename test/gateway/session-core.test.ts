@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { encodeEvent } from "../../src/codec/index.js";
 import { gatewayEvent } from "../../src/gateway/events.js";
 import type { PeerIdentity } from "../../src/gateway/identity.js";
 import {
@@ -25,7 +26,7 @@ import {
 } from "../../src/gateway/session-core/index.js";
 import { type AgentMessage, AgentMessageSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
-import { decodeEvent, encodeEvent } from "../../src/log/index.js";
+import { decodeEvent } from "../../src/log/index.js";
 import { Fuzzer } from "../support/agent-fuzzer.js";
 import {
   type AgentMessageInit,

@@ -11,6 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { newEvent } from "../../src/codec/index.js";
 import type { Gateway } from "../../src/gateway/index.js";
 import {
   CommandUndeliverable_Action,
@@ -19,7 +20,7 @@ import {
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
-import { type Log, type LogRecord, newEvent } from "../../src/log/index.js";
+import type { Log, LogRecord } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import { DEFAULT_RECONCILER_CONFIG, type DecideOutput, decide } from "../../src/reconciler/index.js";
 import { TestAgent } from "../support/agent.js";

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { isLogError, type Log, LogError, newEvent } from "../../src/log/index.js";
+import { newEvent } from "../../src/codec/index.js";
+import { isLogError, type Log, logErrorFrom } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
@@ -111,7 +112,7 @@ describe("the archiver's NATS role (real nats-server with the generated auth con
       const log = await openAs(role);
       await assert.rejects(
         log.jsm.streams.purge(stream),
-        (err) => LogError.from(err).code === "permission-denied",
+        (err) => logErrorFrom(err).code === "permission-denied",
         `a purge with the ${role}'s credentials`,
       );
     }

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { isLogError, type Log, newEvent, openLog } from "../../src/log/index.js";
+import { newEvent } from "../../src/codec/index.js";
+import { isLogError, type Log, openLog } from "../../src/log/index.js";
 import { startServer, uniqueStream } from "../harness/nats.js";
 
 describe("fencing after a purge", () => {

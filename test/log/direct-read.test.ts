@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import { encodeEvent } from "../../src/codec/index.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { encodeEvent } from "../../src/log/codec.js";
 import {
   isLogError,
   type Log,

@@ -16,7 +16,7 @@ import {
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node";
-import { LogError } from "../../src/log/index.js";
+import { logErrorFrom } from "../../src/log/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 
 async function thrown(fn: () => Promise<unknown>): Promise<unknown> {
@@ -28,7 +28,7 @@ async function thrown(fn: () => Promise<unknown>): Promise<unknown> {
   assert.fail("expected the call to throw");
 }
 
-describe("LogError.from: NATS errors by class and code", () => {
+describe("logErrorFrom: NATS errors by class and code", () => {
   let server: NatsServer & { close(): Promise<void> };
   before(async () => {
     server = await startServer();
@@ -41,7 +41,7 @@ describe("LogError.from: NATS errors by class and code", () => {
     const nc = await connect({ servers: server.url });
     try {
       const err = await thrown(() => nc.request("nobody.listens", "x", { timeout: 500 }));
-      assert.equal(LogError.from(err).code, "unavailable", String(err));
+      assert.equal(logErrorFrom(err).code, "unavailable", String(err));
     } finally {
       await nc.close();
     }
@@ -53,7 +53,7 @@ describe("LogError.from: NATS errors by class and code", () => {
       const sub = nc.subscribe("silent.service");
       const err = await thrown(() => nc.request("silent.service", "x", { timeout: 100, noMux: true }));
       sub.unsubscribe();
-      assert.equal(LogError.from(err).code, "unavailable", String(err));
+      assert.equal(logErrorFrom(err).code, "unavailable", String(err));
     } finally {
       await nc.close();
     }
@@ -63,7 +63,7 @@ describe("LogError.from: NATS errors by class and code", () => {
     const nc = await connect({ servers: server.url });
     await nc.close();
     const err = await thrown(() => nc.request("any.subject", "x", { timeout: 500 }));
-    assert.equal(LogError.from(err).code, "unavailable", String(err));
+    assert.equal(logErrorFrom(err).code, "unavailable", String(err));
   });
 
   it("the client's transport classes, bare or as the cause of another error, are unavailable", () => {
@@ -77,7 +77,7 @@ describe("LogError.from: NATS errors by class and code", () => {
       new JetStreamStatusError("no responders", 503),
       Object.assign(new Error("connect failed"), { code: "ECONNREFUSED" }),
     ]) {
-      assert.equal(LogError.from(err).code, "unavailable", `${err.name}: ${err.message}`);
+      assert.equal(logErrorFrom(err).code, "unavailable", `${err.name}: ${err.message}`);
     }
   });
 
@@ -88,17 +88,17 @@ describe("LogError.from: NATS errors by class and code", () => {
       "x.reconciler",
     );
     for (const err of [violation, new Error("request failed", { cause: violation })]) {
-      const e = LogError.from(err);
+      const e = logErrorFrom(err);
       assert.equal(e.code, "permission-denied");
       assert.match(e.message, /may not publish to "x\.reconciler"/);
     }
-    assert.equal(LogError.from(new AuthorizationError("Authorization Violation")).code, "unauthenticated");
-    assert.equal(LogError.from(new Error("Permissions Violation for Publish")).code, "internal");
+    assert.equal(logErrorFrom(new AuthorizationError("Authorization Violation")).code, "unauthenticated");
+    assert.equal(logErrorFrom(new Error("Permissions Violation for Publish")).code, "internal");
   });
 
   it("an error whose text only sounds like a timeout is not taken for one", () => {
     for (const message of ["timeout", "the connection was closed by the user's choice", "503"]) {
-      assert.equal(LogError.from(new Error(message)).code, "internal", message);
+      assert.equal(logErrorFrom(new Error(message)).code, "internal", message);
     }
   });
 });

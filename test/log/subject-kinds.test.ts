@@ -2,21 +2,18 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { clone, create } from "@bufbuild/protobuf";
+import { EVENT_KINDS, type EventKind } from "../../src/codec/index.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
-  DEFAULT_LAYOUT,
-  EVENT_KINDS,
-  type EventKind,
   KIND_SUBJECTS,
   kindsOfFamily,
-  NATS_ROLES,
-  rolePermissions,
   SUBJECT_WRITERS,
   type SubjectFamily,
   Subjects,
   subjectFor,
   subjectRefusal,
 } from "../../src/log/index.js";
+import { DEFAULT_LAYOUT, NATS_ROLES, rolePermissions } from "../../src/nats-auth/index.js";
 import { sampleEvents } from "../support/sample-events.js";
 
 const s = new Subjects("llmgw.evt");

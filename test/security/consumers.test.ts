@@ -30,17 +30,8 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
-import {
-  authenticatorFromCredentials,
-  bucketKeys,
-  DEFAULT_BUCKETS,
-  DEFAULT_LAYOUT,
-  isLogError,
-  type Log,
-  LogError,
-  openBucket,
-  openLog,
-} from "../../src/log/index.js";
+import { bucketKeys, isLogError, type Log, logErrorFrom, openBucket, openLog } from "../../src/log/index.js";
+import { authenticatorFromCredentials, DEFAULT_BUCKETS, DEFAULT_LAYOUT } from "../../src/nats-auth/index.js";
 import { startServer, tempDir } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 
@@ -102,7 +93,7 @@ const pushConfig = (deliver: string) => ({
 async function refusedAsDenied(p: Promise<unknown>, what: string): Promise<void> {
   await assert.rejects(
     p.catch((err) => {
-      throw LogError.from(err);
+      throw logErrorFrom(err);
     }),
     (err) => isLogError(err, "permission-denied"),
     what,

@@ -13,9 +13,10 @@ import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
+import { newEvent } from "../../src/codec/index.js";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AckedPublisher } from "../../src/log/acked-publish.js";
-import { isLogError, type Log, LogError, newEvent, openLog } from "../../src/log/index.js";
+import { isLogError, type Log, LogError, logErrorFrom, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { codeOf, TestAgent } from "../support/agent.js";
 import { type ApiProcess, spawnApi } from "../support/api-process.js";
@@ -243,7 +244,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     // Nor change the stream or write a bucket: refused by the server, reported as such.
     await assert.rejects(
       reader.jsm.streams.update(stream, { max_msgs: 1 }).catch((err) => {
-        throw LogError.from(err);
+        throw logErrorFrom(err);
       }),
       (err) => isLogError(err, "permission-denied") && /STREAM\.UPDATE/.test(err.message),
       "the reader updating the stream",
@@ -251,7 +252,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     const gateways = await new Kvm(reader.nc).open(buckets.gateways);
     await assert.rejects(
       gateways.put("gw-auth", "forged").catch((err) => {
-        throw LogError.from(err);
+        throw logErrorFrom(err);
       }),
       (err) => isLogError(err, "permission-denied"),
       "the reader writing the gateways' lease bucket",
@@ -268,7 +269,7 @@ describe("NATS credentials per role (real nats-server with the generated auth co
     assert.equal(seen?.string(), "revoked by test");
     await assert.rejects(
       (await new Kvm(gateway.nc).open(buckets.revoked)).delete("gpu-revoked-1").catch((err) => {
-        throw LogError.from(err);
+        throw logErrorFrom(err);
       }),
       (err) => isLogError(err, "permission-denied"),
       "the gateway lifting a revocation",

@@ -15,14 +15,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { newEvent } from "../../src/codec/index.js";
 import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import {
-  authenticatorFromCredentials,
-  connectNats,
-  isLogError,
-  newEvent,
-  openLog,
-} from "../../src/log/index.js";
+import { connectNats, isLogError, openLog } from "../../src/log/index.js";
+import { authenticatorFromCredentials } from "../../src/nats-auth/index.js";
 import { EndpointsBucket } from "../../src/reconciler/runner/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";

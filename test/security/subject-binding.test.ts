@@ -18,21 +18,19 @@ import { after, before, describe, it } from "node:test";
 import { clone } from "@bufbuild/protobuf";
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import { Registry } from "prom-client";
+import { EVENT_KINDS, type EventKind, encodeEvent } from "../../src/codec/index.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { nodeIdToken } from "../../src/ids/index.js";
 import {
-  EVENT_KINDS,
-  type EventKind,
-  encodeEvent,
   isLogError,
   KIND_SUBJECTS,
   type Log,
-  LogError,
-  nodeIdToken,
-  rolePermissions,
+  logErrorFrom,
   SUBJECT_WRITERS,
   Subjects,
   subjectFor,
 } from "../../src/log/index.js";
+import { rolePermissions } from "../../src/nats-auth/index.js";
 import { FleetHistory } from "../../src/operator/history.js";
 import { logWhatIfReader } from "../../src/operator/what-if.js";
 import { canonicalJson, fleetProjection } from "../../src/projections/index.js";
@@ -114,7 +112,7 @@ describe("subject ↔ kind binding on read (real nats-server, each role's creden
         assert.deepEqual(patterns, [], `the ${role} may publish to no log subject`);
         await assert.rejects(
           js.publish(subjects.node("gpu-a1"), encodeEvent(samples[0]!)).catch((err) => {
-            throw LogError.from(err);
+            throw logErrorFrom(err);
           }),
           (err) => isLogError(err, "permission-denied"),
         );

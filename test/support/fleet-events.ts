@@ -5,6 +5,7 @@
  * counter, so the same calls always build the same events.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { EventInit } from "../../src/codec/index.js";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type CommandSchema,
@@ -16,7 +17,6 @@ import {
   SessionClosed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventInit } from "../../src/log/index.js";
 import { h100Hardware, type RegisterInit, registrationOf } from "../../src/sim/index.js";
 
 export { Liveness, SessionClosed_Reason, ShardStatus_State };

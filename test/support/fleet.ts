@@ -6,6 +6,7 @@
  * inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
+import type { EventInit } from "../../src/codec/index.js";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   type Command,
@@ -15,7 +16,6 @@ import {
   SessionClosed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventInit } from "../../src/log/index.js";
 import { evolveFleet, type FleetState, initialFleet } from "../../src/projections/index.js";
 import {
   DEFAULT_RECONCILER_CONFIG,

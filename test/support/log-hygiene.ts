@@ -6,7 +6,8 @@
  * let that node register.
  */
 import assert from "node:assert/strict";
-import { type LogRecord, nodeIdToken } from "../../src/log/index.js";
+import { nodeIdToken } from "../../src/ids/index.js";
+import type { LogRecord } from "../../src/log/index.js";
 
 /** Gateway ids up to 64 characters; a node id's token up to 253. */
 const TOKEN = "[A-Za-z0-9_-]{1,253}";

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { authenticatorFromCredentials, type Log, openLog } from "../../src/log/index.js";
+import { type Log, openLog } from "../../src/log/index.js";
+import { authenticatorFromCredentials } from "../../src/nats-auth/index.js";
 import { type CliResult, runCli } from "./cli.js";
 
 /** `llmgw nats-auth init --dir <dir>` for a log's stream and subject prefix, `args` after; it must succeed. */

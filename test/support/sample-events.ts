@@ -3,6 +3,7 @@
  * H100 80 GB nodes, NVLink inside a node, InfiniBand pods between nodes).
  */
 import { create } from "@bufbuild/protobuf";
+import type { EventInit } from "../../src/codec/index.js";
 import { GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import {
   CommandUndeliverable_Action,
@@ -13,7 +14,6 @@ import {
   SessionClosed_Reason,
   Writer_Kind,
 } from "../../src/gen/llmgw/v1/events_pb.js";
-import type { EventInit } from "../../src/log/index.js";
 import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 
 const gib = 1024;

@@ -15,13 +15,8 @@ import {
   restoreLog,
   targetHolds,
 } from "../../archiver/index.js";
-import {
-  type ArchiveStore,
-  DEFAULT_BUCKETS,
-  DirectoryArchiveStore,
-  defaultArchiveBucket,
-  openLog,
-} from "../../log/index.js";
+import { type ArchiveStore, DirectoryArchiveStore, defaultArchiveBucket, openLog } from "../../log/index.js";
+import { DEFAULT_BUCKETS } from "../../nats-auth/index.js";
 import { archiveLocation, withArchiveOptions } from "../archive-option.js";
 import {
   CliError,

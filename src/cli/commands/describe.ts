@@ -4,7 +4,7 @@
  * API answers it with -o json|yaml.
  */
 import { type Command, Option } from "commander";
-import { invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import type { NodeView, ReplicaView } from "../../operator/index.js";
 import { CliError } from "../common.js";
 import { gpuIssuesCell } from "./nodes.js";

@@ -3,7 +3,8 @@
  * decisions (and commands) that touched it, read from the log up to --at.
  */
 import { type Command, Option } from "commander";
-import { collectPasses, invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
+import { collectPasses } from "../../log/index.js";
 import {
   formatTouches,
   type RecordedPass,

@@ -1,6 +1,6 @@
 /** `llmgw gpu clear <node> <gpu|node>`: an operator says a GPU's (or the node's) problems are dealt with. */
 import type { Command } from "commander";
-import { invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import { CliError } from "../common.js";
 import { type ApiFlags, call, clientFor, printJson, withApiOptions } from "./operator-common.js";
 

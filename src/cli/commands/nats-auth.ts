@@ -1,7 +1,7 @@
 /** `llmgw nats-auth init`: NKEY users per role and the nats-server configuration that permits each its part. */
 import { readFileSync, writeFileSync } from "node:fs";
 import { type Command, Option } from "commander";
-import { DEFAULT_BUCKETS, NATS_ROLES, type NatsLayout, type NatsRole } from "../../log/index.js";
+import { DEFAULT_BUCKETS, NATS_ROLES, type NatsLayout, type NatsRole } from "../../nats-auth/index.js";
 import { CliError, EXIT, prefixOption, streamOption } from "../common.js";
 import { writeNatsAuth } from "../nats-auth-files.js";
 import { NATS_AUTH_SECRET, renderNatsAuthSecrets, roleSecretName } from "../nats-auth-kubernetes.js";

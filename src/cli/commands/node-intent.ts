@@ -4,7 +4,7 @@
  * the drain waits on (`--status` only that, `--wait` until it is done).
  */
 import type { Command } from "commander";
-import { invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import type { TypedApi } from "../../operator/index.js";
 import { CliError, EXIT } from "../common.js";
 import { drainDone, drainWaitLines, followDrain } from "./drain-status.js";

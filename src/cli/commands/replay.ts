@@ -3,7 +3,7 @@
  * or from the nearest earlier snapshot.
  */
 import { type Command, Option } from "commander";
-import { invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import {
   canonicalJson,
   type FleetJson,

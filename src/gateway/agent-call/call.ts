@@ -47,9 +47,10 @@ const COMPRESS_MIN_BYTES = 1024;
  * Connect's handler runs every message through a chain of async generators
  * (split, decompress, parse, invoke, serialize, join), about ten promises
  * per message in each direction, and each idle stream keeps one such chain
- * waiting for its next message. At 10,000 streams those waiting chains were
- * most of what each heartbeat left alive past a young-generation collection
- * (docs/performance-history.md): here a message is decoded as its bytes arrive and
+ * waiting for its next message. At 10,000 streams those waiting chains would
+ * be most of what each heartbeat leaves alive past a young-generation
+ * collection (the fan-in bench, docs/PERFORMANCE.md): here a message is
+ * decoded as its bytes arrive and
  * handed to the handler's one waiting read. The handler, its context, its
  * errors and the way a call ends are Connect's (its context, its protocol
  * helpers); only the framing is done here.

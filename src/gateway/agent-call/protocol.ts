@@ -21,7 +21,7 @@ export type NodeRequestHeaders = Record<string, string | string[] | undefined>;
  * Which protocol serves a request directly, or undefined when Connect's
  * handler must: anything but a binary, uncompressed, untimed gRPC or
  * Connect streaming POST (gRPC-Web, JSON, compression, a deadline, a
- * malformed header) goes there and is answered exactly as before.
+ * malformed header) goes there and is answered as Connect answers it.
  */
 export function directProtocol(
   method: string | undefined,

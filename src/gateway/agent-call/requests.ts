@@ -1,15 +1,15 @@
 import type { Http2ServerRequest } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallbackIterator } from "../../async/read-into.js";
+import { compileDecoder } from "../../codec/index.js";
 import { type AgentMessage, AgentMessageSchema } from "../../gen/llmgw/v1/agent_pb.js";
-import { compileDecoder } from "../../log/index.js";
 import { COMPRESSED_FLAG, EnvelopeReader } from "./envelopes.js";
 import { type AgentCallProtocol, skipsEnvelope } from "./protocol.js";
 
 /**
  * The log's decoder planned for agent messages: what `fromBinary` returns,
  * and what it throws (it hands anything it does not read itself to
- * `fromBinary`), in a fraction of its time (src/log/binary-decoder.ts).
+ * `fromBinary`), in a fraction of its time (src/codec/binary-decoder.ts).
  */
 const decodeAgentMessage = compileDecoder(AgentMessageSchema);
 

@@ -3,7 +3,7 @@
  * drafts (an id and a body); the shell stamps the writer and the time when
  * it publishes them (`gateway/events.ts`), so the core reads no clock.
  */
-import type { EventInit } from "../../log/event-shape.js";
+import type { EventInit } from "../../codec/event-shape.js";
 
 /** An event body as its init shape (plain objects for nested messages). */
 export type BodyInit = NonNullable<EventInit["body"]>;

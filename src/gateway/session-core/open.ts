@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { AgentMessage } from "../../gen/llmgw/v1/agent_pb.js";
-import { invalidNodeIdReason } from "../../log/node-id.js";
+import { invalidNodeIdReason } from "../../ids/node-id.js";
 import { ackedIn } from "./acks.js";
 import { fullBucket } from "./budget.js";
 import { sessionEventId } from "./event-ids.js";

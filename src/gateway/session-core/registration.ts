@@ -1,6 +1,6 @@
 import type { CommandResult, Heartbeat, Register, ShardStatus } from "../../gen/llmgw/v1/agent_pb.js";
-import { invalidHostAddressReason } from "../../log/host-address.js";
-import { isReservedKey } from "../../log/reserved-keys.js";
+import { invalidHostAddressReason } from "../../ids/host-address.js";
+import { isReservedKey } from "../../ids/reserved-keys.js";
 
 /**
  * What an agent may claim about itself. The wire format bounds a message's

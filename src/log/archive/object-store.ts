@@ -16,7 +16,7 @@ import {
 } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { LogError } from "../errors.js";
+import { LogError, logErrorFrom } from "../errors.js";
 import type { ArchiveObject, ArchiveStore } from "./store.js";
 
 /** The default bucket of a log stream's archive. */
@@ -60,8 +60,8 @@ export class NatsObjectArchiveStore implements ArchiveStore {
       await (await this.#manager()).streams.info(this.#stream);
       return true;
     } catch (err) {
-      if (LogError.from(err).code === "not-found") return false;
-      throw LogError.from(err, `looking up the archive bucket ${this.bucket}`);
+      if (logErrorFrom(err).code === "not-found") return false;
+      throw logErrorFrom(err, `looking up the archive bucket ${this.bucket}`);
     }
   }
 
@@ -73,7 +73,7 @@ export class NatsObjectArchiveStore implements ArchiveStore {
       const info = await (await this.#manager()).streams.info(this.#stream, { subjects_filter: subject });
       messages = Object.values(info.state.subjects ?? {}).reduce((n, c) => n + c, 0);
     } catch (err) {
-      const e = LogError.from(err, `listing the archive bucket ${this.bucket}`);
+      const e = logErrorFrom(err, `listing the archive bucket ${this.bucket}`);
       if (e.code === "not-found") return [];
       throw e;
     }
@@ -103,7 +103,7 @@ export class NatsObjectArchiveStore implements ArchiveStore {
       if (!m) return undefined;
       meta = m.json<ObjectMeta>();
     } catch (err) {
-      const e = LogError.from(err, `reading ${name} from the archive bucket ${this.bucket}`);
+      const e = logErrorFrom(err, `reading ${name} from the archive bucket ${this.bucket}`);
       if (e.code === "not-found") return undefined;
       throw e;
     }
@@ -132,7 +132,7 @@ export class NatsObjectArchiveStore implements ArchiveStore {
       });
       await this.#writer.putBlob({ name }, data);
     } catch (err) {
-      throw LogError.from(err, `writing ${name} to the archive bucket ${this.bucket}`);
+      throw logErrorFrom(err, `writing ${name} to the archive bucket ${this.bucket}`);
     }
   }
 
@@ -167,7 +167,7 @@ export class NatsObjectArchiveStore implements ArchiveStore {
           );
       }
     } catch (err) {
-      throw LogError.from(err, `reading ${subject} from the archive bucket ${this.bucket}`);
+      throw logErrorFrom(err, `reading ${subject} from the archive bucket ${this.bucket}`);
     }
     return out;
   }

@@ -10,9 +10,10 @@
  * (it was purged while the read ran) is in the archive, and is read from
  * there before the stream's batch is handed over.
  */
+
 import type { Event } from "../../gen/llmgw/v1/events_pb.js";
-import { decodeEvent } from "../codec.js";
-import { LogError } from "../errors.js";
+import { decodeEvent } from "../decode-event.js";
+import { LogError, logErrorFrom } from "../errors.js";
 import type { LogRecord, ReadOptions } from "../reader.js";
 import type { Archive } from "./archive.js";
 
@@ -43,7 +44,7 @@ export async function* readAcrossArchive(
         try {
           event = decodeEvent(r.data, r.seq);
         } catch (err) {
-          const e = LogError.from(err);
+          const e = logErrorFrom(err);
           if (out.length > 0) yield out;
           out = [];
           if (!opts.onMalformed) throw e;

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { ENGINE_LIMITS, envNameProblem, totalChars } from "../../engine-policy/index.js";
-import { isReservedKey } from "../../log/index.js";
+import { isReservedKey } from "../../ids/index.js";
 import {
   AUTOSCALE_DEFAULTS,
   AUTOSCALE_METRICS,

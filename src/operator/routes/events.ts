@@ -5,8 +5,9 @@
 import { toJson } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { EVENT_KINDS } from "../../codec/index.js";
 import { EventSchema } from "../../gen/llmgw/v1/events_pb.js";
-import { EVENT_KINDS, invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
 import { describeEvent } from "../../reconciler/index.js";
 import type { ApiContext } from "../context.js";
 import { invalid } from "../errors.js";

@@ -7,7 +7,8 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { collectPasses, invalidNodeIdReason } from "../../log/index.js";
+import { invalidNodeIdReason } from "../../ids/index.js";
+import { collectPasses } from "../../log/index.js";
 import { type FleetState, filterFleet } from "../../projections/index.js";
 import { touchingNode, touchingReplica } from "../../reconciler/index.js";
 import type { ApiContext } from "../context.js";

@@ -1,6 +1,6 @@
 /** Validation of path and query parameters shared by the routes. */
 import { z } from "zod";
-import { invalidNodeIdReason, isReservedKey } from "../../log/index.js";
+import { invalidNodeIdReason, isReservedKey } from "../../ids/index.js";
 import { formatPath, NAME_PATTERN } from "../catalog/index.js";
 import { ApiError, invalid } from "../errors.js";
 

@@ -17,7 +17,7 @@ import { gunzip, gzip } from "node:zlib";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { bucketKeys, type Log, LogError, openBucket } from "../../log/index.js";
+import { bucketKeys, type Log, logErrorFrom, openBucket } from "../../log/index.js";
 import type { LoadOptions, ProjectionId, Snapshot, SnapshotMeta, SnapshotStore } from "./snapshot-store.js";
 
 const gzipAsync = promisify(gzip);
@@ -62,7 +62,7 @@ export async function openKvSnapshotStore<S>(
   try {
     streamCreated = (await log.jsm.streams.info(log.stream)).created;
   } catch (err) {
-    throw LogError.from(err, `reading stream ${log.stream}`);
+    throw logErrorFrom(err, `reading stream ${log.stream}`);
   }
   let kv: KV | undefined;
   try {
@@ -74,7 +74,7 @@ export async function openKvSnapshotStore<S>(
       ...(opts.logger ? { warn: (m: string) => opts.logger?.warn(m) } : {}),
     });
   } catch (err) {
-    throw LogError.from(err, `opening snapshot bucket ${bucket}`);
+    throw logErrorFrom(err, `opening snapshot bucket ${bucket}`);
   }
   if (!kv) return undefined;
   return new KvSnapshotStore<S>(kv, { jsm: log.jsm, bucket }, log.stream, streamCreated, opts);
@@ -122,7 +122,7 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
         if (Number.isSafeInteger(seq)) seqs.push(seq);
       }
     } catch (err) {
-      throw LogError.from(err, `listing snapshots of ${projection}`);
+      throw logErrorFrom(err, `listing snapshots of ${projection}`);
     }
     return seqs.sort((a, b) => b - a);
   }
@@ -232,7 +232,7 @@ export class KvSnapshotStore<S> implements SnapshotStore<S> {
       for (const [n, c] of chunks.entries()) await this.kv.put(this.#chunkKey(m.projection, m.seq, n), c);
       await this.kv.put(this.#manifestKey(m.projection, m.seq), JSON.stringify(m));
     } catch (err) {
-      throw LogError.from(err, `saving a snapshot of ${projection.name} at sequence ${at.seq}`);
+      throw logErrorFrom(err, `saving a snapshot of ${projection.name} at sequence ${at.seq}`);
     }
     await this.#prune(projection.name);
     return metaOf(m);

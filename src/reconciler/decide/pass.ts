@@ -59,7 +59,8 @@ export class Pass {
    * What each unit is folded as: one event for the whole pass, whose
    * decisions and commands are the unit's (the fold reads them and keeps
    * neither list). A pass placing 10,000 replicas folds 20,000 units: a
-   * new event, pass message and list copies for each came to 15 MB.
+   * new event, pass message and list copies for each would allocate about
+   * 15 MB per such pass.
    */
   readonly #unitBody: ReconcilePass;
   readonly #unitEvent: Event;

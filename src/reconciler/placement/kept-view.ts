@@ -2,9 +2,10 @@
  * The fleet as placement sees it before a pass allocates anything, kept
  * across passes: one view per node (its GPUs, with those the replicas'
  * shards hold taken) and, per model/profile, every node's fit indexed
- * (fit-index.ts). Building them from every node and every replica cost a
- * pass that places one replica about 20 ms at 10,000 nodes; kept, that
- * pass costs what changed since the last one.
+ * (fit-index.ts). Building them from every node and every replica would
+ * cost a pass that places one replica about 20 ms at 10,000 nodes (the
+ * placement bench's goal for the whole pass); kept, that pass costs what
+ * changed since the last one.
  *
  * How it stays exact: it follows the change marks of the nodes and the
  * replica tables (projections/record-table.ts), which the fold, a

@@ -17,8 +17,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { newEvent } from "../../codec/index.js";
 import { type Event, Writer_Kind } from "../../gen/llmgw/v1/events_pb.js";
-import { isLogError, type Log, newEvent } from "../../log/index.js";
+import { isLogError, type Log } from "../../log/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { Backoff } from "./backoff.js";
 import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";

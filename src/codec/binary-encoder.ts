@@ -5,26 +5,27 @@ import {
   ScalarType,
   toBinary,
 } from "@bufbuild/protobuf";
+import { generatedName } from "./generated-name.js";
 
 /**
- * A protobuf binary encoder for one message schema that writes into one
- * reusable buffer, byte for byte what `toBinary` writes.
+ * A protobuf binary encoder for one message schema, byte for byte what
+ * `toBinary` writes, into a slab of memory the encoder reuses.
  *
- * Why: `toBinary` wraps every message and sub-message in a reflection object
- * (with its own Maps), collects varints in growing number arrays, and forks a
- * new chunk list for each sub-message that is joined by copying. Encoding
- * one 134-byte shard-status event allocated ~8 KB, the largest share of what
- * the gateway allocated per agent message (docs/PERFORMANCE.md). Here the
- * fields of each message type are planned once, in field-number order as
- * `toBinary` writes them, and the plan becomes the type's writer (code
- * generated once, see writerOf); a message is written straight into a
- * scratch buffer, a sub-message's length is patched in after it is
- * written, and the result is one copy of exactly the encoded size.
+ * Why not `toBinary`: it wraps every message and sub-message in a
+ * reflection object (with its own Maps), collects varints in growing number
+ * arrays, and joins a chunk list per sub-message by copying; per agent
+ * message that is the largest share of what a gateway allocates
+ * (docs/PERFORMANCE.md). Here the fields of each message type are planned
+ * once, in field-number order as `toBinary` writes them, and the plan
+ * becomes the type's writer (code generated once, see writerOf); a message
+ * is written straight into the encoder's slab, a sub-message's length is
+ * patched in after it is written, and the result is a view of the slab
+ * (Scratch), or a buffer of its own for a message too large for one.
  *
  * Anything this encoder does not handle (unknown fields kept from a newer
  * writer, groups, field types no event uses, a value of the wrong type or
  * out of range) makes it hand the whole message to `toBinary`, which
- * encodes it or throws its own error. test/log/binary-encoder.test.ts
+ * encodes it or throws its own error. test/codec/binary-encoder.test.ts
  * compares the two on random messages of every event kind.
  */
 export interface Encoder<Desc extends DescMessage> {
@@ -35,9 +36,10 @@ export interface Encoder<Desc extends DescMessage> {
 
 export function compileEncoder<Desc extends DescMessage>(schema: Desc): Encoder<Desc> {
   const plan = planOf(schema);
+  // The encoder's own slab and cursor, handed to every writer it calls.
+  const w = new Scratch();
   let fallbacks = 0;
   const encode = (message: MessageShape<Desc>): Uint8Array => {
-    const w = writer;
     w.begin();
     try {
       plan.write(w, message as unknown as Record<string, unknown>);
@@ -60,22 +62,20 @@ const WIRE_LENGTH_DELIMITED = 2;
 /** `FeatureSet.FieldPresence.IMPLICIT`: a scalar is written only when not zero. */
 const IMPLICIT = 2;
 
-/** The shared buffer messages are written into, one after the other (see Scratch). */
+/** The size of a slab: the buffer an encoder writes messages into, one after the other (see Scratch). */
 const SLAB = 64 * 1024;
 /** A message larger than this gets a buffer of its own. */
 const SLAB_MAX_MESSAGE = 4 * 1024;
-let slab = new Uint8Array(SLAB);
-let slabView = new DataView(slab.buffer);
-/** Where the next message starts in the slab: what is before it is handed out. */
-let slabPos = 0;
 
 /**
- * Where a message is written: straight into the shared slab, and the
- * encoded message is a view of it (as Node's Buffer pool hands out small
- * buffers). A buffer of its own per message is an allocation outside the
- * heap, which cost more than encoding a small event, and writing into a
- * scratch buffer first cost a copy. A slab lives as long as any view of it;
- * nothing writes to an encoded message after it is returned.
+ * Where one encoder writes: straight into its slab, and the encoded message
+ * is a view of it (as Node's Buffer pool hands out small buffers). A buffer
+ * of its own per message is an allocation outside the heap, which costs
+ * more than encoding a small event, and writing into a scratch buffer first
+ * costs a copy. A slab lives as long as any view of it; nothing writes to an
+ * encoded message after it is returned, and a full slab is replaced, never
+ * reused. Each encoder owns its Scratch (compileEncoder), and the generated
+ * writers are handed it: no position is shared between encoders.
  *
  * Positions kept while a message is written (a sub-message's start) are
  * relative to the message's start (`base`): when the message outgrows the
@@ -83,18 +83,24 @@ let slabPos = 0;
  * slab, to a buffer of its own) and `base` moves with it.
  */
 class Scratch {
-  buf: Uint8Array = slab;
-  view: DataView = slabView;
+  /** The slab the next message starts in. */
+  slab: Uint8Array<ArrayBuffer> = new Uint8Array(SLAB);
+  slabView: DataView = new DataView(this.slab.buffer);
+  /** Where the next message starts in the slab: what is before it is handed out. */
+  slabPos = 0;
+  /** Where the message being written is: the slab, or a buffer of its own when it outgrew one. */
+  buf: Uint8Array = this.slab;
+  view: DataView = this.slabView;
   pos = 0;
   /** Where the message being written starts in `buf`. */
   base = 0;
 
   /** A new message, at the slab's free position. */
   begin(): void {
-    this.buf = slab;
-    this.view = slabView;
-    this.base = slabPos;
-    this.pos = slabPos;
+    this.buf = this.slab;
+    this.view = this.slabView;
+    this.base = this.slabPos;
+    this.pos = this.slabPos;
   }
 
   ensure(n: number): void {
@@ -103,9 +109,9 @@ class Scratch {
     let next: Uint8Array<ArrayBuffer>;
     if (written + n <= SLAB) {
       next = new Uint8Array(SLAB);
-      slab = next;
-      slabView = new DataView(next.buffer);
-      slabPos = 0;
+      this.slab = next;
+      this.slabView = new DataView(next.buffer);
+      this.slabPos = 0;
     } else {
       let size = 2 * SLAB;
       while (size < written + n) size *= 2;
@@ -113,7 +119,7 @@ class Scratch {
     }
     for (let i = 0; i < written; i++) next[i] = this.buf[this.base + i] as number;
     this.buf = next;
-    this.view = next === slab ? slabView : new DataView(next.buffer);
+    this.view = next === this.slab ? this.slabView : new DataView(next.buffer);
     this.base = 0;
     this.pos = written;
   }
@@ -121,14 +127,12 @@ class Scratch {
   /** The message written since `begin`, handed out. */
   finish(): Uint8Array {
     const { buf, base, pos } = this;
-    if (buf !== slab || pos - base > SLAB_MAX_MESSAGE) return buf.slice(base, pos);
+    if (buf !== this.slab || pos - base > SLAB_MAX_MESSAGE) return buf.slice(base, pos);
     // Each view starts on an 8-byte boundary, as the runtime's own pool keeps them.
-    slabPos = Math.min((pos + 7) & ~7, SLAB);
+    this.slabPos = Math.min((pos + 7) & ~7, SLAB);
     return buf.subarray(base, pos);
   }
 }
-
-const writer = new Scratch();
 
 interface FieldPlan {
   readonly field: DescField;
@@ -147,8 +151,8 @@ interface FieldPlan {
 /**
  * The members of a oneof whose field numbers no other field's number falls
  * between: at most one is set, and it is written where the lowest of them
- * would be, so one look at the oneof's case finds it. (A message with many
- * kinds, as an event's body, was otherwise a look at the oneof per member.)
+ * would be, so one look at the oneof's case finds it, not a look per
+ * member (an event's body is a oneof of every kind).
  */
 interface OneofPlan {
   readonly oneof: string;
@@ -156,6 +160,8 @@ interface OneofPlan {
 }
 
 interface MessagePlan {
+  /** The message type's full name (`llmgw.v1.Event`), which names its writer. */
+  readonly typeName: string;
   readonly fields: FieldPlan[];
   /** What the message's writer goes through, in field-number order: fields, and oneofs taken whole. */
   slots: Array<FieldPlan | OneofPlan>;
@@ -170,7 +176,7 @@ const plans = new Map<string, MessagePlan>();
 function planOf(desc: DescMessage): MessagePlan {
   const known = plans.get(desc.typeName);
   if (known) return known;
-  const plan: MessagePlan = { fields: [], slots: [], write: notYetWritten };
+  const plan: MessagePlan = { typeName: desc.typeName, fields: [], slots: [], write: notYetWritten };
   // Registered before the fields so recursive message types end.
   plans.set(desc.typeName, plan);
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
@@ -277,15 +283,18 @@ function varintBytes(v: number): Uint8Array {
 /**
  * The writer of one message type: JavaScript made from its plan once, with
  * every property read by its name and every tag written as constant bytes.
- * Why: a loop over the plan read each field by a name that changed from one
- * field to the next, so every read went through the engine's slowest
- * property lookup, and each field took a round of generic dispatch (slot
- * kind, presence, field kind, scalar type). Encoding a shard-status event
- * took 1.1 µs that way. What the code does per field is what the loop did:
- * the same presence tests, the same order, the same fallbacks.
+ * Why generated: a loop over the plan would read each field by a name that
+ * changes from one field to the next, which the engine serves by its
+ * slowest property lookup, and would dispatch per field on the slot kind,
+ * presence, field kind and scalar type; the generated code makes those
+ * choices once, here. Per field it does what such a loop would: the same
+ * presence tests, the same order, the same fallbacks.
  *
  * The generated text holds no name from the schema outside string literals
- * made by JSON.stringify, and no value from a message.
+ * made by JSON.stringify and the function's name and source URL made by
+ * generatedName, and no value from a message. The source URL
+ * (`llmgw-codec/encode/<type>.js`) names the writer in stack traces and
+ * profiles.
  */
 function writerOf(plan: MessagePlan): MessageWriter {
   const refs: unknown[] = [];
@@ -325,7 +334,8 @@ function writerOf(plan: MessagePlan): MessageWriter {
     else lines.push(`if (${implicitTest(slot)}) {`);
     lines.push(...fieldWrite(slot, ref), `}`);
   }
-  const body = `return function write(w, m) {\n${lines.join("\n")}\n};`;
+  const name = generatedName(plan.typeName);
+  const body = `return function write_${name.identifier}(w, m) {\n${lines.join("\n")}\n};\n//# sourceURL=llmgw-codec/encode/${name.file}.js`;
   return new Function("h", "r", body)(helpers, refs) as MessageWriter;
 }
 

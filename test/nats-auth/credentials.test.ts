@@ -5,7 +5,7 @@ import {
   authenticatorFromCredentials,
   formatNkeySeedFile,
   NatsCredentialsError,
-} from "../../src/log/index.js";
+} from "../../src/nats-auth/index.js";
 
 const seedOf = () => new TextDecoder().decode(createUser().getSeed());
 

@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  invalidIdReason,
-  invalidNodeIdReason,
-  nodeIdFromToken,
-  nodeIdToken,
-  Subjects,
-} from "../../src/log/index.js";
+import { invalidIdReason, invalidNodeIdReason, nodeIdFromToken, nodeIdToken } from "../../src/ids/index.js";
+import { Subjects } from "../../src/log/index.js";
 import { invalidNodeIdReason as simInvalidNodeIdReason } from "../../src/sim/index.js";
 
 const VALID = [

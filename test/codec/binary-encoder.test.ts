@@ -8,9 +8,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { compileEncoder } from "../../src/codec/binary-encoder.js";
+import { EVENT_KINDS, encodeEvent } from "../../src/codec/index.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import { compileEncoder } from "../../src/log/binary-encoder.js";
-import { decodeEvent, EVENT_KINDS, encodeEvent } from "../../src/log/index.js";
+import { decodeEvent } from "../../src/log/index.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { randomMessage as message } from "../support/random-messages.js";
 
@@ -132,5 +133,43 @@ describe("event encoder", () => {
     (bad.body.value as { sessionSeq: unknown }).sessionSeq = -1n; // out of range for a uint64
     assert.throws(() => toBinary(EventSchema, bad));
     assert.throws(() => encode(bad), /cannot encode field/);
+  });
+
+  it("names each generated writer in stack traces by its message type and source URL", () => {
+    const e = create(EventSchema, { id: "named" });
+    Object.defineProperty(e, "id", {
+      get() {
+        throw new Error("a getter that throws");
+      },
+    });
+    const err = (() => {
+      try {
+        encode(e);
+      } catch (caught) {
+        return caught as Error;
+      }
+      assert.fail("the getter's error is passed on");
+    })();
+    assert.match(
+      err.stack ?? "",
+      /at \S*write_llmgw_v1_Event\b.*\(llmgw-codec\/encode\/llmgw\.v1\.Event\.js:\d+:\d+\)/,
+    );
+  });
+
+  it("keeps each encoder's messages apart from another's (each writes into its own slab)", () => {
+    const other = compileEncoder(EventSchema);
+    const a = create(EventSchema, {
+      id: "from-a",
+      body: { case: "gatewayStarted", value: { gatewayId: "gw-a" } },
+    });
+    const b = create(EventSchema, {
+      id: "from-b",
+      body: { case: "gatewayStarted", value: { gatewayId: "gw-b" } },
+    });
+    const fromA = encode(a);
+    const fromB = other(b);
+    assert.notEqual(fromA.buffer, fromB.buffer);
+    assert.deepEqual(decodeEvent(fromA).id, "from-a");
+    assert.deepEqual(decodeEvent(fromB).id, "from-b");
   });
 });

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
+import { installFastTextEncoding } from "../../src/codec/text-encoding.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
-import { installFastTextEncoding } from "../../src/log/text-encoding.js";
 
 describe("protobuf text encoding with a short-ASCII fast path", () => {
   installFastTextEncoding();

@@ -7,6 +7,7 @@ import {
   ScalarType,
 } from "@bufbuild/protobuf";
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
+import { generatedName } from "./generated-name.js";
 
 /**
  * A protobuf binary decoder for one message schema, planned from its
@@ -16,7 +17,8 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * Why: replaying the log is reading it, decoding every event and folding
  * it. `fromBinary` destructures a new [field, wire type] array per tag,
  * looks every field up in a Map, creates each message through a generic
- * initializer; decoding took more time than the bare read of the message.
+ * initializer, which makes decoding cost more than the bare read of the
+ * message.
  * Here each message type has a reader generated from its plan (see
  * messageReaderOf) and a table of field readers by number for the rest, a
  * tag of one byte is read in place, strings of ASCII are read without a
@@ -31,7 +33,7 @@ import { getTextEncoding } from "@bufbuild/protobuf/wire";
  * newer version, both kept as unknown fields by `fromBinary`), a wire type
  * other than the schema's, groups, a message field repeated (which
  * `fromBinary` merges), a map key `__proto__`, bytes that end early.
- * test/log/binary-decoder.test.ts compares the two on random messages of
+ * test/codec/binary-decoder.test.ts compares the two on random messages of
  * every event kind and on the golden log.
  */
 export interface Decoder<Desc extends DescMessage> {
@@ -43,8 +45,11 @@ export interface Decoder<Desc extends DescMessage> {
 export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<Desc> {
   const plan = planOf(schema);
   let fallbacks = 0;
+  // The decoder's own cursor, handed to every reader it calls; a decode
+  // runs to its end before the next starts (no reader calls out), so one
+  // cursor per decoder serves them all without an allocation per message.
+  const c = new Cursor();
   const decode = (bytes: Uint8Array): MessageShape<Desc> => {
-    const c = cursor;
     c.buf = bytes;
     c.pos = 0;
     c.view = undefined;
@@ -56,6 +61,7 @@ export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<
       fallbacks++;
       return fromBinary(schema, bytes);
     } finally {
+      // The bytes are the caller's: not kept alive by the cursor.
       c.buf = EMPTY;
       c.view = undefined;
     }
@@ -79,16 +85,16 @@ const SHORT_STRING = 64;
 
 const EMPTY = new Uint8Array(0);
 
+/** Where a decode is in its bytes; one per decoder (compileDecoder), passed to every reader. */
 class Cursor {
   buf: Uint8Array = EMPTY;
   pos = 0;
-  view: DataView | undefined;
+  /** A DataView of `buf`, made when a double is first read. */
+  view: DataView | undefined = undefined;
   /** The halves of the last 64-bit varint read (signed 32-bit). */
   lo = 0;
   hi = 0;
 }
-
-const cursor = new Cursor();
 
 type Msg = Record<string, unknown>;
 type FieldReader = (c: Cursor, m: Msg, wire: number, depth: number) => void;
@@ -180,16 +186,19 @@ function notYetRead(): never {
  * The reader of one message type: JavaScript made from its plan once. A
  * new message is an object literal with the template's properties in their
  * order, and each field's tag with its expected wire type is one case of a
- * switch that reads the value and stores it by name. Why: the readers
- * stored every field by a name that changed from one field to the next
- * (the engine's slowest property store), and a message was made by copying
- * a template of a shape that changed from one type to the next.
+ * switch that reads the value and stores it by name. Why generated: readers
+ * shared between types would store every field by a name that changes from
+ * one field to the next (the engine's slowest property store), and make
+ * each message by copying a template whose shape changes from one type to
+ * the next.
  *
  * Anything else (another wire type, a packed list, a map, a field the
- * schema does not know) goes to the field's reader by number, as before:
- * the same checks, the same fallbacks. The generated text holds no name from
- * the schema outside string literals made by JSON.stringify, and no value
- * from a message.
+ * schema does not know) goes to the field's reader by number, with the
+ * same checks and fallbacks. The generated text holds no name from the
+ * schema outside string literals made by JSON.stringify and the function's
+ * name and source URL made by generatedName, and no value from a message.
+ * The source URL (`llmgw-codec/decode/<type>.js`) names the reader in stack
+ * traces and profiles.
  */
 function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): MessageReader {
   const refs: unknown[] = [];
@@ -199,6 +208,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     return `r[${i}]`;
   };
   const key = (name: string) => JSON.stringify(name);
+  const name = generatedName(desc.typeName);
   const props = [`"$typeName": ${ref(desc.typeName)}`];
   for (const init of inits) {
     if (init.kind === "constant") props.push(`${key(init.name)}: ${ref(init.value)}`);
@@ -214,7 +224,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     cases.push(`case ${tag}:`, ...fast.lines, `break;`);
   }
   const body = [
-    `return function read(c, length, depth) {`,
+    `return function read_${name.identifier}(c, length, depth) {`,
     `if (depth >= ${MAX_DEPTH}) throw h.UNSUPPORTED;`,
     `const end = c.pos + length;`,
     `if (end > c.buf.length) throw h.UNSUPPORTED;`,
@@ -237,6 +247,7 @@ function messageReaderOf(desc: DescMessage, plan: MessagePlan, inits: Init[]): M
     ...plan.oneofs.map((o) => `if (m[${key(o)}] === undefined) m[${key(o)}] = { case: undefined };`),
     `return m;`,
     `};`,
+    `//# sourceURL=llmgw-codec/decode/${name.file}.js`,
   ].join("\n");
   return new Function("h", "r", body)(helpers, refs) as MessageReader;
 }

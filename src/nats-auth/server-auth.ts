@@ -4,7 +4,7 @@
  * seed stays in the role's `.nk` seed file) with the role's permissions.
  * Pure text; `llmgw nats-auth init` writes it.
  */
-import { type NatsLayout, type NatsRole, rolePermissions } from "./nats-permissions.js";
+import { type NatsLayout, type NatsRole, rolePermissions } from "./permissions.js";
 
 export interface RoleUser {
   role: NatsRole;

@@ -14,7 +14,7 @@
  * batched direct gets (src/log/direct-read.ts).
  */
 import { EngineLogSubjects } from "../engine-logs/subjects.js";
-import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
+import { DEFAULT_PREFIX, DEFAULT_STREAM } from "../log/index.js";
 
 export const NATS_ROLES = ["gateway", "reconciler", "api", "reader", "router", "archiver"] as const;
 export type NatsRole = (typeof NATS_ROLES)[number];

@@ -11,10 +11,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { compileDecoder } from "../../src/codec/binary-decoder.js";
+import { EVENT_KINDS, encodeEvent } from "../../src/codec/index.js";
 import { type AgentMessage, AgentMessageSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Event, EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import { compileDecoder } from "../../src/log/binary-decoder.js";
-import { decodeEvent, EVENT_KINDS, encodeEvent } from "../../src/log/index.js";
+import { decodeEvent } from "../../src/log/index.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { readGoldenLog } from "../support/golden-log.js";
 import { randomMessage } from "../support/random-messages.js";
@@ -174,5 +175,29 @@ describe("event decoder", () => {
         assert.deepStrictEqual(decode(bad), expected, `bytes ${Array.from(bad)}`);
       }
     }
+  });
+
+  it("names each generated reader in stack traces by its message type and source URL", () => {
+    const bytes = encodeEvent(create(EventSchema, { id: "named" }));
+    /** Bytes whose length may be read once (by the caller); the generated reader's read of it throws. */
+    class Trap extends Uint8Array {
+      #reads = 0;
+      override get length(): number {
+        if (++this.#reads > 1) throw new Error("a length read that throws");
+        return super.length;
+      }
+    }
+    const err = (() => {
+      try {
+        decode(new Trap(bytes));
+      } catch (caught) {
+        return caught as Error;
+      }
+      assert.fail("the error is passed on");
+    })();
+    assert.match(
+      err.stack ?? "",
+      /at \S*read_llmgw_v1_Event\b.*\(llmgw-codec\/decode\/llmgw\.v1\.Event\.js:\d+:\d+\)/,
+    );
   });
 });

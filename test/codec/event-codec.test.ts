@@ -1,15 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { type EventKind, encodeEvent } from "../../src/codec/index.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import {
-  decodeEvent,
-  type EventKind,
-  encodeEvent,
-  isLogError,
-  Subjects,
-  subjectFor,
-} from "../../src/log/index.js";
+import { decodeEvent, isLogError, Subjects, subjectFor } from "../../src/log/index.js";
 import { sampleEvents } from "../support/sample-events.js";
 
 const ALL_KINDS: EventKind[] = [

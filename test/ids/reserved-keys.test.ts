@@ -1,7 +1,7 @@
 /** Ids that would name the prototype of a projected map instead of an entry. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { isReservedKey } from "../../src/log/index.js";
+import { isReservedKey } from "../../src/ids/index.js";
 
 describe("reserved keys", () => {
   it("refuses every name a plain object answers to", () => {
