@@ -16,7 +16,6 @@ import type {
   CommandOutcome,
   ShardEvent,
   ShardStartSpec,
-  ShardStateName,
   ShardSupervisor,
   SupervisedShard,
 } from "../agent/node-agent.js";
@@ -313,7 +312,7 @@ export class SimEngines implements ShardSupervisor {
     e.server = undefined;
   }
 
-  #to(e: Engine, state: ShardStateName): void {
+  #to(e: Engine, state: SimShard["state"]): void {
     e.state = state;
     this.#say(e);
   }
