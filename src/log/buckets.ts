@@ -139,7 +139,8 @@ export async function openBucket(
   return new Kvm(js).open(bucket, { allow_direct: have.allow_direct === true });
 }
 
-async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
+/** The stream `name`, or undefined when there is none (any other failure is thrown). */
+export async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
   try {
     return await jsm.streams.info(name);
   } catch (err) {

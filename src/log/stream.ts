@@ -7,7 +7,7 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { weakerSettings } from "./buckets.js";
+import { streamInfo, weakerSettings } from "./buckets.js";
 import { LogError, logErrorFrom } from "./errors.js";
 import { DEFAULT_PREFIX, DEFAULT_STREAM } from "./subjects.js";
 
@@ -114,13 +114,7 @@ export async function ensureStream(
     allow_direct: true,
   };
 
-  let existing: StreamInfo | undefined;
-  try {
-    existing = await jsm.streams.info(cfg.name);
-  } catch (err) {
-    const e = logErrorFrom(err, `looking up stream ${cfg.name}`);
-    if (e.code !== "not-found") throw e;
-  }
+  const existing = await streamInfo(jsm, cfg.name);
 
   if (!existing) {
     try {

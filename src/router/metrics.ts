@@ -3,6 +3,17 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/** A latency histogram by model, in the router's latency buckets (time to first byte and the whole request alike). */
+function modelLatency(registry: Registry, name: string, help: string): Histogram<"model"> {
+  return new Histogram({
+    name,
+    help,
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+}
+
 export class RouterMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
@@ -35,20 +46,16 @@ export class RouterMetrics {
     labelNames: ["model", "replica"] as const,
     registers: [this.registry],
   });
-  readonly ttfb = new Histogram({
-    name: "llmgw_router_time_to_first_byte_seconds",
-    help: "From the request's arrival to the upstream's response head, by model",
-    labelNames: ["model"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly duration = new Histogram({
-    name: "llmgw_router_request_duration_seconds",
-    help: "From the request's arrival to the last byte of its response, by model",
-    labelNames: ["model"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly ttfb = modelLatency(
+    this.registry,
+    "llmgw_router_time_to_first_byte_seconds",
+    "From the request's arrival to the upstream's response head, by model",
+  );
+  readonly duration = modelLatency(
+    this.registry,
+    "llmgw_router_request_duration_seconds",
+    "From the request's arrival to the last byte of its response, by model",
+  );
   readonly tableStale = new Gauge({
     name: "llmgw_router_table_stale",
     help: "1 while the router cannot follow the routing table (NATS unreachable): it serves the last table it read",

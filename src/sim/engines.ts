@@ -16,7 +16,6 @@ import type {
   CommandOutcome,
   ShardEvent,
   ShardStartSpec,
-  ShardStateName,
   ShardSupervisor,
   SupervisedShard,
 } from "../agent/node-agent.js";
@@ -33,14 +32,8 @@ import {
 import type { ShardLoadReading } from "./load.js";
 import { SimEngineServer } from "./openai-engine.js";
 
-/** A simulated engine's shard, as the fleet sees it. */
-export interface SimShard {
-  shardId: string;
-  replicaId: string;
-  model: string;
-  profile: string;
-  gpuIndices: number[];
-  state: ShardStateName;
+/** A simulated engine's shard, as the fleet sees it: a supervised shard without its endpoint, with its rank. */
+export interface SimShard extends Omit<SupervisedShard, "endpoint"> {
   /** Its rank in the replica (0 when unknown, e.g. preloaded). */
   rank: number;
 }
@@ -179,12 +172,7 @@ export class SimEngines implements ShardSupervisor {
 
   shards(): SupervisedShard[] {
     return [...this.#engines.values()].map((e) => ({
-      shardId: e.shardId,
-      replicaId: e.replicaId,
-      model: e.model,
-      profile: e.profile,
-      gpuIndices: [...e.gpuIndices],
-      state: e.state,
+      ...shardCopy(e),
       endpoint: e.state === "running" ? this.#endpoint(e) : "",
     }));
   }
@@ -205,15 +193,7 @@ export class SimEngines implements ShardSupervisor {
 
   /** The engines now (a copy). */
   list(): SimShard[] {
-    return [...this.#engines.values()].map((e) => ({
-      shardId: e.shardId,
-      replicaId: e.replicaId,
-      model: e.model,
-      profile: e.profile,
-      gpuIndices: [...e.gpuIndices],
-      state: e.state,
-      rank: e.rank,
-    }));
+    return [...this.#engines.values()].map((e) => ({ ...shardCopy(e), rank: e.rank }));
   }
 
   /** Memory the engines hold on GPU `index`, MiB: the pre-allocated KV cache of each loaded one. */
@@ -332,7 +312,7 @@ export class SimEngines implements ShardSupervisor {
     e.server = undefined;
   }
 
-  #to(e: Engine, state: ShardStateName): void {
+  #to(e: Engine, state: SimShard["state"]): void {
     e.state = state;
     this.#say(e);
   }
@@ -368,4 +348,10 @@ export class SimEngines implements ShardSupervisor {
       ...(exit?.lastOutput ? { lastOutput: exit.lastOutput } : {}),
     });
   }
+}
+
+/** What an engine's shard and a supervised shard have in common, copied (its GPU list too). */
+function shardCopy(e: Engine): Omit<SupervisedShard, "endpoint"> {
+  const { shardId, replicaId, model, profile, state } = e;
+  return { shardId, replicaId, model, profile, gpuIndices: [...e.gpuIndices], state };
 }

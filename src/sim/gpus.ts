@@ -9,6 +9,7 @@
  * agent reports it once (its problem ledger), as it does on a real node.
  */
 
+import { discoveredGpu } from "../agent/gpus/discovered-gpu.js";
 import type { GpuSample, GpuSource, NodeHardwareInventory, SampledProblem } from "../agent/node-agent.js";
 import { GpuProblem_Kind } from "../gen/llmgw/v1/agent_pb.js";
 import type { SimConfig } from "./config.js";
@@ -49,14 +50,7 @@ export class SimGpus implements GpuSource {
     const used = this.#memoryUsedMb();
     const { gpus, fabrics } = this.#o.hardware;
     return {
-      gpus: gpus.map((g) => ({
-        index: g.index,
-        uuid: g.uuid,
-        product: g.product,
-        memoryTotalMb: BigInt(g.memoryTotalMb),
-        memoryUsedMb: BigInt(used[g.index] ?? 0),
-        problems: [],
-      })),
+      gpus: gpus.map((g) => discoveredGpu(g, used[g.index] ?? 0)),
       fabrics: fabrics.map((f) => ({ ...f, gpuIndices: [...f.gpuIndices] })),
       problems: this.#xid ? [this.#xid] : [],
     };

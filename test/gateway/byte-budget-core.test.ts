@@ -15,7 +15,6 @@ import { encodeEvent } from "../../src/codec/index.js";
 import { gatewayEvent } from "../../src/gateway/events.js";
 import {
   admitRegistration,
-  type CoreConfig,
   capText,
   closeOutcome,
   eventBytes,
@@ -27,22 +26,11 @@ import {
 import { capRegistration, capShardStatus } from "../../src/gateway/session-core/text-caps.js";
 import { AgentMessageSchema, RegisterSchema, ShardStatusSchema } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
+import { coreConfig } from "../support/core-config.js";
 import { h100Registration, sampleEvents } from "../support/sample-events.js";
 
 /** The gateway's defaults (config.ts). */
-const CONFIG: CoreConfig = {
-  gatewayId: "gw-1",
-  insecureDev: false,
-  usageThresholdMb: 1024,
-  registrationTimeoutMs: 10_000,
-  heartbeatTimeoutMs: 15_000,
-  usageIntervalMs: 3_000,
-  eventBudget: { perMinute: 600, burst: 600 },
-  byteBudget: { perMinute: 1024 * 1024, burst: 2 * 1024 * 1024 },
-  textCaps: { outputChars: 4096, textChars: 1024 },
-  ackEvery: 16,
-  ackDelayMs: 20,
-};
+const CONFIG = coreConfig();
 const NODE = "gpu-a1";
 const SESSION = "0b5e55ed-0000-4000-8000-0000000000b7";
 

@@ -27,23 +27,15 @@ import {
 } from "../../src/gateway/session-core/index.js";
 import { AgentMessageSchema, GpuProblem_Kind, ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { SessionClosed_Reason, UsageChangedSchema } from "../../src/gen/llmgw/v1/events_pb.js";
+import { coreConfig } from "../support/core-config.js";
 import type { AgentMessageInit } from "../support/hostile-cases.js";
 import { h100Registration } from "../support/sample-events.js";
 
 const INTERVAL = 3_000;
-const CONFIG: CoreConfig = {
-  gatewayId: "gw-1",
-  insecureDev: false,
-  usageThresholdMb: 1024,
-  registrationTimeoutMs: 10_000,
-  heartbeatTimeoutMs: 15_000,
+const CONFIG = coreConfig({
   usageIntervalMs: INTERVAL,
   eventBudget: { perMinute: 1_000_000, burst: 1_000_000 },
-  byteBudget: { perMinute: 1024 * 1024, burst: 2 * 1024 * 1024 },
-  textCaps: { outputChars: 4096, textChars: 1024 },
-  ackEvery: 16,
-  ackDelayMs: 20,
-};
+});
 const NODE = "gpu-a1";
 const SESSION = "0b5e55ed-0000-4000-8000-00000000000b";
 const mib = (n: number) => Array(8).fill(BigInt(n)) as bigint[];

@@ -15,7 +15,6 @@ import { gatewayEvent } from "../../src/gateway/events.js";
 import type { PeerIdentity } from "../../src/gateway/identity.js";
 import {
   type Close,
-  type CoreConfig,
   closeOutcome,
   type Input,
   initialState,
@@ -28,6 +27,7 @@ import { type AgentMessage, AgentMessageSchema } from "../../src/gen/llmgw/v1/ag
 import { SessionClosed_Reason } from "../../src/gen/llmgw/v1/events_pb.js";
 import { decodeEvent } from "../../src/log/index.js";
 import { Fuzzer } from "../support/agent-fuzzer.js";
+import { coreConfig } from "../support/core-config.js";
 import {
   type AgentMessageInit,
   BAD_ENDPOINTS,
@@ -39,19 +39,7 @@ import {
 import { nodeOf } from "../support/log-hygiene.js";
 import { h100Registration } from "../support/sample-events.js";
 
-const CONFIG: CoreConfig = {
-  gatewayId: "gw-1",
-  insecureDev: false,
-  usageThresholdMb: 1024,
-  registrationTimeoutMs: 10_000,
-  heartbeatTimeoutMs: 15_000,
-  usageIntervalMs: 3_000,
-  eventBudget: { perMinute: 600, burst: 600 },
-  byteBudget: { perMinute: 1024 * 1024, burst: 2 * 1024 * 1024 },
-  textCaps: { outputChars: 4096, textChars: 1024 },
-  ackEvery: 16,
-  ackDelayMs: 20,
-};
+const CONFIG = coreConfig();
 const SESSION = "0b5e55ed-0000-4000-8000-000000000001";
 const verified = (node: string): PeerIdentity => ({ kind: "verified", commonName: node });
 

@@ -39,15 +39,30 @@ interface EngineRecord {
   logPath: string;
 }
 
+/** The timers a shard's engine runs on; all cleared when it exits (unset: not running). */
+interface ShardTimers {
+  /** The ready probe while STARTING. */
+  probe?: NodeJS.Timeout;
+  /** An adopted engine (not our child): its exit, seen by its PID going away. */
+  watch?: NodeJS.Timeout;
+  /** SIGKILL after the stop grace. */
+  killTimer?: NodeJS.Timeout;
+  /** The drain's deadline. */
+  drainTimer?: NodeJS.Timeout;
+  /** Metrics readings (load). */
+  loadTimer?: NodeJS.Timeout;
+  /** While draining: stops it early once the engine is idle. */
+  drainPoll?: NodeJS.Timeout;
+  /** The health probe while RUNNING. */
+  liveness?: NodeJS.Timeout;
+}
+
 interface Shard {
   record: EngineRecord;
   config: EngineConfig;
   child: ChildProcess | undefined;
   stopping: boolean;
-  probe: NodeJS.Timeout | undefined;
-  watch: NodeJS.Timeout | undefined;
-  killTimer: NodeJS.Timeout | undefined;
-  drainTimer: NodeJS.Timeout | undefined;
+  timers: ShardTimers;
   exited: Promise<void>;
   markExited: () => void;
   /** Where this process's output starts in the log (what it printed is read from here). */
@@ -58,9 +73,6 @@ interface Shard {
   load: EngineLoad | undefined;
   /** The last reading failed (said once per run of failures). */
   loadFailing: boolean;
-  loadTimer: NodeJS.Timeout | undefined;
-  drainPoll: NodeJS.Timeout | undefined;
-  liveness: NodeJS.Timeout | undefined;
   /** Restarts in place so far (this agent process). */
   restarts: number;
   /** What the exit means: said as usual, already said (an unhealthy engine reported FAILED), or a restart in place. */
@@ -378,9 +390,9 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
     if (shard.record.state === "draining" || shard.stopping) return { ok: true };
     shard.record.state = "draining";
-    clearInterval(shard.probe);
-    clearInterval(shard.loadTimer);
-    clearInterval(shard.liveness);
+    clearInterval(shard.timers.probe);
+    clearInterval(shard.timers.loadTimer);
+    clearInterval(shard.timers.liveness);
     await this.#save(shard);
     // DRAINING takes the shard out of the routing table: the idle grace counts from here.
     this.#emit(shard, "draining");
@@ -394,12 +406,12 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     // No deadline given (older control planes): the grace the engine has for a stop.
     const untilDeadline =
       deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : shard.config.stopGraceSeconds * 1000;
-    shard.drainTimer = setTimeout(() => this.#terminate(shard), untilDeadline);
+    shard.timers.drainTimer = setTimeout(() => this.#terminate(shard), untilDeadline);
     if (this.#servesHttp(shard)) {
       // Stopped early once idle: nothing running or waiting, and routers moved on.
       const url = fill(metrics.http, this.#values(shard));
       let busy = false;
-      shard.drainPoll = setInterval(
+      shard.timers.drainPoll = setInterval(
         async () => {
           if (busy || this.#closed || shard.stopping) return;
           busy = true;
@@ -451,19 +463,13 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       config,
       child,
       stopping: false,
-      probe: undefined,
-      watch: undefined,
-      killTimer: undefined,
-      drainTimer: undefined,
+      timers: {},
       exited,
       markExited,
       logOffset,
       portRetried: false,
       load: undefined,
       loadFailing: false,
-      loadTimer: undefined,
-      drainPoll: undefined,
-      liveness: undefined,
       restarts: 0,
       afterExit: "report",
     };
@@ -481,7 +487,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     }
     const url = fill(shard.config.ready.http, this.#values(shard));
     let busy = false;
-    shard.probe = setInterval(async () => {
+    shard.timers.probe = setInterval(async () => {
       if (busy || this.#closed) return;
       busy = true;
       try {
@@ -498,7 +504,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   async #ready(shard: Shard): Promise<void> {
     if (shard.record.state !== "starting" || shard.stopping) return;
-    clearInterval(shard.probe);
+    clearInterval(shard.timers.probe);
     shard.record.state = "running";
     await this.#save(shard);
     this.#emit(shard, "running");
@@ -513,7 +519,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     const url = fill(shard.config.ready.http, this.#values(shard));
     let failures = 0;
     let busy = false;
-    shard.liveness = setInterval(async () => {
+    shard.timers.liveness = setInterval(async () => {
       if (busy || this.#closed || shard.stopping || shard.record.state !== "running") return;
       busy = true;
       let why: string | undefined;
@@ -545,7 +551,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
    * restart in place), then stopped — to be placed again, or restarted.
    */
   #unhealthy(shard: Shard, reason: string): void {
-    clearInterval(shard.liveness);
+    clearInterval(shard.timers.liveness);
     const { restartPolicy, maxRestarts } = shard.config;
     const inPlace = restartPolicy === "restart-in-place" && shard.restarts < maxRestarts;
     const shardId = shard.record.spec.shardId;
@@ -598,7 +604,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       }
     };
     void read();
-    shard.loadTimer = setInterval(read, metrics.intervalMs);
+    shard.timers.loadTimer = setInterval(read, metrics.intervalMs);
   }
 
   /**
@@ -606,9 +612,9 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
    * away, and its status read from what its wrapper recorded.
    */
   #watchAdopted(shard: Shard): void {
-    shard.watch = setInterval(async () => {
+    shard.timers.watch = setInterval(async () => {
       if ((await processStartTime(shard.record.pid)) !== shard.record.startTime) {
-        clearInterval(shard.watch);
+        clearInterval(shard.timers.watch);
         const code = await readRecordedExit(this.#exitPath(shard.record.spec.shardId));
         await this.#exited(shard, code ?? null, null);
       }
@@ -622,13 +628,16 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   #terminate(shard: Shard): void {
     if (shard.stopping) return;
     shard.stopping = true;
-    clearTimeout(shard.drainTimer);
-    clearInterval(shard.drainPoll);
-    clearInterval(shard.loadTimer);
-    clearInterval(shard.liveness);
-    clearInterval(shard.probe);
+    clearTimeout(shard.timers.drainTimer);
+    clearInterval(shard.timers.drainPoll);
+    clearInterval(shard.timers.loadTimer);
+    clearInterval(shard.timers.liveness);
+    clearInterval(shard.timers.probe);
     this.#signal(shard, "SIGTERM");
-    shard.killTimer = setTimeout(() => this.#signal(shard, "SIGKILL"), shard.config.stopGraceSeconds * 1000);
+    shard.timers.killTimer = setTimeout(
+      () => this.#signal(shard, "SIGKILL"),
+      shard.config.stopGraceSeconds * 1000,
+    );
   }
 
   #signal(shard: Shard, signal: NodeJS.Signals): void {
@@ -716,13 +725,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   }
 
   #clearTimers(s: Shard): void {
-    clearInterval(s.probe);
-    clearInterval(s.watch);
-    clearTimeout(s.killTimer);
-    clearTimeout(s.drainTimer);
-    clearInterval(s.loadTimer);
-    clearInterval(s.drainPoll);
-    clearInterval(s.liveness);
+    // clearTimeout clears intervals too (one kind of handle in Node).
+    for (const t of Object.values(s.timers)) clearTimeout(t);
   }
 
   #emit(

@@ -17,6 +17,7 @@ import type {
   SampledProblem,
 } from "../node-agent.js";
 import type { HardwareConfig } from "./config.js";
+import { discoveredGpu } from "./discovered-gpu.js";
 import type { KernelLog } from "./kernel-log.js";
 import {
   GpuOutputError,
@@ -112,14 +113,7 @@ export async function discoverWithNvidiaSmi(o: NvidiaSmiOptions): Promise<NodeHa
   } else nvlink = o.config.nvlink;
   const problems = problemsOf(rows, o);
   return {
-    gpus: rows.map((r) => ({
-      index: r.index,
-      uuid: r.uuid,
-      product: r.product,
-      memoryTotalMb: BigInt(r.memoryTotalMb),
-      memoryUsedMb: BigInt(r.memoryUsedMb),
-      problems: [],
-    })),
+    gpus: rows.map((r) => discoveredGpu(r, r.memoryUsedMb)),
     fabrics: fabricsOf(o.nodeId, o.config, nvlink),
     problems,
     slots: rows.map(slotOf),

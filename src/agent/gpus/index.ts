@@ -8,15 +8,9 @@ export {
   type NvidiaSmiOptions,
   nvidiaSmiSource,
 } from "./discover.js";
+export { discoveredGpu, type GpuFound } from "./discovered-gpu.js";
 export { type KernelLog, type KernelLogOptions, openKernelLog } from "./kernel-log.js";
-export {
-  GpuOutputError,
-  type GpuRow,
-  parseQueryGpu,
-  parseTopology,
-  QUERY_COLUMNS,
-  rowProblems,
-} from "./parse.js";
+export { GpuOutputError, parseQueryGpu, parseTopology, rowProblems } from "./parse.js";
 export {
   APPLICATION_XIDS,
   normalisePciBusId,

@@ -27,13 +27,7 @@ import {
 } from "../../operator/index.js";
 import type { FleetState } from "../../projections/index.js";
 import { openKvSnapshotStore } from "../../projections/runtime/index.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-  withArchiveOptions,
-} from "../archive-option.js";
+import { withArchiveOptions } from "../archive-option.js";
 import {
   CliError,
   connectionCapOptions,

@@ -15,13 +15,7 @@ import {
   ReconcilerRunner,
   RunnerMetrics,
 } from "../../reconciler/runner/index.js";
-import {
-  archiveOption,
-  archiveS3EndpointOption,
-  archiveS3PathStyleOption,
-  archiveS3RegionOption,
-  withArchiveOptions,
-} from "../archive-option.js";
+import { withArchiveOptions } from "../archive-option.js";
 import {
   CliError,
   EXIT,

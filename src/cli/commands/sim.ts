@@ -15,8 +15,21 @@ import { CliError, EXIT, intArg } from "../common.js";
 
 type Kind = "number" | "string" | "list" | "bool" | "labels";
 
+interface Flag {
+  field: SimConfigField;
+  flag: string;
+  arg?: string;
+  kind: Kind;
+  help: string;
+}
+
+/** A flag that takes a duration in milliseconds (most of the simulator's timings). */
+function msFlag(field: SimConfigField, flag: string, help: string): Flag {
+  return { field, flag, arg: "<ms>", kind: "number", help };
+}
+
 /** Every flag of `llmgw sim` and the config field it sets. */
-const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; help: string }[] = [
+const FLAGS: Flag[] = [
   {
     field: "gateways",
     flag: "--gateway",
@@ -104,27 +117,9 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "string",
     help: "reported agent version",
   },
-  {
-    field: "heartbeatMs",
-    flag: "--heartbeat-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "heartbeat period (default 3000)",
-  },
-  {
-    field: "startDelayMs",
-    flag: "--start-delay-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "time from starting to running (default 5000)",
-  },
-  {
-    field: "drainMs",
-    flag: "--drain-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "time a drain takes (default 2000)",
-  },
+  msFlag("heartbeatMs", "--heartbeat-ms", "heartbeat period (default 3000)"),
+  msFlag("startDelayMs", "--start-delay-ms", "time from starting to running (default 5000)"),
+  msFlag("drainMs", "--drain-ms", "time a drain takes (default 2000)"),
   {
     field: "kvCacheFraction",
     flag: "--kv-cache-fraction",
@@ -146,20 +141,12 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "number",
     help: "chance per start (per node for node faults) of an untargeted fault (default 1 if any, else 0)",
   },
-  {
-    field: "failAfterMs",
-    flag: "--fail-after-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "fail: time to the OOM",
-  },
-  {
-    field: "crashAfterMs",
-    flag: "--crash-after-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "crash-loop, exit-after-running: time running before the engine exits",
-  },
+  msFlag("failAfterMs", "--fail-after-ms", "fail: time to the OOM"),
+  msFlag(
+    "crashAfterMs",
+    "--crash-after-ms",
+    "crash-loop, exit-after-running: time running before the engine exits",
+  ),
   {
     field: "leakMbPerHeartbeat",
     flag: "--leak-mb-per-heartbeat",
@@ -181,29 +168,15 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "number",
     help: "xid: the GPU it hits (default: one the seed picks)",
   },
-  {
-    field: "partitionAfterMs",
-    flag: "--partition-after-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "partition: time registered before going silent",
-  },
-  {
-    field: "partitionHealMs",
-    flag: "--partition-heal-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "partition: time before reconnecting once the gateway closed the stream",
-  },
-  { field: "reconnectMinMs", flag: "--reconnect-min-ms", arg: "<ms>", kind: "number", help: "first backoff" },
-  { field: "reconnectMaxMs", flag: "--reconnect-max-ms", arg: "<ms>", kind: "number", help: "backoff cap" },
-  {
-    field: "ackTimeoutMs",
-    flag: "--ack-timeout-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "wait this long for the registration ack",
-  },
+  msFlag("partitionAfterMs", "--partition-after-ms", "partition: time registered before going silent"),
+  msFlag(
+    "partitionHealMs",
+    "--partition-heal-ms",
+    "partition: time before reconnecting once the gateway closed the stream",
+  ),
+  msFlag("reconnectMinMs", "--reconnect-min-ms", "first backoff"),
+  msFlag("reconnectMaxMs", "--reconnect-max-ms", "backoff cap"),
+  msFlag("ackTimeoutMs", "--ack-timeout-ms", "wait this long for the registration ack"),
   {
     field: "restartMode",
     flag: "--restart-mode",
@@ -211,13 +184,7 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "string",
     help: "a restarted node comes back with its shards (keep, default) or none (empty)",
   },
-  {
-    field: "restartEveryMs",
-    flag: "--restart-every-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "restart a random node this often (default 0: never)",
-  },
+  msFlag("restartEveryMs", "--restart-every-ms", "restart a random node this often (default 0: never)"),
   {
     field: "seed",
     flag: "--seed",
@@ -252,13 +219,11 @@ const FLAGS: { field: SimConfigField; flag: string; arg?: string; kind: Kind; he
     kind: "string",
     help: "the address simulated engines listen on with --engine-http (default 127.0.0.1)",
   },
-  {
-    field: "engineChunkMs",
-    flag: "--engine-chunk-ms",
-    arg: "<ms>",
-    kind: "number",
-    help: "time between two streamed chunks of a simulated engine's answer (default 20)",
-  },
+  msFlag(
+    "engineChunkMs",
+    "--engine-chunk-ms",
+    "time between two streamed chunks of a simulated engine's answer (default 20)",
+  ),
 ];
 
 const FLAG_OF = new Map(FLAGS.map((f) => [f.field as string, f.flag]));

@@ -35,6 +35,11 @@ function sameInBoth(p: {
   };
 }
 
+/** The autoscale fields the file and the log name and type alike, copied (the durations differ in unit). */
+function autoscaleInBoth<M extends string>(a: { min: number; max: number; metric: M; target: number }) {
+  return { min: a.min, max: a.max, metric: a.metric, target: a.target };
+}
+
 export function toProtoCatalog(file: CatalogFile): Catalog {
   return create(CatalogSchema, {
     models: file.models.map((m) => ({
@@ -60,10 +65,7 @@ export function toProtoCatalog(file: CatalogFile): Catalog {
       ...(m.autoscale
         ? {
             autoscale: {
-              min: m.autoscale.min,
-              max: m.autoscale.max,
-              metric: m.autoscale.metric,
-              target: m.autoscale.target,
+              ...autoscaleInBoth(m.autoscale),
               tolerance: m.autoscale.tolerance ?? 0,
               scaleUpCooldownMs: m.autoscale.scaleUpCooldown ?? 0,
               scaleDownCooldownMs: m.autoscale.scaleDownCooldown ?? 0,
@@ -112,10 +114,7 @@ export function catalogFileFrom(models: readonly ModelSpec[]): CatalogFileInput 
       ...(m.autoscale
         ? {
             autoscale: {
-              min: m.autoscale.min,
-              max: m.autoscale.max,
-              metric: m.autoscale.metric,
-              target: m.autoscale.target,
+              ...autoscaleInBoth(m.autoscale),
               tolerance: m.autoscale.tolerance,
               scaleUpCooldown: formatDuration(m.autoscale.upCooldownMs),
               scaleDownCooldown: formatDuration(m.autoscale.downCooldownMs),
