@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { type EventInit, newEvent } from "../codec/event-shape.js";
+import { newEvent } from "../codec/event-shape.js";
 import {
   type Command,
   CommandUndeliverable_Action,
