@@ -85,12 +85,17 @@ describe("revocation entries apply only when their value names the key's CN or s
         await eventually(async () => (await metricValue(metrics, IGNORED)) >= want, {
           what: `${key} = ${value} counted as not applied`,
         });
-        const line = gw
-          .output()
-          .split("\n")
-          .filter((l) => l.includes("revocation entry not applied") && l.includes(key))
-          .at(-1);
-        assert.ok(line?.includes(JSON.stringify(why).slice(1, -1)), `${why}\n${line}`);
+        // The log line comes through the process's pipe, which can trail the metric.
+        const lastLine = () =>
+          gw!
+            .output()
+            .split("\n")
+            .filter((l) => l.includes("revocation entry not applied") && l.includes(key))
+            .at(-1);
+        const whyText = JSON.stringify(why).slice(1, -1);
+        await eventually(async () => lastLine()?.includes(whyText) === true, {
+          what: `the log line for ${key} saying: ${why}`,
+        });
       }
       assert.equal(await metricValue(metrics, "llmgw_gateway_revoked_identities"), 0);
       await admitted(node);
