@@ -2,23 +2,10 @@ import { constants as h2 } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { type ContextValues, createContextKey, createContextValues } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import type { PeerIdentity } from "./session-core/index.js";
 
 /** A request as the Node adapter hands it over (HTTP/2 here). */
 export type NodeServerRequest = Parameters<NonNullable<ConnectNodeAdapterOptions["contextValues"]>>[0];
-
-/**
- * Who is on the other end of a stream, as the TLS layer proved it. The
- * certificate decides who an agent is, not the message.
- */
-export type PeerIdentity =
-  /** Plain h2c (insecure development mode): nothing was proved. */
-  | { kind: "plaintext" }
-  /** TLS without a client certificate. */
-  | { kind: "none" }
-  /** A certificate that did not verify against the client CA. */
-  | { kind: "unverified"; reason: string; commonName: string | undefined }
-  /** `serial`: the certificate's serial number in hex, as the TLS layer reports it. */
-  | { kind: "verified"; commonName: string; serial?: string };
 
 export const peerKey = createContextKey<PeerIdentity>(
   { kind: "none" },

@@ -5,7 +5,7 @@ import { SessionClosed_Reason } from "../gen/llmgw/v1/events_pb.js";
 import { isLogError } from "../log/index.js";
 import { coreConfigOf } from "./config.js";
 import { gatewayEvent } from "./events.js";
-import { type PeerIdentity, peerKey, remoteAddressKey, resetKey } from "./identity.js";
+import { peerKey, remoteAddressKey, resetKey } from "./identity.js";
 import { OrderedPipeline } from "./ordered.js";
 import {
   awaitsAdmission,
@@ -15,6 +15,7 @@ import {
   type Input,
   initialState,
   isOkAck,
+  type PeerIdentity,
   type Reply,
   readDeadlineMs,
   type SessionState,
@@ -322,8 +323,7 @@ export class AgentSession {
         // Messages the transport already holds are taken as they are; only an empty queue is waited on.
         const input = reader.takeWaiting() ?? (await reader.read(readDeadlineMs(this.#state)));
         if (input === undefined) return; // the session stopped reading
-        // The agent is done sending, not done listening: the acks of what it
-        // sent last still reach it before the stream ends.
+        // Done sending, not done listening: acks of what it sent last still reach it.
         if (input.kind === "stream-ended") await this.#pipeline.settled();
         if (this.#feed(input).close) return;
       }

@@ -12,7 +12,7 @@ import { create, fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { encodeEvent } from "../../src/codec/index.js";
 import { gatewayEvent } from "../../src/gateway/events.js";
-import type { PeerIdentity } from "../../src/gateway/identity.js";
+import type { PeerIdentity } from "../../src/gateway/session-core/index.js";
 import {
   type Close,
   closeOutcome,

@@ -55,6 +55,26 @@ describe("the import graph of src", () => {
     assert.ok(nats.length > 0, "the log's barrel reaches a NATS client");
     for (const i of nats) assert.equal(i.chain.at(-1), planted, "the chain leads back to the planted import");
   });
+
+  it("fires when the session core names a type of its shell (the shell's identity.ts loads node:http2)", () => {
+    const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
+    const planted = "src/gateway/session-core/planted.ts";
+    graph.set(
+      planted,
+      parseSource(
+        planted,
+        `import type { SessionHost } from "../session-host.js";\nexport type X = SessionHost;\n`,
+      ),
+    );
+    const found = findImpurities(
+      graph,
+      PURE_ROOMS.filter((r) => r.name === "gateway/session-core"),
+    );
+    assert.deepEqual(
+      found.map((i) => `${i.what} <- ${i.chain.join(" <- ")}`),
+      [`src/gateway/session-host.ts (outside src/gen/, src/codec/, src/ids/) <- ${planted}`],
+    );
+  });
 });
 
 describe("the import-graph checker on planted trees", () => {

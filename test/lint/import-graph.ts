@@ -15,6 +15,10 @@
  *   `Math.random()`, `crypto.*`, `setTimeout`, `setInterval`,
  *   `setImmediate`).
  *
+ * - **The session core names nothing of its shell**, not even a type: its
+ *   files import only each other, the generated code, the codec and the id
+ *   rules (`onlyFrom`), so what the shell hands it is typed by the core.
+ *
  * Files are parsed with the TypeScript compiler, so comments and strings
  * never count. Run it by itself to print what it finds:
  * `node --import tsx test/lint/import-graph.ts`.
@@ -49,6 +53,14 @@ export interface PureRoom {
   name: string;
   /** Repository-relative files or folders; a folder ending in `/*` means its own files only. */
   paths: string[];
+  /**
+   * Where else the room's own files may import from at all, type-only
+   * imports included (folders of the tree, e.g. "src/gen/"): a room held to
+   * this names nothing of a shell, not even a type, so a type it needs is
+   * its own and a shell imports it from the room. Unset: any file, by value
+   * only through pure ones.
+   */
+  onlyFrom?: string[];
 }
 
 /** Why a file reached from a pure room is not pure, and the chain of imports that reached it. */
@@ -287,6 +299,15 @@ export function findImpurities(graph: Map<string, ParsedFile>, rooms: PureRoom[]
       for (let f = via.get(from); f !== undefined; f = via.get(f)) c.push(f);
       return c;
     };
+    if (room.onlyFrom) {
+      const own = new Set(roots);
+      const allowed = room.onlyFrom;
+      for (const f of roots)
+        for (const i of graph.get(f)?.imports ?? []) {
+          if (!i.local || own.has(i.target) || allowed.some((a) => i.target.startsWith(a))) continue;
+          out.push({ room: room.name, what: `${i.target} (outside ${allowed.join(", ")})`, chain: [f] });
+        }
+    }
     const queue = [...roots];
     for (let f = queue.shift(); f !== undefined; f = queue.shift()) {
       const parsed = graph.get(f);
@@ -323,7 +344,11 @@ export const PURE_ROOMS: PureRoom[] = [
   { name: "reconciler/placement", paths: ["src/reconciler/placement"] },
   { name: "reconciler/explain", paths: ["src/reconciler/explain"] },
   { name: "invariants", paths: ["src/invariants"] },
-  { name: "gateway/session-core", paths: ["src/gateway/session-core"] },
+  {
+    name: "gateway/session-core",
+    paths: ["src/gateway/session-core"],
+    onlyFrom: ["src/gen/", "src/codec/", "src/ids/"],
+  },
   { name: "engine-policy", paths: ["src/engine-policy"] },
   { name: "codec", paths: ["src/codec"] },
   { name: "ids", paths: ["src/ids"] },

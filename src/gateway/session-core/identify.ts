@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import type { PeerIdentity } from "../identity.js";
+import type { PeerIdentity } from "./peer-identity.js";
 
 /** The certificate decides who the agent is, not the message. */
 export function identify(

@@ -9,6 +9,7 @@ export {
 } from "./close.js";
 export { eventBytes } from "./event-bytes.js";
 export { type BodyInit, sessionClosedId, sessionEventId } from "./event-ids.js";
+export type { PeerIdentity } from "./peer-identity.js";
 export { admitRegistration, isRested, type ReconnectDecision } from "./reconnect-rate.js";
 export {
   commandResultProblem,

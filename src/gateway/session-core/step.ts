@@ -1,11 +1,11 @@
 import { Code } from "@connectrpc/connect";
-import type { PeerIdentity } from "../identity.js";
 import { ackedIn, flushAck, stored } from "./acks.js";
 import { overBudgetDetail, overByteBudgetDetail, spend } from "./budget.js";
 import { isProtocolCode } from "./close.js";
 import { eventBytes } from "./event-bytes.js";
 import { agentMessage } from "./messages.js";
 import { admitted, openedStored, refuse, registerFirst } from "./open.js";
+import type { PeerIdentity } from "./peer-identity.js";
 import { reconnect } from "./replies.js";
 import { closeNow, nothing } from "./result.js";
 import type { CoreConfig, Input, SessionState, StepResult } from "./types.js";

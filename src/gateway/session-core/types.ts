@@ -1,9 +1,9 @@
 import type { Code } from "@connectrpc/connect";
 import type { AgentMessage, ControlMessage, EngineLogChunk } from "../../gen/llmgw/v1/agent_pb.js";
-import type { PeerIdentity } from "../identity.js";
 import type { Bucket, ByteBudget, EventBudget } from "./budget.js";
 import type { Close } from "./close.js";
 import type { BodyInit } from "./event-ids.js";
+import type { PeerIdentity } from "./peer-identity.js";
 import type { CappedField, TextCaps } from "./text-caps.js";
 import type { UsageBaseline } from "./usage.js";
 import type { UsageWindow } from "./usage-window.js";
