@@ -17,6 +17,8 @@ export class PushQueue<T> implements AsyncIterable<T> {
   #ended = false;
   #failed = false;
   #error: unknown;
+  /** With `end(err)`: the error the iteration fails with once what is queued has been taken. */
+  #endError: { err: unknown } | undefined;
 
   /** `max`: how many values may wait; a push beyond it is refused ("full"). */
   constructor(readonly max = Number.POSITIVE_INFINITY) {
@@ -60,12 +62,18 @@ export class PushQueue<T> implements AsyncIterable<T> {
     return true;
   }
 
-  /** Ends the iteration once what is queued has been taken. */
-  end(): void {
+  /**
+   * Ends the iteration once what is queued has been taken; with `err`, the
+   * iteration then fails with it (what was queued is still delivered first).
+   */
+  end(...err: [] | [unknown]): void {
+    if (this.closed) return;
     this.#ended = true;
+    if (err.length > 0) this.#endError = { err: err[0] };
     const w = this.#waiting;
     this.#waiting = undefined;
-    w?.resolve({ value: undefined, done: true });
+    if (w && this.#endError) w.reject(this.#endError.err);
+    else w?.resolve({ value: undefined, done: true });
   }
 
   /** Ends the iteration now with `err`; what is queued is dropped. */
@@ -84,7 +92,10 @@ export class PushQueue<T> implements AsyncIterable<T> {
       next: () => {
         if (this.#failed) return Promise.reject(this.#error);
         if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift() as T, done: false });
-        if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+        if (this.#ended)
+          return this.#endError
+            ? Promise.reject(this.#endError.err)
+            : Promise.resolve({ value: undefined, done: true });
         return new Promise((resolve, reject) => {
           this.#waiting = { resolve, reject };
         });

@@ -292,9 +292,8 @@ export class AgentSession {
       this.#writer.end();
       return;
     }
-    const { code } = closeOutcome(close);
-    if (code === undefined) this.#writer.end();
-    else this.#writer.fail(new ConnectError(close.detail, code));
+    const { code, dropsQueued } = closeOutcome(close);
+    this.#writer.close(code === undefined ? undefined : new ConnectError(close.detail, code), dropsQueued);
     // The last write may be stuck behind flow control of an agent that stopped reading.
     this.#graceTimer = setTimeout(() => this.ctx.values.get(resetKey)(), CLOSE_GRACE_MS);
     this.#graceTimer.unref();

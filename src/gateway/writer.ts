@@ -25,4 +25,14 @@ export class StreamWriter<T> extends PushQueue<T> {
     if (this.closed) return "closed";
     return this.replaceLast(msg, supersedes) ? "replaced" : this.push(msg);
   }
+
+  /**
+   * Ends the stream: OK without `err`; with it, after what is queued, or at
+   * once, dropping what is queued, when `dropQueued`.
+   */
+  close(err: unknown, dropQueued: boolean): void {
+    if (err === undefined) this.end();
+    else if (dropQueued) this.fail(err);
+    else this.end(err);
+  }
 }

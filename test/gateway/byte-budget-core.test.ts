@@ -161,6 +161,7 @@ describe("byte budget", () => {
     assert.deepEqual(closeOutcome(close!), {
       reason: SessionClosed_Reason.EVENT_BUDGET,
       code: Code.ResourceExhausted,
+      dropsQueued: false,
     });
     assert.match(close!.detail, /more bytes than its budget of 1048576 a minute \(burst 2097152\)/);
     assert.ok(written > 400 && written < 600, `${written} events written before the byte budget ran out`);

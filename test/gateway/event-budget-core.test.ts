@@ -253,6 +253,7 @@ describe("per-session event budget", () => {
     assert.deepEqual(closeOutcome(r.close), {
       reason: SessionClosed_Reason.EVENT_BUDGET,
       code: Code.ResourceExhausted,
+      dropsQueued: false,
     });
     assert.match(r.close.detail, /budget of 60 a minute \(burst 5\)/);
     assert.equal(s.events.length, 5);
