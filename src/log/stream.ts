@@ -1,11 +1,5 @@
-import {
-  DiscardPolicy,
-  type JetStreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-  type StreamInfo,
-} from "@nats-io/jetstream";
+import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
+import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { streamInfo, weakerSettings } from "./buckets.js";
 import { LogError, logErrorFrom } from "./errors.js";

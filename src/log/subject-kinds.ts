@@ -35,33 +35,42 @@ export type SubjectRoute<V> =
 const byNode = (v: { nodeId: string }) => v.nodeId;
 const byGateway = (v: { gatewayId: string }) => v.gatewayId;
 
+/** The routes the table is made of: a family, and for the per-node and per-gateway ones whose id names the subject. */
+const SESSION = { family: "session", id: byNode } as const;
+const NODE = { family: "node", id: byNode } as const;
+const GATEWAY = { family: "gateway", id: byGateway } as const;
+const OPERATOR = { family: "operator", id: byNode } as const;
+const CATALOG = { family: "catalog" } as const;
+const RECONCILER = { family: "reconciler" } as const;
+const ROLLOUTS = { family: "rollouts" } as const;
+
 /**
  * THE table: every event kind, the subject family it is written to and
  * read from, and the id in its body that names the subject. The type makes
  * it name every kind, so a kind added to the proto must be placed here.
  */
 export const KIND_SUBJECTS: { readonly [K in EventKind]: SubjectRoute<BodyOf<K>> } = {
-  sessionOpened: { family: "session", id: byNode },
-  sessionClosed: { family: "session", id: byNode },
-  duplicateIdentity: { family: "session", id: byNode },
-  hardwareChanged: { family: "node", id: byNode },
-  usageChanged: { family: "node", id: byNode },
-  shardStatus: { family: "node", id: byNode },
-  commandResult: { family: "node", id: byNode },
-  gatewayStarted: { family: "gateway", id: byGateway },
-  gatewayDraining: { family: "gateway", id: byGateway },
-  gatewayStopped: { family: "gateway", id: byGateway },
-  commandUndeliverable: { family: "gateway", id: byGateway },
-  catalogChanged: { family: "catalog" },
-  nodeCordoned: { family: "operator", id: byNode },
-  nodeUncordoned: { family: "operator", id: byNode },
-  nodeDrainRequested: { family: "operator", id: byNode },
-  gpuProblemsCleared: { family: "operator", id: byNode },
-  gpuCordoned: { family: "operator", id: byNode },
-  gpuUncordoned: { family: "operator", id: byNode },
-  reconcilePass: { family: "reconciler" },
-  rolloutPaused: { family: "rollouts" },
-  rolloutResumed: { family: "rollouts" },
+  sessionOpened: SESSION,
+  sessionClosed: SESSION,
+  duplicateIdentity: SESSION,
+  hardwareChanged: NODE,
+  usageChanged: NODE,
+  shardStatus: NODE,
+  commandResult: NODE,
+  gatewayStarted: GATEWAY,
+  gatewayDraining: GATEWAY,
+  gatewayStopped: GATEWAY,
+  commandUndeliverable: GATEWAY,
+  catalogChanged: CATALOG,
+  nodeCordoned: OPERATOR,
+  nodeUncordoned: OPERATOR,
+  nodeDrainRequested: OPERATOR,
+  gpuProblemsCleared: OPERATOR,
+  gpuCordoned: OPERATOR,
+  gpuUncordoned: OPERATOR,
+  reconcilePass: RECONCILER,
+  rolloutPaused: ROLLOUTS,
+  rolloutResumed: ROLLOUTS,
 };
 
 /** The role whose credentials may publish each family (src/nats-auth/permissions.ts grants exactly these). */

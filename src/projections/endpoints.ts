@@ -6,11 +6,12 @@
  * Only ready replicas are listed (`isReady`: every shard running, none asked
  * to stop or drain), so a router hears of a drain before its shards do.
  */
+import type { DeepReadonly } from "./deep-readonly.js";
 import { isReady } from "./is-ready.js";
 import type { EndpointEntry, FleetView, ReplicaState } from "./state.js";
 
 /** Where a replica serves: rank 0's endpoint (the others of a multi-node replica are not routed to). */
-export function replicaEndpoint(r: Readonly<ReplicaState>): EndpointEntry | null {
+export function replicaEndpoint(r: DeepReadonly<ReplicaState>): EndpointEntry | null {
   const head = r.shards.find((s) => s.rank === 0) ?? r.shards[0];
   if (!head || head.endpoint === "") return null;
   return { replicaId: r.replicaId, url: head.endpoint, nodeId: head.nodeId };

@@ -3,6 +3,7 @@
 export { effectiveReplicas, LOAD_HISTORY_MS, LOAD_SAMPLES_MAX } from "./autoscale.js";
 export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
 export { AUTOSCALE_DEFAULTS } from "./convert.js";
+export type { DeepReadonly } from "./deep-readonly.js";
 export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
 export {
   cloneFleet,

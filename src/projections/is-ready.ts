@@ -4,9 +4,10 @@
  * drained or stopped. A placed replica whose engines are still loading, or
  * whose start was never acknowledged, is not.
  */
+import type { DeepReadonly } from "./deep-readonly.js";
 import type { ReplicaState } from "./state.js";
 
-export function isReady(r: Readonly<ReplicaState>): boolean {
+export function isReady(r: DeepReadonly<ReplicaState>): boolean {
   return (
     r.phase === "running" &&
     r.shards.length > 0 &&

@@ -2,6 +2,7 @@
  * Read-only questions about a fleet state, shared by replay, the API and
  * the UI. Pure: they never change the state they are given.
  */
+import type { DeepReadonly } from "./deep-readonly.js";
 import { cloneFleet } from "./fleet.js";
 import { RecordTable } from "./record-table.js";
 import type { FleetState, FleetView, ReplicaState, ShardState } from "./state.js";
@@ -10,7 +11,7 @@ import type { FleetState, FleetView, ReplicaState, ShardState } from "./state.js
 export interface GpuShard {
   replicaId: string;
   model: string;
-  shard: ShardState;
+  shard: DeepReadonly<ShardState>;
 }
 
 /**

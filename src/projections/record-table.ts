@@ -6,7 +6,13 @@
  * no write can miss an index: `put`, `drop` and `update` are the only
  * writers, and `get` hands out `Readonly<T>` (a write through it does not
  * compile). Readers that must not write at all (a reconcile pass's rules)
- * are given the `TableView` the table implements.
+ * are given the table as a `TableView`, whose records are
+ * `DeepReadonly<T>`: a record's nested objects and arrays (a replica's
+ * shards, a node's GPUs) cannot be written through it either. The class
+ * does not declare `implements TableView<T>`: for a generic `T` the
+ * compiler cannot relate `Readonly<T>` to `DeepReadonly<T>`; each concrete
+ * table is checked where it is handed over as a view (a `FleetState` passed
+ * as a `FleetView`, and the type test).
  *
  * The JSON form is the records object alone (`toJSON`), keyed by id in the
  * order ids first appeared: a state with tables serializes byte for byte as
@@ -41,6 +47,7 @@
  * are changed in place during the pass, so a rule holding a record read
  * before a unit was folded sees the unit's effect.
  */
+import type { DeepReadonly } from "./deep-readonly.js";
 
 /** A grouping of the records, declared with the table: the group a record is in, or null for none. */
 export interface GroupIndex<T> {
@@ -87,19 +94,19 @@ export interface ChangeFollower {
   stop(): void;
 }
 
-/** What a reader may do with a table: read. */
+/** What a reader may do with a table: read, records read-only all the way down. */
 export interface TableView<T> {
   readonly size: number;
   has(id: string): boolean;
-  get(id: string): Readonly<T> | undefined;
+  get(id: string): DeepReadonly<T> | undefined;
   /** Ids in insertion order (the order of the JSON form): a copy. */
   keys(): readonly string[];
   /** Ids in sorted order. Shared: never modify it. */
   sortedKeys(): readonly string[];
   /** Records in insertion order. */
-  values(): Readonly<T>[];
+  values(): DeepReadonly<T>[];
   /** Records in id order. */
-  sortedValues(): Readonly<T>[];
+  sortedValues(): DeepReadonly<T>[];
   /** The groups of a declared group index. A group that lost its last member stays, empty. */
   groups(index: GroupIndex<T>): ReadonlyMap<string, Group>;
   /** The sorted ids of group `key` of a declared group index (none: empty). */
@@ -108,7 +115,7 @@ export interface TableView<T> {
   lookup(index: LookupIndex<T>, key: string): string;
   followChanges(): ChangeFollower;
   /** The records object: the table's JSON form. */
-  toJSON(): Readonly<Record<string, Readonly<T>>>;
+  toJSON(): Readonly<Record<string, DeepReadonly<T>>>;
 }
 
 /** One counter for every group of every table, so a version is never reused. */
@@ -188,7 +195,7 @@ export function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
-export class RecordTable<T extends object> implements TableView<T> {
+export class RecordTable<T extends object> {
   /**
    * Without a prototype, so an id such as "constructor" is a record like any
    * other. Keyed in insertion order: the JSON form.

@@ -3,7 +3,9 @@
  * write to a record that must not compile (`tsc --noEmit -p .` checks this
  * file with the rest). Should a guard go (`get` handing out a writable
  * record, a view gaining a writer, `DecideInput.state` a writable state),
- * the write compiles, its `@ts-expect-error` is unused, and tsc fails.
+ * the write compiles, its `@ts-expect-error` is unused, and tsc fails; a
+ * view typed `Readonly` instead of `DeepReadonly` lets the nested writes
+ * compile, and tsc fails the same way.
  * Never run: it only has to compile.
  */
 import type {
@@ -45,6 +47,21 @@ export function writesThatDoNotCompile(
   });
   // @ts-expect-error nor can it be forked but through projections' forkFleet.
   view.fork();
+  // A view's records are read-only all the way down (DeepReadonly), not only their own fields.
+  const viewed = view.get("r-1");
+  if (viewed) {
+    // @ts-expect-error a nested object of a record read through a view.
+    viewed.shards[0]!.desired = "stopped";
+    // @ts-expect-error a nested array of a record read through a view.
+    viewed.shards.push({ ...r.shards[0]! });
+    // @ts-expect-error a nested array element of a record read through a view.
+    viewed.shards[0]!.gpuIndices[0] = 3;
+  }
+  // @ts-expect-error the values a view lists, nested too.
+  view.values()[0]!.shards.length = 0;
+  // A table is a view of itself: what a reconcile pass is given is the table, typed as its view.
+  const asView: TableView<ReplicaState> = table;
+  void asView;
 
   // A reconcile pass's input is a view of the fleet: nothing in it can be written.
   // @ts-expect-error its node table is a view.
@@ -53,6 +70,10 @@ export function writesThatDoNotCompile(
   input.state.replicas.replicas.update("r-1", () => {});
   // @ts-expect-error its records are read-only.
   input.state.inventory.nodes.get("n-1")!.cordoned = true;
+  // @ts-expect-error and their nested objects: a GPU of a node.
+  input.state.inventory.nodes.get("n-1")!.gpus[0]!.cordoned = true;
+  // @ts-expect-error a shard of a replica.
+  input.state.replicas.replicas.sortedValues()[0]!.shards[0]!.state = "running";
   // @ts-expect-error its small containers are read-only.
   input.state.replicas.commands["c-1"] = {} as CommandState;
   // @ts-expect-error and so are its gateways.

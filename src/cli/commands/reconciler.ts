@@ -16,14 +16,8 @@ import {
   RunnerMetrics,
 } from "../../reconciler/runner/index.js";
 import { withArchiveOptions } from "../archive-option.js";
-import {
-  CliError,
-  EXIT,
-  intOption,
-  type NatsSecurityFlags,
-  snapshotBucketOption,
-  withLogWriterOptions,
-} from "../common.js";
+import type { NatsSecurityFlags } from "../common.js";
+import { CliError, EXIT, intOption, snapshotBucketOption, withLogWriterOptions } from "../common.js";
 import { openLogForWriting } from "../read-log.js";
 
 interface ReconcilerFlags extends NatsSecurityFlags {

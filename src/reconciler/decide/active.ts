@@ -1,4 +1,4 @@
-import type { ReplicaState } from "../../projections/index.js";
+import type { DeepReadonly, ReplicaState } from "../../projections/index.js";
 import { countReplicas, replicasWhere } from "./indexes.js";
 import { hasLiveReplacement } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -8,7 +8,7 @@ import type { Pass } from "./pass.js";
  * and not already replaced by a live replacement (the slot is counted once,
  * through the replacement). Oldest first.
  */
-export function activeReplicas(pass: Pass, model: string): ReplicaState[] {
+export function activeReplicas(pass: Pass, model: string): DeepReadonly<ReplicaState>[] {
   return replicasWhere(pass.work, (c) => c.model === model && c.phase !== "draining")
     .filter((r) => r.phase !== "draining" && !hasLiveReplacement(pass, r))
     .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));

@@ -16,7 +16,7 @@
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AdoptedShardSchema, Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { NodeState, RegisteredShard, SessionState } from "../../projections/index.js";
+import type { DeepReadonly, NodeState, RegisteredShard, SessionState } from "../../projections/index.js";
 import { activeReplicas } from "./active.js";
 import { nodeIds, unadoptedNode } from "./indexes.js";
 import { decision, failReplica, stopCommand } from "./messages.js";
@@ -25,13 +25,13 @@ import type { Pass } from "./pass.js";
 type Adopted = MessageInitShape<typeof AdoptedShardSchema>;
 
 /** Registered states that mean a process holds the GPUs. */
-function alive(s: RegisteredShard): boolean {
+function alive(s: DeepReadonly<RegisteredShard>): boolean {
   return s.state !== "stopped" && s.state !== "failed";
 }
 
 export function adoptSessions(pass: Pass): void {
   for (const id of nodeIds(pass.work, unadoptedNode)) {
-    const n = pass.work.inventory.nodes.get(id) as NodeState;
+    const n = pass.work.inventory.nodes.get(id) as DeepReadonly<NodeState>;
     const session = n.session;
     if (session?.adoptionSeq !== 0 || session === null) continue;
     if (!pass.add(adoptNode(pass, n, session))) return;
@@ -40,8 +40,8 @@ export function adoptSessions(pass: Pass): void {
 
 function adoptNode(
   pass: Pass,
-  n: NodeState,
-  session: SessionState,
+  n: DeepReadonly<NodeState>,
+  session: DeepReadonly<SessionState>,
 ): { decisions: Decision[]; commands: Command[] } {
   const catalog = pass.work.replicas.catalog.models;
   const replicas = pass.work.replicas.replicas;
@@ -52,7 +52,7 @@ function adoptNode(
   const newPerModel = new Map<string, number>();
   const newReplicas = new Set<string>();
 
-  const stop = (s: RegisteredShard, d: Decision) => {
+  const stop = (s: DeepReadonly<RegisteredShard>, d: Decision) => {
     decisions.push(d);
     commands.push(
       stopCommand(pass, {
@@ -63,7 +63,7 @@ function adoptNode(
       }),
     );
   };
-  const unclaimed = (s: RegisteredShard, reason: string) =>
+  const unclaimed = (s: DeepReadonly<RegisteredShard>, reason: string) =>
     stop(
       s,
       decision(`${s.shardId} on ${n.nodeId} is not claimed (${reason}): stopping it`, {
@@ -78,7 +78,7 @@ function adoptNode(
         },
       }),
     );
-  const duplicate = (s: RegisteredShard, where: string) =>
+  const duplicate = (s: DeepReadonly<RegisteredShard>, where: string) =>
     stop(
       s,
       decision(
@@ -89,7 +89,7 @@ function adoptNode(
         },
       ),
     );
-  const adopt = (s: RegisteredShard, rank: number) =>
+  const adopt = (s: DeepReadonly<RegisteredShard>, rank: number) =>
     adopted.push({
       shardId: s.shardId,
       replicaId: s.replicaId,

@@ -23,6 +23,8 @@
  * why; the scale rule, which runs after it, creates or drains replicas
  * towards the new count in the same pass.
  */
+
+import type { DeepReadonly } from "../../projections/index.js";
 import {
   AUTOSCALE_METRICS,
   type AutoscaleMetric,
@@ -80,7 +82,7 @@ function windowOf(samples: readonly LoadSample[], sinceMs: number): LoadSample[]
 
 /** A replica's now / low / high, or undefined when none of its shards reported load. */
 function replicaLoad(
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   metric: AutoscaleMetric,
   sinceMs: number,
 ): { value: number; low: number; high: number; covered: boolean } | undefined {
@@ -113,7 +115,7 @@ function replicaLoad(
 
 /** The metric over the model's ready replicas that reported load, from `sinceMs` on; undefined when none did. */
 export function readLoad(
-  replicas: Iterable<ReplicaState>,
+  replicas: Iterable<DeepReadonly<ReplicaState>>,
   metric: AutoscaleMetric,
   sinceMs: number,
 ): ModelLoad | undefined {

@@ -10,7 +10,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema } from "../../gen/llmgw/v1/events_pb.js";
-import type { CommandState, ShardState } from "../../projections/index.js";
+import type { CommandState, DeepReadonly, ShardState } from "../../projections/index.js";
 import { currentSession, decision, drainDeadline, finished, sortedValues } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -42,7 +42,7 @@ export function reissueCommands(pass: Pass): void {
   }
 }
 
-function findShard(pass: Pass, c: CommandState): ShardState | undefined {
+function findShard(pass: Pass, c: CommandState): DeepReadonly<ShardState> | undefined {
   const byReplica = pass.work.replicas.replicas.get(c.replicaId)?.shards.find((s) => s.shardId === c.shardId);
   if (byReplica) return byReplica;
   for (const r of pass.work.replicas.replicas.values()) {

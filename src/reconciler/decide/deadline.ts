@@ -7,7 +7,7 @@
  * reading's stabilization window filled. The runner sleeps until then (or
  * until new events).
  */
-import type { FleetView, NodeState } from "../../projections/index.js";
+import type { DeepReadonly, FleetView, NodeState } from "../../projections/index.js";
 import type { ReconcilerConfig } from "./config.js";
 import { autoscaleOf } from "./desired.js";
 import { nodeIds, replicasWhere, sessionlessNode } from "./indexes.js";
@@ -19,7 +19,7 @@ export function nextDeadline(state: FleetView, config: ReconcilerConfig, nowMs: 
     if (t > nowMs && t < next) next = t;
   };
   for (const id of nodeIds(state, sessionlessNode)) {
-    const n = state.inventory.nodes.get(id) as NodeState;
+    const n = state.inventory.nodes.get(id) as DeepReadonly<NodeState>;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     if (n.liveness === "disconnected") consider(n.disconnectedSinceMs + config.suspectAfterMs);
     if (n.liveness !== "lost") consider(n.disconnectedSinceMs + config.lostAfterMs);

@@ -9,6 +9,7 @@
  * is gone), or at its drain deadline, when what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
+import type { DeepReadonly } from "../../projections/index.js";
 import { isReady, type ReplicaState } from "../../projections/index.js";
 import { type DisruptionBudget, disruptionBudget } from "./budgets.js";
 import { drainingNode, nodeIds, replicasWhere } from "./indexes.js";
@@ -26,7 +27,7 @@ import type { Pass } from "./pass.js";
 /** The unit that starts (or restates) a replica's drain, with drain commands for its reachable shards. */
 export function drainUnit(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   replacementId: string,
   reason: string,
 ): { decisions: Decision[]; commands: Command[] } {
@@ -63,7 +64,7 @@ export function handleDrains(pass: Pass): void {
 
 function moveOff(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   models: Set<string>,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   const nodes = pass.work.inventory.nodes;
@@ -82,13 +83,13 @@ function moveOff(
  */
 export function replaceThenDrain(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   models: ReadonlySet<string>,
   cause: string,
   nodeId: string,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   if (hasLiveReplacement(pass, r)) {
-    const next = pass.work.replicas.replicas.get(r.replacedBy) as ReplicaState;
+    const next = pass.work.replicas.replicas.get(r.replacedBy) as DeepReadonly<ReplicaState>;
     // Make-before-break waits for ready (every shard RUNNING), not for placed.
     const nextReady = isReady(next);
     // A replica that serves nothing takes nothing away: no budget to ask.
@@ -126,8 +127,8 @@ function budgetText(b: DisruptionBudget): string {
 
 /** The DisruptionBlocked unit, or nothing when the same wait is already recorded. */
 function blocked(
-  r: ReplicaState,
-  next: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
+  next: DeepReadonly<ReplicaState>,
   nextReady: boolean,
   b: DisruptionBudget,
   cause: string,
@@ -158,7 +159,7 @@ function blocked(
 
 function finishDrain(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
   const left = r.shards.filter((s) => s.desired !== "stopped" && !finished(s) && reachable(pass, s));
   const removed = (why: string, commands: Command[] = []) => ({

@@ -6,6 +6,8 @@
  * limit: a replica whose drain starts in a pass leaves the table in that
  * same pass, before any gateway relays its DrainShard.
  */
+
+import type { DeepReadonly } from "../../projections/index.js";
 import {
   type EndpointEntry,
   type Group,
@@ -64,7 +66,7 @@ function tableOf(pass: Pass, ready: Group[]): EndpointEntry[] {
   const ids = ready.length === 1 ? (ready[0] as Group).ids() : ready.flatMap((g) => g.ids()).sort();
   const out: EndpointEntry[] = [];
   for (const id of ids) {
-    const e = replicaEndpoint(replicas.get(id) as ReplicaState);
+    const e = replicaEndpoint(replicas.get(id) as DeepReadonly<ReplicaState>);
     if (e) out.push(e);
   }
   return out;

@@ -9,7 +9,7 @@
  * it fails too.
  */
 import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState, ShardFault, ShardState } from "../../projections/index.js";
+import type { DeepReadonly, ReplicaState, ShardFault, ShardState } from "../../projections/index.js";
 import { type ReplicaClass, replicasWhere } from "./indexes.js";
 import { replicaProfile } from "./limits.js";
 import { decision, type FailureDetail, failReplica } from "./messages.js";
@@ -47,8 +47,8 @@ function reasonOf(f: ShardFault): ReplicaFailed_Reason {
 /** A replica failed by one of its shards, with the crash-loop backoff before it is placed again. */
 export function failedUnit(
   pass: Pass,
-  r: ReplicaState,
-  s: ShardState,
+  r: DeepReadonly<ReplicaState>,
+  s: DeepReadonly<ShardState>,
   error: string,
   detail: FailureDetail,
 ): Unit {

@@ -12,7 +12,13 @@
  * node that lost its last GPU is found by the shard's own failure, which
  * the agent reports with the registration.
  */
-import type { NodeState, ReplicaState, ShardState, TableView } from "../../projections/index.js";
+import type {
+  DeepReadonly,
+  NodeState,
+  ReplicaState,
+  ShardState,
+  TableView,
+} from "../../projections/index.js";
 import { replaceThenDrain } from "./drains.js";
 import { gpuTroubleNode, nodeIds } from "./indexes.js";
 import { finished } from "./messages.js";
@@ -34,7 +40,10 @@ export function moveOffFaultyGpus(pass: Pass): void {
 }
 
 /** Why the replica must move, and where: its first running shard on a faulty GPU, or undefined. */
-function faultOf(nodes: TableView<NodeState>, r: ReplicaState): { why: string; nodeId: string } | undefined {
+function faultOf(
+  nodes: TableView<NodeState>,
+  r: DeepReadonly<ReplicaState>,
+): { why: string; nodeId: string } | undefined {
   for (const s of r.shards) {
     if (s.desired !== "running" || finished(s)) continue;
     const why = faultyGpu(nodes.get(s.nodeId), s);
@@ -43,7 +52,7 @@ function faultOf(nodes: TableView<NodeState>, r: ReplicaState): { why: string; n
   return undefined;
 }
 
-function faultyGpu(n: NodeState | undefined, s: ShardState): string | undefined {
+function faultyGpu(n: DeepReadonly<NodeState> | undefined, s: DeepReadonly<ShardState>): string | undefined {
   if (!n) return undefined;
   for (const i of s.gpuIndices) {
     const g = n.gpus.find((x) => x.index === i);

@@ -6,6 +6,8 @@
  * as it always did: an index only leaves out records the rule would skip.
  * Each key reads only its record.
  */
+
+import type { DeepReadonly } from "../../projections/index.js";
 import {
   type FleetView,
   type Group,
@@ -77,9 +79,12 @@ export function replicaIds(state: FleetView, where: (c: ReplicaClass) => boolean
 }
 
 /** The replicas whose class passes `where`, in id order. */
-export function replicasWhere(state: FleetView, where: (c: ReplicaClass) => boolean): ReplicaState[] {
+export function replicasWhere(
+  state: FleetView,
+  where: (c: ReplicaClass) => boolean,
+): DeepReadonly<ReplicaState>[] {
   const replicas = state.replicas.replicas;
-  return replicaIds(state, where).map((id) => replicas.get(id) as ReplicaState);
+  return replicaIds(state, where).map((id) => replicas.get(id) as DeepReadonly<ReplicaState>);
 }
 
 /** How many replicas' classes pass `where` (no record is read). */

@@ -6,7 +6,7 @@
  * so a truncated pass catches up.
  */
 import { Liveness } from "../../gen/llmgw/v1/events_pb.js";
-import type { NodeState } from "../../projections/index.js";
+import type { DeepReadonly, NodeState } from "../../projections/index.js";
 import { nodeIds, sessionlessNode } from "./indexes.js";
 import { decision, failReplica } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -14,7 +14,7 @@ import type { Pass } from "./pass.js";
 export function expireNodes(pass: Pass): void {
   const { suspectAfterMs, lostAfterMs } = pass.config;
   for (const id of nodeIds(pass.work, sessionlessNode)) {
-    const n = pass.work.inventory.nodes.get(id) as NodeState;
+    const n = pass.work.inventory.nodes.get(id) as DeepReadonly<NodeState>;
     if (n.session !== null || n.disconnectedSinceMs === null) continue;
     const away = pass.nowMs - n.disconnectedSinceMs;
     let next: Liveness | undefined;
@@ -48,7 +48,7 @@ export function expireNodes(pass: Pass): void {
   }
 }
 
-function failReplicasOn(pass: Pass, n: NodeState): void {
+function failReplicasOn(pass: Pass, n: DeepReadonly<NodeState>): void {
   for (const r of pass.work.replicas.replicas.sortedValues()) {
     // A draining replica is finishing anyway: its drain counts shards on unreachable nodes as done.
     if (r.phase === "draining") continue;

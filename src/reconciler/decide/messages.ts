@@ -8,7 +8,7 @@ import {
   DecisionSchema,
   ReplicaFailed_Reason,
 } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState, ShardState } from "../../projections/index.js";
+import type { DeepReadonly, ReplicaState, ShardState } from "../../projections/index.js";
 import type { Pass } from "./pass.js";
 
 export type DecisionKind = MessageInitShape<typeof DecisionSchema>["kind"];
@@ -80,7 +80,7 @@ export function drainCommand(pass: Pass, t: ShardTarget, deadlineMs: number): Co
  * DrainShard, re-issues included, and the drains rule stops what still
  * runs once it has passed.
  */
-export function drainDeadline(pass: Pass, r: ReplicaState): number {
+export function drainDeadline(pass: Pass, r: DeepReadonly<ReplicaState>): number {
   const started = r.phase === "draining" ? r.drainStartedMs : pass.nowMs;
   return started + pass.config.drainDeadlineMs;
 }
@@ -102,16 +102,16 @@ export function currentSession(pass: Pass, nodeId: string): string {
 }
 
 /** A shard that may still be running on a node we can reach (its session is the node's current one). */
-export function reachable(pass: Pass, s: ShardState): boolean {
+export function reachable(pass: Pass, s: DeepReadonly<ShardState>): boolean {
   return s.sessionId !== "" && currentSession(pass, s.nodeId) === s.sessionId;
 }
 
-export function finished(s: ShardState): boolean {
+export function finished(s: DeepReadonly<ShardState>): boolean {
   return s.state === "stopped" || s.state === "failed";
 }
 
 /** Stop commands for a replica's shards that still run on reachable nodes, except `exceptShardId`. */
-export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): Command[] {
+export function stopOthers(pass: Pass, r: DeepReadonly<ReplicaState>, exceptShardId: string): Command[] {
   return r.shards
     .filter(
       (s) => s.shardId !== exceptShardId && s.desired !== "stopped" && !finished(s) && reachable(pass, s),
@@ -120,7 +120,7 @@ export function stopOthers(pass: Pass, r: ReplicaState, exceptShardId: string): 
 }
 
 /** A replica whose replacement exists and is not itself going away. */
-export function hasLiveReplacement(pass: Pass, r: ReplicaState): boolean {
+export function hasLiveReplacement(pass: Pass, r: DeepReadonly<ReplicaState>): boolean {
   if (r.replacedBy === "") return false;
   const next = pass.work.replicas.replicas.get(r.replacedBy);
   return next !== undefined && next.phase !== "draining";
@@ -143,7 +143,7 @@ export interface FailureDetail {
  */
 export function failReplica(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   shardId: string,
   nodeId: string,
   error: string,

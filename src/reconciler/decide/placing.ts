@@ -7,7 +7,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, type ShardPlacement, ShardPlacementSchema } from "../../gen/llmgw/v1/events_pb.js";
-import type { ModelSpec, ReplicaState } from "../../projections/index.js";
+import type { DeepReadonly, ModelSpec, ReplicaState } from "../../projections/index.js";
 import {
   FleetView,
   type NoFit,
@@ -63,7 +63,7 @@ export function placePending(pass: Pass): void {
  * and one message per shard (no copies in between): a full placement
  * makes one per replica.
  */
-function placedUnit(pass: Pass, r: ReplicaState, model: ModelSpec, p: Placed): Unit {
+function placedUnit(pass: Pass, r: DeepReadonly<ReplicaState>, model: ModelSpec, p: Placed): Unit {
   const shards: ShardPlacement[] = [];
   for (const s of p.shards) {
     shards.push(

@@ -27,6 +27,7 @@
  * (and explain, status, the check-log invariant) know when a model rolls.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
+import type { DeepReadonly } from "../../projections/index.js";
 import {
   isReady,
   type ModelSpec,
@@ -48,7 +49,7 @@ type Unit = { decisions: Decision[]; commands: Command[] };
  * replacement last placed on one. A pending replica that replaces nothing is
  * simply placed again, on the current revision.
  */
-export function isOutdated(model: ModelSpec, r: ReplicaState): boolean {
+export function isOutdated(model: ModelSpec, r: DeepReadonly<ReplicaState>): boolean {
   return staleRevision(model, r) && (r.phase !== "pending" || r.replaces !== "");
 }
 
@@ -57,7 +58,7 @@ export function rollModels(pass: Pass): void {
   for (const m of catalog) if (!rollModel(pass, m)) return;
 }
 
-function modelReplicas(pass: Pass, model: string): ReplicaState[] {
+function modelReplicas(pass: Pass, model: string): DeepReadonly<ReplicaState>[] {
   return replicasWhere(pass.work, (c) => c.model === model && c.phase !== "draining")
     .filter((r) => r.phase !== "draining")
     .sort((a, b) => a.createdSeq - b.createdSeq || (a.replicaId < b.replicaId ? -1 : 1));
@@ -77,7 +78,7 @@ export function rolloutTakeDownAllowance(pass: Pass, model: ModelSpec): number {
 }
 
 /** The node a replica serves from (rank 0's), for what a blocked replacement names. */
-const nodeOf = (r: ReplicaState): string => r.shards[0]?.nodeId ?? "";
+const nodeOf = (r: DeepReadonly<ReplicaState>): string => r.shards[0]?.nodeId ?? "";
 
 /** False when the pass is full. */
 function rollModel(pass: Pass, m: ModelSpec): boolean {
@@ -129,7 +130,11 @@ function one(explanation: string, kind: Parameters<typeof decision>[1]): Unit {
 }
 
 /** Outdated replacements (not ready) of replicas that still serve: removed, or drained when something of them runs. */
-function giveUpOutdatedReplacements(pass: Pass, m: ModelSpec, outdated: ReplicaState[]): boolean {
+function giveUpOutdatedReplacements(
+  pass: Pass,
+  m: ModelSpec,
+  outdated: DeepReadonly<ReplicaState>[],
+): boolean {
   for (const r of outdated) {
     const old = r.replaces ? pass.work.replicas.replicas.get(r.replaces) : undefined;
     if (!old || old.phase === "draining" || old.replacedBy !== r.replicaId || isReady(r)) continue;
@@ -146,7 +151,7 @@ function giveUpOutdatedReplacements(pass: Pass, m: ModelSpec, outdated: ReplicaS
 }
 
 /** New-revision replicas of this rollout that are not ready yet, oldest first. */
-function inFlight(pass: Pass, m: ModelSpec, rollout: RolloutState): ReplicaState[] {
+function inFlight(pass: Pass, m: ModelSpec, rollout: RolloutState): DeepReadonly<ReplicaState>[] {
   return modelReplicas(pass, m.name).filter(
     (r) => !isOutdated(m, r) && !isReady(r) && r.createdSeq >= rollout.startedSeq,
   );
@@ -209,7 +214,7 @@ function drainReplaced(pass: Pass, m: ModelSpec): boolean {
   const models = new Set([m.name]);
   for (const r of modelReplicas(pass, m.name)) {
     if (!isOutdated(m, r) || r.phase === "pending" || !hasLiveReplacement(pass, r)) continue;
-    const next = pass.work.replicas.replicas.get(r.replacedBy) as ReplicaState;
+    const next = pass.work.replicas.replicas.get(r.replacedBy) as DeepReadonly<ReplicaState>;
     if (!isReady(next) || isOutdated(m, next)) continue;
     if (isReady(r) && rolloutTakeDownAllowance(pass, m) <= 0) return true;
     const unit = replaceThenDrain(

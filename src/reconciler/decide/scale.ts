@@ -4,7 +4,7 @@
  * are drained newest first (a replica never placed is simply removed).
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState } from "../../projections/index.js";
+import type { DeepReadonly, ReplicaState } from "../../projections/index.js";
 import { activeReplicas, countActiveReplicas } from "./active.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit } from "./drains.js";
@@ -37,7 +37,7 @@ export function scaleModels(pass: Pass): void {
     const extra = count - want;
     const newestFirst = [...active].reverse();
     for (let i = 0; i < extra; i++) {
-      const r = newestFirst[i] as ReplicaState;
+      const r = newestFirst[i] as DeepReadonly<ReplicaState>;
       if (!pass.add(retire(pass, r, `${m.name} scaled down to ${want}`))) return;
     }
   }
@@ -51,7 +51,11 @@ export function scaleModels(pass: Pass): void {
 }
 
 /** Drains a replica, or removes it at once when nothing of it runs. A replacement takes the replica it replaces along. */
-function retire(pass: Pass, r: ReplicaState, reason: string): { decisions: Decision[]; commands: Command[] } {
+function retire(
+  pass: Pass,
+  r: DeepReadonly<ReplicaState>,
+  reason: string,
+): { decisions: Decision[]; commands: Command[] } {
   const unit = one(pass, r, reason);
   const old = r.replaces ? pass.work.replicas.replicas.get(r.replaces) : undefined;
   if (old && old.phase !== "draining" && old.replacedBy === r.replicaId) {
@@ -62,7 +66,11 @@ function retire(pass: Pass, r: ReplicaState, reason: string): { decisions: Decis
   return unit;
 }
 
-function one(pass: Pass, r: ReplicaState, reason: string): { decisions: Decision[]; commands: Command[] } {
+function one(
+  pass: Pass,
+  r: DeepReadonly<ReplicaState>,
+  reason: string,
+): { decisions: Decision[]; commands: Command[] } {
   if (r.shards.every((s) => s.desired === "stopped")) {
     return {
       decisions: [

@@ -13,7 +13,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { type Command, CommandSchema, ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
-import type { ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
+import type { DeepReadonly, ProfileSpec, ReplicaState, ShardState } from "../../projections/index.js";
 import { failedUnit } from "./failures.js";
 import { replicasWhere } from "./indexes.js";
 import { type LifecycleLimits, limitsFor, replicaProfile } from "./limits.js";
@@ -33,7 +33,7 @@ export function enforceStartDeadlines(pass: Pass): void {
 
 function startOverdue(
   pass: Pass,
-  r: ReplicaState,
+  r: DeepReadonly<ReplicaState>,
   profile: ProfileSpec | undefined,
   limits: LifecycleLimits,
 ): Unit | undefined {
@@ -79,7 +79,7 @@ function startOverdue(
   );
 }
 
-function readyOverdue(pass: Pass, r: ReplicaState, limits: LifecycleLimits): Unit | undefined {
+function readyOverdue(pass: Pass, r: DeepReadonly<ReplicaState>, limits: LifecycleLimits): Unit | undefined {
   const s = r.shards.find(
     (x) =>
       x.desired === "running" &&
@@ -101,8 +101,8 @@ function readyOverdue(pass: Pass, r: ReplicaState, limits: LifecycleLimits): Uni
 /** The shard's start command again: same id, so an agent that did start it answers with its state. */
 function startAgain(
   pass: Pass,
-  r: ReplicaState,
-  s: ShardState,
+  r: DeepReadonly<ReplicaState>,
+  s: DeepReadonly<ShardState>,
   p: ProfileSpec,
   attempt: number,
   dueMs: number,

@@ -15,7 +15,7 @@
  * placed on that same dying session again.
  */
 import { ReplicaFailed_Reason } from "../../gen/llmgw/v1/events_pb.js";
-import type { ReplicaState, UndeliverableState } from "../../projections/index.js";
+import type { DeepReadonly, ReplicaState, UndeliverableState } from "../../projections/index.js";
 import { currentSession, decision, failReplica, sortedValues } from "./messages.js";
 import type { Pass, Unit } from "./pass.js";
 
@@ -76,7 +76,7 @@ function handle(pass: Pass, u: UndeliverableState): Unit {
 }
 
 /** The replica still waiting for this start on this session, if any. */
-function waitingStart(pass: Pass, u: UndeliverableState): ReplicaState | undefined {
+function waitingStart(pass: Pass, u: UndeliverableState): DeepReadonly<ReplicaState> | undefined {
   const r = pass.work.replicas.replicas.get(u.replicaId);
   if (!r || r.phase === "draining") return undefined;
   const s = r.shards.find(

@@ -39,14 +39,107 @@ function touch(p: RecordedPass, kind: string, text: string): Touch {
   return { seq: p.seq, timeMs: p.timeMs, kind, text };
 }
 
+/**
+ * What a read of one subject keeps across passes: the replica's shards
+ * (from its placement, adoption and start commands), the commands sent for
+ * the subject (a re-issue names only a command id), and the models whose
+ * routing table lists the replica.
+ */
+interface Followed {
+  readonly id: string;
+  readonly shards: Set<string>;
+  readonly commands: Set<string>;
+  readonly routed: Set<string>;
+}
+
+type DecisionKind = NonNullable<Decision["kind"]["case"]>;
+type DecisionValue<K extends DecisionKind> = Extract<Decision["kind"], { case: K }>["value"];
+type Touches<V> = (value: V, f: Followed) => boolean;
+
+const never = (): boolean => false;
+const namesReplica = (v: { replicaId: string }, f: Followed): boolean => v.replicaId === f.id;
+const namesNode = (v: { nodeId: string }, f: Followed): boolean => v.nodeId === f.id;
+const namesCommand = (v: { commandId: string }, f: Followed): boolean => f.commands.has(v.commandId);
+
+/** The kinds that name a replica only, a node only, both, or neither (by `replicaId` and `nodeId`). */
+const REPLICA = { replica: namesReplica, node: never };
+const NODE = { replica: never, node: namesNode };
+const REPLICA_AND_NODE = { replica: namesReplica, node: namesNode };
+const NEITHER = { replica: never, node: never };
+
+/**
+ * THE table: for every decision kind, whether a decision of it touches a
+ * replica and whether it touches a node. The type makes it name every kind,
+ * so a kind added to the proto must say here what it touches.
+ */
+const TOUCHES: {
+  readonly [K in DecisionKind]: {
+    readonly replica: Touches<DecisionValue<K>>;
+    readonly node: Touches<DecisionValue<K>>;
+  };
+} = {
+  endpointsChanged: {
+    // Only the changes that add the replica to its model's table or take it out.
+    replica: (v, f) => {
+      const listed = v.endpoints.some((e) => e.replicaId === f.id);
+      const was = f.routed.has(v.model);
+      if (listed) f.routed.add(v.model);
+      else f.routed.delete(v.model);
+      return listed !== was;
+    },
+    node: never,
+  },
+  replicaCreated: { replica: (v, f) => v.replicaId === f.id || v.replaces === f.id, node: never },
+  replicaPlaced: {
+    replica: (v, f) => {
+      if (v.replicaId !== f.id) return false;
+      for (const s of v.shards) f.shards.add(s.shardId);
+      return true;
+    },
+    node: (v, f) => v.shards.some((s) => s.nodeId === f.id),
+  },
+  shardsAdopted: {
+    replica: (v, f) => {
+      const mine = v.shards.filter((s) => s.replicaId === f.id);
+      for (const s of mine) f.shards.add(s.shardId);
+      return mine.length > 0;
+    },
+    node: namesNode,
+  },
+  replicaDrainStarted: { replica: (v, f) => v.replicaId === f.id || v.replacementId === f.id, node: never },
+  replicaPending: REPLICA,
+  replicaRemoved: REPLICA,
+  replicaFailed: REPLICA_AND_NODE,
+  shardBackoff: REPLICA,
+  shardUnclaimed: REPLICA_AND_NODE,
+  duplicateStopped: REPLICA_AND_NODE,
+  undeliverableHandled: REPLICA_AND_NODE,
+  disruptionBlocked: REPLICA_AND_NODE,
+  rolloutStalled: REPLICA,
+  rolloutProgressing: REPLICA,
+  commandReissued: { replica: namesCommand, node: namesCommand },
+  nodeLiveness: NODE,
+  sessionsExpired: { replica: never, node: (v, f) => v.sessions.some((s) => s.nodeId === f.id) },
+  cooldownStarted: NODE,
+  rolloutStarted: NEITHER,
+  rolloutCompleted: NEITHER,
+  autoscaleDecided: NEITHER,
+};
+
+/** Whether decision `d` touches the followed replica or node (a decision of an unknown kind touches nothing). */
+function touches(d: Decision, subject: "replica" | "node", f: Followed): boolean {
+  const k = d.kind;
+  if (k.case === undefined) return false;
+  const row = TOUCHES[k.case] as { readonly [S in "replica" | "node"]: Touches<typeof k.value> };
+  return row[subject](k.value, f);
+}
+
 export function touchingReplica(passes: Iterable<RecordedPass>, replicaId: string): Touch[] {
-  const shards = new Set<string>();
-  const commands = new Set<string>();
-  const routed = new Set<string>();
+  const f: Followed = { id: replicaId, shards: new Set(), commands: new Set(), routed: new Set() };
   const out: Touch[] = [];
   for (const p of passes) {
     for (const d of p.pass.decisions) {
-      if (decisionTouchesReplica(d, replicaId, shards, commands, routed)) {
+      if (touches(d, "replica", f)) {
         const t = touch(p, d.kind.case ?? "unknown", d.explanation);
         if (d.kind.case === "replicaFailed") t.detail = failureDetail(d.kind.value);
         out.push(t);
@@ -55,125 +148,28 @@ export function touchingReplica(passes: Iterable<RecordedPass>, replicaId: strin
     for (const c of p.pass.commands) {
       const a = c.action;
       if (a.case === undefined) continue;
-      const mine = a.case === "start" ? a.value.replicaId === replicaId : shards.has(a.value.shardId);
+      const mine = a.case === "start" ? a.value.replicaId === replicaId : f.shards.has(a.value.shardId);
       if (!mine) continue;
-      if (a.case === "start") shards.add(a.value.shardId);
-      commands.add(c.commandId);
+      if (a.case === "start") f.shards.add(a.value.shardId);
+      f.commands.add(c.commandId);
       out.push(touch(p, "command", describeCommand(c)));
     }
   }
   return out;
-}
-
-function decisionTouchesReplica(
-  d: Decision,
-  id: string,
-  shards: Set<string>,
-  commands: Set<string>,
-  routed: Set<string>,
-): boolean {
-  const k = d.kind;
-  switch (k.case) {
-    case "endpointsChanged": {
-      // Only the changes that add the replica to its model's table or take it out.
-      const listed = k.value.endpoints.some((e) => e.replicaId === id);
-      const was = routed.has(k.value.model);
-      if (listed) routed.add(k.value.model);
-      else routed.delete(k.value.model);
-      return listed !== was;
-    }
-    case "replicaCreated":
-      return k.value.replicaId === id || k.value.replaces === id;
-    case "replicaPlaced":
-      if (k.value.replicaId !== id) return false;
-      for (const s of k.value.shards) shards.add(s.shardId);
-      return true;
-    case "shardsAdopted": {
-      const mine = k.value.shards.filter((s) => s.replicaId === id);
-      for (const s of mine) shards.add(s.shardId);
-      return mine.length > 0;
-    }
-    case "replicaDrainStarted":
-      return k.value.replicaId === id || k.value.replacementId === id;
-    case "replicaPending":
-    case "replicaRemoved":
-    case "replicaFailed":
-    case "shardBackoff":
-    case "shardUnclaimed":
-    case "duplicateStopped":
-    case "undeliverableHandled":
-    case "disruptionBlocked":
-    case "rolloutStalled":
-    case "rolloutProgressing":
-      return k.value.replicaId === id;
-    case "commandReissued":
-      return commands.has(k.value.commandId);
-    case "nodeLiveness":
-    case "sessionsExpired":
-    case "cooldownStarted":
-    case "rolloutStarted":
-    case "rolloutCompleted":
-    case "autoscaleDecided":
-    case undefined:
-      return false;
-    default: {
-      const never: never = k;
-      return never;
-    }
-  }
 }
 
 export function touchingNode(passes: Iterable<RecordedPass>, nodeId: string): Touch[] {
-  const commands = new Set<string>();
+  const f: Followed = { id: nodeId, shards: new Set(), commands: new Set(), routed: new Set() };
   const out: Touch[] = [];
   for (const p of passes) {
     for (const d of p.pass.decisions) {
-      if (decisionTouchesNode(d, nodeId, commands))
-        out.push(touch(p, d.kind.case ?? "unknown", d.explanation));
+      if (touches(d, "node", f)) out.push(touch(p, d.kind.case ?? "unknown", d.explanation));
     }
     for (const c of p.pass.commands) {
       if (c.nodeId !== nodeId) continue;
-      commands.add(c.commandId);
+      f.commands.add(c.commandId);
       out.push(touch(p, "command", describeCommand(c)));
     }
   }
   return out;
-}
-
-function decisionTouchesNode(d: Decision, id: string, commands: Set<string>): boolean {
-  const k = d.kind;
-  switch (k.case) {
-    case "replicaPlaced":
-      return k.value.shards.some((s) => s.nodeId === id);
-    case "sessionsExpired":
-      return k.value.sessions.some((s) => s.nodeId === id);
-    case "nodeLiveness":
-    case "shardsAdopted":
-    case "shardUnclaimed":
-    case "cooldownStarted":
-    case "replicaFailed":
-    case "duplicateStopped":
-    case "undeliverableHandled":
-    case "disruptionBlocked":
-      return k.value.nodeId === id;
-    case "commandReissued":
-      return commands.has(k.value.commandId);
-    case "replicaCreated":
-    case "replicaPending":
-    case "replicaRemoved":
-    case "replicaDrainStarted":
-    case "shardBackoff":
-    case "endpointsChanged":
-    case "rolloutStarted":
-    case "rolloutStalled":
-    case "rolloutProgressing":
-    case "rolloutCompleted":
-    case "autoscaleDecided":
-    case undefined:
-      return false;
-    default: {
-      const never: never = k;
-      return never;
-    }
-  }
 }

@@ -22,6 +22,8 @@
  * registers for the first time), when the replicas container is another
  * one, and its fit indexes when the catalog changes.
  */
+
+import type { DeepReadonly } from "../../projections/index.js";
 import {
   type ChangeFollower,
   type FleetView,
@@ -84,7 +86,7 @@ export class KeptView {
     this.#replicaChanges = replicaRecords.followChanges();
     this.#catalog = catalog;
     for (const id of replicaRecords.sortedKeys())
-      this.#hold(id, heldBy(replicaRecords.get(id) as ReplicaState));
+      this.#hold(id, heldBy(replicaRecords.get(id) as DeepReadonly<ReplicaState>));
     this.#ids = nodeRecords.sortedKeys();
     this.#nodes = this.#ids.map((id, pos) => {
       this.#pos.set(id, pos);
@@ -167,7 +169,7 @@ export class KeptView {
   }
 
   #build(id: string, pos: number): NodeView {
-    const n = nodeView(this.nodeRecords.get(id) as NodeState, false, pos);
+    const n = nodeView(this.nodeRecords.get(id) as DeepReadonly<NodeState>, false, pos);
     for (const replicaId of this.#holders.get(id) ?? []) {
       for (const h of this.#held.get(replicaId) ?? NONE)
         if (h.nodeId === id) occupy(n, h.gpuIndices, h.model);
@@ -199,7 +201,7 @@ export class KeptView {
   }
 }
 
-function heldBy(r: Readonly<ReplicaState>): readonly Held[] {
+function heldBy(r: DeepReadonly<ReplicaState>): readonly Held[] {
   let out: Held[] | undefined;
   for (const s of r.shards) {
     if (s.desired === "stopped") continue;

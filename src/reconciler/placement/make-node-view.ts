@@ -3,7 +3,7 @@
  * shards that hold its GPUs, and copied before a pass allocates on one
  * that is shared (kept-view.ts keeps them across passes).
  */
-import type { FabricState, GpuState, NodeState } from "../../projections/index.js";
+import type { DeepReadonly, FabricState, GpuState, NodeState } from "../../projections/index.js";
 import type { GpuView, NodeView } from "./node-view.js";
 
 /** One counter for every view made or changed, so that a version is never reused. */
@@ -15,7 +15,7 @@ export function nextVersion(): number {
 }
 
 /** Why node `n` takes no new work whatever the profile, or "" when it may. */
-export function blockedReason(n: NodeState, unadopted: boolean): string {
+export function blockedReason(n: DeepReadonly<NodeState>, unadopted: boolean): string {
   if (n.session === null) {
     if (n.liveness === "lost") return "lost";
     if (n.liveness === "suspect") return "suspect";
@@ -37,9 +37,9 @@ interface FabricViews {
   nvlinkOf: Map<number, string> | undefined;
 }
 
-const fabricViews = new WeakMap<readonly FabricState[], FabricViews>();
+const fabricViews = new WeakMap<DeepReadonly<FabricState[]>, FabricViews>();
 
-function fabricViewsOf(fabrics: readonly FabricState[]): FabricViews {
+function fabricViewsOf(fabrics: DeepReadonly<FabricState[]>): FabricViews {
   let v = fabricViews.get(fabrics);
   if (v) return v;
   let nvlinkOf: Map<number, string> | undefined;
@@ -70,7 +70,7 @@ export function lowerProduct(product: string): string {
 }
 
 /** The view of node `n` with none of its GPUs taken yet, at position `pos`. */
-export function nodeView(n: NodeState, unadopted: boolean, pos: number): NodeView {
+export function nodeView(n: DeepReadonly<NodeState>, unadopted: boolean, pos: number): NodeView {
   const { fabricsByKind, nvlinkOf } = fabricViewsOf(n.fabrics);
   const nodeHealthy = n.nodeProblems.length === 0;
   const gpus: GpuView[] = new Array(n.gpus.length);

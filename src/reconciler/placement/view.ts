@@ -8,7 +8,12 @@
  * index the first time the pass asks for it, so the kept view stays what
  * the state says.
  */
-import type { FleetView as FleetStateView, NodeState, ProfileSpec } from "../../projections/index.js";
+import type {
+  DeepReadonly,
+  FleetView as FleetStateView,
+  NodeState,
+  ProfileSpec,
+} from "../../projections/index.js";
 import { fitNode, type NodeFit, type Policy } from "./fit.js";
 import { FitIndex } from "./fit-index.js";
 import { type KeptView, keptView } from "./kept-view.js";
@@ -47,7 +52,7 @@ export class FleetView {
     for (const id of unadopted) {
       const pos = this.#kept.position(id);
       if (pos === undefined) continue;
-      const blocked = blockedReason(state.inventory.nodes.get(id) as NodeState, true);
+      const blocked = blockedReason(state.inventory.nodes.get(id) as DeepReadonly<NodeState>, true);
       if ((this.nodes[pos] as NodeView).blocked === blocked) continue;
       const n = this.#own(pos);
       n.blocked = blocked;
