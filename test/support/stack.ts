@@ -46,6 +46,8 @@ export interface StackOptions {
   reconciler?: Record<string, unknown>;
   /** More `llmgw reconciler` flags (e.g. `--endpoints-bucket`), for every reconciler of the stack. */
   reconcilerArgs?: string[];
+  /** Added to every reconciler's environment (e.g. NODE_OPTIONS for a test's module hook). */
+  reconcilerEnv?: Record<string, string>;
 }
 
 export interface Stack {
@@ -85,6 +87,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
       gatewaysBucket,
       ...(o.reconciler ? { config: o.reconciler } : {}),
       ...(o.reconcilerArgs ? { args: o.reconcilerArgs } : {}),
+      ...(o.reconcilerEnv ? { env: o.reconcilerEnv } : {}),
     });
   const log = await openLog({ url: natsUrl, clientName: "test", name: stream, prefix });
   let gw: Gateway | undefined;
