@@ -13,17 +13,21 @@
  * ran in its process (test/support/planted-decide, swapped in by a module
  * hook in both the reconciler's and the checker's process; nothing in src
  * changes). The check names the pass and the decision that differ.
+ *
+ * The golden log's passes were written by hand (test/support/golden-log.ts),
+ * not by decide: the check reports every one of them.
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { LogRecord } from "../../src/log/index.js";
+import { type LogRecord, openLog } from "../../src/log/index.js";
 import type { SimFleet } from "../../src/sim/index.js";
-import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
+import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
+import { appendRaw, readGoldenLog } from "../support/golden-log.js";
 import { type Stack, stackFleet, startStack } from "../support/stack.js";
 
 const QWEN = "qwen-2.5-7b";
@@ -270,5 +274,31 @@ describe("check-log --redecide over the logs of real runs", () => {
       const place = passes.indexOf(pass) + 1;
       assert.equal(redecided, d.explanation.replace(/ \(call \d+\)$/, ` (call ${place})`));
     });
+  });
+
+  it("reports every pass of the golden log, whose passes were written by hand, not by decide", async () => {
+    const stream = uniqueStream("GOLDEN");
+    const log = await openLog({ url: server.url, clientName: "test", name: stream });
+    try {
+      await appendRaw(log, readGoldenLog());
+      const passes = (await readAll(log)).filter((r) => r.event.body.case === "reconcilePass");
+      assert.ok(passes.length > 5);
+      const out = await runCli(["check-log", "--redecide", "--nats", server.url, "--stream", stream], {
+        timeoutMs: 120_000,
+      });
+      assert.equal(out.code, 1, `${out.stdout}\n${out.stderr}`);
+      const reported = out.stdout
+        .split("\n")
+        .filter((l) => l.includes("[redecide]"))
+        .map((l) => Number(/^seq (\d+) /.exec(l)?.[1]));
+      assert.deepEqual(
+        reported,
+        passes.map((p) => p.seq),
+      );
+      assert.match(out.stdout, new RegExp(`, ${passes.length} passes re-decided \\(0 the same\\)`));
+    } finally {
+      await log.jsm.streams.delete(stream).catch(() => {});
+      await log.close();
+    }
   });
 });
