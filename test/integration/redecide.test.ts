@@ -301,4 +301,16 @@ describe("check-log --redecide over the logs of real runs", () => {
       await log.close();
     }
   });
+
+  it("refuses bad usage before reading: --config without --redecide, a config field out of range (exit 2)", async () => {
+    const flags = ["--nats", server.url, "--stream", "NO_SUCH_STREAM"];
+    const alone = await runCli(["check-log", ...flags, "--config", configFile]);
+    assert.equal(alone.code, 2, alone.stdout + alone.stderr);
+    assert.match(alone.stderr, /--config is the reconciler's config for --redecide/);
+    const bad = join(tempDir("redecide-bad"), "bad.json");
+    writeFileSync(bad, JSON.stringify({ suspectAfterMs: -1 }));
+    const wrong = await runCli(["check-log", ...flags, "--redecide", "--config", bad]);
+    assert.equal(wrong.code, 2, wrong.stdout + wrong.stderr);
+    assert.match(wrong.stderr, /--config .*bad\.json: suspectAfterMs/);
+  });
 });

@@ -1,7 +1,9 @@
 /**
  * The invariant checker over the real log, for tests that end a fault
  * scenario: reads the whole stream (malformed messages included, as
- * violations) and fails with every violation listed, one per line.
+ * violations) and fails with every violation listed, one per line. With
+ * `redecide`, every reconcile pass must also be what decide, run again on
+ * the state it observed, makes (`llmgw check-log --redecide`'s code).
  */
 import assert from "node:assert/strict";
 import {
@@ -11,6 +13,7 @@ import {
   formatViolation,
 } from "../../src/invariants/index.js";
 import type { Log } from "../../src/log/index.js";
+import { formatRedecided, reconcilerConfigSchema, redecideLog } from "../../src/reconciler/index.js";
 import type { SimFleet } from "../../src/sim/index.js";
 
 export interface LogInvariantOptions {
@@ -19,6 +22,8 @@ export interface LogInvariantOptions {
   supersedeGraceMs?: number;
   /** Named in the failure message: which scenario produced the log. */
   what?: string;
+  /** The config the log's reconcilers ran with (as their --config file holds it): re-decide every pass with it. */
+  redecide?: Record<string, unknown>;
 }
 
 export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = {}): Promise<CheckReport> {
@@ -43,6 +48,11 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
     ...(acked ? { acked } : {}),
     ...(opts.supersedeGraceMs === undefined ? {} : { supersedeGraceMs: opts.supersedeGraceMs }),
   });
+  if (opts.redecide !== undefined) {
+    const redecided = redecideLog(records, { config: reconcilerConfigSchema.parse(opts.redecide) });
+    for (const p of redecided.differing)
+      report.violations.push({ rule: "redecide", seq: p.seq, message: formatRedecided(p) });
+  }
   assert.equal(
     report.violations.length,
     0,
