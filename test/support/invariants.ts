@@ -8,9 +8,11 @@
 import assert from "node:assert/strict";
 import {
   type AckedMessage,
+  type CheckedEvent,
   type CheckReport,
   checkLog,
   formatViolation,
+  type Violation,
 } from "../../src/invariants/index.js";
 import type { Log } from "../../src/log/index.js";
 import { formatRedecided, reconcilerConfigSchema, redecideLog } from "../../src/reconciler/index.js";
@@ -48,11 +50,7 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
     ...(acked ? { acked } : {}),
     ...(opts.supersedeGraceMs === undefined ? {} : { supersedeGraceMs: opts.supersedeGraceMs }),
   });
-  if (opts.redecide !== undefined) {
-    const redecided = redecideLog(records, { config: reconcilerConfigSchema.parse(opts.redecide) });
-    for (const p of redecided.differing)
-      report.violations.push({ rule: "redecide", seq: p.seq, message: formatRedecided(p) });
-  }
+  if (opts.redecide !== undefined) report.violations.push(...redecideViolations(records, opts.redecide));
   assert.equal(
     report.violations.length,
     0,
@@ -60,6 +58,37 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
       report.violations.map(formatViolation).join("\n"),
   );
   return report;
+}
+
+/** `check-log --redecide`'s verdict on `records`, with `config` as the reconciler's --config file holds it. */
+function redecideViolations(records: readonly CheckedEvent[], config: Record<string, unknown>): Violation[] {
+  return redecideLog(records, { config: reconcilerConfigSchema.parse(config) }).differing.map((p) => ({
+    rule: "redecide",
+    seq: p.seq,
+    message: formatRedecided(p),
+  }));
+}
+
+/**
+ * Every reconcile pass of the log is what decide, run again on the state it
+ * observed, makes (`llmgw check-log --redecide`); fails naming each that is not.
+ */
+export async function assertRedecided(
+  log: Log,
+  config: Record<string, unknown>,
+  what = "the log",
+): Promise<{ passes: number }> {
+  const records: CheckedEvent[] = [];
+  for await (const r of log.read()) records.push({ seq: r.seq, timeMs: r.timeMs, event: r.event });
+  const passes = records.filter((r) => r.event.body.case === "reconcilePass").length;
+  assert.ok(passes > 0, `${what}: no reconcile pass to re-decide`);
+  const found = redecideViolations(records, config);
+  assert.deepEqual(
+    found.map(formatViolation),
+    [],
+    `${what}: passes decide makes otherwise (${passes} passes)`,
+  );
+  return { passes };
 }
 
 /** Collects what a simulated fleet's agents saw acknowledged, from now on. */
