@@ -234,6 +234,10 @@ describe("check-log --redecide over the logs of real runs", () => {
         /^seq \d+ \[redecide\] pass pass-\S+ by rec-redecide on the state at seq \d+: /m,
       );
       assert.match(defaults.stdout, /redecide config: the defaults \(no --config\)/);
+      assert.match(
+        defaults.stdout,
+        /redecide: \d+ of \d+ passes differ; another config than the reconciler's/,
+      );
     });
   });
 

@@ -242,6 +242,11 @@ async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<v
       // Say what the check could not take from the log, so a difference is read rightly.
       process.stdout.write(`redecide config: ${flags.config ?? "the defaults (no --config)"}\n`);
       for (const n of NOT_REDERIVED) process.stdout.write(`redecide: not in the log: ${n}\n`);
+      if (redecided.differing.length > 0)
+        process.stdout.write(
+          `redecide: ${redecided.differing.length} of ${redecided.passes} passes differ; ` +
+            "another config than the reconciler's makes passes differ too: check that --config is the file it ran with\n",
+        );
     }
     process.stdout.write(
       report.violations.length === 0
