@@ -42,6 +42,26 @@ const pass = (init: MessageInitShape<typeof ReconcilePassSchema> = {}) =>
     ...init,
   });
 
+/**
+ * A busy fleet's log (passes by the real decide), copied so that it can be
+ * altered, and its first pass that places a replica: where, and the index of
+ * that placement among the pass's decisions.
+ */
+function placingLog() {
+  const f = busyFleet();
+  f.run();
+  const events = f.events.map((r) => ({ ...r, event: clone(EventSchema, r.event) }));
+  for (const r of events) {
+    if (r.event.body.case !== "reconcilePass") continue;
+    const decisions = r.event.body.value.decisions;
+    const index = decisions.findIndex((d) => d.kind.case === "replicaPlaced");
+    const placed = decisions[index]?.kind;
+    if (placed?.case === "replicaPlaced")
+      return { config: f.config, events, r, index, decision: decisions[index]!, placed: placed.value };
+  }
+  throw new Error("no pass places a replica");
+}
+
 describe("redecide: comparing a recorded pass with decide's again", () => {
   it("finds nothing between equal passes", () => {
     assert.deepEqual(comparePass(pass(), pass()), []);
@@ -105,23 +125,11 @@ describe("redecide: a log whose passes the real decide made", () => {
   });
 
   it("reports a pass whose recorded decision decide does not make, naming the pass and the decision", () => {
-    const f = busyFleet();
-    f.run();
-    const events = f.events.map((r) => ({ ...r, event: clone(EventSchema, r.event) }));
-    const at = events.findIndex(
-      (r) =>
-        r.event.body.case === "reconcilePass" &&
-        r.event.body.value.decisions.some((d) => d.kind.case === "replicaPlaced"),
-    );
-    const r = events[at]!;
-    assert.equal(r.event.body.case, "reconcilePass");
-    if (r.event.body.case !== "reconcilePass") return;
-    const index = r.event.body.value.decisions.findIndex((d) => d.kind.case === "replicaPlaced");
+    const { config, events, r, index, decision: d } = placingLog();
     // Only the wording: the fold, and so every later pass, stays the same.
-    const d = r.event.body.value.decisions[index]!;
     const said = d.explanation;
     d.explanation = `${said} (pass 99)`;
-    const report = redecideLog(events, { config: f.config });
+    const report = redecideLog(events, { config });
     assert.equal(report.differing.length, 1, JSON.stringify(report.differing.map((p) => p.seq)));
     const p = report.differing[0]!;
     assert.equal(p.seq, r.seq);
@@ -139,21 +147,10 @@ describe("redecide: a log whose passes the real decide made", () => {
   });
 
   it("reports the altered pass first when the alteration changes what later passes see", () => {
-    const f = busyFleet();
-    f.run();
-    const events = f.events.map((r) => ({ ...r, event: clone(EventSchema, r.event) }));
-    const at = events.findIndex(
-      (r) =>
-        r.event.body.case === "reconcilePass" &&
-        r.event.body.value.decisions.some((d) => d.kind.case === "replicaPlaced"),
-    );
-    const body = events[at]!.event.body;
-    if (body.case !== "reconcilePass") throw new Error("not a pass");
-    const d = body.value.decisions.find((x) => x.kind.case === "replicaPlaced")!;
-    if (d.kind.case !== "replicaPlaced") throw new Error("not a placement");
-    d.kind.value.shards[0]!.gpuIndices = [7];
-    const first = redecideLog(events, { config: f.config }).differing[0];
-    assert.equal(first?.seq, events[at]!.seq);
+    const { config, events, r, placed } = placingLog();
+    placed.shards[0]!.gpuIndices = [7];
+    const first = redecideLog(events, { config }).differing[0];
+    assert.equal(first?.seq, r.seq);
     assert.ok(
       first?.differences.some(
         (x) => x.field === "replicaPlaced.shards[0].gpuIndices[0]" && x.recorded === "7",

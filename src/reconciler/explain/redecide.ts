@@ -18,7 +18,7 @@ import type { ReconcilerConfig } from "../decide/config.js";
 import { decide } from "../decide/decide.js";
 import { decideInput, type PassFacts, passBody } from "../runner/pass-body.js";
 import { comparePass, type PassDifference } from "./redecide-compare.js";
-import { liveGatewaysOf } from "./what-if.js";
+import { decidedOnSeq, liveGatewaysOf } from "./what-if.js";
 
 /** A stored event with its sequence and stream time, in log order. */
 export interface RedecideRecord {
@@ -98,14 +98,12 @@ export function redecidePass(
 }
 
 export function redecideLog(records: readonly RedecideRecord[], opts: RedecideOptions): RedecideReport {
-  // Each pass with the sequence of the state it decided on; an older writer
-  // without observedSeq decided on what came before it (what-if reads it so too).
+  // Each pass with the sequence of the state it decided on.
   const due: Array<{ index: number; target: number }> = [];
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
-    if (r.event.body.case !== "reconcilePass") continue;
-    const observed = Number(r.event.body.value.observedSeq);
-    due.push({ index: i, target: observed > 0 && observed < r.seq ? observed : r.seq - 1 });
+    if (r.event.body.case === "reconcilePass")
+      due.push({ index: i, target: decidedOnSeq(r.seq, r.event.body.value) });
   }
   due.sort((a, b) => a.target - b.target || a.index - b.index);
 
