@@ -25,6 +25,8 @@ export const RULES = [
   "placed-on-unavailable-gpu",
   "rollout-below-ready",
   "result-not-addressed",
+  /** Only with `check-log --redecide`: decide, run again on the state a pass observed, decides otherwise. */
+  "redecide",
 ] as const;
 export type RuleName = (typeof RULES)[number];
 

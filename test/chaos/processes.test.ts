@@ -18,7 +18,7 @@ import { openLog } from "../../src/log/index.js";
 import { TEST_PAUSE_ENV } from "../../src/reconciler/runner/test-pause.js";
 import { seededRng } from "../../src/sim/rng.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
-import { ChaosWorld } from "../support/chaos.js";
+import { CHAOS_RECONCILER_CONFIG, ChaosWorld } from "../support/chaos.js";
 import { logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory } from "../support/fleet-events.js";
@@ -226,12 +226,21 @@ describe("chaos: process crashes under a working fleet", () => {
     // Taken before check-log reads the log: every ack in it is for a stored event.
     writeFileSync(acked, w.acked.map((a) => JSON.stringify(a)).join("\n"));
     const flags = ["--nats", server.url, "--stream", w.stream, "--subject-prefix", w.prefix];
-    const ok = await runCli(["check-log", ...flags, "--acked", acked], { timeoutMs: 120_000 });
+    // With --redecide: every pass the two leaders appended through the faults is what decide makes again.
+    const config = join(dir, "reconciler.json");
+    writeFileSync(config, JSON.stringify(CHAOS_RECONCILER_CONFIG));
+    const ok = await runCli(["check-log", ...flags, "--acked", acked, "--redecide", "--config", config], {
+      timeoutMs: 120_000,
+    });
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
-    assert.match(
-      ok.stdout,
-      /^ok: \d+ events \(sequences 1–\d+\), \d+ sessions, \d+ passes, \d+ acknowledged messages: every invariant holds$/m,
-    );
+    const summary =
+      /^ok: \d+ events \(sequences 1–\d+\), \d+ sessions, (\d+) passes, \d+ acknowledged messages, (\d+) passes re-decided \((\d+) the same\): every invariant holds$/m.exec(
+        ok.stdout,
+      );
+    assert.ok(summary, ok.stdout);
+    assert.ok(Number(summary[1]) > 0);
+    assert.equal(summary[2], summary[1]);
+    assert.equal(summary[3], summary[1]);
 
     // A log with a pass decided on a position before the previous pass (two leaders at one position).
     const stream = uniqueStream("CHKBAD");

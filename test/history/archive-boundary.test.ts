@@ -5,7 +5,8 @@
  * fleet over Connect, and `llmgw archiver` as a process. The fleet runs past
  * the retention; the stream's first sequence moves on; `replay --until-seq
  * 5` gives the state it gave before, from the archive; `events --from-seq 1`
- * lists every sequence; `check-log` over archive and stream is clean; the
+ * lists every sequence; `check-log` over archive and stream is clean (and
+ * with `--redecide`, every pass decided again the same); the
  * catalog and the reconciler keep appending (their fencing survives their
  * last message leaving the stream). Then the archiver is killed with
  * SIGKILL mid-segment and restarted: every sequence is archived exactly once.
@@ -153,6 +154,10 @@ describe("history across the archive boundary, end to end", () => {
       const check = await cli("check-log");
       assert.equal(check.code, 0, `${check.stdout}${check.stderr}`);
       assert.match(check.stdout, /^ok: /m);
+      // And every pass, the archived ones among them, is what decide makes again (the reconciler runs the defaults).
+      const redecided = await cli("check-log", "--redecide");
+      assert.equal(redecided.code, 0, `${redecided.stdout}${redecided.stderr}`);
+      assert.match(redecided.stdout, /, (\d+) passes re-decided \(\1 the same\): every invariant holds/);
 
       // Killed mid-segment (a segment seals every 1.5 s; this lands inside one), then restarted;
       // catalog changes keep events coming meanwhile.

@@ -218,6 +218,8 @@ describe("autoscaling on simulated load", () => {
       const bad = await runCli(["what-if", "--autoscale", `${MODEL}=1:2:tokens:10`, ...stack.logFlags]);
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /autoscale\.llama-3\.1-8b\.metric/);
+      // Every pass, the load-driven ones among them, is what decide makes again (check-log --redecide).
+      await stack.assertRedecided("an autoscaled run");
     } finally {
       await fleet?.stop();
       await stack.close();

@@ -286,6 +286,8 @@ describe("disruption budgets and scaling, end to end", () => {
       for (const x of drainedGone)
         assert.ok(x.d.case === "replicaDrainStarted" && /scaled down to 1/.test(x.d.value.reason));
       assert.deepEqual(passViolations(all), []);
+      // Every pass is what decide makes again (check-log --redecide).
+      await stack.assertRedecided("a blocked drain and scaling");
     } finally {
       await fleet?.stop();
       await stack.close();

@@ -267,6 +267,8 @@ describe("drain a node through the operator API", () => {
         throw new Error(`${(err as Error).message}${await why()}`);
       });
       assert.equal(fleet.node(node)!.shardList().length, 1);
+      // Every pass is what decide makes again (check-log --redecide).
+      await stack.assertRedecided("a drain and an uncordon");
     } finally {
       await fleet?.stop();
       await stack?.close();

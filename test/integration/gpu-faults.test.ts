@@ -90,6 +90,8 @@ async function withStack(server: NatsServer, fn: (s: GpuStack) => Promise<void>)
       );
     };
     await fn({ log: stack.log, agent, call: stack.call, holders, why: stack.why });
+    // Every pass is what decide makes again (check-log --redecide).
+    await stack.assertRedecided("a GPU fault run");
   } finally {
     stop();
     agent?.abort();

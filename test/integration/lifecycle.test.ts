@@ -229,6 +229,8 @@ describe("replica lifecycle through the real stream and the real log", () => {
         );
       // Every invariant holds over the whole history, failure reasons backed by the log included.
       assert.deepEqual(checkLog(records).violations, []);
+      // And every pass is what decide makes again (check-log --redecide).
+      await stack.assertRedecided("four failures and their replacements");
     } finally {
       await Promise.allSettled(fleets.map((f) => f.stop()));
       await stack.close();

@@ -37,6 +37,13 @@ const V2 = ["--max-model-len=16384"];
 /** The simulator fails every start with this argument (`fail@arg=--broken`). */
 const BROKEN = ["--max-model-len=16384", "--broken"];
 
+const RECONCILER_CONFIG = {
+  commandTimeoutMs: 5000,
+  suspectAfterMs: 10_000,
+  lostAfterMs: 20_000,
+  drainDeadlineMs: 30_000,
+};
+
 interface Stack {
   log: Log;
   call(method: string, path: string, body?: unknown): Promise<any>;
@@ -62,12 +69,7 @@ describe("rollouts through the real stack", () => {
   async function withStack(name: string, fn: (s: Stack) => Promise<void>): Promise<void> {
     const stack = await startStack(server.url, {
       name,
-      reconciler: {
-        commandTimeoutMs: 5000,
-        suspectAfterMs: 10_000,
-        lostAfterMs: 20_000,
-        drainDeadlineMs: 30_000,
-      },
+      reconciler: RECONCILER_CONFIG,
     });
     let fleet: SimFleet | undefined;
     const why = async () => {
@@ -134,7 +136,7 @@ describe("rollouts through the real stack", () => {
       assert.equal(new Set(replicas.map((r) => r.revision)).size, 1, "one revision left");
 
       // The check-log invariants over the real log, rollout-below-ready among them.
-      await assertLogInvariants(s.log, { what: "an 8-replica rollout" });
+      await assertLogInvariants(s.log, { what: "an 8-replica rollout", redecide: RECONCILER_CONFIG });
       // And by folding: from the rollout's start to its end, no state holds fewer than 8 ready.
       const records = await readAll(s.log);
       let state = initialFleet();
@@ -206,7 +208,10 @@ describe("rollouts through the real stack", () => {
       const catalogNow = await s.call("GET", "/v1/catalog");
       assert.deepEqual(catalogNow.catalog.models[0].profiles[0].engineArgs, V1);
 
-      await assertLogInvariants(s.log, { what: "a stalled rollout and its undo" });
+      await assertLogInvariants(s.log, {
+        what: "a stalled rollout and its undo",
+        redecide: RECONCILER_CONFIG,
+      });
       records = await readAll(s.log);
       ds = decisionsOf(records).filter((x) => x.seq > startSeq);
       assert.equal(

@@ -111,6 +111,8 @@ export class ChaosWorld {
   log!: Log;
   rt!: ProjectionRuntime<FleetState>;
   #reconcilerSeq = 0;
+  /** A reconciler ran another version's code: its passes need not be this decide's. */
+  #foreignReconciler = false;
 
   constructor(readonly opts: WorldOptions) {}
 
@@ -226,6 +228,7 @@ export class ChaosWorld {
   /** Another reconciler on the world's lease: `bin` runs another version, `snapshotBucket` turns snapshots on. */
   async addReconciler(opts: { bin?: string; snapshotBucket?: string } = {}): Promise<ReconcilerProcess> {
     const o = this.opts;
+    if (opts.bin !== undefined) this.#foreignReconciler = true;
     const r = await spawnReconciler({
       ...opts,
       id: `rec-${this.tag}-${++this.#reconcilerSeq}`,
@@ -419,7 +422,11 @@ export class ChaosWorld {
 
   /** The whole log keeps every invariant, the agents' acks included. */
   async check(what: string) {
-    return await assertLogInvariants(this.log, { acked: this.acked, what });
+    // Every pass re-decided too, unless another version's code ran in a reconciler.
+    const redecide = this.#foreignReconciler
+      ? {}
+      : { redecide: { ...CHAOS_RECONCILER_CONFIG, ...this.opts.reconcilerConfig } };
+    return await assertLogInvariants(this.log, { acked: this.acked, what, ...redecide });
   }
 
   async close(): Promise<void> {

@@ -1,16 +1,21 @@
 /**
  * The invariant checker over the real log, for tests that end a fault
  * scenario: reads the whole stream (malformed messages included, as
- * violations) and fails with every violation listed, one per line.
+ * violations) and fails with every violation listed, one per line. With
+ * `redecide`, every reconcile pass must also be what decide, run again on
+ * the state it observed, makes (`llmgw check-log --redecide`'s code).
  */
 import assert from "node:assert/strict";
 import {
   type AckedMessage,
+  type CheckedEvent,
   type CheckReport,
   checkLog,
   formatViolation,
+  type Violation,
 } from "../../src/invariants/index.js";
 import type { Log } from "../../src/log/index.js";
+import { formatRedecided, reconcilerConfigSchema, redecideLog } from "../../src/reconciler/index.js";
 import type { SimFleet } from "../../src/sim/index.js";
 
 export interface LogInvariantOptions {
@@ -19,6 +24,8 @@ export interface LogInvariantOptions {
   supersedeGraceMs?: number;
   /** Named in the failure message: which scenario produced the log. */
   what?: string;
+  /** The config the log's reconcilers ran with (as their --config file holds it): re-decide every pass with it. */
+  redecide?: Record<string, unknown>;
 }
 
 export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = {}): Promise<CheckReport> {
@@ -43,6 +50,7 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
     ...(acked ? { acked } : {}),
     ...(opts.supersedeGraceMs === undefined ? {} : { supersedeGraceMs: opts.supersedeGraceMs }),
   });
+  if (opts.redecide !== undefined) report.violations.push(...redecideViolations(records, opts.redecide));
   assert.equal(
     report.violations.length,
     0,
@@ -50,6 +58,37 @@ export async function assertLogInvariants(log: Log, opts: LogInvariantOptions = 
       report.violations.map(formatViolation).join("\n"),
   );
   return report;
+}
+
+/** `check-log --redecide`'s verdict on `records`, with `config` as the reconciler's --config file holds it. */
+function redecideViolations(records: readonly CheckedEvent[], config: Record<string, unknown>): Violation[] {
+  return redecideLog(records, { config: reconcilerConfigSchema.parse(config) }).differing.map((p) => ({
+    rule: "redecide",
+    seq: p.seq,
+    message: formatRedecided(p),
+  }));
+}
+
+/**
+ * Every reconcile pass of the log is what decide, run again on the state it
+ * observed, makes (`llmgw check-log --redecide`); fails naming each that is not.
+ */
+export async function assertRedecided(
+  log: Log,
+  config: Record<string, unknown>,
+  what = "the log",
+): Promise<{ passes: number }> {
+  const records: CheckedEvent[] = [];
+  for await (const r of log.read()) records.push({ seq: r.seq, timeMs: r.timeMs, event: r.event });
+  const passes = records.filter((r) => r.event.body.case === "reconcilePass").length;
+  assert.ok(passes > 0, `${what}: no reconcile pass to re-decide`);
+  const found = redecideViolations(records, config);
+  assert.deepEqual(
+    found.map(formatViolation),
+    [],
+    `${what}: passes decide makes otherwise (${passes} passes)`,
+  );
+  return { passes };
 }
 
 /** Collects what a simulated fleet's agents saw acknowledged, from now on. */

@@ -13,6 +13,7 @@ import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { logFlags } from "./cli.js";
 import { rand, startTestGateway, type TestGatewayOptions } from "./gateway.js";
+import { assertRedecided } from "./invariants.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "./reconciler.js";
 
 /**
@@ -46,6 +47,8 @@ export interface StackOptions {
   reconciler?: Record<string, unknown>;
   /** More `llmgw reconciler` flags (e.g. `--endpoints-bucket`), for every reconciler of the stack. */
   reconcilerArgs?: string[];
+  /** Added to every reconciler's environment (e.g. NODE_OPTIONS for a test's module hook). */
+  reconcilerEnv?: Record<string, string>;
 }
 
 export interface Stack {
@@ -65,6 +68,8 @@ export interface Stack {
   call(method: string, path: string, body?: unknown): Promise<any>;
   /** Calls the API and returns the status with the body, whatever the status. */
   request(path: string, init?: RequestInit): Promise<{ status: number; body: any }>;
+  /** Every pass in the log is what decide makes again with the stack's reconciler config (`check-log --redecide`). */
+  assertRedecided(what?: string): Promise<{ passes: number }>;
   /** The replicas as the API sees them and the reconciler's output: what a timed-out wait should print. */
   why(): Promise<string>;
   close(): Promise<void>;
@@ -85,6 +90,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
       gatewaysBucket,
       ...(o.reconciler ? { config: o.reconciler } : {}),
       ...(o.reconcilerArgs ? { args: o.reconcilerArgs } : {}),
+      ...(o.reconcilerEnv ? { env: o.reconcilerEnv } : {}),
     });
   const log = await openLog({ url: natsUrl, clientName: "test", name: stream, prefix });
   let gw: Gateway | undefined;
@@ -152,6 +158,7 @@ export async function startStack(natsUrl: string, o: StackOptions): Promise<Stac
     logFlags: logFlags(natsUrl, stream, prefix),
     call,
     request,
+    assertRedecided: (what) => assertRedecided(log, o.reconciler ?? {}, what),
     why: async () => {
       const replicas = ((await call("GET", "/v1/replicas").catch(() => ({ replicas: [] }))).replicas ??
         []) as any[];

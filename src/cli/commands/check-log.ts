@@ -1,7 +1,8 @@
 /**
  * `llmgw check-log`: reads the whole log and verifies the invariants of
  * docs/ARCHITECTURE.md over it (src/invariants). Exit 0 when the log keeps them, 1 when
- * it breaks one (or cannot be read), 2 on bad usage.
+ * it breaks one (or cannot be read), 2 on bad usage. With --redecide it also
+ * runs decide again for every recorded pass (reconciler/explain/redecide.ts).
  */
 import { readFile } from "node:fs/promises";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
@@ -15,6 +16,13 @@ import {
   formatViolation,
   parseAckedList,
 } from "../../invariants/index.js";
+import {
+  formatRedecided,
+  NOT_REDERIVED,
+  type ReconcilerConfig,
+  type RedecideReport,
+  redecideLog,
+} from "../../reconciler/index.js";
 import { readVia } from "../api-access.js";
 import { apiEvents } from "../api-reads.js";
 import { CliError, EXIT, intArg, type NatsSecurityFlags } from "../common.js";
@@ -22,6 +30,7 @@ import { ProgressLine } from "../progress.js";
 import { openLogForReading } from "../read-log.js";
 import { withLogOrApiOptions } from "./log-options.js";
 import { type ApiFlags, call, clientFor } from "./operator-common.js";
+import { loadConfig } from "./what-if.js";
 
 interface CheckLogFlags extends NatsSecurityFlags, ApiFlags {
   nats: string;
@@ -30,6 +39,9 @@ interface CheckLogFlags extends NatsSecurityFlags, ApiFlags {
   archive?: string;
   acked?: string;
   supersedeGraceMs: number;
+  redecide?: boolean;
+  config?: string;
+  json?: boolean;
 }
 
 interface ReadRecords {
@@ -45,7 +57,8 @@ export function registerCheckLog(program: Command): void {
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
         "one pass per log position, commands only to current sessions, acknowledged events stored once, " +
-        "every event on a subject its kind may be written to, replay determinism (exit 0 clean, 1 violations, 2 usage).\n" +
+        "every event on a subject its kind may be written to, replay determinism; with --redecide, that decide run again on " +
+        "the state each pass observed decides what the pass recorded (exit 0 clean, 1 violations, 2 usage).\n" +
         "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",
     )
     .option(
@@ -60,7 +73,20 @@ export function registerCheckLog(program: Command): void {
         .default(DEFAULT_SUPERSEDE_GRACE_MS)
         .argParser(intArg("--supersede-grace-ms")),
     )
-    .option("--json", "one JSON object: counts and every violation {rule, seq, message}")
+    .option(
+      "--redecide",
+      "for every reconcile pass, run decide again on the fleet folded up to the sequence the pass observed, with the time it recorded, " +
+        "and report each pass whose decisions, commands or truncation differ (rule redecide: the pass and the first decision that differs). " +
+        "The log does not record the reconciler's config (give it with --config) nor the gateways' leases (taken from the state and the pass's own gateway-loss decisions)",
+    )
+    .option(
+      "--config <file>",
+      "with --redecide: the config the reconciler ran with (its --config file, YAML or JSON; missing fields take the defaults)",
+    )
+    .option(
+      "--json",
+      "one JSON object: counts and every violation {rule, seq, message}; with --redecide also redecide {passes, differing, notRederived}",
+    )
     .action(async (flags: CheckLogFlags, self: Command) => {
       await runCheckLog(flags, readVia(self));
     });
@@ -148,9 +174,31 @@ async function readViaNats(flags: CheckLogFlags): Promise<ReadRecords> {
   return { records, malformed, refused };
 }
 
+/** Decide again for every pass (--redecide), with a progress line of its own. */
+function redecide(records: readonly CheckedEvent[], config: ReconcilerConfig): RedecideReport {
+  const progress = new ProgressLine(process.stderr, "check-log --redecide", "folded");
+  try {
+    return redecideLog(records, {
+      config,
+      onProgress: (done) =>
+        progress.update({
+          folded: done,
+          seq: records[done - 1]?.seq ?? 0,
+          fromSeq: 0,
+          targetSeq: records.at(-1)?.seq ?? 0,
+        }),
+    });
+  } finally {
+    progress.done();
+  }
+}
+
 async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<void> {
-  // Usage first: a bad --acked file is reported before anything is read.
+  // Usage first: a bad --acked or --config file is reported before anything is read.
   const acked = flags.acked === undefined ? [] : await readAcked(flags.acked);
+  if (flags.config !== undefined && !flags.redecide)
+    throw new CliError("--config is the reconciler's config for --redecide: give --redecide with it");
+  const config = flags.redecide ? loadConfig(flags.config) : undefined;
   const { records, malformed, refused } = via === "api" ? await readViaApi(flags) : await readViaNats(flags);
   const checking = new ProgressLine(process.stderr, "check-log", "checked");
   const report = checkLog(records, {
@@ -167,14 +215,39 @@ async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<v
       }),
   });
   checking.done();
+  const redecided = config === undefined ? undefined : redecide(records, config);
+  for (const p of redecided?.differing ?? [])
+    report.violations.push({ rule: "redecide", seq: p.seq, message: formatRedecided(p) });
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify(report)}\n`);
+    process.stdout.write(
+      `${JSON.stringify(
+        redecided === undefined
+          ? report
+          : {
+              ...report,
+              redecide: { ...redecided, notRederived: NOT_REDERIVED, config: flags.config ?? null },
+            },
+      )}\n`,
+    );
   } else {
     for (const v of report.violations) process.stdout.write(`${formatViolation(v)}\n`);
     const span = report.events === 0 ? "an empty log" : `sequences ${report.firstSeq}–${report.lastSeq}`;
     const summary =
       `${report.events} events (${span}), ${report.sessions} sessions, ${report.passes} passes` +
-      (flags.acked === undefined ? "" : `, ${report.acked} acknowledged messages`);
+      (flags.acked === undefined ? "" : `, ${report.acked} acknowledged messages`) +
+      (redecided === undefined
+        ? ""
+        : `, ${redecided.passes} passes re-decided (${redecided.passes - redecided.differing.length} the same)`);
+    if (redecided !== undefined) {
+      // Say what the check could not take from the log, so a difference is read rightly.
+      process.stdout.write(`redecide config: ${flags.config ?? "the defaults (no --config)"}\n`);
+      for (const n of NOT_REDERIVED) process.stdout.write(`redecide: not in the log: ${n}\n`);
+      if (redecided.differing.length > 0)
+        process.stdout.write(
+          `redecide: ${redecided.differing.length} of ${redecided.passes} passes differ; ` +
+            "another config than the reconciler's makes passes differ too: check that --config is the file it ran with\n",
+        );
+    }
     process.stdout.write(
       report.violations.length === 0
         ? `ok: ${summary}: every invariant holds\n`

@@ -6,7 +6,7 @@
  * through the function given, so this file does no I/O of its own; the CLI
  * (`llmgw what-if`) and the API (`POST /v1/what-if`) share it.
  */
-import type { Decision, Event } from "../../gen/llmgw/v1/events_pb.js";
+import type { Decision, Event, ReconcilePass } from "../../gen/llmgw/v1/events_pb.js";
 import { type FleetState, fleetProjection } from "../../projections/index.js";
 import type { ReconcilerConfig } from "../decide/config.js";
 import { decide } from "../decide/decide.js";
@@ -41,6 +41,15 @@ export interface WhatIfResult {
   passes: WhatIfPass[];
 }
 
+/**
+ * The sequence of the state a pass at `seq` decided on: its observed
+ * sequence; an older writer without one decided on what came before it.
+ */
+export function decidedOnSeq(seq: number, pass: ReconcilePass): number {
+  const observed = Number(pass.observedSeq);
+  return observed > 0 && observed < seq ? observed : seq - 1;
+}
+
 /** Gateways whose lease the recorded state counts as live (what decide is given). */
 export function liveGatewaysOf(state: FleetState): Set<string> {
   return new Set(
@@ -57,10 +66,7 @@ export async function runWhatIf(
 ): Promise<WhatIfResult> {
   const passes: Array<{ seq: number; target: number; nowMs: number }> = [];
   for await (const r of reader.passes(range.fromSeq ?? 1, range.toSeq)) {
-    const observed = Number(r.pass.observedSeq);
-    // The state the pass decided on; an older writer without observedSeq decided on what came before it.
-    const target = observed > 0 && observed < r.seq ? observed : r.seq - 1;
-    passes.push({ seq: r.seq, target, nowMs: Number(r.pass.nowUnixMs) });
+    passes.push({ seq: r.seq, target: decidedOnSeq(r.seq, r.pass), nowMs: Number(r.pass.nowUnixMs) });
   }
   const results: WhatIfPass[] = [];
   const last = passes.at(-1)?.seq;

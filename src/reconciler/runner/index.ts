@@ -11,6 +11,7 @@ export {
 export { Lease, type LeaseOptions, type LeaseValue, type LeaseWrite, monotonicMs } from "./lease.js";
 export { LiveGateways, type LiveGatewaysOptions } from "./live-gateways.js";
 export { RunnerMetrics } from "./metrics.js";
+export { decideInput, type PassFacts, passBody } from "./pass-body.js";
 export {
   type PassOutcome,
   ReconcilerRunner,

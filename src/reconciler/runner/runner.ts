@@ -26,6 +26,7 @@ import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./c
 import type { EndpointsBucket } from "./endpoints-bucket.js";
 import { type Lease, monotonicMs } from "./lease.js";
 import type { RunnerMetrics } from "./metrics.js";
+import { decideInput, passBody } from "./pass-body.js";
 import { testPauseBeforeAppend } from "./test-pause.js";
 import { DEFAULT_TRIGGER_OPTIONS, PassTriggers, type Trigger, type TriggerOptions } from "./triggers.js";
 
@@ -389,12 +390,9 @@ export class ReconcilerRunner<C> {
     const state = projection.state;
     const observedSeq = projection.lastSeq;
     const nowMs = Date.now();
-    const out: DecideResult = this.opts.decide({
-      state,
-      config: this.opts.config,
-      nowMs,
-      liveGateways: this.opts.gateways.ids,
-    });
+    const out: DecideResult = this.opts.decide(
+      decideInput(state, this.opts.config, nowMs, this.opts.gateways.ids),
+    );
     const expect = state.replicas.lastPass?.seq ?? 0;
     this.#triggers.deadline(
       out.nextDeadlineMs === null
@@ -448,16 +446,13 @@ export class ReconcilerRunner<C> {
       writer: { kind: Writer_Kind.RECONCILER, id: this.id },
       body: {
         case: "reconcilePass",
-        value: {
+        value: passBody(out, {
           leaderId: this.id,
-          leaseRevision: BigInt(this.opts.lease.revision),
-          observedSeq: BigInt(p.observedSeq),
-          nowUnixMs: BigInt(p.nowMs),
-          decisions: out.decisions,
-          commands: out.commands,
-          truncated: out.truncated,
+          leaseRevision: this.opts.lease.revision,
+          observedSeq: p.observedSeq,
+          nowMs: p.nowMs,
           trigger: p.trigger,
-        },
+        }),
       },
     });
   }
