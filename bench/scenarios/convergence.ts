@@ -23,6 +23,7 @@
  * Progress and every figure come from a projection of the log in this
  * process: what the log says is what happened.
  */
+import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { ApiClient, startApi } from "../../src/operator/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
@@ -30,7 +31,7 @@ import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, spawnLlmgw, until } from "../../test/harness/proc.js";
 import { type BenchGateway, startGatewayProcess } from "../support/gateway.js";
-import { type Figure, figure, type Scenario } from "../support/result.js";
+import { type Figure, figure, fmt, type Scenario } from "../support/result.js";
 
 /** The reconcilers' lease TTL (the floor of a takeover); shorter in --quick, which checks the steps, not the figures. */
 const LEASE_TTL_MS = 10_000;
@@ -110,12 +111,15 @@ export const convergence: Scenario = {
 
       // --- 1. catalog through the API → every replica running --------------
       const client = new ApiClient({ url: api.url });
+      const catalogFromSeq = (await log.lastSeq()) + 1;
+      const t1Wall = Date.now();
       const t1 = performance.now();
       await client.send((c) => c.PUT("/v1/catalog", { body: catalog(replicas) }));
       const putMs = performance.now() - t1;
       ctx.progress(`catalog applied: ${replicas} replicas`);
       await untilRunning(ctx, rt, replicas, waitMs);
       const convergeMs = performance.now() - t1;
+      const convergeSteps = await stepsAfter(log, catalogFromSeq, t1Wall);
 
       // --- 2. gateway kill ----------------------------------------------------
       const victim = gateways[0]!;
@@ -200,6 +204,7 @@ export const convergence: Scenario = {
         },
         figures,
         notes: [
+          `catalog → running, where the ${fmt(convergeMs)} ms went (the log's own times from the PUT): ${convergeSteps}`,
           `gateway kill: ${moved.length} agents with ${shardsOnMoved} shards moved from ${victim.id} to ${survivor.id}; after the kill the log holds ${afterGatewayKill.passes} passes, ${afterGatewayKill.start} start, ${afterGatewayKill.stop} stop commands`,
           `leader SIGTERM: ${handover.leader} stopped, ${handover.successor} took the lease (${handover.acquiredAfter}) and passed; leader kill -9: ${takeover.leader} killed, ${takeover.successor} took the lease (${takeover.acquiredAfter}) and passed`,
         ],
@@ -328,6 +333,46 @@ function shardsOn(s: FleetState, nodes: Set<string>): number {
 function onGatewayAdopted(s: FleetState, nodeId: string, gatewayId: string, afterSeq: number): boolean {
   const sess = s.inventory.nodes.get(nodeId)?.session;
   return !!sess && sess.gatewayId === gatewayId && sess.openedSeq > afterSeq && sess.adoptionSeq > 0;
+}
+
+/**
+ * Where the time from the catalog PUT (wall clock `t0Wall`) to every
+ * replica running went, from the times the log stored each step: the
+ * catalog, each pass carrying start commands, the agents' starting reports
+ * (the commands relayed and taken) and their running reports.
+ */
+async function stepsAfter(log: Log, fromSeq: number, t0Wall: number): Promise<string> {
+  const at = (ms: number) => `+${Math.round(ms - t0Wall)}`;
+  const passes: string[] = [];
+  const starting: number[] = [];
+  const runningAt: number[] = [];
+  let catalogAt = 0;
+  let other = 0;
+  const untilSeq = await log.lastSeq();
+  for await (const r of log.read({ fromSeq, untilSeq })) {
+    const b = r.event.body;
+    if (b.case === "catalogChanged") catalogAt = r.timeMs;
+    else if (b.case === "reconcilePass") {
+      const starts = b.value.commands.filter((c) => c.action.case === "start").length;
+      if (b.value.decisions.length > 0)
+        passes.push(
+          `${at(r.timeMs)} (${b.value.trigger}: ${b.value.decisions.length} decisions, ${starts} starts${b.value.truncated ? ", truncated" : ""})`,
+        );
+    } else if (b.case === "shardStatus") {
+      const st = b.value.status?.state;
+      if (st === ShardStatus_State.STARTING) starting.push(r.timeMs);
+      else if (st === ShardStatus_State.RUNNING) runningAt.push(r.timeMs);
+    } else other++;
+  }
+  const span = (xs: number[]) =>
+    xs.length === 0 ? "none" : `${at(Math.min(...xs))} … ${at(Math.max(...xs))}`;
+  return [
+    `catalog stored ${at(catalogAt)} ms`,
+    `passes ${passes.slice(0, 6).join(", ")}${passes.length > 6 ? `, … (${passes.length})` : ""}`,
+    `${starting.length} starting reports ${span(starting)}`,
+    `${runningAt.length} running reports ${span(runningAt)}`,
+    `${other} other events`,
+  ].join("; ");
 }
 
 /** Start and stop commands in the passes after `afterSeq`. */
