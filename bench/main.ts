@@ -2,22 +2,32 @@
  * The benchmarks as a program of their own: `llmgw bench` (and `npm run
  * bench`) run this file in a child process, so nothing under src/ imports
  * bench/ and the package ships without it. Flags as `llmgw bench --help`
- * describes them: --quick, --only a,b, --out FILE. Exit 0 when every
+ * describes them: --quick, --runs N, --only a,b, --out FILE. Exit 0 when every
  * scenario ran, 1 when one failed, 2 on bad usage.
  */
 import { parseArgs } from "node:util";
-import { runBench } from "./run.js";
+import { runBench, runsFrom } from "./run.js";
 
 async function main(): Promise<number> {
-  let values: { quick?: boolean; only?: string; out?: string };
+  let values: { quick?: boolean; runs?: string; only?: string; out?: string };
   try {
     ({ values } = parseArgs({
       args: process.argv.slice(2),
-      options: { quick: { type: "boolean" }, only: { type: "string" }, out: { type: "string" } },
+      options: {
+        quick: { type: "boolean" },
+        runs: { type: "string" },
+        only: { type: "string" },
+        out: { type: "string" },
+      },
       strict: true,
     }));
   } catch (err) {
     process.stderr.write(`llmgw bench: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const runs = values.runs === undefined ? undefined : runsFrom(values.runs);
+  if (runs instanceof Error) {
+    process.stderr.write(`llmgw bench: ${runs.message}\n`);
     return 2;
   }
   const only = values.only
@@ -27,6 +37,7 @@ async function main(): Promise<number> {
   try {
     const { run } = await runBench({
       quick: values.quick === true,
+      ...(runs !== undefined ? { runs } : {}),
       ...(only ? { only } : {}),
       ...(values.out ? { out: values.out } : {}),
       stdout: process.stdout,

@@ -1,7 +1,8 @@
 /**
  * Runs the benchmark scenarios one after another (each starts and stops its
- * own nats-server and processes), shows a progress line on stderr, prints a
- * table and writes every figure to a JSON file.
+ * own nats-server and processes), each `runs` times in a row, shows a
+ * progress line on stderr, prints a table of every figure's median over the
+ * runs with its min and max, and writes every figure to a JSON file.
  */
 
 import { execFileSync } from "node:child_process";
@@ -18,7 +19,14 @@ import { ingest } from "./scenarios/ingest.js";
 import { placement } from "./scenarios/placement.js";
 import { replay } from "./scenarios/replay.js";
 import { router } from "./scenarios/router.js";
-import { renderTable, type Scenario, type ScenarioResult } from "./support/result.js";
+import {
+  combineRuns,
+  describeRuns,
+  renderTable,
+  type Scenario,
+  type ScenarioResult,
+  type ScenarioRun,
+} from "./support/result.js";
 
 // The scenarios that measure this process itself run before fan-in, whose 10,000 TLS agents
 // live in this process and leave it a heap of ~2 GiB: placement (the memory of a process
@@ -35,8 +43,22 @@ export const SCENARIOS: Scenario[] = [
   router,
 ];
 
+/** Runs of each scenario unless --runs says otherwise: three for the median and spread, one with --quick. */
+export const DEFAULT_RUNS = 3;
+export const DEFAULT_RUNS_QUICK = 1;
+
+/** --runs: a whole number from 1 to 100 (each scenario runs that many times in a row). */
+export function runsFrom(text: string): number | Error {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isInteger(n) || n < 1 || n > 100)
+    return new Error(`--runs: expected a whole number of runs from 1 to 100, got "${text}"`);
+  return n;
+}
+
 export interface BenchOptions {
   quick: boolean;
+  /** Runs of each scenario, each figure the median of them; default DEFAULT_RUNS (DEFAULT_RUNS_QUICK with quick). */
+  runs?: number;
   only?: string[];
   /** JSON result file; default .bench/results-<time>.json */
   out?: string;
@@ -47,6 +69,8 @@ export interface BenchOptions {
 export interface BenchRun {
   startedAt: string;
   mode: "quick" | "default";
+  /** Runs of each scenario; each figure is the median of them. */
+  runs: number;
   machine: Record<string, unknown>;
   results: ScenarioResult[];
   failures: Array<{ scenario: string; error: string }>;
@@ -59,10 +83,14 @@ export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; fil
     throw new Error(
       `unknown scenario(s) ${unknown.join(", ")}; known: ${SCENARIOS.map((s) => s.name).join(", ")}`,
     );
+  const runs = opts.runs ?? (opts.quick ? DEFAULT_RUNS_QUICK : DEFAULT_RUNS);
+  if (!Number.isInteger(runs) || runs < 1)
+    throw new Error(`--runs: expected a whole number ≥ 1, got ${runs}`);
   const started = new Date();
   const run: BenchRun = {
     startedAt: started.toISOString(),
     mode: opts.quick ? "quick" : "default",
+    runs,
     machine: machine(),
     results: [],
     failures: [],
@@ -74,18 +102,27 @@ export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; fil
   const tty = opts.stderr.isTTY;
   for (const [i, s] of chosen.entries()) {
     const head = `bench ${i + 1}/${chosen.length} ${s.name}`;
+    let step = head;
     const progress = (msg: string) => {
       const now = performance.now();
       if (!tty && now - lastLine < 2_000) return;
       lastLine = now;
-      const line = `${head} [${((now - t0) / 1000).toFixed(0)} s]: ${msg}`;
+      const line = `${step} [${((now - t0) / 1000).toFixed(0)} s]: ${msg}`;
       opts.stderr.write(tty ? `\r${line.slice(0, (opts.stderr.columns ?? 120) - 1)}\x1b[K` : `${line}\n`);
     };
     progress("starting");
     const ts = performance.now();
     try {
-      const r = await s.run({ quick: opts.quick, progress });
-      run.results.push({ scenario: s.name, ...r, durationMs: Math.round(performance.now() - ts) });
+      const each: ScenarioRun[] = [];
+      for (let k = 1; k <= runs; k++) {
+        step = runs > 1 ? `${head}, run ${k}/${runs}` : head;
+        each.push(await s.run({ quick: opts.quick, progress }));
+      }
+      run.results.push({
+        scenario: s.name,
+        ...combineRuns(each),
+        durationMs: Math.round(performance.now() - ts),
+      });
     } catch (err) {
       run.failures.push({
         scenario: s.name,
@@ -101,7 +138,7 @@ export async function runBench(opts: BenchOptions): Promise<{ run: BenchRun; fil
   const file = opts.out ?? join(".bench", `results-${started.toISOString().replace(/[:.]/g, "-")}.json`);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
-  opts.stdout.write(`\n${renderTable(run.results)}\n`);
+  opts.stdout.write(`\n${describeRuns(runs, opts.quick)}\n\n${renderTable(run.results)}\n`);
   for (const r of run.results) for (const n of r.notes) opts.stdout.write(`\n${r.scenario}: ${n}`);
   for (const f of run.failures) opts.stdout.write(`\n${f.scenario} FAILED: ${f.error}\n`);
   opts.stdout.write(`\n\nresults: ${file}\n`);

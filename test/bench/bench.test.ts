@@ -44,11 +44,27 @@ describe("llmgw bench --quick", () => {
         );
       const json = JSON.parse(readFileSync(out, "utf8")) as {
         mode: string;
+        runs: number;
         machine: Record<string, unknown>;
         failures: unknown[];
-        results: Array<{ scenario: string; figures: Array<{ name: string; value: number; unit: string }> }>;
+        results: Array<{
+          scenario: string;
+          runs: number;
+          figures: Array<{
+            name: string;
+            value: number;
+            unit: string;
+            n: number;
+            median: number;
+            min: number;
+            max: number;
+          }>;
+        }>;
       };
       assert.equal(json.mode, "quick");
+      // --quick runs each scenario once, and says so above the table.
+      assert.equal(json.runs, 1);
+      assert.match(r.stdout, /each value is one run \(--quick/);
       assert.deepEqual(json.failures, []);
       for (const k of ["nproc", "cpu", "memoryBytes", "node", "natsServer"]) assert.ok(k in json.machine, k);
       assert.deepEqual(json.results.map((x) => x.scenario).sort(), Object.keys(FIGURES).sort());
@@ -58,8 +74,16 @@ describe("llmgw bench --quick", () => {
           FIGURES[res.scenario],
           `${res.scenario}: ${JSON.stringify(res.figures)}`,
         );
-        for (const f of res.figures)
+        assert.equal(res.runs, 1, res.scenario);
+        for (const f of res.figures) {
           assert.ok(Number.isFinite(f.value), `${res.scenario} / ${f.name}: ${f.value}`);
+          // One run: its value is the median, the least and the greatest.
+          assert.deepEqual(
+            [f.n, f.median, f.min, f.max],
+            [1, f.value, f.value, f.value],
+            `${res.scenario} / ${f.name}`,
+          );
+        }
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

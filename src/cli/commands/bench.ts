@@ -7,6 +7,7 @@ import { CliError } from "../common.js";
 
 interface BenchFlags {
   quick?: boolean;
+  runs?: string;
   only?: string;
   out?: string;
 }
@@ -22,7 +23,11 @@ export function registerBench(program: Command): void {
     .description(
       "measure the control plane against the raw limits of its parts (each scenario starts its own nats-server)",
     )
-    .option("--quick", "small numbers: the whole run takes under two minutes")
+    .option("--quick", "small numbers, one run of each scenario: the whole run takes under two minutes")
+    .option(
+      "--runs <n>",
+      "runs of each scenario (1-100); each figure is their median, with min and max (default 3; 1 with --quick)",
+    )
     .option(
       "--only <scenarios>",
       "comma-separated: ingest, fan-in, replay, history, growth, placement, agent-engines, convergence, router",
@@ -36,6 +41,8 @@ export function registerBench(program: Command): void {
         );
       const args = [
         ...(f.quick ? ["--quick"] : []),
+        // One argument, so a value such as "-1" reaches the check that names the flag.
+        ...(f.runs !== undefined ? [`--runs=${f.runs}`] : []),
         ...(f.only !== undefined ? ["--only", f.only] : []),
         ...(f.out !== undefined ? ["--out", f.out] : []),
       ];

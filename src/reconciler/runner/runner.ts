@@ -4,7 +4,8 @@
  * Two loops run side by side:
  * - the lease loop takes the lease when it is free, renews it well inside
  *   the TTL, and steps down when it cannot be sure it still holds it;
- * - the pass loop, only while leading, waits for a trigger, asks `decide`
+ * - the pass loop, only while leading, waits for a trigger (a new catalog
+ *   at once, the fleet's events debounced), asks `decide`
  *   what to do with the projected state and appends the answer as one
  *   ReconcilePass, fenced by the log: the append expects the reconciler
  *   subject's last sequence to be the last pass this process's projection
@@ -92,6 +93,8 @@ export class ReconcilerRunner<C> {
   #wakeLease: (() => void) | undefined;
   #wakePassLoop: (() => void) | undefined;
   #leaseWatch: { stop(): void } | undefined;
+  /** The catalog's sequence as last folded: a newer one is an operator's change, acted on at once. */
+  #catalogSeq = 0;
   /** Set when the lease watch saw the key deleted or purged: the next acquisition is a handover. */
   #wokenByRelease = false;
   readonly #triggers: PassTriggers;
@@ -124,10 +127,19 @@ export class ReconcilerRunner<C> {
   start(): void {
     const { projection, gateways, lease } = this.opts;
     this.opts.metrics?.observeReplicas(() => projection.state.replicas);
+    this.#catalogSeq = projection.state.replicas.catalog.seq;
     this.#unsubscribe.push(
       projection.onChange((seq) => {
         this.opts.metrics?.observedSeq.set(seq);
-        if (this.#role === "leader") this.#triggers.events();
+        // A new catalog is what an operator asked for: a pass at once, not
+        // after the debounce, which can run to maxDelayMs while agents keep
+        // reporting. The fleet's own events are debounced into fewer passes.
+        const catalogSeq = projection.state.replicas.catalog.seq;
+        const catalogChanged = catalogSeq !== this.#catalogSeq;
+        this.#catalogSeq = catalogSeq;
+        if (this.#role !== "leader") return;
+        if (catalogChanged) this.#triggers.request("catalog");
+        else this.#triggers.events();
       }),
       gateways.onChange(() => {
         if (this.#role === "leader") this.#triggers.events();

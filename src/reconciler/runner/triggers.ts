@@ -1,7 +1,8 @@
 /**
  * When the next pass is due. Passes are level-triggered: any reason to look
- * again (new events, a deadline decide asked for, the periodic tick, a
- * truncated pass, startup) makes one pass due, and one pass handles them all.
+ * again (new events, a new catalog, a deadline decide asked for, the
+ * periodic tick, a truncated pass, startup) makes one pass due, and one pass
+ * handles them all.
  *
  * - events: debounced (`debounceMs` after the last event), but never later
  *   than `maxDelayMs` after the first one of a burst, so a steady stream of
@@ -10,7 +11,7 @@
  * - tick: every `tickMs`, a safety net for anything missed.
  * - a hold (error backoff) delays whatever is due until it ends.
  */
-export type Trigger = "startup" | "events" | "deadline" | "tick" | "truncated";
+export type Trigger = "startup" | "events" | "catalog" | "deadline" | "tick" | "truncated";
 
 export interface TriggerOptions {
   debounceMs: number;
@@ -53,7 +54,7 @@ export class PassTriggers {
     this.#arm();
   }
 
-  /** A pass is due at once (startup, truncated pass). */
+  /** A pass is due at once (startup, a new catalog, a truncated pass). */
   request(trigger: Trigger): void {
     if (this.#immediate === null || trigger === "startup") this.#immediate = trigger;
     this.#arm();
