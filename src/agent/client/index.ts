@@ -6,6 +6,7 @@
  */
 export { AckTracker } from "./acks.js";
 export { reconnectDelayMs } from "./backoff.js";
+export { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 export {
   AgentConnection,
   type ConnectionEvent,
