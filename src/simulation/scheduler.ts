@@ -37,14 +37,15 @@ export class Scheduler {
     return this.#heap.length;
   }
 
-  /** Runs `fn` `ms` from now. */
+  /** Runs `fn` `ms` from now (time is whole milliseconds: `ms` is rounded). */
   after(ms: number, fn: () => void): TimerHandle {
-    return this.#push(this.#now + Math.max(0, ms), fn, 0);
+    return this.#push(this.#now + Math.max(0, Math.round(ms)), fn, 0);
   }
 
   /** Runs `fn` every `ms` from now. */
   every(ms: number, fn: () => void): TimerHandle {
-    return this.#push(this.#now + Math.max(1, ms), fn, Math.max(1, ms));
+    const every = Math.max(1, Math.round(ms));
+    return this.#push(this.#now + every, fn, every);
   }
 
   cancel(t: TimerHandle | undefined): void {
