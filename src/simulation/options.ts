@@ -26,7 +26,7 @@ export const SimulationOptionsSchema = z.strictObject({
   /** The agents' heartbeat (ms): the rhythm of most of what happens. */
   heartbeatMs: z.int().min(100).max(60_000).default(5_000),
   /** Faults stop this long before the end; the fleet must converge to the catalog within it. */
-  convergeMinutes: z.number().min(1).max(120).default(10),
+  convergeMinutes: z.number().min(1).max(120).default(15),
   /** Stored events printed with a failure. */
   lastEvents: z.int().min(0).max(1000).default(20),
 });

@@ -12,7 +12,7 @@ import { gatewayEvent } from "../gateway/events.js";
 import type { AckedMessage } from "../invariants/index.js";
 import { DEFAULT_RECONCILER_CONFIG } from "../reconciler/decide/index.js";
 import { parseSimConfig, type SimConfig } from "../sim/config.js";
-import { planFaults } from "../sim/fault-plan.js";
+import { type NodeFaultPlan, planFaults } from "../sim/fault-plan.js";
 import { SimNode } from "../sim/node.js";
 import { type Rng, seededRng } from "../sim/rng.js";
 import { catalogEvent, initialCatalog } from "./catalog.js";
@@ -54,6 +54,8 @@ export class World {
   readonly rng: { ids: Rng; faults: Rng; net: Rng; agents: Rng; log: Rng };
   readonly newId: () => string;
   readonly clock: AgentClock;
+  /** Faults stopped (engine and GPU faults too: no more are drawn). */
+  faultsOver = false;
   /** Told of every stored record, after the log stored it. */
   onStored: (r: StoredRecord) => void = () => {};
 
@@ -133,7 +135,7 @@ export class World {
           nodeId,
           position: i,
           config: this.simConfig,
-          faults: planFaults(this.simConfig, nodeId, this.rng.agents),
+          faults: this.#untilFaultsStop(planFaults(this.simConfig, nodeId, this.rng.agents)),
           rng: this.rng.agents,
           tls: undefined,
           metrics: sharedMetrics,
@@ -146,6 +148,14 @@ export class World {
         }),
       );
     }
+  }
+
+  /** A node's engine faults stop with the others: starts after that run clean. */
+  #untilFaultsStop(plan: NodeFaultPlan): NodeFaultPlan {
+    return {
+      nodeFaults: plan.nodeFaults,
+      shardFault: (args) => (this.faultsOver ? undefined : plan.shardFault(args)),
+    };
   }
 
   /** Gateways whose lease is live: up, or down for less than the lease. */
