@@ -209,7 +209,11 @@ export interface NodeAgentOptions {
   /** Time, timers and ids (default: the process's; `llmgw simulate` runs the agent on simulated time). */
   clock?: AgentClock;
   /** Opens a stream's connection (default: HTTP/2; `llmgw simulate` hands in its simulated transport). */
-  connect?: (url: string, protocol: "connect" | "grpc", tls: TlsIdentity | undefined) => AgentStreamConnection;
+  connect?: (
+    url: string,
+    protocol: "connect" | "grpc",
+    tls: TlsIdentity | undefined,
+  ) => AgentStreamConnection;
 }
 
 const STATE: Record<ShardStateName, State> = {

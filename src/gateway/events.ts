@@ -44,22 +44,27 @@ export function commandUndeliverable(
   timeMs = Date.now(),
 ): Event {
   const a = cmd.action;
-  return gatewayEvent(gatewayId, `${cmd.sessionId}-undeliverable-${cmd.commandId}-${cmd.attempt}`, {
-    case: "commandUndeliverable",
-    value: {
-      commandId: cmd.commandId,
-      attempt: cmd.attempt,
-      nodeId: cmd.nodeId,
-      sessionId: cmd.sessionId,
-      gatewayId,
-      reason,
-      detail,
-      action: a.case === undefined ? CommandUndeliverable_Action.UNSPECIFIED : ACTIONS[a.case],
-      shardId: a.value?.shardId ?? "",
-      replicaId: a.case === "start" ? a.value.replicaId : cmd.replicaId,
-      passSeq: BigInt(passSeq),
+  return gatewayEvent(
+    gatewayId,
+    `${cmd.sessionId}-undeliverable-${cmd.commandId}-${cmd.attempt}`,
+    {
+      case: "commandUndeliverable",
+      value: {
+        commandId: cmd.commandId,
+        attempt: cmd.attempt,
+        nodeId: cmd.nodeId,
+        sessionId: cmd.sessionId,
+        gatewayId,
+        reason,
+        detail,
+        action: a.case === undefined ? CommandUndeliverable_Action.UNSPECIFIED : ACTIONS[a.case],
+        shardId: a.value?.shardId ?? "",
+        replicaId: a.case === "start" ? a.value.replicaId : cmd.replicaId,
+        passSeq: BigInt(passSeq),
+      },
     },
-  }, timeMs);
+    timeMs,
+  );
 }
 
 const ACTIONS = {

@@ -21,7 +21,12 @@ export function initialCatalog(nodes: number): Catalog {
   });
   return create(CatalogSchema, {
     models: [
-      { name: "chat-small", replicas: Math.max(1, nodes), minAvailable: "50%", profiles: [profile("tp1", 1, 1, 40)] },
+      {
+        name: "chat-small",
+        replicas: Math.max(1, nodes),
+        minAvailable: "50%",
+        profiles: [profile("tp1", 1, 1, 40)],
+      },
       {
         name: "chat-mid",
         replicas: Math.max(1, Math.floor(nodes / 2)),

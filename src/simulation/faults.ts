@@ -189,7 +189,7 @@ class Operator {
     const w = this.world;
     const seq = w.log.lastSubjectSeq(w.log.appender.subjects.catalog);
     const r = w.log.records[seq - 1];
-    if (!r || r.event.body.case !== "catalogChanged" || !r.event.body.value.catalog) return undefined;
+    if (r?.event.body.case !== "catalogChanged" || !r.event.body.value.catalog) return undefined;
     return { catalog: r.event.body.value.catalog, seq };
   }
 
@@ -210,7 +210,12 @@ class Operator {
     if (!model) return;
     const nodes = this.world.options.nodes;
     if (how === "scale") {
-      const cap = model.name === "chat-small" ? nodes : model.name === "chat-mid" ? Math.ceil(nodes / 2) : Math.ceil(nodes / 8);
+      const cap =
+        model.name === "chat-small"
+          ? nodes
+          : model.name === "chat-mid"
+            ? Math.ceil(nodes / 2)
+            : Math.ceil(nodes / 8);
       const delta = Math.round((this.rng() * 2 - 1) * Math.max(1, cap / 5));
       model.replicas = Math.min(cap, Math.max(1, model.replicas + delta));
     } else {

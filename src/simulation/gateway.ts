@@ -10,8 +10,7 @@
  * holds, undeliverable ones reported, expired sessions ended).
  */
 import { Code } from "@connectrpc/connect";
-import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
+import type { TimerHandle } from "../agent/client/index.js";
 import { liveHolder } from "../gateway/duplicates.js";
 import { commandUndeliverable, gatewayEvent } from "../gateway/events.js";
 import { controlMessageFor } from "../gateway/relay.js";
@@ -28,7 +27,8 @@ import {
   step,
   usageFlushDelayMs,
 } from "../gateway/session-core/index.js";
-import type { TimerHandle } from "../agent/client/index.js";
+import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
+import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
 import type { Scheduler } from "./scheduler.js";
 import type { SimStream, StreamReceiver } from "./stream.js";
@@ -116,7 +116,12 @@ export class SimGateway {
         `gateway-started-${this.id}-${this.#o.newId()}`,
         {
           case: "gatewayStarted",
-          value: { gatewayId: this.id, listenAddress: `sim://${this.id}`, version: "sim", leaseTtlMs: 10_000 },
+          value: {
+            gatewayId: this.id,
+            listenAddress: `sim://${this.id}`,
+            version: "sim",
+            leaseTtlMs: 10_000,
+          },
         },
         this.now,
       ),
@@ -207,7 +212,8 @@ export class SimGateway {
   /** A session of this gateway ended. */
   ended(s: SimSession): void {
     this.#sessions.delete(s);
-    if (s.state.openedSeq > 0) this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
+    if (s.state.openedSeq > 0)
+      this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
     if (this.#ended.size > 10_000) this.#ended.delete(this.#ended.keys().next().value as string);
   }
 
@@ -361,7 +367,9 @@ export class SimSession implements StreamReceiver {
         return;
       case "ack-later":
         s.cancel(this.#ackLater);
-        this.#ackLater = s.after(this.state.config.ackDelayMs, () => this.feed({ kind: "timer", timer: "ack-later" }));
+        this.#ackLater = s.after(this.state.config.ackDelayMs, () =>
+          this.feed({ kind: "timer", timer: "ack-later" }),
+        );
         return;
       case "usage-flush":
         s.cancel(this.#usage);
@@ -381,7 +389,9 @@ export class SimSession implements StreamReceiver {
   #armReadDeadline(): void {
     const s = this.#gw.options.scheduler;
     s.cancel(this.#readDeadline);
-    this.#readDeadline = s.after(readDeadlineMs(this.state), () => this.feed({ kind: "timer", timer: "read-deadline" }));
+    this.#readDeadline = s.after(readDeadlineMs(this.state), () =>
+      this.feed({ kind: "timer", timer: "read-deadline" }),
+    );
   }
 
   #clearTimers(): void {

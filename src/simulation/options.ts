@@ -18,7 +18,10 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export const SimulationOptionsSchema = z.strictObject({
   seed: z.int().min(0).max(0xffffffff),
   /** Simulated minutes. */
-  minutes: z.number().gt(0).max(7 * 24 * 60),
+  minutes: z
+    .number()
+    .gt(0)
+    .max(7 * 24 * 60),
   nodes: z.int().min(1).max(10_000),
   faults: z.array(z.enum(FAULT_KINDS)),
   gateways: z.int().min(1).max(16).default(3),
@@ -52,7 +55,9 @@ export function parseFaultList(text: string): FaultKind[] {
   for (const raw of t.split(",")) {
     const k = raw.trim();
     if (!(FAULT_KINDS as readonly string[]).includes(k))
-      throw new RangeError(`--faults: unknown fault kind ${JSON.stringify(k)}; expected "all", "none" or some of ${FAULT_KINDS.join(", ")}`);
+      throw new RangeError(
+        `--faults: unknown fault kind ${JSON.stringify(k)}; expected "all", "none" or some of ${FAULT_KINDS.join(", ")}`,
+      );
     if (!out.includes(k as FaultKind)) out.push(k as FaultKind);
   }
   return out;

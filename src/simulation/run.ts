@@ -134,11 +134,7 @@ function checkShardsOnce(world: World, fail: (i: SimInvariant, m: string) => voi
 }
 
 /** Once faults stopped, the fleet serves the catalog: every model has its desired replicas ready. */
-function checkConverged(
-  world: World,
-  checker: LogChecker,
-  fail: (i: SimInvariant, m: string) => void,
-): void {
+function checkConverged(world: World, checker: LogChecker, fail: (i: SimInvariant, m: string) => void): void {
   const counts = readyCounts(checker.state.replicas);
   const short = Object.entries(counts).filter(([, c]) => c.ready < c.desired);
   if (short.length === 0) return;

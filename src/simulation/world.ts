@@ -178,7 +178,12 @@ export class World {
           `gateway-started-${g.id}-${this.newId()}`,
           {
             case: "gatewayStarted",
-            value: { gatewayId: g.id, listenAddress: SimNetwork.url(g.id), version: "sim", leaseTtlMs: GATEWAY_LEASE_MS },
+            value: {
+              gatewayId: g.id,
+              listenAddress: SimNetwork.url(g.id),
+              version: "sim",
+              leaseTtlMs: GATEWAY_LEASE_MS,
+            },
           },
           g.now,
         ),

@@ -17,8 +17,8 @@ import {
   type RegisterSchema as RegisterSchemaType,
 } from "../../gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "./acks.js";
-import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 import { reconnectDelayMs } from "./backoff.js";
+import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 import { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
 import { type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
 
@@ -71,7 +71,11 @@ export interface ConnectionOptions {
   /** Time, timers and ids (default: the process's; `llmgw simulate` hands in simulated ones). */
   clock?: AgentClock;
   /** Opens a stream's connection (default: HTTP/2 to the gateway; `llmgw simulate` hands in its own transport). */
-  connect?: (url: string, protocol: "connect" | "grpc", tls: TlsIdentity | undefined) => AgentStreamConnection;
+  connect?: (
+    url: string,
+    protocol: "connect" | "grpc",
+    tls: TlsIdentity | undefined,
+  ) => AgentStreamConnection;
 }
 
 type Outcome =

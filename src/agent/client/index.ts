@@ -16,4 +16,9 @@ export {
 } from "./connection.js";
 export { invalidNodeIdReason, NODE_ID_RULE } from "./node-id.js";
 export { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
-export { type AgentStreamClient, type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
+export {
+  type AgentStreamClient,
+  type AgentStreamConnection,
+  connectAgent,
+  type TlsIdentity,
+} from "./transport.js";
