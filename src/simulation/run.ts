@@ -6,7 +6,7 @@
  * first violation ends the run with the step, the rule and the last events.
  */
 import { LogChecker, type RuleName } from "../invariants/index.js";
-import { readyCounts } from "../projections/index.js";
+import { isReady, readyCounts, resolveMinAvailable } from "../projections/index.js";
 import { scheduleFaults } from "./faults.js";
 import type { StoredRecord } from "./memory-log.js";
 import type { SimulationOptions } from "./options.js";
@@ -69,7 +69,19 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
   // Passes the log took, by lease revision: a pass of an older revision after a newer one is a stale leader's.
   let newestRevision = 0;
   world.onStored = (r) => {
+    const body = r.event.body;
+    // Ready replicas that this pass starts draining (a voluntary disruption), read before the fold.
+    const drained =
+      body.case === "reconcilePass"
+        ? body.value.decisions.flatMap((d) => {
+            if (d.kind.case !== "replicaDrainStarted") return [];
+            const rep = checker.state.replicas.replicas.get(d.kind.value.replicaId);
+            return rep && isReady(rep) ? [rep.model] : [];
+          })
+        : [];
+    const before = drained.length > 0 ? readyCounts(checker.state.replicas) : undefined;
     checker.observe(r);
+    if (before) checkBudget(checker, before, new Set(drained), r.seq, fail);
     if (r.event.body.case === "reconcilePass") {
       const rev = Number(r.event.body.value.leaseRevision);
       if (rev < newestRevision)
@@ -115,6 +127,36 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
     fenced: log.fenced,
     failure,
   };
+}
+
+/**
+ * A pass that drains ready replicas (a voluntary disruption: a node drain,
+ * a rollout, a GPU-fault move) leaves each model at least its disruption
+ * budget (minAvailable) or, with none stated, as many ready as before
+ * (make-before-break) or as desired.
+ */
+function checkBudget(
+  checker: LogChecker,
+  before: Record<string, { ready: number; desired: number }>,
+  models: ReadonlySet<string>,
+  seq: number,
+  fail: (i: SimInvariant, m: string) => void,
+): void {
+  const after = readyCounts(checker.state.replicas);
+  for (const model of models) {
+    const b = before[model];
+    const a = after[model];
+    if (!b || !a || a.ready >= b.ready) continue;
+    const spec = checker.state.replicas.catalog.models.find((m) => m.name === model);
+    const stated = spec?.minAvailable;
+    const floor =
+      stated === undefined ? Math.min(b.ready, a.desired) : resolveMinAvailable(stated, a.desired);
+    if (a.ready < floor)
+      fail(
+        "below-disruption-budget",
+        `the pass at ${seq} drained ready replicas of ${model}: ${b.ready} → ${a.ready} ready, below ${stated === undefined ? `${floor} (no minAvailable: make-before-break)` : `minAvailable ${stated} = ${floor}`}`,
+      );
+  }
 }
 
 /** No shard runs (or starts, or drains) on two live nodes at once: the engines themselves, not the log. */
