@@ -18,6 +18,7 @@ import { ingest } from "./scenarios/ingest.js";
 import { placement } from "./scenarios/placement.js";
 import { replay } from "./scenarios/replay.js";
 import { router } from "./scenarios/router.js";
+import { simulate } from "./scenarios/simulate.js";
 import { renderTable, type Scenario, type ScenarioResult } from "./support/result.js";
 
 // The scenarios that measure this process itself run before fan-in, whose 10,000 TLS agents
@@ -27,6 +28,7 @@ export const SCENARIOS: Scenario[] = [
   placement,
   replay,
   agentEngines,
+  simulate,
   history,
   growth,
   ingest,
