@@ -61,6 +61,9 @@ export class SimGateway {
   incarnation = 0;
   readonly #o: SimGatewayOptions;
   readonly #sessions = new Set<SimSession>();
+  /** Open sessions by session id, and every session by node (filled once the Register is read). */
+  readonly #byId = new Map<string, SimSession>();
+  readonly #byNode = new Map<string, Set<SimSession>>();
   readonly #newest = new Map<string, Newest>();
   /** Sessions that ended here: commands still addressed to them are reported undeliverable. */
   readonly #ended = new Map<string, { nodeId: string; detail: string }>();
@@ -102,6 +105,8 @@ export class SimGateway {
     this.up = false;
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
+    this.#byId.clear();
+    this.#byNode.clear();
     this.#newest.clear();
     this.#ended.clear();
   }
@@ -146,7 +151,7 @@ export class SimGateway {
             closed: false,
           });
         }
-        for (const s of this.#sessions) if (s.state.nodeId === o.nodeId) this.checkSuperseded(s);
+        for (const s of this.#byNode.get(o.nodeId) ?? []) this.checkSuperseded(s);
         return;
       }
       case "sessionClosed": {
@@ -190,9 +195,13 @@ export class SimGateway {
 
   /** The gateway's admission of a registered stream: the duplicate-identity check. */
   admit(s: SimSession): Close | undefined {
-    const local = [...this.#sessions]
-      .filter((o) => o !== s && o.state.nodeId === s.state.nodeId && o.state.phase === "open")
-      .map((o) => o.asLocal());
+    let mine = this.#byNode.get(s.state.nodeId);
+    if (!mine) {
+      mine = new Set();
+      this.#byNode.set(s.state.nodeId, mine);
+    }
+    mine.add(s);
+    const local = [...mine].filter((o) => o !== s && o.state.phase === "open").map((o) => o.asLocal());
     const holder = liveHolder(
       s.state.instanceId,
       local,
@@ -209,17 +218,25 @@ export class SimGateway {
     };
   }
 
+  /** A session of this gateway opened: commands to it are relayed. */
+  opened(s: SimSession): void {
+    this.#byId.set(s.state.sessionId, s);
+  }
+
   /** A session of this gateway ended. */
   ended(s: SimSession): void {
     this.#sessions.delete(s);
+    if (this.#byId.get(s.state.sessionId) === s) this.#byId.delete(s.state.sessionId);
+    const mine = this.#byNode.get(s.state.nodeId);
+    mine?.delete(s);
+    if (mine?.size === 0) this.#byNode.delete(s.state.nodeId);
     if (s.state.openedSeq > 0)
       this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
     if (this.#ended.size > 10_000) this.#ended.delete(this.#ended.keys().next().value as string);
   }
 
   #held(sessionId: string): SimSession | undefined {
-    for (const s of this.#sessions) if (s.state.sessionId === sessionId && s.state.openedSeq > 0) return s;
-    return undefined;
+    return this.#byId.get(sessionId);
   }
 
   #relay(cmd: Parameters<typeof controlMessageFor>[0], passSeq: number): void {
@@ -420,7 +437,10 @@ export class SimSession implements StreamReceiver {
           if (this.#finished) return;
           if (p.ackId !== undefined) {
             this.feed({ kind: "stored", messageId: p.ackId, seq: a.seq });
-            if (p.ackId === "register") gw.checkSuperseded(this);
+            if (p.ackId === "register" && this.state.openedSeq > 0) {
+              gw.opened(this);
+              gw.checkSuperseded(this);
+            }
           }
           this.#publishNext();
         },

@@ -52,9 +52,17 @@ export const PLANTED_BUGS: PlantedBug[] = [
     file: "src/simulation/gateway.ts",
     from: "      this.#queue.push({ event, ackId: e.ackId });\n",
     to:
-      "      this.#queue.push({ event, ackId: undefined });\n" +
-      '      if (e.ackId !== undefined) { const id = e.ackId; this.#gw.options.scheduler.after(0, () => this.feed({ kind: "stored", messageId: id, seq: 0 })); }\n',
-    run: { minutes: 40, nodes: 10, faults: ["log"], convergeMinutes: 10, seeds: 12 },
+      '      const early = e.ackId !== undefined && e.ackId !== "register" ? e.ackId : undefined;\n' +
+      "      this.#queue.push({ event, ackId: early === undefined ? e.ackId : undefined });\n" +
+      '      if (early !== undefined) this.#gw.options.scheduler.after(0, () => this.feed({ kind: "stored", messageId: early, seq: 0 }));\n',
+    // Log outages lose only what is said during them: restarts and operator moves keep the agents talking.
+    run: {
+      minutes: 40,
+      nodes: 10,
+      faults: ["log", "agent-crash", "operator"],
+      convergeMinutes: 10,
+      seeds: 12,
+    },
   },
 ];
 
