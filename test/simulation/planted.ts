@@ -31,7 +31,7 @@ export const PLANTED_BUGS: PlantedBug[] = [
     file: "src/reconciler/decide/drains.ts",
     from: "      if (!nextReady) return undefined;\n",
     to: "",
-    run: { minutes: 40, nodes: 10, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
+    run: { minutes: 60, nodes: 20, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
   },
   {
     name: "the disruption budget ignored by rollouts",
