@@ -8,7 +8,6 @@
  * read from the very headers the real publisher writes (PublishHeaders), so
  * a log whose fencing is broken is broken here too.
  */
-import type { PubAck } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckHandler, PublishExpect } from "../log/acked-publish.js";
 import { LogAppender } from "../log/append.js";
@@ -19,6 +18,9 @@ import { Digest } from "./digest.js";
 import type { Scheduler } from "./scheduler.js";
 
 export const SIM_STREAM = "LLMGW";
+
+/** The stream's ack of a publish (JetStream's PubAck, as the publisher's handler takes it). */
+type PubAck = Parameters<AckHandler["acked"]>[0];
 
 /** One stored message. */
 export interface StoredRecord {
