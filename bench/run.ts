@@ -19,6 +19,7 @@ import { ingest } from "./scenarios/ingest.js";
 import { placement } from "./scenarios/placement.js";
 import { replay } from "./scenarios/replay.js";
 import { router } from "./scenarios/router.js";
+import { simulate } from "./scenarios/simulate.js";
 import {
   combineRuns,
   describeRuns,
@@ -35,6 +36,7 @@ export const SCENARIOS: Scenario[] = [
   placement,
   replay,
   agentEngines,
+  simulate,
   history,
   growth,
   ingest,

@@ -24,10 +24,14 @@ import {
   type StopShard,
 } from "../gen/llmgw/v1/agent_pb.js";
 import {
+  type AgentClock,
   AgentConnection,
+  type AgentStreamConnection,
   type ConnectionEvent,
   type HeartbeatInit,
   type RegisterInit,
+  SYSTEM_CLOCK,
+  type TimerHandle,
   type TlsIdentity,
 } from "./client/index.js";
 import type { EngineOutput } from "./engine/engine-output.js";
@@ -202,6 +206,14 @@ export interface NodeAgentOptions {
   protocol?: "connect" | "grpc";
   /** Told of the agent's activity as it happens. */
   observe?: (a: NodeAgentActivity) => void;
+  /** Time, timers and ids (default: the process's; `llmgw simulate` runs the agent on simulated time). */
+  clock?: AgentClock;
+  /** Opens a stream's connection (default: HTTP/2; `llmgw simulate` hands in its simulated transport). */
+  connect?: (
+    url: string,
+    protocol: "connect" | "grpc",
+    tls: TlsIdentity | undefined,
+  ) => AgentStreamConnection;
 }
 
 const STATE: Record<ShardStateName, State> = {
@@ -225,7 +237,7 @@ export class NodeAgent {
   /** Problems not yet said in a heartbeat. */
   #pendingProblems: GpuProblemInit[] = [];
   #pendingNodeProblems: string[] = [];
-  #sampleTimer: NodeJS.Timeout | undefined;
+  #sampleTimer: TimerHandle | undefined;
   #sampling: Promise<void> | undefined;
   #stopped = false;
   /** `llmgw logs` requests under way. */
@@ -253,6 +265,8 @@ export class NodeAgent {
       onControl: (m) => this.#onControl(m),
       onEvent: (e) => this.#onConnectionEvent(e),
       resendUnacked: true,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.connect ? { connect: opts.connect } : {}),
     });
     this.#logRequests = new EngineLogRequests({
       source: { output: (shardId) => opts.supervisor.output?.(shardId) },
@@ -297,7 +311,7 @@ export class NodeAgent {
 
   /** Connects and keeps connected until stop(); samples the GPUs every gpuSampleMs (default: every heartbeat). */
   start(): void {
-    this.#sampleTimer = setInterval(() => {
+    this.#sampleTimer = (this.#o.clock ?? SYSTEM_CLOCK).setInterval(() => {
       this.#sampling ??= this.#sample().finally(() => {
         this.#sampling = undefined;
       });
@@ -309,7 +323,7 @@ export class NodeAgent {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#logRequests.cancelAll();
-    clearInterval(this.#sampleTimer);
+    (this.#o.clock ?? SYSTEM_CLOCK).clearInterval(this.#sampleTimer);
     await this.#sampling;
     await this.#connection.stop();
   }

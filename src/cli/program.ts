@@ -36,6 +36,7 @@ import { registerRollouts } from "./commands/rollouts.js";
 import { registerRouter } from "./commands/router.js";
 import { registerScale } from "./commands/scale.js";
 import { registerSim } from "./commands/sim.js";
+import { registerSimulate } from "./commands/simulate.js";
 import { registerWhatIf } from "./commands/what-if.js";
 import { applyConfigFile } from "./config-file.js";
 
@@ -70,6 +71,7 @@ export function buildProgram(): Command {
   registerApi(program);
   registerRouter(program);
   registerSim(program);
+  registerSimulate(program);
   registerAgent(program);
   registerArchiver(program);
   registerCerts(program);

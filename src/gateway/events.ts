@@ -11,9 +11,9 @@ import {
 } from "../gen/llmgw/v1/events_pb.js";
 import type { BodyInit } from "./session-core/index.js";
 
-/** An event written by gateway `gatewayId`, stamped with its clock. */
-export function gatewayEvent(gatewayId: string, id: string, body: BodyInit): Event {
-  return newEvent({ id, timeUnixMs: BigInt(Date.now()), writer: writerOf(gatewayId), body });
+/** An event written by gateway `gatewayId`, stamped with its clock (`timeMs`: a simulated gateway's). */
+export function gatewayEvent(gatewayId: string, id: string, body: BodyInit, timeMs = Date.now()): Event {
+  return newEvent({ id, timeUnixMs: BigInt(timeMs), writer: writerOf(gatewayId), body });
 }
 
 /**
@@ -41,24 +41,30 @@ export function commandUndeliverable(
   passSeq: number,
   reason: CommandUndeliverable_Reason,
   detail: string,
+  timeMs = Date.now(),
 ): Event {
   const a = cmd.action;
-  return gatewayEvent(gatewayId, `${cmd.sessionId}-undeliverable-${cmd.commandId}-${cmd.attempt}`, {
-    case: "commandUndeliverable",
-    value: {
-      commandId: cmd.commandId,
-      attempt: cmd.attempt,
-      nodeId: cmd.nodeId,
-      sessionId: cmd.sessionId,
-      gatewayId,
-      reason,
-      detail,
-      action: a.case === undefined ? CommandUndeliverable_Action.UNSPECIFIED : ACTIONS[a.case],
-      shardId: a.value?.shardId ?? "",
-      replicaId: a.case === "start" ? a.value.replicaId : cmd.replicaId,
-      passSeq: BigInt(passSeq),
+  return gatewayEvent(
+    gatewayId,
+    `${cmd.sessionId}-undeliverable-${cmd.commandId}-${cmd.attempt}`,
+    {
+      case: "commandUndeliverable",
+      value: {
+        commandId: cmd.commandId,
+        attempt: cmd.attempt,
+        nodeId: cmd.nodeId,
+        sessionId: cmd.sessionId,
+        gatewayId,
+        reason,
+        detail,
+        action: a.case === undefined ? CommandUndeliverable_Action.UNSPECIFIED : ACTIONS[a.case],
+        shardId: a.value?.shardId ?? "",
+        replicaId: a.case === "start" ? a.value.replicaId : cmd.replicaId,
+        passSeq: BigInt(passSeq),
+      },
     },
-  });
+    timeMs,
+  );
 }
 
 const ACTIONS = {

@@ -157,7 +157,8 @@ const REASON_LABEL: Record<CommandUndeliverable_Reason, string> = {
   [QUEUE_FULL]: "queue_full",
 };
 
-function controlMessageFor(cmd: Command): ControlMessage | undefined {
+/** The message that carries `cmd` to its agent; undefined for a command without an action. */
+export function controlMessageFor(cmd: Command): ControlMessage | undefined {
   const a = cmd.action;
   switch (a.case) {
     case "start":

@@ -56,53 +56,123 @@ export interface CheckReport {
 
 export const DEFAULT_SUPERSEDE_GRACE_MS = 10_000;
 
-export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = {}): CheckReport {
-  const slots = new SlotRule();
-  const fencing = new FencingRule();
-  const sessions = new SessionRule(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
-  const stored = new StoredRule();
-  const gpus = new GpuPlacementRule();
-  const undeliverable = new UndeliverableRule();
-  const failureReasons = new FailureReasonRule();
-  const endpoints = new EndpointRule();
-  const rollouts = new RolloutReadyRule();
-  const results = new ResultAddressRule();
-  let state: FleetState = initialFleet();
-  let passes = 0;
-  let opened = 0;
-  let previousSeq = 0;
-  const order: Violation[] = [];
-  const total = records.length;
-  for (let i = 0; i < total; i++) {
-    const r = records[i]!;
-    if (r.seq <= previousSeq) {
-      order.push({
+/**
+ * The checker's rules over a log read one event at a time: `checkLog` runs
+ * it over a whole log, `llmgw simulate` after every batch of a run, so a
+ * violation is caught at the step that made it. What needs the whole log
+ * (acked messages each stored once, replay determinism) is in `finish`.
+ */
+export class LogChecker {
+  readonly #slots = new SlotRule();
+  readonly #fencing = new FencingRule();
+  readonly #sessions: SessionRule;
+  readonly #stored = new StoredRule();
+  readonly #gpus = new GpuPlacementRule();
+  readonly #undeliverable = new UndeliverableRule();
+  readonly #failureReasons = new FailureReasonRule();
+  readonly #endpoints = new EndpointRule();
+  readonly #rollouts = new RolloutReadyRule();
+  readonly #results = new ResultAddressRule();
+  #state: FleetState = initialFleet();
+  readonly #order: Violation[] = [];
+  #previousSeq = 0;
+  passes = 0;
+  opened = 0;
+  events = 0;
+  firstSeq = 0;
+  lastSeq = 0;
+
+  constructor(supersedeGraceMs = DEFAULT_SUPERSEDE_GRACE_MS) {
+    this.#sessions = new SessionRule(supersedeGraceMs);
+  }
+
+  /** The fleet as folded so far (read-only for callers). */
+  get state(): FleetState {
+    return this.#state;
+  }
+
+  observe(r: CheckedEvent): void {
+    if (r.seq <= this.#previousSeq) {
+      this.#order.push({
         rule: "replay-determinism",
         seq: r.seq,
-        message: `sequence ${r.seq} follows ${previousSeq}: the log given is not in order`,
+        message: `sequence ${r.seq} follows ${this.#previousSeq}: the log given is not in order`,
       });
     }
-    previousSeq = r.seq;
+    this.#previousSeq = r.seq;
+    if (this.events === 0) this.firstSeq = r.seq;
+    this.events++;
+    this.lastSeq = r.seq;
     const b = r.event.body.case;
-    if (b === "reconcilePass") passes++;
-    else if (b === "sessionOpened") opened++;
-    stored.observe(r);
-    fencing.observe(r);
-    slots.observe(r, state);
-    failureReasons.observe(r, state);
-    sessions.observe(r);
-    gpus.observe(r);
-    undeliverable.observe(r);
-    rollouts.observe(r, state);
-    state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
-    sessions.recordAfter(r, state);
-    endpoints.recordAfter(r, state);
-    gpus.recordAfter(r, state);
-    rollouts.recordAfter(r, state);
-    results.recordAfter(r, state);
+    if (b === "reconcilePass") this.passes++;
+    else if (b === "sessionOpened") this.opened++;
+    const state = this.#state;
+    this.#stored.observe(r);
+    this.#fencing.observe(r);
+    this.#slots.observe(r, state);
+    this.#failureReasons.observe(r, state);
+    this.#sessions.observe(r);
+    this.#gpus.observe(r);
+    this.#undeliverable.observe(r);
+    this.#rollouts.observe(r, state);
+    this.#state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
+    this.#sessions.recordAfter(r, this.#state);
+    this.#endpoints.recordAfter(r, this.#state);
+    this.#gpus.recordAfter(r, this.#state);
+    this.#rollouts.recordAfter(r, this.#state);
+    this.#results.recordAfter(r, this.#state);
+  }
+
+  /** How many violations the events so far showed (cheap: for a check after every batch). */
+  get violationCount(): number {
+    return (
+      this.#order.length +
+      this.#slots.violations.length +
+      this.#sessions.violations.length +
+      this.#fencing.violations.length +
+      this.#gpus.violations.length +
+      this.#undeliverable.violations.length +
+      this.#failureReasons.violations.length +
+      this.#endpoints.violations.length +
+      this.#rollouts.violations.length +
+      this.#results.violations.length
+    );
+  }
+
+  /** The violations the events so far showed, in log order. */
+  violations(): Violation[] {
+    return [
+      ...this.#order,
+      ...this.#slots.violations,
+      ...this.#sessions.violations,
+      ...this.#fencing.violations,
+      ...this.#gpus.violations,
+      ...this.#undeliverable.violations,
+      ...this.#failureReasons.violations,
+      ...this.#endpoints.violations,
+      ...this.#rollouts.violations,
+      ...this.#results.violations,
+    ].sort((x, y) => x.seq - y.seq);
+  }
+
+  /** Every violation, with those only the whole log shows: acked messages not stored once, replay determinism. */
+  finish(records: readonly CheckedEvent[], opts: CheckOptions = {}): Violation[] {
+    const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(records.length / 20));
+    return [
+      ...this.violations(),
+      ...this.#stored.finish(opts.acked ?? []),
+      ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
+    ].sort((x, y) => x.seq - y.seq);
+  }
+}
+
+export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = {}): CheckReport {
+  const checker = new LogChecker(opts.supersedeGraceMs ?? DEFAULT_SUPERSEDE_GRACE_MS);
+  const total = records.length;
+  for (let i = 0; i < total; i++) {
+    checker.observe(records[i]!);
     if (opts.onProgress && (i + 1) % 5000 === 0) opts.onProgress(i + 1, total);
   }
-  const every = opts.checkpointEvery ?? Math.max(500, Math.ceil(total / 20));
   const violations = [
     ...(opts.malformed ?? []).map(
       (m): Violation => ({
@@ -118,26 +188,15 @@ export function checkLog(records: readonly CheckedEvent[], opts: CheckOptions = 
         message: `${r.kind} at ${r.seq} on subject ${r.subject} was refused, not folded: ${r.reason}`,
       }),
     ),
-    ...order,
-    ...slots.violations,
-    ...sessions.violations,
-    ...fencing.violations,
-    ...gpus.violations,
-    ...undeliverable.violations,
-    ...failureReasons.violations,
-    ...endpoints.violations,
-    ...rollouts.violations,
-    ...results.violations,
-    ...stored.finish(opts.acked ?? []),
-    ...determinismViolations(records, opts.projection ?? (fleetProjection as Projection<unknown>), every),
+    ...checker.finish(records, opts),
   ].sort((x, y) => x.seq - y.seq);
   opts.onProgress?.(total, total);
   return {
     events: total,
     firstSeq: records[0]?.seq ?? 0,
     lastSeq: records.at(-1)?.seq ?? 0,
-    passes,
-    sessions: opened,
+    passes: checker.passes,
+    sessions: checker.opened,
     acked: opts.acked?.length ?? 0,
     violations,
   };

@@ -35,7 +35,7 @@ export class LogAppender {
   readonly subjects: Subjects;
 
   constructor(
-    private readonly publisher: AckedPublisher,
+    private readonly publisher: Pick<AckedPublisher, "send">,
     readonly stream: string,
     prefix?: string,
   ) {

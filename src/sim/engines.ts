@@ -12,6 +12,7 @@
  * It says what happens through `onEvent`, as the real supervisor does; the
  * real `NodeAgent` turns that into shard statuses.
  */
+import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "../agent/client/index.js";
 import type {
   CommandOutcome,
   ShardEvent,
@@ -44,7 +45,7 @@ export type PreloadedShard = Omit<SimShard, "state" | "rank">;
 interface Engine extends SimShard {
   /** The fault of an engine that was launched (refused and never-started ones never get here). */
   fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
-  timers: Set<NodeJS.Timeout>;
+  timers: Set<TimerHandle>;
   /** With `engineHttp`: its server and, once listening, its port. */
   server?: SimEngineServer;
   listening?: Promise<number>;
@@ -57,6 +58,8 @@ export interface SimEnginesOptions {
   faults: NodeFaultPlan;
   /** The load a running shard reports (src/sim/load.ts); undefined: none. */
   load?: (shard: SimShard) => ShardLoadReading | undefined;
+  /** Time and timers (default: the process's; `llmgw simulate` hands in simulated ones). */
+  clock?: AgentClock;
 }
 
 type Exit = { exitCode: number; error?: string; lastOutput?: string };
@@ -64,11 +67,13 @@ type Exit = { exitCode: number; error?: string; lastOutput?: string };
 export class SimEngines implements ShardSupervisor {
   readonly #o: SimEnginesOptions;
   readonly #engines = new Map<string, Engine>();
+  readonly #clock: AgentClock;
   /** Where shard changes go (the node's current agent). */
   onEvent: (e: ShardEvent) => void = () => {};
 
   constructor(opts: SimEnginesOptions) {
     this.#o = opts;
+    this.#clock = opts.clock ?? SYSTEM_CLOCK;
   }
 
   // --- ShardSupervisor ---------------------------------------------------------
@@ -157,7 +162,7 @@ export class SimEngines implements ShardSupervisor {
     // What is in flight takes drainMs to finish; an engine still busy at the
     // deadline exits then, cutting off the rest, and says so.
     const untilDeadline =
-      deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - Date.now()) : Number.POSITIVE_INFINITY;
+      deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - this.#clock.now()) : Number.POSITIVE_INFINITY;
     const drainMs = this.#o.config.drainMs;
     if (untilDeadline >= drainMs) this.#after(e, drainMs, () => this.#exit(e, "stopped", { exitCode: 0 }));
     else
@@ -249,7 +254,7 @@ export class SimEngines implements ShardSupervisor {
   // --- state ----------------------------------------------------------------------
 
   #after(e: Engine, ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
+    const t = this.#clock.setTimeout(() => {
       e.timers.delete(t);
       // The engine may have been stopped or replaced since.
       if (this.#engines.get(e.shardId) === e) fn();
@@ -302,7 +307,7 @@ export class SimEngines implements ShardSupervisor {
   }
 
   #clearTimers(e: Engine): void {
-    for (const t of e.timers) clearTimeout(t);
+    for (const t of e.timers) this.#clock.clearTimeout(t);
     e.timers.clear();
   }
 

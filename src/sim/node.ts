@@ -12,7 +12,13 @@
  * node so Node.js keeps them all in one timer list, and the fleet shares one
  * metrics registry and a silent logger.
  */
-import type { TlsIdentity } from "../agent/client/index.js";
+import {
+  type AgentClock,
+  type AgentStreamConnection,
+  SYSTEM_CLOCK,
+  type TimerHandle,
+  type TlsIdentity,
+} from "../agent/client/index.js";
 import type { ProblemLedgerData, ProblemLedgerStore } from "../agent/hardware-watch.js";
 import type { AgentMetrics } from "../agent/metrics.js";
 import { NodeAgent, type NodeAgentActivity, type NodeAgentLogger } from "../agent/node-agent.js";
@@ -38,6 +44,14 @@ export interface SimNodeOptions {
   emit: (e: SimEvent) => void;
   /** The load a running shard reports in heartbeats (src/sim/load.ts); undefined: none. */
   load?: (shard: SimShard) => ShardLoadReading | undefined;
+  /** Time, timers and ids of the agent and its engines (default: the process's; `llmgw simulate` hands in simulated ones). */
+  clock?: AgentClock;
+  /** The agent's transport (default: HTTP/2 to the gateways; `llmgw simulate` hands in its own). */
+  connect?: (
+    url: string,
+    protocol: "connect" | "grpc",
+    tls: TlsIdentity | undefined,
+  ) => AgentStreamConnection;
 }
 
 /** The simulator's agents log nothing: what they do reaches the fleet as events. */
@@ -67,7 +81,7 @@ export class SimNode {
   /** The previous agent process stopping, after a restart. */
   #restarting: Promise<void> | undefined;
   #partitionScheduled = false;
-  #partitionTimer: NodeJS.Timeout | undefined;
+  #partitionTimer: TimerHandle | undefined;
   #stopped = false;
   #onRegistered!: () => void;
   readonly #registered = new Promise<void>((resolve) => {
@@ -83,6 +97,7 @@ export class SimNode {
       config: opts.config,
       faults: opts.faults,
       ...(opts.load ? { load: opts.load } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
     });
     this.#engines.onEvent = (e) => this.#agent?.onShardEvent(e);
     this.#gpus = new SimGpus({
@@ -92,6 +107,7 @@ export class SimNode {
       rng: opts.rng,
       engines: this.#engines,
       onProblem: (problem) => opts.emit({ type: "problem", nodeId: this.nodeId, problem }),
+      ...(opts.clock ? { now: () => (opts.clock as AgentClock).now() } : {}),
     });
   }
 
@@ -122,7 +138,7 @@ export class SimNode {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#partitionTimer);
+    (this.#o.clock ?? SYSTEM_CLOCK).clearTimeout(this.#partitionTimer);
     await this.#restarting;
     await this.#agent?.stop();
     this.#engines.close();
@@ -208,6 +224,8 @@ export class SimNode {
       gpuSampleMs: c.heartbeatMs,
       problemLedger: this.#ledger,
       observe: (a) => this.#observe(a),
+      ...(this.#o.clock ? { clock: this.#o.clock } : {}),
+      ...(this.#o.connect ? { connect: this.#o.connect } : {}),
     });
     return agent;
   }
@@ -286,7 +304,7 @@ export class SimNode {
   #schedulePartition(): void {
     if (!this.#o.faults.nodeFaults.has("partition") || this.#partitionScheduled) return;
     this.#partitionScheduled = true;
-    this.#partitionTimer = setTimeout(() => {
+    this.#partitionTimer = (this.#o.clock ?? SYSTEM_CLOCK).setTimeout(() => {
       // Silent from now on; the stream stays open until the gateway gives up on it.
       this.#agent?.silence(this.#o.config.partitionHealMs);
       this.#o.emit({ type: "partitioned", nodeId: this.nodeId });

@@ -18,6 +18,7 @@ const FIGURES: Record<string, number> = {
   convergence: 8,
   router: 8,
   "agent-engines": 3,
+  simulate: 3,
   history: 7,
   growth: 7,
 };

@@ -13,6 +13,7 @@ describe("llmgw command", () => {
       "api",
       "router",
       "sim",
+      "simulate",
       "replay",
       "events",
       "explain",

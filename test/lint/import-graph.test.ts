@@ -77,6 +77,28 @@ describe("the import graph of src", () => {
   });
 });
 
+describe("the simulation's own files (src/simulation)", () => {
+  it("fire on a clock, a timer or randomness of their own, and not on the end of a turn", () => {
+    const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
+    const planted = "src/simulation/planted.ts";
+    graph.set(
+      planted,
+      parseSource(
+        planted,
+        "export const t = () => Date.now();\nexport const r = () => Math.random();\nsetTimeout(() => {}, 1);\n",
+      ),
+    );
+    const found = findImpurities(
+      graph,
+      PURE_ROOMS.filter((r) => r.name === "simulation"),
+    );
+    assert.deepEqual(
+      found.map((i) => i.what),
+      [`Date.now at ${planted}:1`, `Math.random at ${planted}:2`, `setTimeout() at ${planted}:3`],
+    );
+  });
+});
+
 describe("the import-graph checker on planted trees", () => {
   const dir = mkdtempSync(join(tmpdir(), "import-graph-"));
   after(() => rmSync(dir, { recursive: true, force: true }));

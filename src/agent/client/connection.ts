@@ -7,7 +7,6 @@
  *
  * Used by the simulator and by the real node agent alike.
  */
-import { randomUUID } from "node:crypto";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { PushQueue } from "../../async/push-queue.js";
 import {
@@ -19,8 +18,9 @@ import {
 } from "../../gen/llmgw/v1/agent_pb.js";
 import { AckTracker } from "./acks.js";
 import { reconnectDelayMs } from "./backoff.js";
+import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 import { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
-import { connectAgent, type TlsIdentity } from "./transport.js";
+import { type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
 
 export type RegisterInit = MessageInitShape<typeof RegisterSchemaType>;
 export type HeartbeatInit = MessageInitShape<typeof HeartbeatSchema>;
@@ -68,6 +68,14 @@ export interface ConnectionOptions {
    * the control plane (how the simulator's agents behave).
    */
   resendUnacked: boolean;
+  /** Time, timers and ids (default: the process's; `llmgw simulate` hands in simulated ones). */
+  clock?: AgentClock;
+  /** Opens a stream's connection (default: HTTP/2 to the gateway; `llmgw simulate` hands in its own transport). */
+  connect?: (
+    url: string,
+    protocol: "connect" | "grpc",
+    tls: TlsIdentity | undefined,
+  ) => AgentStreamConnection;
 }
 
 type Outcome =
@@ -85,13 +93,14 @@ interface Stream {
 
 export class AgentConnection {
   readonly #o: ConnectionOptions;
+  readonly #clock: AgentClock;
   readonly #unacked = new UnackedOutbox();
   #stream: Stream | undefined;
   #stopped = true;
   #restartPending = false;
   #silent = false;
   #silenceHealMs = 0;
-  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: TimerHandle | undefined;
   #wake: AbortController | undefined;
   #running: Promise<void> | undefined;
   #lastReason = "";
@@ -101,24 +110,26 @@ export class AgentConnection {
    * gateway tells this agent reconnecting from a second agent presenting
    * the same certificate. A restart draws a new one, as a new process would.
    */
-  #instanceId = randomUUID();
+  #instanceId: string;
 
   constructor(opts: ConnectionOptions) {
     if (opts.gateways.length === 0) throw new Error("at least one gateway URL is needed");
     this.#o = opts;
+    this.#clock = opts.clock ?? SYSTEM_CLOCK;
+    this.#instanceId = this.#clock.newId();
   }
 
   /** Starts connecting; returns at once. */
   start(): void {
     if (!this.#stopped) return;
     this.#stopped = false;
-    this.#heartbeatTimer = setInterval(() => this.#heartbeat(), this.#o.heartbeatMs);
+    this.#heartbeatTimer = this.#clock.setInterval(() => this.#heartbeat(), this.#o.heartbeatMs);
     this.#running = this.#run();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearInterval(this.#heartbeatTimer);
+    this.#clock.clearInterval(this.#heartbeatTimer);
     this.#stream?.abort.abort();
     this.#wake?.abort();
     await this.#running;
@@ -127,7 +138,7 @@ export class AgentConnection {
   /** Drops the stream and connects again at once to the first gateway, as a restarted process would. */
   restart(): void {
     this.#restartPending = true;
-    this.#instanceId = randomUUID();
+    this.#instanceId = this.#clock.newId();
     this.#stream?.abort.abort();
     this.#wake?.abort();
   }
@@ -277,9 +288,9 @@ export class AgentConnection {
     const wake = new AbortController();
     this.#wake = wake;
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
+      const t = this.#clock.setTimeout(resolve, ms);
       wake.signal.addEventListener("abort", () => {
-        clearTimeout(t);
+        this.#clock.clearTimeout(t);
         resolve();
       });
     });
@@ -297,13 +308,13 @@ export class AgentConnection {
     this.#stream = s;
     let conn: ReturnType<typeof connectAgent>;
     try {
-      conn = connectAgent(url, this.#o.protocol, this.#o.tls());
+      conn = (this.#o.connect ?? connectAgent)(url, this.#o.protocol, this.#o.tls());
     } catch (err) {
       this.#stream = undefined;
       return { kind: "ended", reason: err instanceof Error ? err.message : String(err), registered: false };
     }
     let ackTimedOut = false;
-    const ackTimer = setTimeout(() => {
+    const ackTimer = this.#clock.setTimeout(() => {
       ackTimedOut = true;
       s.abort.abort();
     }, this.#o.ackTimeoutMs);
@@ -326,7 +337,7 @@ export class AgentConnection {
           if (!m.msg.value.ok) {
             return { kind: "ended", reason: `registration refused: ${m.msg.value.error}`, registered: false };
           }
-          clearTimeout(ackTimer);
+          this.#clock.clearTimeout(ackTimer);
           s.registered = true;
           s.sessionId = m.msg.value.sessionId;
           this.#o.onEvent?.({ type: "registered", url, sessionId: s.sessionId });
@@ -355,7 +366,7 @@ export class AgentConnection {
             : String(err);
       return { kind: "ended", reason, registered: s.registered };
     } finally {
-      clearTimeout(ackTimer);
+      this.#clock.clearTimeout(ackTimer);
       s.outbox.end();
       s.abort.abort();
       conn.close();

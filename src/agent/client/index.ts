@@ -6,6 +6,7 @@
  */
 export { AckTracker } from "./acks.js";
 export { reconnectDelayMs } from "./backoff.js";
+export { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 export {
   AgentConnection,
   type ConnectionEvent,
@@ -15,4 +16,9 @@ export {
 } from "./connection.js";
 export { invalidNodeIdReason, NODE_ID_RULE } from "./node-id.js";
 export { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
-export { type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
+export {
+  type AgentStreamClient,
+  type AgentStreamConnection,
+  connectAgent,
+  type TlsIdentity,
+} from "./transport.js";

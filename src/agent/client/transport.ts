@@ -2,9 +2,10 @@
  * One HTTP/2 connection per agent stream: each node presents its own client
  * certificate, so connections are never shared between nodes.
  */
-import { type Client, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { AgentService } from "../../gen/llmgw/v1/agent_pb.js";
+import { AgentService, type ControlMessage } from "../../gen/llmgw/v1/agent_pb.js";
+import type { AgentMessageInit } from "./outbox.js";
 
 /** A node's TLS identity: the CA that signed the gateway, and the node's own certificate and key. */
 export interface TlsIdentity {
@@ -13,8 +14,16 @@ export interface TlsIdentity {
   key: Buffer;
 }
 
+/** The part of the Connect client an agent uses: the bidi stream (a simulated transport offers the same). */
+export interface AgentStreamClient {
+  connect(
+    requests: AsyncIterable<AgentMessageInit>,
+    options: { signal: AbortSignal },
+  ): AsyncIterable<ControlMessage>;
+}
+
 export interface AgentStreamConnection {
-  client: Client<typeof AgentService>;
+  client: AgentStreamClient;
   close(): void;
 }
 

@@ -30,7 +30,7 @@ export function registerBench(program: Command): void {
     )
     .option(
       "--only <scenarios>",
-      "comma-separated: ingest, fan-in, replay, history, growth, placement, agent-engines, convergence, router",
+      "comma-separated: ingest, fan-in, replay, history, growth, placement, agent-engines, simulate, convergence, router",
     )
     .option("--out <file>", "JSON result file (default .bench/results-<time>.json)")
     .action(async (f: BenchFlags) => {

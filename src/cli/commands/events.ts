@@ -87,8 +87,11 @@ function subjectsOf(prefix: string, given: string[], node: string | undefined): 
   return out;
 }
 
-/** One event as `llmgw events` prints it in `format`. */
-function eventLine(format: OutputFormat, r: Omit<ApiEventRecord, "event"> & { event?: unknown }): string {
+/** One event as `llmgw events` prints it in `format` (`llmgw simulate` prints a failure's last events with it). */
+export function eventLine(
+  format: OutputFormat,
+  r: Omit<ApiEventRecord, "event"> & { event?: unknown },
+): string {
   switch (format) {
     case "json":
     case "yaml": {

@@ -6,4 +6,5 @@ export {
   reconcilerConfigSchema,
 } from "./config.js";
 export { decide } from "./decide.js";
+export { passExpectation } from "./expectation.js";
 export type { DecideInput, DecideOutput } from "./types.js";

@@ -22,6 +22,7 @@ import { newEvent } from "../../codec/index.js";
 import { type Event, Writer_Kind } from "../../gen/llmgw/v1/events_pb.js";
 import { isLogError, type Log } from "../../log/index.js";
 import type { FleetState } from "../../projections/index.js";
+import { passExpectation } from "../decide/index.js";
 import { Backoff } from "./backoff.js";
 import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";
 import type { EndpointsBucket } from "./endpoints-bucket.js";
@@ -405,7 +406,7 @@ export class ReconcilerRunner<C> {
     const out: DecideResult = this.opts.decide(
       decideInput(state, this.opts.config, nowMs, this.opts.gateways.ids),
     );
-    const expect = state.replicas.lastPass?.seq ?? 0;
+    const expect = passExpectation(state);
     this.#triggers.deadline(
       out.nextDeadlineMs === null
         ? null

@@ -1,0 +1,498 @@
+/**
+ * A simulated gateway: its agent streams run the real session core (`step`)
+ * exactly as the gateway's shell feeds it (src/gateway/session.ts): every
+ * message, timer, store and failure is an input, and what `step` returns is
+ * carried out — events appended through the real append path in the order
+ * they were drafted, replies written to the stream, timers armed on the
+ * simulated clock. Around the sessions it keeps what the gateway keeps: the
+ * newest session per node (supersede across gateways), the duplicate-identity
+ * check (`liveHolder`), and the command relay (commands to the sessions it
+ * holds, undeliverable ones reported, expired sessions ended).
+ */
+import { Code } from "@connectrpc/connect";
+import type { TimerHandle } from "../agent/client/index.js";
+import { liveHolder } from "../gateway/duplicates.js";
+import { commandUndeliverable, gatewayEvent } from "../gateway/events.js";
+import { controlMessageFor } from "../gateway/relay.js";
+import {
+  awaitsAdmission,
+  type Close,
+  type CoreConfig,
+  closedEvent,
+  closeOutcome,
+  type Input,
+  initialState,
+  readDeadlineMs,
+  type SessionState,
+  step,
+  usageFlushDelayMs,
+} from "../gateway/session-core/index.js";
+import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
+import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
+import type { MemoryLog, StoredRecord } from "./memory-log.js";
+import type { Scheduler } from "./scheduler.js";
+import type { SimStream, StreamReceiver } from "./stream.js";
+
+export interface SimGatewayOptions {
+  id: string;
+  core: CoreConfig;
+  scheduler: Scheduler;
+  log: MemoryLog;
+  newId: () => string;
+  /** Told to a second agent process presenting a live session's identity. */
+  duplicateRetryAfterMs: number;
+}
+
+interface Newest {
+  sessionId: string;
+  gatewayId: string;
+  seq: number;
+  instanceId: string;
+  remoteAddress: string;
+  closed: boolean;
+}
+
+export class SimGateway {
+  readonly id: string;
+  up = true;
+  /** This gateway's clock minus the simulation's (clock skew). */
+  skewMs = 0;
+  /** Restarts so far: a restarted gateway is a new process. */
+  incarnation = 0;
+  readonly #o: SimGatewayOptions;
+  readonly #sessions = new Set<SimSession>();
+  /** Open sessions by session id, and every session by node (filled once the Register is read). */
+  readonly #byId = new Map<string, SimSession>();
+  readonly #byNode = new Map<string, Set<SimSession>>();
+  readonly #newest = new Map<string, Newest>();
+  /** Sessions that ended here: commands still addressed to them are reported undeliverable. */
+  readonly #ended = new Map<string, { nodeId: string; detail: string }>();
+  readonly #reported = new Set<string>();
+
+  constructor(opts: SimGatewayOptions) {
+    this.#o = opts;
+    this.id = opts.id;
+  }
+
+  get options(): SimGatewayOptions {
+    return this.#o;
+  }
+
+  /** The gateway's own clock. */
+  get now(): number {
+    return this.#o.scheduler.now + this.skewMs;
+  }
+
+  get sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** A new stream from an agent. */
+  accept(stream: SimStream): void {
+    const s = new SimSession(this, stream, this.#o.newId());
+    this.#sessions.add(s);
+    stream.attach(s);
+    s.start();
+  }
+
+  /** Appends an event of this gateway's (not a session's). */
+  append(e: Event): void {
+    this.#o.log.appender.appendWith(e, {}, { appended() {}, failed() {} });
+  }
+
+  /** The process dies: its streams break, nothing more is appended or relayed. */
+  crash(): void {
+    this.up = false;
+    for (const s of [...this.#sessions]) s.dropped();
+    this.#sessions.clear();
+    this.#byId.clear();
+    this.#byNode.clear();
+    this.#newest.clear();
+    this.#ended.clear();
+  }
+
+  /** A new process of this gateway: it says so in the log, as `llmgw gateway` does at start. */
+  restart(): void {
+    this.up = true;
+    this.incarnation++;
+    this.append(
+      gatewayEvent(
+        this.id,
+        `gateway-started-${this.id}-${this.#o.newId()}`,
+        {
+          case: "gatewayStarted",
+          value: {
+            gatewayId: this.id,
+            listenAddress: `sim://${this.id}`,
+            version: "sim",
+            leaseTtlMs: 10_000,
+          },
+        },
+        this.now,
+      ),
+    );
+  }
+
+  /** The log stored `r` (followed by every gateway, late by the follow latency). */
+  onRecord(r: StoredRecord): void {
+    if (!this.up) return;
+    const body = r.event.body;
+    switch (body.case) {
+      case "sessionOpened": {
+        const o = body.value;
+        const prev = this.#newest.get(o.nodeId);
+        if (!prev || prev.seq < r.seq) {
+          this.#newest.set(o.nodeId, {
+            sessionId: o.sessionId,
+            gatewayId: o.gatewayId,
+            seq: r.seq,
+            instanceId: o.registration?.instanceId ?? "",
+            remoteAddress: o.remoteAddress,
+            closed: false,
+          });
+        }
+        for (const s of this.#byNode.get(o.nodeId) ?? []) this.checkSuperseded(s);
+        return;
+      }
+      case "sessionClosed": {
+        const n = this.#newest.get(body.value.nodeId);
+        if (n && n.sessionId === body.value.sessionId) n.closed = true;
+        return;
+      }
+      case "reconcilePass": {
+        for (const d of body.value.decisions) {
+          if (d.kind.case !== "sessionsExpired") continue;
+          for (const ref of d.kind.value.sessions) {
+            const n = this.#newest.get(ref.nodeId);
+            if (n && n.sessionId === ref.sessionId) n.closed = true;
+            if (d.kind.value.gatewayId !== this.id) continue;
+            const s = this.#held(ref.sessionId);
+            if (s && s.state.nodeId === ref.nodeId && s.state.close === undefined) {
+              s.feed({
+                kind: "close",
+                close: {
+                  kind: "expired",
+                  detail: `the control plane recorded this session closed at sequence ${r.seq}; register again`,
+                },
+              });
+            }
+          }
+        }
+        for (const cmd of body.value.commands) this.#relay(cmd, r.seq);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Closes `s` if a newer session of its node is in the log. */
+  checkSuperseded(s: SimSession): void {
+    const n = this.#newest.get(s.state.nodeId);
+    if (n && s.state.openedSeq > 0 && n.seq > s.state.openedSeq && n.sessionId !== s.state.sessionId)
+      s.feed({ kind: "superseded", byGateway: n.gatewayId });
+  }
+
+  /** The gateway's admission of a registered stream: the duplicate-identity check. */
+  admit(s: SimSession): Close | undefined {
+    let mine = this.#byNode.get(s.state.nodeId);
+    if (!mine) {
+      mine = new Set();
+      this.#byNode.set(s.state.nodeId, mine);
+    }
+    mine.add(s);
+    const local = [...mine].filter((o) => o !== s && o.state.phase === "open").map((o) => o.asLocal());
+    const holder = liveHolder(
+      s.state.instanceId,
+      local,
+      this.#newest.get(s.state.nodeId),
+      this.id,
+      this.#o.core.heartbeatTimeoutMs,
+    );
+    if (!holder) return undefined;
+    return {
+      kind: "refused",
+      code: Code.AlreadyExists,
+      detail: `node ${s.state.nodeId} has a live session (${holder.sessionId} on gateway ${holder.gatewayId}) held by another agent process`,
+      retryAfterMs: this.#o.duplicateRetryAfterMs,
+    };
+  }
+
+  /** A session of this gateway opened: commands to it are relayed. */
+  opened(s: SimSession): void {
+    this.#byId.set(s.state.sessionId, s);
+  }
+
+  /** A session of this gateway ended. */
+  ended(s: SimSession): void {
+    this.#sessions.delete(s);
+    if (this.#byId.get(s.state.sessionId) === s) this.#byId.delete(s.state.sessionId);
+    const mine = this.#byNode.get(s.state.nodeId);
+    mine?.delete(s);
+    if (mine?.size === 0) this.#byNode.delete(s.state.nodeId);
+    if (s.state.openedSeq > 0)
+      this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
+    if (this.#ended.size > 10_000) this.#ended.delete(this.#ended.keys().next().value as string);
+  }
+
+  #held(sessionId: string): SimSession | undefined {
+    return this.#byId.get(sessionId);
+  }
+
+  #relay(cmd: Parameters<typeof controlMessageFor>[0], passSeq: number): void {
+    const msg = controlMessageFor(cmd);
+    if (!msg) return;
+    const s = this.#held(cmd.sessionId);
+    if (!s || s.state.nodeId !== cmd.nodeId) {
+      const ended = this.#ended.get(cmd.sessionId);
+      if (ended && ended.nodeId === cmd.nodeId)
+        this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSED, ended.detail);
+      return;
+    }
+    if (s.state.close !== undefined) {
+      this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSING, s.state.close.detail);
+      return;
+    }
+    s.stream.send(msg);
+  }
+
+  #undeliverable(
+    cmd: Parameters<typeof controlMessageFor>[0],
+    passSeq: number,
+    reason: CommandUndeliverable_Reason,
+    detail: string,
+  ): void {
+    const key = `${cmd.commandId}\u0000${cmd.attempt}`;
+    if (this.#reported.has(key)) return;
+    this.#reported.add(key);
+    this.append(
+      commandUndeliverable(
+        this.id,
+        cmd,
+        passSeq,
+        reason,
+        `session ${cmd.sessionId} of ${cmd.nodeId} on gateway ${this.id}: ${detail}`,
+        this.now,
+      ),
+    );
+  }
+}
+
+interface Publish {
+  event: Event;
+  ackId: string | undefined;
+}
+
+/** One agent stream at a gateway: the session core, fed as the gateway's shell feeds it. */
+export class SimSession implements StreamReceiver {
+  state: SessionState;
+  readonly #gw: SimGateway;
+  readonly #queue: Publish[] = [];
+  #publishing = false;
+  #failed = false;
+  #readDeadline: TimerHandle | undefined;
+  #ackLater: TimerHandle | undefined;
+  #usage: TimerHandle | undefined;
+  #lastMessageAt = 0;
+  #longestGap: number | undefined;
+  #finished = false;
+  #closedAppended = false;
+
+  constructor(
+    gw: SimGateway,
+    readonly stream: SimStream,
+    sessionId: string,
+  ) {
+    this.#gw = gw;
+    this.state = initialState(gw.options.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+  }
+
+  start(): void {
+    this.#lastMessageAt = this.#gw.now;
+    this.#armReadDeadline();
+  }
+
+  asLocal() {
+    const now = this.#gw.now;
+    return {
+      sessionId: this.state.sessionId,
+      instanceId: this.state.instanceId,
+      remoteAddress: this.state.remoteAddress,
+      closing: this.state.close !== undefined,
+      silentForMs: now - this.#lastMessageAt,
+      longestGapMs: this.#longestGap,
+    };
+  }
+
+  // --- StreamReceiver ---------------------------------------------------------
+
+  message(m: AgentMessage): void {
+    if (this.state.close !== undefined) return;
+    const now = this.#gw.now;
+    if (this.state.seq > 0) this.#longestGap = Math.max(this.#longestGap ?? 0, now - this.#lastMessageAt);
+    this.#lastMessageAt = now;
+    const wasRegistering = this.state.phase === "registering";
+    this.feed({ kind: "message", message: m, draining: false, at: now });
+    if (this.state.close === undefined) this.#armReadDeadline();
+    if (wasRegistering && awaitsAdmission(this.state)) {
+      const refused = this.#gw.admit(this);
+      this.feed(refused ? { kind: "close", close: refused } : { kind: "admitted" });
+    }
+  }
+
+  ended(): void {
+    // Done sending, not done listening: what was published is stored first.
+    this.#whenSettled(() => this.feed({ kind: "stream-ended" }));
+  }
+
+  disconnected(): void {
+    this.feed({ kind: "disconnected" });
+  }
+
+  /** The gateway's process died: nothing more happens here, nothing is appended. */
+  dropped(): void {
+    this.#finished = true;
+    this.#clearTimers();
+    this.stream.reset("the gateway went away");
+  }
+
+  // --- the shell -------------------------------------------------------------------
+
+  feed(input: Input): void {
+    if (this.#finished) return;
+    const r = step(this.state, input);
+    this.state = r.state;
+    for (const reply of r.replies) this.stream.send(reply.message);
+    for (const t of r.timers) this.#startTimer(t);
+    for (const e of r.events) {
+      if (this.#failed) break;
+      const event = gatewayEvent(this.#gw.id, e.id, e.body, this.#gw.now);
+      this.#queue.push({ event, ackId: e.ackId });
+    }
+    this.#publishNext();
+    if (r.close) this.#closed(r.close);
+  }
+
+  #startTimer(t: "read-deadline" | "ack-flush" | "ack-later" | "usage-flush"): void {
+    const s = this.#gw.options.scheduler;
+    switch (t) {
+      case "ack-flush":
+        s.after(0, () => {
+          s.cancel(this.#ackLater);
+          this.feed({ kind: "timer", timer: "ack-flush" });
+        });
+        return;
+      case "ack-later":
+        s.cancel(this.#ackLater);
+        this.#ackLater = s.after(this.state.config.ackDelayMs, () =>
+          this.feed({ kind: "timer", timer: "ack-later" }),
+        );
+        return;
+      case "usage-flush":
+        s.cancel(this.#usage);
+        this.#usage = s.after(usageFlushDelayMs(this.state, this.#gw.now), () =>
+          this.feed({ kind: "timer", timer: "usage-flush" }),
+        );
+        return;
+      case "read-deadline":
+        return; // armed at every read
+      default: {
+        const never: never = t;
+        throw new Error(`unknown timer ${String(never)}`);
+      }
+    }
+  }
+
+  #armReadDeadline(): void {
+    const s = this.#gw.options.scheduler;
+    s.cancel(this.#readDeadline);
+    this.#readDeadline = s.after(readDeadlineMs(this.state), () =>
+      this.feed({ kind: "timer", timer: "read-deadline" }),
+    );
+  }
+
+  #clearTimers(): void {
+    const s = this.#gw.options.scheduler;
+    s.cancel(this.#readDeadline);
+    s.cancel(this.#ackLater);
+    s.cancel(this.#usage);
+  }
+
+  /** The session's events go to the log one after the other, in the order drafted. */
+  #publishNext(): void {
+    if (this.#publishing || this.#finished) return;
+    const p = this.#queue.shift();
+    if (!p) {
+      this.#settled();
+      return;
+    }
+    this.#publishing = true;
+    const gw = this.#gw;
+    gw.options.log.appender.appendWith(
+      p.event,
+      {},
+      {
+        appended: (a) => {
+          this.#publishing = false;
+          if (this.#finished) return;
+          if (p.ackId !== undefined) {
+            this.feed({ kind: "stored", messageId: p.ackId, seq: a.seq });
+            if (p.ackId === "register" && this.state.openedSeq > 0) {
+              gw.opened(this);
+              gw.checkSuperseded(this);
+            }
+          }
+          this.#publishNext();
+        },
+        failed: (err) => {
+          this.#publishing = false;
+          if (this.#finished) return;
+          this.#failed = true;
+          this.#queue.length = 0;
+          this.feed({ kind: "log-failed", unavailable: err.code === "unavailable", detail: err.message });
+          this.#settled();
+        },
+      },
+    );
+  }
+
+  #settledWaiters: Array<() => void> = [];
+
+  #whenSettled(fn: () => void): void {
+    if (!this.#publishing && this.#queue.length === 0) fn();
+    else this.#settledWaiters.push(fn);
+  }
+
+  #settled(): void {
+    const w = this.#settledWaiters;
+    this.#settledWaiters = [];
+    for (const fn of w) fn();
+    if (this.state.close !== undefined && !this.#publishing && this.#queue.length === 0) this.#appendClosed();
+  }
+
+  #closed(close: Close): void {
+    this.#clearTimers();
+    const { code } = closeOutcome(close);
+    this.stream.end(code, close.detail);
+    if (close.kind === "refused") {
+      this.#finished = true;
+      this.#gw.ended(this);
+      return;
+    }
+    if (!this.#publishing && this.#queue.length === 0) this.#appendClosed();
+  }
+
+  /** The session-closed event, after everything the session published. */
+  #appendClosed(): void {
+    if (this.#closedAppended) return;
+    this.#closedAppended = true;
+    this.#finished = true;
+    this.#gw.ended(this);
+    const { draft, appendLimitMs } = closedEvent(this.state);
+    this.#gw.options.log.appender.appendWith(
+      gatewayEvent(this.#gw.id, draft.id, draft.body, this.#gw.now),
+      { timeoutMs: appendLimitMs },
+      { appended() {}, failed() {} },
+    );
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Planted bugs for the simulation's test: each a patch to a copy of src/
+ * (the tree under test is never changed), whose simulation must find it.
+ * `plantedCopy` writes the copy and says whether the patch applied (a patch
+ * that no longer applies is a failure of the test, not a silent pass).
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface PlantedBug {
+  name: string;
+  file: string;
+  from: string;
+  to: string;
+  /** The simulation options under which the test asserts it is found, and within how many seeds. */
+  run: { minutes: number; nodes: number; faults: string[]; convergeMinutes?: number; seeds: number };
+}
+
+export const PLANTED_BUGS: PlantedBug[] = [
+  {
+    name: "fencing removed from the log's append path",
+    file: "src/log/append.ts",
+    from: "{ stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq }",
+    to: "{ stream: this.stream, lastSubjectSeq: undefined }",
+    // Leader losses fence only while there are passes to make: agent restarts keep the reconciler busy.
+    run: { minutes: 40, nodes: 10, faults: ["leader-loss", "agent-crash"], convergeMinutes: 10, seeds: 12 },
+  },
+  {
+    name: "make-before-break removed from drains",
+    file: "src/reconciler/decide/drains.ts",
+    from: "      if (!nextReady) return undefined;\n",
+    to: "",
+    run: { minutes: 60, nodes: 20, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
+  },
+  {
+    name: "the disruption budget ignored by rollouts",
+    file: "src/reconciler/decide/rollouts.ts",
+    from: "return Math.min(policy, disruptionBudget(pass, model.name).allowed);",
+    to: "return ready;",
+    run: { minutes: 40, nodes: 10, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
+  },
+  {
+    name: "adoption skipped for one node",
+    file: "src/reconciler/decide/adoption.ts",
+    from: "if (session?.adoptionSeq !== 0 || session === null) continue;",
+    to: 'if (session?.adoptionSeq !== 0 || session === null || id === "node-0000") continue;',
+    run: { minutes: 40, nodes: 10, faults: ["agent-crash"], convergeMinutes: 10, seeds: 12 },
+  },
+  {
+    name: "a gateway that acks before the log stores",
+    file: "src/simulation/gateway.ts",
+    from: "      this.#queue.push({ event, ackId: e.ackId });\n",
+    to:
+      '      const early = e.ackId !== undefined && e.ackId !== "register" ? e.ackId : undefined;\n' +
+      "      this.#queue.push({ event, ackId: early === undefined ? e.ackId : undefined });\n" +
+      '      if (early !== undefined) this.#gw.options.scheduler.after(0, () => this.feed({ kind: "stored", messageId: early, seq: 0 }));\n',
+    // Log outages lose only what is said during them: restarts and operator moves keep the agents talking.
+    run: {
+      minutes: 40,
+      nodes: 10,
+      faults: ["log", "agent-crash", "operator"],
+      convergeMinutes: 10,
+      seeds: 12,
+    },
+  },
+];
+
+/** A copy of `root`'s src with `bug` planted; `applied` false when the patch found nothing to replace. */
+export function plantedCopy(
+  root: string,
+  bug: PlantedBug,
+): { dir: string; applied: boolean; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-planted-"));
+  cpSync(join(root, "src"), join(dir, "src"), { recursive: true });
+  for (const f of ["package.json", "tsconfig.json"]) cpSync(join(root, f), join(dir, f));
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
+  const path = join(dir, bug.file);
+  const text = readFileSync(path, "utf8");
+  const applied = text.includes(bug.from);
+  writeFileSync(path, text.replace(bug.from, bug.to));
+  return { dir, applied, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
