@@ -180,7 +180,11 @@ class GroupSet implements Group {
  * copy): an id added then removed, or removed then added, ends where the
  * set says.
  */
-function patched(sorted: readonly string[], members: ReadonlySet<string>, changed: readonly string[]): string[] {
+function patched(
+  sorted: readonly string[],
+  members: ReadonlySet<string>,
+  changed: readonly string[],
+): string[] {
   const out = sorted.slice();
   for (const id of changed) {
     const at = lowerBound(out, id);

@@ -90,7 +90,11 @@ const ENDPOINT = EndpointSchema.typeName as Endpoint["$typeName"];
  * the fold records them): one walk over both, no maps of 16,000 entries per
  * changed model. Otherwise (a table recorded in another order) by maps.
  */
-function changeOf(model: string, prev: readonly EndpointEntry[], next: readonly EndpointEntry[]): string | null {
+function changeOf(
+  model: string,
+  prev: readonly EndpointEntry[],
+  next: readonly EndpointEntry[],
+): string | null {
   if (!sortedById(prev) || !sortedById(next)) {
     return sameEndpoints(prev, next) ? null : explainUnsorted(model, prev, next);
   }
@@ -129,7 +133,11 @@ function sortedById(list: readonly EndpointEntry[]): boolean {
   return true;
 }
 
-function explainUnsorted(model: string, prev: readonly EndpointEntry[], next: readonly EndpointEntry[]): string {
+function explainUnsorted(
+  model: string,
+  prev: readonly EndpointEntry[],
+  next: readonly EndpointEntry[],
+): string {
   const was = new Map(prev.map((e) => [e.replicaId, e.url]));
   const now = new Map(next.map((e) => [e.replicaId, e.url]));
   const parts: string[] = [];
