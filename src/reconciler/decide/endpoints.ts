@@ -6,96 +6,74 @@
  * limit: a replica whose drain starts in a pass leaves the table in that
  * same pass, before any gateway relays its DrainShard.
  */
-import { type Endpoint, EndpointSchema } from "../../gen/llmgw/v1/events_pb.js";
 import {
-  type EndpointEntry,
-  type Group,
-  type ReplicaState,
-  replicaEndpoint,
-  sameEndpoints,
-} from "../../projections/index.js";
-import { replicaGroups } from "./indexes.js";
+  type Endpoint,
+  type EndpointsChanged,
+  EndpointsChangedSchema,
+} from "../../gen/llmgw/v1/events_pb.js";
+import { type EndpointEntry, sameEndpoints } from "../../projections/index.js";
+import { routingRows } from "./kept-routes.js";
 import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 /**
- * A recorded table (the array the fold keeps for a model) → the version of
- * its model's ready replica groups when the routing table was last found
- * equal to it. While neither changed, the model's table is not built again:
- * a pass reads the replicas of the models whose ready replicas changed, not
- * every ready replica of the fleet. Only ready groups count: the table
- * lists ready replicas only, so a replica placed, starting or failed that
- * was not ready leaves it alone (a pass placing one replica of a model of
- * 16,000 read all 16,000 otherwise). Versions never repeat and a group
- * emptied stays with a new version, so a ready group that changed, appeared
- * or emptied raises the model's highest. The fold replaces a model's array
- * when its table changes, so an array never stands for two tables.
+ * A recorded table (the array the fold keeps for a model) → the kept rows
+ * (kept-routes.ts) last found equal to it. While the kept rows of its model
+ * are that same array, nothing changed: the model is skipped without
+ * reading a row. When they changed, the walk compares the two kept arrays,
+ * whose unchanged rows are the same objects. The fold replaces a model's
+ * array when its table changes, so an array never stands for two tables.
  */
-const verified = new WeakMap<readonly EndpointEntry[], number>();
+const matches = new WeakMap<readonly EndpointEntry[], readonly Endpoint[]>();
+
+const NONE: readonly Endpoint[] = [];
 
 export function publishEndpoints(pass: Pass): void {
   const have = pass.work.replicas.endpoints;
-  const byModel = new Map<string, { version: number; ready: Group[] }>();
-  for (const [c, g] of replicaGroups(pass.work)) {
-    let m = byModel.get(c.model);
-    if (m === undefined) {
-      m = { version: 0, ready: [] };
-      byModel.set(c.model, m);
-    }
-    if (!c.ready) continue;
-    m.version = Math.max(m.version, g.version);
-    if (g.size > 0) m.ready.push(g);
-  }
-  const models = [...new Set([...byModel.keys(), ...Object.keys(have)])].sort();
+  const tables = routingRows(pass.work.replicas.replicas);
+  const models = [...new Set([...tables.keys(), ...Object.keys(have)])].sort();
   for (const model of models) {
     const prev = have[model];
-    const version = byModel.get(model)?.version ?? 0;
-    if (prev !== undefined && verified.get(prev) === version) continue;
-    const next = tableOf(pass, byModel.get(model)?.ready ?? []);
-    const change = changeOf(model, prev ?? [], next);
+    const next = tables.get(model) ?? NONE;
+    const base = prev === undefined ? NONE : matches.get(prev);
+    if (base === next) continue;
+    const change = changeOf(model, base ?? (prev as readonly EndpointEntry[]), next, base !== undefined);
     if (change === null) {
-      if (prev !== undefined) verified.set(prev, version);
+      if (prev !== undefined) matches.set(prev, next);
       continue;
     }
     pass.addAlways({
-      decisions: [decision(change, { case: "endpointsChanged", value: { model, endpoints: next } })],
+      decisions: [decision(change, { case: "endpointsChanged", value: endpointsChanged(model, next) })],
       commands: [],
     });
   }
 }
 
 /**
- * A model's routing table (as `routingTable` has it) from its ready groups,
- * its rows already `Endpoint` messages: the decision takes them as they are
- * (proto3 messages are plain objects with their type name; `create` made
- * each of 16,000 rows again, field by field, for every table published).
+ * The decision's body, made as the message it is with the kept rows (a
+ * copy of the list): `create` would check each of 16,000 rows again.
  */
-function tableOf(pass: Pass, ready: Group[]): Endpoint[] {
-  const replicas = pass.work.replicas.replicas;
-  const ids = ready.length === 1 ? (ready[0] as Group).ids() : ready.flatMap((g) => g.ids()).sort();
-  const out: Endpoint[] = [];
-  for (const id of ids) {
-    const e = replicaEndpoint(replicas.get(id) as ReplicaState);
-    if (e) out.push({ $typeName: ENDPOINT, replicaId: e.replicaId, url: e.url, nodeId: e.nodeId });
-  }
-  return out;
+function endpointsChanged(model: string, rows: readonly Endpoint[]): EndpointsChanged {
+  return { $typeName: ENDPOINTS_CHANGED, model, endpoints: rows.slice() };
 }
 
-const ENDPOINT = EndpointSchema.typeName as Endpoint["$typeName"];
+const ENDPOINTS_CHANGED = EndpointsChangedSchema.typeName as EndpointsChanged["$typeName"];
 
 /**
  * What changed from `prev` to `next` as the decision explains it, or null
  * when the lists are the same (the same replicas at the same places, in the
- * same order). Both lists sorted by replica id (as the pass builds them and
- * the fold records them): one walk over both, no maps of 16,000 entries per
- * changed model. Otherwise (a table recorded in another order) by maps.
+ * same order). `next` is sorted by replica id; so is `prev` when `kept`
+ * (rows the kept table made) and as the fold records what a pass
+ * published: one walk over both, no maps of 16,000 entries per changed
+ * model. A table recorded in another order is compared by maps.
  */
 function changeOf(
   model: string,
   prev: readonly EndpointEntry[],
   next: readonly EndpointEntry[],
+  kept: boolean,
 ): string | null {
-  if (!sortedById(prev) || !sortedById(next)) {
+  if (!kept && !sortedById(prev)) {
     return sameEndpoints(prev, next) ? null : explainUnsorted(model, prev, next);
   }
   const entered: string[] = [];
@@ -106,7 +84,10 @@ function changeOf(
   while (i < prev.length || j < next.length) {
     const p = prev[i];
     const n = next[j];
-    if (n === undefined || (p !== undefined && p.replicaId < n.replicaId)) {
+    if (p === n) {
+      i++;
+      j++;
+    } else if (n === undefined || (p !== undefined && p.replicaId < n.replicaId)) {
       left.push(`${(p as EndpointEntry).replicaId} no longer ready`);
       same = false;
       i++;

@@ -6,4 +6,5 @@ export {
   reconcilerConfigSchema,
 } from "./config.js";
 export { decide } from "./decide.js";
+export { verifyKeptRoutes } from "./kept-routes.js";
 export type { DecideInput, DecideOutput } from "./types.js";
