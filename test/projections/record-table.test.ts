@@ -115,6 +115,43 @@ describe("projections: the record table", () => {
     assert.throws(() => t.groups(other), /other was not declared/);
   });
 
+  it("keeps a group's sorted ids exact through few and many changes (patched or sorted again), and never changes a list it handed out", () => {
+    const t = new RecordTable<Item>({ groups: [byColour] });
+    const id = (i: number) => `r-${String((i * 7919) % 1000).padStart(4, "0")}`;
+    for (let i = 0; i < 1000; i++) t.put(id(i), item(id(i), "red"));
+    const first = t.groupIds(byColour, "red");
+    const firstCopy = [...first];
+    let seed = 1;
+    const next = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed;
+    };
+    // Rounds of 1 to 120 changes: below the patch limit they are patched in, above it the list is sorted again.
+    for (let round = 0; round < 40; round++) {
+      const changes = 1 + (next() % (round % 2 === 0 ? 8 : 120));
+      for (let c = 0; c < changes; c++) {
+        const target = id(next() % 1000);
+        const colour = next() % 3 === 0 ? "blue" : "red";
+        // Some ids leave and come back within the round, some come and go.
+        t.update(target, (i) => {
+          i.colour = colour;
+        });
+        if (c % 5 === 0)
+          t.update(target, (i) => {
+            i.colour = colour === "red" ? "blue" : "red";
+          });
+      }
+      const want = t
+        .values()
+        .filter((i) => i.colour === "red")
+        .map((i) => i.id)
+        .sort();
+      assert.deepEqual(t.groupIds(byColour, "red"), want, `round ${round}`);
+    }
+    assert.deepEqual(first, firstCopy, "a list handed out before the changes is as it was");
+    t.verify();
+  });
+
   it("a write around the table (a cast away of `Readonly`) is caught by the verifier: groups, lookups and both", () => {
     for (const [what, change] of [
       [

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { routingTable } from "../../src/projections/index.js";
+import { type ReplicaState, routingTable, type ShardState } from "../../src/projections/index.js";
 import { touchingReplica } from "../../src/reconciler/explain/index.js";
+import { verifyKeptRoutes } from "../../src/reconciler/index.js";
 import { Fleet, kinds, llama8b, llama70b, llama405b, ofKind } from "../support/fleet.js";
 
 const url = (nodeId: string, shardId: string) => `http://${nodeId}:8000/${shardId}`;
@@ -196,5 +197,16 @@ describe("decide: the routing table", () => {
       if (out.decisions.length === 0 && out.commands.length === 0) break;
       f.obey(out);
     }
+  });
+
+  it("keeps the routing table across passes exactly, and its verifier catches a change made around the replica table", () => {
+    const f = withEndpoints(["gpu-a1", "gpu-a2"]);
+    f.catalog(llama8b(4));
+    f.run(); // every pass checks the kept table against a fresh build (test/support/fleet.ts)
+    const table = f.state.replicas.endpoints["llama-3.1-8b"] ?? [];
+    assert.equal(table.length, 4);
+    const replica = f.state.replicas.replicas.get(table[1]!.replicaId) as ReplicaState;
+    (replica.shards[0] as ShardState).endpoint = "http://around-the-table";
+    assert.throws(() => verifyKeptRoutes(f.state.replicas.replicas), /the kept routing table is stale/);
   });
 });

@@ -54,7 +54,7 @@ describe("placement: the fit index", () => {
     assert.deepEqual(Object.fromEntries(index.reasons), { "too few free GPUs": n });
   });
 
-  it("a copy and its original change independently", () => {
+  it("a copy changes without changing its original, and refuses to read an original changed under it", () => {
     const n = 100;
     const index = new FitIndex(n);
     for (let i = 0; i < n; i++) index.set(i, 0, fitOf(i, 0));
@@ -64,7 +64,15 @@ describe("placement: the fit index", () => {
     copy.set(99, 1, { ok: true, score: 5 });
     assert.deepEqual({ best: index.best(10), reasons: [...index.reasons], fit: index.fitCount }, before);
     assert.equal(copy.best(1)[0], 99);
+    assert.equal(copy.fit(99)?.ok, true);
+    assert.equal(index.fit(99)?.ok, true);
+    assert.equal(copy.version(99), 1);
+    assert.equal(index.version(99), 0);
+    // A copy reads its original's fits (it keeps only its own writes): the original may not change under it.
     index.set(98, 1, { ok: true, score: 6 });
-    assert.equal(copy.best(1)[0], 99);
+    assert.throws(() => copy.best(1), /changed while a copy of it was in use/);
+    assert.deepEqual(index.best(1), [98]);
+    // A new copy reads the original as it is now.
+    assert.deepEqual(index.copy().best(1), [98]);
   });
 });

@@ -22,6 +22,7 @@ import {
   type DecideOutput,
   decide,
   type ReconcilerConfig,
+  verifyKeptRoutes,
 } from "../../src/reconciler/index.js";
 import { verifyKeptView } from "../../src/reconciler/placement/index.js";
 import { h100Hardware, registrationOf } from "../../src/sim/index.js";
@@ -406,6 +407,7 @@ function checkIndexes(state: FleetState): void {
   state.inventory.nodes.verify();
   state.replicas.replicas.verify();
   verifyKeptView(state);
+  verifyKeptRoutes(state.replicas.replicas);
 }
 
 function replicaOf(state: FleetState, shardId: string): string {

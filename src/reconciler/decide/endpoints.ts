@@ -7,72 +7,119 @@
  * same pass, before any gateway relays its DrainShard.
  */
 
-import type { DeepReadonly } from "../../projections/index.js";
 import {
-  type EndpointEntry,
-  type Group,
-  type ReplicaState,
-  replicaEndpoint,
-  sameEndpoints,
-} from "../../projections/index.js";
-import { replicaGroups } from "./indexes.js";
+  type Endpoint,
+  type EndpointsChanged,
+  EndpointsChangedSchema,
+} from "../../gen/llmgw/v1/events_pb.js";
+import { type EndpointEntry, sameEndpoints } from "../../projections/index.js";
+import { routingRows } from "./kept-routes.js";
 import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
 
 /**
- * A recorded table (the array the fold keeps for a model) → the version of
- * its model's replica groups when the routing table was last found equal
- * to it. While neither changed, the model's table is not built again: a
- * pass reads the replicas of the models whose replicas changed, not every
- * ready replica of the fleet. The fold replaces a model's array when its
- * table changes, so an array never stands for two tables.
+ * A recorded table (the array the fold keeps for a model) → the kept rows
+ * (kept-routes.ts) last found equal to it. While the kept rows of its model
+ * are that same array, nothing changed: the model is skipped without
+ * reading a row. When they changed, the walk compares the two kept arrays,
+ * whose unchanged rows are the same objects. The fold replaces a model's
+ * array when its table changes, so an array never stands for two tables.
  */
-const verified = new WeakMap<readonly EndpointEntry[], number>();
+const matches = new WeakMap<readonly EndpointEntry[], readonly Endpoint[]>();
+
+const NONE: readonly Endpoint[] = [];
 
 export function publishEndpoints(pass: Pass): void {
   const have = pass.work.replicas.endpoints;
-  const byModel = new Map<string, { version: number; ready: Group[] }>();
-  for (const [c, g] of replicaGroups(pass.work)) {
-    const m = byModel.get(c.model) ?? { version: 0, ready: [] };
-    m.version = Math.max(m.version, g.version);
-    if (c.ready && g.size > 0) m.ready.push(g);
-    byModel.set(c.model, m);
-  }
-  const models = [...new Set([...byModel.keys(), ...Object.keys(have)])].sort();
+  const tables = routingRows(pass.work.replicas.replicas);
+  const models = [...new Set([...tables.keys(), ...Object.keys(have)])].sort();
   for (const model of models) {
     const prev = have[model];
-    const version = byModel.get(model)?.version ?? 0;
-    if (prev !== undefined && verified.get(prev) === version) continue;
-    const next = tableOf(pass, byModel.get(model)?.ready ?? []);
-    if (sameEndpoints(prev ?? [], next)) {
-      if (prev !== undefined) verified.set(prev, version);
+    const next = tables.get(model) ?? NONE;
+    const base = prev === undefined ? NONE : matches.get(prev);
+    if (base === next) continue;
+    const change = changeOf(model, base ?? (prev as readonly EndpointEntry[]), next, base !== undefined);
+    if (change === null) {
+      if (prev !== undefined) matches.set(prev, next);
       continue;
     }
     pass.addAlways({
-      decisions: [
-        decision(explain(model, prev ?? [], next), {
-          case: "endpointsChanged",
-          value: { model, endpoints: next },
-        }),
-      ],
+      decisions: [decision(change, { case: "endpointsChanged", value: endpointsChanged(model, next) })],
       commands: [],
     });
   }
 }
 
-/** A model's routing table (as `routingTable` has it) from its ready groups. */
-function tableOf(pass: Pass, ready: Group[]): EndpointEntry[] {
-  const replicas = pass.work.replicas.replicas;
-  const ids = ready.length === 1 ? (ready[0] as Group).ids() : ready.flatMap((g) => g.ids()).sort();
-  const out: EndpointEntry[] = [];
-  for (const id of ids) {
-    const e = replicaEndpoint(replicas.get(id) as DeepReadonly<ReplicaState>);
-    if (e) out.push(e);
-  }
-  return out;
+/**
+ * The decision's body, made as the message it is with the kept rows (a
+ * copy of the list): `create` would check each of 16,000 rows again.
+ */
+function endpointsChanged(model: string, rows: readonly Endpoint[]): EndpointsChanged {
+  return { $typeName: ENDPOINTS_CHANGED, model, endpoints: rows.slice() };
 }
 
-function explain(model: string, prev: readonly EndpointEntry[], next: readonly EndpointEntry[]): string {
+const ENDPOINTS_CHANGED = EndpointsChangedSchema.typeName as EndpointsChanged["$typeName"];
+
+/**
+ * What changed from `prev` to `next` as the decision explains it, or null
+ * when the lists are the same (the same replicas at the same places, in the
+ * same order). `next` is sorted by replica id; so is `prev` when `kept`
+ * (rows the kept table made) and as the fold records what a pass
+ * published: one walk over both, no maps of 16,000 entries per changed
+ * model. A table recorded in another order is compared by maps.
+ */
+function changeOf(
+  model: string,
+  prev: readonly EndpointEntry[],
+  next: readonly EndpointEntry[],
+  kept: boolean,
+): string | null {
+  if (!kept && !sortedById(prev)) {
+    return sameEndpoints(prev, next) ? null : explainUnsorted(model, prev, next);
+  }
+  const entered: string[] = [];
+  const left: string[] = [];
+  let same = prev.length === next.length;
+  let i = 0;
+  let j = 0;
+  while (i < prev.length || j < next.length) {
+    const p = prev[i];
+    const n = next[j];
+    if (p === n) {
+      i++;
+      j++;
+    } else if (n === undefined || (p !== undefined && p.replicaId < n.replicaId)) {
+      left.push(`${(p as EndpointEntry).replicaId} no longer ready`);
+      same = false;
+      i++;
+    } else if (p === undefined || n.replicaId < p.replicaId) {
+      entered.push(`${n.replicaId} ready at ${n.url}`);
+      same = false;
+      j++;
+    } else {
+      if (p.url !== n.url) {
+        entered.push(`${n.replicaId} moved to ${n.url}`);
+        same = false;
+      } else if (p.nodeId !== n.nodeId) same = false;
+      i++;
+      j++;
+    }
+  }
+  if (same) return null;
+  return `routing table of ${model}: ${[...entered, ...left].join(", ")}; ${next.length} endpoint(s)`;
+}
+
+function sortedById(list: readonly EndpointEntry[]): boolean {
+  for (let i = 1; i < list.length; i++)
+    if (!((list[i - 1] as EndpointEntry).replicaId < (list[i] as EndpointEntry).replicaId)) return false;
+  return true;
+}
+
+function explainUnsorted(
+  model: string,
+  prev: readonly EndpointEntry[],
+  next: readonly EndpointEntry[],
+): string {
   const was = new Map(prev.map((e) => [e.replicaId, e.url]));
   const now = new Map(next.map((e) => [e.replicaId, e.url]));
   const parts: string[] = [];

@@ -7,4 +7,5 @@ export {
 } from "./config.js";
 export { decide } from "./decide.js";
 export { passExpectation } from "./expectation.js";
+export { verifyKeptRoutes } from "./kept-routes.js";
 export type { DecideInput, DecideOutput } from "./types.js";

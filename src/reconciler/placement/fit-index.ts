@@ -73,56 +73,110 @@ class Bucket {
   }
 }
 
+/**
+ * Every node's fit, indexed. A copy (`copy`) is an overlay: it reads its
+ * base's fits and score sets and keeps only what it writes (a fit per node
+ * it re-evaluates, a score set copied the first time it changes), so a
+ * pass's copy of a kept index costs what the pass changes, not a copy of
+ * 50,000 fits. The base must not be written while a copy is in use: a
+ * pass's copies live for that pass, and the kept view changes its indexes
+ * only before a pass starts (a copy that finds its base changed throws).
+ */
 export class FitIndex {
-  readonly fits: Array<NodeFit | undefined>;
-  /** The version of the node each fit was evaluated at (-1: none yet). */
-  readonly versions: Float64Array;
+  /** How many nodes (positions 0 .. nodes - 1). */
+  readonly nodes: number;
+  /** Fits by position (a copy: its base's). */
+  readonly #fits: Array<NodeFit | undefined>;
+  /** The version of the node each fit was evaluated at (-1: none yet; a copy: its base's). */
+  readonly #versions: Float64Array;
+  /** A copy's own fits and versions by position (null: not a copy). */
+  readonly #own: Map<number, { fit: NodeFit; version: number }> | null;
+  readonly #base: FitIndex | null;
+  /** The base's writes when this copy was made. */
+  readonly #baseWrites: number;
+  #writes = 0;
   /** How many of FleetView's allocation log entries this index has taken in. */
   seen = 0;
   /** Fitting node positions by score. */
   readonly #byScore: Map<number, Bucket>;
+  /** Score sets a copy shares with its base (copied before the copy changes one). */
+  readonly #shared: Set<Bucket>;
   /** Scores present, highest first (rebuilt when one appears or goes). */
   #scores: number[] | null = null;
   readonly reasons: Map<string, number>;
   fitCount = 0;
 
   constructor(nodes: number, from?: FitIndex) {
+    this.nodes = nodes;
     if (from) {
-      this.fits = from.fits.slice();
-      this.versions = from.versions.slice();
-      this.#byScore = new Map([...from.#byScore].map(([s, b]) => [s, b.copy()]));
+      if (from.#base !== null) throw new Error("a copy of a fit index is not copied again");
+      this.#fits = from.#fits;
+      this.#versions = from.#versions;
+      this.#own = new Map();
+      this.#base = from;
+      this.#baseWrites = from.#writes;
+      this.#byScore = new Map(from.#byScore);
+      this.#shared = new Set(from.#byScore.values());
       this.#scores = from.#scores;
       this.reasons = new Map(from.reasons);
       this.fitCount = from.fitCount;
       this.seen = from.seen;
       return;
     }
-    this.fits = new Array(nodes);
-    this.versions = new Float64Array(nodes).fill(-1);
+    this.#fits = new Array(nodes);
+    this.#versions = new Float64Array(nodes).fill(-1);
+    this.#own = null;
+    this.#base = null;
+    this.#baseWrites = 0;
     this.#byScore = new Map();
+    this.#shared = new Set();
     this.reasons = new Map();
   }
 
-  /** An independent copy: changing either leaves the other as it was. */
+  /** A copy: changing it leaves this index as it was (see the class). */
   copy(): FitIndex {
-    return new FitIndex(this.fits.length, this);
+    return new FitIndex(this.nodes, this);
+  }
+
+  /** Node `pos`'s fit (undefined: not evaluated yet). */
+  fit(pos: number): NodeFit | undefined {
+    if (this.#own !== null) {
+      this.#checkBase();
+      const o = this.#own.get(pos);
+      if (o !== undefined) return o.fit;
+    }
+    return this.#fits[pos];
+  }
+
+  /** The version of the node `pos`'s fit was evaluated at (-1: none yet). */
+  version(pos: number): number {
+    if (this.#own !== null) {
+      this.#checkBase();
+      const o = this.#own.get(pos);
+      if (o !== undefined) return o.version;
+    }
+    return this.#versions[pos] as number;
   }
 
   /** Records node `pos`'s fit at `version`, replacing what it had. */
   set(pos: number, version: number, f: NodeFit): void {
-    const old = this.fits[pos];
+    const old = this.fit(pos);
     if (old !== undefined) this.#remove(pos, old);
-    this.fits[pos] = f;
-    this.versions[pos] = version;
+    if (this.#own !== null) this.#own.set(pos, { fit: f, version });
+    else {
+      this.#fits[pos] = f;
+      this.#versions[pos] = version;
+      this.#writes++;
+    }
     if (f.ok) {
       this.fitCount++;
       let bucket = this.#byScore.get(f.score);
       if (!bucket) {
-        bucket = Bucket.empty(this.fits.length);
+        bucket = Bucket.empty(this.nodes);
         this.#byScore.set(f.score, bucket);
         this.#scores = null;
       }
-      bucket.add(pos);
+      this.#writable(f.score, bucket).add(pos);
     } else this.reasons.set(f.reason, (this.reasons.get(f.reason) ?? 0) + 1);
   }
 
@@ -131,6 +185,7 @@ export class FitIndex {
    * position (node id order), exactly the order of a full scan.
    */
   best(k: number): number[] {
+    if (this.#own !== null) this.#checkBase();
     if (this.#scores === null) this.#scores = [...this.#byScore.keys()].sort((a, b) => b - a);
     const out: number[] = [];
     for (const s of this.#scores) {
@@ -138,6 +193,20 @@ export class FitIndex {
       this.#byScore.get(s)?.fill(out, k);
     }
     return out;
+  }
+
+  /** The score set to change: a copy's own (copied from its base's the first time). */
+  #writable(score: number, bucket: Bucket): Bucket {
+    if (!this.#shared.has(bucket)) return bucket;
+    this.#shared.delete(bucket);
+    const own = bucket.copy();
+    this.#byScore.set(score, own);
+    return own;
+  }
+
+  #checkBase(): void {
+    if ((this.#base as FitIndex).#writes !== this.#baseWrites)
+      throw new Error("a fit index changed while a copy of it was in use");
   }
 
   #remove(pos: number, f: NodeFit): void {
@@ -150,8 +219,9 @@ export class FitIndex {
     this.fitCount--;
     const bucket = this.#byScore.get(f.score);
     if (!bucket) return;
-    bucket.delete(pos);
-    if (bucket.size === 0) {
+    const own = this.#writable(f.score, bucket);
+    own.delete(pos);
+    if (own.size === 0) {
       this.#byScore.delete(f.score);
       this.#scores = null;
     }

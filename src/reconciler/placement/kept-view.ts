@@ -261,7 +261,7 @@ export function verifyKeptView(state: FleetView): void {
     const b = describeFits(want);
     if (a !== b) problems.push(`fits of ${f.model}/${f.profile.name}: kept ${a}, fresh ${b}`);
     k.nodes.forEach((n, pos) => {
-      if (f.index.versions[pos] !== n.version)
+      if (f.index.version(pos) !== n.version)
         problems.push(`fit of ${n.nodeId} for ${f.model} is of an older view`);
     });
   }
@@ -286,8 +286,8 @@ function describeNode(n: NodeView): string {
 
 function describeFits(index: FitIndex): string {
   return JSON.stringify([
-    index.fits,
-    index.best(index.fits.length),
+    Array.from({ length: index.nodes }, (_, pos) => index.fit(pos)),
+    index.best(index.nodes),
     [...index.reasons].sort(),
     index.fitCount,
   ]);

@@ -72,7 +72,7 @@ export function placeReplica(view: FleetView, model: ModelSpec, policy: Policy):
     outcomes.push({ profile: p, outcome });
   }
   if (!outcomes) outcomes = [];
-  const considered = view.nodes.length;
+  const considered = view.nodeCount;
   const first = outcomes[0];
   if (!first) {
     return {
@@ -138,8 +138,8 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
   }
   const reasons = new Map(index.reasons);
   const fits: Fitting[] = [];
-  for (const n of view.nodes) {
-    const f = index.fits[n.pos] as NodeFit;
+  for (const n of view.allNodes()) {
+    const f = index.fit(n.pos) as NodeFit;
     if (f.ok) fits.push({ nodeId: n.nodeId, sessionId: n.sessionId, score: f.score });
   }
   return tryGroups(view, model, p, shards, fits, reasons);
@@ -147,14 +147,14 @@ function tryProfile(view: FleetView, model: string, p: ProfileSpec, policy: Poli
 
 /** The view of the node at `pos`, which the index says fits. */
 function fittingNode(view: FleetView, index: FitIndex, pos: number): NodeView {
-  const n = view.nodes[pos];
-  if (!n || !index.fits[pos]?.ok) throw new Error(`placement index out of step at node position ${pos}`);
+  const n = view.nodeAt(pos);
+  if (!n || !index.fit(pos)?.ok) throw new Error(`placement index out of step at node position ${pos}`);
   return n;
 }
 
 /** The score of the node at `pos`, which fits (fittingNode checked it). */
 function scoreAt(index: FitIndex, pos: number): number {
-  const f = index.fits[pos];
+  const f = index.fit(pos);
   return f?.ok ? f.score : 0;
 }
 

@@ -21,13 +21,14 @@ import { blockedReason, copyNodeView, nextVersion, occupy } from "./make-node-vi
 import type { NodeView } from "./node-view.js";
 
 export class FleetView {
-  /** Every node of the inventory, sorted by id (the deterministic tie-break). */
-  readonly nodes: NodeView[];
   readonly #kept: KeptView;
-  /** The kept view's generation when this view copied its nodes. */
+  /**
+   * This pass's own copies of node views, by position; every other node's
+   * view is the kept one (no copy of 50,000 views per pass).
+   */
+  readonly #own = new Map<number, NodeView>();
+  /** The kept view's generation when this view was made (its node views are read from the kept ones). */
   readonly #generation: number;
-  /** Positions whose view in `nodes` is this pass's own copy. */
-  readonly #owned = new Set<number>();
   /** Nodes on cooldown, per model. */
   readonly #cooldowns = new Map<string, Set<string>>();
   /** Node fits per model/profile, valid while the node's version is unchanged. */
@@ -41,7 +42,6 @@ export class FleetView {
   constructor(state: FleetStateView, nowMs: number, unadopted: ReadonlySet<string>) {
     this.#kept = keptView(state);
     this.#generation = this.#kept.generation;
-    this.nodes = this.#kept.nodes.slice();
     for (const c of Object.values(state.replicas.cooldowns)) {
       if (c.untilMs <= nowMs) continue;
       const set = this.#cooldowns.get(c.model) ?? new Set<string>();
@@ -53,17 +53,33 @@ export class FleetView {
       const pos = this.#kept.position(id);
       if (pos === undefined) continue;
       const blocked = blockedReason(state.inventory.nodes.get(id) as DeepReadonly<NodeState>, true);
-      if ((this.nodes[pos] as NodeView).blocked === blocked) continue;
-      const n = this.#own(pos);
+      if ((this.nodeAt(pos) as NodeView).blocked === blocked) continue;
+      const n = this.#ownView(pos);
       n.blocked = blocked;
       n.version = nextVersion();
       this.#changed.push(pos);
     }
   }
 
+  /** How many nodes the inventory has. */
+  get nodeCount(): number {
+    return this.#kept.nodes.length;
+  }
+
+  /** The view of the node at `pos` (positions in node id order, the deterministic tie-break). */
+  nodeAt(pos: number): NodeView | undefined {
+    return this.#own.get(pos) ?? this.#kept.nodes[pos];
+  }
+
+  /** Every node's view, sorted by id. */
+  *allNodes(): IterableIterator<NodeView> {
+    const n = this.nodeCount;
+    for (let pos = 0; pos < n; pos++) yield this.nodeAt(pos) as NodeView;
+  }
+
   node(id: string): NodeView | undefined {
     const pos = this.#kept.position(id);
-    return pos === undefined ? undefined : this.nodes[pos];
+    return pos === undefined ? undefined : this.nodeAt(pos);
   }
 
   onCooldown(model: string, nodeId: string): boolean {
@@ -83,8 +99,8 @@ export class FleetView {
       this.#fits.set(key, cache);
     }
     for (; cache.seen < this.#changed.length; cache.seen++) {
-      const n = this.nodes[this.#changed[cache.seen] as number] as NodeView;
-      if (cache.versions[n.pos] !== n.version) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
+      const n = this.nodeAt(this.#changed[cache.seen] as number) as NodeView;
+      if (cache.version(n.pos) !== n.version) cache.set(n.pos, n.version, this.#fit(n, model, p, policy));
     }
     return cache;
   }
@@ -92,8 +108,8 @@ export class FleetView {
   #start(model: string, p: ProfileSpec, policy: Policy): FitIndex {
     if (this.#kept.generation !== this.#generation) {
       // The kept view moved on since this view copied it (another view was made): evaluate every node here.
-      const index = new FitIndex(this.nodes.length);
-      for (const n of this.nodes) index.set(n.pos, n.version, this.#fit(n, model, p, policy));
+      const index = new FitIndex(this.nodeCount);
+      for (const n of this.allNodes()) index.set(n.pos, n.version, this.#fit(n, model, p, policy));
       index.seen = this.#changed.length;
       return index;
     }
@@ -102,7 +118,7 @@ export class FleetView {
     for (const nodeId of this.#cooldowns.get(model) ?? []) {
       const pos = this.#kept.position(nodeId);
       if (pos === undefined) continue;
-      const n = this.nodes[pos] as NodeView;
+      const n = this.nodeAt(pos) as NodeView;
       index.set(pos, n.version, this.#fit(n, model, p, policy));
     }
     return index;
@@ -116,16 +132,17 @@ export class FleetView {
   allocate(nodeId: string, gpuIndices: readonly number[], model: string): void {
     const pos = this.#kept.position(nodeId);
     if (pos === undefined) return;
-    occupy(this.#own(pos), gpuIndices, model);
+    occupy(this.#ownView(pos), gpuIndices, model);
     this.#changed.push(pos);
   }
 
   /** The view at `pos`, copied first if it is still the kept one. */
-  #own(pos: number): NodeView {
-    if (!this.#owned.has(pos)) {
-      this.nodes[pos] = copyNodeView(this.nodes[pos] as NodeView);
-      this.#owned.add(pos);
+  #ownView(pos: number): NodeView {
+    let n = this.#own.get(pos);
+    if (n === undefined) {
+      n = copyNodeView(this.#kept.nodes[pos] as NodeView);
+      this.#own.set(pos, n);
     }
-    return this.nodes[pos] as NodeView;
+    return n;
   }
 }

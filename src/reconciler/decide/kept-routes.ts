@@ -1,0 +1,173 @@
+/**
+ * The routing table as the replica records have it now, per model, kept
+ * across passes: the rows (`Endpoint` messages, sorted by replica id) of
+ * the ready replicas with an endpoint. Building a model's table from its
+ * replicas reads every ready replica of it (a model of 16,000: about 5 ms,
+ * mostly cache misses on the records); kept, a pass pays for the replicas
+ * that changed.
+ *
+ * How it stays exact: it follows the change marks of the replica table
+ * (projections/record-table.ts), which the fold, a pass's fork and its
+ * release all make, and re-reads the marked replicas before it answers. A
+ * row is made once per change of its replica and shared by every table
+ * array that holds it; an array is never changed once handed out (a model
+ * that changed gets a new one). Readiness and a replica's endpoint come
+ * from the replica alone (`isReady`, `replicaEndpoint`). Derived data kept
+ * beside the table (keyed by it), never in the state.
+ */
+import type { Endpoint } from "../../gen/llmgw/v1/events_pb.js";
+import { EndpointSchema } from "../../gen/llmgw/v1/events_pb.js";
+import {
+  type ChangeFollower,
+  isReady,
+  type ReplicaState,
+  replicaEndpoint,
+  type TableView,
+} from "../../projections/index.js";
+
+type Replicas = TableView<ReplicaState>;
+
+const ENDPOINT = EndpointSchema.typeName as Endpoint["$typeName"];
+
+/**
+ * Changes a model's sorted rows take one by one: more than this (or more
+ * than a sixteenth of the model's rows) and they are sorted again whole.
+ */
+const PATCH_LIMIT = 64;
+
+interface ModelRows {
+  /** Replica id → its row. */
+  readonly rows: Map<string, Endpoint>;
+  /** The rows sorted by replica id as last handed out (null: sort again). */
+  sorted: Endpoint[] | null;
+  /** Replica ids changed since `sorted` was made. */
+  changed: string[];
+}
+
+export class KeptRoutes {
+  readonly #changes: ChangeFollower;
+  /** Replica id → the model its row is under. */
+  readonly #modelOf = new Map<string, string>();
+  readonly #models = new Map<string, ModelRows>();
+
+  constructor(readonly records: Replicas) {
+    // Followed first: a mark made from here on is taken by the next sync.
+    this.#changes = records.followChanges();
+    for (const id of records.sortedKeys()) this.#read(id);
+  }
+
+  /** Each model's table now (rows sorted by replica id; shared: never change them). Models without rows are absent. */
+  tables(): Map<string, readonly Endpoint[]> {
+    for (const id of this.#changes.take()) this.#read(id);
+    const out = new Map<string, readonly Endpoint[]>();
+    for (const [model, m] of this.#models) {
+      if (m.rows.size === 0) continue;
+      out.set(model, this.#sortedRows(m));
+    }
+    return out;
+  }
+
+  stop(): void {
+    this.#changes.stop();
+  }
+
+  #read(id: string): void {
+    const r = this.records.get(id);
+    const e = r !== undefined && isReady(r) ? replicaEndpoint(r) : null;
+    const was = this.#modelOf.get(id);
+    if (was !== undefined) {
+      const m = this.#models.get(was) as ModelRows;
+      const row = m.rows.get(id) as Endpoint;
+      if (e !== null && was === r?.model && row.url === e.url && row.nodeId === e.nodeId) return;
+      m.rows.delete(id);
+      this.#modelOf.delete(id);
+      note(m, id);
+    }
+    if (e === null || r === undefined) return;
+    let m = this.#models.get(r.model);
+    if (m === undefined) {
+      m = { rows: new Map(), sorted: null, changed: [] };
+      this.#models.set(r.model, m);
+    }
+    m.rows.set(id, { $typeName: ENDPOINT, replicaId: e.replicaId, url: e.url, nodeId: e.nodeId });
+    this.#modelOf.set(id, r.model);
+    note(m, id);
+  }
+
+  #sortedRows(m: ModelRows): Endpoint[] {
+    if (m.sorted !== null && m.changed.length === 0) return m.sorted;
+    if (m.sorted === null)
+      m.sorted = [...m.rows.values()].sort((a, b) => (a.replicaId < b.replicaId ? -1 : 1));
+    else m.sorted = patched(m.sorted, m.rows, m.changed);
+    m.changed = [];
+    return m.sorted;
+  }
+}
+
+/** Marks a change of `id` in `m`'s sorted rows (or drops them when too many changed). */
+function note(m: ModelRows, id: string): void {
+  if (m.sorted === null) return;
+  if (m.changed.length >= PATCH_LIMIT || m.changed.length * 16 >= m.sorted.length) {
+    m.sorted = null;
+    m.changed = [];
+    return;
+  }
+  m.changed.push(id);
+}
+
+/** `sorted` with each changed id's row as `rows` has it now, or taken out (a copy). */
+function patched(
+  sorted: readonly Endpoint[],
+  rows: ReadonlyMap<string, Endpoint>,
+  changed: readonly string[],
+): Endpoint[] {
+  const out = sorted.slice();
+  for (const id of changed) {
+    let lo = 0;
+    let hi = out.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((out[mid] as Endpoint).replicaId < id) lo = mid + 1;
+      else hi = mid;
+    }
+    const there = out[lo]?.replicaId === id;
+    const row = rows.get(id);
+    if (row === undefined) {
+      if (there) out.splice(lo, 1);
+    } else if (there) out[lo] = row;
+    else out.splice(lo, 0, row);
+  }
+  return out;
+}
+
+/** The kept tables of each replica table (derived data beside it). */
+const kept = new WeakMap<Replicas, KeptRoutes>();
+
+/** The routing table per model as `records` has it now (kept across passes). */
+export function routingRows(records: Replicas): Map<string, readonly Endpoint[]> {
+  let k = kept.get(records);
+  if (k === undefined) {
+    k = new KeptRoutes(records);
+    kept.set(records, k);
+  }
+  return k.tables();
+}
+
+/**
+ * For tests: throws unless the kept tables of `records` (when kept) are
+ * what a fresh build reads from the records.
+ */
+export function verifyKeptRoutes(records: Replicas): void {
+  const k = kept.get(records);
+  if (k === undefined) return;
+  const have = k.tables();
+  const fresh = new KeptRoutes(records);
+  fresh.stop();
+  const want = fresh.tables();
+  const text = (t: Map<string, readonly Endpoint[]>) =>
+    [...t]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([m, rows]) => `${m}: ${rows.map((r) => `${r.replicaId}@${r.url}@${r.nodeId}`).join(" ")}`)
+      .join("\n");
+  if (text(have) !== text(want)) throw new Error("the kept routing table is stale");
+}
