@@ -18,7 +18,14 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { engineRecord, shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import {
+  engineRecord,
+  fakeGpuUuid,
+  shardStatuses,
+  until,
+  writeAgentConfig,
+  writeGpus,
+} from "../support/agent-process.js";
 import {
   type AgentWorld,
   addAgent,
@@ -229,7 +236,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
       );
       const rec = engineRecord(dir, first.status.shardId);
       assert.notEqual(rec.pid, pid, "a new engine process");
-      assert.equal(rec.env.CUDA_VISIBLE_DEVICES, "0", "on the same GPU");
+      assert.equal(rec.env.CUDA_VISIBLE_DEVICES, fakeGpuUuid(0), "on the same GPU");
       const replica = ((await w.stack.call("GET", "/v1/replicas")).models as any[]).find(
         (m) => m.model === MODEL,
       );

@@ -18,6 +18,7 @@ import {
   type ShardEvent,
   type SupervisorOptions,
   startTimeOfStat,
+  visibleDevices,
 } from "../../src/agent/index.js";
 
 const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
@@ -46,6 +47,7 @@ const spec = (shardId: string) => ({
   profile: "p",
   engine: "default",
   gpuIndices: [0, 1],
+  gpuUuids: ["GPU-1f6a0c3e-0000-4000-8000-000000000000", "GPU-1f6a0c3e-0000-4000-8000-000000000001"],
   engineArgs: [],
   engineEnv: {},
   rank: 0,
@@ -221,7 +223,11 @@ describe("engine supervisor (real processes)", () => {
         assert.equal(env["LANG"], "C.UTF-8");
         assert.equal(env["FAKE_ENGINE_NODE"], "from the agent config");
         assert.equal(env["FAKE_ENGINE_PROFILE"], "tp2");
-        assert.equal(env["CUDA_VISIBLE_DEVICES"], "0,1");
+        // By UUID: the shard's GPUs whatever number the driver gives them next.
+        assert.equal(
+          env["CUDA_VISIBLE_DEVICES"],
+          "GPU-1f6a0c3e-0000-4000-8000-000000000000,GPU-1f6a0c3e-0000-4000-8000-000000000001",
+        );
         assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
         const mode = (p: string) => statSync(p).mode & 0o777;
         const state = join(dir, "state");
@@ -690,6 +696,13 @@ describe("engine supervisor (real processes)", () => {
       await s.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("names an engine's GPUs by UUID, by index only where a UUID is not known", () => {
+    assert.equal(visibleDevices({ gpuIndices: [2, 0], gpuUuids: ["GPU-b", "GPU-a"] }), "GPU-b,GPU-a");
+    // A GPU source without UUIDs, or an engine recorded by an older agent (no gpuUuids at all).
+    assert.equal(visibleDevices({ gpuIndices: [2, 0], gpuUuids: ["GPU-b", ""] }), "2,0");
+    assert.equal(visibleDevices({ gpuIndices: [3] } as never), "3");
   });
 
   it("reads the start time after the last ')' of /proc/<pid>/stat", () => {

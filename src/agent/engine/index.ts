@@ -29,6 +29,7 @@ export {
   INHERITED_ENV,
   type ShardLoadReport,
   type SupervisorOptions,
+  visibleDevices,
 } from "./supervisor.js";
 export {
   fill,

@@ -292,7 +292,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       ...inherited,
       ...config.env,
       ...spec.engineEnv,
-      CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
+      CUDA_VISIBLE_DEVICES: visibleDevices(spec),
       // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi, whose
       // indices the control plane places by, numbers them by PCI bus. Set
       // last: no other value may change which GPUs the engine sees.
@@ -769,12 +769,26 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   }
 }
 
+/**
+ * The shard's GPUs as CUDA is to see them: by UUID, which stays with its GPU
+ * when the driver numbers the GPUs anew (one lost, replaced or reset), where
+ * an index may then name another GPU. By index only when a UUID is not known
+ * (a GPU source without them, or an engine recorded by an older agent).
+ */
+export function visibleDevices(s: Pick<ShardStartSpec, "gpuIndices" | "gpuUuids">): string {
+  const uuids = s.gpuUuids ?? [];
+  return uuids.length === s.gpuIndices.length && uuids.every((u) => u !== "")
+    ? uuids.join(",")
+    : s.gpuIndices.join(",");
+}
+
 function templateValues(s: ShardStartSpec, port: number): TemplateValues {
   return {
     model: s.model,
     port: String(port),
     gpu_count: String(s.gpuIndices.length),
     gpu_indices: s.gpuIndices.join(","),
+    gpu_uuids: visibleDevices(s),
     rank: String(s.rank),
     world_size: String(s.worldSize),
     master_addr: s.masterAddr,
