@@ -13,7 +13,7 @@
  * machine runs) on simulated GPUs and engines: `SimFleet`s in child
  * processes (one per 2,500 agents; bench/support/node-agents.ts), so this
  * process holds only the measurement; 100 agents connect at once in all,
- * each child's batch once its one before registered. A command's delivery is timed to the agent's answer to
+ * the next as soon as one registered. A command's delivery is timed to the agent's answer to
  * it (a drain of a shard it does not run, refused at once). The bare
  * server's agents are light clients (bench/support/agents.ts: the same bytes
  * on the wire, nothing else), since the reference is the transport's limit.
@@ -171,7 +171,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents in ${agentChildren(n)} child processes, ${CONNECT_BATCH} at a time in all, each child's batch once its one before registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); ${agentKind() === "node" ? "the agents' processes' RSS" : "the benchmark process's RSS"} with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents in ${agentChildren(n)} child processes, ${CONNECT_BATCH} connecting at once in all, the next as soon as one registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); ${agentKind() === "node" ? "the agents' processes' RSS" : "the benchmark process's RSS"} with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -299,7 +299,7 @@ async function measureGateway(
         nodeIds: Array.from({ length: n }, (_, i) => nodeName(i)),
         children: agentChildren(n),
         heartbeatMs: HEARTBEAT_MS,
-        batch: CONNECT_BATCH,
+        window: CONNECT_BATCH,
         caFile: tls.caFile,
         caKeyFile: tls.caKeyFile,
         onCommand,

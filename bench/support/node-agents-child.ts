@@ -21,8 +21,8 @@ export interface AgentsChildStart {
   url: string;
   nodeIds: string[];
   heartbeatMs: number;
-  /** Agents this child connects at once, each batch once the one before registered. */
-  batch: number;
+  /** Agents this child has connecting at once: the next starts as soon as one registered. */
+  window: number;
   caFile: string;
   caKeyFile: string;
 }
@@ -76,7 +76,7 @@ async function start(s: AgentsChildStart): Promise<void> {
     } else if (e.type === "registered") registered.add(e.nodeId);
   });
   const ticker = setInterval(() => send({ registered: registered.size }), 1_000);
-  await fleet.start({ batch: s.batch });
+  await fleet.start({ window: s.window });
   await new Promise<void>((resolve) => {
     const check = setInterval(() => {
       if (registered.size < s.nodeIds.length) return;

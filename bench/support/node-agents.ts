@@ -12,8 +12,8 @@ export interface NodeAgentChildrenOptions {
   nodeIds: string[];
   children: number;
   heartbeatMs: number;
-  /** Agents connecting at once across all the children. */
-  batch: number;
+  /** Agents connecting at once across all the children (the next as soon as one registered). */
+  window: number;
   caFile: string;
   caKeyFile: string;
   onCommand: (commandId: string, atMs: number) => void;
@@ -52,7 +52,7 @@ export async function startNodeAgentChildren(o: NodeAgentChildrenOptions): Promi
         url: o.url,
         nodeIds: share,
         heartbeatMs: o.heartbeatMs,
-        batch: Math.max(1, Math.floor(o.batch / k)),
+        window: Math.max(1, Math.floor(o.window / k)),
         caFile: o.caFile,
         caKeyFile: o.caKeyFile,
       };
@@ -71,7 +71,7 @@ export async function startNodeAgentChildren(o: NodeAgentChildrenOptions): Promi
         return sum >= n ? true : undefined;
       },
       // A connect of thousands of mTLS agents on a busy machine takes minutes.
-      Math.max(120_000, n * 120),
+      Math.max(120_000, n * 300),
       `${n} node agents registered`,
       1_000,
     );

@@ -140,6 +140,12 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   readonly #reservedPorts = new Set<number>();
   /** Shards between a start's arrival and their process running (a re-sent start waits for nothing). */
   readonly #launching = new Set<string>();
+  /**
+   * Shards asked to stop (or drain) while being launched, a restart in place
+   * included: their process is stopped as soon as it is up, or never
+   * started, and they end STOPPED.
+   */
+  readonly #stopAsked = new Set<string>();
   #closed = false;
 
   constructor(o: SupervisorOptions) {
@@ -279,6 +285,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       return await this.#launch(spec, config, { avoidPort: undefined, portRetried: false });
     } finally {
       this.#launching.delete(spec.shardId);
+      this.#stopAsked.delete(spec.shardId);
     }
   }
 
@@ -372,6 +379,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       await this.#save(shard);
       this.#emit(shard, "starting");
       this.#probe(shard);
+      // Asked to stop while it was being launched: it goes at once, and says STOPPED when it exited.
+      if (this.#stopAsked.delete(spec.shardId)) this.#terminate(shard);
       return { ok: true };
     } finally {
       if (!launched) this.#reservedPorts.delete(port);
@@ -380,14 +389,34 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   async stop(shardId: string): Promise<CommandOutcome> {
     const shard = this.#shards.get(shardId);
-    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    if (!shard) return this.#stopLaunching(shardId);
+    this.#cancelRestart(shard);
     this.#terminate(shard);
     return { ok: true };
   }
 
+  /**
+   * A stop for a shard with no process right now: one being launched (a
+   * start, or a restart in place between its old process and its new one)
+   * is stopped as soon as its process is up, or never started.
+   */
+  #stopLaunching(shardId: string): CommandOutcome {
+    if (!this.#launching.has(shardId))
+      return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    this.#stopAsked.add(shardId);
+    return { ok: true };
+  }
+
+  /** A restart in place under way is called off: the old process, stopping already, is not started again, and its exit says STOPPED. */
+  #cancelRestart(shard: Shard): void {
+    if (shard.afterExit === "restart") shard.afterExit = "report";
+  }
+
   async drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome> {
     const shard = this.#shards.get(shardId);
-    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    // Nothing serves yet, so nothing is in flight: the drain of a shard being launched is its stop.
+    if (!shard) return this.#stopLaunching(shardId);
+    this.#cancelRestart(shard);
     if (shard.record.state === "draining" || shard.stopping) return { ok: true };
     shard.record.state = "draining";
     clearInterval(shard.timers.probe);
@@ -652,8 +681,12 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   async #exited(shard: Shard, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
     if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
     this.#clearTimers(shard);
-    this.#shards.delete(shard.record.spec.shardId);
+    const shardId = shard.record.spec.shardId;
+    this.#shards.delete(shardId);
     this.#reservedPorts.delete(shard.record.port);
+    // From here to its new process, a restart in place is a launch: a stop meanwhile calls it off (#stopLaunching).
+    const restart = shard.afterExit === "restart" && !this.#closed;
+    if (restart) this.#launching.add(shardId);
     if (this.#closed) {
       // The agent is going away: the records are the next agent's to read.
       shard.markExited();
@@ -664,20 +697,22 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
     if (shard.afterExit === "silent") return;
-    if (shard.afterExit === "restart") {
-      const spec = shard.record.spec;
-      this.#launching.add(spec.shardId);
-      let r: CommandOutcome;
+    if (restart) {
+      let r: CommandOutcome | undefined;
       try {
-        r = await this.#launch(spec, shard.config, {
-          avoidPort: undefined,
-          portRetried: false,
-          restarts: shard.restarts + 1,
-        });
+        // Stopped while its old process was going: not started again.
+        if (!this.#stopAsked.has(shardId))
+          r = await this.#launch(shard.record.spec, shard.config, {
+            avoidPort: undefined,
+            portRetried: false,
+            restarts: shard.restarts + 1,
+          });
       } finally {
-        this.#launching.delete(spec.shardId);
+        this.#launching.delete(shardId);
       }
-      if (!r.ok)
+      if (this.#stopAsked.delete(shardId) || r === undefined)
+        this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
+      else if (!r.ok)
         this.#emit(shard, "failed", { exitCode: code ?? -1, error: `restart in place failed: ${r.error}` });
       return;
     }
