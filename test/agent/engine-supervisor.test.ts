@@ -133,6 +133,30 @@ describe("engine supervisor (real processes)", () => {
     });
   });
 
+  it("stops a shard asked to stop (or drain) while it is being launched, as soon as its process is up: STOPPED, nothing left", async () => {
+    await withSupervisor(["--start-delay-ms", "200"], async (s, events) => {
+      // The start is under way (its port being probed) when the stop and the drain arrive.
+      const started = s.start(spec("s1"));
+      const drained = s.start(spec("s2"));
+      assert.deepEqual(await s.stop("s1"), { ok: true });
+      assert.deepEqual(await s.drain("s2", Date.now() + 60_000), { ok: true });
+      assert.deepEqual(await started, { ok: true });
+      assert.deepEqual(await drained, { ok: true });
+      for (const id of ["s1", "s2"]) {
+        await until(`${id} stopped`, () => events.find((e) => e.shardId === id && e.state === "stopped"));
+        assert.deepEqual(
+          events.filter((e) => e.shardId === id).map((e) => e.state),
+          ["starting", "stopped"],
+          `${id}: never RUNNING`,
+        );
+      }
+      assert.deepEqual(s.pids(), {}, "no engine left");
+      // Nothing of it is kept for a later start: the next one runs.
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      await until("s1 running", () => events.find((e) => e.shardId === "s1" && e.state === "running"));
+    });
+  });
+
   it("gives starts arriving together a port each, skipping one another program holds", async () => {
     const { range, foreign } = await rangeWithForeignListener(12);
     try {
