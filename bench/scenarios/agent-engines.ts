@@ -24,6 +24,7 @@ const spec = (shardId: string, gpu: number) => ({
   profile: "p",
   engine: "default",
   gpuIndices: [gpu],
+  gpuUuids: [`GPU-bench-${gpu}`],
   engineArgs: ["--waiting", "3"],
   engineEnv: {},
   rank: 0,

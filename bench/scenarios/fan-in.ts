@@ -10,9 +10,10 @@
  * setup, same streams and heartbeats, pushing the same number of messages).
  *
  * The gateway's agents are the real node agent (`NodeAgent`, the code a GPU
- * machine runs) on simulated GPUs and engines: a `SimFleet` in the
- * benchmark's own process, its agents started 100 at a time, each batch
- * once the one before registered (as the light agents connect). A command's delivery is timed to the agent's answer to
+ * machine runs) on simulated GPUs and engines: `SimFleet`s in child
+ * processes (one per 2,500 agents; bench/support/node-agents.ts), so this
+ * process holds only the measurement; 100 agents connect at once in all,
+ * the next as soon as one registered. A command's delivery is timed to the agent's answer to
  * it (a drain of a shard it does not run, refused at once). The bare
  * server's agents are light clients (bench/support/agents.ts: the same bytes
  * on the wire, nothing else), since the reference is the transport's limit.
@@ -32,12 +33,12 @@ import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { createCerts } from "../../src/sim/certs/create.js";
 import { certsLayout } from "../../src/sim/certs/layout.js";
-import { SimFleet } from "../../src/sim/index.js";
 import { startServer, uniqueStream } from "../../test/harness/nats.js";
 import { type Child, sleep, until } from "../../test/harness/proc.js";
 import { type AgentTls, ConnectionPool, LightAgent } from "../support/agents.js";
 import { startBareConnectServer } from "../support/bare-connect.js";
 import { type BenchGateway, type GatewayTlsFiles, startGatewayProcess } from "../support/gateway.js";
+import { type NodeAgentChildren, startNodeAgentChildren } from "../support/node-agents.js";
 import { issueNodeCerts } from "../support/node-certs.js";
 import { describeGc, gcTotals, slowestPass, watchOwnEventLoop } from "../support/pauses.js";
 import { cpuCores, type ProcSample, sampleProc } from "../support/proc-sample.js";
@@ -114,6 +115,8 @@ export const fanIn: Scenario = {
       const ids = Array.from({ length: most }, (_, i) => nodeName(i));
       const tls = {
         files: { cert: files.gatewayCert, key: files.gatewayKey, clientCa: files.ca },
+        caFile: files.ca,
+        caKeyFile: files.caKey,
         agents: {
           ca: readFileSync(files.ca),
           certs: issueNodeCerts(readFileSync(files.ca), readFileSync(files.caKey), ids),
@@ -168,7 +171,7 @@ export const fanIn: Scenario = {
         );
         if (gw.tail) notes.push(`${at}: ${gw.tail}`);
         notes.push(
-          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents, ${CONNECT_BATCH} at a time, each batch once the one before registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); the benchmark process's RSS with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
+          `${at}: connected and registered in ${gw.connectS.toFixed(1)} s (${agentKind() === "node" ? `node agents in ${agentChildren(n)} child process${agentChildren(n) === 1 ? "" : "es"}, ${CONNECT_BATCH} connecting at once in all, the next as soon as one registered` : "light agents"}; the bare server's light agents ${raw ? `${raw.connectS.toFixed(1)} s` : "not run"}); ${agentKind() === "node" ? "the agents' processes' RSS" : "the benchmark process's RSS"} with the agents registered ${gw.agentsRssMb?.toFixed(0)} MiB; gateway RSS ${gw.rssMb.toFixed(0)} MiB (bare ${raw ? `${raw.rssMb.toFixed(0)} MiB` : "not run"}); delivery latency over ${paced} passes of ${PACED_COMMANDS} commands ${PACED_GAP_MS} ms apart${gw.lost > 0 ? `; ${gw.lost} commands not delivered (${gw.lostExplained} of their agents had registered again, so the commands named an old session)` : ""}`,
         );
       }
     } finally {
@@ -238,65 +241,6 @@ async function connectAgents(
   return { agents, pool, timers };
 }
 
-/**
- * Starts n real node agents (a SimFleet), CONNECT_BATCH at a time, each
- * batch once the one before registered, and waits for every one to register.
- */
-async function connectNodeAgents(
-  url: string,
-  n: number,
-  tls: AgentTls,
-  onCommand: (id: string, atMs: number) => void,
-  progress: (m: string) => void,
-): Promise<{ fleet: SimFleet }> {
-  const fleet = new SimFleet(
-    {
-      gateways: [url],
-      nodes: 0,
-      nodeIds: Array.from({ length: n }, (_, i) => nodeName(i)),
-      heartbeatMs: HEARTBEAT_MS,
-      nodesPerFabric: 0,
-      // A connect of thousands of mTLS streams on a busy machine: an agent that timed out tries again, not at once.
-      ackTimeoutMs: 60_000,
-      reconnectMinMs: 1_000,
-      reconnectMaxMs: 30_000,
-      seed: 1,
-    },
-    {
-      identities: (id) => {
-        const c = tls.certs.get(id);
-        return c && { ca: tls.ca, cert: c.cert, key: c.key };
-      },
-    },
-  );
-  const registered = new Set<string>();
-  fleet.on((e) => {
-    if (e.type === "command") onCommand(e.commandId, performance.timeOrigin + performance.now());
-    else if (e.type === "registered") registered.add(e.nodeId);
-  });
-  const t0 = performance.now();
-  const ticker = setInterval(
-    () => progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`),
-    2_000,
-  );
-  try {
-    await fleet.start({ batch: CONNECT_BATCH });
-  } finally {
-    clearInterval(ticker);
-  }
-  await until(
-    () => {
-      progress(`${registered.size}/${n} registered (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-      return registered.size >= n ? true : undefined;
-    },
-    // A connect of thousands of mTLS agents on a busy machine takes minutes (the light agents took 47 s for 10,000 unloaded).
-    Math.max(120_000, n * 120),
-    `${n} node agents registered`,
-    1_000,
-  );
-  return { fleet };
-}
-
 function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: NodeJS.Timeout[] }): void {
   for (const t of c.timers) clearInterval(t);
   for (const a of c.agents) a.abort();
@@ -306,6 +250,9 @@ function disconnect(c: { agents: LightAgent[]; pool: ConnectionPool; timers: Nod
 interface FanInTls {
   files: GatewayTlsFiles;
   agents: AgentTls;
+  /** The CA's certificate and key files: the node agents' children issue their own certificates from them. */
+  caFile: string;
+  caKeyFile: string;
 }
 
 async function measureGateway(
@@ -320,7 +267,7 @@ async function measureGateway(
   let log: Log | undefined;
   let gw: BenchGateway | undefined;
   const received = new Map<string, number>();
-  let fleet: SimFleet | undefined;
+  let fleet: NodeAgentChildren | undefined;
   let light: Awaited<ReturnType<typeof connectAgents>> | undefined;
   try {
     log = await openLog({ url: server.url, clientName: "bench-fanin", name: stream });
@@ -346,9 +293,20 @@ async function measureGateway(
     let t = performance.now();
     const onCommand = (id: string, at: number) => received.set(id, at);
     if (agentKind() === "light") light = await connectAgents(gw.url, n, tls.agents, onCommand, progress);
-    else fleet = (await connectNodeAgents(gw.url, n, tls.agents, onCommand, progress)).fleet;
+    else
+      fleet = await startNodeAgentChildren({
+        url: gw.url,
+        nodeIds: Array.from({ length: n }, (_, i) => nodeName(i)),
+        children: agentChildren(n),
+        heartbeatMs: HEARTBEAT_MS,
+        window: CONNECT_BATCH,
+        caFile: tls.caFile,
+        caKeyFile: tls.caKeyFile,
+        onCommand,
+        progress,
+      });
     const connectS = (performance.now() - t) / 1000;
-    const agentsRssMb = process.memoryUsage().rss / 2 ** 20;
+    const agentsRssMb = fleet ? await fleet.rssMb() : process.memoryUsage().rss / 2 ** 20;
     progress("settling");
     await sleep(HEARTBEAT_MS);
     const seq0 = await log.lastSeq();
@@ -557,6 +515,20 @@ function agentKind(): "node" | "light" {
   if (kind !== "node" && kind !== "light")
     throw new Error(`LLMGW_BENCH_FANIN_AGENTS: expected node or light, got ${kind}`);
   return kind;
+}
+
+/**
+ * Child processes the node agents are split over (LLMGW_BENCH_FANIN_CHILDREN;
+ * default one per 2,500 agents, at least one): each holds its share, so no
+ * process holds thousands of Connect clients' event loop work alone.
+ */
+function agentChildren(n: number): number {
+  const env = process.env.LLMGW_BENCH_FANIN_CHILDREN;
+  if (env === undefined || env === "") return Math.max(1, Math.ceil(n / 2_500));
+  const k = Number(env);
+  if (!Number.isInteger(k) || k < 1 || k > 64)
+    throw new Error(`LLMGW_BENCH_FANIN_CHILDREN: expected a number of processes from 1 to 64, got ${env}`);
+  return k;
 }
 
 function nodeName(i: number): string {

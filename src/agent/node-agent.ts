@@ -124,6 +124,13 @@ export interface ShardStartSpec {
   profile: string;
   engine: string;
   gpuIndices: number[];
+  /**
+   * The UUIDs of those GPUs, in the same order ("" where the GPU source
+   * knows none): what CUDA_VISIBLE_DEVICES names, since a UUID stays with its
+   * GPU when the driver numbers the GPUs differently after a GPU is lost or
+   * replaced, and an index does not.
+   */
+  gpuUuids: string[];
   engineArgs: string[];
   engineEnv: Record<string, string>;
   rank: number;
@@ -535,6 +542,7 @@ export class NodeAgent {
       profile: cmd.profile,
       engine: cmd.engine === "" ? "default" : cmd.engine,
       gpuIndices: [...cmd.gpuIndices],
+      gpuUuids: cmd.gpuIndices.map((i) => this.#watch.uuidOf(i)),
       engineArgs: [...cmd.engineArgs],
       engineEnv: { ...cmd.engineEnv },
       rank: cmd.rank,

@@ -64,12 +64,13 @@ export class SimFleet {
 
   /**
    * Reads every node's certificates (unless insecure), then starts every
-   * agent: all at once, or `batch` at a time, each batch once the one before
-   * registered (thousands of mTLS handshakes at once on a small machine
+   * agent: all at once, `batch` at a time, each batch once the one before
+   * registered, or `window` connecting at once (the next as soon as one
+   * registered) (thousands of mTLS handshakes at once on a small machine
    * would outlast the agents' registration timeout, and they would only
    * start over). Resolves once every agent started.
    */
-  async start(opts: { batch?: number } = {}): Promise<void> {
+  async start(opts: { batch?: number; window?: number } = {}): Promise<void> {
     if (this.started) return;
     const c = this.config;
     const rng = seededRng(c.seed);
@@ -107,7 +108,9 @@ export class SimFleet {
     await Promise.all([...this.agents.values()].map((a) => a.servePreloaded()));
     const nodes = [...this.agents.values()];
     const batch = opts.batch ?? 0;
-    if (batch <= 0) for (const a of nodes) a.start();
+    const window = opts.window ?? 0;
+    if (window > 0) await this.startWindowed(nodes, window);
+    else if (batch <= 0) for (const a of nodes) a.start();
     else
       for (let i = 0; i < nodes.length; i += batch) {
         const part = nodes.slice(i, i + batch);
@@ -124,6 +127,28 @@ export class SimFleet {
         this.restartNode(id);
       }, c.restartEveryMs);
     }
+  }
+
+  /**
+   * Starts `nodes` with at most `window` of them connecting at once: the
+   * next starts as soon as one registered, so one slow handshake holds up
+   * one place in the window, not a whole batch. Resolves once every one
+   * registered, or at stop().
+   */
+  private async startWindowed(nodes: SimNode[], window: number): Promise<void> {
+    let next = 0;
+    const launch = async (): Promise<void> => {
+      while (next < nodes.length) {
+        const a = nodes[next++]!;
+        a.start();
+        const stopped = await Promise.race([
+          a.firstRegistration.then(() => false),
+          this.stopped.then(() => true),
+        ]);
+        if (stopped) return;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(window, nodes.length) }, launch));
   }
 
   /** Closes every stream and waits for the agents to finish. */

@@ -17,7 +17,14 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { engineRecord, shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import {
+  engineRecord,
+  fakeGpuUuid,
+  shardStatuses,
+  until,
+  writeAgentConfig,
+  writeGpus,
+} from "../support/agent-process.js";
 import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
 
@@ -142,8 +149,9 @@ describe("llmgw agent on a busy node (real processes)", () => {
           assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
           assert.equal(env["FAKE_ENGINE_PROFILE"], "tp1");
         }
+        // By UUID, each a GPU of its own.
         const gpus = running.map((st) => engineRecord(dir, st.shardId).env.CUDA_VISIBLE_DEVICES).sort();
-        assert.deepEqual(gpus, ["0", "1", "2", "3"], "a GPU each");
+        assert.deepEqual(gpus, [0, 1, 2, 3].map(fakeGpuUuid), "a GPU each");
       });
     } finally {
       foreign.server.close();

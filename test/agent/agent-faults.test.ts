@@ -18,6 +18,7 @@ import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import {
   commandsFor,
+  engineGpus,
   engineRecord,
   firstStatus,
   pidAlive,
@@ -122,7 +123,7 @@ describe("llmgw agent under faults (real processes)", () => {
         timeoutMs: 30_000,
         why: w.why,
       });
-      assert.equal(engineRecord(w.dir, first.status.shardId).env.CUDA_VISIBLE_DEVICES, "1");
+      assert.deepEqual(engineGpus(w.dir, first.status.shardId), [1]);
       const pending = await until(
         "the second replica pending for want of memory",
         async () =>
@@ -140,7 +141,7 @@ describe("llmgw agent under faults (real processes)", () => {
         async () => (await runningShards(w, node)).find((x) => x.status.shardId !== first.status.shardId),
         { timeoutMs: 30_000, why: async () => `\npending was: ${pending.pendingReason}${await w.why()}` },
       );
-      assert.equal(engineRecord(w.dir, second.status.shardId).env.CUDA_VISIBLE_DEVICES, "0");
+      assert.deepEqual(engineGpus(w.dir, second.status.shardId), [0]);
     });
   });
 
@@ -158,7 +159,7 @@ describe("llmgw agent under faults (real processes)", () => {
         timeoutMs: 30_000,
         why: w.why,
       });
-      const gpu = Number(engineRecord(w.dir, first.status.shardId).env.CUDA_VISIBLE_DEVICES);
+      const gpu = engineGpus(w.dir, first.status.shardId)[0]!;
       // The fake nvidia-smi puts GPU i on bus 0x18 + 0x10·i.
       const bus = (0x18 + gpu * 0x10).toString(16);
       appendFileSync(
@@ -183,7 +184,7 @@ describe("llmgw agent under faults (real processes)", () => {
         async () => (await runningShards(w, node)).find((x) => x.status.shardId !== first.status.shardId),
         { timeoutMs: 40_000, why: w.why },
       );
-      assert.equal(engineRecord(w.dir, moved.status.shardId).env.CUDA_VISIBLE_DEVICES, String(1 - gpu));
+      assert.deepEqual(engineGpus(w.dir, moved.status.shardId), [1 - gpu]);
       await until(
         "the shard on the faulty GPU stopped",
         async () =>

@@ -17,7 +17,7 @@ import type { LogRecord } from "../../src/log/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import {
   commandsFor,
-  engineRecord,
+  engineGpus,
   shardStatuses,
   until,
   writeAgentConfig,
@@ -79,7 +79,7 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
           { timeoutMs: 30_000, why: w.why },
         );
         const shardId = first.status.shardId;
-        const gpu = Number(engineRecord(w.dir, shardId).env.CUDA_VISIBLE_DEVICES);
+        const gpu = engineGpus(w.dir, shardId)[0]!;
         const before = registrations(await readAll(w.stack.log), node);
 
         // The GPU falls off the bus: nvidia-smi lists the others only (the ones behind it move up).

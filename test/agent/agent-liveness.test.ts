@@ -10,15 +10,29 @@
  *   reason, and its replica is placed again and runs (`replace`);
  * - an engine whose health comes back before the threshold stays;
  * - with `restart-in-place`, the same shard is started again on its GPU
- *   and runs, back in the routing table, nothing FAILED.
+ *   and runs, back in the routing table, nothing FAILED;
+ * - a StopShard relayed while a restart in place is under way (its old
+ *   process still going) calls the restart off: no process is left, and
+ *   the shard ends STOPPED, never RUNNING after.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { create } from "@bufbuild/protobuf";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
+import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { engineRecord, shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import {
+  engineRecord,
+  fakeGpuUuid,
+  pidAlive,
+  shardStatuses,
+  until,
+  writeAgentConfig,
+  writeGpus,
+} from "../support/agent-process.js";
 import {
   type AgentWorld,
   addAgent,
@@ -229,11 +243,107 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
       );
       const rec = engineRecord(dir, first.status.shardId);
       assert.notEqual(rec.pid, pid, "a new engine process");
-      assert.equal(rec.env.CUDA_VISIBLE_DEVICES, "0", "on the same GPU");
+      assert.equal(rec.env.CUDA_VISIBLE_DEVICES, fakeGpuUuid(0), "on the same GPU");
       const replica = ((await w.stack.call("GET", "/v1/replicas")).models as any[]).find(
         (m) => m.model === MODEL,
       );
       assert.equal(replica.ready, 1, "the replica is ready again");
+    });
+  });
+
+  it("with restart-in-place, a StopShard during the restart calls it off: no process left, STOPPED, never RUNNING after", async () => {
+    await withAgentWorld(server, { name: "agstoprace" }, async (w) => {
+      const node = "gpu-stoprace";
+      // The old engine ignores SIGTERM: the restart waits for the stop grace, and the StopShard comes meanwhile.
+      const dir = await addNode(
+        w,
+        node,
+        ["--wedge-after-ms", "1500", "--wedge-once", join(w.dir, "wedged"), "--ignore-sigterm"],
+        { restartPolicy: "restart-in-place", stopGraceSeconds: 2 },
+      );
+      await w.stack.call("PUT", "/v1/catalog", {
+        models: [
+          { name: MODEL, replicas: 1, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] },
+        ],
+      });
+      const first = await until("the shard RUNNING", async () => (await runningShards(w, node))[0], {
+        timeoutMs: 30_000,
+        why: w.why,
+      });
+      const shardId = first.status.shardId;
+      const oldPid = engineRecord(dir, shardId).pid;
+      const restarting = await until(
+        "the restart in place under way",
+        async () =>
+          shardStatuses(await readAll(w.stack.log), node).find(
+            (x) => x.status.shardId === shardId && /restarting in place/.test(x.status.error),
+          ),
+        { timeoutMs: 20_000, why: w.why },
+      );
+      assert.ok(pidAlive(oldPid), "the old engine still goes (it ignores SIGTERM)");
+
+      // A StopShard for it, relayed by the gateway over the agent's stream.
+      const records = await readAll(w.stack.log);
+      const opened = records.flatMap((r) =>
+        r.event.body.case === "sessionOpened" && r.event.body.value.nodeId === node
+          ? [r.event.body.value]
+          : [],
+      );
+      const sessionId = opened.at(-1)?.sessionId ?? "";
+      const commandId = `stop-${randomUUID()}`;
+      await w.stack.log.append(
+        create(EventSchema, {
+          id: randomUUID(),
+          timeUnixMs: BigInt(Date.now()),
+          writer: { kind: Writer_Kind.RECONCILER, id: "test" },
+          body: {
+            case: "reconcilePass",
+            value: {
+              commands: [
+                {
+                  commandId,
+                  nodeId: node,
+                  sessionId,
+                  attempt: 1,
+                  action: { case: "stop", value: { commandId, shardId } },
+                },
+              ],
+            },
+          },
+        }),
+      );
+      const result = await until(
+        "the agent's answer to the StopShard",
+        async () =>
+          (await readAll(w.stack.log)).flatMap((r) =>
+            r.event.body.case === "commandResult" && r.event.body.value.result?.commandId === commandId
+              ? [r.event.body.value.result]
+              : [],
+          )[0],
+        { timeoutMs: 10_000, why: w.why },
+      );
+      assert.equal(result.ok, true, result.error);
+      await until(
+        "the shard STOPPED",
+        async () =>
+          shardStatuses(await readAll(w.stack.log), node).some(
+            (x) => x.status.shardId === shardId && x.seq > restarting.seq && x.status.state === State.STOPPED,
+          ) || undefined,
+        { timeoutMs: 10_000, why: w.why },
+      );
+      // Long enough for a restarted engine to start (200 ms) and be probed ready.
+      await new Promise((r) => setTimeout(r, 1500));
+      const after = shardStatuses(await readAll(w.stack.log), node).filter(
+        (x) => x.status.shardId === shardId && x.seq > restarting.seq,
+      );
+      assert.deepEqual(
+        after.map((x) => State[x.status.state]),
+        ["STOPPED"],
+        "nothing of the shard after the restart began but STOPPED",
+      );
+      const rec = engineRecord(dir, shardId);
+      assert.equal(rec.pid, oldPid, "no engine process started again");
+      assert.equal(pidAlive(oldPid), false, "the old engine is gone");
     });
   });
 });

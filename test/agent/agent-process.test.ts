@@ -95,7 +95,7 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
         "the profile's engine_args are appended",
       );
       assert.equal(rec.env.FAKE_ENGINE_PROFILE, "tp1");
-      assert.match(rec.env.CUDA_VISIBLE_DEVICES, /^[01]$/);
+      assert.match(rec.env.CUDA_VISIBLE_DEVICES, /^GPU-0000000[01]-aaaa-bbbb-cccc-00000000000[01]$/);
       assert.equal(running.status.endpoint, `http://127.0.0.1:${port}`);
       assert.equal((await fetch(`${running.status.endpoint}/health`)).status, 200);
 

@@ -18,6 +18,7 @@ import {
   type ShardEvent,
   type SupervisorOptions,
   startTimeOfStat,
+  visibleDevices,
 } from "../../src/agent/index.js";
 
 const FAKE_ENGINE = join(import.meta.dirname, "../../examples/agent/fake-engine.mjs");
@@ -46,6 +47,7 @@ const spec = (shardId: string) => ({
   profile: "p",
   engine: "default",
   gpuIndices: [0, 1],
+  gpuUuids: ["GPU-1f6a0c3e-0000-4000-8000-000000000000", "GPU-1f6a0c3e-0000-4000-8000-000000000001"],
   engineArgs: [],
   engineEnv: {},
   rank: 0,
@@ -128,6 +130,30 @@ describe("engine supervisor (real processes)", () => {
       const stopped = await until("stopped", () => stateOf(events, "stopped"));
       assert.equal(stopped.exitCode, 0);
       assert.deepEqual(await s.stop("nope"), { ok: false, error: 'unknown shard "nope"' });
+    });
+  });
+
+  it("stops a shard asked to stop (or drain) while it is being launched, as soon as its process is up: STOPPED, nothing left", async () => {
+    await withSupervisor(["--start-delay-ms", "200"], async (s, events) => {
+      // The start is under way (its port being probed) when the stop and the drain arrive.
+      const started = s.start(spec("s1"));
+      const drained = s.start(spec("s2"));
+      assert.deepEqual(await s.stop("s1"), { ok: true });
+      assert.deepEqual(await s.drain("s2", Date.now() + 60_000), { ok: true });
+      assert.deepEqual(await started, { ok: true });
+      assert.deepEqual(await drained, { ok: true });
+      for (const id of ["s1", "s2"]) {
+        await until(`${id} stopped`, () => events.find((e) => e.shardId === id && e.state === "stopped"));
+        assert.deepEqual(
+          events.filter((e) => e.shardId === id).map((e) => e.state),
+          ["starting", "stopped"],
+          `${id}: never RUNNING`,
+        );
+      }
+      assert.deepEqual(s.pids(), {}, "no engine left");
+      // Nothing of it is kept for a later start: the next one runs.
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      await until("s1 running", () => events.find((e) => e.shardId === "s1" && e.state === "running"));
     });
   });
 
@@ -221,7 +247,11 @@ describe("engine supervisor (real processes)", () => {
         assert.equal(env["LANG"], "C.UTF-8");
         assert.equal(env["FAKE_ENGINE_NODE"], "from the agent config");
         assert.equal(env["FAKE_ENGINE_PROFILE"], "tp2");
-        assert.equal(env["CUDA_VISIBLE_DEVICES"], "0,1");
+        // By UUID: the shard's GPUs whatever number the driver gives them next.
+        assert.equal(
+          env["CUDA_VISIBLE_DEVICES"],
+          "GPU-1f6a0c3e-0000-4000-8000-000000000000,GPU-1f6a0c3e-0000-4000-8000-000000000001",
+        );
         assert.equal(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
         const mode = (p: string) => statSync(p).mode & 0o777;
         const state = join(dir, "state");
@@ -690,6 +720,13 @@ describe("engine supervisor (real processes)", () => {
       await s.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("names an engine's GPUs by UUID, by index only where a UUID is not known", () => {
+    assert.equal(visibleDevices({ gpuIndices: [2, 0], gpuUuids: ["GPU-b", "GPU-a"] }), "GPU-b,GPU-a");
+    // A GPU source without UUIDs, or an engine recorded by an older agent (no gpuUuids at all).
+    assert.equal(visibleDevices({ gpuIndices: [2, 0], gpuUuids: ["GPU-b", ""] }), "2,0");
+    assert.equal(visibleDevices({ gpuIndices: [3] } as never), "3");
   });
 
   it("reads the start time after the last ')' of /proc/<pid>/stat", () => {

@@ -230,6 +230,24 @@ export function engineRecord(dir: string, shardId: string): { argv: string[]; en
   return JSON.parse(readFileSync(join(dir, `${shardId}.json`), "utf8"));
 }
 
+/** The UUID the fake nvidia-smi gives the GPU in place `i` (unless a test names one). */
+export function fakeGpuUuid(i: number): string {
+  return `GPU-${String(i).padStart(8, "0")}-aaaa-bbbb-cccc-${String(i).padStart(12, "0")}`;
+}
+
+/**
+ * The places (as `writeGpus` lists them) of the fake nvidia-smi's GPUs a
+ * shard's engine was given: its CUDA_VISIBLE_DEVICES names them by UUID.
+ */
+export function engineGpus(dir: string, shardId: string): number[] {
+  const visible = String(engineRecord(dir, shardId).env.CUDA_VISIBLE_DEVICES ?? "");
+  return visible.split(",").map((uuid) => {
+    const m = /^GPU-(\d{8})-aaaa-bbbb-cccc-\d{12}$/.exec(uuid);
+    if (!m) throw new Error(`CUDA_VISIBLE_DEVICES names ${JSON.stringify(uuid)}, not a fake GPU's UUID`);
+    return Number(m[1]);
+  });
+}
+
 /**
  * Kills every engine any agent started under `dir` or its folders (each
  * wrote a record), with the process group it runs in (the agent's wrapper

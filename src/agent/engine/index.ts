@@ -6,6 +6,7 @@ export {
   engineSchema,
   enginesSchema,
 } from "./config.js";
+export { type EngineHost, type EngineSpawn, type EngineSpawned, osEngineHost } from "./engine-host.js";
 export type { EngineOutput, EngineOutputSource, OutputRead } from "./engine-output.js";
 export {
   type EngineLoad,
@@ -29,6 +30,7 @@ export {
   INHERITED_ENV,
   type ShardLoadReport,
   type SupervisorOptions,
+  visibleDevices,
 } from "./supervisor.js";
 export {
   fill,

@@ -73,10 +73,15 @@ export function loadOfMetricsText(text: string, names: Names): LoadReading {
 }
 
 /** Reads an engine's metrics page; never throws. */
-export async function readEngineLoad(url: string, names: Names, timeoutMs: number): Promise<LoadReading> {
+export async function readEngineLoad(
+  url: string,
+  names: Names,
+  timeoutMs: number,
+  get: (url: string, init: { signal: AbortSignal }) => Promise<Response> = fetch,
+): Promise<LoadReading> {
   let text: string;
   try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    const r = await get(url, { signal: AbortSignal.timeout(timeoutMs) });
     if (r.status !== 200) {
       await r.body?.cancel();
       return { ok: false, reason: "status", detail: `${url} answered ${r.status}` };

@@ -2,12 +2,12 @@
  * Runs inference engines for shards: one process group per shard, detached
  * so that engines outlive the agent, recorded under the state directory so
  * that a restarted agent adopts the ones still alive (PID and start time
- * both matching) instead of starting them again.
+ * both matching) instead of starting them again. Processes, ports and the
+ * engines' HTTP go through an `EngineHost` (engine-host.ts): this machine's
+ * by default.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
 import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchIssues } from "../../engine-policy/index.js";
 import type {
@@ -19,12 +19,12 @@ import type {
   SupervisedShard,
 } from "../node-agent.js";
 import type { EngineConfig, EnginesConfig } from "./config.js";
+import { type EngineHost, osEngineHost } from "./engine-host.js";
 import type { EngineOutput, EngineOutputSource } from "./engine-output.js";
-import { EXIT_RECORDER, executableOnPath, readRecordedExit } from "./exit-recorder.js";
+import { readRecordedExit } from "./exit-recorder.js";
 import { type EngineLoad, type LoadFailure, readEngineLoad } from "./load.js";
 import { DEFAULT_ENGINE_LOGS, type EngineLogsConfig } from "./log-config.js";
 import { EngineLogKeeper, FileEngineOutput, shardLogPath } from "./log-files.js";
-import { processStartTime } from "./process-identity.js";
 import { idProblem } from "./shard-id.js";
 import { fill, type TemplateValues } from "./template.js";
 
@@ -60,7 +60,8 @@ interface ShardTimers {
 interface Shard {
   record: EngineRecord;
   config: EngineConfig;
-  child: ChildProcess | undefined;
+  /** Started by this agent process (its exit is heard), or adopted from an earlier one (its exit is watched for). */
+  ours: boolean;
   stopping: boolean;
   timers: ShardTimers;
   exited: Promise<void>;
@@ -94,6 +95,8 @@ export interface SupervisorOptions {
   onEvent: (e: ShardEvent) => void;
   /** Where PATH, HOME and LANG of every engine come from (default: the agent's environment). */
   baseEnv?: NodeJS.ProcessEnv;
+  /** Where engines run: processes of this machine (the default), or a host that fakes them. */
+  host?: EngineHost;
   /** Things operators should see that are no shard state (a start retried on another port). */
   warn?: (obj: object, msg: string) => void;
   /** An engine turned unhealthy after RUNNING, and what is done about it. */
@@ -129,6 +132,7 @@ const ADDRESS_IN_USE = /EADDRINUSE|address already in use|Errno 98/i;
 
 export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   readonly #o: SupervisorOptions;
+  readonly #host: EngineHost;
   /** Rotates the live shards' logs and deletes removed shards' logs after their retention. */
   readonly #logKeeper: EngineLogKeeper;
   readonly #shards = new Map<string, Shard>();
@@ -140,10 +144,17 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   readonly #reservedPorts = new Set<number>();
   /** Shards between a start's arrival and their process running (a re-sent start waits for nothing). */
   readonly #launching = new Set<string>();
+  /**
+   * Shards asked to stop (or drain) while being launched, a restart in place
+   * included: their process is stopped as soon as it is up, or never
+   * started, and they end STOPPED.
+   */
+  readonly #stopAsked = new Set<string>();
   #closed = false;
 
   constructor(o: SupervisorOptions) {
     this.#o = o;
+    this.#host = o.host ?? osEngineHost;
     this.#logKeeper = new EngineLogKeeper({
       dir: this.#logsDir,
       config: o.logs ?? DEFAULT_ENGINE_LOGS,
@@ -195,13 +206,13 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
         continue;
       }
       const config = this.#o.engines[record.spec.engine];
-      const alive = (await processStartTime(record.pid)) === record.startTime;
+      const alive = (await this.#host.startTime(record.pid)) === record.startTime;
       if (!alive || !config) {
         // Gone, or the PID now belongs to another process: never adopted.
         await rm(path, { force: true });
         continue;
       }
-      const shard = this.#newShard(record, config, undefined, 0);
+      const shard = this.#newShard(record, config, false, 0);
       this.#shards.set(record.spec.shardId, shard);
       this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
@@ -279,6 +290,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       return await this.#launch(spec, config, { avoidPort: undefined, portRetried: false });
     } finally {
       this.#launching.delete(spec.shardId);
+      this.#stopAsked.delete(spec.shardId);
     }
   }
 
@@ -292,7 +304,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       ...inherited,
       ...config.env,
       ...spec.engineEnv,
-      CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(","),
+      CUDA_VISIBLE_DEVICES: visibleDevices(spec),
       // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi, whose
       // indices the control plane places by, numbers them by PCI bus. Set
       // last: no other value may change which GPUs the engine sees.
@@ -324,7 +336,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
         return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
       }
       const program = argv[0]!;
-      if (!(await executableOnPath(program, env.PATH))) {
+      if (!(await this.#host.executable(program, env.PATH))) {
         closeSync(fd);
         return {
           ok: false,
@@ -333,45 +345,34 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       }
       const exitPath = this.#exitPath(spec.shardId);
       await rm(exitPath, { force: true });
-      let child: ChildProcess;
+      let spawned: Awaited<ReturnType<EngineHost["spawn"]>>;
       try {
-        // Through a small shell that records the engine's exit status, so that
-        // a restarted agent, no longer the engine's parent, still learns it.
-        child = spawn("/bin/sh", ["-c", EXIT_RECORDER, "llmgw-engine", exitPath, ...argv], {
-          detached: true,
-          stdio: ["ignore", fd, fd],
-          env,
-        });
+        spawned = await this.#host.spawn({ argv, env, logFd: fd, logPath, exitPath });
       } finally {
         closeSync(fd);
       }
-      const spawned = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
-        child.once("spawn", () => resolve({ ok: true }));
-        child.once("error", (err) =>
-          resolve({ ok: false, error: `cannot start ${program}: ${err.message}` }),
-        );
-      });
-      if (!spawned.ok) return spawned;
-      child.unref();
-      const pid = child.pid!;
+      if (!spawned.ok) return { ok: false, error: spawned.error };
+      const pid = spawned.pid;
       const record: EngineRecord = {
         spec,
         pid,
-        startTime: (await processStartTime(pid)) ?? "",
+        startTime: (await this.#host.startTime(pid)) ?? "",
         port,
         endpoint: `http://${this.#o.advertiseHost}:${port}`,
         state: "starting",
         logPath,
       };
-      const shard = this.#newShard(record, config, child, logOffset);
+      const shard = this.#newShard(record, config, true, logOffset);
       shard.portRetried = o.portRetried;
       shard.restarts = o.restarts ?? 0;
       this.#shards.set(spec.shardId, shard);
       launched = true;
-      child.once("exit", (code, signal) => void this.#exited(shard, code, signal));
+      spawned.onExit((code, signal) => void this.#exited(shard, code, signal));
       await this.#save(shard);
       this.#emit(shard, "starting");
       this.#probe(shard);
+      // Asked to stop while it was being launched: it goes at once, and says STOPPED when it exited.
+      if (this.#stopAsked.delete(spec.shardId)) this.#terminate(shard);
       return { ok: true };
     } finally {
       if (!launched) this.#reservedPorts.delete(port);
@@ -380,14 +381,34 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   async stop(shardId: string): Promise<CommandOutcome> {
     const shard = this.#shards.get(shardId);
-    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    if (!shard) return this.#stopLaunching(shardId);
+    this.#cancelRestart(shard);
     this.#terminate(shard);
     return { ok: true };
   }
 
+  /**
+   * A stop for a shard with no process right now: one being launched (a
+   * start, or a restart in place between its old process and its new one)
+   * is stopped as soon as its process is up, or never started.
+   */
+  #stopLaunching(shardId: string): CommandOutcome {
+    if (!this.#launching.has(shardId))
+      return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    this.#stopAsked.add(shardId);
+    return { ok: true };
+  }
+
+  /** A restart in place under way is called off: the old process, stopping already, is not started again, and its exit says STOPPED. */
+  #cancelRestart(shard: Shard): void {
+    if (shard.afterExit === "restart") shard.afterExit = "report";
+  }
+
   async drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome> {
     const shard = this.#shards.get(shardId);
-    if (!shard) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    // Nothing serves yet, so nothing is in flight: the drain of a shard being launched is its stop.
+    if (!shard) return this.#stopLaunching(shardId);
+    this.#cancelRestart(shard);
     if (shard.record.state === "draining" || shard.stopping) return { ok: true };
     shard.record.state = "draining";
     clearInterval(shard.timers.probe);
@@ -401,7 +422,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     if (drain.http) {
       const url = fill(drain.http, this.#values(shard));
       // The hook is advice to the engine; the deadline below stops it regardless.
-      fetch(url, { method: drain.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
+      this.#host.fetch(url, { method: drain.method, signal: AbortSignal.timeout(5000) }).catch(() => {});
     }
     // No deadline given (older control planes): the grace the engine has for a stop.
     const untilDeadline =
@@ -416,7 +437,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
           if (busy || this.#closed || shard.stopping) return;
           busy = true;
           try {
-            const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+            const r = await readEngineLoad(url, metrics, metrics.timeoutMs, this.#host.fetch);
             const idle = r.ok && r.load.running === 0 && r.load.queueDepth === 0;
             if (idle && Date.now() - drainedAt >= drain.idleGraceMs) {
               this.#o.warn?.({ shard: shardId }, "drained engine idle: stopping it before the deadline");
@@ -448,12 +469,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   // --- internals --------------------------------------------------------------
 
-  #newShard(
-    record: EngineRecord,
-    config: EngineConfig,
-    child: ChildProcess | undefined,
-    logOffset: number,
-  ): Shard {
+  #newShard(record: EngineRecord, config: EngineConfig, ours: boolean, logOffset: number): Shard {
     let markExited = () => {};
     const exited = new Promise<void>((r) => {
       markExited = r;
@@ -461,7 +477,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     return {
       record,
       config,
-      child,
+      ours,
       stopping: false,
       timers: {},
       exited,
@@ -491,7 +507,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       if (busy || this.#closed) return;
       busy = true;
       try {
-        const r = await fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
+        const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
         await r.body?.cancel();
         if (r.status === 200) await this.#ready(shard);
       } catch {
@@ -524,7 +540,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       busy = true;
       let why: string | undefined;
       try {
-        const r = await fetch(url, { signal: AbortSignal.timeout(liveness.timeoutMs) });
+        const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(liveness.timeoutMs) });
         await r.body?.cancel();
         if (r.status !== 200) why = `${url} answered ${r.status}`;
       } catch (err) {
@@ -585,7 +601,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       if (busy || this.#closed || shard.record.state !== "running") return;
       busy = true;
       try {
-        const r = await readEngineLoad(url, metrics, metrics.timeoutMs);
+        const r = await readEngineLoad(url, metrics, metrics.timeoutMs, this.#host.fetch);
         if (r.ok) {
           shard.load = r.load;
           shard.loadFailing = false;
@@ -613,7 +629,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
    */
   #watchAdopted(shard: Shard): void {
     shard.timers.watch = setInterval(async () => {
-      if ((await processStartTime(shard.record.pid)) !== shard.record.startTime) {
+      if ((await this.#host.startTime(shard.record.pid)) !== shard.record.startTime) {
         clearInterval(shard.timers.watch);
         const code = await readRecordedExit(this.#exitPath(shard.record.spec.shardId));
         await this.#exited(shard, code ?? null, null);
@@ -641,19 +657,19 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   }
 
   #signal(shard: Shard, signal: NodeJS.Signals): void {
-    try {
-      // The whole group: an engine's workers go with it.
-      process.kill(-shard.record.pid, signal);
-    } catch {
-      // Already gone.
-    }
+    // The whole group: an engine's workers go with it.
+    this.#host.signalGroup(shard.record.pid, signal);
   }
 
   async #exited(shard: Shard, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
     if (this.#shards.get(shard.record.spec.shardId) !== shard) return;
     this.#clearTimers(shard);
-    this.#shards.delete(shard.record.spec.shardId);
+    const shardId = shard.record.spec.shardId;
+    this.#shards.delete(shardId);
     this.#reservedPorts.delete(shard.record.port);
+    // From here to its new process, a restart in place is a launch: a stop meanwhile calls it off (#stopLaunching).
+    const restart = shard.afterExit === "restart" && !this.#closed;
+    if (restart) this.#launching.add(shardId);
     if (this.#closed) {
       // The agent is going away: the records are the next agent's to read.
       shard.markExited();
@@ -664,20 +680,22 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
     shard.markExited();
     if (shard.afterExit === "silent") return;
-    if (shard.afterExit === "restart") {
-      const spec = shard.record.spec;
-      this.#launching.add(spec.shardId);
-      let r: CommandOutcome;
+    if (restart) {
+      let r: CommandOutcome | undefined;
       try {
-        r = await this.#launch(spec, shard.config, {
-          avoidPort: undefined,
-          portRetried: false,
-          restarts: shard.restarts + 1,
-        });
+        // Stopped while its old process was going: not started again.
+        if (!this.#stopAsked.has(shardId))
+          r = await this.#launch(shard.record.spec, shard.config, {
+            avoidPort: undefined,
+            portRetried: false,
+            restarts: shard.restarts + 1,
+          });
       } finally {
-        this.#launching.delete(spec.shardId);
+        this.#launching.delete(shardId);
       }
-      if (!r.ok)
+      if (this.#stopAsked.delete(shardId) || r === undefined)
+        this.#emit(shard, "stopped", { exitCode: code ?? 0, lastOutput });
+      else if (!r.ok)
         this.#emit(shard, "failed", { exitCode: code ?? -1, error: `restart in place failed: ${r.error}` });
       return;
     }
@@ -706,7 +724,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
    */
   async #retryOnAnotherPort(shard: Shard, code: number | null): Promise<boolean> {
     const { spec, port, state } = shard.record;
-    if (shard.portRetried || state !== "starting" || shard.child === undefined || code === 0) return false;
+    if (shard.portRetried || state !== "starting" || !shard.ours || code === 0) return false;
     if (!ADDRESS_IN_USE.test(await readFrom(shard.record.logPath, shard.logOffset))) return false;
     if (this.#launching.has(spec.shardId)) return false;
     this.#o.warn?.(
@@ -762,11 +780,24 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     for (let p = from; p <= to; p++) {
       if (p === avoid || this.#reservedPorts.has(p)) continue;
       this.#reservedPorts.add(p);
-      if (await portFree(p)) return p;
+      if (await this.#host.portFree(p)) return p;
       this.#reservedPorts.delete(p);
     }
     return undefined;
   }
+}
+
+/**
+ * The shard's GPUs as CUDA is to see them: by UUID, which stays with its GPU
+ * when the driver numbers the GPUs anew (one lost, replaced or reset), where
+ * an index may then name another GPU. By index only when a UUID is not known
+ * (a GPU source without them, or an engine recorded by an older agent).
+ */
+export function visibleDevices(s: Pick<ShardStartSpec, "gpuIndices" | "gpuUuids">): string {
+  const uuids = s.gpuUuids ?? [];
+  return uuids.length === s.gpuIndices.length && uuids.every((u) => u !== "")
+    ? uuids.join(",")
+    : s.gpuIndices.join(",");
 }
 
 function templateValues(s: ShardStartSpec, port: number): TemplateValues {
@@ -775,6 +806,7 @@ function templateValues(s: ShardStartSpec, port: number): TemplateValues {
     port: String(port),
     gpu_count: String(s.gpuIndices.length),
     gpu_indices: s.gpuIndices.join(","),
+    gpu_uuids: visibleDevices(s),
     rank: String(s.rank),
     world_size: String(s.worldSize),
     master_addr: s.masterAddr,
@@ -800,15 +832,6 @@ async function lastLines(path: string): Promise<string> {
   } catch {
     return "";
   }
-}
-
-/** Whether nothing listens on `port` (on any address). */
-function portFree(port: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const srv = createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen(port, "0.0.0.0", () => srv.close(() => resolve(true)));
-  });
 }
 
 /** What a log holds from `offset` on (at most its last 64 KiB). */

@@ -5,6 +5,7 @@ export const PLACEHOLDERS = [
   "port",
   "gpu_count",
   "gpu_indices",
+  "gpu_uuids",
   "rank",
   "world_size",
   "master_addr",
