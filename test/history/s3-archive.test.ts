@@ -338,19 +338,22 @@ describe("the archive in an S3-compatible store", () => {
       // The restored history is all in the target's S3 archive: the target's stream starts after it.
       assert.equal(runs(await keys(s3, "restored", "copy/segments/")).at(-1)?.[1], golden.length);
 
-      for (const seq of [3, half, golden.length]) {
-        const [a, b] = await Promise.all(
-          [source, restoredFlags].map((f) =>
-            runCli(["replay", ...f, "--until-seq", String(seq), "--json"], { env, timeoutMs: 90_000 }),
-          ),
-        );
+      // Replay at three sequences and the event list, from the source and the restored log, side by side.
+      const seqs = [3, half, golden.length];
+      const answers = await sideBySide(
+        [
+          ...seqs.map((seq) => ["replay", "--until-seq", String(seq), "--json"]),
+          ["events", "--json"],
+        ].flatMap((args) => [source, restoredFlags].map((f) => [...args, ...f])),
+        (args) => runCli(args, { env, timeoutMs: 90_000 }),
+      );
+      for (const [i, seq] of seqs.entries()) {
+        const [a, b] = [answers[2 * i], answers[2 * i + 1]];
         assert.equal(a?.code, 0, a?.stderr);
         assert.equal(b?.code, 0, b?.stderr);
         assert.equal(b?.stdout, a?.stdout, `replay at ${seq}`);
       }
-      const [ea, eb] = await Promise.all(
-        [source, restoredFlags].map((f) => runCli(["events", "--json", ...f], { env, timeoutMs: 90_000 })),
-      );
+      const [ea, eb] = answers.slice(2 * seqs.length);
       assert.equal(eb?.stdout, ea?.stdout);
 
       // Over a non-empty S3 archive: refused without --force.
