@@ -47,7 +47,7 @@ export const agentEngines: Scenario = {
   name: "agent-engines",
   describe: "node agent supervisor: a start storm of 8 shards on one node; CPU and RSS supervising 8 engines",
   async run(ctx) {
-    const steadyMs = ctx.quick ? 5_000 : 30_000;
+    const steadyMs = ctx.quick ? 2_000 : 30_000;
     const dir = mkdtempSync(join(tmpdir(), "llmgw-bench-agent-"));
     const events: ShardEvent[] = [];
     const sup = new EngineSupervisor({

@@ -38,12 +38,12 @@ import { type Figure, figure, fmt, type Scenario } from "../support/result.js";
 
 /** The reconcilers' lease TTL (the floor of a takeover); shorter in --quick, which checks the steps, not the figures. */
 const LEASE_TTL_MS = 10_000;
-const LEASE_TTL_MS_QUICK = 4_000;
+const LEASE_TTL_MS_QUICK = 2_000;
 /** How often the scenario looks at its projection: the figures are as fine as this. */
 const POLL_MS = 10;
 /** The simulated engines' start (starting → running): the sim's default, given explicitly; shorter in --quick. */
 const START_DELAY_MS = 5_000;
-const START_DELAY_MS_QUICK = 2_000;
+const START_DELAY_MS_QUICK = 500;
 
 export const convergence: Scenario = {
   name: "convergence",
@@ -52,7 +52,7 @@ export const convergence: Scenario = {
   async run(ctx) {
     // LLMGW_BENCH_CONVERGENCE_NODES=200: a smaller fleet at the default TTL and start delay
     // (the failover figures do not depend on the fleet's size; a busy machine cannot keep 1,000 simulated agents heartbeating).
-    const nodes = nodesFrom(process.env.LLMGW_BENCH_CONVERGENCE_NODES) ?? (ctx.quick ? 20 : 1_000);
+    const nodes = nodesFrom(process.env.LLMGW_BENCH_CONVERGENCE_NODES) ?? (ctx.quick ? 10 : 1_000);
     // Two 4-GPU replicas fit a node of 8: half the fleet's nodes' worth of replicas fills a quarter.
     const replicas = Math.max(1, Math.floor(nodes / 2));
     const waitMs = ctx.quick ? 60_000 : 300_000;

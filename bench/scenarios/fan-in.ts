@@ -60,7 +60,7 @@ const MAX_COMMANDS = 2_000;
  * to reach its last agent, which is throughput, not latency.
  */
 const PACED_PASSES = 40;
-const PACED_PASSES_QUICK = 10;
+const PACED_PASSES_QUICK = 4;
 const PACED_COMMANDS = 10;
 const PACED_GAP_MS = 200;
 
@@ -93,8 +93,8 @@ export const fanIn: Scenario = {
   name: "fan-in",
   describe: "concurrent agent streams on one gateway at a 5 s heartbeat vs a bare Connect server",
   async run(ctx) {
-    const scales = scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [100] : [1_000, 10_000]);
-    const windowMs = ctx.quick ? 3_000 : 15_000;
+    const scales = scalesFrom(process.env.LLMGW_BENCH_FANIN_STREAMS) ?? (ctx.quick ? [40] : [1_000, 10_000]);
+    const windowMs = ctx.quick ? 1_000 : 15_000;
     const paced = ctx.quick ? PACED_PASSES_QUICK : PACED_PASSES;
     const figures: Figure[] = [];
     const notes: string[] = [];

@@ -2,7 +2,7 @@
  * Growth: how fast the log grows, per node and day, for a stated churn,
  * measured with the simulator and extrapolated.
  *
- * The fleet: 1,000 simulated H100 nodes (8 GPUs; 100 in --quick) over
+ * The fleet: 1,000 simulated H100 nodes (8 GPUs; 40 in --quick) over
  * Connect to a real gateway, a `llmgw reconciler` process and the API on a
  * real nats-server, run ACCELERATION times faster than a real fleet:
  * heartbeats every 3 s / ACCELERATION (a real agent's 3 s), the gateway's
@@ -39,10 +39,10 @@ export const growth: Scenario = {
   describe:
     "log bytes and events per node per day for a stated churn, measured with 1,000 simulated nodes at 10× pace",
   async run(ctx) {
-    const nodes = ctx.quick ? 100 : 1_000;
+    const nodes = ctx.quick ? 40 : 1_000;
     // Half the GPUs serve (two tp4 slots per node, one used): usage moves on every node.
     const replicas = nodes;
-    const steadyS = ctx.quick ? 10 : 30;
+    const steadyS = ctx.quick ? 3 : 30;
     const server = await startServer();
     const stack = await startStack(server.url, {
       name: "growth",

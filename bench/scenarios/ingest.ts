@@ -44,6 +44,8 @@ const RAW_DEPTHS = [...new Set([256, PUBLISH_DEPTH])];
 const WARM_UP = 200_000;
 /** Untimed events before a later run on a process already warmed up (new agents, new sessions). */
 const WARM_AGAIN = 2_000;
+/** Untimed events before each part in --quick, which checks the steps, not the figures. */
+const WARM_AGAIN_QUICK = 500;
 /** Agents of the latency-bound variant. */
 const FEW = 4;
 /**
@@ -59,9 +61,9 @@ export const ingest: Scenario = {
   name: "ingest",
   describe: "agent shard-status events through a gateway into the log vs raw JetStream publish",
   async run(ctx) {
-    const events = ctx.quick ? 2_000 : 40_000;
-    const warmUp = ctx.quick ? WARM_AGAIN : WARM_UP;
-    const agents = ctx.quick ? 20 : 50;
+    const events = ctx.quick ? 500 : 40_000;
+    const warmUp = ctx.quick ? WARM_AGAIN_QUICK : WARM_UP;
+    const agents = ctx.quick ? 10 : 50;
     const server = await startServer();
     try {
       ctx.progress("raw pipelined publish");
@@ -85,7 +87,7 @@ export const ingest: Scenario = {
       );
       // Runs with the same gateway flags share the gateway processes (a
       // spawn costs seconds); each run's agents are other nodes.
-      const fewEvents = ctx.quick ? 1_000 : 5_000;
+      const fewEvents = ctx.quick ? 250 : 5_000;
       const window1 = await GatewaysOnLog.open(server.url, 1, warmUp, ["--stream-window", "1"]);
       let before: Through;
       let fewBefore: Through;

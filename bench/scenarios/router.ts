@@ -102,8 +102,8 @@ export const router: Scenario = {
     "router throughput and latency vs straight to the engine; table change → applied; memory per 1,000 streams",
   async run(ctx) {
     const clients = 32;
-    const loopMs = ctx.quick ? 1_500 : 5_000;
-    const changes = ctx.quick ? 50 : 300;
+    const loopMs = ctx.quick ? 600 : 5_000;
+    const changes = ctx.quick ? 20 : 300;
     const streams = 1_000;
     const server = await startServer();
     const children: Child[] = [];

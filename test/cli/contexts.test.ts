@@ -24,6 +24,7 @@ import { runCli } from "../support/cli.js";
 import { EventFactory, ShardStatus_State } from "../support/fleet-events.js";
 import { rand } from "../support/gateway.js";
 import { appendAll, smallFleet } from "../support/operator-api.js";
+import { sideBySide } from "../support/side-by-side.js";
 import { type UnreachablePort, unreachablePort } from "../support/unreachable.js";
 
 describe("llmgw config contexts and -o formats in a real shell", () => {
@@ -116,7 +117,48 @@ describe("llmgw config contexts and -o formats in a real shell", () => {
   });
 
   it("llmgw nodes -o yaml|json|wide, replicas, rollouts and events work through the current context", async () => {
-    const yaml = await sh(["nodes", "-o", "yaml"]);
+    // Readers that share nothing: processes of their own, side by side.
+    const [
+      yaml,
+      asJson,
+      wide,
+      badFormat,
+      replicas,
+      replicasYaml,
+      rolloutsJson,
+      rolloutsTable,
+      historyYaml,
+      eventsYaml,
+      endpoints,
+    ] = await sideBySide(
+      [
+        ["nodes", "-o", "yaml"],
+        ["nodes", "-o", "json"],
+        ["nodes", "-o", "wide"],
+        ["nodes", "-o", "xml"],
+        ["replicas", "-o", "wide"],
+        ["replicas", "-o", "yaml", "--model", "llama-3.3-70b"],
+        ["rollouts", "-o", "json"],
+        ["rollouts"],
+        ["catalog", "history", "-o", "yaml"],
+        ["events", "-o", "yaml", "--until-seq", "2"],
+        ["endpoints", "-o", "yaml"],
+      ],
+      (args) => sh(args),
+    );
+    assert.ok(
+      yaml &&
+        asJson &&
+        wide &&
+        badFormat &&
+        replicas &&
+        replicasYaml &&
+        rolloutsJson &&
+        rolloutsTable &&
+        historyYaml &&
+        eventsYaml &&
+        endpoints,
+    );
     assert.equal(yaml.code, 0, yaml.stderr);
     const doc = parseYaml(yaml.stdout);
     assert.deepEqual(
@@ -124,76 +166,71 @@ describe("llmgw config contexts and -o formats in a real shell", () => {
       ["gpu-a1", "gpu-a2", "gpu-b1"],
     );
     assert.equal(doc.nodes[2].gpusUsed, 4);
-    const json = JSON.parse((await sh(["nodes", "-o", "json"])).stdout);
+    const json = JSON.parse(asJson.stdout);
     assert.deepEqual(json, doc);
-    const wide = await sh(["nodes", "-o", "wide"]);
     assert.match(
       wide.stdout,
       /^NODE\s+ADDRESS\s+LIVENESS\s+GPUS\s+CORDON\s+REPLICAS\s+REASON\s+GPU ISSUES\s+AGENT\s+SESSION\s+GATEWAY\s+LABELS$/m,
     );
     assert.match(wide.stdout, /^gpu-b1\s.*\ss-b1\s+gw-1\s/m);
-    const badFormat = await sh(["nodes", "-o", "xml"]);
     assert.equal(badFormat.code, 2);
     assert.match(badFormat.stderr, /xml.*Allowed choices are table, wide, json, yaml/);
 
-    const replicas = await sh(["replicas", "-o", "wide"]);
     assert.match(replicas.stdout, /^r-70b-1\s.*\sr-70b-1\.0:\S+\s+\d+$/m);
-    const ry = parseYaml((await sh(["replicas", "-o", "yaml", "--model", "llama-3.3-70b"])).stdout);
+    const ry = parseYaml(replicasYaml.stdout);
     assert.deepEqual(
       ry.replicas.map((r: { replicaId: string }) => r.replicaId),
       ["r-70b-1", "r-70b-2"],
     );
-    const rollouts = JSON.parse((await sh(["rollouts", "-o", "json"])).stdout);
+    const rollouts = JSON.parse(rolloutsJson.stdout);
     assert.ok(Array.isArray(rollouts.rollouts));
-    assert.match(
-      (await sh(["rollouts"])).stdout,
-      /^MODEL\s+REVISION\s+STATE\s+READY\s+CURRENT\s+OLDER\s+DRAINING/,
-    );
-    const history = parseYaml((await sh(["catalog", "history", "-o", "yaml"])).stdout);
+    assert.match(rolloutsTable.stdout, /^MODEL\s+REVISION\s+STATE\s+READY\s+CURRENT\s+OLDER\s+DRAINING/);
+    const history = parseYaml(historyYaml.stdout);
     assert.equal(history.history.length, 1);
-    const events = parseAllDocuments((await sh(["events", "-o", "yaml", "--until-seq", "2"])).stdout);
+    const events = parseAllDocuments(eventsYaml.stdout);
     assert.deepEqual(
       events.map((d) => d.toJS().seq),
       [1, 2],
     );
-    const endpoints = await sh(["endpoints", "-o", "yaml"]);
     assert.equal(endpoints.code, 0, endpoints.stderr);
     assert.ok("endpoints" in parseYaml(endpoints.stdout));
   });
 
   it("llmgw describe node and replica print one object in full", async () => {
-    const node = await sh(["describe", "node", "gpu-b1"]);
+    const [node, replica, replicaYaml, missing] = await Promise.all([
+      sh(["describe", "node", "gpu-b1"]),
+      sh(["describe", "replica", "r-70b-2"]),
+      sh(["describe", "replica", "r-70b-1", "-o", "yaml"]),
+      sh(["describe", "node", "gpu-zz"]),
+    ]);
     assert.equal(node.code, 0, node.stderr);
     assert.match(node.stdout, /^Node:\s+gpu-b1$/m);
     assert.match(node.stdout, /^Session:\s+s-b1 via gw-1/m);
     assert.match(node.stdout, /^GPU\s+PRODUCT\s+MEMORY USED\/TOTAL \(MiB\)\s+CORDONED\s+ISSUES\s+SHARDS$/m);
     assert.match(node.stdout, /^0\s.*r-70b-1\.0 \(llama-3\.3-70b, \S+\)$/m);
-    const replica = await sh(["describe", "replica", "r-70b-2"]);
     assert.match(replica.stdout, /^Phase:\s+pending$/m);
     assert.match(replica.stdout, /^Pending:\s+0\/3 nodes fit/m);
-    const asYaml = parseYaml((await sh(["describe", "replica", "r-70b-1", "-o", "yaml"])).stdout);
+    const asYaml = parseYaml(replicaYaml.stdout);
     assert.equal(asYaml.replica.replicaId, "r-70b-1");
-    const missing = await sh(["describe", "node", "gpu-zz"]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /node gpu-zz not found/);
   });
 
   it("a flag beats the environment, which beats the context", async () => {
     const deadUrl = `http://127.0.0.1:${dead.port}`;
-    const envWins = await sh(["nodes"], { LLMGW_API_URL: deadUrl });
+    const [envWins, flagWins, noToken, wrong] = await Promise.all([
+      sh(["nodes"], { LLMGW_API_URL: deadUrl }),
+      sh(["nodes", "--api", api.url], { LLMGW_API_URL: deadUrl, LLMGW_API_TOKEN: VIEWER_TOKEN }),
+      sh(["nodes", "--api", api.url]),
+      sh(["nodes"], { LLMGW_API_TOKEN: "not-a-token-of-this-api" }),
+    ]);
     assert.equal(envWins.code, 1);
     assert.match(envWins.stderr, new RegExp(`cannot reach the API at ${deadUrl}`));
-    const flagWins = await sh(["nodes", "--api", api.url], {
-      LLMGW_API_URL: deadUrl,
-      LLMGW_API_TOKEN: VIEWER_TOKEN,
-    });
     assert.equal(flagWins.code, 0, flagWins.stderr);
     // A URL given another way never gets the context's token.
-    const noToken = await sh(["nodes", "--api", api.url]);
     assert.equal(noToken.code, 1);
     assert.match(noToken.stderr, /token/i);
     // The environment's token beats the context's token file.
-    const wrong = await sh(["nodes"], { LLMGW_API_TOKEN: "not-a-token-of-this-api" });
     assert.equal(wrong.code, 1);
     const other = await sh(["config", "use-context", "dead"]);
     assert.equal(other.code, 0);

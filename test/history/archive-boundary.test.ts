@@ -22,6 +22,7 @@ import { type NatsServer, startServer, tempDir } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
+import { sideBySide } from "../support/side-by-side.js";
 import { h100Profile, stackFleet, startStack } from "../support/stack.js";
 
 const catalog = (replicas: number) => ({
@@ -82,10 +83,12 @@ describe("history across the archive boundary, end to end", () => {
           what: "a running replica",
         },
       );
-      const before5 = await cli("replay", "--until-seq", "5", "--json");
-      const { lastSeq: _l0, ...fleetAt5 } = await call("GET", "/v1/fleet?at=5");
+      const [before5, { lastSeq: _l0, ...fleetAt5 }, info0] = await Promise.all([
+        cli("replay", "--until-seq", "5", "--json"),
+        call("GET", "/v1/fleet?at=5"),
+        logInfo(),
+      ]);
       assert.equal(before5.code, 0, before5.stderr);
-      const info0 = await logInfo();
       assert.equal(info0.stream.firstSeq, 1);
       assert.deepEqual(info0.archive, { firstSeq: 0, lastSeq: 0, bytes: 0 });
 
@@ -122,8 +125,15 @@ describe("history across the archive boundary, end to end", () => {
         `the stream holds the new events: ${JSON.stringify(info2)}`,
       );
 
-      // The same state at 5, now from the archive.
-      const after5 = await cli("replay", "--until-seq", "5", "--json");
+      // The same state at 5, now from the archive; with every snapshot ignored
+      // (folded from the archive's first event); every sequence from 1; check-log:
+      // readers of their own, side by side.
+      const [after5, after5Folded, events, check] = await Promise.all([
+        cli("replay", "--until-seq", "5", "--json"),
+        cli("replay", "--until-seq", "5", "--json", "--no-snapshots"),
+        cli("events", "--from-seq", "1", "--json"),
+        cli("check-log"),
+      ]);
       assert.equal(after5.code, 0, after5.stderr);
       assert.equal(after5.stdout, before5.stdout);
       // The API's time slider and event list read across the boundary too.
@@ -135,11 +145,9 @@ describe("history across the archive boundary, end to end", () => {
         [1, 2, 3, 4, 5, 6, 7, 8],
       );
       // And with every snapshot ignored: folded from the archive's first event.
-      const after5Folded = await cli("replay", "--until-seq", "5", "--json", "--no-snapshots");
       assert.equal(after5Folded.stdout, before5.stdout);
 
       // Every sequence from 1, across the boundary, once each and in order.
-      const events = await cli("events", "--from-seq", "1", "--json");
       assert.equal(events.code, 0, events.stderr);
       const seqs = events.stdout
         .trim()
@@ -151,7 +159,6 @@ describe("history across the archive boundary, end to end", () => {
         Array.from({ length: seqs.length }, (_, i) => i + 1),
       );
 
-      const check = await cli("check-log");
       assert.equal(check.code, 0, `${check.stdout}${check.stderr}`);
       assert.match(check.stdout, /^ok: /m);
       // And every pass, the archived ones among them, is what decide makes again (the reconciler runs the defaults).
@@ -196,12 +203,10 @@ describe("history across the archive boundary, end to end", () => {
       } finally {
         await nc.close();
       }
-      const check2 = await cli("check-log");
-      assert.equal(check2.code, 0, `${check2.stdout}${check2.stderr}`);
-
       // Backup (archive + stream) → restore into a fresh server → the same replay at three sequences, check-log clean.
       const out = join(tempDir("history-backup"), "fleet.llmgw-backup");
-      const backup = await cli("backup", "--out", out);
+      const [check2, backup] = await Promise.all([cli("check-log"), cli("backup", "--out", out)]);
+      assert.equal(check2.code, 0, `${check2.stdout}${check2.stderr}`);
       assert.equal(backup.code, 0, backup.stderr);
       const m = /backed up (\d+) events \(sequences 1–(\d+)\)/.exec(backup.stdout);
       assert.ok(m, backup.stdout);
@@ -211,15 +216,24 @@ describe("history across the archive boundary, end to end", () => {
         const restore = await runCli(["restore", "--nats", fresh.url, "--in", out]);
         assert.equal(restore.code, 0, restore.stderr);
         const freshFlags = ["--nats", fresh.url, "--stream", stack.stream, "--subject-prefix", stack.prefix];
-        for (const seq of [5, Math.floor(backedUp / 2), backedUp]) {
-          const [x, y] = await Promise.all([
-            cli("replay", "--until-seq", String(seq), "--json"),
-            runCli(["replay", ...freshFlags, "--until-seq", String(seq), "--json"]),
-          ]);
-          assert.equal(x.code, 0, x.stderr);
-          assert.equal(y.stdout, x.stdout, `replay at ${seq} after the restore`);
+        const atSeqs = [5, Math.floor(backedUp / 2), backedUp];
+        const [check3, ...replays] = await sideBySide(
+          [
+            () => runCli(["check-log", ...freshFlags]),
+            ...atSeqs.flatMap((seq) => [
+              () => cli("replay", "--until-seq", String(seq), "--json"),
+              () => runCli(["replay", ...freshFlags, "--until-seq", String(seq), "--json"]),
+            ]),
+          ],
+          (run) => run(),
+        );
+        for (const [i, seq] of atSeqs.entries()) {
+          const x = replays[2 * i];
+          const y = replays[2 * i + 1];
+          assert.equal(x?.code, 0, x?.stderr);
+          assert.equal(y?.stdout, x?.stdout, `replay at ${seq} after the restore`);
         }
-        const check3 = await runCli(["check-log", ...freshFlags]);
+        assert.ok(check3);
         assert.equal(check3.code, 0, `${check3.stdout}${check3.stderr}`);
         assert.match(check3.stdout, new RegExp(`^ok: ${backedUp} events`, "m"));
       } finally {

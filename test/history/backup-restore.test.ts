@@ -21,6 +21,7 @@ import { spawnLlmgw } from "../harness/proc.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
+import { sideBySide } from "../support/side-by-side.js";
 
 type Server = Awaited<ReturnType<typeof startServer>>;
 
@@ -99,8 +100,11 @@ describe("backup and restore, end to end", () => {
 
     const dir = join(tempDir("backup"), "dir");
     const file = join(tempDir("backup"), "fleet.llmgw-backup");
-    for (const out of [dir, file]) {
-      const r = await runCli(["backup", ...flagsOf(a), "--out", out]);
+    // Processes of their own, side by side.
+    const backups = await Promise.all(
+      [dir, file].map((out) => runCli(["backup", ...flagsOf(a), "--out", out])),
+    );
+    for (const r of backups) {
       assert.equal(r.code, 0, r.stderr);
       assert.match(
         r.stdout,
@@ -108,28 +112,41 @@ describe("backup and restore, end to end", () => {
       );
     }
 
-    const restoreFile = await runCli(["restore", "--nats", b.url, "--in", file]);
+    const [restoreFile, restoreDir] = await Promise.all([
+      runCli(["restore", "--nats", b.url, "--in", file]),
+      runCli(["restore", "--nats", c.url, "--in", dir]),
+    ]);
     assert.equal(restoreFile.code, 0, restoreFile.stderr);
-    const restoreDir = await runCli(["restore", "--nats", c.url, "--in", dir]);
     assert.equal(restoreDir.code, 0, restoreDir.stderr);
 
     const want = await allRecords(source);
     const wantStates = await statesAtEverySeq(source);
     assert.equal(want.length, golden.length);
-    for (const s of [b, c]) {
+    // replay at three sequences and check-log, on the source and on each restored log:
+    // the source's answers once, every process side by side.
+    const seqs = [3, half, golden.length];
+    const readers = (srv: Server) => [
+      ...seqs.map((seq) => ["replay", ...flagsOf(srv), "--until-seq", String(seq), "--json"]),
+      ["check-log", ...flagsOf(srv)],
+    ];
+    const per = seqs.length + 1;
+    const answered = await sideBySide([a, b, c].flatMap(readers), (args) => runCli(args));
+    const [fromA, fromB, fromC] = [0, 1, 2].map((k) => answered.slice(k * per, (k + 1) * per));
+    for (const r of fromA?.slice(0, seqs.length) ?? []) assert.equal(r.code, 0, r.stderr);
+    for (const [s, answers] of [
+      [b, fromB],
+      [c, fromC],
+    ] as const) {
       const restored = await open(s);
       assert.deepEqual(await allRecords(restored), want);
       assert.deepEqual(await statesAtEverySeq(restored), wantStates);
-      for (const seq of [3, half, golden.length]) {
-        const [x, y] = await Promise.all(
-          [a, s].map((srv) => runCli(["replay", ...flagsOf(srv), "--until-seq", String(seq), "--json"])),
-        );
-        assert.equal(x?.code, 0, x?.stderr);
-        assert.equal(y?.stdout, x?.stdout, `replay at ${seq}`);
+      for (const [i, seq] of seqs.entries()) {
+        assert.equal(answers?.[i]?.stdout, fromA?.[i]?.stdout, `replay at ${seq}`);
       }
       // The golden log is synthetic (its passes' observed sequences are made up, and check-log says so):
       // the restored log gets the same verdict, word for word. A clean one: archive-boundary.test.ts.
-      const [checkA, checkS] = await Promise.all([a, s].map((srv) => runCli(["check-log", ...flagsOf(srv)])));
+      const checkA = fromA?.[seqs.length];
+      const checkS = answers?.[seqs.length];
       assert.equal(checkS?.code, checkA?.code);
       assert.equal(checkS?.stdout, checkA?.stdout);
       const kv = await new Kvm(restored.js).open(DEFAULT_BUCKETS.revoked);

@@ -21,6 +21,7 @@ import { type S3Server, s3Env, startS3Server } from "../harness/s3.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
+import { sideBySide } from "../support/side-by-side.js";
 
 type NatsServer = Awaited<ReturnType<typeof startServer>>;
 const SEGMENT_NAME = /^\d{16}-\d{16}-\d{16}-\d{16}$/;
@@ -90,9 +91,12 @@ describe("the archive in an S3-compatible store", () => {
       await appendRaw(log, golden);
       const flags = [...logFlags(stream, prefix), ...s3.archiveFlags("llmgw-archive", "fleet-a/log")];
       const cli = (...args: string[]) => runCli([...args, ...flags], { env, timeoutMs: 90_000 });
-      const replay5 = await cli("replay", "--until-seq", "5", "--json");
+      // Independent readers run side by side (each is a process of its own).
+      const [replay5, checkBefore] = await Promise.all([
+        cli("replay", "--until-seq", "5", "--json"),
+        cli("check-log"),
+      ]);
       assert.equal(replay5.code, 0, replay5.stderr);
-      const checkBefore = await cli("check-log");
 
       const archiver = spawnLlmgw(
         ["archiver", ...flags, "--log-max-age", "1s", "--archive-segment-bytes", "2KiB"],
@@ -126,11 +130,26 @@ describe("the archive in an S3-compatible store", () => {
       // Nothing else under the prefix (no temporary or partial objects).
       assert.equal((await keys(s3, "llmgw-archive", "fleet-a/")).length, segments.length + snapshotSeqs.size);
 
-      // Read across the boundary, from S3.
-      const after5 = await cli("replay", "--until-seq", "5", "--json");
+      // Read across the boundary, from S3 (and, last, from a prefix holding nothing).
+      const [after5, events, checkAfter, info, text, elsewhere] = await Promise.all([
+        cli("replay", "--until-seq", "5", "--json"),
+        cli("events", "--from-seq", "1", "--json"),
+        cli("check-log"),
+        cli("log", "info", "--json"),
+        cli("log", "info"),
+        runCli(
+          [
+            "events",
+            "--from-seq",
+            "1",
+            ...logFlags(stream, prefix),
+            ...s3.archiveFlags("llmgw-archive", "fleet-b"),
+          ],
+          { env },
+        ),
+      ]);
       assert.equal(after5.code, 0, after5.stderr);
       assert.equal(after5.stdout, replay5.stdout);
-      const events = await cli("events", "--from-seq", "1", "--json");
       assert.equal(events.code, 0, events.stderr);
       const seqs = events.stdout
         .trim()
@@ -141,11 +160,9 @@ describe("the archive in an S3-compatible store", () => {
         golden.map((_, i) => i + 1),
       );
       // The golden log is synthetic (check-log has words about it): the same verdict from S3 as from the stream.
-      const checkAfter = await cli("check-log");
       assert.equal(checkAfter.code, checkBefore.code, checkAfter.stderr);
       assert.equal(checkAfter.stdout, checkBefore.stdout);
 
-      const info = await cli("log", "info", "--json");
       assert.equal(info.code, 0, info.stderr);
       const parsed = JSON.parse(info.stdout) as {
         stream: { firstSeq: number; lastSeq: number };
@@ -161,20 +178,9 @@ describe("the archive in an S3-compatible store", () => {
         parsed.snapshots.map((s) => s.seq),
         [...snapshotSeqs].sort((a, b) => a - b),
       );
-      const text = await cli("log", "info");
       assert.match(text.stdout, new RegExp(`archive \\(s3://llmgw-archive/fleet-a/log at ${s3.endpoint}\\)`));
 
       // A reader pointed at another (empty) prefix is refused, never silently short.
-      const elsewhere = await runCli(
-        [
-          "events",
-          "--from-seq",
-          "1",
-          ...logFlags(stream, prefix),
-          ...s3.archiveFlags("llmgw-archive", "fleet-b"),
-        ],
-        { env },
-      );
       assert.equal(elsewhere.code, 1);
       assert.match(elsewhere.stderr, /not in the archive \(s3:\/\/llmgw-archive\/fleet-b/);
     } finally {
@@ -332,19 +338,22 @@ describe("the archive in an S3-compatible store", () => {
       // The restored history is all in the target's S3 archive: the target's stream starts after it.
       assert.equal(runs(await keys(s3, "restored", "copy/segments/")).at(-1)?.[1], golden.length);
 
-      for (const seq of [3, half, golden.length]) {
-        const [a, b] = await Promise.all(
-          [source, restoredFlags].map((f) =>
-            runCli(["replay", ...f, "--until-seq", String(seq), "--json"], { env, timeoutMs: 90_000 }),
-          ),
-        );
+      // Replay at three sequences and the event list, from the source and the restored log, side by side.
+      const seqs = [3, half, golden.length];
+      const answers = await sideBySide(
+        [
+          ...seqs.map((seq) => ["replay", "--until-seq", String(seq), "--json"]),
+          ["events", "--json"],
+        ].flatMap((args) => [source, restoredFlags].map((f) => [...args, ...f])),
+        (args) => runCli(args, { env, timeoutMs: 90_000 }),
+      );
+      for (const [i, seq] of seqs.entries()) {
+        const [a, b] = [answers[2 * i], answers[2 * i + 1]];
         assert.equal(a?.code, 0, a?.stderr);
         assert.equal(b?.code, 0, b?.stderr);
         assert.equal(b?.stdout, a?.stdout, `replay at ${seq}`);
       }
-      const [ea, eb] = await Promise.all(
-        [source, restoredFlags].map((f) => runCli(["events", "--json", ...f], { env, timeoutMs: 90_000 })),
-      );
+      const [ea, eb] = answers.slice(2 * seqs.length);
       assert.equal(eb?.stdout, ea?.stdout);
 
       // Over a non-empty S3 archive: refused without --force.
@@ -423,8 +432,11 @@ describe("the archive in an S3-compatible store", () => {
             /the S3 endpoint http:\/\/127\.0\.0\.1:1 cannot be reached \(ECONNREFUSED\): check --archive-s3-endpoint/,
         },
       ];
-      for (const c of cases) {
-        const r = await info(c.flags, c.env);
+      // Each case is a process of its own: they run side by side.
+      const answers = await sideBySide(cases, (c) => info(c.flags, c.env));
+      for (const [i, c] of cases.entries()) {
+        const r = answers[i];
+        assert.ok(r);
         assert.equal(r.code, c.code, `${c.flags.join(" ")}: ${r.stderr}`);
         assert.match(r.stderr, c.stderr, c.flags.join(" "));
         assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");

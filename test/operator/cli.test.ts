@@ -16,7 +16,11 @@ describe("operator CLI against a real API", () => {
   const api = apiSuite();
 
   it("llmgw nodes prints a table, and JSON with --json", async () => {
-    const r = await runCli(["nodes"], { env: api.cliEnv });
+    // Readers of their own: side by side.
+    const [r, j] = await Promise.all([
+      runCli(["nodes"], { env: api.cliEnv }),
+      runCli(["nodes", "--json"], { env: api.cliEnv }),
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
     assert.match(
@@ -25,7 +29,6 @@ describe("operator CLI against a real API", () => {
     );
     assert.match(lines[1] ?? "", /^gpu-a1\s+-\s+connected\s+8\/8\s+-\s+1\s+-\s+-$/);
     assert.match(lines[3] ?? "", /^gpu-b1\s+-\s+connected\s+4\/8\s+-\s+1\s+-\s+-$/);
-    const j = await runCli(["nodes", "--json"], { env: api.cliEnv });
     assert.equal(j.code, 0, j.stderr);
     const body = JSON.parse(j.stdout);
     assert.deepEqual(
@@ -35,7 +38,10 @@ describe("operator CLI against a real API", () => {
   });
 
   it("llmgw replicas prints ready/desired per model, then model, profile, phase, readiness, nodes and why pending", async () => {
-    const r = await runCli(["replicas"], { env: api.cliEnv });
+    const [r, j] = await Promise.all([
+      runCli(["replicas"], { env: api.cliEnv }),
+      runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env: api.cliEnv }),
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(
       r.stdout,
@@ -55,7 +61,6 @@ describe("operator CLI against a real API", () => {
       r.stdout,
       /^r-70b-2\s+llama-3\.3-70b\s+-\s+-\s+pending\s+no\s+-\s+0\/3 nodes fit: 3 too few free GPUs\s+-$/m,
     );
-    const j = await runCli(["replicas", "--json", "--model", "llama-3.3-70b"], { env: api.cliEnv });
     assert.deepEqual(
       JSON.parse(j.stdout).replicas.map((x: any) => x.replicaId),
       ["r-70b-1", "r-70b-2"],
@@ -114,10 +119,12 @@ describe("operator CLI against a real API", () => {
       undo.stdout,
       /^llama-3\.3-70b back to revision [0-9a-f]{8} \(its spec at log sequence \d+\)/,
     );
-    const nothing = await runCli(["rollout", "undo", "mixtral-8x22b"], { env: api.cliEnv });
+    const [nothing, bad] = await Promise.all([
+      runCli(["rollout", "undo", "mixtral-8x22b"], { env: api.cliEnv }),
+      runCli(["rollout", "status", "a/b"], { env: api.cliEnv }),
+    ]);
     assert.equal(nothing.code, 1);
     assert.match(nothing.stderr, /^llmgw: the log records no earlier spec of mixtral-8x22b/);
-    const bad = await runCli(["rollout", "status", "a/b"], { env: api.cliEnv });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /invalid <model> "a\/b"/);
   });
@@ -140,18 +147,21 @@ describe("operator CLI against a real API", () => {
         "    replicas: 0",
       ].join("\n"),
     );
-    const r = await runCli(["catalog", "apply", "-f", file], { env: api.cliEnv });
+    const json = join(dir, "broken.json");
+    writeFileSync(json, '{"models": [');
+    // Each is refused before anything is applied: side by side.
+    const [r, j, missing] = await Promise.all([
+      runCli(["catalog", "apply", "-f", file], { env: api.cliEnv }),
+      runCli(["catalog", "apply", "-f", json], { env: api.cliEnv }),
+      runCli(["catalog", "apply", "-f", join(dir, "nope.yaml")], { env: api.cliEnv }),
+    ]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.gpusPerShard: must be at least 1$/m);
     assert.match(r.stderr, /^ {2}models\[0\]\.profiles\[0\]\.fabricKind: a profile with 2 shards/m);
     assert.match(r.stderr, /^ {2}models\[1\]\.name: duplicate model name "a"/m);
     assert.match(r.stderr, /llmgw: .*bad\.yaml: the catalog has 3 invalid fields; nothing was applied\n$/);
-    const json = join(dir, "broken.json");
-    writeFileSync(json, '{"models": [');
-    const j = await runCli(["catalog", "apply", "-f", json], { env: api.cliEnv });
     assert.equal(j.code, 2);
     assert.match(j.stderr, /invalid JSON/);
-    const missing = await runCli(["catalog", "apply", "-f", join(dir, "nope.yaml")], { env: api.cliEnv });
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /cannot read .*nope\.yaml: ENOENT/);
   });
@@ -236,14 +246,16 @@ describe("operator CLI against a real API", () => {
         },
       ]);
     await api.fx.api.runtime.waitFor(await appendAll(api.fx.log, [table(["r-70b-1"])]));
-    const r = await runCli(["endpoints"], { env: api.cliEnv });
+    const [r, none, unknown] = await Promise.all([
+      runCli(["endpoints"], { env: api.cliEnv }),
+      runCli(["endpoints", "--json", "--model", "llama-3.1-405b"], { env: api.cliEnv }),
+      runCli(["endpoints", "--model", "gpt-9"], { env: api.cliEnv }),
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^MODEL\s+REPLICA\s+URL\s+NODE$/m);
     assert.match(r.stdout, /^llama-3\.3-70b\s+r-70b-1\s+http:\/\/gpu-b1:8000\/r-70b-1\s+gpu-b1$/m);
-    const none = await runCli(["endpoints", "--json", "--model", "llama-3.1-405b"], { env: api.cliEnv });
     assert.equal(none.code, 0, none.stderr);
     assert.deepEqual(JSON.parse(none.stdout).endpoints, [], "a known model with nothing ready");
-    const unknown = await runCli(["endpoints", "--model", "gpt-9"], { env: api.cliEnv });
     assert.equal(unknown.code, 2);
     assert.equal(unknown.stderr, "llmgw: model gpt-9 not found\n");
 

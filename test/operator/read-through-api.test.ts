@@ -18,9 +18,10 @@ import {
   type TokenedApiProcess,
   VIEWER_TOKEN,
 } from "../support/api-process.js";
-import { runCli } from "../support/cli.js";
+import { type CliResult, runCli } from "../support/cli.js";
 import { rand } from "../support/gateway.js";
 import { appendAll, smallFleet } from "../support/operator-api.js";
+import { sideBySide } from "../support/side-by-side.js";
 import { type UnreachablePort, unreachablePort } from "../support/unreachable.js";
 
 describe("log-reading commands through the operator API, NATS unreachable from the CLI", () => {
@@ -65,57 +66,80 @@ describe("log-reading commands through the operator API, NATS unreachable from t
       timeoutMs: 60_000,
     });
 
+  /**
+   * Each command through the API and reading NATS (with `natsExtra`), every
+   * process side by side: the answers in the order of `commands`.
+   */
+  const bothWays = async (commands: string[][], natsExtra: string[] = []) => {
+    const runs = await sideBySide(
+      commands.flatMap((args) => [() => viaApi(args), () => viaNats([...args, ...natsExtra])]),
+      (run) => run(),
+    );
+    return commands.map((args, i) => ({
+      args,
+      a: runs[2 * i] as CliResult,
+      n: runs[2 * i + 1] as CliResult,
+    }));
+  };
+
   it("llmgw events lists the log as reading NATS does, in every format, filtered by subject and node", async () => {
-    for (const args of [
+    const answers = await bothWays([
       ["events"],
       ["events", "--json"],
       ["events", "-o", "yaml"],
       ["events", "--subject", "session.*"],
       ["events", "--node", "gpu-b1", "--from-seq", "2"],
       ["events", "--until-seq", "3", "-o", "wide"],
-    ]) {
-      const [a, n] = await Promise.all([viaApi(args), viaNats(args)]);
+    ]);
+    for (const { args, a, n } of answers) {
       assert.equal(a.code, 0, `${args.join(" ")}: ${a.stderr}`);
       assert.equal(n.code, 0, `${args.join(" ")}: ${n.stderr}`);
       assert.ok(a.stdout.length > 0, args.join(" "));
       assert.equal(a.stdout, n.stdout, args.join(" "));
     }
-    const all = await viaApi(["events"]);
+    const all = answers[0]?.a as CliResult;
     assert.equal(all.stdout.trimEnd().split("\n").length, last);
     assert.match(all.stdout, /reconcilePass/);
   });
 
   it("llmgw replay --until-seq folds the fleet in the API as replay folds it from NATS", async () => {
-    for (const args of [
-      ["replay", "--until-seq", String(last - 1), "--json"],
-      ["replay", "--until-seq", String(last)],
-      ["replay", "--json", "--node", "gpu-b1"],
-    ]) {
-      const [a, n] = await Promise.all([viaApi(args), viaNats([...args, "--no-snapshots"])]);
+    const [early, missing, ...answers] = await Promise.all([
+      viaApi(["replay", "--until-seq", "4", "--json"]),
+      viaApi(["replay", "--replica", "r-nope"]),
+      ...(await bothWays(
+        [
+          ["replay", "--until-seq", String(last - 1), "--json"],
+          ["replay", "--until-seq", String(last)],
+          ["replay", "--json", "--node", "gpu-b1"],
+        ],
+        ["--no-snapshots"],
+      )),
+    ]);
+    for (const { args, a, n } of answers) {
       assert.equal(a.code, 0, `${args.join(" ")}: ${a.stderr}`);
       assert.equal(n.code, 0, `${args.join(" ")}: ${n.stderr}`);
       assert.equal(a.stdout, n.stdout, args.join(" "));
     }
-    const early = JSON.parse((await viaApi(["replay", "--until-seq", "4", "--json"])).stdout);
-    assert.equal(early.seq, 4);
-    assert.deepEqual(Object.keys(early.state.inventory.nodes).sort(), ["gpu-a1", "gpu-a2", "gpu-b1"]);
-    const missing = await viaApi(["replay", "--replica", "r-nope"]);
+    const at4 = JSON.parse(early.stdout);
+    assert.equal(at4.seq, 4);
+    assert.deepEqual(Object.keys(at4.state.inventory.nodes).sort(), ["gpu-a1", "gpu-a2", "gpu-b1"]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /replica r-nope .*not found/);
   });
 
   it("llmgw explain replica and node answer the recorded decisions, as from NATS", async () => {
-    for (const args of [
+    const answers = await bothWays([
       ["explain", "replica", "r-70b-1"],
+      ["explain", "replica", "r-70b-1", "--json"],
       ["explain", "replica", "r-70b-2", "--json"],
       ["explain", "node", "gpu-a1", "--json"],
       ["explain", "replica", "r-405b-1", "--at", "4"],
-    ]) {
-      const [a, n] = await Promise.all([viaApi(args), viaNats(args)]);
+    ]);
+    for (const { args, a, n } of answers) {
       assert.equal(a.code, 0, `${args.join(" ")}: ${a.stderr}`);
       assert.equal(a.stdout, n.stdout, args.join(" "));
     }
-    const placed = JSON.parse((await viaApi(["explain", "replica", "r-70b-1", "--json"])).stdout);
+    const placed = JSON.parse(answers[1]?.a.stdout ?? "");
     assert.ok(placed.decisions.length > 0);
   });
 
@@ -130,7 +154,11 @@ describe("log-reading commands through the operator API, NATS unreachable from t
   it("llmgw what-if needs the operator role through the API: a viewer gets 403, an operator the NATS answer", async () => {
     const file = join(tempDir("what-if"), "alt.yaml");
     writeFileSync(file, "policy: spread\n");
-    const viewer = await viaApi(["what-if", "--config", file]);
+    const [viewer, op, n] = await Promise.all([
+      viaApi(["what-if", "--config", file]),
+      viaApi(["what-if", "--config", file, "--json"], OPERATOR_TOKEN),
+      viaNats(["what-if", "--config", file, "--json"]),
+    ]);
     assert.equal(viewer.code, 1);
     assert.match(viewer.stderr, /operator/);
     const status = await fetch(`${api.url}/v1/what-if`, {
@@ -139,21 +167,23 @@ describe("log-reading commands through the operator API, NATS unreachable from t
       body: JSON.stringify({ config: { policy: "spread" } }),
     });
     assert.equal(status.status, 403);
-    const [op, n] = await Promise.all([
-      viaApi(["what-if", "--config", file, "--json"], OPERATOR_TOKEN),
-      viaNats(["what-if", "--config", file, "--json"]),
-    ]);
     assert.equal(op.code, 0, op.stderr);
     assert.deepEqual(JSON.parse(op.stdout), JSON.parse(n.stdout));
   });
 
   it("--nats on the command line wins over LLMGW_API_URL: it reads NATS (here, the unreachable one)", async () => {
-    const r = await viaApi(["events", "--nats", `nats://127.0.0.1:${noNats.port}`]);
+    const [r, noToken] = await Promise.all([
+      viaApi(["events", "--nats", `nats://127.0.0.1:${noNats.port}`]),
+      runCli(["events"], {
+        env: {
+          LLMGW_API_URL: api.url,
+          LLMGW_API_TOKEN: undefined,
+          LLMGW_CONFIG: join(tempDir("c"), "c.yaml"),
+        },
+      }),
+    ]);
     assert.notEqual(r.code, 0);
     assert.doesNotMatch(r.stdout, /reconcilePass/);
-    const noToken = await runCli(["events"], {
-      env: { LLMGW_API_URL: api.url, LLMGW_API_TOKEN: undefined, LLMGW_CONFIG: join(tempDir("c"), "c.yaml") },
-    });
     assert.equal(noToken.code, 1);
     assert.match(noToken.stderr, /token/i);
   });
