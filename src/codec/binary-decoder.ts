@@ -85,11 +85,6 @@ const SHORT_STRING = 64;
 
 const EMPTY = new Uint8Array(0);
 
-/** Short ASCII strings up to this many bytes are looked up in the decoder's string cache first. */
-const CACHED_STRING = 32;
-/** Slots of the string cache (a power of two). */
-const STRING_SLOTS = 4096;
-
 /** Where a decode is in its bytes; one per decoder (compileDecoder), passed to every reader. */
 class Cursor {
   buf: Uint8Array = EMPTY;
@@ -99,16 +94,6 @@ class Cursor {
   /** The halves of the last 64-bit varint read (signed 32-bit). */
   lo = 0;
   hi = 0;
-  /**
-   * The last short ASCII string read into each slot (by a hash of its
-   * bytes): the log repeats the same ids (nodes, sessions, replicas,
-   * shards, models) event after event. A string found here is not built
-   * again, and a fold that keys its records by it is handed the same
-   * string each time, whose hash and property-key lookup the engine
-   * already did, instead of a new string per event. Strings are values: a
-   * cached one is the same string the bytes would make.
-   */
-  readonly strings: (string | undefined)[] = new Array<string | undefined>(STRING_SLOTS).fill(undefined);
 }
 
 type Msg = Record<string, unknown>;
@@ -618,48 +603,21 @@ function readString(c: Cursor, strict: boolean): string {
   const end = start + len;
   c.pos = end;
   const buf = c.buf;
-  if (len <= CACHED_STRING) {
-    // FNV-1a over the bytes, checking each is ASCII on the way.
-    let h = 0x811c9dc5;
-    for (let i = start; i < end; i++) {
-      const b = buf[i] as number;
-      if (b > 0x7f) return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
-      h = Math.imul(h ^ b, 0x01000193);
-    }
-    const slot = (h ^ (h >>> 16)) & (STRING_SLOTS - 1);
-    const seen = c.strings[slot];
-    if (seen !== undefined && sameAscii(seen, buf, start, len)) return seen;
-    const made = asciiString(buf, start, end);
-    c.strings[slot] = made;
-    return made;
-  }
   if (len <= SHORT_STRING) {
     for (let i = start; i < end; i++) {
       if ((buf[i] as number) > 0x7f) return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
     }
-    return asciiString(buf, start, end);
+    // Up to 12 characters, appending makes a flat string; past that it
+    // would build a chain of cons strings (one per character) that a fold
+    // keeps, so longer ones are made in one call.
+    if (len <= 12) {
+      let s = "";
+      for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
+      return s;
+    }
+    return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
   }
   return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);
-}
-
-/** Whether `s` is the ASCII bytes `buf[start, start + len)`. */
-function sameAscii(s: string, buf: Uint8Array, start: number, len: number): boolean {
-  if (s.length !== len) return false;
-  for (let i = 0; i < len; i++) if (s.charCodeAt(i) !== buf[start + i]) return false;
-  return true;
-}
-
-/** The string of the ASCII bytes `buf[start, end)`. */
-function asciiString(buf: Uint8Array, start: number, end: number): string {
-  // Up to 12 characters, appending makes a flat string; past that it
-  // would build a chain of cons strings (one per character) that a fold
-  // keeps, so longer ones are made in one call.
-  if (end - start <= 12) {
-    let s = "";
-    for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
-    return s;
-  }
-  return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
 }
 
 /** `fromBinary`'s uint32 varint: up to ten bytes, the bits past 32 dropped. */
