@@ -12,7 +12,7 @@
  *     fold of each chunk alone (no read, no decode), and the state compared
  *     with the catch-up's;
  *   - the projection runtime catching up from nothing (read, decode, fold):
- *     the figure with the goal, ≥ 0.5 of the bare read;
+ *     the figure with the goal, ≥ 0.75 of the bare read;
  *   - a restart from a snapshot near the end vs the full replay (time, RSS).
  * RSS is measured in child processes, one per restart, so each figure is
  * the memory of that restart alone.
@@ -67,7 +67,14 @@ export const replay: Scenario = {
           () => {},
           (k) => ctx.progress(`bare read (${label}): ${n(k)}/${n(last)}`),
         );
+      // This process's CPU time per phase beside the wall time: on a shared
+      // machine the wall time of each phase moves with the others' load,
+      // its own CPU time much less (the server's is not in it).
+      const cpu = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+      let c0 = process.cpuUsage();
       const bareBefore = await bare("before the rest");
+      const bareBeforeCpu = cpu(process.cpuUsage(c0));
+      c0 = process.cpuUsage();
 
       const decodeOnly = await bareRead(
         log,
@@ -76,6 +83,7 @@ export const replay: Scenario = {
         (k) => ctx.progress(`decode only: ${n(k)}/${n(last)}`),
       );
 
+      const decodeOnlyCpu = cpu(process.cpuUsage(c0));
       // Fold only: chunks decoded first, then folded under the clock.
       let alone = fleetProjection.initialState();
       let foldAloneMs = 0;
@@ -103,6 +111,7 @@ export const replay: Scenario = {
       const snaps = await openKvSnapshotStore<FleetState>(log, { bucket: SNAPSHOT_BUCKET });
       if (!snaps) throw new Error("no snapshot store");
       t = performance.now();
+      c0 = process.cpuUsage();
       const full = new ProjectionRuntime(log, fleetProjection, {
         snapshots: snaps,
         snapshotEvery: { events: snapSeq, ms: 3_600_000 },
@@ -114,12 +123,15 @@ export const replay: Scenario = {
       await full.start();
       clearInterval(ticker);
       const foldMs = performance.now() - t;
+      const foldCpu = cpu(process.cpuUsage(c0));
       const folded = full.eventsFolded;
       const fullJson = sha256(canonicalJson(full.state));
       await full.stop();
       if (sha256(canonicalJson(alone)) !== fullJson)
         throw new Error("the fold alone differs from the runtime's catch-up");
+      c0 = process.cpuUsage();
       const bareAfter = await bare("after the rest");
+      const bareCpu = (bareBeforeCpu + cpu(process.cpuUsage(c0))) / 2;
       if (bareBefore.n !== last || bareAfter.n !== last || decodeOnly.n !== last || foldRead.n !== last)
         throw new Error(`a read ended early (the stream holds ${last})`);
       const bareMs = (bareBefore.ms + bareAfter.ms) / 2;
@@ -143,8 +155,8 @@ export const replay: Scenario = {
         figures: [
           figure("fold rate (runtime catch-up from nothing)", foldRate, "events/s", {
             raw,
-            goal: "ratio ≥ 0.5",
-            met: foldRate / bareRate >= 0.5,
+            goal: "ratio ≥ 0.75",
+            met: foldRate / bareRate >= 0.75,
           }),
           figure("decode only (bare read + decodeEvent)", rate(last, decodeOnly.ms), "events/s", { raw }),
           figure("fold only (decoded events, no read)", rate(last, foldAloneMs), "events/s", { raw }),
@@ -162,6 +174,7 @@ export const replay: Scenario = {
         notes: [
           `bare read: ${n(Math.round(rate(last, bareBefore.ms)))} events/s before the rest, ${n(Math.round(rate(last, bareAfter.ms)))} after (the raw figure uses their mean time)`,
           `per event: bare read ${us(bareMs, last)}, decode only ${us(decodeOnly.ms, last)} (read included), fold alone ${us(foldAloneMs, last)}, runtime catch-up ${us(foldMs, folded)}`,
+          `this process's CPU per event: bare read ${us(bareCpu, last)}, decode only ${us(decodeOnlyCpu, last)}, runtime catch-up ${us(foldCpu, folded)} (bare / catch-up ${(bareCpu / last / (foldCpu / folded)).toFixed(2)})`,
           `${n(events)} events over ${nodes} nodes written in ${(writeMs / 1000).toFixed(1)} s; state ${(meta.bytes / 2 ** 20).toFixed(1)} MiB of canonical JSON; the fold alone and restarted states equal the full replay`,
         ],
       };

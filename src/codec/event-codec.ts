@@ -34,19 +34,23 @@ export class MalformedEvent {
  * LogError (`decodeEvent`, src/log/decode-event.ts).
  */
 export function decodeEventBytes(bytes: Uint8Array, seq?: number): Event | MalformedEvent {
-  const where = seq === undefined ? "" : ` at sequence ${seq}`;
-  if (bytes.length === 0) return new MalformedEvent(`empty message${where}: not an llmgw event`);
+  if (bytes.length === 0) return new MalformedEvent(`empty message${where(seq)}: not an llmgw event`);
   let event: Event;
   try {
     event = readEvent(bytes);
   } catch (err) {
     return new MalformedEvent(
-      `undecodable message${where} (${bytes.length} bytes): ${(err as Error).message}`,
+      `undecodable message${where(seq)} (${bytes.length} bytes): ${(err as Error).message}`,
       err,
     );
   }
   if (event.id === "") {
-    return new MalformedEvent(`message${where} decodes to an event without an id: not an llmgw event`);
+    return new MalformedEvent(`message${where(seq)} decodes to an event without an id: not an llmgw event`);
   }
   return event;
+}
+
+/** Where a malformed message was read, in words: made on failure only (a replay decodes every event). */
+function where(seq: number | undefined): string {
+  return seq === undefined ? "" : ` at sequence ${seq}`;
 }

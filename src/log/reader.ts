@@ -244,9 +244,11 @@ async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<L
         if (arrived === undefined || opts.signal?.aborted) return end("end");
         const batch = new RecordBatch();
         for (const m of arrived) {
-          const delivery = onDelivery(m.seq, read.stopAt, read.follow, m.info.pending);
+          // Read once: each is a getter through the library's parsed delivery info.
+          const seq = m.seq;
+          const delivery = onDelivery(seq, read.stopAt, read.follow, m.info.pending);
           if (delivery !== "past-end") {
-            lastDelivered = m.seq;
+            lastDelivered = seq;
             const admitted = admit(layout, m, streamTimeMs(m), opts);
             if (admitted.kind === "record") batch.push(admitted.record);
             else if (admitted.kind !== "skip") {
@@ -260,7 +262,7 @@ async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<L
           const held = batch.take();
           if (held) yield held;
           if (delivery !== "check") return end("end");
-          const left = await nothingLeft(endCheck, 0, m.seq);
+          const left = await nothingLeft(endCheck, 0, seq);
           if (left !== "more") return end(left);
         }
         watchdog.alive();
@@ -293,27 +295,58 @@ type Start = { seq: number } | { timeMs: number };
 export function streamTimeMs(m: JsMsg): number {
   const reply = (m as { reply?: unknown }).reply;
   if (typeof reply === "string") {
-    const nanos = nanosToken(reply);
-    if (nanos !== undefined) return nanos.length > 6 ? Number(nanos.slice(0, -6)) : 0;
+    const ms = replyTimeMs(reply);
+    if (ms !== undefined) return ms;
   }
   return Number(m.timestampNanos / 1_000_000n);
 }
 
 /**
- * The nanoseconds of a JetStream reply subject, as the library finds them:
+ * The milliseconds of a JetStream reply subject's nanoseconds, as the
+ * library finds them:
  * `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<nanos>.<pending>`
  * (9 tokens) or, with a domain and account hash after `$JS.ACK`, the 10th
  * token of 11 or more. Undefined for anything else (left to the library).
+ * Read in place, with no token array or substring: a catch-up asks once per
+ * event.
  */
-function nanosToken(reply: string): string | undefined {
+function replyTimeMs(reply: string): number | undefined {
   if (!reply.startsWith("$JS.ACK.")) return undefined;
-  const dots: number[] = [];
-  for (let i = reply.indexOf("."); i !== -1; i = reply.indexOf(".", i + 1)) dots.push(i);
-  const tokens = dots.length + 1;
-  const at = tokens === 9 ? 7 : tokens >= 11 ? 9 : -1;
-  if (at < 0) return undefined;
-  const token = reply.slice((dots[at - 1] as number) + 1, dots[at]);
-  return /^[0-9]+$/.test(token) ? token : undefined;
+  // The dots before and after the 8th token (9-token form) and the 10th (the other).
+  let dots = 0;
+  let d7 = -1;
+  let d8 = -1;
+  let d9 = -1;
+  let d10 = -1;
+  for (let i = reply.indexOf("."); i !== -1; i = reply.indexOf(".", i + 1)) {
+    dots++;
+    if (dots === 7) d7 = i;
+    else if (dots === 8) d8 = i;
+    else if (dots === 9) d9 = i;
+    else if (dots === 10) d10 = i;
+  }
+  const tokens = dots + 1;
+  let from: number;
+  let to: number;
+  if (tokens === 9) {
+    from = d7 + 1;
+    to = d8;
+  } else if (tokens >= 11) {
+    from = d9 + 1;
+    to = d10;
+  } else return undefined;
+  if (to <= from) return undefined;
+  // Whole milliseconds: every digit but the last six. Up to 15 of them are
+  // exact in a double as they are summed; a longer number is left to Number.
+  const msEnd = to - 6;
+  let ms = 0;
+  for (let i = from; i < to; i++) {
+    const d = reply.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return undefined;
+    if (i < msEnd) ms = ms * 10 + d;
+  }
+  if (msEnd - from > 15) return Number(reply.slice(from, msEnd));
+  return ms;
 }
 
 /** An ordered consumer of `stream` from `start`, with the read's subject filter. */

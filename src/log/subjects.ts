@@ -15,32 +15,48 @@ const NODE_SUBJECTS_KEPT = 65_536;
 /** Subjects for one stream prefix. */
 export class Subjects {
   /**
-   * A node's subject, validated once: a gateway appends one event per agent
-   * message to it, and validating and building it each time is a visible
-   * share of the gateway's CPU per event.
+   * A node's subjects (node, session, operator), each validated and built
+   * once: a gateway appends one event per agent message to one, and a read
+   * checks every event against the one its kind belongs on; validating and
+   * building it each time is a visible share of either's CPU per event.
    */
   readonly #nodeSubjects = new Map<string, string>();
+  readonly #sessionSubjects = new Map<string, string>();
+  readonly #operatorSubjects = new Map<string, string>();
+  /** The subjects that name no id and the heads of the node subjects, built once for the same reason. */
+  readonly #fixed: {
+    catalog: string;
+    rollouts: string;
+    reconciler: string;
+    node: string;
+    session: string;
+    operator: string;
+  };
 
-  constructor(readonly prefix: string = DEFAULT_PREFIX) {}
+  constructor(readonly prefix: string = DEFAULT_PREFIX) {
+    this.#fixed = {
+      catalog: `${prefix}.catalog`,
+      rollouts: `${prefix}.operator._rollouts`,
+      reconciler: `${prefix}.reconciler`,
+      // The heads of the node subjects, a token to follow.
+      node: `${prefix}.node.`,
+      session: `${prefix}.session.`,
+      operator: `${prefix}.operator.`,
+    };
+  }
 
   /** Every event: the stream's subject filter. */
   get all(): string {
     return `${this.prefix}.>`;
   }
   session(nodeId: string): string {
-    return `${this.prefix}.session.${nodeIdToken(nodeId)}`;
+    return nodeSubject(this.#sessionSubjects, this.#fixed.session, nodeId);
   }
   get sessions(): string {
     return `${this.prefix}.session.*`;
   }
   node(nodeId: string): string {
-    let subject = this.#nodeSubjects.get(nodeId);
-    if (subject === undefined) {
-      subject = `${this.prefix}.node.${nodeIdToken(nodeId)}`;
-      if (this.#nodeSubjects.size >= NODE_SUBJECTS_KEPT) this.#nodeSubjects.clear();
-      this.#nodeSubjects.set(nodeId, subject);
-    }
-    return subject;
+    return nodeSubject(this.#nodeSubjects, this.#fixed.node, nodeId);
   }
   gateway(gatewayId: string): string {
     return `${this.prefix}.gateway.${token(gatewayId)}`;
@@ -49,21 +65,32 @@ export class Subjects {
     return `${this.prefix}.gateway.*`;
   }
   get catalog(): string {
-    return `${this.prefix}.catalog`;
+    return this.#fixed.catalog;
   }
   operator(nodeId: string): string {
-    return `${this.prefix}.operator.${nodeIdToken(nodeId)}`;
+    return nodeSubject(this.#operatorSubjects, this.#fixed.operator, nodeId);
   }
   /**
    * Rollout intent (pause, resume) of every model. An operator subject, so
    * only the API writes it; no node's token starts with `_`.
    */
   get rollouts(): string {
-    return `${this.prefix}.operator._rollouts`;
+    return this.#fixed.rollouts;
   }
   get reconciler(): string {
-    return `${this.prefix}.reconciler`;
+    return this.#fixed.reconciler;
   }
+}
+
+/** The subject `head` + the node's token, from `kept` or built (validated) and kept. */
+function nodeSubject(kept: Map<string, string>, head: string, nodeId: string): string {
+  let subject = kept.get(nodeId);
+  if (subject === undefined) {
+    subject = head + nodeIdToken(nodeId);
+    if (kept.size >= NODE_SUBJECTS_KEPT) kept.clear();
+    kept.set(nodeId, subject);
+  }
+  return subject;
 }
 
 function token(id: string): string {
