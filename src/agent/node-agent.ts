@@ -25,8 +25,8 @@ import {
 } from "../gen/llmgw/v1/agent_pb.js";
 import {
   type AgentClock,
+  type AgentConnect,
   AgentConnection,
-  type AgentStreamConnection,
   type ConnectionEvent,
   type HeartbeatInit,
   type RegisterInit,
@@ -216,11 +216,7 @@ export interface NodeAgentOptions {
   /** Time, timers and ids (default: the process's; `llmgw simulate` runs the agent on simulated time). */
   clock?: AgentClock;
   /** Opens a stream's connection (default: HTTP/2; `llmgw simulate` hands in its simulated transport). */
-  connect?: (
-    url: string,
-    protocol: "connect" | "grpc",
-    tls: TlsIdentity | undefined,
-  ) => AgentStreamConnection;
+  connect?: AgentConnect;
 }
 
 const STATE: Record<ShardStateName, State> = {

@@ -14,7 +14,7 @@
  */
 import {
   type AgentClock,
-  type AgentStreamConnection,
+  type AgentConnect,
   SYSTEM_CLOCK,
   type TimerHandle,
   type TlsIdentity,
@@ -47,11 +47,7 @@ export interface SimNodeOptions {
   /** Time, timers and ids of the agent and its engines (default: the process's; `llmgw simulate` hands in simulated ones). */
   clock?: AgentClock;
   /** The agent's transport (default: HTTP/2 to the gateways; `llmgw simulate` hands in its own). */
-  connect?: (
-    url: string,
-    protocol: "connect" | "grpc",
-    tls: TlsIdentity | undefined,
-  ) => AgentStreamConnection;
+  connect?: AgentConnect;
 }
 
 /** The simulator's agents log nothing: what they do reaches the fleet as events. */

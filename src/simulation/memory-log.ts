@@ -9,7 +9,7 @@
  * a log whose fencing is broken is broken here too.
  */
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import type { AckHandler, PublishExpect } from "../log/acked-publish.js";
+import type { AckedPublisher, AckHandler } from "../log/acked-publish.js";
 import { LogAppender } from "../log/append.js";
 import { decodeEvent } from "../log/decode-event.js";
 import { LogError } from "../log/log-error.js";
@@ -67,7 +67,7 @@ export class MemoryLog {
 
   constructor(opts: MemoryLogOptions) {
     this.#o = opts;
-    this.appender = new LogAppender({ send: (...a) => this.#send(...a) }, SIM_STREAM);
+    this.appender = new LogAppender({ send: this.#send }, SIM_STREAM);
   }
 
   get lastSeq(): number {
@@ -79,14 +79,7 @@ export class MemoryLog {
   }
 
   /** AckedPublisher.send, kept by the log itself. */
-  #send(
-    subject: string,
-    data: Uint8Array,
-    msgId: string,
-    expect: PublishExpect,
-    timeoutMs: number,
-    handler: AckHandler,
-  ): void {
+  readonly #send: AckedPublisher["send"] = (subject, data, msgId, expect, timeoutMs, handler) => {
     const s = this.#o.scheduler;
     // The headers the real publisher would write, and what they ask of the stream.
     let headers: PublishHeaders;
@@ -113,7 +106,7 @@ export class MemoryLog {
       if (outcome instanceof LogError) handler.failed(outcome);
       else handler.acked(outcome);
     });
-  }
+  };
 
   /** The stream's rules, in the server's order: the duplicate window, the expected stream, the expected last subject sequence. */
   #store(subject: string, data: Uint8Array, headers: PublishHeaders): PubAck | LogError {

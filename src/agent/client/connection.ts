@@ -20,7 +20,7 @@ import { AckTracker } from "./acks.js";
 import { reconnectDelayMs } from "./backoff.js";
 import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "./clock.js";
 import { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
-import { type AgentStreamConnection, connectAgent, type TlsIdentity } from "./transport.js";
+import { type AgentConnect, connectAgent, type TlsIdentity } from "./transport.js";
 
 export type RegisterInit = MessageInitShape<typeof RegisterSchemaType>;
 export type HeartbeatInit = MessageInitShape<typeof HeartbeatSchema>;
@@ -71,11 +71,7 @@ export interface ConnectionOptions {
   /** Time, timers and ids (default: the process's; `llmgw simulate` hands in simulated ones). */
   clock?: AgentClock;
   /** Opens a stream's connection (default: HTTP/2 to the gateway; `llmgw simulate` hands in its own transport). */
-  connect?: (
-    url: string,
-    protocol: "connect" | "grpc",
-    tls: TlsIdentity | undefined,
-  ) => AgentStreamConnection;
+  connect?: AgentConnect;
 }
 
 type Outcome =

@@ -17,6 +17,7 @@ export {
 export { invalidNodeIdReason, NODE_ID_RULE } from "./node-id.js";
 export { type AgentMessageInit, UnackedOutbox } from "./outbox.js";
 export {
+  type AgentConnect,
   type AgentStreamClient,
   type AgentStreamConnection,
   connectAgent,

@@ -27,11 +27,14 @@ export interface AgentStreamConnection {
   close(): void;
 }
 
-export function connectAgent(
+/** Opens a stream's connection to a gateway: `connectAgent` (HTTP/2), or a simulated transport. */
+export type AgentConnect = (
   url: string,
   protocol: "connect" | "grpc",
   tls: TlsIdentity | undefined,
-): AgentStreamConnection {
+) => AgentStreamConnection;
+
+export const connectAgent: AgentConnect = (url, protocol, tls) => {
   const sessionManager = new Http2SessionManager(url, {}, tls ? { ...tls } : {});
   const options = { baseUrl: url, httpVersion: "2" as const, sessionManager };
   const transport = protocol === "grpc" ? createGrpcTransport(options) : createConnectTransport(options);
@@ -39,4 +42,4 @@ export function connectAgent(
     client: createClient(AgentService, transport),
     close: () => sessionManager.abort(),
   };
-}
+};
