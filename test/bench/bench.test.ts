@@ -14,7 +14,7 @@ const FIGURES: Record<string, number> = {
   ingest: 9,
   "fan-in": 6,
   replay: 7,
-  placement: 11,
+  placement: 21,
   convergence: 8,
   router: 8,
   "agent-engines": 3,
