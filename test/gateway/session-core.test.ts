@@ -378,8 +378,8 @@ describe("session core: closing", () => {
     for (const [input, reason, code] of cases) {
       const r = step(opened(), input);
       assert.ok(r.close, input.kind);
-      // Only a stream that must end now drops what is queued; the others write it first.
-      const dropsQueued = ["superseded", "drain-deadline", "send-queue-full"].includes(input.kind);
+      // Only a close for what the agent sent writes what was queued before it.
+      const dropsQueued = !(input.kind === "stream-failed" && closeOutcome(r.close).code !== undefined);
       assert.deepEqual(
         closeOutcome(r.close),
         { reason, code, dropsQueued },

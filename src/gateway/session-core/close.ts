@@ -51,24 +51,20 @@ export interface CloseOutcome {
   /** The stream ends with this Connect code; undefined: it ends OK after what is queued. */
   code: Code | undefined;
   /**
-   * The stream ends at once, dropping what is queued for the agent. Otherwise
-   * what was queued before the close (acks of stored events, a register ack)
-   * is written first, so what the agent receives does not depend on how soon
-   * its bad message followed a good one.
+   * The stream ends at once, dropping what is queued for the agent: every
+   * close with a code but those for what the agent sent. After a bad
+   * message, what was queued before it (acks of stored events, a register
+   * ack) is written first, so what the agent receives does not depend on how
+   * soon its bad message followed a good one.
    */
   dropsQueued: boolean;
 }
 
-/** Closes that end the stream now: the agent stopped reading, the drain's time is up, or it must hear nothing more. */
-const DROPS_QUEUED: ReadonlySet<CloseKind> = new Set([
-  "slow-consumer",
-  "drain-deadline",
-  "superseded",
-  "revoked",
-]);
+/** Closes for what the agent sent: what was queued before the bad message still reaches it. */
+const WRITES_QUEUED: ReadonlySet<CloseKind> = new Set(["protocol-error", "event-budget", "byte-budget"]);
 
 export function closeOutcome(c: Close): CloseOutcome {
-  return { ...wireOutcome(c), dropsQueued: DROPS_QUEUED.has(c.kind) };
+  return { ...wireOutcome(c), dropsQueued: !WRITES_QUEUED.has(c.kind) };
 }
 
 function wireOutcome(c: Close): Omit<CloseOutcome, "dropsQueued"> {
