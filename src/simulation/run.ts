@@ -10,7 +10,7 @@ import { isReady, readyCounts, resolveMinAvailable } from "../projections/index.
 import { scheduleFaults } from "./faults.js";
 import type { StoredRecord } from "./memory-log.js";
 import type { SimulationOptions } from "./options.js";
-import { endOfTurn } from "./turn.js";
+import { eachTurn } from "./turn.js";
 import { World } from "./world.js";
 
 /** The simulation's own invariants, beside check-log's rules. */
@@ -96,21 +96,26 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
   world.start();
   scheduleFaults(world, faultsEnd);
   let nextFleetCheck = start + FLEET_CHECK_MS;
-  for (;;) {
+  let ran = false;
+  await eachTurn(() => {
+    if (ran) {
+      // The entry before, and the promise jobs it started, are over: check.
+      if (checker.violationCount > 0 && failure === undefined) {
+        const v = checker.violations()[0]!;
+        fail(v.rule, v.message);
+      }
+      if (scheduler.now >= nextFleetCheck) {
+        nextFleetCheck = scheduler.now + FLEET_CHECK_MS;
+        checkShardsOnce(world, fail);
+      }
+      if (failure) return false;
+    }
     const fn = scheduler.next(end);
-    if (fn === undefined) break;
+    if (fn === undefined) return false;
     fn();
-    await endOfTurn();
-    if (checker.violationCount > 0 && failure === undefined) {
-      const v = checker.violations()[0]!;
-      fail(v.rule, v.message);
-    }
-    if (scheduler.now >= nextFleetCheck) {
-      nextFleetCheck = scheduler.now + FLEET_CHECK_MS;
-      checkShardsOnce(world, fail);
-    }
-    if (failure) break;
-  }
+    ran = true;
+    return true;
+  });
   if (!failure) {
     const all = checker.finish(log.records, { acked: world.acked });
     const v = all[0];

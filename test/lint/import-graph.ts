@@ -369,12 +369,11 @@ export const PURE_ROOMS: PureRoom[] = [
     // randomness and start no timer. The agent and the log's append path it
     // drives get the simulation's clock, ids and transport through their
     // ports (AgentClock, connect, the publisher), so their defaults are not
-    // held here. The one use allowed: the end of a turn (turn.ts), which
-    // lets promise jobs finish and waits for nothing.
+    // held here. The end of a turn (turn.ts) lets promise jobs finish
+    // through the microtask and tick queues, and starts no timer.
     name: "simulation",
     paths: ["src/simulation"],
     ownFilesOnly: true,
-    allowed: ["src/simulation/turn.ts: setImmediate()"],
   },
   {
     name: "log (pure files)",
