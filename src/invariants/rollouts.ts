@@ -6,14 +6,22 @@
  * in a shard report, which is no pass's doing. So the rule compares each
  * pass with the state it found: ready fell, below the floor, for a model
  * rolling before or after the pass.
+ *
+ * A pass also records faults it did not cause: a replica it marks failed
+ * (ReplicaFailed: an agent that came back running nothing, a node expired, a
+ * start that never came) was lost, not taken. Those are counted as still
+ * ready, so only what the pass took on purpose (drains, removals, stops)
+ * counts against the floor.
  */
-import { type FleetState, readyCounts } from "../projections/index.js";
+import { type FleetState, isReady, readyCounts } from "../projections/index.js";
 import type { CheckedEvent, Violation } from "./types.js";
 
 export class RolloutReadyRule {
   readonly violations: Violation[] = [];
   #before: Record<string, number> = {};
   #rolling = new Set<string>();
+  /** Per model, ready replicas the pass records as failed: lost, not taken. */
+  #lost: Record<string, number> = {};
 
   /** Before folding `r`. */
   observe(r: CheckedEvent, before: FleetState): void {
@@ -21,6 +29,12 @@ export class RolloutReadyRule {
     this.#before = {};
     for (const [model, c] of Object.entries(readyCounts(before.replicas))) this.#before[model] = c.ready;
     this.#rolling = rollingModels(before);
+    this.#lost = {};
+    for (const d of r.event.body.value.decisions) {
+      if (d.kind.case !== "replicaFailed") continue;
+      const rep = before.replicas.replicas.get(d.kind.value.replicaId);
+      if (rep && isReady(rep)) this.#lost[rep.model] = (this.#lost[rep.model] ?? 0) + 1;
+    }
   }
 
   /** After folding: `after` includes the pass. */
@@ -33,12 +47,12 @@ export class RolloutReadyRule {
       if (!m) continue;
       const floor = m.replicas - m.rollout.maxUnavailable;
       const was = this.#before[model] ?? 0;
-      const now = counts[model]?.ready ?? 0;
+      const now = (counts[model]?.ready ?? 0) + (this.#lost[model] ?? 0);
       if (now >= was || now >= floor) continue;
       this.violations.push({
         rule: "rollout-below-ready",
         seq: r.seq,
-        message: `the pass at ${r.seq} by ${body.value.leaderId} took ${model} from ${was} to ${now} ready replicas during its rollout, below ${m.replicas} desired − ${m.rollout.maxUnavailable} maxUnavailable = ${floor}`,
+        message: `the pass at ${r.seq} by ${body.value.leaderId} took ${model} from ${was} to ${now} ready replicas during its rollout${this.#lost[model] ? ` (not counting ${this.#lost[model]} it recorded as failed)` : ""}, below ${m.replicas} desired − ${m.rollout.maxUnavailable} maxUnavailable = ${floor}`,
       });
     }
   }
