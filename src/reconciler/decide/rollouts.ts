@@ -71,7 +71,8 @@ function modelReplicas(pass: Pass, model: string): DeepReadonly<ReplicaState>[] 
  * disruption budget caps this.
  */
 export function rolloutTakeDownAllowance(pass: Pass, model: ModelSpec): number {
-  const policy = rolloutAllowance(pass, model)?.allowed ?? 0;
+  const rolling = rolloutAllowance(pass, model);
+  const policy = rolling?.allowed ?? 0;
   // The model's disruption budget binds rollouts as it binds drains and GPU-fault moves.
   return Math.min(policy, disruptionBudget(pass, model.name).allowed);
 }
