@@ -76,12 +76,15 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
         ? body.value.decisions.flatMap((d) => {
             if (d.kind.case !== "replicaDrainStarted") return [];
             const rep = checker.state.replicas.replicas.get(d.kind.value.replicaId);
-            return rep && isReady(rep) ? [rep.model] : [];
+            if (!rep || !isReady(rep)) return [];
+            // Make-before-break: a ready replacement already serves the drained replica's slot.
+            const next = rep.replacedBy ? checker.state.replicas.replicas.get(rep.replacedBy) : undefined;
+            return [{ model: rep.model, swap: next !== undefined && isReady(next) }];
           })
         : [];
     const before = drained.length > 0 ? readyCounts(checker.state.replicas) : undefined;
     checker.observe(r);
-    if (before) checkBudget(checker, before, new Set(drained), r.seq, fail);
+    if (before) checkBudget(checker, before, drained, r.seq, fail);
     if (r.event.body.case === "reconcilePass") {
       const rev = Number(r.event.body.value.leaseRevision);
       if (rev < newestRevision)
@@ -133,24 +136,30 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
  * A pass that drains ready replicas (a voluntary disruption: a node drain,
  * a rollout, a GPU-fault move) leaves each model at least its disruption
  * budget (minAvailable) or, with none stated, as many ready as before
- * (make-before-break) or as desired.
+ * (make-before-break) or as desired. "As many as before" counts slots: a
+ * replica drained for a replacement that is already ready (a swap) was
+ * counted twice before the pass, once through each.
  */
 function checkBudget(
   checker: LogChecker,
   before: Record<string, { ready: number; desired: number }>,
-  models: ReadonlySet<string>,
+  drained: ReadonlyArray<{ model: string; swap: boolean }>,
   seq: number,
   fail: (i: SimInvariant, m: string) => void,
 ): void {
   const after = readyCounts(checker.state.replicas);
-  for (const model of models) {
+  const swaps: Record<string, number> = {};
+  for (const d of drained) swaps[d.model] = (swaps[d.model] ?? 0) + (d.swap ? 1 : 0);
+  for (const model of Object.keys(swaps)) {
     const b = before[model];
     const a = after[model];
     if (!b || !a || a.ready >= b.ready) continue;
     const spec = checker.state.replicas.catalog.models.find((m) => m.name === model);
     const stated = spec?.minAvailable;
     const floor =
-      stated === undefined ? Math.min(b.ready, a.desired) : resolveMinAvailable(stated, a.desired);
+      stated === undefined
+        ? Math.min(b.ready - (swaps[model] ?? 0), a.desired)
+        : resolveMinAvailable(stated, a.desired);
     if (a.ready < floor)
       fail(
         "below-disruption-budget",
