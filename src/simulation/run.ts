@@ -74,15 +74,17 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
     const drained =
       body.case === "reconcilePass"
         ? body.value.decisions.flatMap((d) => {
-            if (d.kind.case !== "replicaDrainStarted") return [];
+            if (d.kind.case !== "replicaDrainStarted" && d.kind.case !== "replicaFailed") return [];
             const rep = checker.state.replicas.replicas.get(d.kind.value.replicaId);
             if (!rep || !isReady(rep)) return [];
+            // A replica the pass records as failed was lost, not taken: it counts as still ready.
+            if (d.kind.case === "replicaFailed") return [{ model: rep.model, swap: false, lost: true }];
             // Make-before-break: a ready replacement already serves the drained replica's slot.
             const next = rep.replacedBy ? checker.state.replicas.replicas.get(rep.replacedBy) : undefined;
-            return [{ model: rep.model, swap: next !== undefined && isReady(next) }];
+            return [{ model: rep.model, swap: next !== undefined && isReady(next), lost: false }];
           })
         : [];
-    const before = drained.length > 0 ? readyCounts(checker.state.replicas) : undefined;
+    const before = drained.some((d) => !d.lost) ? readyCounts(checker.state.replicas) : undefined;
     checker.observe(r);
     if (before) checkBudget(checker, before, drained, r.seq, fail);
     if (r.event.body.case === "reconcilePass") {
@@ -138,21 +140,29 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
  * budget (minAvailable) or, with none stated, as many ready as before
  * (make-before-break) or as desired. "As many as before" counts slots: a
  * replica drained for a replacement that is already ready (a swap) was
- * counted twice before the pass, once through each.
+ * counted twice before the pass, once through each. A ready replica the
+ * same pass records as failed (its agent came back without it) was lost,
+ * not taken, and counts as still ready, as in check-log's
+ * rollout-below-ready.
  */
 function checkBudget(
   checker: LogChecker,
   before: Record<string, { ready: number; desired: number }>,
-  drained: ReadonlyArray<{ model: string; swap: boolean }>,
+  drained: ReadonlyArray<{ model: string; swap: boolean; lost: boolean }>,
   seq: number,
   fail: (i: SimInvariant, m: string) => void,
 ): void {
-  const after = readyCounts(checker.state.replicas);
+  const counts = readyCounts(checker.state.replicas);
   const swaps: Record<string, number> = {};
-  for (const d of drained) swaps[d.model] = (swaps[d.model] ?? 0) + (d.swap ? 1 : 0);
+  const lost: Record<string, number> = {};
+  for (const d of drained) {
+    if (d.lost) lost[d.model] = (lost[d.model] ?? 0) + 1;
+    else swaps[d.model] = (swaps[d.model] ?? 0) + (d.swap ? 1 : 0);
+  }
   for (const model of Object.keys(swaps)) {
     const b = before[model];
-    const a = after[model];
+    const c = counts[model];
+    const a = c && { ready: c.ready + (lost[model] ?? 0), desired: c.desired };
     if (!b || !a || a.ready >= b.ready) continue;
     const spec = checker.state.replicas.catalog.models.find((m) => m.name === model);
     const stated = spec?.minAvailable;
