@@ -7,11 +7,14 @@
  * pass with the state it found: ready fell, below the floor, for a model
  * rolling before or after the pass.
  *
- * A pass also records faults it did not cause: a replica it marks failed
- * (ReplicaFailed: an agent that came back running nothing, a node expired, a
- * start that never came) was lost, not taken. Those are counted as still
- * ready, so only what the pass took on purpose (drains, removals, stops)
- * counts against the floor.
+ * A pass also records faults it did not cause: a ready replica it marks
+ * failed (ReplicaFailed: an agent that came back running nothing, a node
+ * expired) or removes outright (ReplicaRemoved: the agent came back without
+ * it and a replacement holds its slot) was lost, not taken. No rule takes a
+ * ready replica away on purpose but by draining it first (a removal
+ * otherwise follows a drain, or concerns a replica that never served), so
+ * those are counted as still ready, and only what the pass took on purpose
+ * (drains) counts against the floor.
  */
 import { type FleetState, isReady, readyCounts } from "../projections/index.js";
 import type { CheckedEvent, Violation } from "./types.js";
@@ -20,7 +23,7 @@ export class RolloutReadyRule {
   readonly violations: Violation[] = [];
   #before: Record<string, number> = {};
   #rolling = new Set<string>();
-  /** Per model, ready replicas the pass records as failed: lost, not taken. */
+  /** Per model, ready replicas the pass records as failed or removes outright: lost, not taken. */
   #lost: Record<string, number> = {};
 
   /** Before folding `r`. */
@@ -31,7 +34,7 @@ export class RolloutReadyRule {
     this.#rolling = rollingModels(before);
     this.#lost = {};
     for (const d of r.event.body.value.decisions) {
-      if (d.kind.case !== "replicaFailed") continue;
+      if (d.kind.case !== "replicaFailed" && d.kind.case !== "replicaRemoved") continue;
       const rep = before.replicas.replicas.get(d.kind.value.replicaId);
       if (rep && isReady(rep)) this.#lost[rep.model] = (this.#lost[rep.model] ?? 0) + 1;
     }
@@ -52,7 +55,7 @@ export class RolloutReadyRule {
       this.violations.push({
         rule: "rollout-below-ready",
         seq: r.seq,
-        message: `the pass at ${r.seq} by ${body.value.leaderId} took ${model} from ${was} to ${now} ready replicas during its rollout${this.#lost[model] ? ` (not counting ${this.#lost[model]} it recorded as failed)` : ""}, below ${m.replicas} desired − ${m.rollout.maxUnavailable} maxUnavailable = ${floor}`,
+        message: `the pass at ${r.seq} by ${body.value.leaderId} took ${model} from ${was} to ${now} ready replicas during its rollout${this.#lost[model] ? ` (not counting ${this.#lost[model]} it recorded as lost)` : ""}, below ${m.replicas} desired − ${m.rollout.maxUnavailable} maxUnavailable = ${floor}`,
       });
     }
   }

@@ -74,11 +74,14 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
     const drained =
       body.case === "reconcilePass"
         ? body.value.decisions.flatMap((d) => {
-            if (d.kind.case !== "replicaDrainStarted" && d.kind.case !== "replicaFailed") return [];
-            const rep = checker.state.replicas.replicas.get(d.kind.value.replicaId);
+            const k = d.kind;
+            if (k.case !== "replicaDrainStarted" && k.case !== "replicaFailed" && k.case !== "replicaRemoved")
+              return [];
+            const rep = checker.state.replicas.replicas.get(k.value.replicaId);
             if (!rep || !isReady(rep)) return [];
-            // A replica the pass records as failed was lost, not taken: it counts as still ready.
-            if (d.kind.case === "replicaFailed") return [{ model: rep.model, swap: false, lost: true }];
+            // A ready replica the pass records as failed, or removes without a drain, was lost (its agent
+            // came back without it), not taken: it counts as still ready.
+            if (k.case !== "replicaDrainStarted") return [{ model: rep.model, swap: false, lost: true }];
             // Make-before-break: a ready replacement already serves the drained replica's slot.
             const next = rep.replacedBy ? checker.state.replicas.replicas.get(rep.replacedBy) : undefined;
             return [{ model: rep.model, swap: next !== undefined && isReady(next), lost: false }];
@@ -141,9 +144,9 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
  * (make-before-break) or as desired. "As many as before" counts slots: a
  * replica drained for a replacement that is already ready (a swap) was
  * counted twice before the pass, once through each. A ready replica the
- * same pass records as failed (its agent came back without it) was lost,
- * not taken, and counts as still ready, as in check-log's
- * rollout-below-ready.
+ * same pass records as failed or removes without a drain (its agent came
+ * back without it) was lost, not taken, and counts as still ready, as in
+ * check-log's rollout-below-ready.
  */
 function checkBudget(
   checker: LogChecker,

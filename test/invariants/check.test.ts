@@ -487,34 +487,34 @@ describe("checkLog", () => {
     );
   });
 
-  it("rollout-below-ready: a replica a pass records as failed (its agent came back running nothing) was lost, not taken", () => {
-    const f = new Fleet();
-    f.catalog(llama8b(2));
-    f.connect("gpu-1");
-    f.connect("gpu-2");
-    f.advance(1000).run();
-    const changed = llama8b(2);
-    f.catalog({ ...changed, profiles: changed.profiles.map((p) => ({ ...p, engineArgs: ["--new"] })) });
-    f.step(); // rolloutStarted, the first replacement created and placed (not running yet)
-    const victim = f.state.replicas.replicas
-      .values()
-      .find((r) => r.replacedBy === "" && r.phase === "running");
-    assert.ok(victim);
-    const nodeId = victim.shards[0]!.nodeId;
-    // The agent restarts and registers again running nothing: the next pass records the replica failed.
-    f.connect(nodeId);
-    const out = f.step();
-    assert.ok(
-      out.decisions.some(
-        (d) => d.kind.case === "replicaFailed" && d.kind.value.replicaId === victim.replicaId,
-      ),
-      "the pass records the lost replica as failed",
-    );
-    assert.deepEqual(
-      checkLog(f.events).violations.filter((v) => v.rule === "rollout-below-ready"),
-      [],
-    );
-  });
+  for (const replaced of [false, true]) {
+    it(`rollout-below-ready: a ready replica lost by its agent (back running nothing) is not taken: ${replaced ? "replaced, the pass removes it" : "the pass records it failed"}`, () => {
+      const f = new Fleet();
+      f.catalog(llama8b(2));
+      f.connect("gpu-1");
+      f.connect("gpu-2");
+      f.advance(1000).run();
+      const changed = llama8b(2);
+      f.catalog({ ...changed, profiles: changed.profiles.map((p) => ({ ...p, engineArgs: ["--new"] })) });
+      f.step(); // rolloutStarted, the first replacement created and placed (not running yet)
+      const victim = f.state.replicas.replicas
+        .values()
+        .find((r) => (r.replacedBy !== "") === replaced && r.phase === "running");
+      assert.ok(victim);
+      // The agent restarts and registers again running nothing.
+      f.connect(victim.shards[0]!.nodeId);
+      const out = f.step();
+      const kind = replaced ? "replicaRemoved" : "replicaFailed";
+      assert.ok(
+        out.decisions.some((d) => d.kind.case === kind && d.kind.value.replicaId === victim.replicaId),
+        `the pass records the lost replica (${kind})`,
+      );
+      assert.deepEqual(
+        checkLog(f.events).violations.filter((v) => v.rule === "rollout-below-ready"),
+        [],
+      );
+    });
+  }
 
   it("a log out of order is reported", () => {
     const f = converged();
