@@ -74,14 +74,22 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
     const drained =
       body.case === "reconcilePass"
         ? body.value.decisions.flatMap((d) => {
-            if (d.kind.case !== "replicaDrainStarted") return [];
-            const rep = checker.state.replicas.replicas.get(d.kind.value.replicaId);
-            return rep && isReady(rep) ? [rep.model] : [];
+            const k = d.kind;
+            if (k.case !== "replicaDrainStarted" && k.case !== "replicaFailed" && k.case !== "replicaRemoved")
+              return [];
+            const rep = checker.state.replicas.replicas.get(k.value.replicaId);
+            if (!rep || !isReady(rep)) return [];
+            // A ready replica the pass records as failed, or removes without a drain, was lost (its agent
+            // came back without it), not taken: it counts as still ready.
+            if (k.case !== "replicaDrainStarted") return [{ model: rep.model, swap: false, lost: true }];
+            // Make-before-break: a ready replacement already serves the drained replica's slot.
+            const next = rep.replacedBy ? checker.state.replicas.replicas.get(rep.replacedBy) : undefined;
+            return [{ model: rep.model, swap: next !== undefined && isReady(next), lost: false }];
           })
         : [];
-    const before = drained.length > 0 ? readyCounts(checker.state.replicas) : undefined;
+    const before = drained.some((d) => !d.lost) ? readyCounts(checker.state.replicas) : undefined;
     checker.observe(r);
-    if (before) checkBudget(checker, before, new Set(drained), r.seq, fail);
+    if (before) checkBudget(checker, before, drained, r.seq, fail);
     if (r.event.body.case === "reconcilePass") {
       const rev = Number(r.event.body.value.leaseRevision);
       if (rev < newestRevision)
@@ -138,24 +146,38 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
  * A pass that drains ready replicas (a voluntary disruption: a node drain,
  * a rollout, a GPU-fault move) leaves each model at least its disruption
  * budget (minAvailable) or, with none stated, as many ready as before
- * (make-before-break) or as desired.
+ * (make-before-break) or as desired. "As many as before" counts slots: a
+ * replica drained for a replacement that is already ready (a swap) was
+ * counted twice before the pass, once through each. A ready replica the
+ * same pass records as failed or removes without a drain (its agent came
+ * back without it) was lost, not taken, and counts as still ready, as in
+ * check-log's rollout-below-ready.
  */
 function checkBudget(
   checker: LogChecker,
   before: Record<string, { ready: number; desired: number }>,
-  models: ReadonlySet<string>,
+  drained: ReadonlyArray<{ model: string; swap: boolean; lost: boolean }>,
   seq: number,
   fail: (i: SimInvariant, m: string) => void,
 ): void {
-  const after = readyCounts(checker.state.replicas);
-  for (const model of models) {
+  const counts = readyCounts(checker.state.replicas);
+  const swaps: Record<string, number> = {};
+  const lost: Record<string, number> = {};
+  for (const d of drained) {
+    if (d.lost) lost[d.model] = (lost[d.model] ?? 0) + 1;
+    else swaps[d.model] = (swaps[d.model] ?? 0) + (d.swap ? 1 : 0);
+  }
+  for (const model of Object.keys(swaps)) {
     const b = before[model];
-    const a = after[model];
+    const c = counts[model];
+    const a = c && { ready: c.ready + (lost[model] ?? 0), desired: c.desired };
     if (!b || !a || a.ready >= b.ready) continue;
     const spec = checker.state.replicas.catalog.models.find((m) => m.name === model);
     const stated = spec?.minAvailable;
     const floor =
-      stated === undefined ? Math.min(b.ready, a.desired) : resolveMinAvailable(stated, a.desired);
+      stated === undefined
+        ? Math.min(b.ready - (swaps[model] ?? 0), a.desired)
+        : resolveMinAvailable(stated, a.desired);
     if (a.ready < floor)
       fail(
         "below-disruption-budget",

@@ -10,7 +10,7 @@ import { AgentMetrics } from "../agent/metrics.js";
 import { coreConfigOf, parseGatewayConfig } from "../gateway/config.js";
 import { gatewayEvent } from "../gateway/events.js";
 import type { AckedMessage } from "../invariants/index.js";
-import { DEFAULT_RECONCILER_CONFIG } from "../reconciler/decide/index.js";
+import { DEFAULT_RECONCILER_CONFIG, type ReconcilerConfig } from "../reconciler/decide/index.js";
 import { parseSimConfig, type SimConfig } from "../sim/config.js";
 import { type NodeFaultPlan, planFaults } from "../sim/fault-plan.js";
 import { SimNode } from "../sim/node.js";
@@ -23,6 +23,15 @@ import { SimNetwork } from "./network.js";
 import type { SimulationOptions } from "./options.js";
 import { Lease, SimReconciler } from "./reconciler.js";
 import { Scheduler } from "./scheduler.js";
+
+/**
+ * The defaults, with the ready timeout an operator would set for engines
+ * that load in 20 s (startDelayMs): 5 minutes, not the default 20. A hung
+ * engine is found only at that deadline, so with the default a hang that
+ * starts just before faults stop outlives the convergence window (seed 109:
+ * a replacement hung starting at minute 40 was still starting at 60).
+ */
+const SIM_RECONCILER_CONFIG: ReconcilerConfig = { ...DEFAULT_RECONCILER_CONFIG, readyTimeoutMs: 5 * 60_000 };
 
 /** Simulated time starts here (2027-01-15): far from any real clock, the same every run. */
 export const SIM_EPOCH_MS = 1_800_000_000_000;
@@ -101,7 +110,7 @@ export class World {
           scheduler: this.scheduler,
           log: this.log,
           lease: this.lease,
-          config: DEFAULT_RECONCILER_CONFIG,
+          config: SIM_RECONCILER_CONFIG,
           liveGateways: () => this.liveGateways(),
           newId: this.newId,
           tickMs: 500 + 100 * i,

@@ -487,6 +487,35 @@ describe("checkLog", () => {
     );
   });
 
+  for (const replaced of [false, true]) {
+    it(`rollout-below-ready: a ready replica lost by its agent (back running nothing) is not taken: ${replaced ? "replaced, the pass removes it" : "the pass records it failed"}`, () => {
+      const f = new Fleet();
+      f.catalog(llama8b(2));
+      f.connect("gpu-1");
+      f.connect("gpu-2");
+      f.advance(1000).run();
+      const changed = llama8b(2);
+      f.catalog({ ...changed, profiles: changed.profiles.map((p) => ({ ...p, engineArgs: ["--new"] })) });
+      f.step(); // rolloutStarted, the first replacement created and placed (not running yet)
+      const victim = f.state.replicas.replicas
+        .values()
+        .find((r) => (r.replacedBy !== "") === replaced && r.phase === "running");
+      assert.ok(victim);
+      // The agent restarts and registers again running nothing.
+      f.connect(victim.shards[0]!.nodeId);
+      const out = f.step();
+      const kind = replaced ? "replicaRemoved" : "replicaFailed";
+      assert.ok(
+        out.decisions.some((d) => d.kind.case === kind && d.kind.value.replicaId === victim.replicaId),
+        `the pass records the lost replica (${kind})`,
+      );
+      assert.deepEqual(
+        checkLog(f.events).violations.filter((v) => v.rule === "rollout-below-ready"),
+        [],
+      );
+    });
+  }
+
   it("a log out of order is reported", () => {
     const f = converged();
     const records = [...f.events];

@@ -37,7 +37,8 @@ export const PLANTED_BUGS: PlantedBug[] = [
     name: "the disruption budget ignored by rollouts",
     file: "src/reconciler/decide/rollouts.ts",
     from: "return Math.min(policy, disruptionBudget(pass, model.name).allowed);",
-    to: "return ready;",
+    // Every ready replica may go: neither the budget nor the rollout's maxUnavailable holds.
+    to: "return rolling?.ready ?? 0;",
     run: { minutes: 40, nodes: 10, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
   },
   {

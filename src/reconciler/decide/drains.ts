@@ -4,14 +4,17 @@
  * drains. A model with a disruption budget (minAvailable) lets a ready
  * replica go before its replacement is ready while the budget allows it,
  * and keeps it serving (a DisruptionBlocked decision says why) while taking
- * it would leave fewer ready than minAvailable. A draining replica is
+ * it would leave fewer ready than minAvailable. While the model rolls, its
+ * rollout's promise binds a drain too: a ready replica stays while taking
+ * it would leave fewer ready than `desired − maxUnavailable`, replacement
+ * ready or not (budgets.ts, `rolloutAllowance`). A draining replica is
  * removed once its shards have stopped (or failed, or their node's session
  * is gone), or at its drain deadline, when what still runs is stopped.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
 import type { DeepReadonly } from "../../projections/index.js";
 import { isReady, type ReplicaState } from "../../projections/index.js";
-import { type DisruptionBudget, disruptionBudget } from "./budgets.js";
+import { type DisruptionBudget, disruptionBudget, type RolloutFloor, rolloutAllowance } from "./budgets.js";
 import { drainingNode, nodeIds, replicasWhere } from "./indexes.js";
 import {
   decision,
@@ -79,7 +82,8 @@ function moveOff(
  * replica drains. Nothing while the replacement is on its way, unless the
  * model's disruption budget allows taking the replica now; a budget that
  * forbids taking a ready replica keeps it serving and says so, once per
- * reason.
+ * reason. While the model rolls, a ready replica also stays (and says so)
+ * as long as taking it would break the rollout's maxUnavailable.
  */
 export function replaceThenDrain(
   pass: Pass,
@@ -93,7 +97,13 @@ export function replaceThenDrain(
     // Make-before-break waits for ready (every shard RUNNING), not for placed.
     const nextReady = isReady(next);
     // A replica that serves nothing takes nothing away: no budget to ask.
-    const budget = isReady(r) && models.has(r.model) ? disruptionBudget(pass, r.model) : undefined;
+    const serving = isReady(r) && models.has(r.model);
+    const spec = serving ? pass.work.replicas.catalog.models.find((m) => m.name === r.model) : undefined;
+    const rollout = spec ? rolloutAllowance(pass, spec) : undefined;
+    if (rollout !== undefined && rollout.allowed <= 0) {
+      return blockedByRollout(r, next, nextReady, rollout, cause, nodeId);
+    }
+    const budget = serving ? disruptionBudget(pass, r.model) : undefined;
     if (budget?.stated === undefined) {
       if (!nextReady) return undefined;
       return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
@@ -149,6 +159,38 @@ function blocked(
           ready: b.ready,
           minAvailable: b.minAvailable,
           desired: b.desired,
+          replacementId: next.replicaId,
+        },
+      }),
+    ],
+    commands: [],
+  };
+}
+
+/** The DisruptionBlocked unit of a rollout's maxUnavailable, or nothing when the same wait is already recorded. */
+function blockedByRollout(
+  r: DeepReadonly<ReplicaState>,
+  next: DeepReadonly<ReplicaState>,
+  nextReady: boolean,
+  f: RolloutFloor,
+  cause: string,
+  nodeId: string,
+): { decisions: Decision[]; commands: Command[] } | undefined {
+  const until = nextReady ? "more replicas of it are ready" : `replacement ${next.replicaId} is ready`;
+  const explanation = `${r.replicaId} keeps serving: ${cause}, but ${r.model} rolls with ${f.ready} ready, and its rollout keeps ${f.floor} (${f.desired} desired − maxUnavailable ${f.maxUnavailable}); taking it out would leave ${f.ready - 1}; waits until ${until}`;
+  if (r.disruptionBlocked === explanation) return undefined;
+  return {
+    decisions: [
+      decision(explanation, {
+        case: "disruptionBlocked",
+        value: {
+          replicaId: r.replicaId,
+          model: r.model,
+          nodeId,
+          cause,
+          ready: f.ready,
+          minAvailable: f.floor,
+          desired: f.desired,
           replacementId: next.replicaId,
         },
       }),

@@ -35,10 +35,10 @@ import {
   type RolloutState,
   staleRevision,
 } from "../../projections/index.js";
-import { disruptionBudget } from "./budgets.js";
+import { disruptionBudget, rolloutAllowance } from "./budgets.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit, replaceThenDrain } from "./drains.js";
-import { countReplicas, type ReplicaClass, replicasWhere } from "./indexes.js";
+import { type ReplicaClass, replicasWhere } from "./indexes.js";
 import { decision, hasLiveReplacement } from "./messages.js";
 import type { Pass } from "./pass.js";
 
@@ -66,13 +66,13 @@ function modelReplicas(pass: Pass, model: string): DeepReadonly<ReplicaState>[] 
 
 /**
  * How many ready replicas of `model` the rollout may take out of service
- * now: what is ready beyond `desired − maxUnavailable`. The one place that
- * says how far a rollout may lower capacity (a disruption budget caps this).
+ * now: what is ready beyond `desired − maxUnavailable` (budgets.ts, which
+ * node drains and GPU-fault moves ask too while a model rolls). A
+ * disruption budget caps this.
  */
 export function rolloutTakeDownAllowance(pass: Pass, model: ModelSpec): number {
-  const ready = countReplicas(pass.work, (c) => c.model === model.name && c.phase !== "draining" && c.ready);
-  const floor = desiredReplicas(pass, model) - model.rollout.maxUnavailable;
-  const policy = Math.max(0, ready - Math.max(0, floor));
+  const rolling = rolloutAllowance(pass, model);
+  const policy = rolling?.allowed ?? 0;
   // The model's disruption budget binds rollouts as it binds drains and GPU-fault moves.
   return Math.min(policy, disruptionBudget(pass, model.name).allowed);
 }

@@ -1,10 +1,13 @@
 /**
  * Scale: each catalog model gets replicas created until it has as many as
- * it wants; extra ones, and every replica of a model gone from the catalog,
- * are drained newest first (a replica never placed is simply removed).
+ * it wants; extra ones are drained, those that serve nothing first (not
+ * ready: pending, loading, failed), then newest first, so that a scale-down
+ * never takes a ready replica while one that is not ready stays. Every
+ * replica of a model gone from the catalog is drained newest first. A
+ * replica never placed is simply removed.
  */
 import type { Command, Decision } from "../../gen/llmgw/v1/events_pb.js";
-import type { DeepReadonly, ReplicaState } from "../../projections/index.js";
+import { type DeepReadonly, isReady, type ReplicaState } from "../../projections/index.js";
 import { activeReplicas, countActiveReplicas } from "./active.js";
 import { desiredReplicas } from "./desired.js";
 import { drainUnit } from "./drains.js";
@@ -35,9 +38,9 @@ export function scaleModels(pass: Pass): void {
       if (!ok) return;
     }
     const extra = count - want;
-    const newestFirst = [...active].reverse();
+    const order = scaleDownOrder(pass, active);
     for (let i = 0; i < extra; i++) {
-      const r = newestFirst[i] as DeepReadonly<ReplicaState>;
+      const r = order[i] as DeepReadonly<ReplicaState>;
       if (!pass.add(retire(pass, r, `${m.name} scaled down to ${want}`))) return;
     }
   }
@@ -48,6 +51,25 @@ export function scaleModels(pass: Pass): void {
   for (const r of orphans) {
     if (!pass.add(retire(pass, r, `model ${r.model} is no longer in the catalog`))) return;
   }
+}
+
+/**
+ * Which replicas a scale-down takes, first to last: slots that serve nothing
+ * before slots that serve (taking one that serves nothing costs no
+ * capacity), newest first within each. A replacement's slot serves while the
+ * replica it replaces does: retiring the replacement drains that one too.
+ */
+export function scaleDownOrder(
+  pass: Pass,
+  active: readonly DeepReadonly<ReplicaState>[],
+): DeepReadonly<ReplicaState>[] {
+  const newestFirst = [...active].reverse();
+  const serves = (r: DeepReadonly<ReplicaState>): boolean => {
+    if (isReady(r)) return true;
+    const old = r.replaces ? pass.work.replicas.replicas.get(r.replaces) : undefined;
+    return old !== undefined && old.phase !== "draining" && old.replacedBy === r.replicaId && isReady(old);
+  };
+  return [...newestFirst.filter((r) => !serves(r)), ...newestFirst.filter(serves)];
 }
 
 /** Drains a replica, or removes it at once when nothing of it runs. A replacement takes the replica it replaces along. */
