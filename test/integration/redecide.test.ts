@@ -28,7 +28,7 @@ import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
-import { type Stack, stackFleet, startStack } from "../support/stack.js";
+import { type Stack, startStack, withConnectedFleet } from "../support/stack.js";
 
 const QWEN = "qwen-2.5-7b";
 const LLAMA = "llama-3.3-70b";
@@ -97,25 +97,10 @@ describe("check-log --redecide over the logs of real runs", () => {
       reconciler: RECONCILER_CONFIG,
       ...(o.reconcilerEnv ? { reconcilerEnv: o.reconcilerEnv } : {}),
     });
-    let fleet: SimFleet | undefined;
     try {
-      fleet = stackFleet(stack.gw.url, {
-        nodes: 3,
-        gpusPerNode: 8,
-        seed: 36,
-        drainMs: 200,
-        faults: ["fail@arg=--broken"],
-      });
-      await fleet.start();
-      await eventually(
-        async () =>
-          (await stack.call("GET", "/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected")
-            .length === 3,
-        { what: "three connected nodes in the API" },
-      );
-      await fn(stack, fleet);
+      const fleet = { nodes: 3, gpusPerNode: 8, seed: 36, drainMs: 200, faults: ["fail@arg=--broken"] };
+      await withConnectedFleet(stack, fleet, (f) => fn(stack, f));
     } finally {
-      await fleet?.stop();
       await stack.close();
     }
   }

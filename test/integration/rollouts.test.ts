@@ -12,12 +12,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Log, LogRecord } from "../../src/log/index.js";
 import { evolveFleet, initialFleet, readyCounts } from "../../src/projections/index.js";
-import type { SimFleet } from "../../src/sim/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { readAll } from "../support/gateway.js";
 import { assertLogInvariants } from "../support/invariants.js";
-import { stackFleet, startStack } from "../support/stack.js";
+import { startStack, withConnectedFleet } from "../support/stack.js";
 
 const MODEL = "qwen-2.5-7b";
 const catalog = (args: string[]) => ({
@@ -71,29 +70,14 @@ describe("rollouts through the real stack", () => {
       name,
       reconciler: RECONCILER_CONFIG,
     });
-    let fleet: SimFleet | undefined;
     const why = async () => {
       const ro = await stack.call("GET", `/v1/rollouts/${MODEL}`).catch(() => ({}));
       return `\nrollout: ${JSON.stringify(ro.rollout)}${await stack.why()}`;
     };
     try {
-      fleet = stackFleet(stack.gw.url, {
-        nodes: 2,
-        gpusPerNode: 8,
-        seed: 7,
-        drainMs: 200,
-        faults: ["fail@arg=--broken"],
-      });
-      await fleet.start();
-      await eventually(
-        async () =>
-          (await stack.call("GET", "/v1/nodes")).nodes.filter((n: any) => n.liveness === "connected")
-            .length === 2,
-        { what: "two connected nodes in the API" },
-      );
-      await fn({ log: stack.log, call: stack.call, why });
+      const fleet = { nodes: 2, gpusPerNode: 8, seed: 7, drainMs: 200, faults: ["fail@arg=--broken"] };
+      await withConnectedFleet(stack, fleet, () => fn({ log: stack.log, call: stack.call, why }));
     } finally {
-      await fleet?.stop();
       await stack.close();
     }
   }

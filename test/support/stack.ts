@@ -12,6 +12,7 @@ import { type ApiServer, startApi } from "../../src/operator/index.js";
 import { type SimConfigInput, SimFleet } from "../../src/sim/index.js";
 import { uniqueStream } from "../harness/nats.js";
 import { logFlags } from "./cli.js";
+import { eventually } from "./eventually.js";
 import { rand, startTestGateway, type TestGatewayOptions } from "./gateway.js";
 import { assertRedecided } from "./invariants.js";
 import { killAll, type ReconcilerProcess, spawnReconciler } from "./reconciler.js";
@@ -31,6 +32,31 @@ export const STACK_FLEET_TIMINGS = {
 /** A simulated fleet over h2c to one gateway, at STACK_FLEET_TIMINGS unless `o` says otherwise. Not started. */
 export function stackFleet(gatewayUrl: string, o: SimConfigInput): SimFleet {
   return new SimFleet({ gateways: [gatewayUrl], insecureDev: true, ...STACK_FLEET_TIMINGS, ...o });
+}
+
+/**
+ * Runs `fn` with a simulated fleet of `o.nodes` nodes on the stack's
+ * gateway, once the API lists every one connected; stops the fleet after.
+ */
+export async function withConnectedFleet(
+  stack: Stack,
+  o: SimConfigInput & { nodes: number },
+  fn: (fleet: SimFleet) => Promise<void>,
+): Promise<void> {
+  const fleet = stackFleet(stack.gw.url, o);
+  try {
+    await fleet.start();
+    await eventually(
+      async () =>
+        (await stack.call("GET", "/v1/nodes")).nodes.filter(
+          (n: { liveness: string }) => n.liveness === "connected",
+        ).length === o.nodes,
+      { what: `${o.nodes} connected nodes in the API` },
+    );
+    await fn(fleet);
+  } finally {
+    await fleet.stop();
+  }
 }
 
 /** A catalog profile, in the API's form: one shard of `gpusPerShard` 64 GiB H100s. */
