@@ -120,7 +120,9 @@ describe("llmgw logs and engine log rotation (real processes)", () => {
         const cap = (KEEP + 1) * MAX_FILE + 2 * ((LINE_BYTES * CHECK_MS) / CHATTER_MS);
         let largest = 0;
         for (let i = 0; i < 30; i++) {
-          const total = readdirSync(logsDir).reduce((n, f) => n + statSync(join(logsDir, f)).size, 0);
+          // A file rotation removes between the listing and its stat counts as empty.
+          const size = (f: string) => statSync(join(logsDir, f), { throwIfNoEntry: false })?.size ?? 0;
+          const total = readdirSync(logsDir).reduce((n, f) => n + size(f), 0);
           largest = Math.max(largest, total);
           await new Promise((r) => setTimeout(r, 100));
         }
