@@ -135,7 +135,7 @@ function budgetText(b: DisruptionBudget): string {
   return `${b.model} has ${b.ready} ready, minAvailable ${b.minAvailable}${of}`;
 }
 
-/** The DisruptionBlocked unit, or nothing when the same wait is already recorded. */
+/** The DisruptionBlocked unit of the disruption budget, or nothing when the same wait is already recorded. */
 function blocked(
   r: DeepReadonly<ReplicaState>,
   next: DeepReadonly<ReplicaState>,
@@ -144,27 +144,8 @@ function blocked(
   cause: string,
   nodeId: string,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
-  const until = nextReady ? "more replicas of it are ready" : `replacement ${next.replicaId} is ready`;
-  const explanation = `${r.replicaId} keeps serving: ${cause}, but ${budgetText(b)}; taking it out would leave ${b.ready - 1}; waits until ${until}`;
-  if (r.disruptionBlocked === explanation) return undefined;
-  return {
-    decisions: [
-      decision(explanation, {
-        case: "disruptionBlocked",
-        value: {
-          replicaId: r.replicaId,
-          model: r.model,
-          nodeId,
-          cause,
-          ready: b.ready,
-          minAvailable: b.minAvailable,
-          desired: b.desired,
-          replacementId: next.replicaId,
-        },
-      }),
-    ],
-    commands: [],
-  };
+  const floor = { ready: b.ready, minAvailable: b.minAvailable, desired: b.desired };
+  return blockedUnit(r, next, nextReady, cause, nodeId, floor, budgetText(b));
 }
 
 /** The DisruptionBlocked unit of a rollout's maxUnavailable, or nothing when the same wait is already recorded. */
@@ -176,27 +157,33 @@ function blockedByRollout(
   cause: string,
   nodeId: string,
 ): { decisions: Decision[]; commands: Command[] } | undefined {
+  const floor = { ready: f.ready, minAvailable: f.floor, desired: f.desired };
+  const why = `${r.model} rolls with ${f.ready} ready, and its rollout keeps ${f.floor} (${f.desired} desired − maxUnavailable ${f.maxUnavailable})`;
+  return blockedUnit(r, next, nextReady, cause, nodeId, floor, why);
+}
+
+/** A replica kept serving because taking it out would break `why`: the one place its decision is made. */
+function blockedUnit(
+  r: DeepReadonly<ReplicaState>,
+  next: DeepReadonly<ReplicaState>,
+  nextReady: boolean,
+  cause: string,
+  nodeId: string,
+  floor: { ready: number; minAvailable: number; desired: number },
+  why: string,
+): { decisions: Decision[]; commands: Command[] } | undefined {
   const until = nextReady ? "more replicas of it are ready" : `replacement ${next.replicaId} is ready`;
-  const explanation = `${r.replicaId} keeps serving: ${cause}, but ${r.model} rolls with ${f.ready} ready, and its rollout keeps ${f.floor} (${f.desired} desired − maxUnavailable ${f.maxUnavailable}); taking it out would leave ${f.ready - 1}; waits until ${until}`;
+  const explanation = `${r.replicaId} keeps serving: ${cause}, but ${why}; taking it out would leave ${floor.ready - 1}; waits until ${until}`;
   if (r.disruptionBlocked === explanation) return undefined;
-  return {
-    decisions: [
-      decision(explanation, {
-        case: "disruptionBlocked",
-        value: {
-          replicaId: r.replicaId,
-          model: r.model,
-          nodeId,
-          cause,
-          ready: f.ready,
-          minAvailable: f.floor,
-          desired: f.desired,
-          replacementId: next.replicaId,
-        },
-      }),
-    ],
-    commands: [],
+  const value = {
+    replicaId: r.replicaId,
+    model: r.model,
+    nodeId,
+    cause,
+    ...floor,
+    replacementId: next.replicaId,
   };
+  return { decisions: [decision(explanation, { case: "disruptionBlocked", value })], commands: [] };
 }
 
 function finishDrain(
