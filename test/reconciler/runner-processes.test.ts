@@ -190,8 +190,14 @@ describe("llmgw reconciler processes", () => {
         timeoutMs: 20 * ttlMs,
       });
       // Taken after the key expired, not released (a SIGKILLed process releases
-      // nothing), and not while rec-a's lease could still be valid.
-      const acquired = b.lines.find((l) => l.msg === "leading: lease acquired");
+      // nothing), and not while rec-a's lease could still be valid. The
+      // leader metric is set before the line is logged, and the line comes
+      // through a pipe: it may be read a moment after the metric.
+      const acquiredLine = () => b.lines.find((l) => l.msg === "leading: lease acquired");
+      await eventually(() => acquiredLine() !== undefined, {
+        what: `rec-b to log its lease acquisition:\n${b.output()}`,
+      });
+      const acquired = acquiredLine();
       assert.equal(acquired?.["after"], "poll", `rec-b found the key gone by polling:\n${b.output()}`);
       const taken = await kv.get("reconciler");
       assert.equal(JSON.parse(taken?.string() ?? "{}").holder, "rec-b", "the lease key names the successor");
