@@ -1,7 +1,26 @@
-import type { LogRecord } from "../log/index.js";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { LoggedSession } from "./duplicates.js";
-import type { SessionRegistry } from "./registry.js";
-import type { AgentSession } from "./session.js";
+
+/** What the watch reads of a record of the log (a `LogRecord`, or the simulation's). */
+export interface WatchedRecord {
+  readonly seq: number;
+  readonly event: Event;
+}
+
+/** What the watch needs of a session this gateway holds (an `AgentSession`, or the simulation's). */
+export interface WatchedSession {
+  readonly nodeId: string;
+  readonly sessionId: string;
+  /** Stream sequence of its session-opened event, 0 until stored. */
+  readonly openedSeq: number;
+  /** Ends the session: a newer one of its node, on `byGateway`, is in the log. */
+  supersede(byGateway: string): void;
+}
+
+/** The sessions this gateway holds, by node (the `SessionRegistry`, or the simulation's). */
+export interface HeldSessions<S extends WatchedSession> {
+  forNode(nodeId: string): Iterable<S>;
+}
 
 interface Newest extends LoggedSession {
   seq: number;
@@ -17,14 +36,21 @@ interface Newest extends LoggedSession {
  * SessionClosed, or the reconciler expiring its gateway's sessions) is
  * remembered too: the duplicate-identity check asks it about sessions held
  * by other gateways.
+ *
+ * Pure: records and sessions are its inputs, superseding a session its only
+ * act, so the deterministic simulation (src/simulation) runs this same code
+ * for its gateways. It must stay free of NATS, clocks and I/O.
  */
-export class SessionsWatch {
+export class SessionsWatch<S extends WatchedSession = WatchedSession> {
   readonly #newest = new Map<string, Newest>();
+  readonly #held: HeldSessions<S>;
 
-  constructor(private readonly registry: SessionRegistry) {}
+  constructor(held: HeldSessions<S>) {
+    this.#held = held;
+  }
 
   /** Handles one event of the session subjects. */
-  onRecord(r: LogRecord): void {
+  onRecord(r: WatchedRecord): void {
     const body = r.event.body;
     if (body.case === "sessionClosed") {
       this.#closed(body.value.nodeId, body.value.sessionId);
@@ -43,11 +69,11 @@ export class SessionsWatch {
         closed: false,
       });
     }
-    for (const s of this.registry.forNode(o.nodeId)) this.check(s);
+    for (const s of this.#held.forNode(o.nodeId)) this.check(s);
   }
 
   /** Handles one reconciler pass: sessions it expired are closed. */
-  onPass(r: LogRecord): void {
+  onPass(r: WatchedRecord): void {
     const body = r.event.body;
     if (body.case !== "reconcilePass") return;
     for (const d of body.value.decisions) {
@@ -62,7 +88,7 @@ export class SessionsWatch {
    * and restarted under the same id keeps its lease, so the reconciler never
    * expires them).
    */
-  onGatewayRecord(r: LogRecord): void {
+  onGatewayRecord(r: WatchedRecord): void {
     const body = r.event.body;
     if (body.case !== "gatewayStarted" && body.case !== "gatewayStopped") return;
     for (const n of this.#newest.values()) {
@@ -75,10 +101,14 @@ export class SessionsWatch {
     return this.#newest.get(nodeId);
   }
 
-  /** Closes `s` if a newer session of its node is known. */
-  check(s: AgentSession): void {
+  /**
+   * Closes `s` if a newer session of its node is known. A session whose
+   * opening is not stored yet has no place in the log's order: it is
+   * checked once it is (when it is held).
+   */
+  check(s: S): void {
     const n = this.#newest.get(s.nodeId);
-    if (n && n.seq > s.openedSeq && n.sessionId !== s.sessionId) s.supersede(n.gatewayId);
+    if (n && s.openedSeq > 0 && n.seq > s.openedSeq && n.sessionId !== s.sessionId) s.supersede(n.gatewayId);
   }
 
   #closed(nodeId: string, sessionId: string): void {

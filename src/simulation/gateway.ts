@@ -5,9 +5,11 @@
  * carried out — events appended through the real append path in the order
  * they were drafted, replies written to the stream, timers armed on the
  * simulated clock. Around the sessions it keeps what the gateway keeps: the
- * newest session per node (supersede across gateways), the duplicate-identity
- * check (`liveHolder`), and the command relay (commands to the sessions it
- * holds, undeliverable ones reported, expired sessions ended).
+ * newest session per node through the gateway's own `SessionsWatch`
+ * (supersede across gateways, fed the session, gateway and reconciler
+ * records as the gateway's followers feed it), the duplicate-identity check
+ * (`liveHolder`), and the command relay (commands to the sessions it holds,
+ * undeliverable ones reported, expired sessions ended).
  */
 import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
@@ -27,6 +29,7 @@ import {
   step,
   usageFlushDelayMs,
 } from "../gateway/session-core/index.js";
+import { SessionsWatch } from "../gateway/sessions-watch.js";
 import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
 import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
@@ -43,15 +46,6 @@ export interface SimGatewayOptions {
   duplicateRetryAfterMs: number;
 }
 
-interface Newest {
-  sessionId: string;
-  gatewayId: string;
-  seq: number;
-  instanceId: string;
-  remoteAddress: string;
-  closed: boolean;
-}
-
 export class SimGateway {
   readonly id: string;
   up = true;
@@ -64,7 +58,8 @@ export class SimGateway {
   /** Open sessions by session id, and every session by node (filled once the Register is read). */
   readonly #byId = new Map<string, SimSession>();
   readonly #byNode = new Map<string, Set<SimSession>>();
-  readonly #newest = new Map<string, Newest>();
+  /** The newest session per node, as this process followed the log (a new one per process). */
+  #watch = this.#newWatch();
   /** Sessions that ended here: commands still addressed to them are reported undeliverable. */
   readonly #ended = new Map<string, { nodeId: string; detail: string }>();
   readonly #reported = new Set<string>();
@@ -107,7 +102,7 @@ export class SimGateway {
     this.#sessions.clear();
     this.#byId.clear();
     this.#byNode.clear();
-    this.#newest.clear();
+    this.#watch = this.#newWatch();
     this.#ended.clear();
   }
 
@@ -138,34 +133,19 @@ export class SimGateway {
     if (!this.up) return;
     const body = r.event.body;
     switch (body.case) {
-      case "sessionOpened": {
-        const o = body.value;
-        const prev = this.#newest.get(o.nodeId);
-        if (!prev || prev.seq < r.seq) {
-          this.#newest.set(o.nodeId, {
-            sessionId: o.sessionId,
-            gatewayId: o.gatewayId,
-            seq: r.seq,
-            instanceId: o.registration?.instanceId ?? "",
-            remoteAddress: o.remoteAddress,
-            closed: false,
-          });
-        }
-        for (const s of this.#byNode.get(o.nodeId) ?? []) this.checkSuperseded(s);
+      case "sessionOpened":
+      case "sessionClosed":
+        this.#watch.onRecord(r);
         return;
-      }
-      case "sessionClosed": {
-        const n = this.#newest.get(body.value.nodeId);
-        if (n && n.sessionId === body.value.sessionId) n.closed = true;
+      case "gatewayStarted":
+      case "gatewayStopped":
+        this.#watch.onGatewayRecord(r);
         return;
-      }
       case "reconcilePass": {
+        this.#watch.onPass(r);
         for (const d of body.value.decisions) {
-          if (d.kind.case !== "sessionsExpired") continue;
+          if (d.kind.case !== "sessionsExpired" || d.kind.value.gatewayId !== this.id) continue;
           for (const ref of d.kind.value.sessions) {
-            const n = this.#newest.get(ref.nodeId);
-            if (n && n.sessionId === ref.sessionId) n.closed = true;
-            if (d.kind.value.gatewayId !== this.id) continue;
             const s = this.#held(ref.sessionId);
             if (s && s.state.nodeId === ref.nodeId && s.state.close === undefined) {
               s.feed({
@@ -188,9 +168,11 @@ export class SimGateway {
 
   /** Closes `s` if a newer session of its node is in the log. */
   checkSuperseded(s: SimSession): void {
-    const n = this.#newest.get(s.state.nodeId);
-    if (n && s.state.openedSeq > 0 && n.seq > s.state.openedSeq && n.sessionId !== s.state.sessionId)
-      s.feed({ kind: "superseded", byGateway: n.gatewayId });
+    this.#watch.check(s);
+  }
+
+  #newWatch(): SessionsWatch<SimSession> {
+    return new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] });
   }
 
   /** The gateway's admission of a registered stream: the duplicate-identity check. */
@@ -205,7 +187,7 @@ export class SimGateway {
     const holder = liveHolder(
       s.state.instanceId,
       local,
-      this.#newest.get(s.state.nodeId),
+      this.#watch.newest(s.state.nodeId),
       this.id,
       this.#o.core.heartbeatTimeoutMs,
     );
@@ -305,6 +287,24 @@ export class SimSession implements StreamReceiver {
   ) {
     this.#gw = gw;
     this.state = initialState(gw.options.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+  }
+
+  // --- what the gateway's SessionsWatch reads of a held session ---
+
+  get nodeId(): string {
+    return this.state.nodeId;
+  }
+
+  get sessionId(): string {
+    return this.state.sessionId;
+  }
+
+  get openedSeq(): number {
+    return this.state.openedSeq;
+  }
+
+  supersede(byGateway: string): void {
+    this.feed({ kind: "superseded", byGateway });
   }
 
   start(): void {

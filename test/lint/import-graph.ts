@@ -345,7 +345,9 @@ export function findImpurities(graph: Map<string, ParsedFile>, rooms: PureRoom[]
 /**
  * The pure rooms of this repository: projections (the folds, not their
  * runtime), decide, placement and explain, the invariants, the gateway's
- * session core, the engine policy, the codec, the id rules, and the log's
+ * session core and the rules of its own the simulation runs (newest session
+ * wins, the duplicate-identity check), the engine policy, the codec, the id
+ * rules, and the log's
  * pure files (the reader's end decisions and admission, subjects and their
  * kinds, the log's error type). Kept in step with the purity linter's list
  * in biome.json, which checks each file's own imports.
@@ -374,6 +376,12 @@ export const PURE_ROOMS: PureRoom[] = [
     name: "simulation",
     paths: ["src/simulation"],
     ownFilesOnly: true,
+  },
+  {
+    // The gateway's rules the simulation runs as they are: newest session
+    // wins (SessionsWatch) and the duplicate-identity check (liveHolder).
+    name: "gateway (pure files)",
+    paths: ["src/gateway/sessions-watch.ts", "src/gateway/duplicates.ts"],
   },
   {
     name: "log (pure files)",
