@@ -6,17 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { pino } from "pino";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { DEFAULT_RECONCILER_CONFIG, decide } from "../../src/reconciler/index.js";
-import { type GatewaySet, Lease, ReconcilerRunner } from "../../src/reconciler/runner/index.js";
+import type { ReconcilerRunner } from "../../src/reconciler/runner/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, llamaCatalog } from "../support/fleet-events.js";
+import { inProcessRunner } from "../support/in-process-runner.js";
 
-const noGateways: GatewaySet = { ids: new Set(), onChange: () => () => {} };
 const MINUTE = 60_000;
 
 async function passes(log: Log) {
@@ -61,21 +60,11 @@ describe("reconciler runner: a new catalog is acted on at once", () => {
     let runner: ReconcilerRunner<typeof DEFAULT_RECONCILER_CONFIG> | undefined;
     try {
       await rt.start();
-      const lease = await Lease.open(log.js, {
-        bucket: `leases_${uniqueStream()}`,
-        key: "reconciler",
-        holderId: "rec-a",
-        ttlMs: 3000,
-      });
-      runner = new ReconcilerRunner({
-        id: "rec-a",
+      runner = await inProcessRunner({
         log,
         projection: rt,
-        lease,
-        gateways: noGateways,
         decide,
         config: DEFAULT_RECONCILER_CONFIG,
-        logger: pino({ level: "silent" }),
         triggers: { debounceMs: MINUTE, maxDelayMs: MINUTE, tickMs: MINUTE },
       });
       runner.start();

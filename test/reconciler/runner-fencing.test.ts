@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { pino } from "pino";
 import { DecisionSchema, EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { cloneFleet, type FleetState, fleetProjection } from "../../src/projections/index.js";
@@ -14,14 +13,13 @@ import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import {
   type DecideFn,
   type FollowedProjection,
-  type GatewaySet,
-  Lease,
-  ReconcilerRunner,
+  type ReconcilerRunner,
   RunnerMetrics,
   type StepDown,
 } from "../../src/reconciler/runner/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
+import { inProcessRunner } from "../support/in-process-runner.js";
 
 /** A view of the projection the test can freeze: a leader deciding on an old state. */
 class FreezableView implements FollowedProjection<FleetState> {
@@ -46,8 +44,6 @@ class FreezableView implements FollowedProjection<FleetState> {
     return this.rt.onChange(l);
   }
 }
-
-const noGateways: GatewaySet = { ids: new Set(), onChange: () => () => {} };
 
 function cordon(id: string) {
   return create(EventSchema, {
@@ -125,21 +121,11 @@ describe("reconciler runner: fencing by the log", () => {
     let runner: ReconcilerRunner<null> | undefined;
     try {
       await rt.start();
-      const lease = await Lease.open(log.js, {
-        bucket: `leases_${uniqueStream()}`,
-        key: "reconciler",
-        holderId: "rec-a",
-        ttlMs: 3000,
-      });
-      runner = new ReconcilerRunner({
-        id: "rec-a",
+      runner = await inProcessRunner({
         log,
         projection: view,
-        lease,
-        gateways: noGateways,
         decide,
         config: null,
-        logger: pino({ level: "silent" }),
         metrics,
         triggers: { debounceMs: 20, maxDelayMs: 200, tickMs: 60_000 },
         stepDownCooldownMs: 300,
