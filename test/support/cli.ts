@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
 export const LLMGW_BIN = join(import.meta.dirname, "../../bin/llmgw.js");
@@ -36,6 +36,30 @@ export function runCli(
     });
     child.stdin.end(opts.input ?? "");
   });
+}
+
+export interface CliProcess {
+  proc: ChildProcess;
+  /** What it has printed on stdout so far. */
+  stdout: () => string;
+  /** What it has printed on stdout and stderr so far, as it came. */
+  output: () => string;
+  /** Its exit code, once all it printed is read. */
+  exited: Promise<number | null>;
+}
+
+/** Starts the real `llmgw` command as a long-running child process; the caller stops it. */
+export function startCli(args: string[]): CliProcess {
+  const proc = spawn(process.execPath, [LLMGW_BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let output = "";
+  proc.stdout?.on("data", (b) => {
+    stdout += b;
+    output += b;
+  });
+  proc.stderr?.on("data", (b) => (output += b));
+  const exited = new Promise<number | null>((r) => proc.once("close", (code) => r(code)));
+  return { proc, stdout: () => stdout, output: () => output, exited };
 }
 
 /** `llmgw check-log` over one stream (with the agents' acks file when given). */
