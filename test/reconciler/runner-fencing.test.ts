@@ -18,6 +18,7 @@ import {
 } from "../../src/reconciler/runner/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
+import { testCordon } from "../support/fleet-events.js";
 import { withInProcessRunner } from "../support/in-process-runner.js";
 
 /** A view of the projection the test can freeze: a leader deciding on an old state. */
@@ -42,15 +43,6 @@ class FreezableView implements FollowedProjection<FleetState> {
   onChange(l: (seq: number) => void) {
     return this.rt.onChange(l);
   }
-}
-
-function cordon(id: string) {
-  return create(EventSchema, {
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.TOOL, id: "test" },
-    body: { case: "nodeCordoned", value: { nodeId: "gpu-a1", reason: "test", operator: "t" } },
-  });
 }
 
 function pass(id: string, leaderId: string) {
@@ -142,7 +134,7 @@ describe("reconciler runner: fencing by the log", () => {
         view.freeze();
         const foreign = await log.append(pass("foreign-1", "intruder"), { expectLastSubjectSeq: first });
         allowed = 2;
-        await log.append(cordon("wake-up"));
+        await log.append(testCordon("wake-up"));
         await eventually(() => stepDowns.length > 0, { what: "rec-a to step down" });
         assert.equal(stepDowns[0]?.reason, "fencing-conflict");
         assert.equal((await metrics.fencingConflicts.get()).values[0]?.value, 1);
