@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import type { LogInfo } from "../../src/cli/commands/log-info.js";
 
 export const LLMGW_BIN = join(import.meta.dirname, "../../bin/llmgw.js");
 
@@ -72,4 +73,26 @@ export function runCheckLog(o: {
   const args = ["check-log", ...logFlags(o.nats, o.stream, o.prefix)];
   if (o.acked !== undefined) args.push("--acked", o.acked);
   return runCli(args, { timeoutMs: 120_000 });
+}
+
+/**
+ * `llmgw archiver` over the log (and archive) `flags` name, archiving and
+ * purging what is a second old in 2 KiB segments: a test's log is archived
+ * within seconds, in several segments. `more` flags go after.
+ */
+export function quickArchiverArgs(flags: string[], ...more: string[]): string[] {
+  return ["archiver", ...flags, "--log-max-age", "1s", "--archive-segment-bytes", "2KiB", ...more];
+}
+
+/** What `llmgw log info --json` printed. */
+export function parseLogInfo(stdout: string): LogInfo {
+  return JSON.parse(stdout) as LogInfo;
+}
+
+/** The sequences of the events `llmgw events --json` printed, one event a line. */
+export function printedSeqs(stdout: string): number[] {
+  return stdout
+    .trim()
+    .split("\n")
+    .map((l) => (JSON.parse(l) as { seq: number }).seq);
 }
