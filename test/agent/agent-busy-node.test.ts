@@ -17,19 +17,11 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import {
-  engineRecord,
-  fakeGpuUuid,
-  shardStatuses,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
-import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
+import { engineRecord, fakeGpuUuid, shardStatuses, until } from "../support/agent-process.js";
+import { startNode, tp1Catalog, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
 
 const NODE = "gpu-busy1";
-const MODEL = "qwen-7b";
 
 /** A port "another program" listens on, with the free ones after it. */
 async function foreignListener(): Promise<{ port: number; server: Server }> {
@@ -66,26 +58,12 @@ describe("llmgw agent on a busy node (real processes)", () => {
     try {
       await withAgentWorld(server, { name: "agbusy" }, async (w) => {
         const { dir, stack: s, why } = w;
-        writeGpus(dir, [{}, {}, {}, {}]);
-        writeAgentConfig(dir, { startDelayMs: 800, portRange: [foreign.port, foreign.port + 20] });
-        addAgent(w, { nodeId: NODE, env: AGENT_ONLY });
-        await registered(w, NODE, 4);
-        await s.call("PUT", "/v1/catalog", {
-          models: [
-            {
-              name: MODEL,
-              replicas: 4,
-              profiles: [
-                {
-                  name: "tp1",
-                  gpusPerShard: 1,
-                  memoryPerGpu: "16GiB",
-                  engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
-                },
-              ],
-            },
-          ],
+        await startNode(w, NODE, {
+          gpus: [{}, {}, {}, {}],
+          config: { startDelayMs: 800, portRange: [foreign.port, foreign.port + 20] },
+          env: AGENT_ONLY,
         });
+        await s.call("PUT", "/v1/catalog", tp1Catalog(4, { engineEnv: { FAKE_ENGINE_PROFILE: "tp1" } }));
 
         const running = await until(
           "four shards RUNNING",

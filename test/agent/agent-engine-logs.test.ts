@@ -19,12 +19,11 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
-import { addAgent, nodeView, registered, runningShards, withAgentWorld } from "../support/agent-world.js";
+import { until } from "../support/agent-process.js";
+import { nodeView, runningShards, startNode, tp1Catalog, withAgentWorld } from "../support/agent-world.js";
 import { LLMGW_BIN, runCli } from "../support/cli.js";
 import { readAll } from "../support/gateway.js";
 
-const MODEL = "qwen-7b";
 const NODE = "gpu-logs1";
 const MAX_FILE = 16 * 1024;
 const KEEP = 2;
@@ -50,19 +49,15 @@ describe("llmgw logs and engine log rotation (real processes)", () => {
       server,
       { name: "aglogs", reconciler: { suspectAfterMs: 1000, lostAfterMs: 10_000 } },
       async (w) => {
-        writeGpus(w.dir, [{}]);
-        writeAgentConfig(w.dir, {
-          startDelayMs: 200,
-          engineLogs: { maxFileBytes: MAX_FILE, keepFiles: KEEP, checkIntervalMs: CHECK_MS },
-          engineFlags: ["--chatter-ms", String(CHATTER_MS), "--chatter-bytes", String(LINE_BYTES)],
+        const agent = await startNode(w, NODE, {
+          gpus: [{}],
+          config: {
+            startDelayMs: 200,
+            engineLogs: { maxFileBytes: MAX_FILE, keepFiles: KEEP, checkIntervalMs: CHECK_MS },
+            engineFlags: ["--chatter-ms", String(CHATTER_MS), "--chatter-bytes", String(LINE_BYTES)],
+          },
         });
-        const agent = addAgent(w, { nodeId: NODE });
-        await registered(w, NODE, 1);
-        await w.stack.call("PUT", "/v1/catalog", {
-          models: [
-            { name: MODEL, replicas: 1, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] },
-          ],
-        });
+        await w.stack.call("PUT", "/v1/catalog", tp1Catalog(1));
         const running = await until("the shard RUNNING", async () => (await runningShards(w, NODE))[0], {
           timeoutMs: 30_000,
           why: w.why,

@@ -22,13 +22,11 @@ import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import type { LogRecord } from "../../src/log/index.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
-import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
+import { shardStatuses, until } from "../support/agent-process.js";
+import { startNode, tp1Profile, withAgentWorld } from "../support/agent-world.js";
 import { rand, readAll } from "../support/gateway.js";
 
 const NODE = "gpu-p1";
-
-const profile = (extra: object) => ({ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB", ...extra });
 
 /** The failed start of a model's shard on NODE: the start sent, its result, the FAILED status. */
 function failedStart(records: LogRecord[], model: string) {
@@ -59,14 +57,14 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
   it("refuses LD_PRELOAD at apply, and again on the node when the catalog is forged into the log; allow lists hold", async () => {
     await withAgentWorld(server, { name: "agpol" }, async (w) => {
       const { dir, stack: s, why } = w;
-      writeGpus(dir, [{}, {}]);
-      writeAgentConfig(dir, {
-        startDelayMs: 200,
-        allowedEnv: ["FAKE_ENGINE_*"],
-        allowedArgPrefixes: ["--served-model-name="],
+      const a = await startNode(w, NODE, {
+        gpus: [{}, {}],
+        config: {
+          startDelayMs: 200,
+          allowedEnv: ["FAKE_ENGINE_*"],
+          allowedArgPrefixes: ["--served-model-name="],
+        },
       });
-      const a = addAgent(w, { nodeId: NODE });
-      await registered(w, NODE, 2);
 
       // 1. Through the API: refused at apply, naming the variable; nothing written.
       const hostile = {
@@ -74,7 +72,7 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
           {
             name: "forged",
             replicas: 1,
-            profiles: [profile({ engineEnv: { LD_PRELOAD: join(dir, "evil.so"), FAKE_ENGINE_X: "1" } })],
+            profiles: [tp1Profile({ engineEnv: { LD_PRELOAD: join(dir, "evil.so"), FAKE_ENGINE_X: "1" } })],
           },
         ],
       };
@@ -153,7 +151,7 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
       // 3. The agent's allow lists: the API accepts this catalog, the node does not.
       await s.call("PUT", "/v1/catalog", {
         models: [
-          { name: "flagged", replicas: 1, profiles: [profile({ engineArgs: ["--trust-remote-code"] })] },
+          { name: "flagged", replicas: 1, profiles: [tp1Profile({ engineArgs: ["--trust-remote-code"] })] },
         ],
       });
       const flagged = await until(
@@ -174,7 +172,7 @@ describe("llmgw agent: the engine policy holds against a forged catalog (real pr
             name: "allowed",
             replicas: 1,
             profiles: [
-              profile({
+              tp1Profile({
                 engineArgs: ["--served-model-name=qwen"],
                 engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
               }),

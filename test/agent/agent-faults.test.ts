@@ -29,15 +29,18 @@ import {
   writeAgentConfig,
   writeGpus,
 } from "../support/agent-process.js";
-import { addAgent, nodeView, registered, runningShards, withAgentWorld } from "../support/agent-world.js";
+import {
+  addAgent,
+  MODEL,
+  nodeView,
+  registered,
+  runningShards,
+  startNode,
+  tp1Catalog,
+  withAgentWorld,
+} from "../support/agent-world.js";
 import { makeTestCerts, type TestCerts } from "../support/certs.js";
 import { type GatewayProcess, readAll, spawnGateway } from "../support/gateway.js";
-
-const MODEL = "qwen-7b";
-const profile = (extra: object = {}) => ({ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB", ...extra });
-const catalog = (replicas: number, extra: object = {}) => ({
-  models: [{ name: MODEL, replicas, profiles: [profile(extra)] }],
-});
 
 describe("llmgw agent under faults (real processes)", () => {
   let server: NatsServer & { close(): Promise<void> };
@@ -54,15 +57,12 @@ describe("llmgw agent under faults (real processes)", () => {
       { name: "agcrash", reconciler: { crashBackoffBaseMs: 500, cooldownMs: 0 } },
       async (w) => {
         const node = "gpu-crash";
-        writeGpus(w.dir, [{}, {}]);
-        writeAgentConfig(w.dir, { startDelayMs: 300 });
-        addAgent(w, { nodeId: node });
-        await registered(w, node, 2);
+        await startNode(w, node, { gpus: [{}, {}], config: { startDelayMs: 300 } });
         // The first engine crashes 300 ms after it is ready; the next one finds the marker and runs.
         await w.stack.call(
           "PUT",
           "/v1/catalog",
-          catalog(1, {
+          tp1Catalog(1, {
             engineArgs: [
               "--crash-after-ms",
               "300",
@@ -113,12 +113,9 @@ describe("llmgw agent under faults (real processes)", () => {
     await withAgentWorld(server, { name: "agmem" }, async (w) => {
       const node = "gpu-mem";
       // 70,000 of 81,559 MiB held by a process the agent did not start: 16 GiB does not fit.
-      writeGpus(w.dir, [{ memoryUsedMb: 70_000 }, {}]);
-      writeAgentConfig(w.dir, { startDelayMs: 200 });
-      addAgent(w, { nodeId: node });
-      await registered(w, node, 2);
+      await startNode(w, node, { gpus: [{ memoryUsedMb: 70_000 }, {}], config: { startDelayMs: 200 } });
       assert.equal((await nodeView(w.stack, node)).gpus[0].memoryUsedMb, 70_000);
-      await w.stack.call("PUT", "/v1/catalog", catalog(2));
+      await w.stack.call("PUT", "/v1/catalog", tp1Catalog(2));
       const first = await until("one shard RUNNING", async () => (await runningShards(w, node))[0], {
         timeoutMs: 30_000,
         why: w.why,
@@ -149,12 +146,9 @@ describe("llmgw agent under faults (real processes)", () => {
     // A drain without a drain hook lets the engine serve until the deadline: a short one.
     await withAgentWorld(server, { name: "agxid", reconciler: { drainDeadlineMs: 1500 } }, async (w) => {
       const node = "gpu-xid";
-      writeGpus(w.dir, [{}, {}]);
       writeFileSync(join(w.dir, "kmsg"), "6,1,1,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n");
-      writeAgentConfig(w.dir, { startDelayMs: 200 });
-      addAgent(w, { nodeId: node });
-      await registered(w, node, 2);
-      await w.stack.call("PUT", "/v1/catalog", catalog(1));
+      await startNode(w, node, { gpus: [{}, {}], config: { startDelayMs: 200 } });
+      await w.stack.call("PUT", "/v1/catalog", tp1Catalog(1));
       const first = await until("the shard RUNNING", async () => (await runningShards(w, node))[0], {
         timeoutMs: 30_000,
         why: w.why,
@@ -216,7 +210,7 @@ describe("llmgw agent under faults (real processes)", () => {
       await w.stack.call(
         "PUT",
         "/v1/catalog",
-        catalog(1, { engineArgs: ["--ignore-sigterm", "--waiting", "1"] }),
+        tp1Catalog(1, { engineArgs: ["--ignore-sigterm", "--waiting", "1"] }),
       );
       const running = await until(
         "the shard RUNNING",
@@ -344,7 +338,7 @@ describe("llmgw agent under faults (real processes)", () => {
           const gatewayOf = (r: typeof first) =>
             r.event.body.case === "sessionOpened" ? r.event.body.value.gatewayId : "";
 
-          await s.call("PUT", "/v1/catalog", catalog(1));
+          await s.call("PUT", "/v1/catalog", tp1Catalog(1));
           const running = await until("the shard RUNNING", async () => (await runningShards(w, node))[0], {
             timeoutMs: 30_000,
             why,

@@ -23,13 +23,8 @@ import {
   writeAgentConfig,
   writeGpus,
 } from "../support/agent-process.js";
-import { addAgent, nodeView, registered, withAgentWorld } from "../support/agent-world.js";
+import { addAgent, nodeView, startNode, tp1Catalog, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
-
-const MODEL = "qwen-7b";
-const catalog = (replicas: number) => ({
-  models: [{ name: MODEL, replicas, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] }],
-});
 
 /** The registrations a node made, in log order: the session's first, then re-registrations on it. */
 function registrations(records: LogRecord[], nodeId: string) {
@@ -67,11 +62,8 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
       { name: "aghwgone", reconciler: { crashBackoffBaseMs: 300, cooldownMs: 0 } },
       async (w) => {
         const node = "gpu-gone";
-        writeGpus(w.dir, [{}, {}, {}]);
-        writeAgentConfig(w.dir, { startDelayMs: 200 });
-        addAgent(w, { nodeId: node });
-        await registered(w, node, 3);
-        await w.stack.call("PUT", "/v1/catalog", catalog(1));
+        await startNode(w, node, { gpus: [{}, {}, {}], config: { startDelayMs: 200 } });
+        await w.stack.call("PUT", "/v1/catalog", tp1Catalog(1));
         const first = await until(
           "the shard RUNNING",
           async () =>
@@ -144,10 +136,7 @@ describe("llmgw agent when the hardware changes (real processes)", () => {
   it("nvidia-smi failing sampleFailureThreshold times in a row is a node problem, not frozen figures", async () => {
     await withAgentWorld(server, { name: "aghwsmi" }, async (w) => {
       const node = "gpu-smi";
-      writeGpus(w.dir, [{}]);
-      writeAgentConfig(w.dir, { startDelayMs: 200 });
-      addAgent(w, { nodeId: node });
-      await registered(w, node, 1);
+      await startNode(w, node, { gpus: [{}], config: { startDelayMs: 200 } });
       writeFileSync(join(w.dir, "gpus.json"), JSON.stringify({ gpus: [{}], mode: "fail" }));
       const view = await until(
         "the node problem",

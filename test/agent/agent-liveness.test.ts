@@ -24,26 +24,18 @@ import { create } from "@bufbuild/protobuf";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import {
-  engineRecord,
-  fakeGpuUuid,
-  pidAlive,
-  shardStatuses,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
+import { engineRecord, fakeGpuUuid, pidAlive, shardStatuses, until } from "../support/agent-process.js";
 import {
   type AgentWorld,
-  addAgent,
-  registered,
+  MODEL,
   runningShards,
+  startNode,
+  tp1Catalog,
   withAgentWorld,
 } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
 import type { Stack } from "../support/stack.js";
 
-const MODEL = "qwen-7b";
 const LIVENESS = { intervalMs: 300, timeoutMs: 200, failureThreshold: 3 };
 /** interval × threshold, a probe's timeout, and a reconcile pass with room to spare. */
 const OUT_OF_ROUTING_WITHIN_MS = LIVENESS.intervalMs * LIVENESS.failureThreshold + LIVENESS.timeoutMs + 3000;
@@ -57,10 +49,11 @@ async function addNode(
 ) {
   const dir = join(w.dir, node);
   mkdirSync(dir);
-  writeGpus(dir, [{}]);
-  writeAgentConfig(dir, { startDelayMs: 200, engineFlags, engine: { liveness: LIVENESS, ...engine } });
-  addAgent(w, { nodeId: node }, dir);
-  await registered(w, node);
+  await startNode(w, node, {
+    gpus: [{}],
+    config: { startDelayMs: 200, engineFlags, engine: { liveness: LIVENESS, ...engine } },
+    dir,
+  });
   return dir;
 }
 
@@ -107,11 +100,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
         ]);
         void wedgeDir;
         await addNode(w, "gpu-blip", ["--wedge-after-ms", "2500", "--recover-after-ms", "350"]);
-        await w.stack.call("PUT", "/v1/catalog", {
-          models: [
-            { name: MODEL, replicas: 2, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] },
-          ],
-        });
+        await w.stack.call("PUT", "/v1/catalog", tp1Catalog(2));
         const [wedged, blip] = await until(
           "a shard RUNNING and routed on each node",
           async () => {
@@ -192,11 +181,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
           restartPolicy: "restart-in-place",
         },
       );
-      await w.stack.call("PUT", "/v1/catalog", {
-        models: [
-          { name: MODEL, replicas: 1, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] },
-        ],
-      });
+      await w.stack.call("PUT", "/v1/catalog", tp1Catalog(1));
       const first = await until(
         "the shard RUNNING and routed",
         async () => {
@@ -261,11 +246,7 @@ describe("llmgw agent: liveness after ready (real processes)", () => {
         ["--wedge-after-ms", "1500", "--wedge-once", join(w.dir, "wedged"), "--ignore-sigterm"],
         { restartPolicy: "restart-in-place", stopGraceSeconds: 2 },
       );
-      await w.stack.call("PUT", "/v1/catalog", {
-        models: [
-          { name: MODEL, replicas: 1, profiles: [{ name: "tp1", gpusPerShard: 1, memoryPerGpu: "16GiB" }] },
-        ],
-      });
+      await w.stack.call("PUT", "/v1/catalog", tp1Catalog(1));
       const first = await until("the shard RUNNING", async () => (await runningShards(w, node))[0], {
         timeoutMs: 30_000,
         why: w.why,

@@ -16,36 +16,28 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import { shardStatuses, until, writeAgentConfig, writeGpus } from "../support/agent-process.js";
+import { shardStatuses, until } from "../support/agent-process.js";
 import {
   type AgentWorld,
-  addAgent,
-  registered,
+  MODEL,
   runningShards,
+  startNode,
+  tp1Catalog,
+  tp1Profile,
   withAgentWorld,
 } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
 import type { StackOptions } from "../support/stack.js";
 
-const MODEL = "qwen-7b";
 const NODE = "gpu-load1";
-const profile = (engineArgs: string[]) => ({
-  name: "tp1",
-  gpusPerShard: 1,
-  memoryPerGpu: "16GiB",
-  engineArgs,
-});
 
 /** A stack and one agent on two GPUs, registered; everything goes whatever happens. */
 async function withNode(server: NatsServer, o: StackOptions, body: (w: AgentWorld) => Promise<void>) {
   await withAgentWorld(server, o, async (w) => {
-    writeGpus(w.dir, [{}, {}]);
-    writeAgentConfig(w.dir, {
-      startDelayMs: 300,
-      engine: { metrics: { intervalMs: 300 }, drain: { idleGraceMs: 1000 } },
+    await startNode(w, NODE, {
+      gpus: [{}, {}],
+      config: { startDelayMs: 300, engine: { metrics: { intervalMs: 300 }, drain: { idleGraceMs: 1000 } } },
     });
-    addAgent(w, { nodeId: NODE });
-    await registered(w, NODE, 2);
     await body(w);
   });
 }
@@ -66,7 +58,7 @@ describe("llmgw agent: serving load and drains (real processes)", () => {
           {
             name: MODEL,
             replicas: 1,
-            profiles: [profile(["--waiting", "7", "--kv-cache-use", "0.3"])],
+            profiles: [tp1Profile({ engineArgs: ["--waiting", "7", "--kv-cache-use", "0.3"] })],
             autoscale: {
               min: 1,
               max: 2,
@@ -125,9 +117,7 @@ describe("llmgw agent: serving load and drains (real processes)", () => {
   it("ends the drain of an idle engine in seconds, STOPPED; one with a request in flight only after it answered", async () => {
     const drainDeadlineMs = 60_000;
     await withNode(server, { name: "agidle", reconciler: { drainDeadlineMs } }, async (w) => {
-      await w.stack.call("PUT", "/v1/catalog", {
-        models: [{ name: MODEL, replicas: 2, profiles: [profile(["--request-ms", "4000"])] }],
-      });
+      await w.stack.call("PUT", "/v1/catalog", tp1Catalog(2, { engineArgs: ["--request-ms", "4000"] }));
       const shards = await until(
         "two shards RUNNING",
         async () => {

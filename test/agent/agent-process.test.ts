@@ -12,19 +12,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import { type NatsServer, startServer } from "../harness/nats.js";
-import {
-  commandsFor,
-  engineRecord,
-  pidAlive,
-  shardStatuses,
-  until,
-  writeAgentConfig,
-  writeGpus,
-} from "../support/agent-process.js";
-import { addAgent, registered, withAgentWorld } from "../support/agent-world.js";
+import { commandsFor, engineRecord, pidAlive, shardStatuses, until } from "../support/agent-process.js";
+import { addAgent, MODEL, startNode, tp1Catalog, withAgentWorld } from "../support/agent-world.js";
 import { readAll } from "../support/gateway.js";
 
-const MODEL = "qwen-7b";
 const NODE = "gpu-a1";
 
 describe("llmgw agent: engines started, ready, routed and adopted across a restart (real processes)", () => {
@@ -39,28 +30,16 @@ describe("llmgw agent: engines started, ready, routed and adopted across a resta
   it("starts the engine as templated, reports RUNNING after its health answers, and adopts it after kill -9", async () => {
     await withAgentWorld(server, { name: "agentp" }, async (w) => {
       const { dir, stack: s, why } = w;
-      writeGpus(dir, [{}, {}], [[0, 1]]);
-      writeAgentConfig(dir);
-      const a = addAgent(w, { nodeId: NODE });
-      await registered(w, NODE, 2);
+      const a = await startNode(w, NODE, { gpus: [{}, {}], nvlink: [[0, 1]] });
 
-      await s.call("PUT", "/v1/catalog", {
-        models: [
-          {
-            name: MODEL,
-            replicas: 1,
-            profiles: [
-              {
-                name: "tp1",
-                gpusPerShard: 1,
-                memoryPerGpu: "16GiB",
-                engineArgs: ["--served-model-name", "qwen"],
-                engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
-              },
-            ],
-          },
-        ],
-      });
+      await s.call(
+        "PUT",
+        "/v1/catalog",
+        tp1Catalog(1, {
+          engineArgs: ["--served-model-name", "qwen"],
+          engineEnv: { FAKE_ENGINE_PROFILE: "tp1" },
+        }),
+      );
 
       const running = await until(
         "the shard RUNNING in the log",

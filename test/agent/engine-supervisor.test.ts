@@ -66,6 +66,17 @@ async function until<T>(what: string, check: () => T | undefined): Promise<T> {
   }
 }
 
+/** Kills the process group of every engine `s` started, closes it and removes its state dir `dir`. */
+async function discardSupervisor(s: EngineSupervisor, dir: string): Promise<void> {
+  for (const pid of Object.values(s.pids())) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {}
+  }
+  await s.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
 async function withSupervisor(
   extra: string[],
   fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
@@ -92,13 +103,7 @@ async function withSupervisor(
   try {
     await fn(s, events, dir);
   } finally {
-    for (const pid of Object.values(s.pids())) {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {}
-    }
-    await s.close();
-    rmSync(dir, { recursive: true, force: true });
+    await discardSupervisor(s, dir);
   }
 }
 
@@ -345,13 +350,7 @@ describe("engine supervisor (real processes)", () => {
       assert.deepEqual(ok, { ok: true });
       assert.ok(s.pids()["s1"], "started inside the allow lists");
     } finally {
-      for (const pid of Object.values(s.pids())) {
-        try {
-          process.kill(-pid, "SIGKILL");
-        } catch {}
-      }
-      await s.close();
-      rmSync(dir, { recursive: true, force: true });
+      await discardSupervisor(s, dir);
     }
   });
 

@@ -24,14 +24,9 @@ const docs = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Se
 describe("llmgw nats-auth kubernetes", () => {
   it("renders nats-auth and one Secret per role, with the same keys on every run", async () => {
     const dir = tempDir("nak");
-    const first = await runCli([
-      "nats-auth",
-      "kubernetes",
-      "--dir",
-      join(dir, "keys"),
-      "--namespace",
-      "fleet",
-    ]);
+    const render = () =>
+      runCli(["nats-auth", "kubernetes", "--dir", join(dir, "keys"), "--namespace", "fleet"]);
+    const first = await render();
     assert.equal(first.code, 0, first.stderr);
     const secrets = docs(first.stdout);
     assert.deepEqual(
@@ -51,14 +46,7 @@ describe("llmgw nats-auth kubernetes", () => {
       assert.equal(Buffer.from(s?.data[`${role}.nk`] ?? "", "base64").toString("utf8"), seedFile);
     }
 
-    const again = await runCli([
-      "nats-auth",
-      "kubernetes",
-      "--dir",
-      join(dir, "keys"),
-      "--namespace",
-      "fleet",
-    ]);
+    const again = await render();
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.stdout, first.stdout, "a second run over the same --dir made other keys");
 

@@ -5,7 +5,6 @@
  * decisions of the new sessions before it looks for starts and stops.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -14,7 +13,7 @@ import { natsAuthFiles } from "../../src/cli/nats-auth-files.js";
 import { isLogError, openLog } from "../../src/log/index.js";
 import { authenticatorFromCredentials } from "../../src/nats-auth/index.js";
 import { startServer, tempDir } from "../harness/nats.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { type CliProcess, runCli, startCli } from "../support/cli.js";
 
 const CATALOG = `
 models:
@@ -36,57 +35,48 @@ models:
         gpuProduct: H100
 `;
 
-interface DevRun {
-  proc: ChildProcess;
-  out: () => string;
+/** A running `llmgw dev` and the addresses it printed. */
+interface DevRun extends CliProcess {
   apiUrl: string;
   /** The router dev started (the OpenAI API). */
   routerUrl: string;
   natsUrl: string;
   /** The reader's credentials dev printed (NATS runs with authentication). */
   readerCreds: string;
-  exited: Promise<number | null>;
 }
 
 async function startDev(dataDir: string, catalog: string): Promise<DevRun> {
-  const proc = spawn(
-    process.execPath,
-    [
-      LLMGW_BIN,
-      "dev",
-      "--data-dir",
-      dataDir,
-      "--nodes",
-      "3",
-      "--nats-port",
-      "0",
-      "--gateway-port",
-      "0",
-      "--api-port",
-      "0",
-      "--router-port",
-      "0",
-      "--catalog",
-      catalog,
-      "--start-delay-ms",
-      "300",
-      "--summary-ms",
-      "500",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let text = "";
-  proc.stdout?.on("data", (b) => (text += b));
-  proc.stderr?.on("data", (b) => (text += b));
-  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  const dev = startCli([
+    "dev",
+    "--data-dir",
+    dataDir,
+    "--nodes",
+    "3",
+    "--nats-port",
+    "0",
+    "--gateway-port",
+    "0",
+    "--api-port",
+    "0",
+    "--router-port",
+    "0",
+    "--catalog",
+    catalog,
+    "--start-delay-ms",
+    "300",
+    "--summary-ms",
+    "500",
+  ]);
+  const { proc } = dev;
   const deadline = Date.now() + 120_000;
   for (;;) {
+    const text = dev.output();
     const api = /API and UI\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
     const nats = /NATS\s+(nats:\/\/127\.0\.0\.1:\d+) \(authentication on\)/.exec(text)?.[1];
     const readerCreds = /NATS reader (\S+reader\.nk)/.exec(text)?.[1];
     const router = /router\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
     if (api && nats && readerCreds && router)
-      return { proc, out: () => text, apiUrl: api, routerUrl: router, natsUrl: nats, readerCreds, exited };
+      return { ...dev, apiUrl: api, routerUrl: router, natsUrl: nats, readerCreds };
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill("SIGKILL");
       throw new Error(`llmgw dev did not come up:\n${text}`);
@@ -253,7 +243,7 @@ async function assertRouterServes(run: DevRun): Promise<void> {
     if (health.status === "ok" && models.data.map((m) => m.id).join(",") === "llama-3.1-8b,llama-3.3-70b")
       break;
     if (Date.now() > deadline)
-      throw new Error(`the router does not serve the fleet's models: ${last}\n${run.out()}`);
+      throw new Error(`the router does not serve the fleet's models: ${last}\n${run.output()}`);
     await new Promise((r) => setTimeout(r, 300));
   }
   for (let i = 0; i < 5; i++) {
@@ -288,16 +278,16 @@ describe("llmgw dev", () => {
     const first = await startDev(dataDir, catalog);
     let firstReplicas: ReplicaBody["replicas"];
     try {
-      firstReplicas = await waitAllRunning(first.apiUrl, 5, first.out);
+      firstReplicas = await waitAllRunning(first.apiUrl, 5, first.output);
       // Two nodes hold all five replicas, so the reconciler may place them before
       // the third machine has registered: wait for it rather than race it.
-      await waitNodes(first.apiUrl, 3, first.out);
+      await waitNodes(first.apiUrl, 3, first.output);
       await assertNatsAuthOn(first);
       await assertRouterServes(first);
     } finally {
-      assert.equal(await stopDev(first), 0, first.out());
+      assert.equal(await stopDev(first), 0, first.output());
     }
-    assert.match(first.out(), /stopped/);
+    assert.match(first.output(), /stopped/);
     // The second run's window starts after everything the first run wrote, its shutdown included.
     const lastSeqOfFirst = await lastSeqInStore(dataDir, first.readerCreds);
     await assertAdoptedAfterRestart(dataDir, catalog, firstReplicas, lastSeqOfFirst);
@@ -318,14 +308,14 @@ async function assertAdoptedAfterRestart(
 ): Promise<void> {
   const second = await startDev(dataDir, catalog);
   try {
-    assert.match(second.out(), /catalog from the log/);
-    assert.match(second.out(), /5 shards still running from the last run/);
+    assert.match(second.output(), /catalog from the log/);
+    assert.match(second.output(), /5 shards still running from the last run/);
     const deadline = Date.now() + 120_000;
     let seen = await readSecondRun(second, lastSeqOfFirst + 1);
     while (seen.sessions.size < 3 || seen.adopted.size < seen.sessions.size) {
       if (Date.now() > deadline)
         throw new Error(
-          `the second run's sessions were not all adopted: ${seen.sessions.size} new sessions, adoption decisions for ${[...seen.adopted.keys()].join(", ") || "none"}\n${second.out()}`,
+          `the second run's sessions were not all adopted: ${seen.sessions.size} new sessions, adoption decisions for ${[...seen.adopted.keys()].join(", ") || "none"}\n${second.output()}`,
         );
       await new Promise((r) => setTimeout(r, 300));
       seen = await readSecondRun(second, lastSeqOfFirst + 1);
@@ -337,7 +327,7 @@ async function assertAdoptedAfterRestart(
       shardsOf(before),
       "the new sessions adopted exactly the shards the first run left running",
     );
-    const after = await waitAllRunning(second.apiUrl, 5, second.out);
+    const after = await waitAllRunning(second.apiUrl, 5, second.output);
     // The same replicas on the same shards: adopted, not re-placed.
     const key = (rs: ReplicaBody["replicas"]) =>
       rs.map((r) => `${r.replicaId}:${r.shards.map((x) => `${x.shardId}@${x.nodeId}`).join(",")}`).sort();
@@ -352,6 +342,6 @@ async function assertAdoptedAfterRestart(
       "no adopted shard was stopped after the restart",
     );
   } finally {
-    assert.equal(await stopDev(second), 0, second.out());
+    assert.equal(await stopDev(second), 0, second.output());
   }
 }

@@ -12,7 +12,7 @@ import { newEvent } from "../../src/codec/index.js";
 import { isLogError, type Log, logErrorFrom } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, spawnLlmgw } from "../harness/proc.js";
-import { runCli } from "../support/cli.js";
+import { parseLogInfo, printedSeqs, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { rand } from "../support/gateway.js";
 import { credsFile, natsAuthInit, openLogAs } from "../support/nats-auth.js";
@@ -94,17 +94,13 @@ describe("the archiver's NATS role (real nats-server with the generated auth con
     assert.equal(after5.stdout, before5.stdout);
     const events = await runCli(["events", ...withReader, "--from-seq", "1", "--json"]);
     assert.equal(events.code, 0, events.stderr);
-    const seqs = events.stdout
-      .trim()
-      .split("\n")
-      .map((l) => (JSON.parse(l) as { seq: number }).seq);
     assert.deepEqual(
-      seqs,
+      printedSeqs(events.stdout),
       Array.from({ length: 40 }, (_, i) => i + 1),
     );
     const info = await runCli(["log", "info", "--json", ...withReader]);
     assert.equal(info.code, 0, info.stderr);
-    const parsed = JSON.parse(info.stdout) as { stream: { firstSeq: number }; archive: { firstSeq: number } };
+    const parsed = parseLogInfo(info.stdout);
     assert.equal(parsed.archive.firstSeq, 1);
     assert.ok(parsed.stream.firstSeq > 10);
 

@@ -18,7 +18,7 @@ import { DEFAULT_BUCKETS } from "../../src/nats-auth/index.js";
 import { canonicalJson, fleetProjection } from "../../src/projections/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { spawnLlmgw } from "../harness/proc.js";
-import { runCli } from "../support/cli.js";
+import { quickArchiverArgs, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
 import { sideBySide } from "../support/side-by-side.js";
@@ -75,14 +75,7 @@ describe("backup and restore, end to end", () => {
     await appendRaw(source, golden.slice(0, half));
 
     // The first half goes to the archive and leaves the stream.
-    const archiver = spawnLlmgw([
-      "archiver",
-      ...flagsOf(a),
-      "--log-max-age",
-      "1s",
-      "--archive-segment-bytes",
-      "2KiB",
-    ]);
+    const archiver = spawnLlmgw(quickArchiverArgs(flagsOf(a)));
     try {
       await eventually(async () => (await source.bounds()).firstSeq === half + 1, {
         what: `the stream starting at ${half + 1}`,

@@ -11,7 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { type Log, openLog } from "../../src/log/index.js";
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { spawnLlmgw } from "../harness/proc.js";
-import { logFlags, runCli } from "../support/cli.js";
+import { logFlags, parseLogInfo, quickArchiverArgs, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
 
@@ -37,14 +37,7 @@ describe("the archive in a directory", () => {
     const before5 = await runCli(["replay", ...flags, "--until-seq", "5", "--json"]);
     assert.equal(before5.code, 0, before5.stderr);
 
-    const archiver = spawnLlmgw([
-      "archiver",
-      ...flags,
-      "--log-max-age",
-      "1s",
-      "--archive-segment-bytes",
-      "2KiB",
-    ]);
+    const archiver = spawnLlmgw(quickArchiverArgs(flags));
     try {
       await eventually(async () => (await log.bounds()).firstSeq > golden.length, {
         what: "the whole golden log archived and purged",
@@ -66,11 +59,7 @@ describe("the archive in a directory", () => {
     assert.equal(events.code, 0, events.stderr);
     assert.equal(events.stdout.trim().split("\n").length, golden.length);
     const info = await runCli(["log", "info", "--json", ...flags]);
-    const parsed = JSON.parse(info.stdout) as {
-      stream: { firstSeq: number; lastSeq: number };
-      archive: { firstSeq: number; lastSeq: number; bytes: number };
-      snapshots: Array<{ seq: number }>;
-    };
+    const parsed = parseLogInfo(info.stdout);
     assert.deepEqual(
       [parsed.archive.firstSeq, parsed.archive.lastSeq, parsed.stream.firstSeq, parsed.stream.lastSeq],
       [1, golden.length, golden.length + 1, golden.length],

@@ -18,7 +18,7 @@ import { isLogError, type Log, openLog, S3ArchiveStore } from "../../src/log/ind
 import { startServer, tempDir, uniqueStream } from "../harness/nats.js";
 import { type Child, sleep, spawnLlmgw } from "../harness/proc.js";
 import { type S3Server, s3Env, startS3Server } from "../harness/s3.js";
-import { runCli } from "../support/cli.js";
+import { parseLogInfo, printedSeqs, quickArchiverArgs, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { appendRaw, readGoldenLog } from "../support/golden-log.js";
 import { sideBySide } from "../support/side-by-side.js";
@@ -98,10 +98,7 @@ describe("the archive in an S3-compatible store", () => {
       ]);
       assert.equal(replay5.code, 0, replay5.stderr);
 
-      const archiver = spawnLlmgw(
-        ["archiver", ...flags, "--log-max-age", "1s", "--archive-segment-bytes", "2KiB"],
-        env,
-      );
+      const archiver = spawnLlmgw(quickArchiverArgs(flags), env);
       try {
         await archiver.waitForLine(/s3:\/\/llmgw-archive\/fleet-a\/log at http:\/\/127\.0\.0\.1:\d+/);
         await eventually(async () => (await log.bounds()).firstSeq > golden.length, {
@@ -151,12 +148,8 @@ describe("the archive in an S3-compatible store", () => {
       assert.equal(after5.code, 0, after5.stderr);
       assert.equal(after5.stdout, replay5.stdout);
       assert.equal(events.code, 0, events.stderr);
-      const seqs = events.stdout
-        .trim()
-        .split("\n")
-        .map((l) => (JSON.parse(l) as { seq: number }).seq);
       assert.deepEqual(
-        seqs,
+        printedSeqs(events.stdout),
         golden.map((_, i) => i + 1),
       );
       // The golden log is synthetic (check-log has words about it): the same verdict from S3 as from the stream.
@@ -164,11 +157,7 @@ describe("the archive in an S3-compatible store", () => {
       assert.equal(checkAfter.stdout, checkBefore.stdout);
 
       assert.equal(info.code, 0, info.stderr);
-      const parsed = JSON.parse(info.stdout) as {
-        stream: { firstSeq: number; lastSeq: number };
-        archive: { firstSeq: number; lastSeq: number; bytes: number };
-        snapshots: Array<{ seq: number }>;
-      };
+      const parsed = parseLogInfo(info.stdout);
       assert.deepEqual(
         [parsed.archive.firstSeq, parsed.archive.lastSeq, parsed.stream.firstSeq, parsed.stream.lastSeq],
         [1, golden.length, golden.length + 1, golden.length],
@@ -198,19 +187,7 @@ describe("the archive in an S3-compatible store", () => {
       const half = Math.floor(golden.length / 2);
       await appendRaw(log, golden.slice(0, half));
       const flags = [...logFlags(stream, prefix), ...s3.archiveFlags("other", "outage")];
-      archiver = spawnLlmgw(
-        [
-          "archiver",
-          ...flags,
-          "--log-max-age",
-          "1s",
-          "--archive-segment-bytes",
-          "2KiB",
-          "--log-level",
-          "info",
-        ],
-        env,
-      );
+      archiver = spawnLlmgw(quickArchiverArgs(flags, "--log-level", "info"), env);
       await eventually(async () => (await log.bounds()).firstSeq === half + 1, {
         what: "the first half archived and purged",
         timeoutMs: 60_000,
@@ -298,10 +275,7 @@ describe("the archive in an S3-compatible store", () => {
       const half = Math.floor(golden.length / 2);
       await appendRaw(log, golden.slice(0, half));
       const source = [...logFlags(stream, prefix), ...s3.archiveFlags("llmgw-archive", "backup-src")];
-      const archiver = spawnLlmgw(
-        ["archiver", ...source, "--log-max-age", "1s", "--archive-segment-bytes", "2KiB"],
-        env,
-      );
+      const archiver = spawnLlmgw(quickArchiverArgs(source), env);
       try {
         await eventually(async () => (await log.bounds()).firstSeq === half + 1, {
           what: "the first half in S3 and out of the stream",

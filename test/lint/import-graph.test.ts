@@ -22,6 +22,16 @@ import {
 
 const ROOT = join(import.meta.dirname, "../..");
 
+/** What the real tree of src, with one file planted at `planted`, makes impure in the pure room `room`. */
+function impuritiesWithPlanted(room: string, planted: string, text: string) {
+  const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
+  graph.set(planted, parseSource(planted, text));
+  return findImpurities(
+    graph,
+    PURE_ROOMS.filter((r) => r.name === room),
+  );
+}
+
 describe("the import graph of src", () => {
   const report = checkImportGraph(ROOT);
   const lines = describeReport(report);
@@ -41,15 +51,11 @@ describe("the import graph of src", () => {
   });
 
   it("fires on the real tree when a pure room's file imports something that reaches NATS", () => {
-    const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
     const planted = "src/codec/planted.ts";
-    graph.set(
+    const found = impuritiesWithPlanted(
+      "codec",
       planted,
-      parseSource(planted, `import { openLog } from "../log/index.js";\nexport const x = openLog;\n`),
-    );
-    const found = findImpurities(
-      graph,
-      PURE_ROOMS.filter((r) => r.name === "codec"),
+      `import { openLog } from "../log/index.js";\nexport const x = openLog;\n`,
     );
     const nats = found.filter((i) => i.what.startsWith("@nats-io/"));
     assert.ok(nats.length > 0, "the log's barrel reaches a NATS client");
@@ -57,18 +63,11 @@ describe("the import graph of src", () => {
   });
 
   it("fires when the session core names a type of its shell (the shell's identity.ts loads node:http2)", () => {
-    const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
     const planted = "src/gateway/session-core/planted.ts";
-    graph.set(
+    const found = impuritiesWithPlanted(
+      "gateway/session-core",
       planted,
-      parseSource(
-        planted,
-        `import type { SessionHost } from "../session-host.js";\nexport type X = SessionHost;\n`,
-      ),
-    );
-    const found = findImpurities(
-      graph,
-      PURE_ROOMS.filter((r) => r.name === "gateway/session-core"),
+      `import type { SessionHost } from "../session-host.js";\nexport type X = SessionHost;\n`,
     );
     assert.deepEqual(
       found.map((i) => `${i.what} <- ${i.chain.join(" <- ")}`),
@@ -79,18 +78,11 @@ describe("the import graph of src", () => {
 
 describe("the simulation's own files (src/simulation)", () => {
   it("fire on a clock, a timer or randomness of their own, and not on the end of a turn", () => {
-    const graph = buildGraph(ROOT, sourceFiles(ROOT, "src"));
     const planted = "src/simulation/planted.ts";
-    graph.set(
+    const found = impuritiesWithPlanted(
+      "simulation",
       planted,
-      parseSource(
-        planted,
-        "export const t = () => Date.now();\nexport const r = () => Math.random();\nsetTimeout(() => {}, 1);\n",
-      ),
-    );
-    const found = findImpurities(
-      graph,
-      PURE_ROOMS.filter((r) => r.name === "simulation"),
+      "export const t = () => Date.now();\nexport const r = () => Math.random();\nsetTimeout(() => {}, 1);\n",
     );
     assert.deepEqual(
       found.map((i) => i.what),

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
 import { encodeEvent } from "../../src/codec/index.js";
-import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import {
   isLogError,
   type Log,
@@ -10,17 +8,9 @@ import {
   type ReadOptions,
   readDirectBatches,
 } from "../../src/log/index.js";
+import { testCordon } from "../support/fleet-events.js";
 import { sampleEvents } from "../support/sample-events.js";
 import { serverSuite, withTestLog } from "../support/suites.js";
-
-function cordon(id: string, node = "gpu-a1") {
-  return create(EventSchema, {
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.TOOL, id: "test" },
-    body: { case: "nodeCordoned", value: { nodeId: node, reason: "test", operator: "t" } },
-  });
-}
 
 interface Seen {
   records: LogRecord[];
@@ -52,10 +42,10 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
     withLog(async (log) => {
       for (const e of sampleEvents()) await log.append(e);
       // A cordon forged onto a session subject: stored, never yielded.
-      await log.js.publish(log.subjects.session("forged"), encodeEvent(cordon("forged")));
+      await log.js.publish(log.subjects.session("forged"), encodeEvent(testCordon("forged")));
       // Bytes that are no event.
       await log.js.publish(log.subjects.node("gpu-x"), new Uint8Array([0xff, 0x01, 0x02]));
-      for (let i = 0; i < 3; i++) await log.append(cordon(`after-${i}`));
+      for (let i = 0; i < 3; i++) await log.append(testCordon(`after-${i}`));
       const consumer = await readAll(log, "consumer");
       const direct = await readAll(log, "direct");
       assert.ok(
@@ -90,7 +80,7 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
 
   it("follows: an event appended after the end is yielded, and the read stops on abort", () =>
     withLog(async (log) => {
-      await log.append(cordon("first"));
+      await log.append(testCordon("first"));
       const abort = new AbortController();
       const got: string[] = [];
       const reading = (async () => {
@@ -103,16 +93,16 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
           if (got.length === 3) abort.abort();
         }
       })();
-      await log.append(cordon("second"));
+      await log.append(testCordon("second"));
       await new Promise((r) => setTimeout(r, 100));
-      await log.append(cordon("third"));
+      await log.append(testCordon("third"));
       await reading;
       assert.deepEqual(got, ["first", "second", "third"]);
     }));
 
   it("follows from a start time after every stored event: only what comes after", () =>
     withLog(async (log) => {
-      for (let i = 0; i < 3; i++) await log.append(cordon(`old-${i}`));
+      for (let i = 0; i < 3; i++) await log.append(testCordon(`old-${i}`));
       const abort = new AbortController();
       const got: string[] = [];
       const reading = (async () => {
@@ -127,7 +117,7 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
         }
       })();
       await new Promise((r) => setTimeout(r, 100));
-      await log.append(cordon("new"));
+      await log.append(testCordon("new"));
       await reading;
       assert.deepEqual(got, ["new"]);
     }));
@@ -135,9 +125,9 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
   it("merges several subject filters in log order, overlapping ones without duplicates", () =>
     withLog(async (log) => {
       for (let i = 0; i < 5; i++) {
-        await log.append(cordon(`a-${i}`, "gpu-a"));
-        await log.append(cordon(`b-${i}`, "gpu-b"));
-        await log.append(cordon(`c-${i}`, "gpu-c"));
+        await log.append(testCordon(`a-${i}`, "gpu-a"));
+        await log.append(testCordon(`b-${i}`, "gpu-b"));
+        await log.append(testCordon(`c-${i}`, "gpu-c"));
       }
       const subjects = [
         log.subjects.operator("gpu-a"),
@@ -164,7 +154,7 @@ describe("the direct-get reader (real nats-server, no consumer)", () => {
 
   it("names a stream that allows no direct gets", () =>
     withLog(async (log) => {
-      await log.append(cordon("one"));
+      await log.append(testCordon("one"));
       await log.jsm.streams.update(log.stream, { allow_direct: false });
       await assert.rejects(
         readAll(log, "direct"),

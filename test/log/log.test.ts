@@ -2,20 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { headers } from "@nats-io/transport-node";
-import { EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
+import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { AppendWindow, isLogError, type Log, type LogError, openLog } from "../../src/log/index.js";
 import { uniqueStream } from "../harness/nats.js";
+import { testCordon } from "../support/fleet-events.js";
 import { sampleEvents } from "../support/sample-events.js";
 import { serverSuite, withTestLog } from "../support/suites.js";
-
-function cordon(id: string, node = "gpu-a1") {
-  return create(EventSchema, {
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.TOOL, id: "test" },
-    body: { case: "nodeCordoned", value: { nodeId: node, reason: "test", operator: "t" } },
-  });
-}
 
 describe("log against a real nats-server", () => {
   const env = serverSuite();
@@ -24,7 +16,7 @@ describe("log against a real nats-server", () => {
 
   it("stores a retried publish once", () =>
     withLog(async (log) => {
-      const e = cordon("evt-retry-1");
+      const e = testCordon("evt-retry-1");
       const first = await log.append(e);
       const again = await log.append(e);
       assert.equal(first.duplicate, false);
@@ -38,7 +30,7 @@ describe("log against a real nats-server", () => {
       const pass = sampleEvents().find((e) => e.body.case === "reconcilePass")!;
       const a = await log.append(create(EventSchema, { ...pass, id: "pass-a" }), { expectLastSubjectSeq: 0 });
       // Another writer appends on an unrelated subject: the fence is per subject.
-      await log.append(cordon("unrelated"));
+      await log.append(testCordon("unrelated"));
       const b = await log.append(create(EventSchema, { ...pass, id: "pass-b" }), {
         expectLastSubjectSeq: a.seq,
       });
@@ -107,7 +99,7 @@ describe("log against a real nats-server", () => {
 
   it("follows new events until aborted", () =>
     withLog(async (log) => {
-      await log.append(cordon("f-1"));
+      await log.append(testCordon("f-1"));
       const ac = new AbortController();
       const seen: number[] = [];
       const reading = (async () => {
@@ -116,8 +108,8 @@ describe("log against a real nats-server", () => {
           if (seen.length === 3) ac.abort();
         }
       })();
-      await log.append(cordon("f-2"));
-      await log.append(cordon("f-3"));
+      await log.append(testCordon("f-2"));
+      await log.append(testCordon("f-3"));
       await reading;
       assert.deepEqual(seen, [1, 2, 3]);
     }));
@@ -128,10 +120,10 @@ describe("log against a real nats-server", () => {
       const order: string[] = [];
       let fromHandler: boolean | undefined;
       const first = new Promise<void>((resolve, reject) => {
-        const started = window.tryStartWith(cordon("w-1"), undefined, {
+        const started = window.tryStartWith(testCordon("w-1"), undefined, {
           appended: () => {
             // The slot was given back: the waiting `start` has it already.
-            fromHandler = window.tryStartWith(cordon("w-3"), undefined, {
+            fromHandler = window.tryStartWith(testCordon("w-3"), undefined, {
               appended: () => order.push("w-3"),
               failed: reject,
             });
@@ -142,7 +134,7 @@ describe("log against a real nats-server", () => {
         });
         assert.equal(started, true);
       });
-      const waiting = window.start(cordon("w-2"));
+      const waiting = window.start(testCordon("w-2"));
       assert.equal(window.inFlight, 1);
       await first;
       assert.equal(fromHandler, false, "the handler found the slot taken by the waiting caller");
@@ -156,7 +148,8 @@ describe("log against a real nats-server", () => {
     withLog(async (log) => {
       const window = new AppendWindow(log.appender, 256);
       const acks: Promise<unknown>[] = [];
-      for (let i = 0; i < 3000; i++) acks.push((await window.start(cordon(`b-${i}`, `gpu-${i % 7}`))).acked);
+      for (let i = 0; i < 3000; i++)
+        acks.push((await window.start(testCordon(`b-${i}`, `gpu-${i % 7}`))).acked);
       await Promise.all(acks);
       const one: number[] = [];
       for await (const r of log.read({ batch: 500 })) one.push(r.seq);
@@ -185,7 +178,7 @@ describe("log against a real nats-server", () => {
         const next = new Promise<void>((resolve) => {
           arrived = resolve;
         });
-        await log.append(cordon(id));
+        await log.append(testCordon(id));
         await next;
       }
       ac.abort();
@@ -219,19 +212,19 @@ describe("log against a real nats-server", () => {
           clearTimeout(timer);
           assert.equal(outcome, "ended", `a read aborted after ${delayMs} ms ended`);
         }
-        await log.append(cordon(`abort-${delayMs}`));
+        await log.append(testCordon(`abort-${delayMs}`));
       }
     }));
 
   it("reports malformed messages by sequence: stop, or record and continue", () =>
     withLog(async (log) => {
-      await log.append(cordon("m-1"));
+      await log.append(testCordon("m-1"));
       const subject = log.subjects.operator("gpu-a1");
       const h = headers();
       h.set("Nats-Msg-Id", "garbage-1");
       await log.js.publish(subject, new TextEncoder().encode("\u00ff\u00ff garbage"), { headers: h });
       await log.js.publish(subject, new Uint8Array(), { msgID: "empty-1" });
-      await log.append(cordon("m-4"));
+      await log.append(testCordon("m-4"));
 
       const read: number[] = [];
       await assert.rejects(

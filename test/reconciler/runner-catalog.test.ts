@@ -6,17 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { pino } from "pino";
 import { type Log, openLog } from "../../src/log/index.js";
 import { type FleetState, fleetProjection } from "../../src/projections/index.js";
 import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import { DEFAULT_RECONCILER_CONFIG, decide } from "../../src/reconciler/index.js";
-import { type GatewaySet, Lease, ReconcilerRunner } from "../../src/reconciler/runner/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory, llamaCatalog } from "../support/fleet-events.js";
+import { withInProcessRunner } from "../support/in-process-runner.js";
 
-const noGateways: GatewaySet = { ids: new Set(), onChange: () => () => {} };
 const MINUTE = 60_000;
 
 async function passes(log: Log) {
@@ -58,49 +56,36 @@ describe("reconciler runner: a new catalog is acted on at once", () => {
     const log = await openLog({ url: server.url, clientName: "test", name: uniqueStream("CATALOG") });
     const rt = new ProjectionRuntime<FleetState>(log, fleetProjection);
     const f = new EventFactory("catalog-now");
-    let runner: ReconcilerRunner<typeof DEFAULT_RECONCILER_CONFIG> | undefined;
-    try {
-      await rt.start();
-      const lease = await Lease.open(log.js, {
-        bucket: `leases_${uniqueStream()}`,
-        key: "reconciler",
-        holderId: "rec-a",
-        ttlMs: 3000,
-      });
-      runner = new ReconcilerRunner({
-        id: "rec-a",
+    await withInProcessRunner(
+      rt,
+      {
         log,
         projection: rt,
-        lease,
-        gateways: noGateways,
         decide,
         config: DEFAULT_RECONCILER_CONFIG,
-        logger: pino({ level: "silent" }),
         triggers: { debounceMs: MINUTE, maxDelayMs: MINUTE, tickMs: MINUTE },
-      });
-      runner.start();
-      await eventually(() => runner!.leading, { what: "rec-a leading" });
+      },
+      async (runner) => {
+        runner.start();
+        await eventually(() => runner.leading, { what: "rec-a leading" });
 
-      // The catalog's pass: its replicas created (and pending: there are no nodes).
-      const first = await log.append(f.catalog(llamaCatalog(2, 0)));
-      const firstPass = await passAfter(log, first.seq);
-      assert.equal(firstPass.trigger, "catalog");
-      assert.equal(firstPass.kinds.filter((k) => k === "replicaCreated").length, 2, firstPass.kinds.join());
+        // The catalog's pass: its replicas created (and pending: there are no nodes).
+        const first = await log.append(f.catalog(llamaCatalog(2, 0)));
+        const firstPass = await passAfter(log, first.seq);
+        assert.equal(firstPass.trigger, "catalog");
+        assert.equal(firstPass.kinds.filter((k) => k === "replicaCreated").length, 2, firstPass.kinds.join());
 
-      // The fleet's own news (a node registering) is debounced; a new catalog after it is not.
-      await log.append(f.sessionOpened("gpu-a1", "s-1", "gw-1"));
-      const second = await log.append(f.catalog(llamaCatalog(3, 0)));
-      const secondPass = await passAfter(log, second.seq);
-      assert.equal(secondPass.trigger, "catalog");
-      assert.deepEqual(
-        (await passes(log)).filter((p) => p.trigger === "events"),
-        [],
-        "no pass for the fleet's events: their debounce (a minute) has not run out",
-      );
-    } finally {
-      await runner?.stop();
-      await rt.stop();
-      await log.close();
-    }
+        // The fleet's own news (a node registering) is debounced; a new catalog after it is not.
+        await log.append(f.sessionOpened("gpu-a1", "s-1", "gw-1"));
+        const second = await log.append(f.catalog(llamaCatalog(3, 0)));
+        const secondPass = await passAfter(log, second.seq);
+        assert.equal(secondPass.trigger, "catalog");
+        assert.deepEqual(
+          (await passes(log)).filter((p) => p.trigger === "events"),
+          [],
+          "no pass for the fleet's events: their debounce (a minute) has not run out",
+        );
+      },
+    );
   });
 });

@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { pino } from "pino";
 import { DecisionSchema, EventSchema, Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Log, openLog } from "../../src/log/index.js";
 import { cloneFleet, type FleetState, fleetProjection } from "../../src/projections/index.js";
@@ -14,14 +13,13 @@ import { ProjectionRuntime } from "../../src/projections/runtime/index.js";
 import {
   type DecideFn,
   type FollowedProjection,
-  type GatewaySet,
-  Lease,
-  ReconcilerRunner,
   RunnerMetrics,
   type StepDown,
 } from "../../src/reconciler/runner/index.js";
 import { type NatsServer, startServer, uniqueStream } from "../harness/nats.js";
 import { eventually } from "../support/eventually.js";
+import { testCordon } from "../support/fleet-events.js";
+import { withInProcessRunner } from "../support/in-process-runner.js";
 
 /** A view of the projection the test can freeze: a leader deciding on an old state. */
 class FreezableView implements FollowedProjection<FleetState> {
@@ -45,17 +43,6 @@ class FreezableView implements FollowedProjection<FleetState> {
   onChange(l: (seq: number) => void) {
     return this.rt.onChange(l);
   }
-}
-
-const noGateways: GatewaySet = { ids: new Set(), onChange: () => () => {} };
-
-function cordon(id: string) {
-  return create(EventSchema, {
-    id,
-    timeUnixMs: BigInt(Date.now()),
-    writer: { kind: Writer_Kind.TOOL, id: "test" },
-    body: { case: "nodeCordoned", value: { nodeId: "gpu-a1", reason: "test", operator: "t" } },
-  });
 }
 
 function pass(id: string, leaderId: string) {
@@ -122,64 +109,50 @@ describe("reconciler runner: fencing by the log", () => {
     };
     const metrics = new RunnerMetrics();
     const stepDowns: StepDown[] = [];
-    let runner: ReconcilerRunner<null> | undefined;
-    try {
-      await rt.start();
-      const lease = await Lease.open(log.js, {
-        bucket: `leases_${uniqueStream()}`,
-        key: "reconciler",
-        holderId: "rec-a",
-        ttlMs: 3000,
-      });
-      runner = new ReconcilerRunner({
-        id: "rec-a",
+    await withInProcessRunner(
+      rt,
+      {
         log,
         projection: view,
-        lease,
-        gateways: noGateways,
         decide,
         config: null,
-        logger: pino({ level: "silent" }),
         metrics,
         triggers: { debounceMs: 20, maxDelayMs: 200, tickMs: 60_000 },
         stepDownCooldownMs: 300,
-      });
-      runner.onStepDown((s) => stepDowns.push(s));
-      runner.start();
+      },
+      async (runner) => {
+        runner.onStepDown((s) => stepDowns.push(s));
+        runner.start();
 
-      // The startup pass.
-      await eventually(() => rt.state.replicas.lastPass?.leaderId === "rec-a", {
-        what: "rec-a's first pass",
-      });
-      const first = rt.state.replicas.lastPass!.seq;
+        // The startup pass.
+        await eventually(() => rt.state.replicas.lastPass?.leaderId === "rec-a", {
+          what: "rec-a's first pass",
+        });
+        const first = rt.state.replicas.lastPass!.seq;
 
-      // rec-a's view stops at its own pass while a foreign pass lands behind its back.
-      view.freeze();
-      const foreign = await log.append(pass("foreign-1", "intruder"), { expectLastSubjectSeq: first });
-      allowed = 2;
-      await log.append(cordon("wake-up"));
-      await eventually(() => stepDowns.length > 0, { what: "rec-a to step down" });
-      assert.equal(stepDowns[0]?.reason, "fencing-conflict");
-      assert.equal((await metrics.fencingConflicts.get()).values[0]?.value, 1);
-      assert.deepEqual(
-        (await passesIn(log)).map((p) => p.leaderId),
-        ["rec-a", "intruder"],
-        "the stale pass was not appended",
-      );
+        // rec-a's view stops at its own pass while a foreign pass lands behind its back.
+        view.freeze();
+        const foreign = await log.append(pass("foreign-1", "intruder"), { expectLastSubjectSeq: first });
+        allowed = 2;
+        await log.append(testCordon("wake-up"));
+        await eventually(() => stepDowns.length > 0, { what: "rec-a to step down" });
+        assert.equal(stepDowns[0]?.reason, "fencing-conflict");
+        assert.equal((await metrics.fencingConflicts.get()).values[0]?.value, 1);
+        assert.deepEqual(
+          (await passesIn(log)).map((p) => p.leaderId),
+          ["rec-a", "intruder"],
+          "the stale pass was not appended",
+        );
 
-      // Its view catches up; after the cool-down it leads again and fences on the foreign pass.
-      view.thaw();
-      allowed = 3;
-      await eventually(async () => (await passesIn(log)).length === 3, { what: "rec-a to lead again" });
-      const passes = await passesIn(log);
-      assert.equal(passes[2]?.leaderId, "rec-a");
-      assert.ok(passes[2]!.seq > foreign.seq);
-      assert.equal(runner.role, "leader");
-    } finally {
-      await runner?.stop();
-      await rt.stop();
-      await log.jsm.streams.delete(log.stream).catch(() => {});
-      await log.close();
-    }
+        // Its view catches up; after the cool-down it leads again and fences on the foreign pass.
+        view.thaw();
+        allowed = 3;
+        await eventually(async () => (await passesIn(log)).length === 3, { what: "rec-a to lead again" });
+        const passes = await passesIn(log);
+        assert.equal(passes[2]?.leaderId, "rec-a");
+        assert.ok(passes[2]!.seq > foreign.seq);
+        assert.equal(runner.role, "leader");
+      },
+    );
   });
 });

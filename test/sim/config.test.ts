@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
 import { fleetNodeIds, nodeHardware, parseSimConfig, SimConfigError, SimFleet } from "../../src/sim/index.js";
-import { LLMGW_BIN, runCli } from "../support/cli.js";
+import { runCli, startCli } from "../support/cli.js";
 import { FakeGateway, waitFor } from "../support/fake-gateway.js";
 
 describe("sim configuration", () => {
@@ -105,35 +104,31 @@ describe("llmgw sim command", () => {
 
   it("runs a fleet against a gateway, prints summaries and stops cleanly on SIGTERM", async () => {
     const gw = await FakeGateway.start();
-    const child = spawn(
-      process.execPath,
-      [
-        LLMGW_BIN,
-        "sim",
-        "--insecure-dev",
-        "--gateway",
-        gw.url,
-        "--nodes",
-        "3",
-        "--summary-ms",
-        "100",
-        "--heartbeat-ms",
-        "100",
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    child.stdout.on("data", (b) => (stdout += b));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const child = startCli([
+      "sim",
+      "--insecure-dev",
+      "--gateway",
+      gw.url,
+      "--nodes",
+      "3",
+      "--summary-ms",
+      "100",
+      "--heartbeat-ms",
+      "100",
+    ]);
     try {
       await waitFor("3 registrations", () => gw.streams.filter((s) => s.register).length === 3, 30_000);
-      await waitFor("a summary with 3 nodes connected", () => /nodes 3\/3 connected/.test(stdout), 30_000);
-      child.kill("SIGTERM");
-      assert.equal(await exited, 0);
-      assert.match(stdout, /shards 0 running, 0 starting, 0 draining, 0 failed · 0 reconnects/);
-      assert.match(stdout, /^stopped: /m);
+      await waitFor(
+        "a summary with 3 nodes connected",
+        () => /nodes 3\/3 connected/.test(child.stdout()),
+        30_000,
+      );
+      child.proc.kill("SIGTERM");
+      assert.equal(await child.exited, 0);
+      assert.match(child.stdout(), /shards 0 running, 0 starting, 0 draining, 0 failed · 0 reconnects/);
+      assert.match(child.stdout(), /^stopped: /m);
     } finally {
-      child.kill("SIGKILL");
+      child.proc.kill("SIGKILL");
       await gw.close();
     }
   });

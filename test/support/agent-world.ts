@@ -13,11 +13,14 @@ import { ShardStatus_State as State } from "../../src/gen/llmgw/v1/agent_pb.js";
 import type { NatsServer } from "../harness/nats.js";
 import {
   type AgentProc,
+  type FakeEngineOptions,
   killRecordedEngines,
   type StartAgentOptions,
   shardStatuses,
   startAgent,
   until,
+  writeAgentConfig,
+  writeGpus,
 } from "./agent-process.js";
 import { readAll } from "./gateway.js";
 import { type Stack, type StackOptions, startStack } from "./stack.js";
@@ -63,6 +66,45 @@ export function addAgent(
   w.agents.push(agent);
   return agent;
 }
+
+export interface NodeOptions {
+  /** The fake nvidia-smi's GPUs (see `writeGpus`); the node is registered once the API lists them all. */
+  gpus: object[];
+  /** NVLink pairs between them, by place. */
+  nvlink?: number[][];
+  /** The agent's config: the fake engine's options (see `writeAgentConfig`). */
+  config?: FakeEngineOptions;
+  /** More environment for the agent process. */
+  env?: Record<string, string>;
+  /** The node's own folder for its GPUs, config and engine records; the world's by default. */
+  dir?: string;
+}
+
+/** Writes a node's GPUs and agent config, starts its agent and waits until the API lists it with all its GPUs. */
+export async function startNode(w: AgentWorld, nodeId: string, o: NodeOptions): Promise<AgentProc> {
+  const dir = o.dir ?? w.dir;
+  writeGpus(dir, o.gpus, o.nvlink);
+  writeAgentConfig(dir, o.config);
+  const agent = addAgent(w, { nodeId, env: o.env }, dir);
+  await registered(w, nodeId, o.gpus.length);
+  return agent;
+}
+
+/** The one-GPU profile the agent tests place, 16 GiB a GPU, with `extra` fields (engine args, env…). */
+export const tp1Profile = (extra: object = {}) => ({
+  name: "tp1",
+  gpusPerShard: 1,
+  memoryPerGpu: "16GiB",
+  ...extra,
+});
+
+/** The model the agent tests place. */
+export const MODEL = "qwen-7b";
+
+/** A catalog of MODEL alone, `replicas` of it on `tp1Profile(extra)`. */
+export const tp1Catalog = (replicas: number, extra: object = {}) => ({
+  models: [{ name: MODEL, replicas, profiles: [tp1Profile(extra)] }],
+});
 
 /** A node as `GET /v1/nodes` shows it, or undefined. */
 export const nodeView = async (s: Stack, nodeId: string): Promise<any> =>

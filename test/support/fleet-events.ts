@@ -536,3 +536,13 @@ export function testPass(
     body: { case: "reconcilePass", value: { leaderId: "rec-test", ...pass } },
   });
 }
+
+/** A node cordoned by a test tool ("test"), stamped now, with the id given: for tests of the log that choose their ids. */
+export function testCordon(id: string, nodeId = "gpu-a1"): Event {
+  return create(EventSchema, {
+    id,
+    timeUnixMs: BigInt(Date.now()),
+    writer: { kind: Writer_Kind.TOOL, id: "test" },
+    body: { case: "nodeCordoned", value: { nodeId, reason: "test", operator: "t" } },
+  });
+}
