@@ -197,7 +197,7 @@ const FLAGS: Flag[] = [
     flag: "--load",
     arg: "<model=curve>",
     kind: "list",
-    help: "load a model's running replicas report (requests waiting across the model, split over them): MODEL=CURVE[+noise=F], CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P, e.g. chat=ramp:2@0s/40@1m+noise=0.2; repeatable",
+    help: "load a model's running replicas report (requests waiting across the model, split over them; other models' engines are idle): MODEL=CURVE[+noise=F], CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P, e.g. chat=ramp:2@0s/40@1m+noise=0.2; repeatable",
   },
   {
     field: "loadSlots",
