@@ -147,12 +147,12 @@ export class SimNode {
     if (this.#agent) return;
     const agent = this.#newAgent();
     this.#agent = agent;
-    this.#startOnceAdopted(agent);
+    this.#startOnceAdopted(agent, this.#supervisor);
   }
 
   /** An agent process starts once its supervisor re-attached what runs (at once when there is nothing to adopt). */
-  #startOnceAdopted(agent: NodeAgent): void {
-    const adopt = this.#supervisor?.adopt;
+  #startOnceAdopted(agent: NodeAgent, supervisor: AgentSupervisor | undefined): void {
+    const adopt = supervisor?.adopt;
     if (!adopt) {
       agent.start();
       return;
@@ -196,6 +196,7 @@ export class SimNode {
     if (!old || this.#stopped) return;
     const oldSupervisor = this.#supervisor;
     const next = this.#newAgent();
+    const nextSupervisor = this.#supervisor;
     this.#agent = next;
     // One process after the other: the new one connects once the old one's stream is closed.
     const before = this.#restarting ?? Promise.resolve();
@@ -203,7 +204,7 @@ export class SimNode {
       .then(() => old.stop())
       .then(() => {
         const startNext = () => {
-          if (!this.#stopped && this.#agent === next) this.#startOnceAdopted(next);
+          if (!this.#stopped && this.#agent === next) this.#startOnceAdopted(next, nextSupervisor);
         };
         // The old process's supervisor lets go of the engines before the new one adopts them.
         const closing = oldSupervisor?.close?.();

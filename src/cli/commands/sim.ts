@@ -119,7 +119,11 @@ const FLAGS: Flag[] = [
   },
   msFlag("heartbeatMs", "--heartbeat-ms", "heartbeat period (default 3000)"),
   msFlag("startDelayMs", "--start-delay-ms", "time an engine loads before its health answers (default 5000)"),
-  msFlag("drainMs", "--drain-ms", "time a drained engine takes to finish what it has in flight (default 2000)"),
+  msFlag(
+    "drainMs",
+    "--drain-ms",
+    "time a drained engine takes to finish what it has in flight (default 2000)",
+  ),
   {
     field: "kvCacheFraction",
     flag: "--kv-cache-fraction",
