@@ -25,6 +25,8 @@ export interface AgentsChildStart {
   window: number;
   caFile: string;
   caKeyFile: string;
+  /** The agents' state directories go under this one (the parent removes it: a child may be killed). */
+  stateDir: string;
 }
 
 type Inbound = { start: AgentsChildStart } | { stop: true } | { rss: true };
@@ -59,6 +61,7 @@ async function start(s: AgentsChildStart): Promise<void> {
         const c = certs.get(id);
         return c && { ca, cert: c.cert, key: c.key };
       },
+      stateDir: s.stateDir,
     },
   );
   const registered = new Set<string>();

@@ -4,6 +4,9 @@
  * node ids, so the benchmark's process keeps only the measurement, and its
  * event loop times what the gateway does, not its own starvation.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type Child, spawnScript, until } from "../../test/harness/proc.js";
 import type { AgentsChildStart } from "./node-agents-child.js";
 
@@ -34,9 +37,12 @@ export async function startNodeAgentChildren(o: NodeAgentChildrenOptions): Promi
   const children: Child[] = [];
   const registered: number[] = Array(k).fill(0);
   const rssWaiters: Array<(mb: number) => void> = [];
+  // The agents' state directories (engine records and logs), removed here: a child may not live to.
+  const stateRoot = mkdtempSync(join(tmpdir(), "llmgw-bench-agents-"));
   const stop = async () => {
     for (const c of children) if (c.proc.connected) c.proc.send({ stop: true });
     await Promise.all(children.map((c) => c.stop("SIGTERM", 15_000)));
+    rmSync(stateRoot, { recursive: true, force: true });
   };
   try {
     for (let i = 0; i < k; i++) {
@@ -55,6 +61,7 @@ export async function startNodeAgentChildren(o: NodeAgentChildrenOptions): Promi
         window: Math.max(1, Math.floor(o.window / k)),
         caFile: o.caFile,
         caKeyFile: o.caKeyFile,
+        stateDir: join(stateRoot, `child-${i}`),
       };
       child.proc.send({ start });
     }

@@ -1,17 +1,21 @@
 /**
  * A fleet of simulated nodes in one process: the library behind `llmgw sim`,
  * and what tests and benchmarks run in-process. Each node runs the real node
- * agent on simulated GPUs and engines (node.ts).
+ * agent on simulated GPUs and engines (node.ts), with a state directory of
+ * its own under the fleet's (a temporary one unless given).
  */
 import { EventEmitter } from "node:events";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TlsIdentity } from "../agent/client/index.js";
 import { AgentMetrics } from "../agent/metrics.js";
 import { parseSimConfig, type SimConfig, type SimConfigInput } from "./config.js";
-import type { SimShard } from "./engines.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import { planFaults } from "./fault-plan.js";
 import { fleetNodeIds } from "./ids.js";
 import { type ShardLoadReading, shardLoadAt } from "./load.js";
+import type { LoadedShard } from "./machine-engines.js";
 import { SimNode } from "./node.js";
 import { seededRng } from "./rng.js";
 import { loadTlsIdentity } from "./tls-identity.js";
@@ -50,14 +54,19 @@ export class SimFleet {
    * thousands in its own process); otherwise read from `certsDir`.
    */
   private readonly identities: ((nodeId: string) => TlsIdentity | undefined) | undefined;
+  /** Where the nodes' state directories go (`<dir>/<node id>`); undefined: a temporary one, removed at stop(). */
+  private readonly stateRoot: string | undefined;
+  /** The temporary state directory this fleet made, removed at stop(). */
+  private tempStateDir: string | undefined;
 
   /** Validates the configuration; throws SimConfigError naming each bad field. */
   constructor(
     config: SimConfigInput,
-    opts: { identities?: (nodeId: string) => TlsIdentity | undefined } = {},
+    opts: { identities?: (nodeId: string) => TlsIdentity | undefined; stateDir?: string } = {},
   ) {
     this.config = parseSimConfig(config);
     this.identities = opts.identities;
+    this.stateRoot = opts.stateDir;
     // Many listeners (one per waiting test, the CLI) are normal here.
     this.emitter.setMaxListeners(0);
   }
@@ -86,6 +95,12 @@ export class SimFleet {
             return identity;
           })
         : await Promise.all(ids.map((id) => loadTlsIdentity(c.certsDir, id)));
+    let root = this.stateRoot;
+    if (root === undefined) {
+      root = await mkdtemp(join(tmpdir(), "llmgw-sim-"));
+      this.tempStateDir = root;
+    } else await mkdir(root, { recursive: true, mode: 0o700 });
+    const stateRoot = root;
     ids.forEach((nodeId, position) => {
       const nodeRng = seededRng(Math.floor(rng() * 0xffffffff));
       this.agents.set(
@@ -99,7 +114,8 @@ export class SimFleet {
           tls: tls[position],
           metrics: this.metrics,
           emit: (e) => this.emitter.emit("event", e),
-          ...(c.load.length > 0 ? { load: (s: SimShard) => this.loadOf(s) } : {}),
+          stateDir: join(stateRoot, nodeId),
+          ...(c.load.length > 0 ? { load: (s: LoadedShard) => this.loadOf(s) } : {}),
         }),
       );
     });
@@ -156,10 +172,11 @@ export class SimFleet {
     clearInterval(this.restartTimer);
     this.stopSignal();
     await Promise.all([...this.agents.values()].map((a) => a.stop()));
+    if (this.tempStateDir !== undefined) await rm(this.tempStateDir, { recursive: true, force: true });
   }
 
   /** What `shard` reports now under its model's load curve, or undefined when its model has none. */
-  private loadOf(shard: SimShard): ShardLoadReading | undefined {
+  private loadOf(shard: LoadedShard): ShardLoadReading | undefined {
     const spec = this.config.load.find((l) => l.model === shard.model);
     if (!spec) return undefined;
     const now = Date.now();

@@ -13,10 +13,10 @@ import { discoveredGpu } from "../agent/gpus/discovered-gpu.js";
 import type { GpuSample, GpuSource, NodeHardwareInventory, SampledProblem } from "../agent/node-agent.js";
 import { GpuProblem_Kind } from "../gen/llmgw/v1/agent_pb.js";
 import type { SimConfig } from "./config.js";
-import type { SimEngines } from "./engines.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
 import { xidProblem } from "./faults.js";
 import type { NodeHardware } from "./hardware.js";
+import type { SimMachineEngines } from "./machine-engines.js";
 import type { Rng } from "./rng.js";
 
 export interface SimGpusOptions {
@@ -24,7 +24,7 @@ export interface SimGpusOptions {
   config: SimConfig;
   faults: NodeFaultPlan;
   rng: Rng;
-  engines: SimEngines;
+  engines: Pick<SimMachineEngines, "memoryUsedMb" | "gpuFailed">;
   /** A GPU problem happened (for the fleet's events). */
   onProblem: (problem: string) => void;
   /** Milliseconds since the epoch (Date.now unless a test says otherwise). */

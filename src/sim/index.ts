@@ -1,7 +1,8 @@
 /**
  * The simulator: fleets of the real node agent (src/agent) on simulated GPUs
- * (a GPU source reading a spec) and simulated engines (a supervisor faking
- * starts, faults, drains and load in process), used by `llmgw sim`,
+ * (a GPU source reading a spec) and simulated engines (an engine host faking
+ * processes, ports and the engines' HTTP — starts, faults, load, drains — in
+ * process, under the real engine supervisor), used by `llmgw sim`,
  * `llmgw dev`, tests and benchmarks. A client of the agent protocol only (it
  * imports the generated code and the agent, never the log).
  */
@@ -17,7 +18,13 @@ export {
   type SimConfigInput,
   type SimConfigIssue,
 } from "./config.js";
-export { type PreloadedShard, SimEngines, type SimEnginesOptions, type SimShard } from "./engines.js";
+export {
+  SIM_ENGINE_PROGRAM,
+  SimEngineHost,
+  type SimEngineHostOptions,
+  type SimEngineShard,
+  simEnginesConfig,
+} from "./engine-host.js";
 export type { AgentCounters, ShardStateName, SimEvent } from "./events.js";
 export {
   FAULT_NAMES,
@@ -39,6 +46,15 @@ export {
   type ShardLoadReading,
   shardLoadAt,
 } from "./load.js";
+export type {
+  AgentSupervisor,
+  LoadedShard,
+  PreloadedShard,
+  SimMachineContext,
+  SimMachineEngines,
+  SimMachineEnginesFactory,
+  SimShard,
+} from "./machine-engines.js";
 export { SimNode, type SimNodeOptions } from "./node.js";
 export {
   type H100NodeSpec,
@@ -48,3 +64,4 @@ export {
   type RunningShardInit,
   registrationOf,
 } from "./registration.js";
+export { SupervisedSimEngines, supervisedSimEngines } from "./supervised-engines.js";

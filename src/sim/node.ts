@@ -1,16 +1,18 @@
 /**
  * One simulated GPU node: the real node agent (`NodeAgent`, the code a GPU
- * machine runs) with simulated GPUs (`SimGpus`) and simulated engines
- * (`SimEngines`) plugged into it. The node adds only what a simulator needs
- * around the agent: its events and counters, node faults that are not the
- * hardware's (a network partition), and restarts (a new agent process on
- * the same machine, its engines kept or gone).
+ * machine runs) with simulated GPUs (`SimGpus`) and the machine's engines
+ * plugged into it: by default the real engine supervisor over faked engine
+ * processes (supervised-engines.ts). The node adds only what a simulator
+ * needs around the agent: its events and counters, node faults that are
+ * not the hardware's (a network partition), and restarts (a new agent
+ * process on the same machine, its engines kept and adopted, or gone).
  *
- * Per-node cost is what lets 10,000 nodes share one process: nothing is
- * written (the problem ledger is kept in memory), no process is spawned, the
- * agent's two timers (heartbeat, GPU sample) have the same period on every
- * node so Node.js keeps them all in one timer list, and the fleet shares one
- * metrics registry and a silent logger.
+ * Per-node cost is what lets 10,000 nodes share one process: no process is
+ * spawned, the problem ledger is kept in memory, the supervisor writes only
+ * its engine records and the engines' few log lines (in the node's state
+ * directory), the agent's two timers (heartbeat, GPU sample) have the same
+ * period on every node so Node.js keeps them all in one timer list, and the
+ * fleet shares one metrics registry and a silent logger.
  */
 import {
   type AgentClock,
@@ -23,13 +25,21 @@ import type { ProblemLedgerData, ProblemLedgerStore } from "../agent/hardware-wa
 import type { AgentMetrics } from "../agent/metrics.js";
 import { NodeAgent, type NodeAgentActivity, type NodeAgentLogger } from "../agent/node-agent.js";
 import type { SimConfig } from "./config.js";
-import { type PreloadedShard, SimEngines, type SimShard } from "./engines.js";
 import { type AgentCounters, type SimEvent, zeroCounters } from "./events.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
 import { SimGpus } from "./gpus.js";
 import { type NodeHardware, nodeHardware } from "./hardware.js";
 import type { ShardLoadReading } from "./load.js";
+import type {
+  AgentSupervisor,
+  LoadedShard,
+  PreloadedShard,
+  SimMachineEngines,
+  SimMachineEnginesFactory,
+  SimShard,
+} from "./machine-engines.js";
 import type { Rng } from "./rng.js";
+import { supervisedSimEngines } from "./supervised-engines.js";
 
 export interface SimNodeOptions {
   nodeId: string;
@@ -43,11 +53,15 @@ export interface SimNodeOptions {
   metrics: AgentMetrics;
   emit: (e: SimEvent) => void;
   /** The load a running shard reports in heartbeats (src/sim/load.ts); undefined: none. */
-  load?: (shard: SimShard) => ShardLoadReading | undefined;
+  load?: (shard: LoadedShard) => ShardLoadReading | undefined;
   /** Time, timers and ids of the agent and its engines (default: the process's; `llmgw simulate` hands in simulated ones). */
   clock?: AgentClock;
   /** The agent's transport (default: HTTP/2 to the gateways; `llmgw simulate` hands in its own). */
   connect?: AgentConnect;
+  /** The machine's state directory (engine records and logs); needed by the default engines. */
+  stateDir?: string;
+  /** The machine's engines (default: the real engine supervisor over faked processes). */
+  engines?: SimMachineEnginesFactory;
 }
 
 /** The simulator's agents log nothing: what they do reaches the fleet as events. */
@@ -69,7 +83,9 @@ export class SimNode {
   readonly hardware: NodeHardware;
   readonly counters: AgentCounters = zeroCounters();
   readonly #o: SimNodeOptions;
-  readonly #engines: SimEngines;
+  readonly #engines: SimMachineEngines;
+  /** The current agent process's supervisor. */
+  #supervisor: AgentSupervisor | undefined;
   readonly #gpus: SimGpus;
   readonly #ledger = memoryLedger();
   /** The agent process now (a restart replaces it); undefined before start(). */
@@ -88,14 +104,15 @@ export class SimNode {
     this.#o = opts;
     this.nodeId = opts.nodeId;
     this.hardware = nodeHardware(opts.nodeId, opts.position, opts.config);
-    this.#engines = new SimEngines({
+    this.#engines = (opts.engines ?? supervisedSimEngines)({
       nodeId: opts.nodeId,
+      position: opts.position,
       config: opts.config,
       faults: opts.faults,
       ...(opts.load ? { load: opts.load } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.stateDir !== undefined ? { stateDir: opts.stateDir } : {}),
     });
-    this.#engines.onEvent = (e) => this.#agent?.onShardEvent(e);
     this.#gpus = new SimGpus({
       hardware: this.hardware,
       config: opts.config,
@@ -115,7 +132,7 @@ export class SimNode {
     this.#engines.preload(shards, this.hardware.gpus.length);
   }
 
-  /** With `engineHttp`, the preloaded engines listen before the first registration. Call before start(). */
+  /** The preloaded engines come up before the first registration. Call before start(). */
   servePreloaded(): Promise<void> {
     return this.#engines.servePreloaded();
   }
@@ -128,8 +145,29 @@ export class SimNode {
   /** Starts the agent; returns at once (it connects and reconnects on its own until stopped). */
   start(): void {
     if (this.#agent) return;
-    this.#agent = this.#newAgent();
-    this.#agent.start();
+    const agent = this.#newAgent();
+    this.#agent = agent;
+    this.#startOnceAdopted(agent, this.#supervisor);
+  }
+
+  /** An agent process starts once its supervisor re-attached what runs (at once when there is nothing to adopt). */
+  #startOnceAdopted(agent: NodeAgent, supervisor: AgentSupervisor | undefined): void {
+    const adopt = supervisor?.adopt;
+    if (!adopt) {
+      agent.start();
+      return;
+    }
+    adopt().then(
+      () => {
+        if (!this.#stopped && this.#agent === agent) agent.start();
+      },
+      (err: unknown) =>
+        this.#o.emit({
+          type: "problem",
+          nodeId: this.nodeId,
+          problem: `the agent cannot read its state directory: ${err instanceof Error ? err.message : String(err)}`,
+        }),
+    );
   }
 
   async stop(): Promise<void> {
@@ -137,7 +175,8 @@ export class SimNode {
     (this.#o.clock ?? SYSTEM_CLOCK).clearTimeout(this.#partitionTimer);
     await this.#restarting;
     await this.#agent?.stop();
-    this.#engines.close();
+    await this.#supervisor?.close?.();
+    await this.#engines.close();
   }
 
   /**
@@ -155,14 +194,22 @@ export class SimNode {
     this.#o.emit({ type: "restarted", nodeId: this.nodeId, keepShards: opts.keepShards });
     const old = this.#agent;
     if (!old || this.#stopped) return;
+    const oldSupervisor = this.#supervisor;
     const next = this.#newAgent();
+    const nextSupervisor = this.#supervisor;
     this.#agent = next;
     // One process after the other: the new one connects once the old one's stream is closed.
     const before = this.#restarting ?? Promise.resolve();
     this.#restarting = before
       .then(() => old.stop())
       .then(() => {
-        if (!this.#stopped && this.#agent === next) next.start();
+        const startNext = () => {
+          if (!this.#stopped && this.#agent === next) this.#startOnceAdopted(next, nextSupervisor);
+        };
+        // The old process's supervisor lets go of the engines before the new one adopts them.
+        const closing = oldSupervisor?.close?.();
+        if (closing) return closing.then(startNext);
+        startNext();
       });
   }
 
@@ -198,6 +245,8 @@ export class SimNode {
 
   #newAgent(): NodeAgent {
     const c = this.#o.config;
+    // Shard events go to the agent process of the moment.
+    this.#supervisor = this.#engines.supervisorFor((e) => this.#agent?.onShardEvent(e));
     const agent: NodeAgent = new NodeAgent({
       nodeId: this.nodeId,
       advertiseAddress: "",
@@ -214,7 +263,7 @@ export class SimNode {
       random: this.#o.rng,
       hardware: this.#gpus.inventory(),
       gpus: this.#gpus,
-      supervisor: this.#engines,
+      supervisor: this.#supervisor.supervisor,
       metrics: this.#o.metrics,
       logger: SILENT,
       gpuSampleMs: c.heartbeatMs,

@@ -63,11 +63,11 @@ export class SimEngineServer {
     this.#server.keepAliveTimeout = 5_000;
   }
 
-  /** Listens on `host` at a port the OS picks; resolves with the port. */
-  listen(host: string): Promise<number> {
+  /** Listens on `host` at `port` (0: one the OS picks); resolves with the port. */
+  listen(host: string, port = 0): Promise<number> {
     return new Promise((resolve, reject) => {
       this.#server.once("error", reject);
-      this.#server.listen(0, host, () => {
+      this.#server.listen(port, host, () => {
         this.#server.off("error", reject);
         resolve((this.#server.address() as AddressInfo).port);
       });

@@ -16,6 +16,7 @@ import { type NodeFaultPlan, planFaults } from "../sim/fault-plan.js";
 import { SimNode } from "../sim/node.js";
 import { type Rng, seededRng } from "../sim/rng.js";
 import { catalogEvent, initialCatalog } from "./catalog.js";
+import { simulatedEngines } from "./engines.js";
 import { SimGateway } from "./gateway.js";
 import { seededId } from "./ids.js";
 import { MemoryLog, type StoredRecord } from "./memory-log.js";
@@ -154,6 +155,7 @@ export class World {
           },
           clock: this.clock,
           connect: this.network.connectFor(nodeId),
+          engines: simulatedEngines,
         }),
       );
     }

@@ -3,9 +3,10 @@
  * A replica's life never lies, driven through every real part: nats-server,
  * a gateway, a `llmgw reconciler` process, the operator API and simulated
  * nodes over Connect. Four simulated faults — the agent refuses the start,
- * acknowledges it and never says STARTING, stays STARTING for ever, or
- * stops on its own after RUNNING — each fail their replica with the reason
- * named in the log; the model×node cooldown keeps the faulty node from
+ * acknowledges it and never says STARTING, stays STARTING for ever, or its
+ * engine exits on its own after RUNNING (which the real agent reports
+ * FAILED: only a stop or a drain ends an engine as asked) — each fail their
+ * replica with the reason named in the log; the model×node cooldown keeps the faulty node from
  * getting the model again, and the replacement runs on a healthy node.
  *
  * Each model is pinned by a node label to a pool of two nodes: the faulty
@@ -59,8 +60,8 @@ const CASES: Case[] = [
   {
     fault: "exit-after-running",
     model: "quitter",
-    reason: ReplicaFailed_Reason.UNREQUESTED_STOP,
-    error: /stopped without being asked/,
+    reason: ReplicaFailed_Reason.SHARD_FAILED,
+    error: /the engine exited with code 0/,
   },
 ];
 
@@ -121,7 +122,7 @@ describe("replica lifecycle through the real stream and the real log", () => {
     await server?.close();
   });
 
-  it("refused, never started, stuck starting and unasked stops fail with their reason; the replacement runs elsewhere", async () => {
+  it("refused, never started, stuck starting and unasked exits fail with their reason; the replacement runs elsewhere", async () => {
     const fleets: SimFleet[] = [];
     // The defaults (60 s, 20 min) are overridden per profile in the catalog above; the backoff is short.
     const stack = await startStack(server.url, {
@@ -188,13 +189,13 @@ describe("replica lifecycle through the real stream and the real log", () => {
 
       // The failures as operators see them: the reason, the exit code and the engine's last lines.
       const quitter = (await call("GET", "/v1/replicas?model=quitter")).replicas[0];
-      assert.equal(quitter.lastFailure.reason, "unrequested-stop");
+      assert.equal(quitter.lastFailure.reason, "shard-failed");
       assert.match(quitter.lastFailure.lastOutput, /Shutting down: received SIGTERM from outside the agent/);
       assert.equal(quitter.ready, false);
       const explained = await runCli(["explain", "replica", quitter.replicaId, ...stack.logFlags]);
       assert.equal(explained.code, 0, explained.stderr);
-      assert.match(explained.stdout, /replicaFailed .*stopped without being asked/);
-      assert.match(explained.stdout, /reason unrequested-stop\n/);
+      assert.match(explained.stdout, /replicaFailed .*the engine exited with code 0/);
+      assert.match(explained.stdout, /reason shard-failed\n/);
       assert.match(
         explained.stdout,
         /last output:\n.*INFO Shutting down: received SIGTERM from outside the agent/,
@@ -219,7 +220,7 @@ describe("replica lifecycle through the real stream and the real log", () => {
       const listed = await runCli(["replicas", "--api", stack.api.url]);
       assert.equal(listed.code, 0, listed.stderr);
       for (const c of CASES) assert.match(listed.stdout, new RegExp(`^${c.model}\\s+1/1\\s+-$`, "m"));
-      assert.match(listed.stdout, /unrequested-stop on quitter-1: stopped without being asked/);
+      assert.match(listed.stdout, /shard-failed on quitter-1: .*the engine exited with code 0/);
       records = await readAll(log);
       for (const c of CASES)
         assert.deepEqual(

@@ -181,7 +181,7 @@ describe("simulated faults, observed through a real gateway and the log", () => 
         { node: "node-7", shard: "healthy-shard", gpus: [0] },
       ]);
 
-      // fail: STARTING, then FAILED with the CUDA OOM text and exit code 1; never RUNNING.
+      // fail: STARTING, then FAILED with exit code 1 and the CUDA OOM text in its last output; never RUNNING.
       records = await waitForLog(
         log,
         (rs) => states(rs, "oom-shard").includes(State.FAILED),
@@ -189,11 +189,14 @@ describe("simulated faults, observed through a real gateway and the log", () => 
       );
       assert.deepEqual(states(records, "oom-shard"), [State.STARTING, State.FAILED]);
       const oom = shardReports(records, "oom-shard").at(-1)!;
-      assert.match(oom.error, /torch\.OutOfMemoryError: CUDA out of memory/);
+      assert.match(oom.error, /the engine exited with code 1/);
       assert.equal(oom.exitCode, 1);
-      assert.match(oom.lastOutput, /Engine core initialization failed/);
+      assert.match(
+        oom.lastOutput,
+        /Engine core initialization failed\.\ntorch\.OutOfMemoryError: CUDA out of memory/,
+      );
 
-      // crash-loop: STARTING → RUNNING → FAILED with the NCCL error and exit code 134.
+      // crash-loop: STARTING → RUNNING → FAILED with exit code 134 and the NCCL error in its last output.
       records = await waitForLog(
         log,
         (rs) =>
@@ -203,7 +206,8 @@ describe("simulated faults, observed through a real gateway and the log", () => 
       );
       assert.deepEqual(states(records, "crash-shard"), [State.STARTING, State.RUNNING, State.FAILED]);
       const crash = shardReports(records, "crash-shard").at(-1)!;
-      assert.match(crash.error, /engine exited unexpectedly: .*NCCL error/);
+      assert.match(crash.error, /the engine exited with status 134 \(killed by signal 6\)/);
+      assert.match(crash.lastOutput, /engine exited unexpectedly: .*NCCL error/);
       assert.equal(crash.exitCode, 134);
       assert.deepEqual(states(records, "healthy-shard"), [State.STARTING, State.RUNNING]);
 
@@ -260,7 +264,7 @@ describe("simulated faults, observed through a real gateway and the log", () => 
         xidFailed.map((s) => s.state),
         [State.FAILED],
       );
-      assert.match(xidFailed[0]!.error, /Xid 79/);
+      assert.match(xidFailed[0]!.lastOutput, /CUDA error: .*Xid 79/);
       // Only one: the problem is new once per session.
       assert.equal(usage(records, "node-5").filter((u) => u.gpuProblems.length > 0).length, 1);
 

@@ -118,9 +118,12 @@ describe("simulated agents against a real Connect server (h2c)", () => {
         statuses(s, "sh-d").find((x) => x.state === State.STOPPED),
       );
       assert.ok(Date.now() >= deadline, "not before the deadline");
+      // The agent stopped it at the deadline: the engine says what it cut off.
       assert.equal(stopped.exitCode, 0);
-      assert.match(stopped.lastOutput, /drain deadline .* passed with requests still in flight/);
-      assert.ok(stopped.lastOutput.includes(new Date(deadline).toISOString()));
+      assert.match(
+        stopped.lastOutput,
+        /received SIGTERM\nWARNING shutting down with \d+ requests still in flight/,
+      );
     }));
 
   it("speaks the gRPC protocol too", () =>

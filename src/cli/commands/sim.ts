@@ -118,8 +118,12 @@ const FLAGS: Flag[] = [
     help: "reported agent version",
   },
   msFlag("heartbeatMs", "--heartbeat-ms", "heartbeat period (default 3000)"),
-  msFlag("startDelayMs", "--start-delay-ms", "time from starting to running (default 5000)"),
-  msFlag("drainMs", "--drain-ms", "time a drain takes (default 2000)"),
+  msFlag("startDelayMs", "--start-delay-ms", "time an engine loads before its health answers (default 5000)"),
+  msFlag(
+    "drainMs",
+    "--drain-ms",
+    "time a drained engine takes to finish what it has in flight (default 2000)",
+  ),
   {
     field: "kvCacheFraction",
     flag: "--kv-cache-fraction",
@@ -197,7 +201,7 @@ const FLAGS: Flag[] = [
     flag: "--load",
     arg: "<model=curve>",
     kind: "list",
-    help: "load a model's running replicas report (requests waiting across the model, split over them): MODEL=CURVE[+noise=F], CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P, e.g. chat=ramp:2@0s/40@1m+noise=0.2; repeatable",
+    help: "load a model's running replicas report (requests waiting across the model, split over them; other models' engines are idle): MODEL=CURVE[+noise=F], CURVE const:V, steps:V@T/V@T..., ramp:V@T/V@T... or sine:B~A@P, e.g. chat=ramp:2@0s/40@1m+noise=0.2; repeatable",
   },
   {
     field: "loadSlots",
@@ -232,7 +236,7 @@ export function registerSim(program: Command): void {
   const cmd = program
     .command("sim")
     .description(
-      "run a fleet of simulated nodes (the real node agent on simulated GPUs and engines) against one or more gateways",
+      "run a fleet of simulated nodes (the real node agent and its engine supervisor on simulated GPUs and engines) against one or more gateways",
     );
   for (const f of FLAGS) {
     const opt = new Option(f.arg ? `${f.flag} ${f.arg}` : f.flag, f.help);

@@ -1,12 +1,14 @@
 /**
- * Simulated engines: the node agent's engine supervisor (`ShardSupervisor`)
- * with no process behind it. A start is a state machine on timers — a start
+ * The deterministic simulation's engines (`llmgw simulate`): the node
+ * agent's engine supervisor (`ShardSupervisor`) with no process behind it,
+ * on the simulation's clock (no real timer, no file, so a run is the same
+ * for the same seed). `llmgw sim` runs the real supervisor over faked
+ * processes instead (src/sim/supervised-engines.ts). A start is a state machine on timers — a start
  * delay, then RUNNING — bent by the node's fault plan (an engine that runs
  * out of memory at start, crash-loops, hangs while loading, is refused, never
  * comes up, or exits on its own), a drain lasts `drainMs` or until its
  * deadline, and a running shard reports the load its model's curve gives.
- * Nothing is spawned and nothing is written: 10,000 nodes' engines fit in
- * one process. With `engineHttp` each engine also listens (SimEngineServer),
+ * Nothing is spawned and nothing is written. With `engineHttp` each engine also listens (SimEngineServer),
  * so a router or a client can reach it.
  *
  * It says what happens through `onEvent`, as the real supervisor does; the
@@ -20,8 +22,6 @@ import type {
   ShardSupervisor,
   SupervisedShard,
 } from "../agent/node-agent.js";
-import type { SimConfig } from "./config.js";
-import type { NodeFaultPlan } from "./fault-plan.js";
 import {
   CRASH_ERROR,
   CRASH_EXIT_CODE,
@@ -29,18 +29,15 @@ import {
   REFUSE_START_ERROR,
   type ShardFault,
   UNASKED_EXIT_OUTPUT,
-} from "./faults.js";
-import type { ShardLoadReading } from "./load.js";
-import { SimEngineServer } from "./openai-engine.js";
-
-/** A simulated engine's shard, as the fleet sees it: a supervised shard without its endpoint, with its rank. */
-export interface SimShard extends Omit<SupervisedShard, "endpoint"> {
-  /** Its rank in the replica (0 when unknown, e.g. preloaded). */
-  rank: number;
-}
-
-/** An engine found running when the agent starts (before this simulator's run). */
-export type PreloadedShard = Omit<SimShard, "state" | "rank">;
+} from "../sim/faults.js";
+import type {
+  AgentSupervisor,
+  PreloadedShard,
+  SimMachineContext,
+  SimMachineEngines,
+  SimShard,
+} from "../sim/machine-engines.js";
+import { SimEngineServer } from "../sim/openai-engine.js";
 
 interface Engine extends SimShard {
   /** The fault of an engine that was launched (refused and never-started ones never get here). */
@@ -52,19 +49,11 @@ interface Engine extends SimShard {
   port?: number;
 }
 
-export interface SimEnginesOptions {
-  nodeId: string;
-  config: SimConfig;
-  faults: NodeFaultPlan;
-  /** The load a running shard reports (src/sim/load.ts); undefined: none. */
-  load?: (shard: SimShard) => ShardLoadReading | undefined;
-  /** Time and timers (default: the process's; `llmgw simulate` hands in simulated ones). */
-  clock?: AgentClock;
-}
+export type SimEnginesOptions = SimMachineContext;
 
 type Exit = { exitCode: number; error?: string; lastOutput?: string };
 
-export class SimEngines implements ShardSupervisor {
+export class SimEngines implements ShardSupervisor, SimMachineEngines {
   readonly #o: SimEnginesOptions;
   readonly #engines = new Map<string, Engine>();
   readonly #clock: AgentClock;
@@ -74,6 +63,12 @@ export class SimEngines implements ShardSupervisor {
   constructor(opts: SimEnginesOptions) {
     this.#o = opts;
     this.#clock = opts.clock ?? SYSTEM_CLOCK;
+  }
+
+  /** The machine's engines are their own supervisor, whichever agent process runs. */
+  supervisorFor(onEvent: (e: ShardEvent) => void): AgentSupervisor {
+    this.onEvent = onEvent;
+    return { supervisor: this };
   }
 
   // --- ShardSupervisor ---------------------------------------------------------
@@ -359,4 +354,9 @@ export class SimEngines implements ShardSupervisor {
 function shardCopy(e: Engine): Omit<SupervisedShard, "endpoint"> {
   const { shardId, replicaId, model, profile, state } = e;
   return { shardId, replicaId, model, profile, gpuIndices: [...e.gpuIndices], state };
+}
+
+/** The simulation's machines' engines (for `SimNode`'s `engines`). */
+export function simulatedEngines(o: SimMachineContext): SimMachineEngines {
+  return new SimEngines(o);
 }
