@@ -28,6 +28,7 @@ import {
   oomError,
   REFUSE_START_ERROR,
   type ShardFault,
+  SLOW_START_FACTOR,
   UNASKED_EXIT_OUTPUT,
 } from "./faults.js";
 import type { ShardLoadReading } from "./load.js";
@@ -260,7 +261,11 @@ export class SimEngineHost implements EngineHost {
     preloaded: boolean,
   ) {
     const c = this.#o.config;
-    const startMs = preloaded ? 0 : c.startDelayMs;
+    const startMs = preloaded
+      ? 0
+      : fault === "slow-start"
+        ? c.startDelayMs * SLOW_START_FACTOR
+        : c.startDelayMs;
     switch (fault) {
       case "hang":
         return; // Stuck loading weights until someone stops it.
@@ -283,6 +288,7 @@ export class SimEngineHost implements EngineHost {
           this.#after(p, c.crashAfterMs, () => this.#exit(p, 0, null, UNASKED_EXIT_OUTPUT));
         });
         return;
+      case "slow-start":
       case undefined:
         if (startMs === 0) p.phase = "serving";
         else

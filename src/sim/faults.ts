@@ -10,6 +10,7 @@ export const SHARD_FAULTS = [
   "refuse-start",
   "never-starting",
   "exit-after-running",
+  "slow-start",
 ] as const;
 export const NODE_FAULTS = ["leak", "partition", "xid"] as const;
 export const FAULT_NAMES = [...SHARD_FAULTS, ...NODE_FAULTS] as const;
@@ -78,6 +79,13 @@ export function oomError(
   ].join("\n");
   return { error, output };
 }
+
+/**
+ * How much longer than `startDelayMs` a `slow-start` engine loads: weights
+ * pulled from a cold cache or a slow disk. Still inside a ready timeout set
+ * for the engine's usual load time, so the start is late, not lost.
+ */
+export const SLOW_START_FACTOR = 6;
 
 /** Why an agent refuses a start (`refuse-start`): the engine cannot even be launched. */
 export const REFUSE_START_ERROR =

@@ -5,7 +5,7 @@
  * for the same seed). `llmgw sim` runs the real supervisor over faked
  * processes instead (src/sim/supervised-engines.ts). A start is a state machine on timers — a start
  * delay, then RUNNING — bent by the node's fault plan (an engine that runs
- * out of memory at start, crash-loops, hangs while loading, is refused, never
+ * out of memory at start, crash-loops, hangs while loading, loads slowly, is refused, never
  * comes up, or exits on its own), a drain lasts `drainMs` or until its
  * deadline, and a running shard reports the load its model's curve gives.
  * Nothing is spawned and nothing is written. With `engineHttp` each engine also listens (SimEngineServer),
@@ -28,6 +28,7 @@ import {
   oomError,
   REFUSE_START_ERROR,
   type ShardFault,
+  SLOW_START_FACTOR,
   UNASKED_EXIT_OUTPUT,
 } from "../sim/faults.js";
 import type {
@@ -128,6 +129,9 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
             this.#exit(e, "stopped", { exitCode: 0, lastOutput: UNASKED_EXIT_OUTPUT }),
           );
         });
+        break;
+      case "slow-start":
+        this.#afterServing(e, c.startDelayMs * SLOW_START_FACTOR, () => this.#to(e, "running"));
         break;
       case undefined:
         this.#afterServing(e, c.startDelayMs, () => this.#to(e, "running"));

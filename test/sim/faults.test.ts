@@ -92,6 +92,21 @@ describe("named faults", () => {
       await waitFor("STOPPED", () => statuses(s, "sh-h").some((x) => x.state === State.STOPPED));
     }));
 
+  it("slow-start: STARTING for six start delays, then RUNNING", () =>
+    withFleet({ nodes: 1, faults: ["slow-start@node-1"] }, async (_fleet, gw) => {
+      const s = await registered(gw, "node-1");
+      gw.command("node-1", start("sh-slow"));
+      await waitFor("STARTING", () => statuses(s, "sh-slow").length > 0);
+      const mark = s.messages.length;
+      // 10 heartbeats of 50 ms: past three start delays of 150 ms, short of the 900 ms a slow start takes.
+      await waitFor("10 more heartbeats", () => heartbeats(s, mark).length >= 10);
+      assert.deepEqual(
+        statuses(s, "sh-slow").map((x) => x.state),
+        [State.STARTING],
+      );
+      await waitFor("RUNNING", () => statuses(s, "sh-slow").some((x) => x.state === State.RUNNING));
+    }));
+
   it("leak: memory used creeps up with each heartbeat", () =>
     withFleet({ nodes: 1, faults: ["leak@node-1"], leakMbPerHeartbeat: 128 }, async (_fleet, gw) => {
       const s = await registered(gw, "node-1");

@@ -136,7 +136,7 @@ const FLAGS: Flag[] = [
     flag: "--fault",
     arg: "<name[@node]>",
     kind: "list",
-    help: "faults: fail (oom), crash-loop (crash-after-running), hang (stuck-starting), refuse-start, never-starting, exit-after-running, leak, partition, xid; each NAME or NAME@NODE; repeatable or comma-separated",
+    help: "faults: fail (oom), crash-loop (crash-after-running), hang (stuck-starting), refuse-start, never-starting, exit-after-running, slow-start, leak, partition, xid; each NAME or NAME@NODE; repeatable or comma-separated",
   },
   {
     field: "faultRate",
