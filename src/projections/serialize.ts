@@ -65,11 +65,11 @@ function jsonForm(v: unknown, inArray: boolean): unknown {
 
 /** Two values already in their JSON form (`jsonForm`). */
 function sameJson(a: unknown, b: unknown): boolean {
-  if (a === null || typeof a !== "object" || b === null || typeof b !== "object")
-    return a === b;
+  if (a === null || typeof a !== "object" || b === null || typeof b !== "object") return a === b;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(jsonForm(a[i], true), jsonForm(b[i], true))) return false;
+    for (let i = 0; i < a.length; i++)
+      if (!sameJson(jsonForm(a[i], true), jsonForm(b[i], true))) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
