@@ -196,6 +196,11 @@ export class SimEngines implements ShardSupervisor {
 
   // --- the simulated machine ----------------------------------------------------
 
+  /** Each engine's shard id and state, no copy made (`llmgw simulate` reads every node's every 5 simulated seconds). */
+  forEachState(fn: (shardId: string, state: SimShard["state"]) => void): void {
+    for (const e of this.#engines.values()) fn(e.shardId, e.state);
+  }
+
   /** The engines now (a copy). */
   list(): SimShard[] {
     return [...this.#engines.values()].map((e) => ({ ...shardCopy(e), rank: e.rank }));

@@ -194,16 +194,19 @@ function checkBudget(
 /** No shard runs (or starts, or drains) on two live nodes at once: the engines themselves, not the log. */
 function checkShardsOnce(world: World, fail: (i: SimInvariant, m: string) => void): void {
   const where = new Map<string, string>();
+  let found = false;
   for (const n of world.nodes) {
-    for (const s of n.shardList()) {
-      if (s.state !== "starting" && s.state !== "running" && s.state !== "draining") continue;
-      const other = where.get(s.shardId);
+    n.forEachShardState((shardId, state) => {
+      if (found || (state !== "starting" && state !== "running" && state !== "draining")) return;
+      const other = where.get(shardId);
       if (other !== undefined && other !== n.nodeId) {
-        fail("shard-on-two-nodes", `shard ${s.shardId} runs on ${other} and ${n.nodeId} at once`);
+        fail("shard-on-two-nodes", `shard ${shardId} runs on ${other} and ${n.nodeId} at once`);
+        found = true;
         return;
       }
-      where.set(s.shardId, n.nodeId);
-    }
+      where.set(shardId, n.nodeId);
+    });
+    if (found) return;
   }
 }
 
