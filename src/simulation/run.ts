@@ -2,8 +2,10 @@
  * One seed, from start to verdict: the world runs on the scheduler one entry
  * at a time; after each (and the promise jobs it started), the invariants
  * are checked — check-log's rules over what the log stored (`LogChecker`,
- * the same code as `llmgw check-log`) and the simulation's own — and the
- * first violation ends the run with the step, the rule and the last events.
+ * the same code as `llmgw check-log`, fed each record as it is stored; its
+ * verdict is read after every step that stored one, since no other step
+ * can change it) and the simulation's own — and the first violation ends
+ * the run with the step, the rule and the last events.
  */
 import { LogChecker, type RuleName } from "../invariants/index.js";
 import { isReady, readyCounts, resolveMinAvailable } from "../projections/index.js";
