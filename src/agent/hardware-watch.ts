@@ -109,6 +109,11 @@ export class HardwareWatch {
     return this.#gpus.filter((t) => t.present).map((t) => ({ gpu: t.gpu, memoryUsedMb: t.memoryUsedMb }));
   }
 
+  /** Each present GPU's registered index and the memory last sampled, in order (no list is made: every sample asks). */
+  forEachPresent(fn: (index: number, memoryUsedMb: number) => void): void {
+    for (const t of this.#gpus) if (t.present) fn(t.index, t.memoryUsedMb);
+  }
+
   has(index: number): boolean {
     return this.#gpus.some((t) => t.present && t.index === index);
   }
@@ -178,6 +183,8 @@ export class HardwareWatch {
 
   /** `problems` (on positions in `listed`) that are new occurrences; the ledger updated and saved. */
   #newOccurrences(problems: readonly SampledProblem[], listed: readonly TrackedGpu[]): GpuProblemInit[] {
+    // Nothing shown and no condition remembered: nothing is new and nothing is over (most samples).
+    if (problems.length === 0 && this.#levels.size === 0) return [];
     const out: GpuProblemInit[] = [];
     let dirty = false;
     const conditions = new Set<string>();

@@ -241,6 +241,8 @@ export class NodeAgent {
   #pendingProblems: GpuProblemInit[] = [];
   #pendingNodeProblems: string[] = [];
   #sampleTimer: TimerHandle | undefined;
+  /** What the GPU memory gauge was last set to, per GPU index. */
+  readonly #gaugedMemory = new Map<number, number>();
   #sampling: Promise<void> | undefined;
   #stopped = false;
   /** `llmgw logs` requests under way. */
@@ -575,8 +577,12 @@ export class NodeAgent {
       }
       return;
     }
-    for (const g of this.#watch.present())
-      this.#o.metrics.gpuMemoryUsed.set({ gpu: String(g.gpu.index) }, g.memoryUsedMb);
+    this.#watch.forEachPresent((index, mb) => {
+      // The gauge is set when the figure moved: setting it (label checks and hashing) cost more than the sample.
+      if (this.#gaugedMemory.get(index) === mb) return;
+      this.#gaugedMemory.set(index, mb);
+      this.#o.metrics.gpuMemoryUsed.set({ gpu: String(index) }, mb);
+    });
     for (const p of outcome.problems) this.#noteProblem(p);
     if (outcome.changes.length > 0 && !this.#stopped) this.#hardwareChanged(outcome.changes);
   }

@@ -3,10 +3,13 @@
  * initial states and from independent copies of the events, gives
  * byte-identical serialized state. States are compared at checkpoints so a
  * difference is located: the first event after which the two folds differ.
+ * A checkpoint compares the states as their canonical JSON would
+ * (`canonicallyEqual`) without writing it; the text is written once a
+ * checkpoint differs, to find and show the difference.
  */
 import { clone } from "@bufbuild/protobuf";
 import { EventSchema } from "../gen/llmgw/v1/events_pb.js";
-import { canonicalJson, type Projection } from "../projections/index.js";
+import { canonicalJson, canonicallyEqual, type Projection } from "../projections/index.js";
 import type { CheckedEvent, Violation } from "./types.js";
 
 export function determinismViolations<S>(
@@ -25,7 +28,8 @@ export function determinismViolations<S>(
     b = projection.evolve(b, c.event, { seq: c.seq, timeMs: c.timeMs });
     const checkpoint = (i + 1) % every === 0 || i === records.length - 1;
     if (!checkpoint) continue;
-    if (canonicalJson(a) === canonicalJson(b)) {
+    // The texts are written only to locate and show a difference (`locate`).
+    if (canonicallyEqual(a, b)) {
       lastEqual = i + 1;
       continue;
     }

@@ -44,5 +44,5 @@ export {
 export { evolveReplicas, failureReasonName, initialReplicas } from "./replicas.js";
 export { fnv1a32, modelRevision, profileRevision } from "./revision.js";
 export { staleRevision } from "./rollouts.js";
-export { canonicalJson } from "./serialize.js";
+export { canonicalJson, canonicallyEqual } from "./serialize.js";
 export * from "./state.js";

@@ -79,9 +79,10 @@ export class SimGpus implements GpuSource {
     const leaked = this.#o.faults.nodeFaults.has("leak")
       ? Math.floor((this.#now() - this.#leakSinceMs) / c.heartbeatMs) * c.leakMbPerHeartbeat
       : 0;
-    return this.#o.hardware.gpus.map((g) =>
-      Math.min(g.memoryTotalMb, leaked + this.#o.engines.memoryUsedMb(g.index, g.memoryTotalMb)),
-    );
+    const gpus = this.#o.hardware.gpus;
+    const held = this.#o.engines.memoryUsedMb(gpus);
+    for (let k = 0; k < gpus.length; k++) held[k] = Math.min(gpus[k]!.memoryTotalMb, leaked + held[k]!);
+    return held;
   }
 
   #fireXid(): void {

@@ -234,6 +234,11 @@ export class SimNode {
     return this.#engines.list().find((s) => s.shardId === id);
   }
 
+  /** Each engine's shard id and state, no copy made. */
+  forEachShardState(fn: (shardId: string, state: SimShard["state"]) => void): void {
+    this.#engines.forEachState(fn);
+  }
+
   shardList(): SimShard[] {
     return this.#engines.list();
   }

@@ -195,17 +195,28 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
 
   // --- the simulated machine ----------------------------------------------------
 
+  /** Each engine's shard id and state, no copy made (`llmgw simulate` reads every node's every 5 simulated seconds). */
+  forEachState(fn: (shardId: string, state: SimShard["state"]) => void): void {
+    for (const e of this.#engines.values()) fn(e.shardId, e.state);
+  }
+
   /** The engines now (a copy). */
   list(): SimShard[] {
     return [...this.#engines.values()].map((e) => ({ ...shardCopy(e), rank: e.rank }));
   }
 
-  /** Memory the engines hold on GPU `index`, MiB: the pre-allocated KV cache of each loaded one. */
-  memoryUsedMb(index: number, totalMb: number): number {
-    let used = 0;
-    for (const e of this.#engines.values())
-      if ((e.state === "running" || e.state === "draining") && e.gpuIndices.includes(index))
-        used += Math.round(totalMb * this.#o.config.kvCacheFraction);
+  /** Memory the engines hold on each of `gpus` (in their order), MiB: the pre-allocated KV cache of each loaded one. */
+  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
+    // One pass over the engines for every GPU: the agent samples at every heartbeat.
+    const used = new Array<number>(gpus.length).fill(0);
+    const fraction = this.#o.config.kvCacheFraction;
+    for (const e of this.#engines.values()) {
+      if (e.state !== "running" && e.state !== "draining") continue;
+      for (let k = 0; k < gpus.length; k++) {
+        const g = gpus[k]!;
+        if (e.gpuIndices.includes(g.index)) used[k] = (used[k] ?? 0) + Math.round(g.memoryTotalMb * fraction);
+      }
+    }
     return used;
   }
 

@@ -11,3 +11,6 @@ export {
 } from "./options.js";
 export { runSeed, type SeedFailure, type SeedResult, type SimInvariant } from "./run.js";
 export { type RunsOutcome, type RunsSummary, runSeeds } from "./runs.js";
+export { Scheduler } from "./scheduler.js";
+export { eachTurn } from "./turn.js";
+export { SIM_EPOCH_MS } from "./world.js";

@@ -2,8 +2,10 @@
  * One seed, from start to verdict: the world runs on the scheduler one entry
  * at a time; after each (and the promise jobs it started), the invariants
  * are checked — check-log's rules over what the log stored (`LogChecker`,
- * the same code as `llmgw check-log`) and the simulation's own — and the
- * first violation ends the run with the step, the rule and the last events.
+ * the same code as `llmgw check-log`, fed each record as it is stored; its
+ * verdict is read after every step that stored one, since no other step
+ * can change it) and the simulation's own — and the first violation ends
+ * the run with the step, the rule and the last events.
  */
 import { LogChecker, type RuleName } from "../invariants/index.js";
 import { isReady, readyCounts, resolveMinAvailable } from "../projections/index.js";
@@ -105,12 +107,17 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
   scheduleFaults(world, faultsEnd);
   let nextFleetCheck = start + FLEET_CHECK_MS;
   let ran = false;
+  /** Records the checker had seen at the last check: its verdict moves only with what the log stores. */
+  let checkedRecords = -1;
   await eachTurn(() => {
     if (ran) {
       // The entry before, and the promise jobs it started, are over: check.
-      if (checker.violationCount > 0 && failure === undefined) {
-        const v = checker.violations()[0]!;
-        fail(v.rule, v.message);
+      if (log.records.length !== checkedRecords && failure === undefined) {
+        checkedRecords = log.records.length;
+        if (checker.violationCount > 0) {
+          const v = checker.violations()[0]!;
+          fail(v.rule, v.message);
+        }
       }
       if (scheduler.now >= nextFleetCheck) {
         nextFleetCheck = scheduler.now + FLEET_CHECK_MS;
@@ -189,16 +196,19 @@ function checkBudget(
 /** No shard runs (or starts, or drains) on two live nodes at once: the engines themselves, not the log. */
 function checkShardsOnce(world: World, fail: (i: SimInvariant, m: string) => void): void {
   const where = new Map<string, string>();
+  let found = false;
   for (const n of world.nodes) {
-    for (const s of n.shardList()) {
-      if (s.state !== "starting" && s.state !== "running" && s.state !== "draining") continue;
-      const other = where.get(s.shardId);
+    n.forEachShardState((shardId, state) => {
+      if (found || (state !== "starting" && state !== "running" && state !== "draining")) return;
+      const other = where.get(shardId);
       if (other !== undefined && other !== n.nodeId) {
-        fail("shard-on-two-nodes", `shard ${s.shardId} runs on ${other} and ${n.nodeId} at once`);
+        fail("shard-on-two-nodes", `shard ${shardId} runs on ${other} and ${n.nodeId} at once`);
+        found = true;
         return;
       }
-      where.set(s.shardId, n.nodeId);
-    }
+      where.set(shardId, n.nodeId);
+    });
+    if (found) return;
   }
 }
 

@@ -8,19 +8,29 @@ import type { AgentClock, TimerHandle } from "../agent/client/index.js";
 
 /** An entry of the queue; `cancelled` ones are skipped when their time comes. */
 interface Entry {
-  at: number;
-  order: number;
   fn: () => void;
   cancelled: boolean;
   /** Re-armed this long after it runs (an interval); 0: once. */
   every: number;
 }
 
+/**
+ * The queue is a 4-ary min-heap on (at, order): half the levels of a
+ * binary one, and the keys of the entries sit in two typed arrays beside
+ * them, so the comparisons of a step read packed numbers, not objects
+ * spread over the heap (at 1,000 nodes the queue holds ~6,000 entries, and
+ * taking the next was a tenth of the run). `order` is unique, so no two
+ * keys are equal: the order of a run is the same as with any other heap.
+ */
+const ARITY = 4;
+
 export class Scheduler {
   #now: number;
   #order = 0;
-  /** A binary min-heap on (at, order). */
-  readonly #heap: Entry[] = [];
+  #entries: Entry[] = [];
+  #at = new Float64Array(1024);
+  #ord = new Float64Array(1024);
+  #size = 0;
   /** Entries run so far. */
   steps = 0;
 
@@ -34,18 +44,22 @@ export class Scheduler {
   }
 
   get pending(): number {
-    return this.#heap.length;
+    return this.#size;
   }
 
   /** Runs `fn` `ms` from now (time is whole milliseconds: `ms` is rounded). */
   after(ms: number, fn: () => void): TimerHandle {
-    return this.#push(this.#now + Math.max(0, Math.round(ms)), fn, 0);
+    const e: Entry = { fn, cancelled: false, every: 0 };
+    this.#insert(e, this.#now + Math.max(0, Math.round(ms)));
+    return e;
   }
 
   /** Runs `fn` every `ms` from now. */
   every(ms: number, fn: () => void): TimerHandle {
     const every = Math.max(1, Math.round(ms));
-    return this.#push(this.#now + every, fn, every);
+    const e: Entry = { fn, cancelled: false, every };
+    this.#insert(e, this.#now + every);
+    return e;
   }
 
   cancel(t: TimerHandle | undefined): void {
@@ -58,20 +72,16 @@ export class Scheduler {
    */
   next(untilMs: number): (() => void) | undefined {
     for (;;) {
-      const top = this.#heap[0];
-      if (top === undefined || top.at > untilMs) {
+      if (this.#size === 0 || this.#at[0]! > untilMs) {
         this.#now = Math.max(this.#now, untilMs);
         return undefined;
       }
-      this.#pop();
+      const at = this.#at[0]!;
+      const top = this.#pop();
       if (top.cancelled) continue;
-      this.#now = top.at;
+      this.#now = at;
       this.steps++;
-      if (top.every > 0) {
-        top.at = this.#now + top.every;
-        top.order = ++this.#order;
-        this.#insert(top);
-      }
+      if (top.every > 0) this.#insert(top, at + top.every);
       return top.fn;
     }
   }
@@ -88,44 +98,74 @@ export class Scheduler {
     };
   }
 
-  #push(at: number, fn: () => void, every: number): Entry {
-    const e: Entry = { at, order: ++this.#order, fn, cancelled: false, every };
-    this.#insert(e);
-    return e;
-  }
-
-  #insert(e: Entry): void {
-    const h = this.#heap;
-    h.push(e);
-    let i = h.length - 1;
+  #insert(e: Entry, at: number): void {
+    const order = ++this.#order;
+    if (this.#size === this.#at.length) this.#grow();
+    const ats = this.#at;
+    const ords = this.#ord;
+    const entries = this.#entries;
+    let i = this.#size++;
     while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!before(e, h[p] as Entry)) break;
-      h[i] = h[p] as Entry;
+      const p = ((i - 1) / ARITY) | 0;
+      const pa = ats[p]!;
+      if (pa < at || (pa === at && ords[p]! < order)) break;
+      ats[i] = pa;
+      ords[i] = ords[p]!;
+      entries[i] = entries[p]!;
       i = p;
     }
-    h[i] = e;
+    ats[i] = at;
+    ords[i] = order;
+    entries[i] = e;
   }
 
-  #pop(): void {
-    const h = this.#heap;
-    const last = h.pop() as Entry;
-    if (h.length === 0) return;
+  /** Takes the first entry off the heap. */
+  #pop(): Entry {
+    const ats = this.#at;
+    const ords = this.#ord;
+    const entries = this.#entries;
+    const top = entries[0]!;
+    const n = --this.#size;
+    const at = ats[n]!;
+    const order = ords[n]!;
+    const last = entries[n]!;
+    entries[n] = undefined as unknown as Entry;
+    if (n === 0) return top;
     let i = 0;
-    const n = h.length;
     for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const c = r < n && before(h[r] as Entry, h[l] as Entry) ? r : l;
-      if (!before(h[c] as Entry, last)) break;
-      h[i] = h[c] as Entry;
+      const first = ARITY * i + 1;
+      if (first >= n) break;
+      // The least of the children.
+      let c = first;
+      let ca = ats[first]!;
+      let co = ords[first]!;
+      const end = Math.min(first + ARITY, n);
+      for (let k = first + 1; k < end; k++) {
+        const ka = ats[k]!;
+        if (ka < ca || (ka === ca && ords[k]! < co)) {
+          c = k;
+          ca = ka;
+          co = ords[k]!;
+        }
+      }
+      if (at < ca || (at === ca && order < co)) break;
+      ats[i] = ca;
+      ords[i] = co;
+      entries[i] = entries[c]!;
       i = c;
     }
-    h[i] = last;
+    ats[i] = at;
+    ords[i] = order;
+    entries[i] = last;
+    return top;
   }
-}
 
-function before(a: Entry, b: Entry): boolean {
-  return a.at < b.at || (a.at === b.at && a.order < b.order);
+  #grow(): void {
+    const ats = new Float64Array(this.#at.length * 2);
+    ats.set(this.#at);
+    const ords = new Float64Array(this.#ord.length * 2);
+    ords.set(this.#ord);
+    this.#at = ats;
+    this.#ord = ords;
+  }
 }

@@ -68,6 +68,11 @@ export interface HeartbeatOutcome {
   readonly unknownGpus: number[];
 }
 
+/** A problem neither the baseline nor this heartbeat (`fresh`) has named yet. A function of its own, not a closure made per heartbeat. */
+function isNew(baseline: UsageBaseline, fresh: ReadonlySet<string> | undefined, key: string): boolean {
+  return !knows(baseline, key) && !fresh?.has(key);
+}
+
 export function observeHeartbeat(
   window: UsageWindow,
   baseline: UsageBaseline,
@@ -81,12 +86,11 @@ export function observeHeartbeat(
   const gpuProblems = [...(before?.gpuProblems ?? [])];
   /** Keys of the problems this heartbeat adds (remembered in one new baseline at the end). */
   let fresh: Set<string> | undefined;
-  const isNew = (key: string) => !knows(baseline, key) && !fresh?.has(key);
   let dropped = 0;
   const unknown = new Set<number>();
   for (const p of hb.newProblems) {
     const key = nodeProblemKey(p);
-    if (!isNew(key)) continue;
+    if (!isNew(baseline, fresh, key)) continue;
     if (newProblems.length >= LIMITS.problems) {
       dropped++;
       continue;
@@ -100,7 +104,7 @@ export function observeHeartbeat(
       continue;
     }
     const key = gpuProblemKey(p);
-    if (!isNew(key)) continue;
+    if (!isNew(baseline, fresh, key)) continue;
     if (gpuProblems.length >= LIMITS.problems && gpuProblems.some((q) => q.gpuIndex === p.gpuIndex)) {
       dropped++;
       continue;
