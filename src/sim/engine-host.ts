@@ -226,12 +226,17 @@ export class SimEngineHost implements EngineHost {
     return this.#byShard.get(shardId);
   }
 
-  /** Memory the engines hold on GPU `index`, MiB: the pre-allocated KV cache of each loaded one. */
-  memoryUsedMb(index: number, totalMb: number): number {
-    let used = 0;
-    for (const p of this.#byPid.values())
-      if (p.phase === "serving" && !p.exiting && p.gpuIndices.includes(index))
-        used += Math.round(totalMb * this.#o.config.kvCacheFraction);
+  /** Memory the serving engines hold on each of `gpus` (in their order), MiB: the pre-allocated KV cache of each. */
+  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
+    const used = new Array<number>(gpus.length).fill(0);
+    const fraction = this.#o.config.kvCacheFraction;
+    for (const p of this.#byPid.values()) {
+      if (p.phase !== "serving" || p.exiting) continue;
+      for (let k = 0; k < gpus.length; k++) {
+        const g = gpus[k]!;
+        if (p.gpuIndices.includes(g.index)) used[k] = (used[k] ?? 0) + Math.round(g.memoryTotalMb * fraction);
+      }
+    }
     return used;
   }
 

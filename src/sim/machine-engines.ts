@@ -39,8 +39,10 @@ export interface SimMachineEngines {
   supervisorFor(onEvent: (e: ShardEvent) => void): AgentSupervisor;
   /** The shards now (copies). */
   list(): SimShard[];
-  /** Memory the engines hold on GPU `index`, MiB. */
-  memoryUsedMb(index: number, totalMb: number): number;
+  /** Each engine's shard id and state, no copy made (a check that runs after every step reads it). */
+  forEachState(fn: (shardId: string, state: SimShard["state"]) => void): void;
+  /** Memory the engines hold on each of `gpus` (in their order), MiB: one pass, as the agent samples at every heartbeat. */
+  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[];
   /** GPU `index` fell off the bus: its engines die with it. */
   gpuFailed(index: number, problem: string): void;
   /** Engines already running before the agent started (call before the first agent). */

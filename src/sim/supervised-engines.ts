@@ -54,8 +54,12 @@ export class SupervisedSimEngines implements SimMachineEngines {
     return now.map(({ endpoint: _, ...s }) => ({ ...s, rank: this.#host.engine(s.shardId)?.rank ?? 0 }));
   }
 
-  memoryUsedMb(index: number, totalMb: number): number {
-    return this.#host.memoryUsedMb(index, totalMb);
+  forEachState(fn: (shardId: string, state: SimShard["state"]) => void): void {
+    for (const s of this.#current?.shards() ?? []) fn(s.shardId, s.state);
+  }
+
+  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
+    return this.#host.memoryUsedMb(gpus);
   }
 
   gpuFailed(index: number, problem: string): void {

@@ -8,8 +8,8 @@
  * out of memory at start, crash-loops, hangs while loading, loads slowly, is refused, never
  * comes up, or exits on its own), a drain lasts `drainMs` or until its
  * deadline, and a running shard reports the load its model's curve gives.
- * Nothing is spawned and nothing is written. With `engineHttp` each engine also listens (SimEngineServer),
- * so a router or a client can reach it.
+ * Nothing is spawned, written or listened on: `engineHttp` is the
+ * simulator's (src/sim/engine-host.ts), not the simulation's.
  *
  * It says what happens through `onEvent`, as the real supervisor does; the
  * real `NodeAgent` turns that into shard statuses.
@@ -38,16 +38,11 @@ import type {
   SimMachineEngines,
   SimShard,
 } from "../sim/machine-engines.js";
-import { SimEngineServer } from "../sim/openai-engine.js";
 
 interface Engine extends SimShard {
   /** The fault of an engine that was launched (refused and never-started ones never get here). */
   fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
   timers: Set<TimerHandle>;
-  /** With `engineHttp`: its server and, once listening, its port. */
-  server?: SimEngineServer;
-  listening?: Promise<number>;
-  port?: number;
 }
 
 export type SimEnginesOptions = SimMachineContext;
@@ -98,7 +93,6 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     };
     this.#engines.set(e.shardId, e);
     this.#say(e);
-    this.#serve(e);
     const c = this.#o.config;
     switch (e.fault) {
       case "hang":
@@ -111,7 +105,7 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
         break;
       }
       case "crash-loop":
-        this.#afterServing(e, c.startDelayMs, () => {
+        this.#after(e, c.startDelayMs, () => {
           this.#to(e, "running");
           this.#after(e, c.crashAfterMs, () =>
             this.#exit(e, "failed", {
@@ -123,7 +117,7 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
         });
         break;
       case "exit-after-running":
-        this.#afterServing(e, c.startDelayMs, () => {
+        this.#after(e, c.startDelayMs, () => {
           this.#to(e, "running");
           this.#after(e, c.crashAfterMs, () =>
             this.#exit(e, "stopped", { exitCode: 0, lastOutput: UNASKED_EXIT_OUTPUT }),
@@ -131,10 +125,10 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
         });
         break;
       case "slow-start":
-        this.#afterServing(e, c.startDelayMs * SLOW_START_FACTOR, () => this.#to(e, "running"));
+        this.#after(e, c.startDelayMs * SLOW_START_FACTOR, () => this.#to(e, "running"));
         break;
       case undefined:
-        this.#afterServing(e, c.startDelayMs, () => this.#to(e, "running"));
+        this.#after(e, c.startDelayMs, () => this.#to(e, "running"));
         break;
       default: {
         const never: never = e.fault;
@@ -156,7 +150,6 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     if (!e) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
     if (e.state === "draining") return { ok: true };
     this.#clearTimers(e);
-    e.server?.drain();
     this.#to(e, "draining");
     // What is in flight takes drainMs to finish; an engine still busy at the
     // deadline exits then, cutting off the rest, and says so.
@@ -235,10 +228,8 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     }
   }
 
-  /** With `engineHttp`, the preloaded engines listen before the first registration, so it says where. */
-  async servePreloaded(): Promise<void> {
-    await Promise.all([...this.#engines.values()].map((e) => this.#serve(e)));
-  }
+  /** Nothing listens in the simulation: the preloaded engines are RUNNING as they are. */
+  async servePreloaded(): Promise<void> {}
 
   /** GPU `index` fell off the bus: its engines die with it. */
   gpuFailed(index: number, problem: string): void {
@@ -256,7 +247,7 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     this.#engines.clear();
   }
 
-  /** The simulator stops: timers and servers go. */
+  /** The simulation stops: timers go. */
   close(): void {
     this.clear();
   }
@@ -272,50 +263,6 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     e.timers.add(t);
   }
 
-  /** `#after`, but an engine that serves HTTP is running only once it listens: RUNNING says where. */
-  #afterServing(e: Engine, ms: number, fn: () => void): void {
-    this.#after(e, ms, () => {
-      if (!e.listening || e.port !== undefined) return fn();
-      e.listening.then(
-        () => {
-          if (this.#engines.get(e.shardId) === e) fn();
-        },
-        () => {},
-      );
-    });
-  }
-
-  /** With `engineHttp`, the engine listens (once); otherwise nothing. */
-  #serve(e: Engine): Promise<unknown> {
-    const c = this.#o.config;
-    if (!c.engineHttp) return Promise.resolve();
-    if (e.listening) return e.listening;
-    const server = new SimEngineServer({
-      nodeId: this.#o.nodeId,
-      replicaId: e.replicaId,
-      shardId: e.shardId,
-      model: e.model,
-      chunkMs: c.engineChunkMs,
-    });
-    e.server = server;
-    e.listening = server.listen(c.engineHost);
-    e.listening.then(
-      (port) => {
-        e.port = port;
-      },
-      (err: unknown) => {
-        // No port: the engine cannot serve, as a real one that fails to bind.
-        e.server = undefined;
-        if (this.#engines.get(e.shardId) !== e) return;
-        this.#exit(e, "failed", {
-          exitCode: 1,
-          error: `engine could not listen on ${c.engineHost}: ${err instanceof Error ? err.message : String(err)}`,
-        });
-      },
-    );
-    return e.listening;
-  }
-
   #clearTimers(e: Engine): void {
     for (const t of e.timers) this.#clock.clearTimeout(t);
     e.timers.clear();
@@ -323,8 +270,6 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
 
   #release(e: Engine): void {
     this.#clearTimers(e);
-    e.server?.close();
-    e.server = undefined;
   }
 
   #to(e: Engine, state: SimShard["state"]): void {
@@ -340,15 +285,8 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     this.#say(e, exit);
   }
 
-  /**
-   * Where the engine serves: with `engineHttp`, the address it listens on;
-   * otherwise a made-up one, one port per shard on the node from its first GPU.
-   */
+  /** Where the engine serves: a made-up address, one port per shard on the node from its first GPU. */
   #endpoint(e: Engine): string {
-    if (e.port !== undefined) {
-      const host = this.#o.config.engineHost;
-      return `http://${host.includes(":") ? `[${host}]` : host}:${e.port}`;
-    }
     return `http://${this.#o.nodeId}:${8000 + (e.gpuIndices[0] ?? 0)}`;
   }
 
