@@ -18,18 +18,23 @@ const budgeted = (args: string[]): ModelInit => ({
   profiles: llama8b(4).profiles.map((p) => ({ ...p, engineArgs: args })),
 });
 
+const unbudgeted = (args: string[]): ModelInit => ({
+  ...llama8b(4),
+  profiles: llama8b(4).profiles.map((p) => ({ ...p, engineArgs: args })),
+});
+
 const readyOf = (f: Fleet) => f.replicasOf(M8).filter(isReady).length;
 
 /** Four ready replicas on gpu-a1, room on gpu-a2; a rollout started, its first replacement not ready yet. */
-function rolling(): { f: Fleet; started: ReturnType<Fleet["step"]> } {
+function rolling(model = budgeted): { f: Fleet; started: ReturnType<Fleet["step"]> } {
   const f = new Fleet();
   f.connect("gpu-a1", { gpus: 4 });
-  f.catalog(budgeted(["--v1"]));
+  f.catalog(model(["--v1"]));
   f.run();
   f.connect("gpu-a2", { gpus: 8 });
   f.run();
   assert.equal(readyOf(f), 4);
-  f.catalog(budgeted(["--v2"]));
+  f.catalog(model(["--v2"]));
   const started = f.step();
   assert.ok(kinds(started.decisions).includes("rolloutStarted"), kinds(started.decisions).join(", "));
   return { f, started };
@@ -48,6 +53,23 @@ describe("decide: a node drain during a rollout", () => {
     assert.match(
       blocked[0]?.explanation ?? "",
       /keeps serving: node gpu-a1 is draining, but llama-3.1-8b rolls with 4 ready, and its rollout keeps 4 \(4 desired − maxUnavailable 0\); taking it out would leave 3; waits until replacement \S+ is ready$/,
+    );
+    assert.equal(readyOf(f), 4);
+  });
+
+  it("without a budget, records no block while the replacement is on its way: the replica waits for it anyway", () => {
+    const { f } = rolling(unbudgeted);
+    f.drain("gpu-a1");
+    const all = f.settle().flatMap((o) => o.decisions);
+    assert.deepEqual(
+      ofKind(all, "replicaDrainStarted"),
+      [],
+      "nothing ready leaves while every replacement is on its way",
+    );
+    assert.deepEqual(
+      all.filter((d) => d.kind.case === "disruptionBlocked").map((d) => d.explanation),
+      [],
+      "no floor is said to hold a replica that waits for its replacement in any case",
     );
     assert.equal(readyOf(f), 4);
   });

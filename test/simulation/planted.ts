@@ -29,7 +29,7 @@ export const PLANTED_BUGS: PlantedBug[] = [
   {
     name: "make-before-break removed from drains",
     file: "src/reconciler/decide/drains.ts",
-    from: "      if (!nextReady) return undefined;\n",
+    from: "    if (budget?.stated === undefined && !nextReady) return undefined;\n",
     to: "",
     run: { minutes: 60, nodes: 20, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
   },

@@ -98,14 +98,18 @@ export function replaceThenDrain(
     const nextReady = isReady(next);
     // A replica that serves nothing takes nothing away: no budget to ask.
     const serving = isReady(r) && models.has(r.model);
+    const budget = serving ? disruptionBudget(pass, r.model) : undefined;
+    // Without a budget that lets it go early, a replica waits for its
+    // replacement anyway: no floor to ask, nothing to say.
+    if (budget?.stated === undefined && !nextReady) return undefined;
+    // Asked only where a drain would follow, so a rollout's floor is
+    // recorded only when it is what holds the replica.
     const spec = serving ? pass.work.replicas.catalog.models.find((m) => m.name === r.model) : undefined;
     const rollout = spec ? rolloutAllowance(pass, spec) : undefined;
     if (rollout !== undefined && rollout.allowed <= 0) {
       return blockedByRollout(r, next, nextReady, rollout, cause, nodeId);
     }
-    const budget = serving ? disruptionBudget(pass, r.model) : undefined;
     if (budget?.stated === undefined) {
-      if (!nextReady) return undefined;
       return drainUnit(pass, r, next.replicaId, `${cause} and replacement ${next.replicaId} runs`);
     }
     if (budget.allowed > 0) {

@@ -219,7 +219,7 @@ function decisionSummary(d: Decision): string {
     case "endpointsChanged":
       return `endpoints ${k.value.model}: [${k.value.endpoints.map((e) => e.replicaId).join(",")}]`;
     case "disruptionBlocked":
-      return `blocked ${k.value.replicaId} on ${k.value.nodeId} (${k.value.model} ${k.value.ready} ready, minAvailable ${k.value.minAvailable})`;
+      return `blocked ${k.value.replicaId} on ${k.value.nodeId} (${k.value.model} ${k.value.ready} ready, floor ${k.value.minAvailable})`;
     case "rolloutStarted":
       return `rollout ${k.value.model} to ${k.value.revision} (${k.value.outdated} outdated)`;
     case "rolloutStalled":

@@ -2711,9 +2711,10 @@ export const EndpointsChangedSchema: GenMessage<EndpointsChanged> = /*@__PURE__*
 /**
  * DisruptionBlocked: a replica must leave where it runs (its node drains, a
  * GPU of it has a problem) but taking it out of service now would leave its
- * model with fewer ready replicas than its min_available; it keeps serving
- * until a replacement is ready. Recorded when the wait starts or its reason
- * changes, not every pass.
+ * model with fewer ready replicas than a floor: its disruption budget
+ * (min_available), or, while the model rolls, desired − maxUnavailable; it
+ * keeps serving until a replacement is ready. Recorded when the wait starts
+ * or its reason changes, not every pass.
  *
  * @generated from message llmgw.v1.DisruptionBlocked
  */
@@ -2750,7 +2751,8 @@ export type DisruptionBlocked = Message<"llmgw.v1.DisruptionBlocked"> & {
   ready: number;
 
   /**
-   * The budget resolved against desired (a percentage rounded up).
+   * The floor that holds it: the budget resolved against desired (a
+   * percentage rounded up), or a rolling model's desired − maxUnavailable.
    *
    * @generated from field: uint32 min_available = 6;
    */
