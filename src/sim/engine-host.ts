@@ -19,7 +19,12 @@
  */
 import { appendFile, rename, writeFile } from "node:fs/promises";
 import { type EngineConfig, type EnginesConfig, engineSchema } from "../agent/engine/config.js";
-import type { EngineHost, EngineSpawn, EngineSpawned } from "../agent/engine/engine-host.js";
+import {
+  type EngineHost,
+  type EngineSpawn,
+  type EngineSpawned,
+  osEngineHost,
+} from "../agent/engine/engine-host.js";
 import type { SimConfig } from "./config.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
 import {
@@ -179,16 +184,7 @@ export class SimEngineHost implements EngineHost {
     if (this.#byPort.has(port)) return false;
     if (!this.#o.config.engineHttp) return true;
     // Engines that listen share this machine's ports with everything else on it.
-    return new Promise<boolean>((resolve) => {
-      const probe = new SimEngineServer({ nodeId: "", replicaId: "", shardId: "", model: "", chunkMs: 0 });
-      probe.listen(this.#o.config.engineHost, port).then(
-        () => {
-          probe.close();
-          resolve(true);
-        },
-        () => resolve(false),
-      );
-    });
+    return osEngineHost.portFree(port);
   }
 
   /** A property, not a method: the supervisor hands it on as a function (readEngineLoad's `get`). */
@@ -226,18 +222,9 @@ export class SimEngineHost implements EngineHost {
     return this.#byShard.get(shardId);
   }
 
-  /** Memory the serving engines hold on each of `gpus` (in their order), MiB: the pre-allocated KV cache of each. */
-  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
-    const used = new Array<number>(gpus.length).fill(0);
-    const fraction = this.#o.config.kvCacheFraction;
-    for (const p of this.#byPid.values()) {
-      if (p.phase !== "serving" || p.exiting) continue;
-      for (let k = 0; k < gpus.length; k++) {
-        const g = gpus[k]!;
-        if (p.gpuIndices.includes(g.index)) used[k] = (used[k] ?? 0) + Math.round(g.memoryTotalMb * fraction);
-      }
-    }
-    return used;
+  /** The GPUs of each engine that has loaded and holds its memory (serving, not on its way out). */
+  forEachLoaded(fn: (gpuIndices: readonly number[]) => void): void {
+    for (const p of this.#byPid.values()) if (p.phase === "serving" && !p.exiting) fn(p.gpuIndices);
   }
 
   /** GPU `index` fell off the bus: its engines die with it. */

@@ -24,7 +24,7 @@ export interface SimGpusOptions {
   config: SimConfig;
   faults: NodeFaultPlan;
   rng: Rng;
-  engines: Pick<SimMachineEngines, "memoryUsedMb" | "gpuFailed">;
+  engines: Pick<SimMachineEngines, "forEachLoaded" | "gpuFailed">;
   /** A GPU problem happened (for the fleet's events). */
   onProblem: (problem: string) => void;
   /** Milliseconds since the epoch (Date.now unless a test says otherwise). */
@@ -80,7 +80,15 @@ export class SimGpus implements GpuSource {
       ? Math.floor((this.#now() - this.#leakSinceMs) / c.heartbeatMs) * c.leakMbPerHeartbeat
       : 0;
     const gpus = this.#o.hardware.gpus;
-    const held = this.#o.engines.memoryUsedMb(gpus);
+    // One pass over the engines for every GPU (the agent samples at every
+    // heartbeat): each loaded engine holds its KV cache on each of its GPUs.
+    const held = new Array<number>(gpus.length).fill(0);
+    this.#o.engines.forEachLoaded((indices) => {
+      for (let k = 0; k < gpus.length; k++) {
+        const g = gpus[k]!;
+        if (indices.includes(g.index)) held[k] = held[k]! + Math.round(g.memoryTotalMb * c.kvCacheFraction);
+      }
+    });
     for (let k = 0; k < gpus.length; k++) held[k] = Math.min(gpus[k]!.memoryTotalMb, leaked + held[k]!);
     return held;
   }

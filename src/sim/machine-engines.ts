@@ -39,10 +39,10 @@ export interface SimMachineEngines {
   supervisorFor(onEvent: (e: ShardEvent) => void): AgentSupervisor;
   /** The shards now (copies). */
   list(): SimShard[];
-  /** Each engine's shard id and state, no copy made (a check that runs after every step reads it). */
+  /** Each engine's shard id and state (the simulation's check of shards on two nodes reads it). */
   forEachState(fn: (shardId: string, state: SimShard["state"]) => void): void;
-  /** Memory the engines hold on each of `gpus` (in their order), MiB: one pass, as the agent samples at every heartbeat. */
-  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[];
+  /** The GPUs of each engine that has loaded and holds its KV cache; the node's GPUs sum their memory. */
+  forEachLoaded(fn: (gpuIndices: readonly number[]) => void): void;
   /** GPU `index` fell off the bus: its engines die with it. */
   gpuFailed(index: number, problem: string): void;
   /** Engines already running before the agent started (call before the first agent). */

@@ -58,8 +58,8 @@ export class SupervisedSimEngines implements SimMachineEngines {
     for (const s of this.#current?.shards() ?? []) fn(s.shardId, s.state);
   }
 
-  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
-    return this.#host.memoryUsedMb(gpus);
+  forEachLoaded(fn: (gpuIndices: readonly number[]) => void): void {
+    this.#host.forEachLoaded(fn);
   }
 
   gpuFailed(index: number, problem: string): void {

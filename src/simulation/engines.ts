@@ -14,7 +14,7 @@
  * It says what happens through `onEvent`, as the real supervisor does; the
  * real `NodeAgent` turns that into shard statuses.
  */
-import { type AgentClock, SYSTEM_CLOCK, type TimerHandle } from "../agent/client/index.js";
+import type { AgentClock, TimerHandle } from "../agent/client/index.js";
 import type {
   CommandOutcome,
   ShardEvent,
@@ -58,7 +58,9 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
 
   constructor(opts: SimEnginesOptions) {
     this.#o = opts;
-    this.#clock = opts.clock ?? SYSTEM_CLOCK;
+    // A real clock here would make a run differ from its replay.
+    if (!opts.clock) throw new Error("the simulation's engines need the simulation's clock");
+    this.#clock = opts.clock;
   }
 
   /** The machine's engines are their own supervisor, whichever agent process runs. */
@@ -198,19 +200,9 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
     return [...this.#engines.values()].map((e) => ({ ...shardCopy(e), rank: e.rank }));
   }
 
-  /** Memory the engines hold on each of `gpus` (in their order), MiB: the pre-allocated KV cache of each loaded one. */
-  memoryUsedMb(gpus: ReadonlyArray<{ index: number; memoryTotalMb: number }>): number[] {
-    // One pass over the engines for every GPU: the agent samples at every heartbeat.
-    const used = new Array<number>(gpus.length).fill(0);
-    const fraction = this.#o.config.kvCacheFraction;
-    for (const e of this.#engines.values()) {
-      if (e.state !== "running" && e.state !== "draining") continue;
-      for (let k = 0; k < gpus.length; k++) {
-        const g = gpus[k]!;
-        if (e.gpuIndices.includes(g.index)) used[k] = (used[k] ?? 0) + Math.round(g.memoryTotalMb * fraction);
-      }
-    }
-    return used;
+  forEachLoaded(fn: (gpuIndices: readonly number[]) => void): void {
+    for (const e of this.#engines.values())
+      if (e.state === "running" || e.state === "draining") fn(e.gpuIndices);
   }
 
   /** Engines already running on the machine before the agent started: RUNNING at once. */

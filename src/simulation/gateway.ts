@@ -9,7 +9,10 @@
  * (supersede across gateways, fed the session, gateway and reconciler
  * records as the gateway's followers feed it), the duplicate-identity check
  * (`liveHolder`), and the command relay (commands to the sessions it holds,
- * undeliverable ones reported, expired sessions ended).
+ * undeliverable ones reported, expired sessions ended). One difference
+ * from the real shell: an append that fails closes the session
+ * (`log-failed`), where the gateway's ordered pipeline retries it with the
+ * same message id, so the log's message-id dedupe is not exercised here.
  */
 import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
