@@ -37,11 +37,3 @@ export function routingTable(state: FleetView): Record<string, EndpointEntry[]> 
   for (const model of [...byModel.keys()].sort()) out[model] = byModel.get(model) as EndpointEntry[];
   return out;
 }
-
-/** True when two lists name the same replicas at the same places, in the same order. */
-export function sameEndpoints(a: readonly EndpointEntry[], b: readonly EndpointEntry[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((e, i) => e.replicaId === b[i]?.replicaId && e.url === b[i]?.url && e.nodeId === b[i]?.nodeId)
-  );
-}

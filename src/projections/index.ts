@@ -4,7 +4,7 @@ export { effectiveReplicas, LOAD_HISTORY_MS, LOAD_SAMPLES_MAX } from "./autoscal
 export { invalidMinAvailableReason, resolveMinAvailable } from "./budget.js";
 export { AUTOSCALE_DEFAULTS } from "./convert.js";
 export type { DeepReadonly } from "./deep-readonly.js";
-export { replicaEndpoint, routingTable, sameEndpoints } from "./endpoints.js";
+export { replicaEndpoint, routingTable } from "./endpoints.js";
 export {
   cloneFleet,
   evolveFleet,
@@ -28,6 +28,7 @@ export {
 export { type Fork, forkFleet } from "./fork.js";
 export { evolveInventory, initialInventory, isCurrentSession } from "./inventory.js";
 export { isReady } from "./is-ready.js";
+export { PatchedSortedList, type SortedSource } from "./patched-sorted-list.js";
 export type { EventMeta, Projection } from "./projection.js";
 export { type FleetFilter, filterFleet, type GpuShard, shardsByGpu } from "./query.js";
 export { readyCounts } from "./ready.js";

@@ -202,11 +202,11 @@ describe("decide: the routing table", () => {
   it("keeps the routing table across passes exactly, and its verifier catches a change made around the replica table", () => {
     const f = withEndpoints(["gpu-a1", "gpu-a2"]);
     f.catalog(llama8b(4));
-    f.run(); // every pass checks the kept table against a fresh build (test/support/fleet.ts)
+    f.run(); // every pass checks the kept table against the projection's routingTable (test/support/fleet.ts)
     const table = f.state.replicas.endpoints["llama-3.1-8b"] ?? [];
     assert.equal(table.length, 4);
     const replica = f.state.replicas.replicas.get(table[1]!.replicaId) as ReplicaState;
     (replica.shards[0] as ShardState).endpoint = "http://around-the-table";
-    assert.throws(() => verifyKeptRoutes(f.state.replicas.replicas), /the kept routing table is stale/);
+    assert.throws(() => verifyKeptRoutes(f.state), /the kept routing table is stale/);
   });
 });

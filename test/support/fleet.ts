@@ -407,7 +407,7 @@ function checkIndexes(state: FleetState): void {
   state.inventory.nodes.verify();
   state.replicas.replicas.verify();
   verifyKeptView(state);
-  verifyKeptRoutes(state.replicas.replicas);
+  verifyKeptRoutes(state);
 }
 
 function replicaOf(state: FleetState, shardId: string): string {

@@ -12,7 +12,7 @@ import {
   type EndpointsChanged,
   EndpointsChangedSchema,
 } from "../../gen/llmgw/v1/events_pb.js";
-import { type EndpointEntry, sameEndpoints } from "../../projections/index.js";
+import type { EndpointEntry } from "../../projections/index.js";
 import { routingRows } from "./kept-routes.js";
 import { decision } from "./messages.js";
 import type { Pass } from "./pass.js";
@@ -38,7 +38,7 @@ export function publishEndpoints(pass: Pass): void {
     const next = tables.get(model) ?? NONE;
     const base = prev === undefined ? NONE : matches.get(prev);
     if (base === next) continue;
-    const change = changeOf(model, base ?? (prev as readonly EndpointEntry[]), next, base !== undefined);
+    const change = changeOf(model, base ?? (prev as readonly EndpointEntry[]), next);
     if (change === null) {
       if (prev !== undefined) matches.set(prev, next);
       continue;
@@ -63,20 +63,17 @@ const ENDPOINTS_CHANGED = EndpointsChangedSchema.typeName as EndpointsChanged["$
 /**
  * What changed from `prev` to `next` as the decision explains it, or null
  * when the lists are the same (the same replicas at the same places, in the
- * same order). `next` is sorted by replica id; so is `prev` when `kept`
- * (rows the kept table made) and as the fold records what a pass
- * published: one walk over both, no maps of 16,000 entries per changed
- * model. A table recorded in another order is compared by maps.
+ * same order). Both are sorted by replica id: `next` is the kept table's,
+ * and `prev` is what a pass published (the fold records it as published),
+ * so one walk over both compares them, no maps of 16,000 entries per
+ * changed model. (A recorded table out of order would compare as changed
+ * and be published again, sorted.)
  */
 function changeOf(
   model: string,
   prev: readonly EndpointEntry[],
   next: readonly EndpointEntry[],
-  kept: boolean,
 ): string | null {
-  if (!kept && !sortedById(prev)) {
-    return sameEndpoints(prev, next) ? null : explainUnsorted(model, prev, next);
-  }
   const entered: string[] = [];
   const left: string[] = [];
   let same = prev.length === next.length;
@@ -107,26 +104,4 @@ function changeOf(
   }
   if (same) return null;
   return `routing table of ${model}: ${[...entered, ...left].join(", ")}; ${next.length} endpoint(s)`;
-}
-
-function sortedById(list: readonly EndpointEntry[]): boolean {
-  for (let i = 1; i < list.length; i++)
-    if (!((list[i - 1] as EndpointEntry).replicaId < (list[i] as EndpointEntry).replicaId)) return false;
-  return true;
-}
-
-function explainUnsorted(
-  model: string,
-  prev: readonly EndpointEntry[],
-  next: readonly EndpointEntry[],
-): string {
-  const was = new Map(prev.map((e) => [e.replicaId, e.url]));
-  const now = new Map(next.map((e) => [e.replicaId, e.url]));
-  const parts: string[] = [];
-  for (const e of next) {
-    if (!was.has(e.replicaId)) parts.push(`${e.replicaId} ready at ${e.url}`);
-    else if (was.get(e.replicaId) !== e.url) parts.push(`${e.replicaId} moved to ${e.url}`);
-  }
-  for (const e of prev) if (!now.has(e.replicaId)) parts.push(`${e.replicaId} no longer ready`);
-  return `routing table of ${model}: ${parts.join(", ")}; ${next.length} endpoint(s)`;
 }

@@ -19,9 +19,13 @@ import type { Endpoint } from "../../gen/llmgw/v1/events_pb.js";
 import { EndpointSchema } from "../../gen/llmgw/v1/events_pb.js";
 import {
   type ChangeFollower,
+  type EndpointEntry,
+  type FleetView,
   isReady,
+  PatchedSortedList,
   type ReplicaState,
   replicaEndpoint,
+  routingTable,
   type TableView,
 } from "../../projections/index.js";
 
@@ -29,19 +33,21 @@ type Replicas = TableView<ReplicaState>;
 
 const ENDPOINT = EndpointSchema.typeName as Endpoint["$typeName"];
 
-/**
- * Changes a model's sorted rows take one by one: more than this (or more
- * than a sixteenth of the model's rows) and they are sorted again whole.
- */
-const PATCH_LIMIT = 64;
-
 interface ModelRows {
   /** Replica id → its row. */
   readonly rows: Map<string, Endpoint>;
-  /** The rows sorted by replica id as last handed out (null: sort again). */
-  sorted: Endpoint[] | null;
-  /** Replica ids changed since `sorted` was made. */
-  changed: string[];
+  /** The rows sorted by replica id, patched after a few changes rather than sorted again. */
+  readonly sorted: PatchedSortedList<Endpoint>;
+}
+
+function modelRows(): ModelRows {
+  const rows = new Map<string, Endpoint>();
+  const sorted = new PatchedSortedList<Endpoint>({
+    current: (id) => rows.get(id),
+    all: () => rows.values(),
+    keyOf: (row) => row.replicaId,
+  });
+  return { rows, sorted };
 }
 
 export class KeptRoutes {
@@ -62,7 +68,7 @@ export class KeptRoutes {
     const out = new Map<string, readonly Endpoint[]>();
     for (const [model, m] of this.#models) {
       if (m.rows.size === 0) continue;
-      out.set(model, this.#sortedRows(m));
+      out.set(model, m.sorted.sorted());
     }
     return out;
   }
@@ -81,63 +87,18 @@ export class KeptRoutes {
       if (e !== null && was === r?.model && row.url === e.url && row.nodeId === e.nodeId) return;
       m.rows.delete(id);
       this.#modelOf.delete(id);
-      note(m, id);
+      m.sorted.note(id);
     }
     if (e === null || r === undefined) return;
     let m = this.#models.get(r.model);
     if (m === undefined) {
-      m = { rows: new Map(), sorted: null, changed: [] };
+      m = modelRows();
       this.#models.set(r.model, m);
     }
     m.rows.set(id, { $typeName: ENDPOINT, replicaId: e.replicaId, url: e.url, nodeId: e.nodeId });
     this.#modelOf.set(id, r.model);
-    note(m, id);
+    m.sorted.note(id);
   }
-
-  #sortedRows(m: ModelRows): Endpoint[] {
-    if (m.sorted !== null && m.changed.length === 0) return m.sorted;
-    if (m.sorted === null)
-      m.sorted = [...m.rows.values()].sort((a, b) => (a.replicaId < b.replicaId ? -1 : 1));
-    else m.sorted = patched(m.sorted, m.rows, m.changed);
-    m.changed = [];
-    return m.sorted;
-  }
-}
-
-/** Marks a change of `id` in `m`'s sorted rows (or drops them when too many changed). */
-function note(m: ModelRows, id: string): void {
-  if (m.sorted === null) return;
-  if (m.changed.length >= PATCH_LIMIT || m.changed.length * 16 >= m.sorted.length) {
-    m.sorted = null;
-    m.changed = [];
-    return;
-  }
-  m.changed.push(id);
-}
-
-/** `sorted` with each changed id's row as `rows` has it now, or taken out (a copy). */
-function patched(
-  sorted: readonly Endpoint[],
-  rows: ReadonlyMap<string, Endpoint>,
-  changed: readonly string[],
-): Endpoint[] {
-  const out = sorted.slice();
-  for (const id of changed) {
-    let lo = 0;
-    let hi = out.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((out[mid] as Endpoint).replicaId < id) lo = mid + 1;
-      else hi = mid;
-    }
-    const there = out[lo]?.replicaId === id;
-    const row = rows.get(id);
-    if (row === undefined) {
-      if (there) out.splice(lo, 1);
-    } else if (there) out[lo] = row;
-    else out.splice(lo, 0, row);
-  }
-  return out;
 }
 
 /** The kept tables of each replica table (derived data beside it). */
@@ -154,20 +115,18 @@ export function routingRows(records: Replicas): Map<string, readonly Endpoint[]>
 }
 
 /**
- * For tests: throws unless the kept tables of `records` (when kept) are
- * what a fresh build reads from the records.
+ * For tests: throws unless the kept tables of `state`'s replicas (when
+ * kept) are the routing table the projection defines (`routingTable`, a
+ * build from every record).
  */
-export function verifyKeptRoutes(records: Replicas): void {
-  const k = kept.get(records);
+export function verifyKeptRoutes(state: FleetView): void {
+  const k = kept.get(state.replicas.replicas);
   if (k === undefined) return;
-  const have = k.tables();
-  const fresh = new KeptRoutes(records);
-  fresh.stop();
-  const want = fresh.tables();
-  const text = (t: Map<string, readonly Endpoint[]>) =>
+  const text = (t: Iterable<[string, readonly EndpointEntry[]]>) =>
     [...t]
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([m, rows]) => `${m}: ${rows.map((r) => `${r.replicaId}@${r.url}@${r.nodeId}`).join(" ")}`)
       .join("\n");
-  if (text(have) !== text(want)) throw new Error("the kept routing table is stale");
+  if (text(k.tables()) !== text(Object.entries(routingTable(state))))
+    throw new Error("the kept routing table is stale");
 }
