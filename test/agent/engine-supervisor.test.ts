@@ -24,6 +24,7 @@ import {
   EngineSupervisor,
   enginesSchema,
   loadOfMetricsText,
+  READY_INTERVAL_MS,
   type ShardEvent,
   type SupervisorOptions,
   startTimeOfStat,
@@ -361,6 +362,15 @@ describe("engine supervisor (real processes)", () => {
     } finally {
       await discardSupervisor(s, dir);
     }
+  });
+
+  it("probes a starting engine on its own cadence by default, four times a second, far more often than a running one's liveness", () => {
+    const e = enginesSchema.parse({
+      default: { command: ["vllm", "serve", "{model}"], ready: { http: "http://127.0.0.1:{port}/health" } },
+    })["default"]!;
+    assert.equal(e.ready.intervalMs, READY_INTERVAL_MS);
+    assert.equal(READY_INTERVAL_MS, 250);
+    assert.ok(e.ready.intervalMs < e.liveness.intervalMs);
   });
 
   it("refuses an agent config that allows a denied name", () => {
