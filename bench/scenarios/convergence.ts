@@ -371,16 +371,23 @@ function onGatewayAdopted(s: FleetState, nodeId: string, gatewayId: string, afte
 async function stepsAfter(log: Log, fromSeq: number, t0Wall: number): Promise<string> {
   const at = (ms: number) => `+${Math.round(ms - t0Wall)}`;
   const passes: string[] = [];
-  const starting: number[] = [];
-  const runningAt: number[] = [];
+  // Per shard: when the pass carrying its start, its starting and its running report were stored.
+  const commandAt = new Map<string, number>();
+  const startingAt = new Map<string, number>();
+  const runningAt = new Map<string, number>();
+  const others = new Map<string, number>();
   let catalogAt = 0;
-  let other = 0;
   const untilSeq = await log.lastSeq();
   for await (const r of log.read({ fromSeq, untilSeq })) {
     const b = r.event.body;
     if (b.case === "catalogChanged") catalogAt = r.timeMs;
     else if (b.case === "reconcilePass") {
-      const starts = b.value.commands.filter((c) => c.action.case === "start").length;
+      let starts = 0;
+      for (const c of b.value.commands) {
+        if (c.action.case !== "start") continue;
+        starts++;
+        if (!commandAt.has(c.action.value.shardId)) commandAt.set(c.action.value.shardId, r.timeMs);
+      }
       if (b.value.decisions.length > 0) {
         const kinds = new Map<string, number>();
         for (const d of b.value.decisions)
@@ -392,18 +399,31 @@ async function stepsAfter(log: Log, fromSeq: number, t0Wall: number): Promise<st
       }
     } else if (b.case === "shardStatus") {
       const st = b.value.status?.state;
-      if (st === ShardStatus_State.STARTING) starting.push(r.timeMs);
-      else if (st === ShardStatus_State.RUNNING) runningAt.push(r.timeMs);
-    } else other++;
+      const shard = b.value.status?.shardId ?? "";
+      if (st === ShardStatus_State.STARTING && !startingAt.has(shard)) startingAt.set(shard, r.timeMs);
+      else if (st === ShardStatus_State.RUNNING && !runningAt.has(shard)) runningAt.set(shard, r.timeMs);
+    } else others.set(b.case ?? "?", (others.get(b.case ?? "?") ?? 0) + 1);
   }
   const span = (xs: number[]) =>
     xs.length === 0 ? "none" : `${at(Math.min(...xs))} … ${at(Math.max(...xs))}`;
+  /** Per shard, from one step to the next: median and max. */
+  const gap = (from: Map<string, number>, to: Map<string, number>) => {
+    const d = [...to]
+      .flatMap(([shard, t]) => {
+        const f = from.get(shard);
+        return f === undefined ? [] : [t - f];
+      })
+      .sort((a, b) => a - b);
+    return d.length === 0
+      ? "none"
+      : `median ${Math.round(d[Math.floor(d.length / 2)]!)}, max ${Math.round(d.at(-1)!)} ms`;
+  };
   return [
     `catalog stored ${at(catalogAt)} ms`,
     `passes ${passes.slice(0, 6).join(", ")}${passes.length > 6 ? `, … (${passes.length})` : ""}`,
-    `${starting.length} starting reports ${span(starting)}`,
-    `${runningAt.length} running reports ${span(runningAt)}`,
-    `${other} other events`,
+    `${startingAt.size} starting reports ${span([...startingAt.values()])} (after their start's pass: ${gap(commandAt, startingAt)})`,
+    `${runningAt.size} running reports ${span([...runningAt.values()])} (after their starting report: ${gap(startingAt, runningAt)})`,
+    `other events: ${[...others].map(([k, n]) => `${n} ${k}`).join(", ") || "none"}`,
   ].join("; ");
 }
 

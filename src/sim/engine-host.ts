@@ -18,7 +18,12 @@
  * (SimEngineServer), so a router or a client can reach it.
  */
 import { appendFile, rename, writeFile } from "node:fs/promises";
-import { type EngineConfig, type EnginesConfig, engineSchema } from "../agent/engine/config.js";
+import {
+  type EngineConfig,
+  type EnginesConfig,
+  engineSchema,
+  READY_INTERVAL_MS,
+} from "../agent/engine/config.js";
 import {
   type EngineHost,
   type EngineSpawn,
@@ -421,8 +426,9 @@ export function simEnginesConfig(c: SimConfig, position: number): EnginesConfig 
     command: SIM_ENGINE_COMMAND,
     ready: {
       http: "http://127.0.0.1:{port}/health",
-      // A probe often enough that RUNNING follows the start delay closely, and no more.
-      intervalMs: Math.min(1000, Math.max(50, Math.round(c.startDelayMs / 5))),
+      // The agent's default; more often for engines that load in under a second or so
+      // (--start-delay-ms of tests), so that RUNNING follows the start delay closely.
+      intervalMs: Math.min(READY_INTERVAL_MS, Math.max(50, Math.round(c.startDelayMs / 5))),
     },
     drain: {
       http: "http://127.0.0.1:{port}/drain",

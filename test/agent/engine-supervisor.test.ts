@@ -6,7 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +24,7 @@ import {
   EngineSupervisor,
   enginesSchema,
   loadOfMetricsText,
+  READY_INTERVAL_MS,
   type ShardEvent,
   type SupervisorOptions,
   startTimeOfStat,
@@ -354,6 +364,15 @@ describe("engine supervisor (real processes)", () => {
     }
   });
 
+  it("probes a starting engine on its own cadence by default, four times a second, far more often than a running one's liveness", () => {
+    const e = enginesSchema.parse({
+      default: { command: ["vllm", "serve", "{model}"], ready: { http: "http://127.0.0.1:{port}/health" } },
+    })["default"]!;
+    assert.equal(e.ready.intervalMs, READY_INTERVAL_MS);
+    assert.equal(READY_INTERVAL_MS, 250);
+    assert.ok(e.ready.intervalMs < e.liveness.intervalMs);
+  });
+
   it("refuses an agent config that allows a denied name", () => {
     const r = enginesSchema.safeParse({
       default: { command: ["x"], ready: { http: "http://127.0.0.1:{port}/" }, allowedEnv: ["LD_PRELOAD"] },
@@ -678,6 +697,40 @@ describe("engine supervisor (real processes)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("refuses a start whose engine log cannot be opened, naming the log, and gives its port to the next start", async () => {
+    const from = 30000 + Math.floor(Math.random() * 25000);
+    await withSupervisor(
+      [],
+      async (s, events, dir) => {
+        // A directory where the shard's log file goes: opening it for appending fails.
+        const logPath = join(dir, "logs", "s-bad.log");
+        mkdirSync(logPath);
+        const r = await s.start(spec("s-bad"));
+        assert.equal(r.ok, false);
+        assert.match(r.ok ? "" : r.error, /^cannot open the engine log .*s-bad\.log: EISDIR/);
+        assert.deepEqual(s.pids(), {}, "nothing started");
+        assert.deepEqual(readdirSync(join(dir, "shards")), [], "no record");
+        assert.deepEqual(await s.start(spec("s1")), { ok: true });
+        const running = await until("running", () => stateOf(events, "running"));
+        assert.equal(running.endpoint, `http://127.0.0.1:${from}`, "the refused start's port was released");
+      },
+      1,
+      { portRange: [from, from + 4] },
+    );
+  });
+
+  it("removes an earlier engine's exit status before starting a shard's engine again", async () => {
+    await withSupervisor([], async (s, events, dir) => {
+      // Left by an engine of the same shard id that ended while no agent ran.
+      const exitPath = join(dir, "shards", "s1.exit");
+      writeFileSync(exitPath, "137\n");
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      await until("running", () => stateOf(events, "running"));
+      assert.equal(existsSync(exitPath), false, "the stale exit status is gone");
+      assert.equal(stateOf(events, "failed"), undefined);
+    });
   });
 
   it("with ready.ranks first, probes rank 0 only: a rank > 0 that serves no HTTP is RUNNING once started", async () => {

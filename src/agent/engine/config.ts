@@ -38,6 +38,16 @@ const engineMetricsSchema = z.strictObject({
   timeoutMs: z.number().int().min(50).max(60_000).default(1000),
 });
 
+/**
+ * The default ready probe's period while an engine starts. Every period
+ * that passes between an engine becoming ready and its probe is a replica
+ * not serving (half a period on average), while a probe of an engine still
+ * loading costs a refused connection to a local port, microseconds: so a
+ * starting engine is probed four times a second, far more often than a
+ * running one's liveness (every 5 s).
+ */
+export const READY_INTERVAL_MS = 250;
+
 export const engineSchema = z.strictObject({
   /** The argv template; the profile's engine_args are appended. */
   command: z.array(template).min(1, "needs at least the program"),
@@ -76,7 +86,8 @@ export const engineSchema = z.strictObject({
   ready: z.strictObject({
     /** Polled until it answers 200: the engine is RUNNING from then on. */
     http: template,
-    intervalMs: z.number().int().min(50).max(60_000).default(1000),
+    /** How often a STARTING engine is probed (see READY_INTERVAL_MS); a RUNNING one's is `liveness.intervalMs`. */
+    intervalMs: z.number().int().min(50).max(60_000).default(READY_INTERVAL_MS),
     timeoutMs: z.number().int().min(50).max(60_000).default(2000),
     /**
      * Which shards of a multi-node replica are probed. "first": only rank 0,

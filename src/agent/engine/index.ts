@@ -5,6 +5,7 @@ export {
   type EnginesConfig,
   engineSchema,
   enginesSchema,
+  READY_INTERVAL_MS,
 } from "./config.js";
 export { type EngineHost, type EngineSpawn, type EngineSpawned, osEngineHost } from "./engine-host.js";
 export type { EngineOutput, EngineOutputSource, OutputRead } from "./engine-output.js";

@@ -6,8 +6,18 @@
  * engines' HTTP go through an `EngineHost` (engine-host.ts): this machine's
  * by default.
  */
-import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
-import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import {
+  chmod,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { launchIssues } from "../../engine-policy/index.js";
 import type {
@@ -202,14 +212,14 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       try {
         record = JSON.parse(await readFile(path, "utf8")) as EngineRecord;
       } catch {
-        await rm(path, { force: true });
+        await removeIfPresent(path);
         continue;
       }
       const config = this.#o.engines[record.spec.engine];
       const alive = (await this.#host.startTime(record.pid)) === record.startTime;
       if (!alive || !config) {
         // Gone, or the PID now belongs to another process: never adopted.
-        await rm(path, { force: true });
+        await removeIfPresent(path);
         continue;
       }
       const shard = this.#newShard(record, config, false, 0);
@@ -327,29 +337,32 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
       const env = this.#engineEnv(spec, config);
       const logPath = join(this.#logsDir, `${spec.shardId}.log`);
-      let fd: number;
+      // Opened off the event loop: creating a file can take a disk's while, and
+      // starts arriving together (a pass placing many shards on one node) would queue behind each.
+      let log: FileHandle | undefined;
       let logOffset: number;
       try {
-        fd = openSync(logPath, "a", 0o600);
-        logOffset = fstatSync(fd).size;
+        log = await open(logPath, "a", 0o600);
+        logOffset = (await log.stat()).size;
       } catch (err) {
+        await log?.close().catch(() => {});
         return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
       }
       const program = argv[0]!;
       if (!(await this.#host.executable(program, env.PATH))) {
-        closeSync(fd);
+        await log.close();
         return {
           ok: false,
           error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})`,
         };
       }
       const exitPath = this.#exitPath(spec.shardId);
-      await rm(exitPath, { force: true });
       let spawned: Awaited<ReturnType<EngineHost["spawn"]>>;
       try {
-        spawned = await this.#host.spawn({ argv, env, logFd: fd, logPath, exitPath });
+        await removeIfPresent(exitPath);
+        spawned = await this.#host.spawn({ argv, env, logFd: log.fd, logPath, exitPath });
       } finally {
-        closeSync(fd);
+        await log.close();
       }
       if (!spawned.ok) return { ok: false, error: spawned.error };
       const pid = spawned.pid;
@@ -676,8 +689,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       return;
     }
     const lastOutput = await lastLines(shard.record.logPath);
-    await rm(join(this.#recordsDir, `${shard.record.spec.shardId}.json`), { force: true });
-    await rm(this.#exitPath(shard.record.spec.shardId), { force: true });
+    await removeIfPresent(join(this.#recordsDir, `${shard.record.spec.shardId}.json`));
+    await removeIfPresent(this.#exitPath(shard.record.spec.shardId));
     shard.markExited();
     if (shard.afterExit === "silent") return;
     if (restart) {
@@ -814,6 +827,18 @@ function templateValues(s: ShardStartSpec, port: number): TemplateValues {
     shard_id: s.shardId,
     replica_id: s.replicaId,
   };
+}
+
+/**
+ * Deletes a file that may not exist: one unlink (fs's rm with `force` looks
+ * the path up first, a second system call per file).
+ */
+async function removeIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
 }
 
 /** The last lines an engine printed (its log file's tail). */
