@@ -2,22 +2,30 @@
  * A simulated gateway: its agent streams run the real session core (`step`)
  * exactly as the gateway's shell feeds it (src/gateway/session.ts): every
  * message, timer, store and failure is an input, and what `step` returns is
- * carried out — events appended through the real append path in the order
- * they were drafted, replies written to the stream, timers armed on the
- * simulated clock. Around the sessions it keeps what the gateway keeps: the
- * newest session per node through the gateway's own `SessionsWatch`
- * (supersede across gateways, fed the session, gateway and reconciler
- * records as the gateway's followers feed it), the duplicate-identity check
- * (`liveHolder`), and the command relay (commands to the sessions it holds,
- * undeliverable ones reported, expired sessions ended). One difference
- * from the real shell: an append that fails closes the session
- * (`log-failed`), where the gateway's ordered pipeline retries it with the
- * same message id, so the log's message-id dedupe is not exercised here.
+ * carried out — events pushed into the gateway's own `OrderedPipeline`
+ * (pipelined, handed back stored in the order drafted; on an unavailable
+ * log the failed ones retried in order with their message ids, through the
+ * gateway's own retry loop `appendRetrying`, so a publish whose ack was
+ * lost is stored once by the log's message-id dedupe), replies written to
+ * the stream, timers armed on the simulated clock. The pipeline runs over a
+ * `SimPublisher` (publisher.ts): the log's `AppendWindow` onto the
+ * in-memory log. As the shell, a session reads no further while its
+ * pipeline has no room, reads the stream's end only once what it published
+ * is stored, and appends its session-closed event after that, retried as
+ * the gateway retries it. Around the sessions it keeps what the gateway
+ * keeps: the newest session per node through the gateway's own
+ * `SessionsWatch` (supersede across gateways, fed the session, gateway and
+ * reconciler records as the gateway's followers feed it), the
+ * duplicate-identity check (`liveHolder`), and the command relay (commands
+ * to the sessions it holds, undeliverable ones reported, expired sessions
+ * ended).
  */
 import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
+import { coreConfigOf, type GatewayConfig } from "../gateway/config.js";
 import { liveHolder } from "../gateway/duplicates.js";
 import { commandUndeliverable, gatewayEvent } from "../gateway/events.js";
+import { OrderedPipeline } from "../gateway/ordered.js";
 import { controlMessageFor } from "../gateway/relay.js";
 import {
   awaitsAdmission,
@@ -35,18 +43,19 @@ import {
 import { SessionsWatch } from "../gateway/sessions-watch.js";
 import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
 import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
+import type { Appended } from "../log/append.js";
+import { isLogError } from "../log/log-error.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
+import { SimPublisher } from "./publisher.js";
 import type { Scheduler } from "./scheduler.js";
 import type { SimStream, StreamReceiver } from "./stream.js";
 
 export interface SimGatewayOptions {
-  id: string;
-  core: CoreConfig;
+  /** The gateway's configuration, as `llmgw gateway` parses it. */
+  config: GatewayConfig;
   scheduler: Scheduler;
   log: MemoryLog;
   newId: () => string;
-  /** Told to a second agent process presenting a live session's identity. */
-  duplicateRetryAfterMs: number;
 }
 
 export class SimGateway {
@@ -57,6 +66,10 @@ export class SimGateway {
   /** Restarts so far: a restarted gateway is a new process. */
   incarnation = 0;
   readonly #o: SimGatewayOptions;
+  /** The session core's configuration, from the gateway's. */
+  readonly core: CoreConfig;
+  /** This process's way into the log (a new one per process). */
+  #publisher: SimPublisher;
   readonly #sessions = new Set<SimSession>();
   /** Open sessions by session id, and every session by node (filled once the Register is read). */
   readonly #byId = new Map<string, SimSession>();
@@ -69,7 +82,18 @@ export class SimGateway {
 
   constructor(opts: SimGatewayOptions) {
     this.#o = opts;
-    this.id = opts.id;
+    this.id = opts.config.id;
+    this.core = coreConfigOf(opts.config);
+    this.#publisher = this.#newPublisher();
+  }
+
+  #newPublisher(): SimPublisher {
+    const c = this.#o.config;
+    return new SimPublisher(this.#o.log.appender, this.#o.scheduler, {
+      window: c.publishWindow,
+      timeoutMs: c.publishTimeoutMs,
+      unavailableLimitMs: c.logUnavailableLimitMs,
+    });
   }
 
   get options(): SimGatewayOptions {
@@ -87,20 +111,24 @@ export class SimGateway {
 
   /** A new stream from an agent. */
   accept(stream: SimStream): void {
-    const s = new SimSession(this, stream, this.#o.newId());
+    const s = new SimSession(this, stream, this.#o.newId(), this.#publisher);
     this.#sessions.add(s);
     stream.attach(s);
     s.start();
   }
 
-  /** Appends an event of this gateway's (not a session's). */
+  /** Appends an event of this gateway's (not a session's), retried as the gateway retries it. */
   append(e: Event): void {
-    this.#o.log.appender.appendWith(e, {}, { appended() {}, failed() {} });
+    this.#publisher.append(e).catch(() => {
+      // Given up after the unavailability limit, as the gateway gives up.
+    });
   }
 
   /** The process dies: its streams break, nothing more is appended or relayed. */
   crash(): void {
     this.up = false;
+    this.#publisher.kill();
+    this.#publisher = this.#newPublisher();
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
     this.#byId.clear();
@@ -192,14 +220,14 @@ export class SimGateway {
       local,
       this.#watch.newest(s.state.nodeId),
       this.id,
-      this.#o.core.heartbeatTimeoutMs,
+      this.core.heartbeatTimeoutMs,
     );
     if (!holder) return undefined;
     return {
       kind: "refused",
       code: Code.AlreadyExists,
       detail: `node ${s.state.nodeId} has a live session (${holder.sessionId} on gateway ${holder.gatewayId}) held by another agent process`,
-      retryAfterMs: this.#o.duplicateRetryAfterMs,
+      retryAfterMs: this.#o.config.duplicateRetryAfterMs,
     };
   }
 
@@ -263,33 +291,47 @@ export class SimGateway {
   }
 }
 
-interface Publish {
-  event: Event;
-  ackId: string | undefined;
-}
-
 /** One agent stream at a gateway: the session core, fed as the gateway's shell feeds it. */
 export class SimSession implements StreamReceiver {
   state: SessionState;
   readonly #gw: SimGateway;
-  readonly #queue: Publish[] = [];
-  #publishing = false;
-  #failed = false;
+  readonly #publisher: SimPublisher;
+  /** The session's events on their way into the log: the gateway's own pipeline. */
+  readonly #pipeline: OrderedPipeline<string | undefined>;
+  /** The shell's stopReading: aborted at the close (failed appends are no longer retried) or the process's death. */
+  readonly #stop = new AbortController();
+  /** What the stream delivered and the session has not read yet (undefined: the stream ended). */
+  readonly #inbox: Array<AgentMessage | undefined> = [];
+  /** Reading waits for room in the pipeline, or for it to settle before the stream's end is read. */
+  #waiting = false;
   #readDeadline: TimerHandle | undefined;
   #ackLater: TimerHandle | undefined;
   #usage: TimerHandle | undefined;
   #lastMessageAt = 0;
   #longestGap: number | undefined;
   #finished = false;
-  #closedAppended = false;
 
   constructor(
     gw: SimGateway,
     readonly stream: SimStream,
     sessionId: string,
+    publisher: SimPublisher,
   ) {
     this.#gw = gw;
-    this.state = initialState(gw.options.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+    this.#publisher = publisher;
+    this.state = initialState(gw.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+    this.#pipeline = new OrderedPipeline(
+      publisher,
+      gw.options.config.streamWindow,
+      this.#stop.signal,
+      (err) =>
+        this.feed({
+          kind: "log-failed",
+          unavailable: isLogError(err, "unavailable"),
+          detail: (err as Error).message,
+        }),
+      (ackId, a) => this.#stored(ackId, a),
+    );
   }
 
   // --- what the gateway's SessionsWatch reads of a held session ---
@@ -331,6 +373,69 @@ export class SimSession implements StreamReceiver {
 
   message(m: AgentMessage): void {
     if (this.state.close !== undefined) return;
+    this.#inbox.push(m);
+    this.#read();
+  }
+
+  ended(): void {
+    this.#inbox.push(undefined);
+    this.#read();
+  }
+
+  disconnected(): void {
+    this.feed({ kind: "disconnected" });
+  }
+
+  /** The gateway's process died: nothing more happens here, nothing is appended. */
+  dropped(): void {
+    this.#finished = true;
+    this.#stop.abort();
+    this.#clearTimers();
+    this.stream.reset("the gateway went away");
+  }
+
+  // --- the shell -------------------------------------------------------------------
+
+  /**
+   * Reads what the stream delivered, as the shell's read loop does: not
+   * while the pipeline has no room (`depth` events queued, or a retry under
+   * way: the agent's messages wait in the transport, and no read deadline
+   * runs meanwhile), and the stream's end only once what was published is
+   * stored (done sending, not done listening).
+   */
+  #read(): void {
+    while (!this.#waiting && this.#inbox.length > 0) {
+      if (this.#finished || this.state.close !== undefined) {
+        this.#inbox.length = 0;
+        return;
+      }
+      const room = this.#pipeline.whenRoom();
+      if (room) {
+        this.#wait(room);
+        return;
+      }
+      const m = this.#inbox.shift();
+      if (m === undefined) {
+        this.#wait(this.#pipeline.settled(), () => this.feed({ kind: "stream-ended" }));
+        return;
+      }
+      this.#take(m);
+    }
+  }
+
+  #wait(p: Promise<void>, then?: () => void): void {
+    this.#waiting = true;
+    this.#gw.options.scheduler.cancel(this.#readDeadline);
+    void p.then(() => {
+      this.#waiting = false;
+      then?.();
+      if (this.#finished || this.state.close !== undefined) return;
+      this.#armReadDeadline();
+      this.#read();
+    });
+  }
+
+  #take(m: AgentMessage): void {
     const now = this.#gw.now;
     if (this.state.seq > 0) this.#longestGap = Math.max(this.#longestGap ?? 0, now - this.#lastMessageAt);
     this.#lastMessageAt = now;
@@ -343,23 +448,15 @@ export class SimSession implements StreamReceiver {
     }
   }
 
-  ended(): void {
-    // Done sending, not done listening: what was published is stored first.
-    this.#whenSettled(() => this.feed({ kind: "stream-ended" }));
+  /** The pipeline handed over an event's ack, in order. */
+  #stored(ackId: string | undefined, a: Appended): void {
+    if (ackId === undefined || this.#finished) return;
+    this.feed({ kind: "stored", messageId: ackId, seq: a.seq });
+    if (ackId === "register" && this.state.openedSeq > 0) {
+      this.#gw.opened(this);
+      this.#gw.checkSuperseded(this);
+    }
   }
-
-  disconnected(): void {
-    this.feed({ kind: "disconnected" });
-  }
-
-  /** The gateway's process died: nothing more happens here, nothing is appended. */
-  dropped(): void {
-    this.#finished = true;
-    this.#clearTimers();
-    this.stream.reset("the gateway went away");
-  }
-
-  // --- the shell -------------------------------------------------------------------
 
   feed(input: Input): void {
     if (this.#finished) return;
@@ -368,11 +465,12 @@ export class SimSession implements StreamReceiver {
     for (const reply of r.replies) this.stream.send(reply.message);
     for (const t of r.timers) this.#startTimer(t);
     for (const e of r.events) {
-      if (this.#failed) break;
-      const event = gatewayEvent(this.#gw.id, e.id, e.body, this.#gw.now);
-      this.#queue.push({ event, ackId: e.ackId });
+      try {
+        this.#pipeline.push(gatewayEvent(this.#gw.id, e.id, e.body, this.#gw.now), e.ackId);
+      } catch {
+        // A failed pipeline closed the session already (its onFail): nothing to do here.
+      }
     }
-    this.#publishNext();
     if (r.close) this.#closed(r.close);
   }
 
@@ -421,59 +519,9 @@ export class SimSession implements StreamReceiver {
     s.cancel(this.#usage);
   }
 
-  /** The session's events go to the log one after the other, in the order drafted. */
-  #publishNext(): void {
-    if (this.#publishing || this.#finished) return;
-    const p = this.#queue.shift();
-    if (!p) {
-      this.#settled();
-      return;
-    }
-    this.#publishing = true;
-    const gw = this.#gw;
-    gw.options.log.appender.appendWith(
-      p.event,
-      {},
-      {
-        appended: (a) => {
-          this.#publishing = false;
-          if (this.#finished) return;
-          if (p.ackId !== undefined) {
-            this.feed({ kind: "stored", messageId: p.ackId, seq: a.seq });
-            if (p.ackId === "register" && this.state.openedSeq > 0) {
-              gw.opened(this);
-              gw.checkSuperseded(this);
-            }
-          }
-          this.#publishNext();
-        },
-        failed: (err) => {
-          this.#publishing = false;
-          if (this.#finished) return;
-          this.#failed = true;
-          this.#queue.length = 0;
-          this.feed({ kind: "log-failed", unavailable: err.code === "unavailable", detail: err.message });
-          this.#settled();
-        },
-      },
-    );
-  }
-
-  #settledWaiters: Array<() => void> = [];
-
-  #whenSettled(fn: () => void): void {
-    if (!this.#publishing && this.#queue.length === 0) fn();
-    else this.#settledWaiters.push(fn);
-  }
-
-  #settled(): void {
-    const w = this.#settledWaiters;
-    this.#settledWaiters = [];
-    for (const fn of w) fn();
-    if (this.state.close !== undefined && !this.#publishing && this.#queue.length === 0) this.#appendClosed();
-  }
-
+  /** The core closed the session: stop reading, end the stream, and once what it published settled, append its close. */
   #closed(close: Close): void {
+    this.#stop.abort();
     this.#clearTimers();
     const { code } = closeOutcome(close);
     this.stream.end(code, close.detail);
@@ -482,20 +530,19 @@ export class SimSession implements StreamReceiver {
       this.#gw.ended(this);
       return;
     }
-    if (!this.#publishing && this.#queue.length === 0) this.#appendClosed();
+    void this.#pipeline.settled().then(() => this.#appendClosed());
   }
 
-  /** The session-closed event, after everything the session published. */
+  /** The session-closed event, after everything the session published, through the publisher's retries as the gateway's. */
   #appendClosed(): void {
-    if (this.#closedAppended) return;
-    this.#closedAppended = true;
+    if (this.#finished) return;
     this.#finished = true;
     this.#gw.ended(this);
     const { draft, appendLimitMs } = closedEvent(this.state);
-    this.#gw.options.log.appender.appendWith(
-      gatewayEvent(this.#gw.id, draft.id, draft.body, this.#gw.now),
-      { timeoutMs: appendLimitMs },
-      { appended() {}, failed() {} },
-    );
+    this.#publisher
+      .append(gatewayEvent(this.#gw.id, draft.id, draft.body, this.#gw.now), { limitMs: appendLimitMs })
+      .catch(() => {
+        // The lease, and the reconciler's expiry of this gateway's sessions, cover a close the log never heard of.
+      });
   }
 }

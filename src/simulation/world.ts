@@ -7,7 +7,7 @@
  */
 import type { AgentClock } from "../agent/client/index.js";
 import { AgentMetrics } from "../agent/metrics.js";
-import { coreConfigOf, parseGatewayConfig } from "../gateway/config.js";
+import { parseGatewayConfig } from "../gateway/config.js";
 import { gatewayEvent } from "../gateway/events.js";
 import type { AckedMessage } from "../invariants/index.js";
 import { DEFAULT_RECONCILER_CONFIG, type ReconcilerConfig } from "../reconciler/decide/index.js";
@@ -90,16 +90,13 @@ export class World {
     });
     const gatewayIds = Array.from({ length: options.gateways }, (_, i) => `gw-${i}`);
     for (const id of gatewayIds) {
-      const cfg = parseGatewayConfig({ id, insecureDev: true });
       this.gateways.set(
         id,
         new SimGateway({
-          id,
-          core: coreConfigOf(cfg),
+          config: parseGatewayConfig({ id, insecureDev: true }),
           scheduler: this.scheduler,
           log: this.log,
           newId: this.newId,
-          duplicateRetryAfterMs: cfg.duplicateRetryAfterMs,
         }),
       );
     }
