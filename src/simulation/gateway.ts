@@ -16,17 +16,20 @@
  * keeps: the newest session per node through the gateway's own
  * `SessionsWatch` (supersede across gateways, fed the session, gateway and
  * reconciler records as the gateway's followers feed it), the
- * duplicate-identity check (`liveHolder`), and the command relay (commands
- * to the sessions it holds, undeliverable ones reported, expired sessions
- * ended).
+ * duplicate-identity check (`liveHolder`), and the gateway's own
+ * `CommandRelay` (commands to the sessions it holds, undeliverable ones
+ * reported with the relay's reasons, ended sessions remembered for its TTL
+ * on the gateway's clock, expired sessions ended). The publisher, the watch
+ * and the relay are a process's: a restarted gateway starts with new ones.
  */
 import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
 import { coreConfigOf, type GatewayConfig } from "../gateway/config.js";
 import { liveHolder } from "../gateway/duplicates.js";
-import { commandUndeliverable, gatewayEvent } from "../gateway/events.js";
+import { gatewayEvent } from "../gateway/events.js";
+import { GatewayMetrics } from "../gateway/metrics.js";
 import { OrderedPipeline } from "../gateway/ordered.js";
-import { controlMessageFor } from "../gateway/relay.js";
+import { CommandRelay, type RelayLogger } from "../gateway/relay.js";
 import {
   awaitsAdmission,
   type Close,
@@ -41,8 +44,9 @@ import {
   usageFlushDelayMs,
 } from "../gateway/session-core/index.js";
 import { SessionsWatch } from "../gateway/sessions-watch.js";
-import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
+import type { PushResult } from "../gateway/writer.js";
+import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { Appended } from "../log/append.js";
 import { isLogError } from "../log/log-error.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
@@ -63,37 +67,47 @@ export class SimGateway {
   up = true;
   /** This gateway's clock minus the simulation's (clock skew). */
   skewMs = 0;
-  /** Restarts so far: a restarted gateway is a new process. */
-  incarnation = 0;
   readonly #o: SimGatewayOptions;
   /** The session core's configuration, from the gateway's. */
   readonly core: CoreConfig;
-  /** This process's way into the log (a new one per process). */
-  #publisher: SimPublisher;
   readonly #sessions = new Set<SimSession>();
-  /** Open sessions by session id, and every session by node (filled once the Register is read). */
+  /** Open sessions by session id (the gateway's registry), and every session by node (filled once the Register is read). */
   readonly #byId = new Map<string, SimSession>();
   readonly #byNode = new Map<string, Set<SimSession>>();
-  /** The newest session per node, as this process followed the log (a new one per process). */
-  #watch = this.#newWatch();
-  /** Sessions that ended here: commands still addressed to them are reported undeliverable. */
-  readonly #ended = new Map<string, { nodeId: string; detail: string }>();
-  readonly #reported = new Set<string>();
+  /** What one process of this gateway keeps: a restarted gateway starts with none of it. */
+  #process: GatewayProcess;
 
   constructor(opts: SimGatewayOptions) {
     this.#o = opts;
     this.id = opts.config.id;
     this.core = coreConfigOf(opts.config);
-    this.#publisher = this.#newPublisher();
+    this.#process = this.#newProcess();
   }
 
-  #newPublisher(): SimPublisher {
+  /**
+   * A process's way into the log, its newest-session watch and its command
+   * relay (the gateway's own `CommandRelay`, with its ended-session memory
+   * and its reports written once), all new at every start.
+   */
+  #newProcess(): GatewayProcess {
     const c = this.#o.config;
-    return new SimPublisher(this.#o.log.appender, this.#o.scheduler, {
+    const publisher = new SimPublisher(this.#o.log.appender, this.#o.scheduler, {
       window: c.publishWindow,
       timeoutMs: c.publishTimeoutMs,
       unavailableLimitMs: c.logUnavailableLimitMs,
     });
+    return {
+      publisher,
+      watch: new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] }),
+      relay: new CommandRelay<SimSession>(
+        this.#byId,
+        simGatewayMetrics(),
+        SILENT,
+        this.id,
+        (e) => publisher.append(e),
+        () => this.now,
+      ),
+    };
   }
 
   get options(): SimGatewayOptions {
@@ -111,7 +125,7 @@ export class SimGateway {
 
   /** A new stream from an agent. */
   accept(stream: SimStream): void {
-    const s = new SimSession(this, stream, this.#o.newId(), this.#publisher);
+    const s = new SimSession(this, stream, this.#o.newId(), this.#process.publisher);
     this.#sessions.add(s);
     stream.attach(s);
     s.start();
@@ -119,7 +133,7 @@ export class SimGateway {
 
   /** Appends an event of this gateway's (not a session's), retried as the gateway retries it. */
   append(e: Event): void {
-    this.#publisher.append(e).catch(() => {
+    this.#process.publisher.append(e).catch(() => {
       // Given up after the unavailability limit, as the gateway gives up.
     });
   }
@@ -127,20 +141,17 @@ export class SimGateway {
   /** The process dies: its streams break, nothing more is appended or relayed. */
   crash(): void {
     this.up = false;
-    this.#publisher.kill();
-    this.#publisher = this.#newPublisher();
+    this.#process.publisher.kill();
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
     this.#byId.clear();
     this.#byNode.clear();
-    this.#watch = this.#newWatch();
-    this.#ended.clear();
+    this.#process = this.#newProcess();
   }
 
   /** A new process of this gateway: it says so in the log, as `llmgw gateway` does at start. */
   restart(): void {
     this.up = true;
-    this.incarnation++;
     this.append(
       gatewayEvent(
         this.id,
@@ -162,36 +173,20 @@ export class SimGateway {
   /** The log stored `r` (followed by every gateway, late by the follow latency). */
   onRecord(r: StoredRecord): void {
     if (!this.up) return;
-    const body = r.event.body;
-    switch (body.case) {
+    const { watch, relay } = this.#process;
+    switch (r.event.body.case) {
       case "sessionOpened":
       case "sessionClosed":
-        this.#watch.onRecord(r);
+        watch.onRecord(r);
         return;
       case "gatewayStarted":
       case "gatewayStopped":
-        this.#watch.onGatewayRecord(r);
+        watch.onGatewayRecord(r);
         return;
-      case "reconcilePass": {
-        this.#watch.onPass(r);
-        for (const d of body.value.decisions) {
-          if (d.kind.case !== "sessionsExpired" || d.kind.value.gatewayId !== this.id) continue;
-          for (const ref of d.kind.value.sessions) {
-            const s = this.#held(ref.sessionId);
-            if (s && s.state.nodeId === ref.nodeId && s.state.close === undefined) {
-              s.feed({
-                kind: "close",
-                close: {
-                  kind: "expired",
-                  detail: `the control plane recorded this session closed at sequence ${r.seq}; register again`,
-                },
-              });
-            }
-          }
-        }
-        for (const cmd of body.value.commands) this.#relay(cmd, r.seq);
+      case "reconcilePass":
+        watch.onPass(r);
+        relay.onRecord(r);
         return;
-      }
       default:
         return;
     }
@@ -199,11 +194,7 @@ export class SimGateway {
 
   /** Closes `s` if a newer session of its node is in the log. */
   checkSuperseded(s: SimSession): void {
-    this.#watch.check(s);
-  }
-
-  #newWatch(): SessionsWatch<SimSession> {
-    return new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] });
+    this.#process.watch.check(s);
   }
 
   /** The gateway's admission of a registered stream: the duplicate-identity check. */
@@ -218,7 +209,7 @@ export class SimGateway {
     const holder = liveHolder(
       s.state.instanceId,
       local,
-      this.#watch.newest(s.state.nodeId),
+      this.#process.watch.newest(s.state.nodeId),
       this.id,
       this.core.heartbeatTimeoutMs,
     );
@@ -231,64 +222,39 @@ export class SimGateway {
     };
   }
 
-  /** A session of this gateway opened: commands to it are relayed. */
+  /** A session of this gateway opened: the gateway holds it (commands to it are relayed). */
   opened(s: SimSession): void {
     this.#byId.set(s.state.sessionId, s);
   }
 
-  /** A session of this gateway ended. */
+  /** A session of this gateway ended; one it held is remembered by the relay. */
   ended(s: SimSession): void {
     this.#sessions.delete(s);
-    if (this.#byId.get(s.state.sessionId) === s) this.#byId.delete(s.state.sessionId);
+    if (this.#byId.get(s.state.sessionId) === s) {
+      this.#byId.delete(s.state.sessionId);
+      this.#process.relay.sessionEnded(s);
+    }
     const mine = this.#byNode.get(s.state.nodeId);
     mine?.delete(s);
     if (mine?.size === 0) this.#byNode.delete(s.state.nodeId);
-    if (s.state.openedSeq > 0)
-      this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
-    if (this.#ended.size > 10_000) this.#ended.delete(this.#ended.keys().next().value as string);
   }
+}
 
-  #held(sessionId: string): SimSession | undefined {
-    return this.#byId.get(sessionId);
-  }
+interface GatewayProcess {
+  publisher: SimPublisher;
+  watch: SessionsWatch<SimSession>;
+  relay: CommandRelay<SimSession>;
+}
 
-  #relay(cmd: Parameters<typeof controlMessageFor>[0], passSeq: number): void {
-    const msg = controlMessageFor(cmd);
-    if (!msg) return;
-    const s = this.#held(cmd.sessionId);
-    if (!s || s.state.nodeId !== cmd.nodeId) {
-      const ended = this.#ended.get(cmd.sessionId);
-      if (ended && ended.nodeId === cmd.nodeId)
-        this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSED, ended.detail);
-      return;
-    }
-    if (s.state.close !== undefined) {
-      this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSING, s.state.close.detail);
-      return;
-    }
-    s.stream.send(msg);
-  }
+/** The relay logs nothing here: what it does is in the log. */
+const SILENT: RelayLogger = { debug() {}, info() {}, warn() {} };
 
-  #undeliverable(
-    cmd: Parameters<typeof controlMessageFor>[0],
-    passSeq: number,
-    reason: CommandUndeliverable_Reason,
-    detail: string,
-  ): void {
-    const key = `${cmd.commandId}\u0000${cmd.attempt}`;
-    if (this.#reported.has(key)) return;
-    this.#reported.add(key);
-    this.append(
-      commandUndeliverable(
-        this.id,
-        cmd,
-        passSeq,
-        reason,
-        `session ${cmd.sessionId} of ${cmd.nodeId} on gateway ${this.id}: ${detail}`,
-        this.now,
-      ),
-    );
-  }
+/** One gateway metrics registry for every simulated gateway of a process: what runs reads none of it. */
+let sharedMetrics: GatewayMetrics | undefined;
+
+function simGatewayMetrics(): GatewayMetrics {
+  sharedMetrics ??= new GatewayMetrics();
+  return sharedMetrics;
 }
 
 /** One agent stream at a gateway: the session core, fed as the gateway's shell feeds it. */
@@ -350,6 +316,26 @@ export class SimSession implements StreamReceiver {
 
   supersede(byGateway: string): void {
     this.feed({ kind: "superseded", byGateway });
+  }
+
+  // --- what the gateway's CommandRelay reads of a held session ---
+
+  get closing(): boolean {
+    return this.state.close !== undefined;
+  }
+
+  get closeDetail(): string {
+    return this.state.close?.detail ?? "";
+  }
+
+  deliver(msg: ControlMessage): PushResult {
+    if (this.#finished || this.state.close !== undefined) return "closed";
+    this.stream.send(msg);
+    return "queued";
+  }
+
+  close(close: Close): void {
+    this.feed({ kind: "close", close });
   }
 
   start(): void {
