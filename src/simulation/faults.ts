@@ -142,7 +142,7 @@ function strike(world: World, kind: FaultKind, rng: Rng, operator: Operator): vo
 function restartGateway(world: World, id: string): void {
   const g = world.gateways.get(id);
   if (!g || g.up) return;
-  g.restart();
+  g.start();
   world.gatewayDownSince.delete(id);
 }
 

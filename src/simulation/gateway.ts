@@ -26,7 +26,7 @@ import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
 import { coreConfigOf, type GatewayConfig } from "../gateway/config.js";
 import { liveHolder } from "../gateway/duplicates.js";
-import { gatewayEvent } from "../gateway/events.js";
+import { gatewayEvent, gatewayStartedEvent } from "../gateway/events.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { OrderedPipeline } from "../gateway/ordered.js";
 import { CommandRelay, type RelayLogger } from "../gateway/relay.js";
@@ -55,8 +55,10 @@ import type { Scheduler } from "./scheduler.js";
 import type { SimStream, StreamReceiver } from "./stream.js";
 
 export interface SimGatewayOptions {
-  /** The gateway's configuration, as `llmgw gateway` parses it. */
+  /** The gateway's configuration, as `llmgw gateway` parses it (its lease TTL is the simulated lease's). */
   config: GatewayConfig;
+  /** Where agents reach it on the simulated network. */
+  listenAddress: string;
   scheduler: Scheduler;
   log: MemoryLog;
   newId: () => string;
@@ -149,22 +151,14 @@ export class SimGateway {
     this.#process = this.#newProcess();
   }
 
-  /** A new process of this gateway: it says so in the log, as `llmgw gateway` does at start. */
-  restart(): void {
+  /** The process serves: it says so in the log, as `llmgw gateway` does at start. */
+  start(): void {
     this.up = true;
+    const c = this.#o.config;
     this.append(
-      gatewayEvent(
+      gatewayStartedEvent(
         this.id,
-        `gateway-started-${this.id}-${this.#o.newId()}`,
-        {
-          case: "gatewayStarted",
-          value: {
-            gatewayId: this.id,
-            listenAddress: `sim://${this.id}`,
-            version: "sim",
-            leaseTtlMs: 10_000,
-          },
-        },
+        { listenAddress: this.#o.listenAddress, version: c.version, leaseTtlMs: c.leaseTtlMs },
         this.now,
       ),
     );

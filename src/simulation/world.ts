@@ -8,7 +8,6 @@
 import type { AgentClock } from "../agent/client/index.js";
 import { AgentMetrics } from "../agent/metrics.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { gatewayEvent } from "../gateway/events.js";
 import type { AckedMessage } from "../invariants/index.js";
 import { DEFAULT_RECONCILER_CONFIG, type ReconcilerConfig } from "../reconciler/decide/index.js";
 import { parseSimConfig, type SimConfig } from "../sim/config.js";
@@ -93,7 +92,8 @@ export class World {
       this.gateways.set(
         id,
         new SimGateway({
-          config: parseGatewayConfig({ id, insecureDev: true }),
+          config: parseGatewayConfig({ id, insecureDev: true, version: "sim", leaseTtlMs: GATEWAY_LEASE_MS }),
+          listenAddress: SimNetwork.url(id),
           scheduler: this.scheduler,
           log: this.log,
           newId: this.newId,
@@ -179,24 +179,7 @@ export class World {
 
   /** Starts everything at simulated time zero: gateways say they started, the operator applies the catalog, agents connect. */
   start(): void {
-    for (const g of this.gateways.values()) {
-      g.append(
-        gatewayEvent(
-          g.id,
-          `gateway-started-${g.id}-${this.newId()}`,
-          {
-            case: "gatewayStarted",
-            value: {
-              gatewayId: g.id,
-              listenAddress: SimNetwork.url(g.id),
-              version: "sim",
-              leaseTtlMs: GATEWAY_LEASE_MS,
-            },
-          },
-          g.now,
-        ),
-      );
-    }
+    for (const g of this.gateways.values()) g.start();
     this.log.appender.appendWith(
       catalogEvent(`catalog-${this.newId()}`, initialCatalog(this.options.nodes), this.scheduler.now),
       { expectLastSubjectSeq: 0 },
