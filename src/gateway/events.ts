@@ -17,6 +17,26 @@ export function gatewayEvent(gatewayId: string, id: string, body: BodyInit, time
 }
 
 /**
+ * What a gateway process appends once it serves: where agents reach it, its
+ * version, and its lease (the reconciler expires its sessions that long
+ * after its lease key lapsed). One id per start, named by the gateway's
+ * clock. `llmgw gateway` and the simulated gateway (src/simulation) both
+ * write it through here.
+ */
+export function gatewayStartedEvent(
+  gatewayId: string,
+  start: { listenAddress: string; version: string; leaseTtlMs: number },
+  timeMs = Date.now(),
+): Event {
+  return gatewayEvent(
+    gatewayId,
+    `gw-${gatewayId}-${timeMs}-started`,
+    { case: "gatewayStarted", value: { gatewayId, ...start } },
+    timeMs,
+  );
+}
+
+/**
  * The writer of a gateway's events, made once per gateway: `create` keeps a
  * message it is given as it is, and a gateway writes one event per agent
  * message. Nothing changes an event once made.

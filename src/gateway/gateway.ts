@@ -9,7 +9,7 @@ import type { Readiness } from "../metrics-endpoint/index.js";
 import type { NatsSecurity } from "../nats-auth/index.js";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.js";
 import { EngineLogBridge } from "./engine-logs/index.js";
-import { gatewayEvent } from "./events.js";
+import { gatewayEvent, gatewayStartedEvent } from "./events.js";
 import { follow } from "./follow.js";
 import { GatewayIdentity } from "./gateway-identity.js";
 import { GatewayLease } from "./lease.js";
@@ -229,14 +229,10 @@ export class Gateway implements SessionHost {
       }),
     ];
     await this.publisher.append(
-      gatewayEvent(cfg.id, `gw-${cfg.id}-${Date.now()}-started`, {
-        case: "gatewayStarted",
-        value: {
-          gatewayId: cfg.id,
-          listenAddress: this.url,
-          version: cfg.version,
-          leaseTtlMs: cfg.leaseTtlMs,
-        },
+      gatewayStartedEvent(cfg.id, {
+        listenAddress: this.url,
+        version: cfg.version,
+        leaseTtlMs: cfg.leaseTtlMs,
       }),
     );
     this.#engineLogs.start();

@@ -1,6 +1,28 @@
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import { type Appended, isLogError, LogError } from "../log/index.js";
-import type { AttemptHandler, Publisher } from "./publisher.js";
+
+/** Told how one attempt ended: exactly one method, once, never before the call that started it returned. */
+export interface AttemptHandler {
+  stored(a: Appended): void;
+  failed(err: unknown): void;
+}
+
+/**
+ * What the pipeline needs of the way into the log: the gateway's
+ * `Publisher` (publisher.ts), or the simulation's over its in-memory log
+ * (src/simulation/publisher.ts). Both retry through `appendRetrying`.
+ */
+export interface PipelinePublisher {
+  /** Counts lost connections (see Publisher.epoch). */
+  readonly epoch: number;
+  readonly connected: boolean;
+  /** One attempt, started now if the shared window has a free slot; false (nothing started) when it is full. */
+  tryAttempt(event: Event, handler: AttemptHandler): boolean;
+  /** Calls `taken` once the shared window has a free slot, from the call that freed it; `taken` says whether it took it. */
+  whenSlot(taken: () => boolean): void;
+  /** Appends `event`, retrying with its message id while the log is unavailable, until `signal` aborts or the limit. */
+  append(event: Event, opts: { signal?: AbortSignal }): Promise<Appended>;
+}
 
 /** One event of the session: queued, then started, then told how its attempt ended. */
 class Entry<T> implements AttemptHandler {
@@ -77,7 +99,7 @@ export class OrderedPipeline<T> {
   #waitingForSlot = false;
 
   constructor(
-    private readonly publisher: Publisher,
+    private readonly publisher: PipelinePublisher,
     readonly depth: number,
     private readonly signal: AbortSignal,
     private readonly onFail: (err: unknown) => void,

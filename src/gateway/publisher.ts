@@ -1,21 +1,10 @@
 import { setTimeout as wait } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import {
-  type Appended,
-  type AppendHandler,
-  AppendWindow,
-  isLogError,
-  type Log,
-  LogError,
-} from "../log/index.js";
+import { type Appended, type AppendHandler, AppendWindow, type Log, type LogError } from "../log/index.js";
+import { appendRetrying, type RetryClock } from "./append-retry.js";
 import type { GatewayMetrics } from "./metrics.js";
-
-/** Told how one attempt ended: exactly one method, once, never before the call that started it returned. */
-export interface AttemptHandler {
-  stored(a: Appended): void;
-  failed(err: unknown): void;
-}
+import type { AttemptHandler, PipelinePublisher } from "./ordered.js";
 
 export interface PublisherOptions {
   /** Publishes in flight across the gateway. */
@@ -31,7 +20,7 @@ export interface PublisherOptions {
  * window, each retried with the same message id while the log is
  * unreachable, so a publish whose ack was lost is stored once.
  */
-export class Publisher {
+export class Publisher implements PipelinePublisher {
   readonly #window: AppendWindow;
   #epoch = 0;
   #connected = true;
@@ -103,43 +92,34 @@ export class Publisher {
   }
 
   /**
-   * Appends `event`, retrying while the log is unavailable, until
-   * `limitMs` (default: the configured limit) has passed or `signal` aborts.
-   * Errors other than unavailability are not retried.
+   * Appends `event`, retrying while the log is unavailable (appendRetrying:
+   * the same message id, after 50 ms doubling to 1 s), until `limitMs`
+   * (default: the configured limit) has passed or `signal` aborts. Errors
+   * other than unavailability are not retried.
    */
   async append(event: Event, opts: { signal?: AbortSignal; limitMs?: number } = {}): Promise<Appended> {
     const started = performance.now();
-    const giveUpAt = started + (opts.limitMs ?? this.opts.unavailableLimitMs);
-    let delay = 50;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const timeoutMs = Math.max(100, Math.min(this.opts.timeoutMs, giveUpAt - performance.now()));
-        const r = await this.#window.append(event, { timeoutMs });
-        this.#published(event, started);
-        return r;
-      } catch (err) {
-        if (!isLogError(err, "unavailable")) throw err;
-        if (opts.signal?.aborted) throw err;
-        if (performance.now() + delay >= giveUpAt) {
-          throw new LogError(
-            "unavailable",
-            `the log did not take event ${event.id} within ${Math.round(performance.now() - started)} ms (${attempt} attempts): ${err.message}`,
-            { cause: err },
-          );
-        }
-        this.metrics.publishRetries.inc();
-        if (attempt === 1 || attempt % 20 === 0) {
-          this.logger.warn(
-            { event: event.id, attempt, err: err.message },
-            "log unavailable; retrying publish",
-          );
-        }
-        await sleep(delay, opts.signal);
-        delay = Math.min(delay * 2, 1000);
-      }
+    const r = await appendRetrying(event, (timeoutMs) => this.#window.append(event, { timeoutMs }), {
+      clock: PROCESS_CLOCK,
+      timeoutMs: this.opts.timeoutMs,
+      limitMs: opts.limitMs ?? this.opts.unavailableLimitMs,
+      signal: opts.signal,
+      onRetry: (attempt, err) => this.#retrying(event, attempt, err),
+    });
+    this.#published(event, started);
+    return r;
+  }
+
+  #retrying(event: Event, attempt: number, err: LogError): void {
+    this.metrics.publishRetries.inc();
+    if (attempt === 1 || attempt % 20 === 0) {
+      this.logger.warn({ event: event.id, attempt, err: err.message }, "log unavailable; retrying publish");
     }
   }
 }
+
+/** The process's clock and timers, for the retry loop. */
+const PROCESS_CLOCK: RetryClock = { now: () => performance.now(), sleep };
 
 /** One attempt in flight: counted as published when the log acks it. */
 class Attempt implements AppendHandler {

@@ -6,11 +6,37 @@ import type { LogRecord } from "../log/index.js";
 import { EndedSessions } from "./ended-sessions.js";
 import { commandUndeliverable } from "./events.js";
 import type { GatewayMetrics } from "./metrics.js";
-import type { SessionRegistry } from "./registry.js";
 import type { AgentSession } from "./session.js";
+import type { Close } from "./session-core/index.js";
+import type { PushResult } from "./writer.js";
 
 /** How the relay records an undeliverable command; it never waits for the append. */
 export type AppendEvent = (e: Event) => Promise<unknown>;
+
+/**
+ * What the relay needs of a session this gateway holds: the gateway's
+ * `AgentSession`, or the simulation's (src/simulation/gateway.ts), which
+ * runs this relay.
+ */
+export interface RelayedSession {
+  /** "" until the session's Register was read. */
+  readonly sessionId: string;
+  readonly nodeId: string;
+  readonly closing: boolean;
+  /** Why the session is ending ("" while it is not). */
+  readonly closeDetail: string;
+  /** Queues a message for the agent, saying why it was not queued. */
+  deliver(msg: ControlMessage): PushResult;
+  close(close: Close): void;
+}
+
+/** The sessions this gateway holds, by session id (the gateway's `SessionRegistry`). */
+export interface HeldSessions<S> {
+  get(sessionId: string): S | undefined;
+}
+
+/** What the relay logs: the gateway's pino logger, or a silent one. */
+export type RelayLogger = Pick<Logger, "debug" | "info" | "warn">;
 
 /** Command id and attempt of the newest undeliverable reports, so each is written once. */
 const REPORTED_MAX = 10_000;
@@ -23,24 +49,27 @@ const REPORTED_MAX = 10_000;
  * ended, is ending, or its send queue is full) is reported in the log at
  * once (CommandUndeliverable), so the reconciler re-plans without waiting
  * for the command's deadline. A command for a session this gateway never
- * held is dropped (and counted): another gateway holds it.
+ * held is dropped (and counted): another gateway holds it. Time (the age of
+ * an ended session, the time of a report) is read from `now`: the process's
+ * clock, or the gateway's simulated one.
  */
-export class CommandRelay {
+export class CommandRelay<S extends RelayedSession = AgentSession> {
   readonly #ended = new EndedSessions();
   readonly #reported = new Set<string>();
 
   constructor(
-    private readonly registry: SessionRegistry,
-    private readonly metrics: GatewayMetrics,
-    private readonly logger: Logger,
+    private readonly registry: HeldSessions<S>,
+    private readonly metrics: Pick<GatewayMetrics, "commandsRelayed" | "commandsDropped">,
+    private readonly logger: RelayLogger,
     private readonly gatewayId: string,
     private readonly append: AppendEvent,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** A session this gateway held has ended: commands still addressed to it are reported, not dropped. */
-  sessionEnded(s: Pick<AgentSession, "sessionId" | "nodeId" | "closeDetail">): void {
+  sessionEnded(s: Pick<RelayedSession, "sessionId" | "nodeId" | "closeDetail">): void {
     if (s.sessionId === "") return;
-    this.#ended.add(s.sessionId, { nodeId: s.nodeId, detail: s.closeDetail, endedAtMs: Date.now() });
+    this.#ended.add(s.sessionId, { nodeId: s.nodeId, detail: s.closeDetail, endedAtMs: this.now() });
   }
 
   onRecord(r: LogRecord): void {
@@ -81,7 +110,7 @@ export class CommandRelay {
     }
     const s = this.registry.get(cmd.sessionId);
     if (!s || s.nodeId !== cmd.nodeId) {
-      const ended = this.#ended.get(cmd.sessionId, Date.now());
+      const ended = this.#ended.get(cmd.sessionId, this.now());
       if (ended && ended.nodeId === cmd.nodeId) {
         const why = `session ${cmd.sessionId} of ${cmd.nodeId} ended on gateway ${this.gatewayId}`;
         this.#undeliverable(cmd, passSeq, SESSION_CLOSED, ended.detail ? `${why}: ${ended.detail}` : why);
@@ -135,13 +164,15 @@ export class CommandRelay {
       },
       `command undeliverable: ${detail}`,
     );
-    this.append(commandUndeliverable(this.gatewayId, cmd, passSeq, reason, detail)).catch((err: unknown) => {
-      // The command's deadline is the fallback: the reconciler learns of it then.
-      this.logger.warn(
-        { command: cmd.commandId, err: (err as Error).message },
-        "command-undeliverable event not appended",
-      );
-    });
+    this.append(commandUndeliverable(this.gatewayId, cmd, passSeq, reason, detail, this.now())).catch(
+      (err: unknown) => {
+        // The command's deadline is the fallback: the reconciler learns of it then.
+        this.logger.warn(
+          { command: cmd.commandId, err: (err as Error).message },
+          "command-undeliverable event not appended",
+        );
+      },
+    );
   }
 }
 

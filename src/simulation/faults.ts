@@ -107,8 +107,9 @@ function strike(world: World, kind: FaultKind, rng: Rng, operator: Operator): vo
     case "log": {
       const c = world.log.conditions;
       if (rng() < 0.5) {
+        // Up to 45 s: a third of the outages outlast the gateway's 30 s limit, which closes its streams.
         c.unavailable = true;
-        s.after(1_000 + rng() * 14_000, () => {
+        s.after(1_000 + rng() * 44_000, () => {
           c.unavailable = false;
         });
       } else {
@@ -141,7 +142,7 @@ function strike(world: World, kind: FaultKind, rng: Rng, operator: Operator): vo
 function restartGateway(world: World, id: string): void {
   const g = world.gateways.get(id);
   if (!g || g.up) return;
-  g.restart();
+  g.start();
   world.gatewayDownSince.delete(id);
 }
 

@@ -2,23 +2,34 @@
  * A simulated gateway: its agent streams run the real session core (`step`)
  * exactly as the gateway's shell feeds it (src/gateway/session.ts): every
  * message, timer, store and failure is an input, and what `step` returns is
- * carried out — events appended through the real append path in the order
- * they were drafted, replies written to the stream, timers armed on the
- * simulated clock. Around the sessions it keeps what the gateway keeps: the
- * newest session per node through the gateway's own `SessionsWatch`
- * (supersede across gateways, fed the session, gateway and reconciler
- * records as the gateway's followers feed it), the duplicate-identity check
- * (`liveHolder`), and the command relay (commands to the sessions it holds,
- * undeliverable ones reported, expired sessions ended). One difference
- * from the real shell: an append that fails closes the session
- * (`log-failed`), where the gateway's ordered pipeline retries it with the
- * same message id, so the log's message-id dedupe is not exercised here.
+ * carried out — events pushed into the gateway's own `OrderedPipeline`
+ * (pipelined, handed back stored in the order drafted; on an unavailable
+ * log the failed ones retried in order with their message ids, through the
+ * gateway's own retry loop `appendRetrying`, so a publish whose ack was
+ * lost is stored once by the log's message-id dedupe), replies written to
+ * the stream, timers armed on the simulated clock. The pipeline runs over a
+ * `SimPublisher` (publisher.ts): the log's `AppendWindow` onto the
+ * in-memory log. As the shell, a session reads no further while its
+ * pipeline has no room, reads the stream's end only once what it published
+ * is stored, and appends its session-closed event after that, retried as
+ * the gateway retries it. Around the sessions it keeps what the gateway
+ * keeps: the newest session per node through the gateway's own
+ * `SessionsWatch` (supersede across gateways, fed the session, gateway and
+ * reconciler records as the gateway's followers feed it), the
+ * duplicate-identity check (`liveHolder`), and the gateway's own
+ * `CommandRelay` (commands to the sessions it holds, undeliverable ones
+ * reported with the relay's reasons, ended sessions remembered for its TTL
+ * on the gateway's clock, expired sessions ended). The publisher, the watch
+ * and the relay are a process's: a restarted gateway starts with new ones.
  */
 import { Code } from "@connectrpc/connect";
 import type { TimerHandle } from "../agent/client/index.js";
+import { coreConfigOf, type GatewayConfig } from "../gateway/config.js";
 import { liveHolder } from "../gateway/duplicates.js";
-import { commandUndeliverable, gatewayEvent } from "../gateway/events.js";
-import { controlMessageFor } from "../gateway/relay.js";
+import { gatewayEvent, gatewayStartedEvent } from "../gateway/events.js";
+import { GatewayMetrics } from "../gateway/metrics.js";
+import { OrderedPipeline } from "../gateway/ordered.js";
+import { CommandRelay, type RelayLogger } from "../gateway/relay.js";
 import {
   awaitsAdmission,
   type Close,
@@ -33,20 +44,24 @@ import {
   usageFlushDelayMs,
 } from "../gateway/session-core/index.js";
 import { SessionsWatch } from "../gateway/sessions-watch.js";
-import type { AgentMessage } from "../gen/llmgw/v1/agent_pb.js";
-import { CommandUndeliverable_Reason, type Event } from "../gen/llmgw/v1/events_pb.js";
+import type { PushResult } from "../gateway/writer.js";
+import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
+import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import type { Appended } from "../log/append.js";
+import { isLogError } from "../log/log-error.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
+import { SimPublisher } from "./publisher.js";
 import type { Scheduler } from "./scheduler.js";
 import type { SimStream, StreamReceiver } from "./stream.js";
 
 export interface SimGatewayOptions {
-  id: string;
-  core: CoreConfig;
+  /** The gateway's configuration, as `llmgw gateway` parses it (its lease TTL is the simulated lease's). */
+  config: GatewayConfig;
+  /** Where agents reach it on the simulated network. */
+  listenAddress: string;
   scheduler: Scheduler;
   log: MemoryLog;
   newId: () => string;
-  /** Told to a second agent process presenting a live session's identity. */
-  duplicateRetryAfterMs: number;
 }
 
 export class SimGateway {
@@ -54,22 +69,47 @@ export class SimGateway {
   up = true;
   /** This gateway's clock minus the simulation's (clock skew). */
   skewMs = 0;
-  /** Restarts so far: a restarted gateway is a new process. */
-  incarnation = 0;
   readonly #o: SimGatewayOptions;
+  /** The session core's configuration, from the gateway's. */
+  readonly core: CoreConfig;
   readonly #sessions = new Set<SimSession>();
-  /** Open sessions by session id, and every session by node (filled once the Register is read). */
+  /** Open sessions by session id (the gateway's registry), and every session by node (filled once the Register is read). */
   readonly #byId = new Map<string, SimSession>();
   readonly #byNode = new Map<string, Set<SimSession>>();
-  /** The newest session per node, as this process followed the log (a new one per process). */
-  #watch = this.#newWatch();
-  /** Sessions that ended here: commands still addressed to them are reported undeliverable. */
-  readonly #ended = new Map<string, { nodeId: string; detail: string }>();
-  readonly #reported = new Set<string>();
+  /** What one process of this gateway keeps: a restarted gateway starts with none of it. */
+  #process: GatewayProcess;
 
   constructor(opts: SimGatewayOptions) {
     this.#o = opts;
-    this.id = opts.id;
+    this.id = opts.config.id;
+    this.core = coreConfigOf(opts.config);
+    this.#process = this.#newProcess();
+  }
+
+  /**
+   * A process's way into the log, its newest-session watch and its command
+   * relay (the gateway's own `CommandRelay`, with its ended-session memory
+   * and its reports written once), all new at every start.
+   */
+  #newProcess(): GatewayProcess {
+    const c = this.#o.config;
+    const publisher = new SimPublisher(this.#o.log.appender, this.#o.scheduler, {
+      window: c.publishWindow,
+      timeoutMs: c.publishTimeoutMs,
+      unavailableLimitMs: c.logUnavailableLimitMs,
+    });
+    return {
+      publisher,
+      watch: new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] }),
+      relay: new CommandRelay<SimSession>(
+        this.#byId,
+        simGatewayMetrics(),
+        SILENT,
+        this.id,
+        (e) => publisher.append(e),
+        () => this.now,
+      ),
+    };
   }
 
   get options(): SimGatewayOptions {
@@ -87,45 +127,38 @@ export class SimGateway {
 
   /** A new stream from an agent. */
   accept(stream: SimStream): void {
-    const s = new SimSession(this, stream, this.#o.newId());
+    const s = new SimSession(this, stream, this.#o.newId(), this.#process.publisher);
     this.#sessions.add(s);
     stream.attach(s);
     s.start();
   }
 
-  /** Appends an event of this gateway's (not a session's). */
+  /** Appends an event of this gateway's (not a session's), retried as the gateway retries it. */
   append(e: Event): void {
-    this.#o.log.appender.appendWith(e, {}, { appended() {}, failed() {} });
+    this.#process.publisher.append(e).catch(() => {
+      // Given up after the unavailability limit, as the gateway gives up.
+    });
   }
 
   /** The process dies: its streams break, nothing more is appended or relayed. */
   crash(): void {
     this.up = false;
+    this.#process.publisher.kill();
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
     this.#byId.clear();
     this.#byNode.clear();
-    this.#watch = this.#newWatch();
-    this.#ended.clear();
+    this.#process = this.#newProcess();
   }
 
-  /** A new process of this gateway: it says so in the log, as `llmgw gateway` does at start. */
-  restart(): void {
+  /** The process serves: it says so in the log, as `llmgw gateway` does at start. */
+  start(): void {
     this.up = true;
-    this.incarnation++;
+    const c = this.#o.config;
     this.append(
-      gatewayEvent(
+      gatewayStartedEvent(
         this.id,
-        `gateway-started-${this.id}-${this.#o.newId()}`,
-        {
-          case: "gatewayStarted",
-          value: {
-            gatewayId: this.id,
-            listenAddress: `sim://${this.id}`,
-            version: "sim",
-            leaseTtlMs: 10_000,
-          },
-        },
+        { listenAddress: this.#o.listenAddress, version: c.version, leaseTtlMs: c.leaseTtlMs },
         this.now,
       ),
     );
@@ -134,36 +167,20 @@ export class SimGateway {
   /** The log stored `r` (followed by every gateway, late by the follow latency). */
   onRecord(r: StoredRecord): void {
     if (!this.up) return;
-    const body = r.event.body;
-    switch (body.case) {
+    const { watch, relay } = this.#process;
+    switch (r.event.body.case) {
       case "sessionOpened":
       case "sessionClosed":
-        this.#watch.onRecord(r);
+        watch.onRecord(r);
         return;
       case "gatewayStarted":
       case "gatewayStopped":
-        this.#watch.onGatewayRecord(r);
+        watch.onGatewayRecord(r);
         return;
-      case "reconcilePass": {
-        this.#watch.onPass(r);
-        for (const d of body.value.decisions) {
-          if (d.kind.case !== "sessionsExpired" || d.kind.value.gatewayId !== this.id) continue;
-          for (const ref of d.kind.value.sessions) {
-            const s = this.#held(ref.sessionId);
-            if (s && s.state.nodeId === ref.nodeId && s.state.close === undefined) {
-              s.feed({
-                kind: "close",
-                close: {
-                  kind: "expired",
-                  detail: `the control plane recorded this session closed at sequence ${r.seq}; register again`,
-                },
-              });
-            }
-          }
-        }
-        for (const cmd of body.value.commands) this.#relay(cmd, r.seq);
+      case "reconcilePass":
+        watch.onPass(r);
+        relay.onRecord(r);
         return;
-      }
       default:
         return;
     }
@@ -171,11 +188,7 @@ export class SimGateway {
 
   /** Closes `s` if a newer session of its node is in the log. */
   checkSuperseded(s: SimSession): void {
-    this.#watch.check(s);
-  }
-
-  #newWatch(): SessionsWatch<SimSession> {
-    return new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] });
+    this.#process.watch.check(s);
   }
 
   /** The gateway's admission of a registered stream: the duplicate-identity check. */
@@ -190,106 +203,95 @@ export class SimGateway {
     const holder = liveHolder(
       s.state.instanceId,
       local,
-      this.#watch.newest(s.state.nodeId),
+      this.#process.watch.newest(s.state.nodeId),
       this.id,
-      this.#o.core.heartbeatTimeoutMs,
+      this.core.heartbeatTimeoutMs,
     );
     if (!holder) return undefined;
     return {
       kind: "refused",
       code: Code.AlreadyExists,
       detail: `node ${s.state.nodeId} has a live session (${holder.sessionId} on gateway ${holder.gatewayId}) held by another agent process`,
-      retryAfterMs: this.#o.duplicateRetryAfterMs,
+      retryAfterMs: this.#o.config.duplicateRetryAfterMs,
     };
   }
 
-  /** A session of this gateway opened: commands to it are relayed. */
+  /** A session of this gateway opened: the gateway holds it (commands to it are relayed). */
   opened(s: SimSession): void {
     this.#byId.set(s.state.sessionId, s);
   }
 
-  /** A session of this gateway ended. */
+  /** A session of this gateway ended; one it held is remembered by the relay. */
   ended(s: SimSession): void {
     this.#sessions.delete(s);
-    if (this.#byId.get(s.state.sessionId) === s) this.#byId.delete(s.state.sessionId);
+    if (this.#byId.get(s.state.sessionId) === s) {
+      this.#byId.delete(s.state.sessionId);
+      this.#process.relay.sessionEnded(s);
+    }
     const mine = this.#byNode.get(s.state.nodeId);
     mine?.delete(s);
     if (mine?.size === 0) this.#byNode.delete(s.state.nodeId);
-    if (s.state.openedSeq > 0)
-      this.#ended.set(s.state.sessionId, { nodeId: s.state.nodeId, detail: s.state.close?.detail ?? "" });
-    if (this.#ended.size > 10_000) this.#ended.delete(this.#ended.keys().next().value as string);
-  }
-
-  #held(sessionId: string): SimSession | undefined {
-    return this.#byId.get(sessionId);
-  }
-
-  #relay(cmd: Parameters<typeof controlMessageFor>[0], passSeq: number): void {
-    const msg = controlMessageFor(cmd);
-    if (!msg) return;
-    const s = this.#held(cmd.sessionId);
-    if (!s || s.state.nodeId !== cmd.nodeId) {
-      const ended = this.#ended.get(cmd.sessionId);
-      if (ended && ended.nodeId === cmd.nodeId)
-        this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSED, ended.detail);
-      return;
-    }
-    if (s.state.close !== undefined) {
-      this.#undeliverable(cmd, passSeq, CommandUndeliverable_Reason.SESSION_CLOSING, s.state.close.detail);
-      return;
-    }
-    s.stream.send(msg);
-  }
-
-  #undeliverable(
-    cmd: Parameters<typeof controlMessageFor>[0],
-    passSeq: number,
-    reason: CommandUndeliverable_Reason,
-    detail: string,
-  ): void {
-    const key = `${cmd.commandId}\u0000${cmd.attempt}`;
-    if (this.#reported.has(key)) return;
-    this.#reported.add(key);
-    this.append(
-      commandUndeliverable(
-        this.id,
-        cmd,
-        passSeq,
-        reason,
-        `session ${cmd.sessionId} of ${cmd.nodeId} on gateway ${this.id}: ${detail}`,
-        this.now,
-      ),
-    );
   }
 }
 
-interface Publish {
-  event: Event;
-  ackId: string | undefined;
+interface GatewayProcess {
+  publisher: SimPublisher;
+  watch: SessionsWatch<SimSession>;
+  relay: CommandRelay<SimSession>;
+}
+
+/** The relay logs nothing here: what it does is in the log. */
+const SILENT: RelayLogger = { debug() {}, info() {}, warn() {} };
+
+/** One gateway metrics registry for every simulated gateway of a process: what runs reads none of it. */
+let sharedMetrics: GatewayMetrics | undefined;
+
+function simGatewayMetrics(): GatewayMetrics {
+  sharedMetrics ??= new GatewayMetrics();
+  return sharedMetrics;
 }
 
 /** One agent stream at a gateway: the session core, fed as the gateway's shell feeds it. */
 export class SimSession implements StreamReceiver {
   state: SessionState;
   readonly #gw: SimGateway;
-  readonly #queue: Publish[] = [];
-  #publishing = false;
-  #failed = false;
+  readonly #publisher: SimPublisher;
+  /** The session's events on their way into the log: the gateway's own pipeline. */
+  readonly #pipeline: OrderedPipeline<string | undefined>;
+  /** The shell's stopReading: aborted at the close (failed appends are no longer retried) or the process's death. */
+  readonly #stop = new AbortController();
+  /** What the stream delivered and the session has not read yet (undefined: the stream ended). */
+  readonly #inbox: Array<AgentMessage | undefined> = [];
+  /** Reading waits for room in the pipeline, or for it to settle before the stream's end is read. */
+  #waiting = false;
   #readDeadline: TimerHandle | undefined;
   #ackLater: TimerHandle | undefined;
   #usage: TimerHandle | undefined;
   #lastMessageAt = 0;
   #longestGap: number | undefined;
   #finished = false;
-  #closedAppended = false;
 
   constructor(
     gw: SimGateway,
     readonly stream: SimStream,
     sessionId: string,
+    publisher: SimPublisher,
   ) {
     this.#gw = gw;
-    this.state = initialState(gw.options.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+    this.#publisher = publisher;
+    this.state = initialState(gw.core, { kind: "plaintext" }, sessionId, `sim://${stream.nodeId}`);
+    this.#pipeline = new OrderedPipeline(
+      publisher,
+      gw.options.config.streamWindow,
+      this.#stop.signal,
+      (err) =>
+        this.feed({
+          kind: "log-failed",
+          unavailable: isLogError(err, "unavailable"),
+          detail: (err as Error).message,
+        }),
+      (ackId, a) => this.#stored(ackId, a),
+    );
   }
 
   // --- what the gateway's SessionsWatch reads of a held session ---
@@ -308,6 +310,26 @@ export class SimSession implements StreamReceiver {
 
   supersede(byGateway: string): void {
     this.feed({ kind: "superseded", byGateway });
+  }
+
+  // --- what the gateway's CommandRelay reads of a held session ---
+
+  get closing(): boolean {
+    return this.state.close !== undefined;
+  }
+
+  get closeDetail(): string {
+    return this.state.close?.detail ?? "";
+  }
+
+  deliver(msg: ControlMessage): PushResult {
+    if (this.#finished || this.state.close !== undefined) return "closed";
+    this.stream.send(msg);
+    return "queued";
+  }
+
+  close(close: Close): void {
+    this.feed({ kind: "close", close });
   }
 
   start(): void {
@@ -331,6 +353,69 @@ export class SimSession implements StreamReceiver {
 
   message(m: AgentMessage): void {
     if (this.state.close !== undefined) return;
+    this.#inbox.push(m);
+    this.#read();
+  }
+
+  ended(): void {
+    this.#inbox.push(undefined);
+    this.#read();
+  }
+
+  disconnected(): void {
+    this.feed({ kind: "disconnected" });
+  }
+
+  /** The gateway's process died: nothing more happens here, nothing is appended. */
+  dropped(): void {
+    this.#finished = true;
+    this.#stop.abort();
+    this.#clearTimers();
+    this.stream.reset("the gateway went away");
+  }
+
+  // --- the shell -------------------------------------------------------------------
+
+  /**
+   * Reads what the stream delivered, as the shell's read loop does: not
+   * while the pipeline has no room (`depth` events queued, or a retry under
+   * way: the agent's messages wait in the transport, and no read deadline
+   * runs meanwhile), and the stream's end only once what was published is
+   * stored (done sending, not done listening).
+   */
+  #read(): void {
+    while (!this.#waiting && this.#inbox.length > 0) {
+      if (this.#finished || this.state.close !== undefined) {
+        this.#inbox.length = 0;
+        return;
+      }
+      const room = this.#pipeline.whenRoom();
+      if (room) {
+        this.#wait(room);
+        return;
+      }
+      const m = this.#inbox.shift();
+      if (m === undefined) {
+        this.#wait(this.#pipeline.settled(), () => this.feed({ kind: "stream-ended" }));
+        return;
+      }
+      this.#take(m);
+    }
+  }
+
+  #wait(p: Promise<void>, then?: () => void): void {
+    this.#waiting = true;
+    this.#gw.options.scheduler.cancel(this.#readDeadline);
+    void p.then(() => {
+      this.#waiting = false;
+      then?.();
+      if (this.#finished || this.state.close !== undefined) return;
+      this.#armReadDeadline();
+      this.#read();
+    });
+  }
+
+  #take(m: AgentMessage): void {
     const now = this.#gw.now;
     if (this.state.seq > 0) this.#longestGap = Math.max(this.#longestGap ?? 0, now - this.#lastMessageAt);
     this.#lastMessageAt = now;
@@ -343,23 +428,15 @@ export class SimSession implements StreamReceiver {
     }
   }
 
-  ended(): void {
-    // Done sending, not done listening: what was published is stored first.
-    this.#whenSettled(() => this.feed({ kind: "stream-ended" }));
+  /** The pipeline handed over an event's ack, in order. */
+  #stored(ackId: string | undefined, a: Appended): void {
+    if (ackId === undefined || this.#finished) return;
+    this.feed({ kind: "stored", messageId: ackId, seq: a.seq });
+    if (ackId === "register" && this.state.openedSeq > 0) {
+      this.#gw.opened(this);
+      this.#gw.checkSuperseded(this);
+    }
   }
-
-  disconnected(): void {
-    this.feed({ kind: "disconnected" });
-  }
-
-  /** The gateway's process died: nothing more happens here, nothing is appended. */
-  dropped(): void {
-    this.#finished = true;
-    this.#clearTimers();
-    this.stream.reset("the gateway went away");
-  }
-
-  // --- the shell -------------------------------------------------------------------
 
   feed(input: Input): void {
     if (this.#finished) return;
@@ -368,11 +445,12 @@ export class SimSession implements StreamReceiver {
     for (const reply of r.replies) this.stream.send(reply.message);
     for (const t of r.timers) this.#startTimer(t);
     for (const e of r.events) {
-      if (this.#failed) break;
-      const event = gatewayEvent(this.#gw.id, e.id, e.body, this.#gw.now);
-      this.#queue.push({ event, ackId: e.ackId });
+      try {
+        this.#pipeline.push(gatewayEvent(this.#gw.id, e.id, e.body, this.#gw.now), e.ackId);
+      } catch {
+        // A failed pipeline closed the session already (its onFail): nothing to do here.
+      }
     }
-    this.#publishNext();
     if (r.close) this.#closed(r.close);
   }
 
@@ -421,59 +499,9 @@ export class SimSession implements StreamReceiver {
     s.cancel(this.#usage);
   }
 
-  /** The session's events go to the log one after the other, in the order drafted. */
-  #publishNext(): void {
-    if (this.#publishing || this.#finished) return;
-    const p = this.#queue.shift();
-    if (!p) {
-      this.#settled();
-      return;
-    }
-    this.#publishing = true;
-    const gw = this.#gw;
-    gw.options.log.appender.appendWith(
-      p.event,
-      {},
-      {
-        appended: (a) => {
-          this.#publishing = false;
-          if (this.#finished) return;
-          if (p.ackId !== undefined) {
-            this.feed({ kind: "stored", messageId: p.ackId, seq: a.seq });
-            if (p.ackId === "register" && this.state.openedSeq > 0) {
-              gw.opened(this);
-              gw.checkSuperseded(this);
-            }
-          }
-          this.#publishNext();
-        },
-        failed: (err) => {
-          this.#publishing = false;
-          if (this.#finished) return;
-          this.#failed = true;
-          this.#queue.length = 0;
-          this.feed({ kind: "log-failed", unavailable: err.code === "unavailable", detail: err.message });
-          this.#settled();
-        },
-      },
-    );
-  }
-
-  #settledWaiters: Array<() => void> = [];
-
-  #whenSettled(fn: () => void): void {
-    if (!this.#publishing && this.#queue.length === 0) fn();
-    else this.#settledWaiters.push(fn);
-  }
-
-  #settled(): void {
-    const w = this.#settledWaiters;
-    this.#settledWaiters = [];
-    for (const fn of w) fn();
-    if (this.state.close !== undefined && !this.#publishing && this.#queue.length === 0) this.#appendClosed();
-  }
-
+  /** The core closed the session: stop reading, end the stream, and once what it published settled, append its close. */
   #closed(close: Close): void {
+    this.#stop.abort();
     this.#clearTimers();
     const { code } = closeOutcome(close);
     this.stream.end(code, close.detail);
@@ -482,20 +510,19 @@ export class SimSession implements StreamReceiver {
       this.#gw.ended(this);
       return;
     }
-    if (!this.#publishing && this.#queue.length === 0) this.#appendClosed();
+    void this.#pipeline.settled().then(() => this.#appendClosed());
   }
 
-  /** The session-closed event, after everything the session published. */
+  /** The session-closed event, after everything the session published, through the publisher's retries as the gateway's. */
   #appendClosed(): void {
-    if (this.#closedAppended) return;
-    this.#closedAppended = true;
+    if (this.#finished) return;
     this.#finished = true;
     this.#gw.ended(this);
     const { draft, appendLimitMs } = closedEvent(this.state);
-    this.#gw.options.log.appender.appendWith(
-      gatewayEvent(this.#gw.id, draft.id, draft.body, this.#gw.now),
-      { timeoutMs: appendLimitMs },
-      { appended() {}, failed() {} },
-    );
+    this.#publisher
+      .append(gatewayEvent(this.#gw.id, draft.id, draft.body, this.#gw.now), { limitMs: appendLimitMs })
+      .catch(() => {
+        // The lease, and the reconciler's expiry of this gateway's sessions, cover a close the log never heard of.
+      });
   }
 }

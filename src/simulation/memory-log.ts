@@ -2,7 +2,8 @@
  * The log in memory, with JetStream's semantics for what llmgw relies on:
  * one stream sequence, the last sequence of every subject, the
  * expected-last-subject-sequence rule, message-id dedupe within a window,
- * and acks that come back later (or never: a publish timeout). Appends come
+ * publishes stored in the order they were sent, and acks that come back
+ * later (or never: a publish timeout). Appends come
  * in through the real `LogAppender` (src/log/append.ts) — subject, encoding
  * and the publish's expectation built as for NATS — and the expectation is
  * read from the very headers the real publisher writes (PublishHeaders), so
@@ -63,7 +64,10 @@ export class MemoryLog {
   readonly appender: LogAppender;
   /** Publishes refused by their expectation (fencing at work). */
   fenced = 0;
+  /** Publishes of a message id the log already held: stored once, acked with the first one's sequence. */
   duplicates = 0;
+  /** When the last publish sent reaches the stream. */
+  #lastStoreAt = 0;
 
   constructor(opts: MemoryLogOptions) {
     this.#o = opts;
@@ -93,7 +97,11 @@ export class MemoryLog {
       s.after(timeoutMs, () => handler.failed(new LogError("unavailable", `no ack within ${timeoutMs} ms`)));
       return;
     }
-    const latency = this.#o.latencyMs * (1 + this.#o.random());
+    // Publishes reach the stream in the order they were sent (one connection's are ordered, and the
+    // gateway's ordered pipeline relies on it): the jitter delays, it never reorders.
+    const at = Math.max(this.#lastStoreAt, s.now + Math.round(this.#o.latencyMs * (1 + this.#o.random())));
+    this.#lastStoreAt = at;
+    const latency = at - s.now;
     const ackLost = this.#o.random() < this.conditions.ackLoss;
     s.after(latency, () => {
       const outcome = this.#store(subject, data, headers);

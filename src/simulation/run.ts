@@ -43,6 +43,8 @@ export interface SeedResult {
   simulatedMs: number;
   passes: number;
   fenced: number;
+  /** Retried publishes the log's message-id dedupe stored once (their first ack was lost). */
+  duplicates: number;
   failure: SeedFailure | undefined;
 }
 
@@ -145,6 +147,7 @@ export async function runSeed(options: SimulationOptions): Promise<SeedResult> {
     simulatedMs: scheduler.now - start,
     passes: checker.passes,
     fenced: log.fenced,
+    duplicates: log.duplicates,
     failure,
   };
 }

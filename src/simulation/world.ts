@@ -7,8 +7,7 @@
  */
 import type { AgentClock } from "../agent/client/index.js";
 import { AgentMetrics } from "../agent/metrics.js";
-import { coreConfigOf, parseGatewayConfig } from "../gateway/config.js";
-import { gatewayEvent } from "../gateway/events.js";
+import { parseGatewayConfig } from "../gateway/config.js";
 import type { AckedMessage } from "../invariants/index.js";
 import { DEFAULT_RECONCILER_CONFIG, type ReconcilerConfig } from "../reconciler/decide/index.js";
 import { parseSimConfig, type SimConfig } from "../sim/config.js";
@@ -90,16 +89,14 @@ export class World {
     });
     const gatewayIds = Array.from({ length: options.gateways }, (_, i) => `gw-${i}`);
     for (const id of gatewayIds) {
-      const cfg = parseGatewayConfig({ id, insecureDev: true });
       this.gateways.set(
         id,
         new SimGateway({
-          id,
-          core: coreConfigOf(cfg),
+          config: parseGatewayConfig({ id, insecureDev: true, version: "sim", leaseTtlMs: GATEWAY_LEASE_MS }),
+          listenAddress: SimNetwork.url(id),
           scheduler: this.scheduler,
           log: this.log,
           newId: this.newId,
-          duplicateRetryAfterMs: cfg.duplicateRetryAfterMs,
         }),
       );
     }
@@ -182,24 +179,7 @@ export class World {
 
   /** Starts everything at simulated time zero: gateways say they started, the operator applies the catalog, agents connect. */
   start(): void {
-    for (const g of this.gateways.values()) {
-      g.append(
-        gatewayEvent(
-          g.id,
-          `gateway-started-${g.id}-${this.newId()}`,
-          {
-            case: "gatewayStarted",
-            value: {
-              gatewayId: g.id,
-              listenAddress: SimNetwork.url(g.id),
-              version: "sim",
-              leaseTtlMs: GATEWAY_LEASE_MS,
-            },
-          },
-          g.now,
-        ),
-      );
-    }
+    for (const g of this.gateways.values()) g.start();
     this.log.appender.appendWith(
       catalogEvent(`catalog-${this.newId()}`, initialCatalog(this.options.nodes), this.scheduler.now),
       { expectLastSubjectSeq: 0 },

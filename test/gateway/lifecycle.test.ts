@@ -134,6 +134,15 @@ describe("gateway: one agent stream through the real log", () => {
                 "sessionClosed",
               ],
             );
+            // The start, as gatewayStartedEvent builds it (the simulated gateway's too): address, version, lease.
+            const started = records[0]!.event;
+            assert.equal(started.body.case, "gatewayStarted");
+            if (started.body.case === "gatewayStarted") {
+              assert.equal(started.body.value.gatewayId, started.writer?.id);
+              assert.match(started.body.value.listenAddress, /^https?:\/\/127\.0\.0\.1:\d+/);
+              assert.ok(started.body.value.leaseTtlMs > 0);
+              assert.equal(started.id, `gw-${started.writer?.id}-${started.timeUnixMs}-started`);
+            }
             const opened = records[1]!.event.body;
             assert.ok(opened.case === "sessionOpened");
             assert.equal(opened.value.identity, "mtls");

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { pino } from "pino";
-import { EndedSessions } from "../../src/gateway/ended-sessions.js";
+import { ENDED_SESSIONS_TTL_MS, EndedSessions } from "../../src/gateway/ended-sessions.js";
 import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import { SessionRegistry } from "../../src/gateway/registry.js";
 import { CommandRelay } from "../../src/gateway/relay.js";
@@ -86,6 +86,31 @@ describe("command relay: undeliverable commands", () => {
     assert.equal(first?.replicaId, "r-1");
     assert.equal(t.appended[0]?.id, "s-1-undeliverable-c-1-1", "one message id per command attempt");
     assert.equal(await t.dropped("session_closed"), 3);
+  });
+
+  it("reads the time from its clock: the ended session's TTL and the report's time", async () => {
+    const registry = new SessionRegistry();
+    const metrics = new GatewayMetrics();
+    const appended: Event[] = [];
+    let now = 1_800_000_000_000;
+    const relay = new CommandRelay(
+      registry,
+      metrics,
+      pino({ level: "silent" }),
+      "gw-a",
+      async (e) => {
+        appended.push(e);
+      },
+      () => now,
+    );
+    relay.sessionEnded({ sessionId: "s-1", nodeId: "gpu-1", closeDetail: "" });
+    now += ENDED_SESSIONS_TTL_MS - 1;
+    relay.relay(start("c-1", "gpu-1", "s-1"), 10);
+    assert.equal(appended.length, 1);
+    assert.equal(appended[0]?.timeUnixMs, BigInt(now));
+    now += 1;
+    relay.relay(start("c-1", "gpu-1", "s-1", 2), 11);
+    assert.equal(appended.length, 1, "past the TTL the ended session is forgotten: dropped as never held");
   });
 
   it("a session id that ended for another node is not this command's", () => {

@@ -11,8 +11,8 @@ import { join } from "node:path";
 export interface PlantedBug {
   name: string;
   file: string;
-  from: string;
-  to: string;
+  /** Text replaced in `file`, each `from` once, in order. */
+  patches: Array<{ from: string; to: string }>;
   /** The simulation options under which the test asserts it is found, and within how many seeds. */
   run: { minutes: number; nodes: number; faults: string[]; convergeMinutes?: number; seeds: number };
 }
@@ -21,42 +21,63 @@ export const PLANTED_BUGS: PlantedBug[] = [
   {
     name: "fencing removed from the log's append path",
     file: "src/log/append.ts",
-    from: "{ stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq }",
-    to: "{ stream: this.stream, lastSubjectSeq: undefined }",
+    patches: [
+      {
+        from: "{ stream: this.stream, lastSubjectSeq: opts.expectLastSubjectSeq }",
+        to: "{ stream: this.stream, lastSubjectSeq: undefined }",
+      },
+    ],
     // Leader losses fence only while there are passes to make: agent restarts keep the reconciler busy.
     run: { minutes: 40, nodes: 10, faults: ["leader-loss", "agent-crash"], convergeMinutes: 10, seeds: 12 },
   },
   {
     name: "make-before-break removed from drains",
     file: "src/reconciler/decide/drains.ts",
-    from: "    if (budget?.stated === undefined && !nextReady) return undefined;\n",
-    to: "",
+    patches: [{ from: "    if (budget?.stated === undefined && !nextReady) return undefined;\n", to: "" }],
     run: { minutes: 60, nodes: 20, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
   },
   {
     name: "the disruption budget ignored by rollouts",
     file: "src/reconciler/decide/rollouts.ts",
-    from: "return Math.min(policy, disruptionBudget(pass, model.name).allowed);",
-    // Every ready replica may go: neither the budget nor the rollout's maxUnavailable holds.
-    to: "return rolling?.ready ?? 0;",
+    patches: [
+      {
+        from: "return Math.min(policy, disruptionBudget(pass, model.name).allowed);",
+        // Every ready replica may go: neither the budget nor the rollout's maxUnavailable holds.
+        to: "return rolling?.ready ?? 0;",
+      },
+    ],
     run: { minutes: 40, nodes: 10, faults: ["operator"], convergeMinutes: 10, seeds: 12 },
   },
   {
     name: "adoption skipped for one node",
     file: "src/reconciler/decide/adoption.ts",
-    from: "if (session?.adoptionSeq !== 0 || session === null) continue;",
-    to: 'if (session?.adoptionSeq !== 0 || session === null || id === "node-0000") continue;',
+    patches: [
+      {
+        from: "if (session?.adoptionSeq !== 0 || session === null) continue;",
+        to: 'if (session?.adoptionSeq !== 0 || session === null || id === "node-0000") continue;',
+      },
+    ],
     run: { minutes: 40, nodes: 10, faults: ["agent-crash"], convergeMinutes: 10, seeds: 12 },
   },
   {
+    // In the pure session core, which the gateway's shell (src/gateway/session.ts) and the
+    // simulated gateway both run: an agent message is acknowledged at once, when its event is
+    // drafted, instead of once the log stored it. The real gateway acks unstored messages the same.
     name: "a gateway that acks before the log stores",
-    file: "src/simulation/gateway.ts",
-    from: "      this.#queue.push({ event, ackId: e.ackId });\n",
-    to:
-      '      const early = e.ackId !== undefined && e.ackId !== "register" ? e.ackId : undefined;\n' +
-      "      this.#queue.push({ event, ackId: early === undefined ? e.ackId : undefined });\n" +
-      '      if (early !== undefined) this.#gw.options.scheduler.after(0, () => this.feed({ kind: "stored", messageId: early, seq: 0 }));\n',
-    // Log outages lose only what is said during them: restarts and operator moves keep the agents talking.
+    file: "src/gateway/session-core/messages.ts",
+    patches: [
+      {
+        from: 'import { closeNow, NONE, nothing } from "./result.js";\n',
+        to: 'import { closeNow, NONE, nothing } from "./result.js";\nimport { ack } from "./replies.js";\n',
+      },
+      {
+        from: "    events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: acked ? String(seq) : undefined }],\n    replies: NONE,\n",
+        to: '    events: [{ id: sessionEventId(state.sessionId, seq), body, ackId: undefined }],\n    replies: acked ? [{ kind: "ack", message: ack(String(seq)) }] : NONE,\n',
+      },
+    ],
+    // What is acked early is lost only if the log never takes it (retries store the rest): an outage
+    // past the gateway's limit closes the sessions waiting on it. Restarts and operator moves keep
+    // the agents talking.
     run: {
       minutes: 40,
       nodes: 10,
@@ -67,7 +88,7 @@ export const PLANTED_BUGS: PlantedBug[] = [
   },
 ];
 
-/** A copy of `root`'s src with `bug` planted; `applied` false when the patch found nothing to replace. */
+/** A copy of `root`'s src with `bug` planted; `applied` false when a patch found nothing to replace. */
 export function plantedCopy(
   root: string,
   bug: PlantedBug,
@@ -77,8 +98,12 @@ export function plantedCopy(
   for (const f of ["package.json", "tsconfig.json"]) cpSync(join(root, f), join(dir, f));
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
   const path = join(dir, bug.file);
-  const text = readFileSync(path, "utf8");
-  const applied = text.includes(bug.from);
-  writeFileSync(path, text.replace(bug.from, bug.to));
+  let text = readFileSync(path, "utf8");
+  let applied = true;
+  for (const p of bug.patches) {
+    applied &&= text.includes(p.from);
+    text = text.replace(p.from, p.to);
+  }
+  writeFileSync(path, text);
   return { dir, applied, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
