@@ -93,7 +93,7 @@ export class SimGateway {
    */
   #newProcess(): GatewayProcess {
     const c = this.#o.config;
-    const publisher = new SimPublisher(this.#o.log.appender, this.#o.scheduler, {
+    const publisher = new SimPublisher(this.#o.log.connection(), this.#o.scheduler, {
       window: c.publishWindow,
       timeoutMs: c.publishTimeoutMs,
       unavailableLimitMs: c.logUnavailableLimitMs,

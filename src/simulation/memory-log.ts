@@ -60,18 +60,28 @@ export class MemoryLog {
   readonly #lastBySubject = new Map<string, number>();
   /** Message id → its sequence and when it was stored. */
   readonly #ids = new Map<string, { seq: number; atMs: number }>();
-  /** Appends through the real append path, onto this log. */
+  /** Appends through the real append path, onto this log: one connection's (see `connection`). */
   readonly appender: LogAppender;
   /** Publishes refused by their expectation (fencing at work). */
   fenced = 0;
   /** Publishes of a message id the log already held: stored once, acked with the first one's sequence. */
   duplicates = 0;
-  /** When the last publish sent reaches the stream. */
-  #lastStoreAt = 0;
 
   constructor(opts: MemoryLogOptions) {
     this.#o = opts;
-    this.appender = new LogAppender({ send: this.#send }, SIM_STREAM);
+    this.appender = this.connection();
+  }
+
+  /**
+   * Appends over a connection of their own (a gateway process's): one
+   * connection's publishes reach the stream in the order they were sent,
+   * as NATS delivers one connection's messages in order (the gateway's
+   * ordered pipeline relies on it), while those of two connections
+   * interleave as their latencies fall.
+   */
+  connection(): LogAppender {
+    const order = { lastStoreAt: 0 };
+    return new LogAppender({ send: (...a) => this.#send(order, ...a) }, SIM_STREAM);
   }
 
   get lastSeq(): number {
@@ -82,8 +92,11 @@ export class MemoryLog {
     return this.#lastBySubject.get(subject) ?? 0;
   }
 
-  /** AckedPublisher.send, kept by the log itself. */
-  readonly #send: AckedPublisher["send"] = (subject, data, msgId, expect, timeoutMs, handler) => {
+  /** AckedPublisher.send of one connection, kept by the log itself. */
+  #send(
+    order: { lastStoreAt: number },
+    ...[subject, data, msgId, expect, timeoutMs, handler]: Parameters<AckedPublisher["send"]>
+  ): void {
     const s = this.#o.scheduler;
     // The headers the real publisher would write, and what they ask of the stream.
     let headers: PublishHeaders;
@@ -97,10 +110,9 @@ export class MemoryLog {
       s.after(timeoutMs, () => handler.failed(new LogError("unavailable", `no ack within ${timeoutMs} ms`)));
       return;
     }
-    // Publishes reach the stream in the order they were sent (one connection's are ordered, and the
-    // gateway's ordered pipeline relies on it): the jitter delays, it never reorders.
-    const at = Math.max(this.#lastStoreAt, s.now + Math.round(this.#o.latencyMs * (1 + this.#o.random())));
-    this.#lastStoreAt = at;
+    // A connection's publishes reach the stream in the order they were sent: the jitter delays, it never reorders.
+    const at = Math.max(order.lastStoreAt, s.now + Math.round(this.#o.latencyMs * (1 + this.#o.random())));
+    order.lastStoreAt = at;
     const latency = at - s.now;
     const ackLost = this.#o.random() < this.conditions.ackLoss;
     s.after(latency, () => {
@@ -114,7 +126,7 @@ export class MemoryLog {
       if (outcome instanceof LogError) handler.failed(outcome);
       else handler.acked(outcome);
     });
-  };
+  }
 
   /** The stream's rules, in the server's order: the duplicate window, the expected stream, the expected last subject sequence. */
   #store(subject: string, data: Uint8Array, headers: PublishHeaders): PubAck | LogError {
