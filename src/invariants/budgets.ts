@@ -51,7 +51,8 @@ export class DisruptionBudgetRule {
     const drained: Drained[] = [];
     for (const d of body.value.decisions) {
       const k = d.kind;
-      if (k.case !== "replicaDrainStarted" && k.case !== "replicaFailed" && k.case !== "replicaRemoved") continue;
+      if (k.case !== "replicaDrainStarted" && k.case !== "replicaFailed" && k.case !== "replicaRemoved")
+        continue;
       const rep = replicas.get(k.value.replicaId);
       if (!rep || !isReady(rep)) continue;
       if (k.case !== "replicaDrainStarted") {

@@ -116,7 +116,7 @@ describe("below-disruption-budget", () => {
               explanation: "agent back running nothing",
               kind: {
                 case: "replicaFailed",
-                value: { replicaId: a!.replicaId, reason: 0, message: "gone after the agent restarted" },
+                value: { replicaId: a!.replicaId, error: "gone after the agent restarted" },
               },
             },
           ],
