@@ -82,9 +82,6 @@ export class LogChecker {
   #previousSeq = 0;
   passes = 0;
   opened = 0;
-  events = 0;
-  firstSeq = 0;
-  lastSeq = 0;
 
   constructor(supersedeGraceMs = DEFAULT_SUPERSEDE_GRACE_MS) {
     this.#sessions = new SessionRule(supersedeGraceMs);
@@ -104,9 +101,6 @@ export class LogChecker {
       });
     }
     this.#previousSeq = r.seq;
-    if (this.events === 0) this.firstSeq = r.seq;
-    this.events++;
-    this.lastSeq = r.seq;
     const b = r.event.body.case;
     if (b === "reconcilePass") this.passes++;
     else if (b === "sessionOpened") this.opened++;

@@ -29,11 +29,7 @@ const PER_HOUR: Record<FaultKind, number> = {
   "clock-skew": 4,
 };
 
-/** Faults that hit, for the run's report. */
-export type FaultCounts = Partial<Record<FaultKind, number>>;
-
-export function scheduleFaults(world: World, untilMs: number): FaultCounts {
-  const counts: FaultCounts = {};
+export function scheduleFaults(world: World, untilMs: number): void {
   const s = world.scheduler;
   const rng = world.rng.faults;
   const from = s.now + 60_000;
@@ -43,14 +39,10 @@ export function scheduleFaults(world: World, untilMs: number): FaultCounts {
     const n = poisson(rng, PER_HOUR[kind] * hours);
     for (let i = 0; i < n; i++) {
       const at = from + Math.floor(rng() * (untilMs - from));
-      s.after(at - s.now, () => {
-        counts[kind] = (counts[kind] ?? 0) + 1;
-        strike(world, kind, rng, operator);
-      });
+      s.after(at - s.now, () => strike(world, kind, rng, operator));
     }
   }
   s.after(untilMs - s.now, () => heal(world, operator));
-  return counts;
 }
 
 function strike(world: World, kind: FaultKind, rng: Rng, operator: Operator): void {

@@ -63,7 +63,6 @@ export class MemoryLog {
   readonly appender: LogAppender;
   /** Publishes refused by their expectation (fencing at work). */
   fenced = 0;
-  duplicates = 0;
 
   constructor(opts: MemoryLogOptions) {
     this.#o = opts;
@@ -114,7 +113,6 @@ export class MemoryLog {
     const msgId = headers.get("Nats-Msg-Id");
     const seen = this.#ids.get(msgId);
     if (seen && now - seen.atMs <= this.#o.duplicateWindowMs) {
-      this.duplicates++;
       return { stream: SIM_STREAM, seq: seen.seq, duplicate: true, domain: "" };
     }
     const stream = headers.get("Nats-Expected-Stream");

@@ -68,8 +68,6 @@ export interface PureRoom {
    * I/O module itself.
    */
   ownFilesOnly?: boolean;
-  /** Clock or timer uses a file of the room may make, as `file: what` (with why, at the room). */
-  allowed?: string[];
 }
 
 /** Why a file reached from a pure room is not pure, and the chain of imports that reached it. */
@@ -318,13 +316,11 @@ export function findImpurities(graph: Map<string, ParsedFile>, rooms: PureRoom[]
         }
     }
     const queue = [...roots];
-    const allowed = new Set(room.allowed ?? []);
     for (let f = queue.shift(); f !== undefined; f = queue.shift()) {
       const parsed = graph.get(f);
       if (!parsed) continue;
       for (const c of parsed.clocks)
-        if (!allowed.has(`${f}: ${c.what}`))
-          out.push({ room: room.name, what: `${c.what} at ${f}:${c.line}`, chain: chain(f) });
+        out.push({ room: room.name, what: `${c.what} at ${f}:${c.line}`, chain: chain(f) });
       for (const i of parsed.imports) {
         if (!i.value) continue;
         if (graph.has(i.target)) {
