@@ -11,11 +11,13 @@ import {
   initialFleet,
   type Projection,
 } from "../projections/index.js";
+import { DisruptionBudgetRule } from "./budgets.js";
 import { determinismViolations } from "./determinism.js";
 import { EndpointRule } from "./endpoints.js";
 import { FailureReasonRule } from "./failure-reasons.js";
 import { FencingRule } from "./fencing.js";
 import { GpuPlacementRule } from "./gpus.js";
+import { LeaseOrderRule } from "./leases.js";
 import { ResultAddressRule } from "./results.js";
 import { RolloutReadyRule } from "./rollouts.js";
 import { SessionRule } from "./sessions.js";
@@ -73,14 +75,13 @@ export class LogChecker {
   readonly #endpoints = new EndpointRule();
   readonly #rollouts = new RolloutReadyRule();
   readonly #results = new ResultAddressRule();
+  readonly #budgets = new DisruptionBudgetRule();
+  readonly #leases = new LeaseOrderRule();
   #state: FleetState = initialFleet();
   readonly #order: Violation[] = [];
   #previousSeq = 0;
   passes = 0;
   opened = 0;
-  events = 0;
-  firstSeq = 0;
-  lastSeq = 0;
 
   constructor(supersedeGraceMs = DEFAULT_SUPERSEDE_GRACE_MS) {
     this.#sessions = new SessionRule(supersedeGraceMs);
@@ -100,9 +101,6 @@ export class LogChecker {
       });
     }
     this.#previousSeq = r.seq;
-    if (this.events === 0) this.firstSeq = r.seq;
-    this.events++;
-    this.lastSeq = r.seq;
     const b = r.event.body.case;
     if (b === "reconcilePass") this.passes++;
     else if (b === "sessionOpened") this.opened++;
@@ -115,12 +113,15 @@ export class LogChecker {
     this.#gpus.observe(r);
     this.#undeliverable.observe(r);
     this.#rollouts.observe(r, state);
+    this.#budgets.observe(r, state);
+    this.#leases.observe(r);
     this.#state = evolveFleet(state, r.event, { seq: r.seq, timeMs: r.timeMs });
     this.#sessions.recordAfter(r, this.#state);
     this.#endpoints.recordAfter(r, this.#state);
     this.#gpus.recordAfter(r, this.#state);
     this.#rollouts.recordAfter(r, this.#state);
     this.#results.recordAfter(r, this.#state);
+    this.#budgets.recordAfter(r, this.#state);
   }
 
   /** How many violations the events so far showed (cheap: for a check after every batch). */
@@ -135,7 +136,9 @@ export class LogChecker {
       this.#failureReasons.violations.length +
       this.#endpoints.violations.length +
       this.#rollouts.violations.length +
-      this.#results.violations.length
+      this.#results.violations.length +
+      this.#budgets.violations.length +
+      this.#leases.violations.length
     );
   }
 
@@ -152,6 +155,8 @@ export class LogChecker {
       ...this.#endpoints.violations,
       ...this.#rollouts.violations,
       ...this.#results.violations,
+      ...this.#budgets.violations,
+      ...this.#leases.violations,
     ].sort((x, y) => x.seq - y.seq);
   }
 

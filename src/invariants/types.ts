@@ -24,6 +24,8 @@ export const RULES = [
   "endpoint-not-ready",
   "placed-on-unavailable-gpu",
   "rollout-below-ready",
+  "below-disruption-budget",
+  "stale-leader-pass",
   "result-not-addressed",
   /** Only with `check-log --redecide`: decide, run again on the state a pass observed, decides otherwise. */
   "redecide",

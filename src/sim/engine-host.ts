@@ -7,7 +7,8 @@
  * names) with the load the simulator's load model gives; the node's fault
  * plan bends it (runs out of memory at start, crash-loops, hangs while
  * loading, exits on its own, is refused, or never comes back from its
- * launch). A drain hook makes it finish its in-flight requests over
+ * launch), each fault's course being `engineCourse` (faults.ts), which the
+ * simulation's engines follow too. A drain hook makes it finish its in-flight requests over
  * `drainMs`; a signal ends it after a short stop delay, and its exit is
  * recorded beside the shard's record as the real wrapper does, so that a
  * restarted agent adopts what still runs and learns how the rest ended.
@@ -32,15 +33,7 @@ import {
 } from "../agent/engine/engine-host.js";
 import type { SimConfig } from "./config.js";
 import type { NodeFaultPlan } from "./fault-plan.js";
-import {
-  CRASH_ERROR,
-  CRASH_EXIT_CODE,
-  oomError,
-  REFUSE_START_ERROR,
-  type ShardFault,
-  SLOW_START_FACTOR,
-  UNASKED_EXIT_OUTPUT,
-} from "./faults.js";
+import { type EngineCourse, engineCourse } from "./faults.js";
 import type { ShardLoadReading } from "./load.js";
 import { SimEngineServer } from "./openai-engine.js";
 
@@ -120,10 +113,13 @@ export class SimEngineHost implements EngineHost {
   async spawn(s: EngineSpawn): Promise<EngineSpawned> {
     const [, shardId = "", replicaId = "", model = "", gpus = "", rank = "0", portText = "0"] = s.argv;
     const engineArgs = s.argv.slice(FIXED_ARGS);
-    const preloaded = this.#preloaded.delete(shardId);
-    const fault: ShardFault | undefined = preloaded ? undefined : this.#o.faults.shardFault(engineArgs);
-    if (fault === "refuse-start") return { ok: false, error: REFUSE_START_ERROR };
-    if (fault === "never-starting")
+    const gpuIndices = gpus === "" ? [] : gpus.split(",").map(Number);
+    // An engine already loaded serves at once, with no fault.
+    const course: EngineCourse = this.#preloaded.delete(shardId)
+      ? { launch: "launched", readyAfterMs: 0, exit: undefined }
+      : engineCourse(this.#o.faults.shardFault(engineArgs), this.#o.config, gpuIndices[0] ?? 0);
+    if (course.launch === "refused") return { ok: false, error: course.error };
+    if (course.launch === "never-returns")
       // The launch never returns (an image pull or a fork that hangs): the agent says nothing.
       return new Promise((resolve) => this.#hanging.add(resolve));
     const p: SimProcess = {
@@ -134,8 +130,8 @@ export class SimEngineHost implements EngineHost {
       replicaId,
       model,
       rank: Number(rank),
-      gpuIndices: gpus === "" ? [] : gpus.split(",").map(Number),
-      phase: fault === "hang" ? "hung" : "loading",
+      gpuIndices,
+      phase: course.readyAfterMs === undefined && course.exit === undefined ? "hung" : "loading",
       drain: undefined,
       exiting: false,
       logPath: s.logPath,
@@ -150,7 +146,7 @@ export class SimEngineHost implements EngineHost {
     } else {
       this.#byPort.set(p.port, p);
       this.#serveHttp(p);
-      this.#run(p, fault, preloaded);
+      this.#run(p, course);
     }
     return {
       ok: true,
@@ -252,52 +248,21 @@ export class SimEngineHost implements EngineHost {
 
   // --- one engine -------------------------------------------------------------------
 
-  #run(
-    p: SimProcess,
-    fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined,
-    preloaded: boolean,
-  ) {
-    const c = this.#o.config;
-    const startMs = preloaded
-      ? 0
-      : fault === "slow-start"
-        ? c.startDelayMs * SLOW_START_FACTOR
-        : c.startDelayMs;
-    switch (fault) {
-      case "hang":
-        return; // Stuck loading weights until someone stops it.
-      case "fail": {
-        const { output } = oomError(p.gpuIndices[0] ?? 0, c.gpuMemoryMb, c.kvCacheFraction);
-        this.#after(p, Math.min(c.failAfterMs, startMs), () => this.#exit(p, 1, null, output));
-        return;
-      }
-      case "crash-loop":
-        this.#after(p, startMs, () => {
-          p.phase = "serving";
-          this.#after(p, c.crashAfterMs, () =>
-            this.#exit(p, CRASH_EXIT_CODE, null, `${CRASH_ERROR}\nAborted (core dumped)`),
-          );
-        });
-        return;
-      case "exit-after-running":
-        this.#after(p, startMs, () => {
-          p.phase = "serving";
-          this.#after(p, c.crashAfterMs, () => this.#exit(p, 0, null, UNASKED_EXIT_OUTPUT));
-        });
-        return;
-      case "slow-start":
-      case undefined:
-        if (startMs === 0) p.phase = "serving";
-        else
-          this.#after(p, startMs, () => {
-            p.phase = "serving";
-          });
-        return;
-      default: {
-        const never: never = fault;
-        throw new Error(`unhandled fault ${String(never)}`);
-      }
+  /** The engine's course in time: ready (serving) after its load, and an exit of its own if it has one. */
+  #run(p: SimProcess, course: Extract<EngineCourse, { launch: "launched" }>) {
+    const { readyAfterMs, exit } = course;
+    const exitNow = () => exit && this.#exit(p, exit.exitCode, null, exit.output);
+    if (readyAfterMs === undefined) {
+      // Stuck loading weights until someone stops it, or failing while loading.
+      if (exit) this.#after(p, exit.afterMs, exitNow);
+      return;
     }
+    const ready = () => {
+      p.phase = "serving";
+      if (exit) this.#after(p, exit.afterMs, exitNow);
+    };
+    if (readyAfterMs === 0) ready();
+    else this.#after(p, readyAfterMs, ready);
   }
 
   /** With `engineHttp`, the engine listens on its port; one that cannot exits as a real one would. */

@@ -103,3 +103,86 @@ export const CRASH_EXIT_CODE = 134;
 export function xidProblem(gpuIndex: number, uuid: string): string {
   return `Xid 79: GPU has fallen off the bus (GPU ${gpuIndex}, ${uuid})`;
 }
+
+/** How a launched engine ends on its own: exit code, what it says, and when. */
+export interface EngineExitCourse {
+  /** From the launch (an engine that never got ready), or from its readiness. */
+  afterMs: number;
+  exitCode: number;
+  /** The error the engine's exit is reported with. */
+  error: string;
+  /** The last lines it printed. */
+  output: string;
+}
+
+/**
+ * What an engine does under its shard fault, in time: the one description
+ * both simulated machines follow, the simulator's engine host under the
+ * real supervisor (engine-host.ts) and the simulation's engines
+ * (src/simulation/engines.ts). `refused`: the launch fails at once;
+ * `never-returns`: the launch hangs (an image pull, a fork), so the start
+ * is never answered; `launched`: a process that becomes ready after
+ * `readyAfterMs` (undefined: never, stuck loading) and may exit on its own.
+ */
+export type EngineCourse =
+  | { launch: "refused"; error: string }
+  | { launch: "never-returns" }
+  | { launch: "launched"; readyAfterMs: number | undefined; exit: EngineExitCourse | undefined };
+
+/** The timings and the GPU a course needs (of SimConfig). */
+export interface EngineCourseConfig {
+  startDelayMs: number;
+  failAfterMs: number;
+  crashAfterMs: number;
+  gpuMemoryMb: number;
+  kvCacheFraction: number;
+}
+
+/** The course of an engine launched with `fault` (undefined: none) on `gpuIndex` (its first GPU). */
+export function engineCourse(
+  fault: ShardFault | undefined,
+  c: EngineCourseConfig,
+  gpuIndex: number,
+): EngineCourse {
+  switch (fault) {
+    case "refuse-start":
+      return { launch: "refused", error: REFUSE_START_ERROR };
+    case "never-starting":
+      return { launch: "never-returns" };
+    case "hang":
+      return { launch: "launched", readyAfterMs: undefined, exit: undefined };
+    case "fail": {
+      const { error, output } = oomError(gpuIndex, c.gpuMemoryMb, c.kvCacheFraction);
+      return {
+        launch: "launched",
+        readyAfterMs: undefined,
+        exit: { afterMs: Math.min(c.failAfterMs, c.startDelayMs), exitCode: 1, error, output },
+      };
+    }
+    case "crash-loop":
+      return {
+        launch: "launched",
+        readyAfterMs: c.startDelayMs,
+        exit: {
+          afterMs: c.crashAfterMs,
+          exitCode: CRASH_EXIT_CODE,
+          error: CRASH_ERROR,
+          output: `${CRASH_ERROR}\nAborted (core dumped)`,
+        },
+      };
+    case "exit-after-running":
+      return {
+        launch: "launched",
+        readyAfterMs: c.startDelayMs,
+        exit: { afterMs: c.crashAfterMs, exitCode: 0, error: "", output: UNASKED_EXIT_OUTPUT },
+      };
+    case "slow-start":
+      return { launch: "launched", readyAfterMs: c.startDelayMs * SLOW_START_FACTOR, exit: undefined };
+    case undefined:
+      return { launch: "launched", readyAfterMs: c.startDelayMs, exit: undefined };
+    default: {
+      const never: never = fault;
+      throw new Error(`unhandled fault ${String(never)}`);
+    }
+  }
+}

@@ -6,7 +6,11 @@
  * processes instead (src/sim/supervised-engines.ts). A start is a state machine on timers — a start
  * delay, then RUNNING — bent by the node's fault plan (an engine that runs
  * out of memory at start, crash-loops, hangs while loading, loads slowly, is refused, never
- * comes up, or exits on its own), a drain lasts `drainMs` or until its
+ * comes back from its launch, or exits on its own), each fault's course in time being
+ * `engineCourse` (src/sim/faults.ts), which the simulator's engine host
+ * follows too; a launch that never comes back is never answered, as the
+ * real supervisor's start is not, and a start re-sent meanwhile is
+ * accepted, as there. A drain lasts `drainMs` or until its
  * deadline, and a running shard reports the load its model's curve gives.
  * Nothing is spawned, written or listened on: `engineHttp` is the
  * simulator's (src/sim/engine-host.ts), not the simulation's.
@@ -22,15 +26,7 @@ import type {
   ShardSupervisor,
   SupervisedShard,
 } from "../agent/node-agent.js";
-import {
-  CRASH_ERROR,
-  CRASH_EXIT_CODE,
-  oomError,
-  REFUSE_START_ERROR,
-  type ShardFault,
-  SLOW_START_FACTOR,
-  UNASKED_EXIT_OUTPUT,
-} from "../sim/faults.js";
+import { type EngineCourse, engineCourse } from "../sim/faults.js";
 import type {
   AgentSupervisor,
   PreloadedShard,
@@ -40,8 +36,6 @@ import type {
 } from "../sim/machine-engines.js";
 
 interface Engine extends SimShard {
-  /** The fault of an engine that was launched (refused and never-started ones never get here). */
-  fault: Exclude<ShardFault, "refuse-start" | "never-starting"> | undefined;
   timers: Set<TimerHandle>;
 }
 
@@ -53,6 +47,15 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
   readonly #o: SimEnginesOptions;
   readonly #engines = new Map<string, Engine>();
   readonly #clock: AgentClock;
+  /**
+   * Starts whose launch never returns (`never-starting`), by shard, as the
+   * current agent process's supervisor knows them: a start re-sent for one
+   * is answered at once (the first one would report), a stop or a drain of
+   * one is accepted (the engine goes once it is up: never).
+   */
+  #launching = new Map<string, (o: CommandOutcome) => void>();
+  /** Launches still hanging from agent processes gone since: answered when the machine goes. */
+  readonly #orphaned: Array<(o: CommandOutcome) => void> = [];
   /** Where shard changes go (the node's current agent). */
   onEvent: (e: ShardEvent) => void = () => {};
 
@@ -66,6 +69,9 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
   /** The machine's engines are their own supervisor, whichever agent process runs. */
   supervisorFor(onEvent: (e: ShardEvent) => void): AgentSupervisor {
     this.onEvent = onEvent;
+    // A new agent process: the launches the one before was waiting for are not its own.
+    this.#orphaned.push(...this.#launching.values());
+    this.#launching = new Map();
     return { supervisor: this };
   }
 
@@ -78,10 +84,17 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
       this.#say(existing);
       return { ok: true };
     }
-    const fault = this.#o.faults.shardFault(spec.engineArgs);
-    if (fault === "refuse-start") return { ok: false, error: REFUSE_START_ERROR };
-    // Acknowledged, and then nothing: the engine process never came up.
-    if (fault === "never-starting") return { ok: true };
+    // A re-sent start while the first is still being launched: that one reports.
+    if (this.#launching.has(spec.shardId)) return { ok: true };
+    const course = engineCourse(
+      this.#o.faults.shardFault(spec.engineArgs),
+      this.#o.config,
+      spec.gpuIndices[0] ?? 0,
+    );
+    if (course.launch === "refused") return { ok: false, error: course.error };
+    if (course.launch === "never-returns")
+      // The launch never returns (an image pull or a fork that hangs): the start is never answered.
+      return new Promise((resolve) => this.#launching.set(spec.shardId, resolve));
     const e: Engine = {
       shardId: spec.shardId,
       replicaId: spec.replicaId,
@@ -90,66 +103,47 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
       gpuIndices: [...spec.gpuIndices],
       state: "starting",
       rank: spec.rank,
-      fault,
       timers: new Set(),
     };
     this.#engines.set(e.shardId, e);
     this.#say(e);
-    const c = this.#o.config;
-    switch (e.fault) {
-      case "hang":
-        break; // Stuck loading weights until someone stops it.
-      case "fail": {
-        const { error, output } = oomError(e.gpuIndices[0] ?? 0, c.gpuMemoryMb, c.kvCacheFraction);
-        this.#after(e, Math.min(c.failAfterMs, c.startDelayMs), () =>
-          this.#exit(e, "failed", { error, exitCode: 1, lastOutput: output }),
-        );
-        break;
-      }
-      case "crash-loop":
-        this.#after(e, c.startDelayMs, () => {
-          this.#to(e, "running");
-          this.#after(e, c.crashAfterMs, () =>
-            this.#exit(e, "failed", {
-              error: CRASH_ERROR,
-              exitCode: CRASH_EXIT_CODE,
-              lastOutput: `${CRASH_ERROR}\nAborted (core dumped)`,
-            }),
-          );
-        });
-        break;
-      case "exit-after-running":
-        this.#after(e, c.startDelayMs, () => {
-          this.#to(e, "running");
-          this.#after(e, c.crashAfterMs, () =>
-            this.#exit(e, "stopped", { exitCode: 0, lastOutput: UNASKED_EXIT_OUTPUT }),
-          );
-        });
-        break;
-      case "slow-start":
-        this.#after(e, c.startDelayMs * SLOW_START_FACTOR, () => this.#to(e, "running"));
-        break;
-      case undefined:
-        this.#after(e, c.startDelayMs, () => this.#to(e, "running"));
-        break;
-      default: {
-        const never: never = e.fault;
-        throw new Error(`unhandled fault ${String(never)}`);
-      }
-    }
+    this.#run(e, course);
     return { ok: true };
+  }
+
+  /** The engine's course in time: RUNNING after its load, and an exit of its own if it has one. */
+  #run(e: Engine, course: Extract<EngineCourse, { launch: "launched" }>): void {
+    const { readyAfterMs, exit } = course;
+    const exitNow = () => {
+      if (!exit) return;
+      this.#exit(e, exit.exitCode === 0 ? "stopped" : "failed", {
+        exitCode: exit.exitCode,
+        ...(exit.error ? { error: exit.error } : {}),
+        lastOutput: exit.output,
+      });
+    };
+    if (readyAfterMs === undefined) {
+      // Stuck loading weights until someone stops it, or failing while loading.
+      if (exit) this.#after(e, exit.afterMs, exitNow);
+      return;
+    }
+    this.#after(e, readyAfterMs, () => {
+      this.#to(e, "running");
+      if (exit) this.#after(e, exit.afterMs, exitNow);
+    });
   }
 
   async stop(shardId: string): Promise<CommandOutcome> {
     const e = this.#engines.get(shardId);
-    if (!e) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    if (!e) return this.#stopLaunching(shardId);
     this.#exit(e, "stopped", { exitCode: 0 });
     return { ok: true };
   }
 
   async drain(shardId: string, deadlineUnixMs: number): Promise<CommandOutcome> {
     const e = this.#engines.get(shardId);
-    if (!e) return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
+    // Nothing serves yet, so nothing is in flight: the drain of a shard being launched is its stop.
+    if (!e) return this.#stopLaunching(shardId);
     if (e.state === "draining") return { ok: true };
     this.#clearTimers(e);
     this.#to(e, "draining");
@@ -167,6 +161,12 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
         }),
       );
     return { ok: true };
+  }
+
+  /** A stop for a shard with no engine: accepted for one being launched (it would go once up), else unknown. */
+  #stopLaunching(shardId: string): CommandOutcome {
+    if (this.#launching.has(shardId)) return { ok: true };
+    return { ok: false, error: `unknown shard ${JSON.stringify(shardId)}` };
   }
 
   shards(): SupervisedShard[] {
@@ -214,7 +214,6 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
         gpuIndices,
         state: "running",
         rank: 0,
-        fault: undefined,
         timers: new Set(),
       });
     }
@@ -237,6 +236,10 @@ export class SimEngines implements ShardSupervisor, SimMachineEngines {
   clear(): void {
     for (const e of this.#engines.values()) this.#release(e);
     this.#engines.clear();
+    const hanging = [...this.#orphaned, ...this.#launching.values()];
+    this.#orphaned.length = 0;
+    this.#launching.clear();
+    for (const answer of hanging) answer({ ok: false, error: "the machine restarted during the launch" });
   }
 
   /** The simulation stops: timers go. */

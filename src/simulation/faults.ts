@@ -8,6 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { newEvent } from "../codec/index.js";
 import { type Catalog, CatalogSchema, Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
+import { type CatalogVersion, catalogVersionOf, undoCatalog } from "../operator/catalog/undo.js";
 import type { Rng } from "../sim/rng.js";
 import { catalogEvent } from "./catalog.js";
 import type { FaultKind } from "./options.js";
@@ -28,11 +29,7 @@ const PER_HOUR: Record<FaultKind, number> = {
   "clock-skew": 4,
 };
 
-/** Faults that hit, for the run's report. */
-export type FaultCounts = Partial<Record<FaultKind, number>>;
-
-export function scheduleFaults(world: World, untilMs: number): FaultCounts {
-  const counts: FaultCounts = {};
+export function scheduleFaults(world: World, untilMs: number): void {
   const s = world.scheduler;
   const rng = world.rng.faults;
   const from = s.now + 60_000;
@@ -42,14 +39,10 @@ export function scheduleFaults(world: World, untilMs: number): FaultCounts {
     const n = poisson(rng, PER_HOUR[kind] * hours);
     for (let i = 0; i < n; i++) {
       const at = from + Math.floor(rng() * (untilMs - from));
-      s.after(at - s.now, () => {
-        counts[kind] = (counts[kind] ?? 0) + 1;
-        strike(world, kind, rng, operator);
-      });
+      s.after(at - s.now, () => strike(world, kind, rng, operator));
     }
   }
   s.after(untilMs - s.now, () => heal(world, operator));
-  return counts;
 }
 
 function strike(world: World, kind: FaultKind, rng: Rng, operator: Operator): void {
@@ -162,8 +155,9 @@ function heal(world: World, operator: Operator): void {
 
 /** The operator: scale, roll out, undo, cordon, drain and uncordon, as the operator API writes them. */
 class Operator {
-  #history: Catalog[] = [];
   #revision = 0;
+  /** The model this operator rolled out last: what it undoes. */
+  #rolled: string | undefined;
   readonly #cordoned = new Set<string>();
 
   constructor(
@@ -223,16 +217,36 @@ class Operator {
       const p = model.profiles[0];
       if (!p) return;
       p.engineArgs = [`--sim-revision=${++this.#revision}`];
+      this.#rolled = model.name;
     }
-    this.#history.push(cur.catalog);
     this.#apply(next, cur.seq);
   }
 
+  /**
+   * `llmgw rollout undo` of the model it rolled last, as the API does it:
+   * `undoCatalog` over the catalog's history in the log, fenced on the
+   * newest version. Nothing to undo (the API's 409) writes nothing.
+   */
   #undo(): void {
-    const cur = this.#current();
-    const prev = this.#history.pop();
-    if (!cur || !prev) return;
-    this.#apply(prev, cur.seq);
+    if (this.#rolled === undefined) return;
+    const history = this.#catalogHistory();
+    const undo = undoCatalog(history, this.#rolled);
+    const base = history.at(-1);
+    if (!undo.ok || !base) return;
+    this.#apply(undo.catalog, base.seq);
+  }
+
+  /** Every catalog applied, oldest first, as the API reads it from the log's catalog subject. */
+  #catalogHistory(): CatalogVersion[] {
+    const log = this.world.log;
+    const subject = log.appender.subjects.catalog;
+    const out: CatalogVersion[] = [];
+    for (const r of log.records) {
+      if (r.subject !== subject) continue;
+      const v = catalogVersionOf(r);
+      if (v) out.push(v);
+    }
+    return out;
   }
 
   #node(action: "cordon" | "drain" | "uncordon"): void {

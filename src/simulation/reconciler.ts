@@ -12,6 +12,7 @@ import { newEvent } from "../codec/index.js";
 import { Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
 import { evolveFleet, type FleetState, initialFleet } from "../projections/index.js";
 import { decide, passExpectation, type ReconcilerConfig } from "../reconciler/decide/index.js";
+import { defaultLeaseSafetyMarginMs } from "../reconciler/runner/lease-margin.js";
 import { decideInput, passBody } from "../reconciler/runner/pass-body.js";
 import type { MemoryLog } from "./memory-log.js";
 import type { Scheduler } from "./scheduler.js";
@@ -60,8 +61,6 @@ export class SimReconciler {
   pausedUntil = 0;
   /** The next pass pauses between decide and append for this long (a leader-loss fault). */
   pauseBeforeAppendMs = 0;
-  passesAppended = 0;
-  passesFenced = 0;
   readonly #o: SimReconcilerOptions;
   #state: FleetState = initialFleet();
   #folded = 0;
@@ -111,8 +110,8 @@ export class SimReconciler {
         this.#leadingRevision = lease.revision;
         this.#lastObserved = -1;
       }
-      // Certain by its own clock for less than the TTL (the runner's margin).
-      this.#validUntil = s.now + (lease.ttlMs * 2) / 3;
+      // Certain by its own clock for less than the TTL, by the runner's margin.
+      this.#validUntil = s.now + lease.ttlMs - defaultLeaseSafetyMarginMs(lease.ttlMs);
     } else {
       this.#leadingRevision = 0;
     }
@@ -162,12 +161,10 @@ export class SimReconciler {
         {
           appended: (a) => {
             this.#appending = false;
-            this.passesAppended++;
             this.#o.onPass?.(a.seq, this.id);
           },
-          failed: (err) => {
+          failed: () => {
             this.#appending = false;
-            if (err.code === "wrong-last-sequence") this.passesFenced++;
             // The next pass decides again on the log as it is then.
             this.#lastObserved = -1;
           },

@@ -128,7 +128,9 @@ export class World {
       reconnectMaxMs: 15_000,
       ackTimeoutMs: 10_000,
       faults: [
-        ...(engineFaults ? ["fail", "crash-loop", "hang", "exit-after-running", "slow-start"] : []),
+        ...(engineFaults
+          ? ["fail", "crash-loop", "hang", "never-starting", "exit-after-running", "slow-start"]
+          : []),
         ...(gpuFaults ? ["xid"] : []),
       ],
       faultRate: engineFaults || gpuFaults ? 0.03 : 0,

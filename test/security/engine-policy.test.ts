@@ -13,7 +13,7 @@ import {
   launchIssues,
 } from "../../src/engine-policy/index.js";
 import { CatalogSchema } from "../../src/gen/llmgw/v1/events_pb.js";
-import { type CatalogVersion, undoCatalog } from "../../src/operator/catalog/history.js";
+import { type CatalogVersion, undoCatalog } from "../../src/operator/catalog/undo.js";
 
 describe("engine policy: the environment deny list", () => {
   const denied = [

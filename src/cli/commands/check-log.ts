@@ -56,7 +56,8 @@ export function registerCheckLog(program: Command): void {
   cmd
     .description(
       "verify the invariants over the whole log: no shard slot started twice, one current session per node, " +
-        "one pass per log position, commands only to current sessions, acknowledged events stored once, " +
+        "one pass per log position and no older lease's pass between a newer one's, commands only to current sessions, acknowledged events stored once, " +
+        "no drain below a model's minAvailable (without one, make-before-break) nor a rollout below replicas − maxUnavailable, " +
         "every event on a subject its kind may be written to, replay determinism; with --redecide, that decide run again on " +
         "the state each pass observed decides what the pass recorded (exit 0 clean, 1 violations, 2 usage).\n" +
         "The records come from the operator API (a viewer token; the check runs here), or from NATS with --nats on the command line",

@@ -6,7 +6,8 @@
  */
 import type { FastifyInstance } from "fastify";
 import { isLogError } from "../../log/index.js";
-import { readCatalogHistory, undoCatalog } from "../catalog/history.js";
+import { readCatalogHistory } from "../catalog/history.js";
+import { undoCatalog } from "../catalog/undo.js";
 import { type ApiContext, appendAndWait } from "../context.js";
 import { ApiError, notFound } from "../errors.js";
 import { principalOf } from "../principal.js";

@@ -18,6 +18,7 @@ import { performance } from "node:perf_hooks";
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { openBucket } from "../../log/index.js";
+import { defaultLeaseSafetyMarginMs } from "./lease-margin.js";
 
 export interface LeaseOptions {
   bucket: string;
@@ -26,7 +27,7 @@ export interface LeaseOptions {
   holderId: string;
   /** Max age of the bucket when this process creates it. An existing bucket's own max age wins. */
   ttlMs: number;
-  /** Stop acting this long before the lease could expire; default TTL/5. */
+  /** Stop acting this long before the lease could expire; default TTL/5 (`defaultLeaseSafetyMarginMs`). */
   safetyMarginMs?: number;
   /** Replicas of the bucket's stream when this process creates it. */
   replicas?: number;
@@ -73,7 +74,7 @@ export class Lease {
         `KV bucket ${opts.bucket} has no max age, so a lease in it would never expire; use another bucket`,
       );
     }
-    const margin = opts.safetyMarginMs ?? Math.max(Math.floor(ttlMs / 5), 1);
+    const margin = opts.safetyMarginMs ?? defaultLeaseSafetyMarginMs(ttlMs);
     if (margin >= ttlMs)
       throw new Error(`lease safety margin ${margin} ms must be below the TTL ${ttlMs} ms`);
     return new Lease(kv, opts.key, opts.holderId, ttlMs, margin);
