@@ -134,6 +134,7 @@ export class MemoryLog {
     const msgId = headers.get("Nats-Msg-Id");
     const seen = this.#ids.get(msgId);
     if (seen && now - seen.atMs <= this.#o.duplicateWindowMs) {
+      this.duplicates++;
       return { stream: SIM_STREAM, seq: seen.seq, duplicate: true, domain: "" };
     }
     const stream = headers.get("Nats-Expected-Stream");
