@@ -159,11 +159,15 @@ class Operator {
   /** The model this operator rolled out last: what it undoes. */
   #rolled: string | undefined;
   readonly #cordoned = new Set<string>();
+  /** The operator API's own connection to the log. */
+  readonly #conn;
 
   constructor(
     private readonly world: World,
     private readonly rng: Rng,
-  ) {}
+  ) {
+    this.#conn = world.log.connection();
+  }
 
   act(): void {
     const r = this.rng();
@@ -190,7 +194,7 @@ class Operator {
 
   #apply(catalog: Catalog, expectSeq: number): void {
     const w = this.world;
-    w.log.appender.appendWith(
+    this.#conn.appendWith(
       catalogEvent(`catalog-${w.newId()}`, catalog, w.scheduler.now),
       { expectLastSubjectSeq: expectSeq },
       { appended() {}, failed() {} },
@@ -275,7 +279,7 @@ class Operator {
         : action === "drain"
           ? { case: "nodeDrainRequested" as const, value: { nodeId, reason, operator } }
           : { case: "nodeUncordoned" as const, value: { nodeId, operator } };
-    w.log.appender.appendWith(
+    this.#conn.appendWith(
       newEvent({
         id: `${action}-${w.newId()}`,
         timeUnixMs: BigInt(w.scheduler.now),

@@ -46,7 +46,6 @@ import {
 import { SessionsWatch } from "../gateway/sessions-watch.js";
 import type { PushResult } from "../gateway/writer.js";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
-import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { Appended } from "../log/append.js";
 import { isLogError } from "../log/log-error.js";
 import type { MemoryLog, StoredRecord } from "./memory-log.js";
@@ -66,7 +65,10 @@ export interface SimGatewayOptions {
 
 export class SimGateway {
   readonly id: string;
-  up = true;
+  /** The process runs (it follows the log). */
+  up = false;
+  /** It takes agents' streams: from when the log stored its gateway-started event. */
+  serving = false;
   /** This gateway's clock minus the simulation's (clock skew). */
   skewMs = 0;
   readonly #o: SimGatewayOptions;
@@ -133,16 +135,10 @@ export class SimGateway {
     s.start();
   }
 
-  /** Appends an event of this gateway's (not a session's), retried as the gateway retries it. */
-  append(e: Event): void {
-    this.#process.publisher.append(e).catch(() => {
-      // Given up after the unavailability limit, as the gateway gives up.
-    });
-  }
-
   /** The process dies: its streams break, nothing more is appended or relayed. */
   crash(): void {
     this.up = false;
+    this.serving = false;
     this.#process.publisher.kill();
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
@@ -151,17 +147,36 @@ export class SimGateway {
     this.#process = this.#newProcess();
   }
 
-  /** The process serves: it says so in the log, as `llmgw gateway` does at start. */
+  /**
+   * A new process: it follows the log at once, and takes streams once the
+   * log stored its gateway-started event, as `llmgw gateway` serves only
+   * after that append. A start whose append gives up fails, as the real
+   * one exits, and is tried again later (its supervisor restarts it).
+   */
   start(): void {
     this.up = true;
     const c = this.#o.config;
-    this.append(
-      gatewayStartedEvent(
-        this.id,
-        { listenAddress: this.#o.listenAddress, version: c.version, leaseTtlMs: c.leaseTtlMs },
-        this.now,
-      ),
-    );
+    const proc = this.#process;
+    proc.publisher
+      .append(
+        gatewayStartedEvent(
+          this.id,
+          { listenAddress: this.#o.listenAddress, version: c.version, leaseTtlMs: c.leaseTtlMs },
+          this.now,
+        ),
+      )
+      .then(
+        () => {
+          if (this.#process === proc) this.serving = true;
+        },
+        () => {
+          if (this.#process !== proc) return;
+          this.crash();
+          this.#o.scheduler.after(FAILED_START_RETRY_MS, () => {
+            if (!this.up) this.start();
+          });
+        },
+      );
   }
 
   /** The log stored `r` (followed by every gateway, late by the follow latency). */
@@ -239,6 +254,9 @@ interface GatewayProcess {
   watch: SessionsWatch<SimSession>;
   relay: CommandRelay<SimSession>;
 }
+
+/** How long a supervisor waits before it starts a gateway whose start failed again. */
+const FAILED_START_RETRY_MS = 5_000;
 
 /** The relay logs nothing here: what it does is in the log. */
 const SILENT: RelayLogger = { debug() {}, info() {}, warn() {} };
@@ -425,6 +443,8 @@ export class SimSession implements StreamReceiver {
     if (wasRegistering && awaitsAdmission(this.state)) {
       const refused = this.#gw.admit(this);
       this.feed(refused ? { kind: "close", close: refused } : { kind: "admitted" });
+      // As the shell's #open: the session's opening is stored before its next message is read.
+      if (!refused) this.#wait(this.#pipeline.settled());
     }
   }
 

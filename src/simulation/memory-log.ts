@@ -2,12 +2,13 @@
  * The log in memory, with JetStream's semantics for what llmgw relies on:
  * one stream sequence, the last sequence of every subject, the
  * expected-last-subject-sequence rule, message-id dedupe within a window,
- * publishes stored in the order they were sent, and acks that come back
- * later (or never: a publish timeout). Appends come
- * in through the real `LogAppender` (src/log/append.ts) — subject, encoding
- * and the publish's expectation built as for NATS — and the expectation is
- * read from the very headers the real publisher writes (PublishHeaders), so
- * a log whose fencing is broken is broken here too.
+ * one connection's publishes stored in the order they were sent (each
+ * simulated process has its own), and acks that come back later (or
+ * never: a publish timeout). Appends come in through the real
+ * `LogAppender` (src/log/append.ts) — subject, encoding and the publish's
+ * expectation built as for NATS — and the expectation is read from the
+ * very headers the real publisher writes (PublishHeaders), so a log whose
+ * fencing is broken is broken here too.
  */
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
 import type { AckedPublisher, AckHandler } from "../log/acked-publish.js";

@@ -51,7 +51,7 @@ export class SimNetwork implements Latency {
     signal: AbortSignal,
   ): AsyncIterable<ControlMessage> {
     const gw = [...this.gateways.values()].find((g) => SimNetwork.url(g.id) === url);
-    if (!gw?.up) {
+    if (!gw?.serving) {
       // Connection refused, after a round trip.
       const q = new PushQueue<ControlMessage>();
       this.scheduler.after(2 * this.draw(), () =>

@@ -10,6 +10,7 @@
 import type { TimerHandle } from "../agent/client/index.js";
 import { newEvent } from "../codec/index.js";
 import { Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
+import type { LogAppender } from "../log/append.js";
 import { evolveFleet, type FleetState, initialFleet } from "../projections/index.js";
 import { decide, passExpectation, type ReconcilerConfig } from "../reconciler/decide/index.js";
 import { defaultLeaseSafetyMarginMs } from "../reconciler/runner/lease-margin.js";
@@ -72,9 +73,13 @@ export class SimReconciler {
   #appending = false;
   #timer: TimerHandle | undefined;
 
+  /** This process's connection to the log (a new one after a restart). */
+  #conn: LogAppender;
+
   constructor(opts: SimReconcilerOptions) {
     this.#o = opts;
     this.id = opts.id;
+    this.#conn = opts.log.connection();
   }
 
   start(): void {
@@ -94,6 +99,7 @@ export class SimReconciler {
 
   restart(): void {
     this.up = true;
+    this.#conn = this.#o.log.connection();
     this.#state = initialFleet();
     this.#folded = 0;
     this.#lastObserved = -1;
@@ -155,7 +161,7 @@ export class SimReconciler {
     const expect = passExpectation(this.#state);
     const append = () => {
       this.#appending = true;
-      this.#o.log.appender.appendWith(
+      this.#conn.appendWith(
         event,
         { expectLastSubjectSeq: expect, timeoutMs: 5000 },
         {
