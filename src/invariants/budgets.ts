@@ -10,6 +10,13 @@
  * without a drain (its agent came back without it) was lost, not taken, and
  * counts as still ready, as in `rollout-below-ready`.
  *
+ * A model rolling out (before or after the pass) with no `minAvailable` is
+ * left to `rollout-below-ready`: its rollout policy may take replicas down
+ * before their replacements exist (maxUnavailable), and decide's drains
+ * take the same floor then. A stated floor above the desired count (a
+ * scale-down, an autoscaler lowering it) is the desired count: a model is
+ * never asked to keep more ready than it wants.
+ *
  * A pass decides on the log up to its observed sequence; a shard report or
  * a catalog change may land between that and the pass. Only where nothing
  * the judgement reads changed in between (no replica of the model changed,
@@ -18,6 +25,7 @@
  * doing; elsewhere it is a race the next pass answers.
  */
 import { type FleetState, isReady, readyCounts, resolveMinAvailable } from "../projections/index.js";
+import { rollingModels } from "./rollouts.js";
 import type { CheckedEvent, Violation } from "./types.js";
 
 interface Drained {
@@ -36,6 +44,8 @@ interface PassBefore {
   moved: Set<string>;
   /** The catalog changed after the pass's observed sequence. */
   catalogMoved: boolean;
+  /** Models rolling out when the pass landed. */
+  rolling: Set<string>;
 }
 
 export class DisruptionBudgetRule {
@@ -73,6 +83,7 @@ export class DisruptionBudgetRule {
       counts: readyCounts(before.replicas),
       moved,
       catalogMoved: before.replicas.catalog.seq > observed,
+      rolling: rollingModels(before),
     };
   }
 
@@ -83,6 +94,7 @@ export class DisruptionBudgetRule {
     if (pass === undefined || body.case !== "reconcilePass" || pass.catalogMoved) return;
     this.#pass = undefined;
     const counts = readyCounts(after.replicas);
+    const rollingAfter = rollingModels(after);
     const swaps: Record<string, number> = {};
     const lost: Record<string, number> = {};
     for (const d of pass.drained) {
@@ -97,10 +109,11 @@ export class DisruptionBudgetRule {
       const ready = c.ready + (lost[model] ?? 0);
       if (ready >= b.ready) continue;
       const stated = after.replicas.catalog.models.find((m) => m.name === model)?.minAvailable;
+      if (stated === undefined && (pass.rolling.has(model) || rollingAfter.has(model))) continue;
       const floor =
         stated === undefined
           ? Math.min(b.ready - (swaps[model] ?? 0), c.desired)
-          : resolveMinAvailable(stated, c.desired);
+          : Math.min(resolveMinAvailable(stated, c.desired), c.desired);
       if (ready >= floor) continue;
       this.violations.push({
         rule: "below-disruption-budget",

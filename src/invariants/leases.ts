@@ -14,9 +14,13 @@
  * server, another `--lease-bucket`) starts the revisions again: its first
  * passes are older than the last ones before, but the newer lease never
  * acts again, and the new lease's revisions climb (a renewal): a pass of
- * a revision above the lowered one and below R ends the suspicion. Only a
- * new bucket whose next pass after the first jumps straight past R would
- * read as an interleaving.
+ * a pass of the same leader at a revision above the lowered one and below
+ * R ends the suspicion (a renewal is always its holder's, so two stale
+ * leaders of different revisions do not pass for one). Only a new bucket
+ * whose next pass after the first jumps straight past R would read as an
+ * interleaving. A stale pass is reported once a pass of the newer lease
+ * follows it: one at the very end of a log cannot be told from a new
+ * bucket's first.
  */
 import type { CheckedEvent, Violation } from "./types.js";
 
@@ -51,9 +55,9 @@ export class LeaseOrderRule {
       this.#newest = { revision, seq: r.seq, leaderId };
       return;
     }
-    const last = this.#suspects.at(-1)?.revision;
-    if (last !== undefined && revision > last) {
-      // The lowered lease renewed: a new lease bucket, whose revisions start again.
+    const last = this.#suspects.at(-1);
+    if (last !== undefined && revision > last.revision && leaderId === last.leaderId) {
+      // The lowered lease renewed (a renewal is its holder's): a new lease bucket, whose revisions start again.
       this.#suspects = [];
       this.#newest = { revision, seq: r.seq, leaderId };
       return;

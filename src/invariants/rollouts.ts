@@ -61,7 +61,8 @@ export class RolloutReadyRule {
   }
 }
 
-function rollingModels(s: FleetState): Set<string> {
+/** Models with a rollout in progress. */
+export function rollingModels(s: FleetState): Set<string> {
   return new Set(
     Object.values(s.replicas.rollouts)
       .filter((x) => x.active)

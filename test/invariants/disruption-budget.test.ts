@@ -140,4 +140,34 @@ describe("below-disruption-budget", () => {
     drainPass(f, [b!.replicaId]);
     assert.equal(budgetViolations(f).length, 1);
   });
+
+  it("a rollout whose policy takes a replica down first (maxUnavailable 1, maxSurge 0, no minAvailable), by the real decide: clean", () => {
+    const f = new Fleet();
+    f.connect("gpu-a1");
+    f.catalog(llama8b(8));
+    f.run();
+    f.catalog({
+      ...llama8b(8),
+      profiles: llama8b(8).profiles.map((p) => ({ ...p, engineArgs: ["--x"] })),
+      rollout: { maxSurge: 0, maxUnavailable: 1 },
+    });
+    f.run(60);
+    assert.ok(
+      f.events.some(
+        (r) =>
+          r.event.body.case === "reconcilePass" &&
+          r.event.body.value.decisions.some((d) => d.kind.case === "replicaDrainStarted"),
+      ),
+      "the rollout drained old replicas",
+    );
+    assert.deepEqual(checkLog(f.events).violations, []);
+  });
+
+  it("a scale-down below a stated minAvailable, by the real decide: the floor is the desired count, clean", () => {
+    const f = serving(4, "3");
+    f.catalog({ ...llama8b(2), minAvailable: "3" });
+    f.run();
+    assert.equal(f.replicasOf(MODEL).filter((r) => r.phase === "running").length, 2);
+    assert.deepEqual(budgetViolations(f), []);
+  });
 });

@@ -59,4 +59,13 @@ describe("stale-leader-pass", () => {
     passes(f, ["rec-1", 40], ["rec-1", 41], ["rec-a", 1], ["rec-a", 1], ["rec-a", 2], ["rec-a", 60]);
     assert.deepEqual(stale(f), []);
   });
+
+  it("two stale leaders of different revisions between passes of the newest lease: both reported (a renewal is its holder's)", () => {
+    const f = new Fleet();
+    const seqs = passes(f, ["rec-b", 9], ["rec-x", 3], ["rec-y", 5], ["rec-b", 9]);
+    assert.deepEqual(
+      stale(f).map((v) => v.seq),
+      [seqs[1], seqs[2]],
+    );
+  });
 });
