@@ -149,7 +149,7 @@ engines:
         "--tensor-parallel-size",
         "{gpu_count}",
       ]
-    ready: { http: "http://127.0.0.1:{port}/health", intervalMs: 1000 }
+    ready: { http: "http://127.0.0.1:{port}/health" }
     stopGraceSeconds: 30
     portRange: [8000, 8999]
 `;
