@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Log, LogRecord } from "../log/index.js";
-import { sleep } from "./publisher.js";
+import { sleep } from "./process-clock.js";
 
 /**
  * Follows `subjects` of the log from `fromSeq` until `signal` aborts,

@@ -14,7 +14,8 @@ import { follow } from "./follow.js";
 import { GatewayIdentity } from "./gateway-identity.js";
 import { GatewayLease } from "./lease.js";
 import { GatewayMetrics, serveMetrics } from "./metrics.js";
-import { atMost, Publisher } from "./publisher.js";
+import { atMost, PROCESS_CLOCK } from "./process-clock.js";
+import { Publisher } from "./publisher.js";
 import { SessionRegistry } from "./registry.js";
 import { CommandRelay } from "./relay.js";
 import { type AgentServer, startAgentServer } from "./server.js";
@@ -114,7 +115,7 @@ export class Gateway implements SessionHost {
       warn: (m) => logger.warn(m),
     });
     const publisher = new Publisher(
-      log,
+      { appender: log.appender, statuses: log.nc.status() },
       {
         window: config.publishWindow,
         timeoutMs: config.publishTimeoutMs,
@@ -122,6 +123,7 @@ export class Gateway implements SessionHost {
       },
       metrics,
       logger,
+      PROCESS_CLOCK,
     );
     const gw = new Gateway(config, log, publisher, metrics, logger);
     try {

@@ -9,8 +9,8 @@ export interface AttemptHandler {
 
 /**
  * What the pipeline needs of the way into the log: the gateway's
- * `Publisher` (publisher.ts), or the simulation's over its in-memory log
- * (src/simulation/publisher.ts). Both retry through `appendRetrying`.
+ * `Publisher` (publisher.ts), over NATS in the gateway and over the
+ * in-memory log in the simulation (src/simulation).
  */
 export interface PipelinePublisher {
   /** Counts lost connections (see Publisher.epoch). */

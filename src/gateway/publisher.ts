@@ -1,10 +1,21 @@
-import { setTimeout as wait } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { type Appended, type AppendHandler, AppendWindow, type Log, type LogError } from "../log/index.js";
+import type { Appended, AppendHandler, LogAppender } from "../log/append.js";
+import type { LogError } from "../log/log-error.js";
+import { AppendWindow } from "../log/window.js";
 import { appendRetrying, type RetryClock } from "./append-retry.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { AttemptHandler, PipelinePublisher } from "./ordered.js";
+
+/** What a publisher publishes over: one connection's appends, and its status changes. */
+export interface PublisherConnection {
+  appender: LogAppender;
+  /** Disconnects and reconnects (a NATS connection's `status()`); none for one that never drops. */
+  statuses?: AsyncIterable<{ type: string }>;
+}
+
+/** What a publisher counts and logs. */
+export type PublisherMetrics = Pick<GatewayMetrics, "publishLatency" | "published" | "publishRetries">;
 
 export interface PublisherOptions {
   /** Publishes in flight across the gateway. */
@@ -26,13 +37,16 @@ export class Publisher implements PipelinePublisher {
   #connected = true;
 
   constructor(
-    log: Log,
+    connection: PublisherConnection,
     private readonly opts: PublisherOptions,
-    private readonly metrics: GatewayMetrics,
-    private readonly logger: Logger,
+    private readonly metrics: PublisherMetrics,
+    private readonly logger: Pick<Logger, "warn">,
+    /** The process's (PROCESS_CLOCK); the simulation's scheduler in the simulation. */
+    private readonly clock: RetryClock,
   ) {
-    this.#window = new AppendWindow(log.appender, opts.window);
-    const status = log.nc.status();
+    this.#window = new AppendWindow(connection.appender, opts.window);
+    const status = connection.statuses;
+    if (status === undefined) return;
     void (async () => {
       for await (const s of status) {
         if (s.type === "disconnect") {
@@ -68,7 +82,7 @@ export class Publisher implements PipelinePublisher {
     return this.#window.tryStartWith(
       event,
       { timeoutMs: this.opts.timeoutMs },
-      new Attempt(this.#published, event, performance.now(), handler),
+      new Attempt(this.#published, event, this.clock.now(), handler),
     );
   }
 
@@ -83,7 +97,7 @@ export class Publisher implements PipelinePublisher {
   }
 
   readonly #published = (event: Event, started: number): void => {
-    this.metrics.publishLatency.observe((performance.now() - started) / 1000);
+    this.metrics.publishLatency.observe((this.clock.now() - started) / 1000);
     this.metrics.published(event.body.case ?? "unknown");
   };
 
@@ -98,9 +112,9 @@ export class Publisher implements PipelinePublisher {
    * other than unavailability are not retried.
    */
   async append(event: Event, opts: { signal?: AbortSignal; limitMs?: number } = {}): Promise<Appended> {
-    const started = performance.now();
+    const started = this.clock.now();
     const r = await appendRetrying(event, (timeoutMs) => this.#window.append(event, { timeoutMs }), {
-      clock: PROCESS_CLOCK,
+      clock: this.clock,
       timeoutMs: this.opts.timeoutMs,
       limitMs: opts.limitMs ?? this.opts.unavailableLimitMs,
       signal: opts.signal,
@@ -118,9 +132,6 @@ export class Publisher implements PipelinePublisher {
   }
 }
 
-/** The process's clock and timers, for the retry loop. */
-const PROCESS_CLOCK: RetryClock = { now: () => performance.now(), sleep };
-
 /** One attempt in flight: counted as published when the log acks it. */
 class Attempt implements AppendHandler {
   constructor(
@@ -137,27 +148,5 @@ class Attempt implements AppendHandler {
 
   failed(err: LogError): void {
     this.handler.failed(err);
-  }
-}
-
-/** Waits `ms`, or less when `signal` aborts; resolves either way. */
-export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  // Node's timer promise rejects only when `signal` aborts, which here just ends the wait.
-  await wait(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
-}
-
-/** Waits for `p`, but no longer than `ms`; leaves no timer behind. */
-export async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
-  const stop = new AbortController();
-  try {
-    await Promise.race([
-      p.then(
-        () => undefined,
-        () => undefined,
-      ),
-      sleep(ms, stop.signal),
-    ]);
-  } finally {
-    stop.abort();
   }
 }

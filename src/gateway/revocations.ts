@@ -17,7 +17,7 @@ import type { KV, KvEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { openBucket } from "../log/index.js";
-import { sleep } from "./publisher.js";
+import { sleep } from "./process-clock.js";
 import {
   cnKey,
   parseRevocationKey,

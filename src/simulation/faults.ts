@@ -166,7 +166,7 @@ class Operator {
     private readonly world: World,
     private readonly rng: Rng,
   ) {
-    this.#conn = world.log.connection();
+    this.#conn = world.log.connection().appender;
   }
 
   act(): void {

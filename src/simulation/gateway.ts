@@ -7,9 +7,9 @@
  * log the failed ones retried in order with their message ids, through the
  * gateway's own retry loop `appendRetrying`, so a publish whose ack was
  * lost is stored once by the log's message-id dedupe), replies written to
- * the stream, timers armed on the simulated clock. The pipeline runs over a
- * `SimPublisher` (publisher.ts): the log's `AppendWindow` onto the
- * in-memory log. As the shell, a session reads no further while its
+ * the stream, timers armed on the simulated clock. The pipeline runs over
+ * the gateway's own `Publisher` on a connection of the process's to the
+ * in-memory log, on the scheduler's clock. As the shell, a session reads no further while its
  * pipeline has no room, reads the stream's end only once what it published
  * is stored, and appends its session-closed event after that, retried as
  * the gateway retries it. Around the sessions it keeps what the gateway
@@ -29,6 +29,7 @@ import { liveHolder } from "../gateway/duplicates.js";
 import { gatewayEvent, gatewayStartedEvent } from "../gateway/events.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { OrderedPipeline } from "../gateway/ordered.js";
+import { Publisher } from "../gateway/publisher.js";
 import { CommandRelay, type RelayLogger } from "../gateway/relay.js";
 import {
   awaitsAdmission,
@@ -48,8 +49,8 @@ import type { PushResult } from "../gateway/writer.js";
 import type { AgentMessage, ControlMessage } from "../gen/llmgw/v1/agent_pb.js";
 import type { Appended } from "../log/append.js";
 import { isLogError } from "../log/log-error.js";
-import type { MemoryLog, StoredRecord } from "./memory-log.js";
-import { SimPublisher } from "./publisher.js";
+import type { MemoryLog, SimConnection, StoredRecord } from "./memory-log.js";
+import { schedulerClock } from "./retry-clock.js";
 import type { Scheduler } from "./scheduler.js";
 import type { SimStream, StreamReceiver } from "./stream.js";
 
@@ -95,12 +96,16 @@ export class SimGateway {
    */
   #newProcess(): GatewayProcess {
     const c = this.#o.config;
-    const publisher = new SimPublisher(this.#o.log.connection(), this.#o.scheduler, {
-      window: c.publishWindow,
-      timeoutMs: c.publishTimeoutMs,
-      unavailableLimitMs: c.logUnavailableLimitMs,
-    });
+    const connection = this.#o.log.connection();
+    const publisher = new Publisher(
+      { appender: connection.appender },
+      { window: c.publishWindow, timeoutMs: c.publishTimeoutMs, unavailableLimitMs: c.logUnavailableLimitMs },
+      simGatewayMetrics(),
+      SILENT,
+      schedulerClock(this.#o.scheduler),
+    );
     return {
+      connection,
       publisher,
       watch: new SessionsWatch({ forNode: (nodeId) => this.#byNode.get(nodeId) ?? [] }),
       relay: new CommandRelay<SimSession>(
@@ -139,7 +144,7 @@ export class SimGateway {
   crash(): void {
     this.up = false;
     this.serving = false;
-    this.#process.publisher.kill();
+    this.#process.connection.close();
     for (const s of [...this.#sessions]) s.dropped();
     this.#sessions.clear();
     this.#byId.clear();
@@ -250,7 +255,8 @@ export class SimGateway {
 }
 
 interface GatewayProcess {
-  publisher: SimPublisher;
+  connection: SimConnection;
+  publisher: Publisher;
   watch: SessionsWatch<SimSession>;
   relay: CommandRelay<SimSession>;
 }
@@ -273,7 +279,7 @@ function simGatewayMetrics(): GatewayMetrics {
 export class SimSession implements StreamReceiver {
   state: SessionState;
   readonly #gw: SimGateway;
-  readonly #publisher: SimPublisher;
+  readonly #publisher: Publisher;
   /** The session's events on their way into the log: the gateway's own pipeline. */
   readonly #pipeline: OrderedPipeline<string | undefined>;
   /** The shell's stopReading: aborted at the close (failed appends are no longer retried) or the process's death. */
@@ -293,7 +299,7 @@ export class SimSession implements StreamReceiver {
     gw: SimGateway,
     readonly stream: SimStream,
     sessionId: string,
-    publisher: SimPublisher,
+    publisher: Publisher,
   ) {
     this.#gw = gw;
     this.#publisher = publisher;

@@ -53,6 +53,13 @@ export interface MemoryLogOptions {
   onStored: (r: StoredRecord) => void;
 }
 
+/** One simulated process's connection to the log. */
+export interface SimConnection {
+  appender: LogAppender;
+  /** The process died: nothing it sends from now on arrives. */
+  close(): void;
+}
+
 export class MemoryLog {
   readonly records: StoredRecord[] = [];
   readonly digest = new Digest();
@@ -70,19 +77,25 @@ export class MemoryLog {
 
   constructor(opts: MemoryLogOptions) {
     this.#o = opts;
-    this.appender = this.connection();
+    this.appender = this.connection().appender;
   }
 
   /**
-   * Appends over a connection of their own (a gateway process's): one
-   * connection's publishes reach the stream in the order they were sent,
-   * as NATS delivers one connection's messages in order (the gateway's
-   * ordered pipeline relies on it), while those of two connections
-   * interleave as their latencies fall.
+   * A connection of its own (a simulated process's): its publishes reach
+   * the stream in the order they were sent, as NATS delivers one
+   * connection's messages in order (the gateway's ordered pipeline relies
+   * on it), while those of two connections interleave as their latencies
+   * fall. Once closed (its process died), what it sends never arrives;
+   * what it sent before may still be stored.
    */
-  connection(): LogAppender {
-    const order = { lastStoreAt: 0 };
-    return new LogAppender({ send: (...a) => this.#send(order, ...a) }, SIM_STREAM);
+  connection(): SimConnection {
+    const conn = { lastStoreAt: 0, closed: false };
+    return {
+      appender: new LogAppender({ send: (...a) => this.#send(conn, ...a) }, SIM_STREAM),
+      close: () => {
+        conn.closed = true;
+      },
+    };
   }
 
   get lastSeq(): number {
@@ -95,9 +108,10 @@ export class MemoryLog {
 
   /** AckedPublisher.send of one connection, kept by the log itself. */
   #send(
-    order: { lastStoreAt: number },
+    conn: { lastStoreAt: number; closed: boolean },
     ...[subject, data, msgId, expect, timeoutMs, handler]: Parameters<AckedPublisher["send"]>
   ): void {
+    if (conn.closed) return;
     const s = this.#o.scheduler;
     // The headers the real publisher would write, and what they ask of the stream.
     let headers: PublishHeaders;
@@ -112,8 +126,8 @@ export class MemoryLog {
       return;
     }
     // A connection's publishes reach the stream in the order they were sent: the jitter delays, it never reorders.
-    const at = Math.max(order.lastStoreAt, s.now + Math.round(this.#o.latencyMs * (1 + this.#o.random())));
-    order.lastStoreAt = at;
+    const at = Math.max(conn.lastStoreAt, s.now + Math.round(this.#o.latencyMs * (1 + this.#o.random())));
+    conn.lastStoreAt = at;
     const latency = at - s.now;
     const ackLost = this.#o.random() < this.conditions.ackLoss;
     s.after(latency, () => {

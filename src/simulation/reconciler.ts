@@ -79,7 +79,7 @@ export class SimReconciler {
   constructor(opts: SimReconcilerOptions) {
     this.#o = opts;
     this.id = opts.id;
-    this.#conn = opts.log.connection();
+    this.#conn = opts.log.connection().appender;
   }
 
   start(): void {
@@ -99,7 +99,7 @@ export class SimReconciler {
 
   restart(): void {
     this.up = true;
-    this.#conn = this.#o.log.connection();
+    this.#conn = this.#o.log.connection().appender;
     this.#state = initialFleet();
     this.#folded = 0;
     this.#lastObserved = -1;
