@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { openLog } from "../../src/log/index.js";
 import { type NatsServer, startServer, tempDir, uniqueStream } from "../harness/nats.js";
+import { logFlags, runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { EventFactory } from "../support/fleet-events.js";
 import { rand, readAll } from "../support/gateway.js";
@@ -109,6 +110,17 @@ describe("reconciler runner: passes fit the NATS server's max_payload", () => {
       );
       assert.equal(placing[0]?.pass.truncated, true);
       assert.deepEqual(passViolations(await readAll(log)), []);
+
+      // The check decides every pass again with the limit lowered as the
+      // runner lowered it (the same server's max_payload): the same passes.
+      const check = await runCli(["check-log", "--redecide", ...logFlags(server.url, stream, prefix)], {
+        timeoutMs: 60_000,
+      });
+      assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
+      const m = /, (\d+) passes re-decided \((\d+) the same\): every invariant holds/.exec(check.stdout);
+      assert.ok(m, check.stdout);
+      assert.ok(Number(m[1]) >= passes.length);
+      assert.equal(m[2], m[1]);
     } finally {
       await killAll([rec]);
       await log.jsm.streams.delete(stream).catch(() => {});
