@@ -71,7 +71,7 @@ export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
   crashBackoffBaseMs: 10_000,
   crashBackoffMaxMs: 5 * 60_000,
   drainDeadlineMs: 5 * 60_000,
-  maxDecisionsPerPass: 500,
+  maxDecisionsPerPass: 1_000,
   maxPassBytes: 768 * 1024,
   autoscale: Object.freeze({}),
 });
