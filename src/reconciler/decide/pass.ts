@@ -57,7 +57,7 @@ function elementBytes(length: number): number {
 }
 
 /** What a unit adds to the encoded pass: its decisions and commands as ReconcilePass elements. */
-export function unitBytes(unit: Unit): number {
+function unitBytes(unit: Unit): number {
   let bytes = 0;
   for (const d of unit.decisions) bytes += elementBytes(encodeDecision(d).length);
   for (const c of unit.commands) bytes += elementBytes(encodeCommand(c).length);

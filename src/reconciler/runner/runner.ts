@@ -134,11 +134,6 @@ export class ReconcilerRunner<C> {
     return () => this.#stepDownListeners.delete(fn);
   }
 
-  /** The config handed to decide (the configured one, fitted to the server's max_payload at start). */
-  get config(): C {
-    return this.#config;
-  }
-
   start(): void {
     const { projection, gateways, lease } = this.opts;
     this.#fitToPayload();
