@@ -217,13 +217,22 @@ function fleet(nodes: number, replicas: number): FleetState {
     });
   }
   // Every session handled (an empty adoption each), so the next pass scales and places.
-  const config = { ...DEFAULT_RECONCILER_CONFIG, maxDecisionsPerPass: 1_000_000 };
+  const config = {
+    ...DEFAULT_RECONCILER_CONFIG,
+    maxDecisionsPerPass: 1_000_000,
+    maxPassBytes: Number.MAX_SAFE_INTEGER,
+  };
   const adopt = decide({ state, config, nowMs: T0, liveGateways: new Set(["gw-1"]) });
   apply({ case: "reconcilePass", value: { nowUnixMs: BigInt(T0), decisions: adopt.decisions } });
   return state;
 }
 
-const CONFIG = { ...DEFAULT_RECONCILER_CONFIG, maxDecisionsPerPass: 1_000_000 };
+// One pass places everything: neither the decision limit nor the byte limit cuts it.
+const CONFIG = {
+  ...DEFAULT_RECONCILER_CONFIG,
+  maxDecisionsPerPass: 1_000_000,
+  maxPassBytes: Number.MAX_SAFE_INTEGER,
+};
 const LIVE = new Set(["gw-1"]);
 
 /**

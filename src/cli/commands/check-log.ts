@@ -17,6 +17,7 @@ import {
   parseAckedList,
 } from "../../invariants/index.js";
 import {
+  fitPassBytes,
   formatRedecided,
   NOT_REDERIVED,
   type ReconcilerConfig,
@@ -49,6 +50,8 @@ interface ReadRecords {
   malformed: Array<{ seq: number; message: string }>;
   /** Events stored on a subject their kind may not be written to (never folded). */
   refused: Array<{ seq: number; subject: string; kind: string; reason: string }>;
+  /** The NATS server's max_payload, when read from NATS: the runner fits its pass limit to it. */
+  maxPayload?: number;
 }
 
 export function registerCheckLog(program: Command): void {
@@ -151,6 +154,7 @@ async function readViaApi(flags: CheckLogFlags): Promise<ReadRecords> {
 /** The whole log to its current end, read from NATS with reader credentials. */
 async function readViaNats(flags: CheckLogFlags): Promise<ReadRecords> {
   const log = await openLogForReading(flags, "llmgw check-log");
+  const maxPayload = log.nc.info?.max_payload;
   const records: CheckedEvent[] = [];
   const malformed: Array<{ seq: number; message: string }> = [];
   const refused: ReadRecords["refused"] = [];
@@ -172,7 +176,7 @@ async function readViaNats(flags: CheckLogFlags): Promise<ReadRecords> {
   } finally {
     await log.close();
   }
-  return { records, malformed, refused };
+  return { records, malformed, refused, ...(maxPayload === undefined ? {} : { maxPayload }) };
 }
 
 /** Decide again for every pass (--redecide), with a progress line of its own. */
@@ -200,7 +204,8 @@ async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<v
   if (flags.config !== undefined && !flags.redecide)
     throw new CliError("--config is the reconciler's config for --redecide: give --redecide with it");
   const config = flags.redecide ? loadConfig(flags.config) : undefined;
-  const { records, malformed, refused } = via === "api" ? await readViaApi(flags) : await readViaNats(flags);
+  const { records, malformed, refused, maxPayload } =
+    via === "api" ? await readViaApi(flags) : await readViaNats(flags);
   const checking = new ProgressLine(process.stderr, "check-log", "checked");
   const report = checkLog(records, {
     acked,
@@ -216,7 +221,10 @@ async function runCheckLog(flags: CheckLogFlags, via: "nats" | "api"): Promise<v
       }),
   });
   checking.done();
-  const redecided = config === undefined ? undefined : redecide(records, config);
+  // The runner lowers maxPassBytes to what its NATS server carries: so does
+  // the check, read from the same server (through the API, it is unknown).
+  const redecided =
+    config === undefined ? undefined : redecide(records, fitPassBytes(config, maxPayload).config);
   for (const p of redecided?.differing ?? [])
     report.violations.push({ rule: "redecide", seq: p.seq, message: formatRedecided(p) });
   if (flags.json) {

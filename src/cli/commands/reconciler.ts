@@ -4,7 +4,7 @@ import { type Logger, pino } from "pino";
 import { ConnectionState } from "../../log/index.js";
 import { type FleetState, fleetProjection } from "../../projections/index.js";
 import { caughtUp, openKvSnapshotStore, ProjectionRuntime } from "../../projections/runtime/index.js";
-import { decide, reconcilerConfigSchema } from "../../reconciler/decide/index.js";
+import { decide, fitPassBytes, reconcilerConfigSchema } from "../../reconciler/decide/index.js";
 import {
   ConfigFileError,
   DEFAULT_ENDPOINTS_BUCKET,
@@ -200,6 +200,7 @@ async function runReconciler(flags: ReconcilerFlags): Promise<void> {
       gateways,
       decide,
       config,
+      fitToPayload: fitPassBytes,
       logger,
       metrics,
       endpoints,

@@ -38,6 +38,15 @@ export interface ReconcilerConfig {
   /** Decisions in one pass; the rest waits for the next pass. */
   maxDecisionsPerPass: number;
   /**
+   * Encoded bytes of one pass's decisions and commands; the rest waits for
+   * the next pass. A pass is one log message, and the NATS server refuses a
+   * message over its max_payload (1 MiB by default): the default leaves a
+   * quarter of that for the event's envelope, the message headers and the
+   * routing table restated outside the limit. The runner lowers it to what
+   * its server carries (fitPassBytes).
+   */
+  maxPassBytes: number;
+  /**
    * Per model, autoscale fields that replace the catalog's (the others keep
    * the catalog's values, or the defaults for a model without autoscale,
    * which then needs min, max, metric and target): what-if replays history
@@ -62,9 +71,38 @@ export const DEFAULT_RECONCILER_CONFIG: ReconcilerConfig = Object.freeze({
   crashBackoffBaseMs: 10_000,
   crashBackoffMaxMs: 5 * 60_000,
   drainDeadlineMs: 5 * 60_000,
-  maxDecisionsPerPass: 500,
+  maxDecisionsPerPass: 1_000,
+  maxPassBytes: 768 * 1024,
   autoscale: Object.freeze({}),
 });
+
+/** Room a pass event needs besides its decisions and commands: its envelope and the message headers. */
+export const PASS_HEADROOM_BYTES = 8 * 1024;
+/** The smallest maxPassBytes taken: a config below it could not carry a usual unit. */
+export const MIN_PASS_BYTES = 4 * 1024;
+
+/** A config fitted to a server's max_payload: `lowered` names the limit it had and has, or is null. */
+export interface PassBytesFit<C> {
+  config: C;
+  lowered: { from: number; to: number } | null;
+}
+
+/**
+ * The config with maxPassBytes lowered, when needed, so that a pass fits in
+ * a message of `maxPayload` bytes (the NATS server's max_payload; unknown =
+ * as configured) with PASS_HEADROOM_BYTES to spare. The runner applies it
+ * to the config it hands decide, and `check-log --redecide` to the config
+ * it decides again with, so that both decide with the same limit.
+ */
+export function fitPassBytes(
+  config: ReconcilerConfig,
+  maxPayload: number | undefined,
+): PassBytesFit<ReconcilerConfig> {
+  if (maxPayload === undefined) return { config, lowered: null };
+  const fits = Math.max(1, maxPayload - PASS_HEADROOM_BYTES);
+  if (config.maxPassBytes <= fits) return { config, lowered: null };
+  return { config: { ...config, maxPassBytes: fits }, lowered: { from: config.maxPassBytes, to: fits } };
+}
 
 const ms = () => z.number().int().nonnegative();
 const positiveMs = () => z.number().int().positive();
@@ -121,6 +159,10 @@ const fields = z.strictObject({
   crashBackoffMaxMs: ms(),
   drainDeadlineMs: positiveMs(),
   maxDecisionsPerPass: z.number().int().positive(),
+  maxPassBytes: z
+    .number()
+    .int()
+    .min(MIN_PASS_BYTES, `must be at least ${MIN_PASS_BYTES} (one pass carries one start)`),
   autoscale: z.record(z.string(), autoscaleSpecSchema),
 });
 

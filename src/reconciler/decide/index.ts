@@ -2,6 +2,9 @@
 export {
   DEFAULT_RECONCILER_CONFIG,
   describeConfigError,
+  fitPassBytes,
+  PASS_HEADROOM_BYTES,
+  type PassBytesFit,
   type ReconcilerConfig,
   reconcilerConfigSchema,
 } from "./config.js";

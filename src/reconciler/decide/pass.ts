@@ -12,9 +12,12 @@
  * clock or randomness: the same input gives the same pass.
  */
 import { create } from "@bufbuild/protobuf";
+import { compileEncoder } from "../../codec/index.js";
 import {
   type Command,
+  CommandSchema,
   type Decision,
+  DecisionSchema,
   type Event,
   EventSchema,
   type ReconcilePass,
@@ -37,10 +40,44 @@ export interface Unit {
   commands: Command[];
 }
 
+/**
+ * A pass's size is measured as the pass event will carry it: each decision
+ * and command encoded by the log's own encoder (byte for byte what the
+ * append writes), plus its field tag and length prefix in ReconcilePass.
+ * Only the length is read; the encoders reuse their memory.
+ */
+const encodeDecision = compileEncoder(DecisionSchema);
+const encodeCommand = compileEncoder(CommandSchema);
+
+/** Bytes of one element of a repeated message field numbered below 16 (decisions = 5, commands = 6). */
+function elementBytes(length: number): number {
+  let prefix = 1;
+  for (let n = length; n >= 0x80; n >>>= 7) prefix++;
+  return 1 + prefix + length;
+}
+
+/** What a unit adds to the encoded pass: its decisions and commands as ReconcilePass elements. */
+function unitBytes(unit: Unit): number {
+  let bytes = 0;
+  for (const d of unit.decisions) bytes += elementBytes(encodeDecision(d).length);
+  for (const c of unit.commands) bytes += elementBytes(encodeCommand(c).length);
+  return bytes;
+}
+
 export class Pass {
   readonly decisions: Decision[] = [];
   readonly commands: Command[] = [];
   truncated = false;
+  /** The encoded bytes of the units `add` took (unitBytes). */
+  #bytes = 0;
+  /**
+   * Units `addAlways` took, not measured yet: the routing table restated
+   * after the last rule, which no `add` follows, can hold every endpoint of
+   * a model, and encoding it only to count it would cost a one-change pass
+   * at 50,000 nodes several times its decide. Measured when a later `add`
+   * needs the figure.
+   */
+  #unmeasured: Unit[] = [];
   /** The state as it will be once this pass is folded (so far). */
   readonly work: FleetView;
   /** The same state, writable: only `#apply`'s fold writes to it. */
@@ -99,9 +136,11 @@ export class Pass {
   }
 
   /**
-   * Adds a unit if it fits in maxDecisionsPerPass. Once one unit does not
-   * fit, every later one is refused too, so what is left over is always a
-   * suffix of the priority order. A unit alone in an empty pass is always
+   * Adds a unit if it fits in maxDecisionsPerPass and in maxPassBytes (the
+   * log's NATS server refuses a message over its max_payload: a pass too
+   * large to append would be decided again and again). Once one unit does
+   * not fit, every later one is refused too, so what is left over is always
+   * a suffix of the priority order. A unit alone in an empty pass is always
    * accepted, so that a pass makes progress even with a tiny limit.
    */
   add(unit: Unit): boolean {
@@ -112,6 +151,13 @@ export class Pass {
       this.truncated = true;
       return false;
     }
+    const bytes = unitBytes(unit);
+    const empty = this.decisions.length === 0 && this.commands.length === 0;
+    if (this.bytes + bytes > this.config.maxPassBytes && !empty) {
+      this.truncated = true;
+      return false;
+    }
+    this.#bytes += bytes;
     this.#apply(unit);
     return true;
   }
@@ -119,11 +165,21 @@ export class Pass {
   /**
    * Adds a unit whatever the limit: for decisions that restate what the
    * pass's own units already did (the routing table after a drain starts)
-   * and must land in the same pass. The caller keeps such units small.
+   * and must land in the same pass. The caller keeps such units small. Its
+   * bytes count toward the pass's (a later `add` sees less room) but never
+   * refuse it: maxPassBytes's default leaves room below the server's limit.
    */
   addAlways(unit: Unit): void {
     if (unit.decisions.length === 0 && unit.commands.length === 0) return;
+    this.#unmeasured.push(unit);
     this.#apply(unit);
+  }
+
+  /** The encoded bytes of `decisions` and `commands` so far, as the pass event carries them. */
+  get bytes(): number {
+    for (const unit of this.#unmeasured) this.#bytes += unitBytes(unit);
+    this.#unmeasured = [];
+    return this.#bytes;
   }
 
   #apply(unit: Unit): void {

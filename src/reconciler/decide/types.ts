@@ -15,7 +15,7 @@ export interface DecideInput {
 export interface DecideOutput {
   decisions: Decision[];
   commands: Command[];
-  /** The pass hit maxDecisionsPerPass; what did not fit is left to the next pass. */
+  /** The pass hit maxDecisionsPerPass or maxPassBytes; what did not fit is left to the next pass. */
   truncated: boolean;
   /**
    * Earliest future time (ms) at which a pass would decide something new

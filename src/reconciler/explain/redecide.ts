@@ -56,7 +56,7 @@ export interface RedecideReport {
  * in for it: a difference can come from these rather than from the code.
  */
 export const NOT_REDERIVED: readonly string[] = [
-  "the reconciler config (its --config file): taken from --config, the defaults without it",
+  "the reconciler config (its --config file): taken from --config, the defaults without it; maxPassBytes lowered to the NATS server's max_payload as the runner lowers it (read through the API, as configured)",
   "the live-gateway set (the gateways' KV leases): the gateways the folded state counts running or draining, less those the pass itself expired for a lost lease",
 ];
 

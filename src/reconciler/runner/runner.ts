@@ -22,7 +22,7 @@ import { newEvent } from "../../codec/index.js";
 import { type Event, Writer_Kind } from "../../gen/llmgw/v1/events_pb.js";
 import { isLogError, type Log } from "../../log/index.js";
 import type { FleetState } from "../../projections/index.js";
-import { passExpectation } from "../decide/index.js";
+import { type PassBytesFit, passExpectation } from "../decide/index.js";
 import { Backoff } from "./backoff.js";
 import type { DecideFn, DecideResult, FollowedProjection, GatewaySet } from "./contract.js";
 import type { EndpointsBucket } from "./endpoints-bucket.js";
@@ -40,6 +40,12 @@ export interface RunnerOptions<C> {
   gateways: GatewaySet;
   decide: DecideFn<C>;
   config: C;
+  /**
+   * Fits the config to the log's NATS server's max_payload (decide's
+   * fitPassBytes): a pass is one message, and one the server refuses would
+   * be decided again forever. Applied at start; none = the config as given.
+   */
+  fitToPayload?: (config: C, maxPayload: number | undefined) => PassBytesFit<C>;
   logger: Logger;
   metrics?: RunnerMetrics;
   /** The routing table's KV mirror, kept current while leading; none = not mirrored. */
@@ -103,10 +109,13 @@ export class ReconcilerRunner<C> {
   readonly #unsubscribe: Array<() => void> = [];
   readonly #stepDownListeners = new Set<(s: StepDown) => void>();
   readonly #log: Logger;
+  /** The config decide gets: opts.config, fitted to the server at start. */
+  #config: C;
 
   constructor(private readonly opts: RunnerOptions<C>) {
     this.id = opts.id;
     this.#log = opts.logger;
+    this.#config = opts.config;
     this.#triggers = new PassTriggers({ ...DEFAULT_TRIGGER_OPTIONS, ...opts.triggers }, monotonicMs);
     this.#backoff = new Backoff(opts.backoff?.baseMs ?? 250, opts.backoff?.maxMs ?? 10_000);
   }
@@ -127,6 +136,7 @@ export class ReconcilerRunner<C> {
 
   start(): void {
     const { projection, gateways, lease } = this.opts;
+    this.#fitToPayload();
     this.opts.metrics?.observeReplicas(() => projection.state.replicas);
     this.#catalogSeq = projection.state.replicas.catalog.seq;
     this.#unsubscribe.push(
@@ -149,6 +159,18 @@ export class ReconcilerRunner<C> {
     void this.#watchLeaseKey(lease);
     this.#leaseLoop = this.#runLeaseLoop();
     this.#passLoop = this.#runPassLoop();
+  }
+
+  #fitToPayload(): void {
+    if (!this.opts.fitToPayload) return;
+    const maxPayload = this.opts.log.nc.info?.max_payload;
+    const fit = this.opts.fitToPayload(this.opts.config, maxPayload);
+    this.#config = fit.config;
+    if (fit.lowered === null) return;
+    this.#log.warn(
+      { maxPassBytes: fit.lowered.to, configured: fit.lowered.from, natsMaxPayload: maxPayload },
+      `pass limit lowered to ${fit.lowered.to} bytes: the NATS server takes messages of at most ${maxPayload} bytes, and a pass is one message`,
+    );
   }
 
   /**
@@ -404,7 +426,7 @@ export class ReconcilerRunner<C> {
     const observedSeq = projection.lastSeq;
     const nowMs = Date.now();
     const out: DecideResult = this.opts.decide(
-      decideInput(state, this.opts.config, nowMs, this.opts.gateways.ids),
+      decideInput(state, this.#config, nowMs, this.opts.gateways.ids),
     );
     const expect = passExpectation(state);
     this.#triggers.deadline(
