@@ -43,20 +43,11 @@ function pass(
   f: Fleet,
   body: { observedSeq?: number; commands?: unknown[]; decisions?: unknown[]; leader?: string },
 ): Event {
-  return f.apply(
-    {
-      case: "reconcilePass",
-      value: {
-        leaderId: body.leader ?? "rec-2",
-        observedSeq: BigInt(body.observedSeq ?? f.state.seq),
-        nowUnixMs: BigInt(f.nowMs),
-        decisions: (body.decisions ?? []) as never,
-        commands: (body.commands ?? []) as never,
-        trigger: "events",
-      },
-    },
-    Writer_Kind.RECONCILER,
-  );
+  return f.handPass((body.decisions ?? []) as never, {
+    observedSeq: body.observedSeq,
+    leaderId: body.leader ?? "rec-2",
+    commands: (body.commands ?? []) as never,
+  });
 }
 
 describe("checkLog", () => {
@@ -204,28 +195,18 @@ describe("checkLog", () => {
     const live = now.shards[0]!;
     assert.equal(live.state, "running", "the replica runs on the third node");
     const forged = (reason: ReplicaFailed_Reason) =>
-      f.apply(
-        {
-          case: "reconcilePass",
-          value: {
-            leaderId: "rec-1",
-            observedSeq: BigInt(f.state.seq),
-            nowUnixMs: BigInt(f.nowMs),
-            decisions: [
-              {
-                explanation: "forged",
-                kind: {
-                  case: "replicaFailed",
-                  value: { replicaId: now.replicaId, shardId: live.shardId, nodeId: live.nodeId, reason },
-                },
-              },
-            ],
-            commands: [],
-            trigger: "events",
+      pass(f, {
+        leader: "rec-1",
+        decisions: [
+          {
+            explanation: "forged",
+            kind: {
+              case: "replicaFailed",
+              value: { replicaId: now.replicaId, shardId: live.shardId, nodeId: live.nodeId, reason },
+            },
           },
-        },
-        Writer_Kind.RECONCILER,
-      );
+        ],
+      });
     forged(ReplicaFailed_Reason.SHARD_FAILED);
     const vs = checkLog(f.events).violations;
     assert.deepEqual(rules(vs), ["failure-reason"]);

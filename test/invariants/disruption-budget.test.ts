@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ShardStatus_State } from "../../src/gen/llmgw/v1/agent_pb.js";
-import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
 import { Fleet, llama8b } from "../support/fleet.js";
 
@@ -26,21 +25,12 @@ function serving(replicas: number, minAvailable?: string): Fleet {
 
 /** A pass draining `replicaIds` outright, decided on the log up to `observedSeq` (default: all of it). */
 function drainPass(f: Fleet, replicaIds: string[], observedSeq = f.state.seq): void {
-  f.apply(
-    {
-      case: "reconcilePass",
-      value: {
-        leaderId: "rec-1",
-        observedSeq: BigInt(observedSeq),
-        nowUnixMs: BigInt(f.nowMs),
-        trigger: "events",
-        decisions: replicaIds.map((replicaId) => ({
-          explanation: "drain",
-          kind: { case: "replicaDrainStarted", value: { replicaId, reason: "node drain" } },
-        })),
-      },
-    },
-    Writer_Kind.RECONCILER,
+  f.handPass(
+    replicaIds.map((replicaId) => ({
+      explanation: "drain",
+      kind: { case: "replicaDrainStarted", value: { replicaId, reason: "node drain" } },
+    })),
+    { observedSeq },
   );
 }
 
@@ -103,27 +93,15 @@ describe("below-disruption-budget", () => {
   it("a ready replica the pass records as failed was lost, not taken: clean", () => {
     const f = serving(2);
     const [a] = f.replicasOf(MODEL);
-    f.apply(
+    f.handPass([
       {
-        case: "reconcilePass",
-        value: {
-          leaderId: "rec-1",
-          observedSeq: BigInt(f.state.seq),
-          nowUnixMs: BigInt(f.nowMs),
-          trigger: "events",
-          decisions: [
-            {
-              explanation: "agent back running nothing",
-              kind: {
-                case: "replicaFailed",
-                value: { replicaId: a!.replicaId, error: "gone after the agent restarted" },
-              },
-            },
-          ],
+        explanation: "agent back running nothing",
+        kind: {
+          case: "replicaFailed",
+          value: { replicaId: a!.replicaId, error: "gone after the agent restarted" },
         },
       },
-      Writer_Kind.RECONCILER,
-    );
+    ]);
     assert.deepEqual(budgetViolations(f), []);
   });
 

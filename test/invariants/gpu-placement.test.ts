@@ -5,42 +5,32 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
 import { Fleet, llama8b } from "../support/fleet.js";
 
 /** A pass placing a one-GPU replica on `gpu` of gpu-1, decided on the log up to `observedSeq`. */
 function placeOn(f: Fleet, gpu: number, observedSeq: number): void {
   const sessionId = f.state.inventory.nodes.get("gpu-1")?.session?.sessionId ?? "";
-  f.apply(
-    {
-      case: "reconcilePass",
-      value: {
-        leaderId: "rec-1",
-        observedSeq: BigInt(observedSeq),
-        nowUnixMs: BigInt(f.nowMs),
-        trigger: "events",
-        decisions: [
-          {
-            explanation: "created",
-            kind: { case: "replicaCreated", value: { replicaId: "x-1", model: "m" } },
-          },
-          {
-            explanation: "placed",
-            kind: {
-              case: "replicaPlaced",
-              value: {
-                replicaId: "x-1",
-                model: "m",
-                profile: "tp1",
-                shards: [{ shardId: "x-1-s0", rank: 0, nodeId: "gpu-1", sessionId, gpuIndices: [gpu] }],
-              },
-            },
-          },
-        ],
+  f.handPass(
+    [
+      {
+        explanation: "created",
+        kind: { case: "replicaCreated", value: { replicaId: "x-1", model: "m" } },
       },
-    },
-    Writer_Kind.RECONCILER,
+      {
+        explanation: "placed",
+        kind: {
+          case: "replicaPlaced",
+          value: {
+            replicaId: "x-1",
+            model: "m",
+            profile: "tp1",
+            shards: [{ shardId: "x-1-s0", rank: 0, nodeId: "gpu-1", sessionId, gpuIndices: [gpu] }],
+          },
+        },
+      },
+    ],
+    { observedSeq },
   );
 }
 

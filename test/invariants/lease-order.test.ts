@@ -5,26 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Writer_Kind } from "../../src/gen/llmgw/v1/events_pb.js";
 import { checkLog } from "../../src/invariants/index.js";
 import { Fleet } from "../support/fleet.js";
 
 /** Appends one pass per [leader, lease revision], each deciding on the whole log before it; their seqs. */
 function passes(f: Fleet, ...by: Array<[string, number]>): number[] {
   return by.map(([leaderId, revision]) => {
-    f.apply(
-      {
-        case: "reconcilePass",
-        value: {
-          leaderId,
-          leaseRevision: BigInt(revision),
-          observedSeq: BigInt(f.state.seq),
-          nowUnixMs: BigInt(f.nowMs),
-          trigger: "events",
-        },
-      },
-      Writer_Kind.RECONCILER,
-    );
+    f.handPass([], { leaderId, leaseRevision: revision });
     return f.state.seq;
   });
 }

@@ -28,6 +28,9 @@ import { verifyKeptView } from "../../src/reconciler/placement/index.js";
 import { h100Hardware, registrationOf } from "../../src/sim/index.js";
 import { type RunningInit, runningShards } from "./fleet-events.js";
 
+/** A pass's body as a hand-written event takes it. */
+type PassInit = Extract<NonNullable<EventInit["body"]>, { case: "reconcilePass" }>["value"];
+
 export const T0 = 1_780_000_000_000;
 const GIB = 1024;
 
@@ -141,6 +144,38 @@ export class Fleet {
     this.state = evolveFleet(this.state, event, { seq, timeMs: this.nowMs });
     checkIndexes(this.state);
     return event;
+  }
+
+  /**
+   * A pass written by hand (not decided here): `decisions` and `commands`,
+   * decided on the log up to `observedSeq` (default: all of it), by
+   * `leaderId` under `leaseRevision`. For the checker's tests: a log no
+   * correct decide would write.
+   */
+  handPass(
+    decisions: PassInit["decisions"],
+    opts: {
+      observedSeq?: number | undefined;
+      leaderId?: string | undefined;
+      leaseRevision?: number | undefined;
+      commands?: PassInit["commands"] | undefined;
+    } = {},
+  ): Event {
+    return this.apply(
+      {
+        case: "reconcilePass",
+        value: {
+          leaderId: opts.leaderId ?? "rec-1",
+          leaseRevision: BigInt(opts.leaseRevision ?? 0),
+          observedSeq: BigInt(opts.observedSeq ?? this.state.seq),
+          nowUnixMs: BigInt(this.nowMs),
+          trigger: "events",
+          decisions: decisions ?? [],
+          commands: opts.commands ?? [],
+        },
+      },
+      Writer_Kind.RECONCILER,
+    );
   }
 
   advance(ms: number): this {
