@@ -172,6 +172,21 @@ describe("engine supervisor (real processes)", () => {
     });
   });
 
+  it("a launch that finishes after close() arms no probe: nothing of the closed supervisor runs on", async () => {
+    await withSupervisor([], async (s, events) => {
+      const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+      const launched = s.start(spec("late"));
+      await s.close();
+      const before = timers();
+      assert.deepEqual(await launched, { ok: true });
+      assert.ok(s.pids().late !== undefined, "the engine was launched");
+      // A probe armed now would never be cleared: its interval would keep the agent's process alive.
+      assert.equal(timers(), before, "no timer of the closed supervisor is left");
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(stateOf(events, "running"), undefined, "no probe ran after close()");
+    });
+  });
+
   it("gives starts arriving together a port each, skipping one another program holds", async () => {
     const { range, foreign } = await rangeWithForeignListener(12);
     try {

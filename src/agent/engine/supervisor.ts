@@ -509,6 +509,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   }
 
   #probe(shard: Shard): void {
+    // A launch or an adoption that finishes after close() arms nothing: its timers would outlive the supervisor.
+    if (this.#closed) return;
     if (shard.config.ready.ranks === "first" && shard.record.spec.rank > 0) {
       // Not probed: rank 0's readiness speaks for the replica.
       void this.#ready(shard);
@@ -543,6 +545,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   /** The ready probe, again, for as long as the shard is RUNNING. */
   #watchLiveness(shard: Shard): void {
+    if (this.#closed) return;
     if (!this.#servesHttp(shard)) return;
     const { liveness } = shard.config;
     const url = fill(shard.config.ready.http, this.#values(shard));
@@ -606,6 +609,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
 
   /** Reads a RUNNING engine's metrics every interval, for heartbeats. */
   #pollLoad(shard: Shard): void {
+    if (this.#closed) return;
     if (!this.#servesHttp(shard)) return;
     const { metrics } = shard.config;
     const url = fill(metrics.http, this.#values(shard));
@@ -641,6 +645,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
    * away, and its status read from what its wrapper recorded.
    */
   #watchAdopted(shard: Shard): void {
+    if (this.#closed) return;
     shard.timers.watch = setInterval(async () => {
       if ((await this.#host.startTime(shard.record.pid)) !== shard.record.startTime) {
         clearInterval(shard.timers.watch);
