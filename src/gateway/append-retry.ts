@@ -26,8 +26,8 @@ export interface AppendRetryOptions {
 }
 
 /** The first wait before a retry; each next one doubles, up to RETRY_MAX_DELAY_MS. */
-export const RETRY_FIRST_DELAY_MS = 50;
-export const RETRY_MAX_DELAY_MS = 1_000;
+const RETRY_FIRST_DELAY_MS = 50;
+const RETRY_MAX_DELAY_MS = 1_000;
 /** No attempt waits for its ack less than this, however close the limit. */
 const MIN_ATTEMPT_TIMEOUT_MS = 100;
 

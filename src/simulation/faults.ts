@@ -8,6 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { newEvent } from "../codec/index.js";
 import { type Catalog, CatalogSchema, Writer_Kind } from "../gen/llmgw/v1/events_pb.js";
+import type { LogAppender } from "../log/append.js";
 import { type CatalogVersion, catalogVersionOf, undoCatalog } from "../operator/catalog/undo.js";
 import type { Rng } from "../sim/rng.js";
 import { catalogEvent } from "./catalog.js";
@@ -160,7 +161,7 @@ class Operator {
   #rolled: string | undefined;
   readonly #cordoned = new Set<string>();
   /** The operator API's own connection to the log. */
-  readonly #conn;
+  readonly #conn: LogAppender;
 
   constructor(
     private readonly world: World,

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { type AttemptHandler, OrderedPipeline } from "../../src/gateway/ordered.js";
-import type { Publisher } from "../../src/gateway/publisher.js";
+import { type AttemptHandler, OrderedPipeline, type PipelinePublisher } from "../../src/gateway/ordered.js";
 import type { Event } from "../../src/gen/llmgw/v1/events_pb.js";
 import { EventSchema } from "../../src/gen/llmgw/v1/events_pb.js";
 import { type Appended, LogError } from "../../src/log/index.js";
@@ -64,8 +63,8 @@ class FakeLog {
     },
   };
 
-  asPublisher(): Publisher {
-    return this.publisher as unknown as Publisher;
+  asPublisher(): PipelinePublisher {
+    return this.publisher;
   }
 }
 
