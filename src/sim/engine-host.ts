@@ -78,6 +78,12 @@ interface SimProcess extends SimEngineShard {
   startTime: string;
   port: number;
   phase: Phase;
+  /**
+   * While loading: when (performance.now()) the load ends and the engine
+   * serves, and what it then does (see #run). Undefined: not loading, or
+   * loading forever (hung, or stopped meanwhile).
+   */
+  load: { readyAt: number; serve: () => void } | undefined;
   /** Since when the drain hook was called, with what was in flight then; undefined: not draining. */
   drain: { sinceMs: number; inFlight: number; kvCacheUse: number } | undefined;
   exiting: boolean;
@@ -132,6 +138,7 @@ export class SimEngineHost implements EngineHost {
       rank: Number(rank),
       gpuIndices,
       phase: course.readyAfterMs === undefined && course.exit === undefined ? "hung" : "loading",
+      load: undefined,
       drain: undefined,
       exiting: false,
       logPath: s.logPath,
@@ -176,6 +183,8 @@ export class SimEngineHost implements EngineHost {
     const inFlight = p.phase === "serving" ? this.#load(p).running : 0;
     const cut = inFlight > 0 ? `WARNING shutting down with ${inFlight} requests still in flight\n` : "";
     this.#clearTimers(p);
+    // One stopped while loading never comes to serve.
+    p.load = undefined;
     this.#after(p, this.#o.stopDelayMs ?? 100, () =>
       this.#exit(p, 0, null, `INFO received ${signal}\n${cut}INFO Engine exited`),
     );
@@ -193,6 +202,10 @@ export class SimEngineHost implements EngineHost {
     init.signal.throwIfAborted();
     const m = URL_PARTS.exec(url);
     const p = m ? this.#byPort.get(Number(m[1])) : undefined;
+    // A load ends by the clock, as a real engine's does whatever its agent's
+    // event loop is busy with: a probe due at that instant is not turned away
+    // because the engine's own timer is queued behind it.
+    if (p && p.load !== undefined && performance.now() >= p.load.readyAt) p.load.serve();
     // Nothing listens yet (loading weights), or never will (hung): refused, as a closed port is.
     if (!p || p.exiting || p.phase !== "serving")
       throw new TypeError(`fetch failed: connect ECONNREFUSED ${url}`);
@@ -258,9 +271,12 @@ export class SimEngineHost implements EngineHost {
       return;
     }
     const ready = () => {
+      if (p.load === undefined) return;
+      p.load = undefined;
       p.phase = "serving";
       if (exit) this.#after(p, exit.afterMs, exitNow);
     };
+    p.load = { readyAt: performance.now() + readyAfterMs, serve: ready };
     if (readyAfterMs === 0) ready();
     else this.#after(p, readyAfterMs, ready);
   }
@@ -340,6 +356,7 @@ export class SimEngineHost implements EngineHost {
 
   #release(p: SimProcess): void {
     this.#clearTimers(p);
+    p.load = undefined;
     p.server?.close();
     p.server = undefined;
   }

@@ -657,6 +657,75 @@ describe("engine supervisor (real processes)", () => {
     });
   });
 
+  it("records an engine once, STARTING: an agent adopting it asks the engine, RUNNING if it answers, else probes it until ready", async () => {
+    await withSupervisor(["--start-delay-ms", "600"], async (s, events, dir) => {
+      await s.start(spec("s1"));
+      await until("s1 running", () => events.find((e) => e.shardId === "s1" && e.state === "running"));
+      await s.start(spec("s2"));
+      assert.ok(events.some((e) => e.shardId === "s2" && e.state === "starting"));
+      await s.close();
+      const recorded = (id: string) =>
+        JSON.parse(readFileSync(join(dir, "shards", `${id}.json`), "utf8")) as {
+          state: string;
+          startTime: string;
+        };
+      assert.equal(recorded("s1").state, "starting", "not written again once ready");
+      assert.notEqual(recorded("s1").startTime, "", "its identity recorded with it");
+      const later: ShardEvent[] = [];
+      const again = new EngineSupervisor({
+        engines: engines([]),
+        stateDir: dir,
+        advertiseHost: "127.0.0.1",
+        onEvent: (e) => later.push(e),
+      });
+      try {
+        const adopted = await again.adopt();
+        assert.deepEqual(
+          adopted.map((a) => [a.shardId, a.state]).sort(),
+          [
+            ["s1", "running"],
+            ["s2", "starting"],
+          ],
+          "s1 answered its ready URL; s2 is still loading",
+        );
+        await until("s2 running under the new agent", () =>
+          later.find((e) => e.shardId === "s2" && e.state === "running"),
+        );
+        assert.ok(!later.some((e) => e.shardId === "s1"), "nothing more to say of s1");
+      } finally {
+        await again.close();
+      }
+    });
+  });
+
+  it("says STARTING and RUNNING even when the engine's record cannot be written, and warns that it was not", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
+    const events: ShardEvent[] = [];
+    const warnings: string[] = [];
+    const s = new EngineSupervisor({
+      engines: engines([]),
+      stateDir: dir,
+      advertiseHost: "127.0.0.1",
+      onEvent: (e) => events.push(e),
+      warn: (_obj, msg) => warnings.push(msg),
+    });
+    await s.adopt();
+    try {
+      // The record's temporary file cannot be created: a directory holds its name.
+      mkdirSync(join(dir, "shards", "s1.json.tmp"));
+      assert.deepEqual(await s.start(spec("s1")), { ok: true });
+      await until("running", () => stateOf(events, "running"));
+      assert.deepEqual(
+        events.map((e) => e.state),
+        ["starting", "running"],
+      );
+      await until("the warning", () => warnings.find((w) => /record could not be written/.test(w)));
+      assert.equal(existsSync(join(dir, "shards", "s1.json")), false);
+    } finally {
+      await discardSupervisor(s, dir);
+    }
+  });
+
   it("reports an adopted engine's crash FAILED with the exit code its wrapper recorded", async () => {
     await withSupervisor(["--crash-after-ms", "1500", "--exit-code", "9"], async (s, events, dir) => {
       await s.start(spec("s1"));

@@ -88,6 +88,8 @@ interface Shard {
   restarts: number;
   /** What the exit means: said as usual, already said (an unhealthy engine reported FAILED), or a restart in place. */
   afterExit: "report" | "silent" | "restart";
+  /** The record's writes, one after the other (they share a temporary file); settles when the last one has. */
+  saving: Promise<void>;
 }
 
 /** A shard's load as heartbeats carry it. */
@@ -205,6 +207,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       await chmod(dir, 0o700);
     }
+    const adopted: Shard[] = [];
     for (const name of await readdir(this.#recordsDir)) {
       if (!name.endsWith(".json")) continue;
       const path = join(this.#recordsDir, name);
@@ -226,12 +229,22 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       this.#shards.set(record.spec.shardId, shard);
       this.#reservedPorts.add(record.port);
       this.#watchAdopted(shard);
-      if (record.state === "starting") this.#probe(shard);
-      else if (record.state === "running") {
+      adopted.push(shard);
+    }
+    // A record says STARTING until its engine drains (see #ready): whether
+    // the engine has become ready is asked of the engine itself, once, all
+    // together, so that the registration that follows says RUNNING of those that are.
+    const ready = await Promise.all(
+      adopted.map((s) => s.record.state === "starting" && this.#answersReady(s)),
+    );
+    adopted.forEach((shard, i) => {
+      if (ready[i]) shard.record.state = "running";
+      if (shard.record.state === "starting") this.#probe(shard);
+      else if (shard.record.state === "running") {
         this.#pollLoad(shard);
         this.#watchLiveness(shard);
       }
-    }
+    });
     if (!this.#closed) this.#logKeeper.start();
     return this.shards();
   }
@@ -337,39 +350,48 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       const argv = [...config.command.map((t) => fill(t, values)), ...spec.engineArgs];
       const env = this.#engineEnv(spec, config);
       const logPath = join(this.#logsDir, `${spec.shardId}.log`);
-      // Opened off the event loop: creating a file can take a disk's while, and
-      // starts arriving together (a pass placing many shards on one node) would queue behind each.
-      let log: FileHandle | undefined;
-      let logOffset: number;
-      try {
-        log = await open(logPath, "a", 0o600);
-        logOffset = (await log.stat()).size;
-      } catch (err) {
-        await log?.close().catch(() => {});
-        return { ok: false, error: `cannot open the engine log ${logPath}: ${(err as Error).message}` };
-      }
+      const exitPath = this.#exitPath(spec.shardId);
       const program = argv[0]!;
-      if (!(await this.#host.executable(program, env.PATH))) {
-        await log.close();
+      // What must be true before the spawn, asked together and off the event
+      // loop: the log opened (creating a file can take a disk's while), the
+      // program found, a stale exit status removed. Starts arriving together
+      // (a pass placing many shards on one node) queue in the thread pool, so
+      // every file operation before the spawn delays the engines behind it.
+      const [opened, found, cleared] = await Promise.allSettled([
+        openLog(logPath),
+        this.#host.executable(program, env.PATH),
+        removeIfPresent(exitPath),
+      ]);
+      if (opened.status === "rejected")
         return {
           ok: false,
-          error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})`,
+          error: `cannot open the engine log ${logPath}: ${(opened.reason as Error).message}`,
         };
-      }
-      const exitPath = this.#exitPath(spec.shardId);
+      const log = opened.value.handle;
+      const logOffset = opened.value.offset;
       let spawned: Awaited<ReturnType<EngineHost["spawn"]>>;
       try {
-        await removeIfPresent(exitPath);
+        if (cleared.status === "rejected") throw cleared.reason;
+        if (found.status === "rejected") throw found.reason;
+        if (!found.value)
+          return {
+            ok: false,
+            error: `cannot start ${program}: not an executable file (PATH=${env.PATH ?? ""})`,
+          };
         spawned = await this.#host.spawn({ argv, env, logFd: log.fd, logPath, exitPath });
       } finally {
-        await log.close();
+        // The engine holds its own copy of the descriptor once spawned: closing ours waits for nothing.
+        log.close().catch(() => {});
       }
       if (!spawned.ok) return { ok: false, error: spawned.error };
+      // The ready probe's grid starts here: the engine's load counts from its spawn.
+      const spawnedAt = performance.now();
       const pid = spawned.pid;
       const record: EngineRecord = {
         spec,
         pid,
-        startTime: (await this.#host.startTime(pid)) ?? "",
+        // Read with the record's first write, below: the report does not wait for it.
+        startTime: "",
         port,
         endpoint: `http://${this.#o.advertiseHost}:${port}`,
         state: "starting",
@@ -381,9 +403,15 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       this.#shards.set(spec.shardId, shard);
       launched = true;
       spawned.onExit((code, signal) => void this.#exited(shard, code, signal));
-      await this.#save(shard);
+      // STARTING is said as soon as the engine runs; its record (what a
+      // restarted agent adopts it by) is written right after, off the report's
+      // way. An agent lost in between leaves the engine unrecorded, as one
+      // lost between the spawn and the record always did.
       this.#emit(shard, "starting");
-      this.#probe(shard);
+      this.#persist(shard, async () => {
+        record.startTime = (await this.#host.startTime(pid)) ?? "";
+      });
+      this.#probe(shard, spawnedAt);
       // Asked to stop while it was being launched: it goes at once, and says STOPPED when it exited.
       if (this.#stopAsked.delete(spec.shardId)) this.#terminate(shard);
       return { ok: true };
@@ -427,7 +455,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     clearInterval(shard.timers.probe);
     clearInterval(shard.timers.loadTimer);
     clearInterval(shard.timers.liveness);
-    await this.#save(shard);
+    await this.#persist(shard);
     // DRAINING takes the shard out of the routing table: the idle grace counts from here.
     this.#emit(shard, "draining");
     const drainedAt = Date.now();
@@ -471,6 +499,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     this.#closed = true;
     this.#logKeeper.stop();
     for (const s of this.#shards.values()) this.#clearTimers(s);
+    // The records are the next agent's to read: none left half written.
+    await Promise.all([...this.#shards.values()].map((s) => s.saving));
   }
 
   /** Stops every engine and waits for them: for tests and a node being emptied. */
@@ -501,6 +531,7 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       loadFailing: false,
       restarts: 0,
       afterExit: "report",
+      saving: Promise.resolve(),
     };
   }
 
@@ -508,39 +539,75 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     return templateValues(shard.record.spec, shard.record.port);
   }
 
-  #probe(shard: Shard): void {
+  /**
+   * Probes a STARTING engine until it answers 200, at `from` + k × the
+   * interval (k = 1, 2, …) by the clock: an interval timer is rearmed from
+   * whenever it fired, so on a busy event loop (a node starting many engines
+   * at once) each late firing would push every later probe back, and the
+   * probe that finds an engine ready would come later and later after it.
+   * A probe that outlasts its slot skips the slots it missed.
+   */
+  #probe(shard: Shard, from = performance.now()): void {
     // A launch or an adoption that finishes after close() arms nothing: its timers would outlive the supervisor.
     if (this.#closed) return;
     if (shard.config.ready.ranks === "first" && shard.record.spec.rank > 0) {
       // Not probed: rank 0's readiness speaks for the replica.
-      void this.#ready(shard);
+      this.#ready(shard);
       return;
     }
     const url = fill(shard.config.ready.http, this.#values(shard));
-    let busy = false;
-    shard.timers.probe = setInterval(async () => {
-      if (busy || this.#closed) return;
-      busy = true;
+    const { intervalMs, timeoutMs } = shard.config.ready;
+    let slot = 0;
+    const next = () => {
+      if (this.#closed || shard.stopping || shard.record.state !== "starting") return;
+      const now = performance.now();
+      slot = Math.max(slot + 1, Math.ceil((now - from) / intervalMs));
+      // A millisecond more: a timer's clock counts whole milliseconds and may fire
+      // just before its time, and a probe must not come before its slot.
+      shard.timers.probe = setTimeout(probe, from + slot * intervalMs - now + 1);
+    };
+    const probe = async () => {
+      if (this.#closed) return;
       try {
-        const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
+        const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
         await r.body?.cancel();
-        if (r.status === 200) await this.#ready(shard);
+        if (r.status === 200) {
+          this.#ready(shard);
+          return;
+        }
       } catch {
         // Not listening yet: loading weights.
-      } finally {
-        busy = false;
       }
-    }, shard.config.ready.intervalMs);
+      next();
+    };
+    next();
   }
 
-  async #ready(shard: Shard): Promise<void> {
+  #ready(shard: Shard): void {
     if (shard.record.state !== "starting" || shard.stopping) return;
-    clearInterval(shard.timers.probe);
-    shard.record.state = "running";
-    await this.#save(shard);
+    clearTimeout(shard.timers.probe);
+    // Said at once, and not written: the record keeps what a restarted agent
+    // cannot ask the engine (which shard, its process, its port, a drain
+    // under way), and that agent asks the engine whether it is ready
+    // (adopt). A record's write costs a file's creation (its temporary
+    // file), and a node whose engines all become ready together would pay
+    // one per engine on the way to serving.
     this.#emit(shard, "running");
     this.#pollLoad(shard);
     this.#watchLiveness(shard);
+  }
+
+  /** Whether an adopted engine answers its ready probe now (a rank > 0 probed through rank 0 does, as at its launch). */
+  async #answersReady(shard: Shard): Promise<boolean> {
+    if (!this.#servesHttp(shard)) return true;
+    try {
+      const url = fill(shard.config.ready.http, this.#values(shard));
+      const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(shard.config.ready.timeoutMs) });
+      await r.body?.cancel();
+      return r.status === 200;
+    } catch {
+      return false;
+    }
   }
 
   /** The ready probe, again, for as long as the shard is RUNNING. */
@@ -694,6 +761,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       return;
     }
     const lastOutput = await lastLines(shard.record.logPath);
+    // A record write still under way would otherwise put the record back after its removal.
+    await shard.saving;
     await removeIfPresent(join(this.#recordsDir, `${shard.record.spec.shardId}.json`));
     await removeIfPresent(this.#exitPath(shard.record.spec.shardId));
     shard.markExited();
@@ -780,7 +849,27 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     });
   }
 
-  async #save(shard: Shard): Promise<void> {
+  /**
+   * Writes the shard's record as it is now, after any write of it still
+   * under way (`before` first, in turn). A write that fails is said, not
+   * thrown: the engine runs either way, and the next write may succeed.
+   */
+  #persist(shard: Shard, before?: () => Promise<void>): Promise<void> {
+    shard.saving = shard.saving
+      .then(async () => {
+        await before?.();
+        await this.#write(shard);
+      })
+      .catch((err: unknown) =>
+        this.#o.warn?.(
+          { shard: shard.record.spec.shardId, err: String(err) },
+          "the engine's record could not be written: an agent restarted now would not adopt the engine",
+        ),
+      );
+    return shard.saving;
+  }
+
+  async #write(shard: Shard): Promise<void> {
     const path = join(this.#recordsDir, `${shard.record.spec.shardId}.json`);
     const tmp = `${path}.tmp`;
     // Written whole then renamed: a record is never read half written after a crash.
@@ -843,6 +932,17 @@ async function removeIfPresent(path: string): Promise<void> {
     await unlink(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
+/** An engine's log opened for appending, and where this run's output starts in it. */
+async function openLog(path: string): Promise<{ handle: FileHandle; offset: number }> {
+  const handle = await open(path, "a", 0o600);
+  try {
+    return { handle, offset: (await handle.stat()).size };
+  } catch (err) {
+    await handle.close().catch(() => {});
+    throw err;
   }
 }
 
