@@ -32,13 +32,17 @@ const dots = new Int32Array(12);
 function scan(reply: string): number {
   if (!reply.startsWith("$JS.ACK.")) return 0;
   let n = 0;
-  for (let i = 3; i < reply.length; i++) {
-    if (reply.charCodeAt(i) !== 46) continue;
+  for (let i = reply.indexOf(".", 3); i !== -1; i = reply.indexOf(".", i + 1)) {
     if (n < 12) dots[n] = i;
     n++;
   }
   const tokens = n + 1;
   return tokens === 9 || tokens >= 11 ? tokens : 0;
+}
+
+/** Where the token before dot `next` ends: that dot, or the end of the subject when there is none. */
+function tokenEnd(reply: string, tokens: number, next: number): number {
+  return next < 12 && next < tokens - 1 ? (dots[next] as number) : reply.length;
 }
 
 /** The fields of a `$JS.ACK` reply subject, or undefined for anything else. */
@@ -47,11 +51,10 @@ export function ackReply(reply: string): AckReply | undefined {
   if (tokens === 0) return undefined;
   // The dot before `delivered`: the 4th (9 tokens) or the 6th.
   const d = tokens === 9 ? 3 : 5;
-  const end = (k: number) => (d + k < 12 && d + k < tokens - 1 ? (dots[d + k] as number) : reply.length);
-  const streamSeq = digits(reply, (dots[d + 1] as number) + 1, end(2));
-  const consumerSeq = digits(reply, (dots[d + 2] as number) + 1, end(3));
-  const timeMs = millisOfNanos(reply, (dots[d + 3] as number) + 1, end(4));
-  const pending = digits(reply, (dots[d + 4] as number) + 1, end(5));
+  const streamSeq = digits(reply, (dots[d + 1] as number) + 1, dots[d + 2] as number);
+  const consumerSeq = digits(reply, (dots[d + 2] as number) + 1, dots[d + 3] as number);
+  const timeMs = millisOfNanos(reply, (dots[d + 3] as number) + 1, dots[d + 4] as number);
+  const pending = digits(reply, (dots[d + 4] as number) + 1, tokenEnd(reply, tokens, d + 5));
   if (streamSeq === undefined || consumerSeq === undefined || timeMs === undefined || pending === undefined)
     return undefined;
   return { streamSeq, consumerSeq, timeMs, pending };
@@ -62,8 +65,7 @@ export function ackReplyTimeMs(reply: string): number | undefined {
   const tokens = scan(reply);
   if (tokens === 0) return undefined;
   const d = tokens === 9 ? 3 : 5;
-  const to = d + 4 < tokens - 1 ? (dots[d + 4] as number) : reply.length;
-  return millisOfNanos(reply, (dots[d + 3] as number) + 1, to);
+  return millisOfNanos(reply, (dots[d + 3] as number) + 1, dots[d + 4] as number);
 }
 
 /** The decimal number in reply[from, to), or undefined when it is not one (or not exact in a double). */
