@@ -93,18 +93,23 @@ export async function* catchUpPass(
   try {
     if (opts.signal?.aborted) return ended("end");
     opts.signal?.addEventListener("abort", onAbort, { once: true });
-    messages = await consumer.consume({
-      max_messages: opts.batch ?? 10_000,
-      expires: READ_EXPIRES_MS,
-      idle_heartbeat: IDLE_HEARTBEAT_MS,
-      callback: (m) => inbox.put(m),
-    });
+    try {
+      messages = await consumer.consume({
+        max_messages: opts.batch ?? 10_000,
+        expires: READ_EXPIRES_MS,
+        idle_heartbeat: IDLE_HEARTBEAT_MS,
+        callback: (m) => inbox.put(m),
+      });
+    } catch {
+      return ended("continue");
+    }
     const closing = messages;
     void closing.closed().then(
       (err) => inbox.close(err ?? undefined),
       (err: unknown) => inbox.close(err instanceof Error ? err : new Error(String(err))),
     );
     watchdog = new ReadWatchdog(closing, read.stream);
+    void handOverOnTrouble(closing, inbox);
     let expected = 1;
     for (;;) {
       let arrived: JsMsg[] | undefined;
@@ -158,6 +163,33 @@ export async function* catchUpPass(
     opts.signal?.removeEventListener("abort", onAbort);
     messages?.stop();
     void removeConsumer(read, name);
+  }
+}
+
+/**
+ * What the library tells of a consumer that is gone or silent; it would
+ * keep asking (the ordered consumer would make another), where the pass
+ * hands over at once.
+ */
+const TROUBLE: ReadonlySet<string> = new Set([
+  "consumer_deleted",
+  "consumer_not_found",
+  "stream_not_found",
+  "heartbeats_missed",
+]);
+
+/** Ends the pass (the ordered consumer goes on) at the first sign of trouble with its consumer. */
+async function handOverOnTrouble(messages: ConsumerMessages, inbox: Inbox<JsMsg>): Promise<void> {
+  try {
+    for await (const s of messages.status()) {
+      if (TROUBLE.has(s.type)) {
+        inbox.close(new Error(`catch-up consumer: ${s.type}`));
+        messages.stop();
+        return;
+      }
+    }
+  } catch {
+    // The pass ended first.
   }
 }
 
