@@ -51,6 +51,7 @@ export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<
   const c = new Cursor();
   const decode = (bytes: Uint8Array): MessageShape<Desc> => {
     c.buf = bytes;
+    c.latin1 = latin1Of(bytes);
     c.pos = 0;
     c.view = undefined;
     try {
@@ -63,6 +64,7 @@ export function compileDecoder<Desc extends DescMessage>(schema: Desc): Decoder<
     } finally {
       // The bytes are the caller's: not kept alive by the cursor.
       c.buf = EMPTY;
+      c.latin1 = undefined;
       c.view = undefined;
     }
   };
@@ -85,12 +87,29 @@ const SHORT_STRING = 64;
 
 const EMPTY = new Uint8Array(0);
 
+/** Bytes that make a string of a range of themselves, read as Latin-1: Node's Buffer. */
+interface Latin1Sliceable {
+  toString(encoding: "latin1", start: number, end: number): string;
+}
+
+/**
+ * Node's Buffer where there is one (the codec is plain JavaScript otherwise:
+ * no import of Node's modules).
+ */
+const NodeBuffer = (globalThis as { Buffer?: { isBuffer(b: unknown): boolean } }).Buffer;
+
+function latin1Of(bytes: Uint8Array): Latin1Sliceable | undefined {
+  return NodeBuffer?.isBuffer(bytes) ? (bytes as unknown as Latin1Sliceable) : undefined;
+}
+
 /** Where a decode is in its bytes; one per decoder (compileDecoder), passed to every reader. */
 class Cursor {
   buf: Uint8Array = EMPTY;
   pos = 0;
   /** A DataView of `buf`, made when a double is first read. */
   view: DataView | undefined = undefined;
+  /** `buf` when it is Node's Buffer (what a NATS message's data is), which makes a string of bytes natively. */
+  latin1: Latin1Sliceable | undefined = undefined;
   /** The halves of the last 64-bit varint read (signed 32-bit). */
   lo = 0;
   hi = 0;
@@ -609,12 +628,16 @@ function readString(c: Cursor, strict: boolean): string {
     }
     // Up to 12 characters, appending makes a flat string; past that it
     // would build a chain of cons strings (one per character) that a fold
-    // keeps, so longer ones are made in one call.
+    // keeps, so longer ones are made in one call: by Node's Buffer when the
+    // bytes are one (ASCII is its own Latin-1), which makes the string
+    // without the view of the bytes that fromCharCode needs (a Buffer's
+    // view is itself a Buffer, costly to make).
     if (len <= 12) {
       let s = "";
       for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
       return s;
     }
+    if (c.latin1 !== undefined) return c.latin1.toString("latin1", start, end);
     return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
   }
   return getTextEncoding().decodeUtf8(buf.subarray(start, end), strict);

@@ -13,11 +13,20 @@ const RESERVED: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.
 /**
  * Their lengths and first characters: most ids differ from every one of
  * them in these, which are read without hashing the id (the set lookup
- * hashes the whole string, and an id just decoded has no hash yet).
+ * hashes the whole string, and an id just decoded has no hash yet). Kept
+ * as flags indexed by the number: an array read, where a set of numbers
+ * hashes it (the folds ask for several ids of every event).
  */
-const LENGTHS: ReadonlySet<number> = new Set([...RESERVED].map((k) => k.length));
-const FIRST_CHARS: ReadonlySet<number> = new Set([...RESERVED].map((k) => k.charCodeAt(0)));
+const LENGTHS = flags([...RESERVED].map((k) => k.length));
+const FIRST_CHARS = flags([...RESERVED].map((k) => k.charCodeAt(0)));
+
+function flags(numbers: number[]): Uint8Array {
+  const out = new Uint8Array(Math.max(...numbers) + 1);
+  for (const n of numbers) out[n] = 1;
+  return out;
+}
 
 export function isReservedKey(id: string): boolean {
-  return LENGTHS.has(id.length) && FIRST_CHARS.has(id.charCodeAt(0)) && RESERVED.has(id);
+  // Out of range reads undefined: not reserved.
+  return LENGTHS[id.length] === 1 && FIRST_CHARS[id.charCodeAt(0)] === 1 && RESERVED.has(id);
 }

@@ -1,6 +1,6 @@
 /**
- * What an ordered consumer hands a read: its messages, taken a batch at a
- * time (Inbox), and the watchdog that ends the read when the consumer goes
+ * What a consumer hands a read: its messages, taken a batch at a time
+ * (Inbox; also the pull pass's, pull-pass.ts), and the watchdog that ends the read when the consumer goes
  * quiet (ReadWatchdog). Used by reader.ts.
  */
 import type { JsMsg } from "@nats-io/jetstream";
@@ -18,13 +18,13 @@ export const READ_EXPIRES_MS = 5_000;
  * or, once the consumer stopped and all was taken, with undefined, or
  * throws what it stopped with.
  */
-export class Inbox {
-  #messages: JsMsg[] = [];
+export class Inbox<M = JsMsg> {
+  #messages: M[] = [];
   #wake: (() => void) | undefined;
   #closed = false;
   #error: Error | undefined;
 
-  put(m: JsMsg): void {
+  put(m: M): void {
     this.#messages.push(m);
     this.#wakeUp();
   }
@@ -35,7 +35,7 @@ export class Inbox {
     this.#wakeUp();
   }
 
-  async take(): Promise<JsMsg[] | undefined> {
+  async take(): Promise<M[] | undefined> {
     while (this.#messages.length === 0) {
       if (this.#closed) {
         if (this.#error) throw this.#error;

@@ -6,7 +6,9 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
+import { ackReplyTimeMs } from "./ack-reply.js";
 import { admit, RecordBatch, tell } from "./admit.js";
+import { catchesUp, catchUpPass } from "./catch-up-pass.js";
 import { Inbox, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
 import { readDirectBatches } from "./direct-read.js";
 import { consumerInfo, type EndCheck, nothingLeft } from "./end-check.js";
@@ -136,6 +138,13 @@ export async function* readEventBatches(
     replicated: (info.config.num_replicas ?? 1) > 1,
   };
   let start: Start = opts.fromTimeMs !== undefined ? { timeMs: opts.fromTimeMs } : { seq: fromSeq };
+  // What the stream held when the read began, read with a pass of its own
+  // first (catch-up-pass.ts); the ordered consumer goes on from where it got to.
+  if ("seq" in start && catchesUp(read, start.seq)) {
+    const caught = yield* catchUpPass(read, start.seq);
+    if (caught.outcome === "end") return;
+    if (caught.lastDelivered > 0) start = { seq: caught.lastDelivered + 1 };
+  }
   let fruitless = 0;
   let lastCause: LogError | undefined;
   for (;;) {
@@ -156,7 +165,7 @@ export async function* readEventBatches(
 }
 
 /** What every consumer of one read shares. */
-interface ConsumerRead {
+export interface ConsumerRead {
   js: JetStreamClient;
   jsm: JetStreamManager;
   stream: string;
@@ -295,58 +304,10 @@ type Start = { seq: number } | { timeMs: number };
 export function streamTimeMs(m: JsMsg): number {
   const reply = (m as { reply?: unknown }).reply;
   if (typeof reply === "string") {
-    const ms = replyTimeMs(reply);
+    const ms = ackReplyTimeMs(reply);
     if (ms !== undefined) return ms;
   }
   return Number(m.timestampNanos / 1_000_000n);
-}
-
-/**
- * The milliseconds of a JetStream reply subject's nanoseconds, as the
- * library finds them:
- * `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<nanos>.<pending>`
- * (9 tokens) or, with a domain and account hash after `$JS.ACK`, the 10th
- * token of 11 or more. Undefined for anything else (left to the library).
- * Read in place, with no token array or substring: a catch-up asks once per
- * event.
- */
-function replyTimeMs(reply: string): number | undefined {
-  if (!reply.startsWith("$JS.ACK.")) return undefined;
-  // The dots before and after the 8th token (9-token form) and the 10th (the other).
-  let dots = 0;
-  let d7 = -1;
-  let d8 = -1;
-  let d9 = -1;
-  let d10 = -1;
-  for (let i = reply.indexOf("."); i !== -1; i = reply.indexOf(".", i + 1)) {
-    dots++;
-    if (dots === 7) d7 = i;
-    else if (dots === 8) d8 = i;
-    else if (dots === 9) d9 = i;
-    else if (dots === 10) d10 = i;
-  }
-  const tokens = dots + 1;
-  let from: number;
-  let to: number;
-  if (tokens === 9) {
-    from = d7 + 1;
-    to = d8;
-  } else if (tokens >= 11) {
-    from = d9 + 1;
-    to = d10;
-  } else return undefined;
-  if (to <= from) return undefined;
-  // Whole milliseconds: every digit but the last six. Up to 15 of them are
-  // exact in a double as they are summed; a longer number is left to Number.
-  const msEnd = to - 6;
-  let ms = 0;
-  for (let i = from; i < to; i++) {
-    const d = reply.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return undefined;
-    if (i < msEnd) ms = ms * 10 + d;
-  }
-  if (msEnd - from > 15) return Number(reply.slice(from, msEnd));
-  return ms;
 }
 
 /** An ordered consumer of `stream` from `start`, with the read's subject filter. */

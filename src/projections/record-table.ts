@@ -167,11 +167,19 @@ interface BuiltLookup<T> {
   ids: Map<string, Set<string>>;
 }
 
-/** The key lists (see above); null while the table holds an array-index key. */
+/**
+ * The key lists (see above); null while the table holds an array-index key.
+ * A removed id leaves `keys`, `sorted` and `added` only when they are next
+ * read (`compacted`): until then it is in `removed`. Taking it out at once
+ * cost a search and a copy of both lists per removal, which a replay (a
+ * replica removed every few events, the lists never read) paid for nothing.
+ */
 interface KeyLists {
   keys: string[];
   sorted: string[];
   added: string[];
+  /** Ids removed and still in the lists; never an id of a record the table holds. */
+  removed: Set<string>;
 }
 
 /** What an id held before the fork first wrote it. */
@@ -207,7 +215,7 @@ export class RecordTable<T extends object> {
    * other. Keyed in insertion order: the JSON form.
    */
   readonly #records: Record<string, T> = Object.create(null);
-  #lists: KeyLists | null = { keys: [], sorted: [], added: [] };
+  #lists: KeyLists | null = { keys: [], sorted: [], added: [], removed: new Set() };
   readonly #declared: TableIndexes<T>;
   readonly #groups = new Map<GroupIndex<T>, BuiltGroups<T>>();
   readonly #lookups = new Map<LookupIndex<T>, BuiltLookup<T>>();
@@ -231,7 +239,9 @@ export class RecordTable<T extends object> {
   // ------------------------------------------------------------------ reads
 
   get size(): number {
-    return this.#keyList().length;
+    return this.#lists
+      ? this.#lists.keys.length - this.#lists.removed.size
+      : Object.keys(this.#records).length;
   }
 
   has(id: string): boolean {
@@ -248,7 +258,7 @@ export class RecordTable<T extends object> {
 
   /** The insertion-ordered ids, the table's own array (changed by the writers). */
   #keyList(): readonly string[] {
-    return this.#lists ? this.#lists.keys : Object.keys(this.#records);
+    return this.#lists ? compacted(this.#lists).keys : Object.keys(this.#records);
   }
 
   sortedKeys(): readonly string[] {
@@ -338,6 +348,8 @@ export class RecordTable<T extends object> {
       this.#lists = null;
       return;
     }
+    // Put back after its removal: at the end of the insertion order, as the records have it.
+    if (this.#lists.removed.has(id)) compacted(this.#lists);
     this.#lists.keys.push(id);
     this.#lists.added.push(id);
   }
@@ -353,14 +365,7 @@ export class RecordTable<T extends object> {
       this.#lists = this.#listsFromRecords();
       return;
     }
-    t.keys.splice(t.keys.indexOf(id), 1);
-    const a = t.added.indexOf(id);
-    if (a >= 0) t.added.splice(a, 1);
-    else {
-      // A new array: callers may hold the old one.
-      const i = t.sorted.indexOf(id);
-      if (i >= 0) t.sorted = t.sorted.toSpliced(i, 1);
-    }
+    t.removed.add(id);
   }
 
   /**
@@ -429,7 +434,7 @@ export class RecordTable<T extends object> {
   #listsFromRecords(): KeyLists | null {
     const keys = Object.keys(this.#records);
     if (keys.some(isArrayIndex)) return null;
-    return { keys, sorted: [...keys].sort(), added: [] };
+    return { keys, sorted: [...keys].sort(), added: [], removed: new Set() };
   }
 
   #beforeKeyChange(id: string, removing: boolean): void {
@@ -437,7 +442,12 @@ export class RecordTable<T extends object> {
     if (j === null) return;
     const rec = this.#records;
     if (j.lists === undefined)
-      j.lists = this.#lists && { keys: this.#lists.keys.slice(), sorted: merged(this.#lists), added: [] };
+      j.lists = this.#lists && {
+        keys: compacted(this.#lists).keys.slice(),
+        sorted: merged(this.#lists),
+        added: [],
+        removed: new Set(),
+      };
     if (removing && j.order === undefined) {
       // The order before the fork: ids it added went to the end, so they are left out.
       j.order = Object.keys(rec).filter((k) => {
@@ -483,8 +493,11 @@ export class RecordTable<T extends object> {
       }
       for (let i = 0; i < lookups.length; i++) {
         const l = lookups[i] as BuiltLookup<T>;
+        const now = v === undefined ? NO_KEYS : l.index.keysOf(v);
+        // Most writes leave a record's keys as they were (a status, a load): nothing to move.
+        if (sameKeys(l.keysOf.get(id) ?? NO_KEYS, now)) continue;
         unfile(l, id);
-        if (v !== undefined) fileUnder(l, id, v);
+        fileKeys(l, id, now);
       }
     }
     this.#dirty.clear();
@@ -501,7 +514,8 @@ export class RecordTable<T extends object> {
     this.#refresh();
     const ids = Object.keys(this.#records);
     if (this.#lists) {
-      if (!sameKeys(this.#lists.keys, ids)) throw new Error("the insertion-ordered key list is stale");
+      if (!sameKeys(compacted(this.#lists).keys, ids))
+        throw new Error("the insertion-ordered key list is stale");
       if (!sameKeys(merged(this.#lists), [...ids].sort())) throw new Error("the sorted key list is stale");
     }
     for (const built of this.#groups.values()) {
@@ -541,8 +555,25 @@ function compare(
     );
 }
 
+/**
+ * The lists without the ids removed since they were last read. `sorted` is
+ * a new array (callers may hold the old one); `keys` and `added` are the
+ * table's own.
+ */
+function compacted(t: KeyLists): KeyLists {
+  if (t.removed.size === 0) return t;
+  const gone = t.removed;
+  const keep = (k: string) => !gone.has(k);
+  t.keys = t.keys.filter(keep);
+  t.sorted = t.sorted.filter(keep);
+  t.added = t.added.filter(keep);
+  t.removed = new Set();
+  return t;
+}
+
 /** The sorted keys, the keys added since merged in. */
 function merged(t: KeyLists): string[] {
+  compacted(t);
   if (t.added.length === 0) return t.sorted;
   const added = t.added.sort();
   t.added = [];
@@ -576,8 +607,13 @@ function join<T>(built: BuiltGroups<T>, id: string, key: string): void {
   built.groupOf.set(id, key);
 }
 
+const NO_KEYS: readonly string[] = [];
+
 function fileUnder<T>(built: BuiltLookup<T>, id: string, v: T): void {
-  const keys = built.index.keysOf(v);
+  fileKeys(built, id, built.index.keysOf(v));
+}
+
+function fileKeys<T>(built: BuiltLookup<T>, id: string, keys: readonly string[]): void {
   if (keys.length === 0) return;
   built.keysOf.set(id, keys);
   for (const k of keys) {

@@ -95,6 +95,57 @@ describe("projections: the record table", () => {
     again.replicas.replicas.verify();
   });
 
+  it("given removals left out of the key lists until they are read (some sorted, some just added, some put back), then size, keys and sorted keys are the records object's, and a list handed out before is unchanged", () => {
+    const t = new RecordTable<Item>();
+    for (const id of ["d", "b", "a", "c", "e"]) t.put(id, item(id, ""));
+    const handedOut = t.sortedKeys();
+    assert.deepEqual(handedOut, ["a", "b", "c", "d", "e"]);
+    t.put("f", item("f", ""));
+    t.put("g", item("g", ""));
+    // Removed without a read in between: "b" sorted, "f" only added since.
+    t.drop("b");
+    t.drop("f");
+    t.drop("zz");
+    assert.equal(t.size, 5);
+    // Put back after its removal: at the end, as the records object has it.
+    t.put("b", item("b", "again"));
+    assert.equal(t.size, 6);
+    t.drop("d");
+    assert.equal(t.size, 5);
+    const rec = t.toJSON();
+    assert.deepEqual(t.keys(), Object.keys(rec));
+    assert.deepEqual(t.keys(), ["a", "c", "e", "g", "b"]);
+    assert.deepEqual(t.sortedKeys(), ["a", "b", "c", "e", "g"]);
+    assert.deepEqual(
+      t.values().map((i) => i.colour),
+      ["", "", "", "", "again"],
+    );
+    assert.deepEqual(handedOut, ["a", "b", "c", "d", "e"], "a list handed out is never changed");
+    t.verify();
+  });
+
+  it("keeps a lookup exact when a write leaves a record's keys as they were and when it changes them", () => {
+    const t = new RecordTable<Item>({ lookups: [byTag] });
+    t.put("a", item("a", "red", "x", "y"));
+    t.put("b", item("b", "red", "y"));
+    assert.equal(t.lookup(byTag, "y"), "a");
+    t.update("a", (i) => {
+      i.colour = "blue";
+    });
+    assert.equal(t.lookup(byTag, "x"), "a", "same keys: still filed");
+    t.update("a", (i) => {
+      i.tags = ["z"];
+    });
+    assert.equal(t.lookup(byTag, "x"), "");
+    assert.equal(t.lookup(byTag, "y"), "b");
+    assert.equal(t.lookup(byTag, "z"), "a");
+    t.update("a", (i) => {
+      i.tags = [];
+    });
+    assert.equal(t.lookup(byTag, "z"), "");
+    t.verify();
+  });
+
   it("answers its declared groups and lookups through every writer, and refuses an index it was not declared with", () => {
     const t = new RecordTable<Item>({ groups: [byColour], lookups: [byTag] });
     t.put("a", item("a", "red", "x"));
