@@ -183,7 +183,7 @@ describe("llmgw reconciler processes", () => {
       assert.equal(JSON.parse(held?.string() ?? "{}").holder, "rec-a");
       await a.kill();
       await a.exited;
-      // The key expires within one TTL and the standby polls at TTL/10. A
+      // The key expires within one TTL and the standby polls at TTL/20. A
       // liveness bound of many TTLs: past it the takeover hung.
       await eventually(async () => await b!.isLeader(), {
         what: `rec-b to take over the lease of the SIGKILLed rec-a (TTL ${ttlMs} ms); it never did:\n${b.output()}`,
