@@ -69,7 +69,7 @@ export async function* catchUpPass(
   const name = `llmgw_catchup_${nuid.next()}`;
   let consumer: Consumer;
   try {
-    await read.jsm.consumers.add(read.stream, {
+    const made = await read.jsm.consumers.add(read.stream, {
       name,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
@@ -79,6 +79,13 @@ export async function* catchUpPass(
       mem_storage: true,
       ...(opts.subjects && opts.subjects.length > 0 ? { filter_subjects: opts.subjects } : {}),
     });
+    // Nothing to deliver (a filter nothing matches, or a replica behind):
+    // whether the read is over is the ordered consumer's to find out; this
+    // consumer would only wait.
+    if (made.num_pending === 0) {
+      void removeConsumer(read, name);
+      return ended("continue");
+    }
     consumer = await read.js.consumers.get(read.stream, name);
   } catch {
     // Whatever stopped it (a cluster electing, the stream's consumer limit),

@@ -179,6 +179,27 @@ describe("log: a read's catch-up pass against a real nats-server", () => {
       await noCatchUpConsumerLeft(log);
     }));
 
+  it("given a filter that nothing in many messages matches, then a read that does not follow ends with nothing, and one that follows gets what comes", () =>
+    withLog(async (log) => {
+      await fill(log, N, "n");
+      const subjects = [log.subjects.operator("gpu-zz")];
+      const none: number[] = [];
+      for await (const r of log.read({ subjects })) none.push(r.seq);
+      assert.deepEqual(none, []);
+      const ac = new AbortController();
+      const got: string[] = [];
+      const following = (async () => {
+        for await (const r of log.read({ subjects, follow: true, signal: ac.signal })) {
+          got.push(r.event.id);
+          ac.abort();
+        }
+      })();
+      await log.append(testCordon("zz-1", "gpu-zz"));
+      await following;
+      assert.deepEqual(got, ["zz-1"]);
+      await noCatchUpConsumerLeft(log);
+    }));
+
   it("ends when the caller aborts during the catch-up, and removes its consumer", () =>
     withLog(async (log) => {
       await fill(log, N, "x");
