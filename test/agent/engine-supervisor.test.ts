@@ -657,7 +657,7 @@ describe("engine supervisor (real processes)", () => {
     });
   });
 
-  it("records an engine once, STARTING: an agent adopting it asks the engine, RUNNING if it answers, else probes it until ready", async () => {
+  it("records an engine STARTING, then RUNNING after saying so: an agent adopting one recorded STARTING asks the engine, RUNNING if it answers, else probes it until ready", async () => {
     await withSupervisor(["--start-delay-ms", "600"], async (s, events, dir) => {
       await s.start(spec("s1"));
       await until("s1 running", () => events.find((e) => e.shardId === "s1" && e.state === "running"));
@@ -669,8 +669,12 @@ describe("engine supervisor (real processes)", () => {
           state: string;
           startTime: string;
         };
-      assert.equal(recorded("s1").state, "starting", "not written again once ready");
+      assert.equal(recorded("s1").state, "running", "written once ready (close waits for the write)");
+      assert.equal(recorded("s2").state, "starting");
       assert.notEqual(recorded("s1").startTime, "", "its identity recorded with it");
+      // As an agent lost between saying RUNNING and writing it leaves it: the next one asks the engine.
+      const path = join(dir, "shards", "s1.json");
+      writeFileSync(path, JSON.stringify({ ...JSON.parse(readFileSync(path, "utf8")), state: "starting" }));
       const later: ShardEvent[] = [];
       const again = new EngineSupervisor({
         engines: engines([]),

@@ -231,13 +231,16 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
       this.#watchAdopted(shard);
       adopted.push(shard);
     }
-    // A record says STARTING until its engine drains (see #ready): whether
-    // the engine has become ready is asked of the engine itself, once, all
-    // together, so that the registration that follows says RUNNING of those that are.
+    // A record may say STARTING of an engine that became ready while its
+    // RUNNING record was still being written (see #ready): whether it is
+    // ready is asked of the engine itself, once, all together, so that the
+    // registration that follows says RUNNING of those that are.
     const ready = await Promise.all(
       adopted.map((s) => s.record.state === "starting" && this.#answersReady(s)),
     );
     adopted.forEach((shard, i) => {
+      // Exited while the engines were asked: already reported, nothing to watch.
+      if (!this.#holds(shard)) return;
       if (ready[i]) shard.record.state = "running";
       if (shard.record.state === "starting") this.#probe(shard);
       else if (shard.record.state === "running") {
@@ -559,7 +562,8 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     const { intervalMs, timeoutMs } = shard.config.ready;
     let slot = 0;
     const next = () => {
-      if (this.#closed || shard.stopping || shard.record.state !== "starting") return;
+      // Also a shard that exited meanwhile (replaced by a launch on another port): its probe ends.
+      if (this.#closed || shard.stopping || shard.record.state !== "starting" || !this.#holds(shard)) return;
       const now = performance.now();
       slot = Math.max(slot + 1, Math.ceil((now - from) / intervalMs));
       // A millisecond more: a timer's clock counts whole milliseconds and may fire
@@ -584,17 +588,23 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   }
 
   #ready(shard: Shard): void {
-    if (shard.record.state !== "starting" || shard.stopping) return;
+    if (shard.record.state !== "starting" || shard.stopping || !this.#holds(shard)) return;
     clearTimeout(shard.timers.probe);
-    // Said at once, and not written: the record keeps what a restarted agent
-    // cannot ask the engine (which shard, its process, its port, a drain
-    // under way), and that agent asks the engine whether it is ready
-    // (adopt). A record's write costs a file's creation (its temporary
-    // file), and a node whose engines all become ready together would pay
-    // one per engine on the way to serving.
+    // Said at once, and written after: a record's write costs a file's
+    // creation (its temporary file), which a node whose engines all become
+    // ready together would otherwise pay per engine on the way to serving.
+    // The record says RUNNING so that a restarted agent watches the engine's
+    // liveness (a hung one is reported FAILED) instead of waiting for it
+    // as for one loading.
     this.#emit(shard, "running");
+    void this.#persist(shard);
     this.#pollLoad(shard);
     this.#watchLiveness(shard);
+  }
+
+  /** Whether `shard` is still the one this supervisor holds under its id (not exited, not replaced). */
+  #holds(shard: Shard): boolean {
+    return this.#shards.get(shard.record.spec.shardId) === shard;
   }
 
   /** Whether an adopted engine answers its ready probe now (a rank > 0 probed through rank 0 does, as at its launch). */
