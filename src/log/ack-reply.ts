@@ -60,14 +60,6 @@ export function ackReply(reply: string): AckReply | undefined {
   return { streamSeq, consumerSeq, timeMs, pending };
 }
 
-/** The milliseconds of a reply subject's nanoseconds alone (see `ackReply`), or undefined. */
-export function ackReplyTimeMs(reply: string): number | undefined {
-  const tokens = scan(reply);
-  if (tokens === 0) return undefined;
-  const d = tokens === 9 ? 3 : 5;
-  return millisOfNanos(reply, (dots[d + 3] as number) + 1, dots[d + 4] as number);
-}
-
 /** The decimal number in reply[from, to), or undefined when it is not one (or not exact in a double). */
 function digits(reply: string, from: number, to: number): number | undefined {
   if (to <= from || to - from > 15) return undefined;

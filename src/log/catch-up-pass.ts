@@ -32,7 +32,7 @@ import {
 import { nanos, nuid } from "@nats-io/transport-node";
 import { ackReply } from "./ack-reply.js";
 import { admit, RecordBatch, type StoredMessage, tell } from "./admit.js";
-import { Inbox, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
+import { IDLE_HEARTBEAT_MS, Inbox, READ_BATCH, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
 import type { ConsumerRead, LogRecord } from "./reader.js";
 
 /** A read with fewer than this many messages to catch up on goes to the ordered consumer directly. */
@@ -43,9 +43,6 @@ export const CATCH_UP_MIN = 1_000;
  * reader is gone); the pass removes its own when it ends.
  */
 const INACTIVE_MS = 30_000;
-
-/** Heartbeats of an idle pull, as the ordered consumer asks for them. */
-const IDLE_HEARTBEAT_MS = 2_000;
 
 /** How a catch-up pass ended: the read is over, or the ordered consumer goes on after `lastDelivered`. */
 export interface CatchUpEnd {
@@ -102,7 +99,7 @@ export async function* catchUpPass(
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       messages = await consumer.consume({
-        max_messages: opts.batch ?? 10_000,
+        max_messages: opts.batch ?? READ_BATCH,
         expires: READ_EXPIRES_MS,
         idle_heartbeat: IDLE_HEARTBEAT_MS,
         callback: (m) => inbox.put(m),

@@ -13,6 +13,18 @@ import { LogError } from "./errors.js";
 export const READ_EXPIRES_MS = 5_000;
 
 /**
+ * Two missed in a row (4–6 s of silence) end a read as unavailable: long
+ * enough that a busy process's event-loop lag is not taken for a dead member.
+ */
+export const IDLE_HEARTBEAT_MS = 2_000;
+
+/**
+ * Messages a pull asks for unless the read says (`ReadOptions.batch`); the
+ * next pull goes out when half have arrived.
+ */
+export const READ_BATCH = 10_000;
+
+/**
  * Messages handed over by the consumer's callback, taken a batch at a time.
  * `take` resolves with everything that arrived (waiting when nothing has),
  * or, once the consumer stopped and all was taken, with undefined, or

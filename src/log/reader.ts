@@ -6,10 +6,10 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { Event } from "../gen/llmgw/v1/events_pb.js";
-import { ackReplyTimeMs } from "./ack-reply.js";
+import { ackReply } from "./ack-reply.js";
 import { admit, RecordBatch, tell } from "./admit.js";
 import { catchesUp, catchUpPass } from "./catch-up-pass.js";
-import { Inbox, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
+import { IDLE_HEARTBEAT_MS, Inbox, READ_BATCH, READ_EXPIRES_MS, ReadWatchdog } from "./consumer-feed.js";
 import { readDirectBatches } from "./direct-read.js";
 import { consumerInfo, type EndCheck, nothingLeft } from "./end-check.js";
 import { LogError } from "./errors.js";
@@ -17,14 +17,6 @@ import { afterLagging, onDelivery, readStop } from "./read-end.js";
 import { leaderInfo, whileElecting } from "./stream-leader.js";
 import type { RefusedEvent } from "./subject-kinds.js";
 import type { Subjects } from "./subjects.js";
-
-/**
- * Two missed in a row (4–6 s of silence) end a read as unavailable: long
- * enough that a busy process's event-loop lag is not taken for a dead member.
- */
-const IDLE_HEARTBEAT_MS = 2_000;
-
-const DEFAULT_BATCH = 10_000;
 
 /** One event as read from the log. */
 export interface LogRecord {
@@ -207,7 +199,7 @@ async function* consumerPass(read: ConsumerRead, start: Start): AsyncGenerator<L
   // taken by the loop below a batch at a time.
   const inbox = new Inbox();
   const messages = await consumer.consume({
-    max_messages: opts.batch ?? DEFAULT_BATCH,
+    max_messages: opts.batch ?? READ_BATCH,
     expires: READ_EXPIRES_MS,
     idle_heartbeat: IDLE_HEARTBEAT_MS,
     callback: (m) => inbox.put(m),
@@ -304,8 +296,8 @@ type Start = { seq: number } | { timeMs: number };
 export function streamTimeMs(m: JsMsg): number {
   const reply = (m as { reply?: unknown }).reply;
   if (typeof reply === "string") {
-    const ms = ackReplyTimeMs(reply);
-    if (ms !== undefined) return ms;
+    const fields = ackReply(reply);
+    if (fields !== undefined) return fields.timeMs;
   }
   return Number(m.timestampNanos / 1_000_000n);
 }

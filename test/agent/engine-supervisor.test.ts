@@ -87,6 +87,21 @@ async function discardSupervisor(s: EngineSupervisor, dir: string): Promise<void
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** A supervisor of the default fake engine on the state directory `dir`: an agent (re)started on a node. */
+function supervisorOn(
+  dir: string,
+  onEvent: (e: ShardEvent) => void,
+  more: Partial<SupervisorOptions> = {},
+): EngineSupervisor {
+  return new EngineSupervisor({
+    engines: engines([]),
+    stateDir: dir,
+    advertiseHost: "127.0.0.1",
+    onEvent,
+    ...more,
+  });
+}
+
 async function withSupervisor(
   extra: string[],
   fn: (s: EngineSupervisor, events: ShardEvent[], dir: string) => Promise<void>,
@@ -638,12 +653,7 @@ describe("engine supervisor (real processes)", () => {
           join(dir, "shards", "s2.json"),
           JSON.stringify({ ...fake, spec: spec("s2"), pid: other.pid, startTime: "1" }),
         );
-        const again = new EngineSupervisor({
-          engines: engines([]),
-          stateDir: dir,
-          advertiseHost: "127.0.0.1",
-          onEvent: () => {},
-        });
+        const again = supervisorOn(dir, () => {});
         const adopted = await again.adopt();
         assert.deepEqual(
           adopted.map((a) => [a.shardId, a.state]),
@@ -676,12 +686,7 @@ describe("engine supervisor (real processes)", () => {
       const path = join(dir, "shards", "s1.json");
       writeFileSync(path, JSON.stringify({ ...JSON.parse(readFileSync(path, "utf8")), state: "starting" }));
       const later: ShardEvent[] = [];
-      const again = new EngineSupervisor({
-        engines: engines([]),
-        stateDir: dir,
-        advertiseHost: "127.0.0.1",
-        onEvent: (e) => later.push(e),
-      });
+      const again = supervisorOn(dir, (e) => later.push(e));
       try {
         const adopted = await again.adopt();
         assert.deepEqual(
@@ -706,13 +711,7 @@ describe("engine supervisor (real processes)", () => {
     const dir = mkdtempSync(join(tmpdir(), "llmgw-sup-"));
     const events: ShardEvent[] = [];
     const warnings: string[] = [];
-    const s = new EngineSupervisor({
-      engines: engines([]),
-      stateDir: dir,
-      advertiseHost: "127.0.0.1",
-      onEvent: (e) => events.push(e),
-      warn: (_obj, msg) => warnings.push(msg),
-    });
+    const s = supervisorOn(dir, (e) => events.push(e), { warn: (_obj, msg) => warnings.push(msg) });
     await s.adopt();
     try {
       // The record's temporary file cannot be created: a directory holds its name.
@@ -738,13 +737,7 @@ describe("engine supervisor (real processes)", () => {
       // The agent goes away; the engine lives on and crashes under the next one.
       await s.close();
       const later: ShardEvent[] = [];
-      const again = new EngineSupervisor({
-        engines: engines([]),
-        stateDir: dir,
-        advertiseHost: "127.0.0.1",
-        onEvent: (e) => later.push(e),
-        watchMs: 50,
-      });
+      const again = supervisorOn(dir, (e) => later.push(e), { watchMs: 50 });
       try {
         const adopted = await again.adopt();
         assert.deepEqual(

@@ -553,13 +553,12 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
   #probe(shard: Shard, from = performance.now()): void {
     // A launch or an adoption that finishes after close() arms nothing: its timers would outlive the supervisor.
     if (this.#closed) return;
-    if (shard.config.ready.ranks === "first" && shard.record.spec.rank > 0) {
+    if (!this.#servesHttp(shard)) {
       // Not probed: rank 0's readiness speaks for the replica.
       this.#ready(shard);
       return;
     }
-    const url = fill(shard.config.ready.http, this.#values(shard));
-    const { intervalMs, timeoutMs } = shard.config.ready;
+    const { intervalMs } = shard.config.ready;
     let slot = 0;
     const next = () => {
       // Also a shard that exited meanwhile (replaced by a launch on another port): its probe ends.
@@ -572,17 +571,9 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     };
     const probe = async () => {
       if (this.#closed) return;
-      try {
-        const r = await this.#host.fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-        await r.body?.cancel();
-        if (r.status === 200) {
-          this.#ready(shard);
-          return;
-        }
-      } catch {
-        // Not listening yet: loading weights.
-      }
-      next();
+      // Not answering yet: loading weights.
+      if (await this.#answersReady(shard)) this.#ready(shard);
+      else next();
     };
     next();
   }
@@ -607,7 +598,11 @@ export class EngineSupervisor implements ShardSupervisor, EngineOutputSource {
     return this.#shards.get(shard.record.spec.shardId) === shard;
   }
 
-  /** Whether an adopted engine answers its ready probe now (a rank > 0 probed through rank 0 does, as at its launch). */
+  /**
+   * Whether the engine answers its ready URL with 200 now: the probe of a
+   * starting engine, and an adopting agent's one question. A rank > 0 whose
+   * readiness rank 0 speaks for does, as at its launch.
+   */
   async #answersReady(shard: Shard): Promise<boolean> {
     if (!this.#servesHttp(shard)) return true;
     try {
